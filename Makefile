@@ -1,0 +1,39 @@
+# make demo: generate CDC events, land them, dbt run + dbt test, print a summary.
+# make test: pytest (Spark, Iceberg, dbt) and sqlfluff lint.
+# Both create .venv first from pyproject.toml.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
+export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
+
+.PHONY: demo test lint pytest venv check-java clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+check-java:
+	@java -version >/dev/null 2>&1 || { echo "error: Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@java -version 2>&1 | head -1 | grep -Eq '"(1[7-9]|[2-9][0-9])[."]' || { echo "error: Java 17+ is required, found: $$(java -version 2>&1 | head -1)"; exit 1; }
+
+demo: venv check-java
+	$(BIN)/python -m python_jobs.demo
+
+pytest: venv check-java
+	$(BIN)/pytest
+
+lint: venv
+	$(BIN)/sqlfluff lint models macros tests/data_tests
+
+test: pytest lint
+
+clean:
+	rm -rf warehouse data target logs dbt_packages .pytest_cache

@@ -1,0 +1,41 @@
+{#
+    Helpers for the SELECT of a cdc_merge model:
+
+        select
+            {{ cdc_merge.cdc_column('id', 'int') }},
+            {{ cdc_merge.cdc_metadata_columns() }}
+        from {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}
+#}
+
+{% macro cdc_events(raw_relation) %}
+    {#
+        The deduplicated batch the materialization prepares before it runs the model:
+        one row per key with _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts and
+        _cdc_row (the after image, or the before image for a delete). Passing the raw
+        relation puts it in the lineage graph.
+    #}
+    {{ return(cdc_merge.batch_view_name(model.name)) }}
+{% endmacro %}
+
+
+{% macro batch_view_name(model_name) %}
+    {{ return(model_name ~ '__cdc_batch') }}
+{% endmacro %}
+
+
+{% macro cdc_metadata_columns() %}
+    _cdc_key,
+    _cdc_action,
+    _cdc_seq,
+    _cdc_source_ts
+{% endmacro %}
+
+
+{% macro cdc_column(name, data_type, json_field=none) %}
+    {{ return(adapter.dispatch('cdc_column', 'cdc_merge')(name, data_type, json_field or name)) }}
+{% endmacro %}
+
+{% macro spark__cdc_column(name, data_type, json_field) %}
+    {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
+    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').`{{ json_field }}` as {{ name }}
+{%- endmacro %}

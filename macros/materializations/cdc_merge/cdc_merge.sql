@@ -1,0 +1,160 @@
+{#
+    cdc_merge: apply the new events of one source table from the raw log to its mirror.
+
+    Steps: validate every config; find the raw snapshots added since this mirror's
+    offset; for each bounded chunk of them, dedup to the newest event per key, classify
+    it against the mirror, MERGE, and only then append the new offset. A run that dies
+    half way repeats its last chunk next time, which the seq guards make harmless.
+#}
+
+{% materialization cdc_merge, default %}
+    {%- set cfg = cdc_merge.cdc_merge_validated_config() -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_cached_relation(this) -%}
+    {%- set offsets = cdc_merge.offsets_relation(cfg) -%}
+    {%- set tombstones = cdc_merge.tombstones_relation(target_relation) if cfg.deletes == 'hard' else none -%}
+    {%- set batch_view = cdc_merge.batch_view_name(model.name) -%}
+    {%- set raw_changes_view = model.name ~ '__cdc_raw_changes' -%}
+    {%- set changes_view = model.name ~ '__cdc_changes' -%}
+    {%- set model_sql = compiled_code -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
+    {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
+
+    {% if existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
+        {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+        {% do adapter.drop_relation(existing_relation) %}
+        {% if tombstones is not none %}
+            {% do run_query('drop table if exists ' ~ tombstones) %}
+        {% endif %}
+        {% set existing_relation = none %}
+    {% endif %}
+
+    {#- A missing mirror is always rebuilt from the start of the log, whatever the offsets say. -#}
+    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
+    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
+    {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if (latest.rows | length and existing_relation is not none) else none %}
+    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
+    {% set current_snapshot = current.rows[0]['snapshot_id'] if current.rows | length else none %}
+    {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
+    {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+
+    {#- The model's output columns, from the first chunk's batch (or an empty one). -#}
+    {% if chunks | length %}
+        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunks[0].after, chunks[0].through)) %}
+        {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}
+    {% else %}
+        {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
+    {% endif %}
+    {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
+    {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
+    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts'] %}
+    {% set columns = model_columns | reject('in', metadata_columns) | list %}
+
+    {% if existing_relation is none %}
+        {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
+    {% else %}
+        {% do cdc_merge.check_mirror_columns(target_relation, columns, cfg) %}
+    {% endif %}
+    {% if tombstones is not none %}
+        {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
+    {% endif %}
+
+    {% set totals = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': chunks | length, 'max_source_ts': none} %}
+    {% for chunk in chunks %}
+        {% set chunk_stats = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
+        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
+        {% for bucket in range(chunk.buckets) %}
+            {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
+            {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
+            {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
+                {% do chunk_stats.update({name: chunk_stats[name] + counts[name]}) %}
+            {% endfor %}
+            {% if counts.max_source_ts and (chunk_stats.max_source_ts is none or counts.max_source_ts > chunk_stats.max_source_ts) %}
+                {% do chunk_stats.update({'max_source_ts': counts.max_source_ts}) %}
+            {% endif %}
+        {% endfor %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+        {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
+            {% do totals.update({name: totals[name] + chunk_stats[name]}) %}
+        {% endfor %}
+        {% if chunk_stats.max_source_ts and (totals.max_source_ts is none or chunk_stats.max_source_ts > totals.max_source_ts) %}
+            {% do totals.update({'max_source_ts': chunk_stats.max_source_ts}) %}
+        {% endif %}
+        {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ " (" ~ chunk.buckets ~ " bucket(s)): "
+            ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
+            ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ chunk.through, info=True) }}
+    {% endfor %}
+    {% do run_query('drop view if exists ' ~ raw_changes_view) %}
+    {% do run_query('drop view if exists ' ~ batch_view) %}
+
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals), info=True) }}
+    {% call statement('main') %}
+        select
+            {{ totals.events_read }} as keys_changed,
+            {{ totals.inserted }} as rows_inserted,
+            {{ totals.updated }} as rows_updated,
+            {{ totals.deleted }} as rows_deleted,
+            {{ totals.skipped }} as events_skipped
+    {% endcall %}
+
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{% macro apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
+    {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
+    {% do run_query('uncache table if exists ' ~ changes_view) %}
+    {% do run_query('drop view if exists ' ~ changes_view) %}
+    {% do run_query(cdc_merge.create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg)) %}
+    {% set row = run_query(cdc_merge.change_counts_sql(changes_view)).rows[0] %}
+    {% set counts = {
+        'events_read': row['events_read'] | int,
+        'inserted': row['inserted'] | int,
+        'updated': row['updated'] | int,
+        'deleted': row['deleted'] | int,
+        'tombstoned': row['tombstoned'] | int,
+        'skipped': row['skipped'] | int,
+        'revived': row['revived'] | int,
+        'max_source_ts': row['max_source_ts'],
+    } %}
+    {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
+        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes_view)) %}
+    {% endif %}
+    {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
+    {% if (counts.inserted + counts.updated + counts.deleted + soft_tombstones) > 0 %}
+        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes_view, columns, cfg)) %}
+    {% endif %}
+    {% do run_query('uncache table if exists ' ~ changes_view) %}
+    {% do run_query('drop view if exists ' ~ changes_view) %}
+    {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
+    {{ return(counts) }}
+{% endmacro %}
+
+
+{% macro check_mirror_columns(target_relation, columns, cfg) %}
+    {% set expected = columns + (['_cdc_deleted'] if cfg.deletes == 'soft' else []) + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] %}
+    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
+    {% if (actual | map('lower') | sort | list) != (expected | map('lower') | sort | list) %}
+        {% do exceptions.raise_compiler_error(
+            "cdc_merge model '" ~ model.name ~ "': the model now selects " ~ expected | join(', ')
+            ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
+            ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro summary_line(totals) %}
+    {%- set lag = 'n/a' -%}
+    {%- if totals.max_source_ts -%}
+        {%- set newest = modules.datetime.datetime.fromisoformat(totals.max_source_ts) -%}
+        {%- set lag = (modules.datetime.datetime.utcnow() - newest).total_seconds() | round(1) ~ ' s' -%}
+    {%- endif -%}
+    {{ return(totals.chunks ~ " chunk(s), " ~ totals.events_read ~ " keys changed: " ~ totals.inserted ~ " inserted, "
+        ~ totals.updated ~ " updated, " ~ totals.deleted ~ " deleted, " ~ totals.skipped ~ " skipped as not newer; lag "
+        ~ lag ~ " (newest applied source commit to now)") }}
+{% endmacro %}

@@ -1,0 +1,65 @@
+{#
+    Offsets log: one appended row per applied chunk, never updated, so parallel models
+    never conflict on it. The newest row of a target says where it stands; the others
+    are its history (events read, rows changed, lag). offset_snapshot is a string so
+    Databend can store its own snapshot ids in the same design.
+#}
+
+{% macro offsets_relation(cfg) %}
+    {{ return(api.Relation.create(schema=cfg.offsets_schema, identifier='cdc_merge_offsets', type='table')) }}
+{% endmacro %}
+
+
+{% macro create_offsets_table(relation) %}
+    {{ return(adapter.dispatch('create_offsets_table', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__create_offsets_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string,
+        offset_ordinal bigint,
+        raw_table string,
+        source_table string,
+        offset_snapshot string,
+        events_read bigint,
+        rows_inserted bigint,
+        rows_updated bigint,
+        rows_deleted bigint,
+        events_skipped bigint,
+        max_source_ts timestamp,
+        committed_at timestamp,
+        invocation_id string
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}
+
+
+{% macro latest_offset_sql(offsets, target_relation) %}
+    select
+        cast(offset_snapshot as string) as offset_snapshot,
+        offset_ordinal
+    from {{ offsets }}
+    where target_table = '{{ target_relation }}'
+    order by offset_ordinal desc
+    limit 1
+{% endmacro %}
+
+
+{% macro append_offset_sql(offsets, target_relation, cfg, offset_ordinal, offset_snapshot, stats) %}
+    insert into {{ offsets }}
+    select
+        '{{ target_relation }}' as target_table,
+        {{ offset_ordinal }} as offset_ordinal,
+        '{{ cfg.raw_relation }}' as raw_table,
+        '{{ cfg.source_table }}' as source_table,
+        '{{ offset_snapshot }}' as offset_snapshot,
+        {{ stats.events_read }} as events_read,
+        {{ stats.inserted }} as rows_inserted,
+        {{ stats.updated }} as rows_updated,
+        {{ stats.deleted }} as rows_deleted,
+        {{ stats.skipped }} as events_skipped,
+        {{ "timestamp'" ~ stats.max_source_ts ~ "'" if stats.max_source_ts else 'cast(null as timestamp)' }} as max_source_ts,
+        current_timestamp() as committed_at,
+        '{{ invocation_id }}' as invocation_id
+{% endmacro %}

@@ -1,0 +1,61 @@
+{#
+    The mirror and, with hard deletes, its tombstones: the newest delete per key, so
+    that an older event landing late cannot bring a deleted row back.
+#}
+
+{% macro tombstones_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_tombstones'})) }}
+{% endmacro %}
+
+
+{% macro create_mirror_sql(target_relation, source_view, columns, cfg) %}
+    {{ return(adapter.dispatch('create_mirror_sql', 'cdc_merge')(target_relation, source_view, columns, cfg)) }}
+{% endmacro %}
+
+{% macro spark__create_mirror_sql(target_relation, source_view, columns, cfg) %}
+    {%- set properties = {
+        'format-version': '2',
+        'write.delete.mode': 'merge-on-read',
+        'write.update.mode': 'merge-on-read',
+        'write.merge.mode': 'merge-on-read',
+    } -%}
+    {%- do properties.update(cfg.table_properties) -%}
+    create table {{ target_relation }}
+    using iceberg
+    tblproperties (
+        {%- for name, value in properties.items() %}
+        '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+    as
+    select
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
+        {%- if cfg.deletes == 'soft' %}
+        false as _cdc_deleted,
+        {%- endif %}
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts
+    from {{ source_view }}
+    limit 0
+{% endmacro %}
+
+
+{% macro create_tombstones_sql(tombstones) %}
+    {{ return(adapter.dispatch('create_tombstones_sql', 'cdc_merge')(tombstones)) }}
+{% endmacro %}
+
+{% macro spark__create_tombstones_sql(tombstones) %}
+    create table if not exists {{ tombstones }} (
+        _cdc_key string,
+        _cdc_seq string,
+        _cdc_source_ts timestamp
+    )
+    using iceberg
+    tblproperties (
+        'format-version' = '2',
+        'write.merge.mode' = 'merge-on-read'
+    )
+{% endmacro %}

@@ -1,0 +1,91 @@
+{#
+    Every config of a cdc_merge model is checked here, before any SQL runs.
+    Each error names the model and says what to change.
+#}
+
+{% macro cdc_merge_validated_config() %}
+    {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
+
+    {% if model.language != 'sql' %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_merge runs SQL models only; this one is " ~ model.language ~ ".") %}
+    {% endif %}
+
+    {% set unique_key = config.get('unique_key') %}
+    {% if unique_key is string %}
+        {% set unique_key = [unique_key] %}
+    {% endif %}
+    {% if unique_key is none or unique_key is not sequence or unique_key | length == 0 %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "set unique_key to the primary-key column or a list of them, e.g. unique_key=['order_id', 'line_no'].") %}
+    {% endif %}
+    {% for column in unique_key %}
+        {% if column is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', column) %}
+            {% do exceptions.raise_compiler_error(fail_prefix ~ "unique_key entry " ~ column ~ " is not a column name.") %}
+        {% endif %}
+    {% endfor %}
+
+    {% set source_table = config.get('source_table') %}
+    {% if source_table is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$', source_table) %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "set source_table to the schema-qualified source table whose events this model applies, e.g. source_table='inventory.products' (got " ~ source_table ~ ").") %}
+    {% endif %}
+
+    {% set deletes = config.get('deletes', 'hard') %}
+    {% if deletes not in ['hard', 'soft'] %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "deletes must be 'hard' (remove the row) or 'soft' (keep it with _cdc_deleted = true), got " ~ deletes ~ ".") %}
+    {% endif %}
+
+    {% set max_events = config.get('max_events_per_chunk', 1000000) %}
+    {% if max_events is not number or max_events is string or max_events < 1 or max_events != max_events | int %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "max_events_per_chunk must be a positive whole number of raw events, got " ~ max_events ~ ".") %}
+    {% endif %}
+
+    {% set table_properties = config.get('table_properties', {}) %}
+    {% if table_properties is not mapping %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "table_properties must be a mapping of Iceberg table properties.") %}
+    {% endif %}
+
+    {% set offsets_schema = config.get('offsets_schema', this.schema) %}
+    {% if offsets_schema is not string or offsets_schema | length == 0 %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "offsets_schema must name the schema of the cdc_merge_offsets table.") %}
+    {% endif %}
+
+    {% set upstream = [] %}
+    {% for source_name, table_name in model.sources %}
+        {% do upstream.append(source(source_name, table_name)) %}
+    {% endfor %}
+    {% for model_ref in model.refs %}
+        {% do upstream.append(ref(model_ref.name) if model_ref is mapping else ref(*model_ref)) %}
+    {% endfor %}
+    {% if upstream | length != 1 %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "a cdc_merge model reads exactly one raw table, through {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}; it depends on " ~ upstream | length ~ " relations.") %}
+    {% endif %}
+
+    {{ return({
+        'unique_key': unique_key,
+        'source_table': source_table,
+        'deletes': deletes,
+        'max_events_per_chunk': max_events | int,
+        'table_properties': table_properties,
+        'offsets_schema': offsets_schema,
+        'raw_relation': upstream[0],
+    }) }}
+{% endmacro %}
+
+
+{% macro cdc_merge_validate_columns(model_columns, cfg) %}
+    {#- Runs on the model's output columns, still before anything is written. -#}
+    {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
+    {% set lowered = model_columns | map('lower') | list %}
+    {% for required in ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts'] %}
+        {% if required not in lowered %}
+            {% do exceptions.raise_compiler_error(fail_prefix ~ "the model must select " ~ required ~ ": add {{ cdc_merge.cdc_metadata_columns() }} to its final select.") %}
+        {% endif %}
+    {% endfor %}
+    {% for column in cfg.unique_key %}
+        {% if column | lower not in lowered %}
+            {% do exceptions.raise_compiler_error(fail_prefix ~ "unique_key column " ~ column ~ " is not selected by the model (it selects " ~ model_columns | join(', ') ~ ").") %}
+        {% endif %}
+    {% endfor %}
+    {% if '_cdc_deleted' in lowered %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "_cdc_deleted is kept by the materialization; do not select it.") %}
+    {% endif %}
+{% endmacro %}

@@ -1,0 +1,65 @@
+{#
+    DDL of the tables the landing job writes. python_jobs/schemas.py holds the same
+    columns as StructType constants; tests/test_raw_tables.py checks they agree.
+#}
+
+{% macro create_raw_tables() %}
+    {% set raw_events = source('cdc_raw', 'raw_events') %}
+    {% set quarantine = source('cdc_raw', 'quarantine') %}
+    {% do run_query(cdc_merge.create_schema_if_missing(raw_events)) %}
+    {% do run_query(cdc_merge.raw_events_ddl(raw_events)) %}
+    {% do run_query(cdc_merge.quarantine_ddl(quarantine)) %}
+    {{ log('cdc_merge: raw tables ready: ' ~ raw_events ~ ', ' ~ quarantine, info=True) }}
+{% endmacro %}
+
+
+{% macro create_schema_if_missing(relation) %}
+    {{ return(adapter.dispatch('create_schema_if_missing', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__create_schema_if_missing(relation) %}
+    create namespace if not exists {{ relation.schema }}
+{% endmacro %}
+
+
+{% macro raw_events_ddl(relation) %}
+    {{ return(adapter.dispatch('raw_events_ddl', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__raw_events_ddl(relation) %}
+    create table if not exists {{ relation }} (
+        table_name string comment 'schema-qualified source table',
+        key string comment 'canonical JSON array of the primary-key values',
+        action string comment 'insert, update, delete or read',
+        raw_data string comment 'after image, exact JSON text',
+        before_data string comment 'before image, exact JSON text',
+        seq string comment 'sortable source position, see docs/ordering.md',
+        source_ts timestamp comment 'commit time in the source',
+        landed_file string comment 'input file',
+        landed_line int comment 'line in the input file, from 1',
+        landed_at timestamp comment 'when the landing job appended the event'
+    )
+    using iceberg
+    partitioned by (table_name)
+    tblproperties (
+        'format-version' = '2',
+        'write.distribution-mode' = 'hash'
+    )
+{% endmacro %}
+
+
+{% macro quarantine_ddl(relation) %}
+    {{ return(adapter.dispatch('quarantine_ddl', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__quarantine_ddl(relation) %}
+    create table if not exists {{ relation }} (
+        landed_file string,
+        landed_line int,
+        raw_text string,
+        reason string,
+        landed_at timestamp
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}

@@ -1,0 +1,34 @@
+{#
+    The products table of Debezium's tutorial inventory database, as captured in the
+    Flink JSON format test fixtures (../shared/fixtures/flink). Flink reads weight as
+    FLOAT, and its expected tables print that reading.
+#}
+
+{{
+    config(
+        unique_key='id',
+        source_table='inventory.products',
+    )
+}}
+
+with
+
+events as (
+
+    select * from {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}
+
+),
+
+final as (
+
+    select
+        {{ cdc_merge.cdc_column('id', 'int') }},
+        {{ cdc_merge.cdc_column('name', 'string') }},
+        {{ cdc_merge.cdc_column('description', 'string') }},
+        {{ cdc_merge.cdc_column('weight', 'float') }},
+        {{ cdc_merge.cdc_metadata_columns() }}
+    from events
+
+)
+
+select * from final

@@ -1,0 +1,95 @@
+"""Landing configuration: a YAML file, checked completely before Spark starts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+_QUALIFIED_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")
+SUPPORTED_FORMATS = ("debezium",)
+
+
+class ConfigError(ValueError):
+    """The landing config is wrong; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class LandingConfig:
+    input_dir: Path
+    checkpoint_dir: Path
+    raw_table: str
+    quarantine_table: str
+    key_columns: Mapping[str, tuple[str, ...]]
+    format: str = "debezium"
+    max_files_per_batch: int = 1000
+    source_file: Path | None = field(default=None, compare=False)
+
+
+def load_config(path: Path | str, overrides: Mapping[str, Any] | None = None) -> LandingConfig:
+    """Read and check a landing config; relative paths are relative to the config file."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the landing config: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: the landing config must be a mapping of settings")
+    document.update({name: value for name, value in (overrides or {}).items() if value is not None})
+    return parse_config(document, path)
+
+
+def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
+    def fail(field_name: str, problem: str) -> ConfigError:
+        return ConfigError(f"{path}: field '{field_name}' {problem}")
+
+    known = {"input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "tables"}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise fail(unknown[0], f"is not a landing setting (expected one of: {', '.join(sorted(known))})")
+    for required in ("input", "checkpoint", "raw_table", "quarantine_table", "tables"):
+        if document.get(required) in (None, ""):
+            raise fail(required, "is required")
+
+    base = path.parent
+    for table_field in ("raw_table", "quarantine_table"):
+        if not _QUALIFIED_TABLE.match(str(document[table_field])):
+            raise fail(table_field, f"must be schema.table, got {document[table_field]!r}")
+    data_format = document.get("format", "debezium")
+    if data_format not in SUPPORTED_FORMATS:
+        raise fail("format", f"must be one of {', '.join(SUPPORTED_FORMATS)}, got {data_format!r}")
+    max_files = document.get("max_files_per_batch", 1000)
+    if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
+        raise fail("max_files_per_batch", f"must be a positive integer, got {max_files!r}")
+
+    tables = document["tables"]
+    if not isinstance(tables, dict) or not tables:
+        raise fail("tables", "must map each source table (schema.table) to {key: [columns]}")
+    key_columns: dict[str, tuple[str, ...]] = {}
+    for table, spec in tables.items():
+        where = f"tables.{table}"
+        if not _QUALIFIED_TABLE.match(str(table)):
+            raise fail(where, "must be named schema.table (Postgres schema or MySQL database, then table)")
+        key = spec.get("key") if isinstance(spec, dict) else None
+        if isinstance(key, str):
+            key = [key]
+        if not key or not isinstance(key, list) or not all(isinstance(c, str) and _IDENTIFIER.match(c) for c in key):
+            raise fail(f"{where}.key", f"must be a column name or a list of column names, got {key!r}")
+        key_columns[str(table)] = tuple(key)
+
+    return LandingConfig(
+        input_dir=(base / str(document["input"])).resolve(),
+        checkpoint_dir=(base / str(document["checkpoint"])).resolve(),
+        raw_table=str(document["raw_table"]),
+        quarantine_table=str(document["quarantine_table"]),
+        key_columns=key_columns,
+        format=data_format,
+        max_files_per_batch=max_files,
+        source_file=path,
+    )

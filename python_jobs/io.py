@@ -1,0 +1,162 @@
+"""Every read and write of the landing job: Spark session, input files, Iceberg tables."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from python_jobs.schemas import RAW_EVENT_SCHEMA, QUARANTINE_SCHEMA
+
+log = logging.getLogger("cdc_merge")
+
+CATALOG = "lake"
+ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+# Iceberg writes snapshot-property.* write options into the snapshot summary.
+LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
+
+
+class LandingError(RuntimeError):
+    """The landing job cannot start; the message says what to do."""
+
+
+def require_java() -> None:
+    """Spark 3.5 needs Java 17+ here; say so before the JVM fails obscurely."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = shutil.which("java", path=os.path.join(java_home, "bin")) if java_home else shutil.which("java")
+    if java is None:
+        raise LandingError("Java 17 or newer is required (no 'java' on PATH or in JAVA_HOME)")
+    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    major = version.split('"')[1].split(".")[0] if '"' in version else "0"
+    if not major.isdigit() or int(major) < 17:
+        raise LandingError(f"Java 17 or newer is required, found: {version.splitlines()[0] if version else java}")
+
+
+def iceberg_jar() -> str:
+    """The Iceberg runtime jar: $CDC_MERGE_ICEBERG_JAR, else the one shipped by snowpark-connect-deps-iceberg."""
+    configured = os.environ.get("CDC_MERGE_ICEBERG_JAR")
+    if configured:
+        return configured
+    import snowpark_connect_deps_iceberg
+
+    package_dir = os.path.dirname(snowpark_connect_deps_iceberg.__file__)
+    found = glob.glob(os.path.join(package_dir, "jars", ICEBERG_JAR_NAME))
+    if not found:
+        raise LandingError(
+            f"{ICEBERG_JAR_NAME} not found under {package_dir}; install snowpark-connect-deps-iceberg==1.0.2 "
+            f"or set CDC_MERGE_ICEBERG_JAR (or CDC_MERGE_ICEBERG_PACKAGES={ICEBERG_MAVEN_COORDINATES})"
+        )
+    return found[0]
+
+
+def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
+    """Session settings for the local Iceberg catalog; profiles/profiles.yml sets the same ones."""
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{CATALOG}.type": "hadoop",
+        f"spark.sql.catalog.{CATALOG}.warehouse": warehouse,
+        "spark.sql.defaultCatalog": CATALOG,
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.enabled": "false",
+    }
+    packages = os.environ.get("CDC_MERGE_ICEBERG_PACKAGES")
+    if packages:
+        conf["spark.jars.packages"] = packages
+    else:
+        conf["spark.jars"] = iceberg_jar()
+    return conf
+
+
+def default_warehouse() -> str:
+    return os.path.abspath(os.environ.get("CDC_MERGE_WAREHOUSE", "warehouse"))
+
+
+def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> SparkSession:
+    """The active session (spark-submit, dbt) or a local one with the Iceberg catalog."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    require_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]"))
+    for name, value in iceberg_spark_conf(warehouse or default_warehouse()).items():
+        builder = builder.config(name, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -> None:
+    """The raw and quarantine tables come from dbt's DDL macros; check they match our schemas."""
+    for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
+        if not spark.catalog.tableExists(table):
+            raise LandingError(
+                f"table {table} does not exist: create it with "
+                "'dbt run-operation create_raw_tables' (make demo does this)"
+            )
+        actual = [(f.name, f.dataType) for f in spark.table(table).schema.fields]
+        expected = [(f.name, f.dataType) for f in schema.fields]
+        if actual != expected:
+            raise LandingError(f"table {table} has columns {actual}, expected {expected}")
+
+
+def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: int) -> DataFrame:
+    """Stream of whole files not landed before (the checkpoint remembers which were)."""
+    if not input_dir.is_dir():
+        raise LandingError(f"input folder {input_dir} does not exist")
+    return (
+        spark.readStream.format("text")
+        .option("wholetext", "true")
+        .option("maxFilesPerTrigger", max_files_per_batch)
+        .option("pathGlobFilter", "*.json*")
+        .load(str(input_dir))
+        .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content"))
+    )
+
+
+def run_available_batches(
+    files: DataFrame, checkpoint_dir: Path, land_batch: Callable[[DataFrame, str], None]
+) -> None:
+    """Land every file present now, one micro-batch at a time, then stop."""
+
+    def on_batch(batch: DataFrame, batch_id: int) -> None:
+        # The query id lives in the checkpoint, so a retried batch gets the same tag.
+        query_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+        land_batch(batch, f"{query_id}/{batch_id}")
+
+    query = (
+        files.writeStream.foreachBatch(on_batch)
+        .option("checkpointLocation", str(checkpoint_dir))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def append_once(df: DataFrame, table: str, batch_tag: str) -> bool:
+    """Append df in one Iceberg commit tagged with batch_tag, unless a commit with that tag exists.
+
+    A micro-batch that dies after this commit is run again with the same tag,
+    so the tag check is what keeps a file from being landed twice.
+    """
+    spark = df.sparkSession
+    already = spark.sql(
+        f"select 1 from {table}.snapshots where summary['{LANDING_BATCH_PROPERTY}'] = '{batch_tag}' limit 1"
+    ).count()
+    if already:
+        log.info("%s: batch %s was committed before; not appending again", table, batch_tag)
+        return False
+    df.writeTo(table).option(f"snapshot-property.{LANDING_BATCH_PROPERTY}", batch_tag).append()
+    return True

@@ -1,0 +1,68 @@
+"""Schemas of every table and intermediate DataFrame the landing job touches."""
+
+from pyspark.sql.types import (
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+# One row per file found in the input folder.
+INPUT_FILE_SCHEMA = StructType(
+    [
+        StructField("landed_file", StringType()),
+        StructField("content", StringType()),
+    ]
+)
+
+# One row per line of an input file; landed_line counts from 1.
+INPUT_LINE_SCHEMA = StructType(
+    [
+        StructField("landed_file", StringType()),
+        StructField("landed_line", IntegerType()),
+        StructField("line_text", StringType()),
+    ]
+)
+
+# What the line parser returns (python_jobs.debezium.ParsedLine).
+PARSED_LINE_SCHEMA = StructType(
+    [
+        StructField("status", StringType()),
+        StructField("table_name", StringType()),
+        StructField("key", StringType()),
+        StructField("action", StringType()),
+        StructField("raw_data", StringType()),
+        StructField("before_data", StringType()),
+        StructField("seq", StringType()),
+        StructField("source_ts_ms", LongType()),
+        StructField("reason", StringType()),
+    ]
+)
+
+# The raw table; keep in step with macros/raw_tables.sql (tests/test_raw_tables.py checks).
+RAW_EVENT_SCHEMA = StructType(
+    [
+        StructField("table_name", StringType()),
+        StructField("key", StringType()),
+        StructField("action", StringType()),
+        StructField("raw_data", StringType()),
+        StructField("before_data", StringType()),
+        StructField("seq", StringType()),
+        StructField("source_ts", TimestampType()),
+        StructField("landed_file", StringType()),
+        StructField("landed_line", IntegerType()),
+        StructField("landed_at", TimestampType()),
+    ]
+)
+
+QUARANTINE_SCHEMA = StructType(
+    [
+        StructField("landed_file", StringType()),
+        StructField("landed_line", IntegerType()),
+        StructField("raw_text", StringType()),
+        StructField("reason", StringType()),
+        StructField("landed_at", TimestampType()),
+    ]
+)

@@ -1,0 +1,78 @@
+"""Pure DataFrame -> DataFrame steps of the landing job."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Mapping, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from python_jobs import debezium
+from pyspark.sql.types import StructType
+
+from python_jobs.schemas import PARSED_LINE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+
+
+def split_lines(files: DataFrame) -> DataFrame:
+    """(landed_file, content) -> (landed_file, landed_line, line_text), lines counted from 1."""
+    return files.select(
+        "landed_file",
+        F.posexplode(F.split(F.col("content"), "\n")).alias("line_index", "line_text"),
+    ).select(
+        "landed_file",
+        (F.col("line_index") + 1).cast("int").alias("landed_line"),
+        "line_text",
+    )
+
+
+def parse_debezium(lines: DataFrame, key_columns: Mapping[str, Sequence[str]]) -> DataFrame:
+    """Add the parsed fields of every line (status, key, seq, reason, ...) to the lines."""
+    keys = {table: list(columns) for table, columns in key_columns.items()}
+
+    def parse(line_text: str) -> tuple:
+        parsed = debezium.parse_line(line_text, keys)
+        return (
+            parsed.status,
+            parsed.table_name,
+            parsed.key,
+            parsed.action,
+            parsed.raw_data,
+            parsed.before_data,
+            parsed.seq,
+            parsed.source_ts_ms,
+            parsed.reason,
+        )
+
+    parse_udf = F.udf(parse, PARSED_LINE_SCHEMA, useArrow=True)
+    return lines.withColumn("parsed", parse_udf("line_text")).select(
+        "landed_file", "landed_line", "line_text", "parsed.*"
+    )
+
+
+def landed_events(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
+    """Rows for the raw table: every line the parser accepted as a change event."""
+    return parsed.where(F.col("status") == debezium.STATUS_EVENT).select(
+        *_columns_of(RAW_EVENT_SCHEMA, landed_at)
+    )
+
+
+def quarantined_records(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
+    """Rows for the quarantine table: every rejected line with its reason."""
+    return (
+        parsed.where(F.col("status") == debezium.STATUS_REJECTED)
+        .withColumnRenamed("line_text", "raw_text")
+        .select(*_columns_of(QUARANTINE_SCHEMA, landed_at))
+    )
+
+
+def _columns_of(schema: StructType, landed_at: dt.datetime) -> list[Column]:
+    """The schema's columns in order and types; all but source_ts and landed_at come as they are."""
+    derived = {
+        "source_ts": F.timestamp_millis(F.col("source_ts_ms")),
+        "landed_at": F.lit(landed_at).cast("timestamp"),
+    }
+    return [
+        derived.get(field.name, F.col(field.name)).cast(field.dataType).alias(field.name)
+        for field in schema.fields
+    ]
