@@ -65,6 +65,8 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
         f"spark.sql.catalog.{CATALOG}.type": "hadoop",
         f"spark.sql.catalog.{CATALOG}.warehouse": warehouse,
+        # Always see other writers' commits (the landing job, another dbt run).
+        f"spark.sql.catalog.{CATALOG}.cache-enabled": "false",
         "spark.sql.defaultCatalog": CATALOG,
         "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.session.timeZone": "UTC",

@@ -34,7 +34,7 @@
         walking parent links back from current. An offset that is not on that path has
         been expired (or the raw table was rebuilt): refuse rather than skip events.
     -#}
-    {% set rows = run_query(cdc_merge.raw_snapshots_sql(raw_relation)) %}
+    {% set rows = run_query(cdc_merge.raw_snapshots_sql(raw_relation)).rows %}
     {% set by_id = {} %}
     {% for row in rows %}
         {% do by_id.update({row['snapshot_id']: row}) %}
