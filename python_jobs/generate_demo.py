@@ -269,9 +269,12 @@ def deliveries(source: ShopSource, waves: int, rng: random.Random, late_fraction
 
 
 def build_waves(seed: int, events: int, waves: int, connector: str = "postgresql", snapshot_rows: int = 50,
-                late_fraction: float = 0.02, duplicate_fraction: float = 0.01, garbage_lines: int = 3) -> tuple[ShopSource, list[Wave]]:
+                late_fraction: float = 0.02, duplicate_fraction: float = 0.01, garbage_lines: int = 3,
+                clock_start_ms: int | None = None) -> tuple[ShopSource, list[Wave]]:
     rng = random.Random(seed)
     source = ShopSource(rng, connector)
+    if clock_start_ms is not None:
+        source.clock_ms = clock_start_ms
     source.snapshot(snapshot_rows)
     while len(source.events) < events:
         source.transaction()

@@ -34,6 +34,10 @@
     {% endif %}
 
     {% set max_events = config.get('max_events_per_chunk', 1000000) %}
+    {#- Values set in dbt_project.yml with Jinja arrive as strings. -#}
+    {% if max_events is string and modules.re.match('^[0-9]+$', max_events) %}
+        {% set max_events = max_events | int %}
+    {% endif %}
     {% if max_events is not number or max_events is string or max_events < 1 or max_events != max_events | int %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "max_events_per_chunk must be a positive whole number of raw events, got " ~ max_events ~ ".") %}
     {% endif %}

@@ -1,0 +1,164 @@
+"""The line parser: ordering contract, exact images, and a reason for every rejection."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from decimal import Decimal
+
+import pytest
+
+from conftest import FIXTURES
+from python_jobs.debezium import STATUS_BLANK, STATUS_EVENT, STATUS_REJECTED, STATUS_TOMBSTONE, parse_line
+
+KEYS = {"inventory.products": ["id"], "shop.order_lines": ["order_id", "line_no"]}
+
+
+def mysql_event(op="u", file="mysql-bin.000003", pos=100, row=0, snapshot="false", after=None, before=None):
+    return json.dumps({
+        "before": before,
+        "after": after if after is not None else {"id": 7, "name": "x"},
+        "source": {"connector": "mysql", "db": "inventory", "table": "products", "file": file,
+                   "pos": pos, "row": row, "snapshot": snapshot, "ts_ms": 1_700_000_000_000},
+        "op": op,
+        "ts_ms": 1_700_000_000_123,
+    })
+
+
+def postgres_event(op="u", lsn=1000, snapshot="false", after=None, before=None):
+    return json.dumps({
+        "before": before,
+        "after": after if after is not None else {"id": 7, "name": "x"},
+        "source": {"connector": "postgresql", "db": "shop", "schema": "inventory", "table": "products",
+                   "lsn": lsn, "snapshot": snapshot, "ts_ms": 1_700_000_000_000},
+        "op": op,
+    })
+
+
+def seq_of(line: str) -> str:
+    parsed = parse_line(line, KEYS)
+    assert parsed.status == STATUS_EVENT, parsed.reason
+    return parsed.seq
+
+
+def test_mysql_order_is_binlog_file_then_position_then_row():
+    in_order = [
+        mysql_event(file="mysql-bin.000003", pos=900, row=0),
+        mysql_event(file="mysql-bin.000003", pos=900, row=1),
+        mysql_event(file="mysql-bin.000003", pos=1000, row=0),
+        mysql_event(file="mysql-bin.000010", pos=4, row=0),  # numeric, not text, file order
+    ]
+    seqs = [seq_of(line) for line in in_order]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def test_postgres_order_is_lsn():
+    seqs = [seq_of(postgres_event(lsn=lsn)) for lsn in (99, 100, 1_000_000_000_000)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+
+
+def test_snapshot_rows_sort_before_streamed_rows_at_the_same_position():
+    snapshot_row = seq_of(postgres_event(op="r", lsn=500, snapshot="true"))
+    streamed = seq_of(postgres_event(op="u", lsn=500))
+    assert snapshot_row < streamed
+    # MySQL snapshots of Debezium 1.x are op 'c' with snapshot "true"/"last".
+    assert seq_of(mysql_event(op="c", pos=154, snapshot="last")) < seq_of(mysql_event(op="u", pos=154))
+
+
+def test_same_millisecond_events_of_the_flink_fixture_are_ordered_by_position():
+    lines = (FIXTURES / "flink" / "debezium-data-schema-exclude.txt").read_text().splitlines()
+    parsed = [parse_line(line, KEYS) for line in lines]
+    streamed = [p for p in parsed if p.seq.endswith(".1")]
+    assert [p.seq for p in streamed] == sorted(p.seq for p in streamed)
+    assert len({p.seq for p in streamed}) == len(streamed)
+
+
+def test_schema_envelope_gives_the_same_events_as_the_bare_one():
+    for bare, enveloped in (
+        ("debezium-data-schema-exclude.txt", "debezium-data-schema-include.txt"),
+        ("debezium-postgres-data-schema-exclude.txt", "debezium-postgres-data-schema-include.txt"),
+    ):
+        bare_lines = (FIXTURES / "flink" / bare).read_text().splitlines()
+        enveloped_lines = (FIXTURES / "flink" / enveloped).read_text().splitlines()
+        # The fixtures' own texts differ in places (weight 1 vs 1.0), so images compare as numbers.
+        assert [comparable(parse_line(line, KEYS)) for line in bare_lines] == [
+            comparable(parse_line(line, KEYS)) for line in enveloped_lines
+        ]
+
+
+def comparable(parsed):
+    as_json = {name: json.loads(text, parse_float=Decimal) if text else None
+               for name, text in (("raw_data", parsed.raw_data), ("before_data", parsed.before_data))}
+    return dataclasses.replace(parsed, raw_data=None, before_data=None), as_json
+
+
+def test_images_keep_the_exact_source_text():
+    after = '{"id":7, "amount":12345678901234567.891,"rate":0.1000,"note":"caf\\u00e9"}'
+    line = postgres_event(op="c").replace('{"id": 7, "name": "x"}', after)
+    parsed = parse_line(line, KEYS)
+    assert parsed.raw_data == after
+    assert parsed.key == '["7"]'
+    assert parsed.action == "insert"
+
+
+def test_delete_takes_its_key_from_the_before_image():
+    parsed = parse_line(postgres_event(op="d", after={}, before={"id": 42}).replace('"after": {}', '"after": null'), KEYS)
+    assert (parsed.status, parsed.action, parsed.key, parsed.raw_data, parsed.before_data) == (
+        STATUS_EVENT, "delete", '["42"]', None, '{"id": 42}'
+    )
+
+
+def test_composite_key_is_a_json_array_of_exact_values():
+    line = json.dumps({
+        "after": {"order_id": 12, "line_no": 3, "sku": "A"},
+        "source": {"connector": "postgresql", "schema": "shop", "table": "order_lines", "lsn": 5},
+        "op": "c",
+    })
+    assert parse_line(line, KEYS).key == '["12","3"]'
+
+
+@pytest.mark.parametrize("line", ["", "   ", "\r"])
+def test_blank_lines_are_not_records(line):
+    assert parse_line(line, KEYS).status == STATUS_BLANK
+
+
+@pytest.mark.parametrize("line", ["null", '{"schema": {"type": "struct"}, "payload": null}'])
+def test_tombstones_are_recognised(line):
+    assert parse_line(line, KEYS).status == STATUS_TOMBSTONE
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('{"op": "c", "after": {"id": 1}', "invalid JSON"),
+        ("garbage", "invalid JSON"),
+        ('{"op": "c"} trailing', "extra data"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"after": {"id": 1}, "source": {}}', "field 'op' is missing"),
+        (postgres_event(op="x"), "unknown value \"x\""),
+        (postgres_event(op="t"), "truncate"),
+        (postgres_event(op="m"), "logical decoding message"),
+        ('{"op": "c", "after": {"id": 1}}', "field 'source' is missing"),
+        (postgres_event(op="c").replace('"table": "products"', '"table": "unknown"'), "no key columns configured for table 'inventory.unknown'"),
+        (postgres_event(op="c", after={"name": "no id"}), "key column 'id' is missing or null in 'after'"),
+        (postgres_event(op="c", after={"id": {"nested": 1}}), "not a scalar"),
+        (postgres_event(op="c").replace('"lsn": 1000', '"lsn": "abc"'), "'source.lsn' is \"abc\""),
+        (postgres_event(op="c").replace('"lsn": 1000', '"lsn": -5'), "not a non-negative integer"),
+        (mysql_event(file="binlog"), "not a binlog file name"),
+        (postgres_event(op="c").replace('"postgresql"', '"oracle"'), "connector \"oracle\" has no supported source position"),
+        (postgres_event(op="u").replace('"after": {"id": 7, "name": "x"}', '"after": null'), "op 'u' needs an 'after' object"),
+        (postgres_event(op="d").replace('"after": {"id": 7, "name": "x"}', '"after": null'), "delete has no 'before' image"),
+        ('{"after": ' + "[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_rejections_say_why(line, reason):
+    parsed = parse_line(line, KEYS)
+    assert parsed.status == STATUS_REJECTED
+    assert reason in parsed.reason
+
+
+def test_replica_identity_default_delete_fixture_is_rejected_with_a_reason():
+    lines = (FIXTURES / "flink" / "debezium-postgres-data-replica-identity.txt").read_text().splitlines()
+    rejected = [parse_line(line, KEYS) for line in lines if parse_line(line, KEYS).status == STATUS_REJECTED]
+    assert len(rejected) == 1
+    assert "REPLICA IDENTITY" in rejected[0].reason

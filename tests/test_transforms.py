@@ -1,0 +1,55 @@
+"""Pure DataFrame steps of the landing job."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.testing import assertDataFrameEqual
+
+from python_jobs.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.transforms import landed_events, parse_debezium, quarantined_records, split_lines
+
+LANDED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
+KEYS = {"shop.orders": ["id"]}
+INSERT = ('{"after":{"id":1,"amount":10.50},"source":{"connector":"postgresql","schema":"shop",'
+          '"table":"orders","lsn":100,"ts_ms":1767225600000},"op":"c"}')
+DELETE = ('{"before":{"id":1},"after":null,"source":{"connector":"postgresql","schema":"shop",'
+          '"table":"orders","lsn":200,"ts_ms":1767225601000},"op":"d"}')
+
+
+def parsed_sample(spark):
+    files = spark.createDataFrame(
+        [("a.json", f"{INSERT}\nnot json\n\n{DELETE}\nnull\n")], INPUT_FILE_SCHEMA
+    )
+    return parse_debezium(split_lines(files), KEYS)
+
+
+def test_split_lines_numbers_lines_from_one(spark):
+    files = spark.createDataFrame([("a.json", "x\ny\n")], INPUT_FILE_SCHEMA)
+    assertDataFrameEqual(
+        split_lines(files),
+        spark.createDataFrame([("a.json", 1, "x"), ("a.json", 2, "y"), ("a.json", 3, "")],
+                              "landed_file string, landed_line int, line_text string"),
+    )
+
+
+def test_landed_events_keep_provenance_and_exact_images(spark):
+    expected = spark.createDataFrame(
+        [
+            ("shop.orders", '["1"]', "insert", '{"id":1,"amount":10.50}', None,
+             "00000000000000000100.00000000000000000000.0000000000.1", dt.datetime(2026, 1, 1, 0, 0, 0),
+             "a.json", 1, LANDED_AT),
+            ("shop.orders", '["1"]', "delete", None, '{"id":1}',
+             "00000000000000000200.00000000000000000000.0000000000.1", dt.datetime(2026, 1, 1, 0, 0, 1),
+             "a.json", 4, LANDED_AT),
+        ],
+        RAW_EVENT_SCHEMA,
+    )
+    assertDataFrameEqual(landed_events(parsed_sample(spark), LANDED_AT), expected)
+
+
+def test_quarantine_gets_the_rejected_line_with_file_line_and_reason(spark):
+    expected = spark.createDataFrame(
+        [("a.json", 2, "not json", "invalid JSON: line is not a JSON object", LANDED_AT)], QUARANTINE_SCHEMA
+    )
+    assertDataFrameEqual(quarantined_records(parsed_sample(spark), LANDED_AT), expected)
