@@ -27,6 +27,7 @@ class LandingConfig:
     key_columns: Mapping[str, tuple[str, ...]]
     format: str = "debezium"
     max_files_per_batch: int = 1000
+    file_glob: str = "*"
     source_file: Path | None = field(default=None, compare=False)
 
 
@@ -49,7 +50,7 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     def fail(field_name: str, problem: str) -> ConfigError:
         return ConfigError(f"{path}: field '{field_name}' {problem}")
 
-    known = {"input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "tables"}
+    known = {"input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "file_glob", "tables"}
     unknown = sorted(set(document) - known)
     if unknown:
         raise fail(unknown[0], f"is not a landing setting (expected one of: {', '.join(sorted(known))})")
@@ -67,6 +68,10 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     max_files = document.get("max_files_per_batch", 1000)
     if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
         raise fail("max_files_per_batch", f"must be a positive integer, got {max_files!r}")
+
+    file_glob = document.get("file_glob", "*")
+    if not isinstance(file_glob, str) or not file_glob or "/" in file_glob:
+        raise fail("file_glob", f"must be a file-name pattern such as '*.json', got {file_glob!r}")
 
     tables = document["tables"]
     if not isinstance(tables, dict) or not tables:
@@ -91,5 +96,6 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
         key_columns=key_columns,
         format=data_format,
         max_files_per_batch=max_files,
+        file_glob=file_glob,
         source_file=path,
     )

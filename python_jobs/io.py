@@ -114,15 +114,19 @@ def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -
             raise LandingError(f"table {table} has columns {actual}, expected {expected}")
 
 
-def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: int) -> DataFrame:
-    """Stream of whole files not landed before (the checkpoint remembers which were)."""
+def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: int, file_glob: str) -> DataFrame:
+    """Stream of whole files not landed before (the checkpoint remembers which were).
+
+    Spark skips names starting with '.' or '_': writers should write under such a
+    name and rename when the file is complete.
+    """
     if not input_dir.is_dir():
         raise LandingError(f"input folder {input_dir} does not exist")
     return (
         spark.readStream.format("text")
         .option("wholetext", "true")
         .option("maxFilesPerTrigger", max_files_per_batch)
-        .option("pathGlobFilter", "*.json*")
+        .option("pathGlobFilter", file_glob)
         .load(str(input_dir))
         .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content"))
     )

@@ -72,7 +72,7 @@ def run(config: LandingConfig, warehouse: str | None = None) -> LandingSummary:
     spark = io.spark_session("cdc_merge_landing", warehouse)
     io.require_tables(spark, config.raw_table, config.quarantine_table)
     summary = LandingSummary()
-    files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch)
+    files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(
         files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, tag, summary)
     )

@@ -1,0 +1,72 @@
+"""The landing job against real Iceberg tables created by the dbt DDL macros."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import FIXTURES
+from python_jobs import io
+from python_jobs.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+
+PRODUCTS = {"inventory.products": ["id"]}
+FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
+
+
+def test_raw_tables_from_the_dbt_macro_match_the_python_schemas(dbt_project, spark):
+    raw = spark.table(f"{dbt_project.raw_schema}.raw_events").schema
+    quarantine = spark.table(f"{dbt_project.raw_schema}.quarantine").schema
+    assert [(f.name, f.dataType) for f in raw] == [(f.name, f.dataType) for f in RAW_EVENT_SCHEMA]
+    assert [(f.name, f.dataType) for f in quarantine] == [(f.name, f.dataType) for f in QUARANTINE_SCHEMA]
+
+
+def test_every_line_is_landed_quarantined_or_counted_as_tombstone(dbt_project, spark):
+    lines = FLINK_MYSQL.read_text().splitlines()
+    garbage = ['{"op": "c", "after": {"id": 1', "\x00\x01 binary junk", '{"op":"c","after":{"name":"no key"},"source":{}}']
+    mixed = lines[:8] + garbage + ["null"] + lines[8:]
+    (dbt_project.inbox / "part-1.json").write_text("\n".join(mixed) + "\n")
+
+    summary = dbt_project.land(PRODUCTS)
+
+    assert summary.counts["event"] == len(lines) == 16
+    assert summary.counts["rejected"] == 3
+    assert summary.counts["tombstone"] == 1
+    quarantined = dbt_project.rows(f"{dbt_project.raw_schema}.quarantine", "landed_line")
+    assert [(row.landed_line, row.raw_text) for row in quarantined] == [(9, garbage[0]), (10, garbage[1]), (11, garbage[2])]
+    assert all(row.landed_file.endswith("part-1.json") and row.reason for row in quarantined)
+    assert "invalid JSON" in quarantined[0].reason and "source.table" in quarantined[2].reason
+    raw = dbt_project.rows(f"{dbt_project.raw_schema}.raw_events", "landed_line")
+    assert len(raw) == 16 and raw[0].landed_line == 1 and raw[-1].landed_line == len(mixed)
+
+
+def test_a_file_is_never_landed_twice(dbt_project, spark):
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 16
+    # Rewritten under the same name, and a run with nothing new: both land nothing.
+    (dbt_project.inbox / "part-1.json").write_text(FLINK_MYSQL.read_text())
+    assert dbt_project.land(PRODUCTS).counts["event"] == 0
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-2.json")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 16
+    table = f"{dbt_project.raw_schema}.raw_events"
+    assert spark.sql(f"select count(*) from {table}").first()[0] == 32
+    # Each batch is one commit.
+    assert spark.sql(f"select count(*) from {table}.snapshots").first()[0] == 2
+
+
+def test_a_retried_batch_is_not_appended_again(dbt_project, spark):
+    table = f"{dbt_project.raw_schema}.raw_events"
+    rows = spark.createDataFrame([("t.x", '["1"]', "insert", "{}", None, "1", None, "f", 1, None)], RAW_EVENT_SCHEMA)
+    assert io.append_once(rows, table, "query-1/7") is True
+    assert io.append_once(rows, table, "query-1/7") is False
+    assert io.append_once(rows, table, "query-1/8") is True
+    assert spark.sql(f"select count(*) from {table}").first()[0] == 2
+
+
+def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
+    config = dbt_project.landing_config(PRODUCTS, raw_table="nowhere.raw_events")
+    dbt_project.inbox
+    with pytest.raises(io.LandingError, match="dbt run-operation create_raw_tables"):
+        from python_jobs import land
+
+        land.run(config)
