@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 import os
 import shutil
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from python_jobs.config import load_config
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR.parent / "shared" / "fixtures"
 _schema_numbers = itertools.count(1)
+# PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture(scope="session")
