@@ -1,0 +1,146 @@
+"""The cdc_merge materialization's contract beyond the happy path: config errors before
+any SQL, rebuilds, expired offsets, and idle runs that change nothing."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from conftest import FIXTURES
+
+PRODUCTS = {"inventory.products": ["id"]}
+FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
+
+MODEL = """
+{{{{ config({config}) }}}}
+
+with
+
+events as (
+
+    select * from {{{{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}}}
+
+),
+
+final as (
+
+    select
+        {columns}
+    from events
+
+)
+
+select * from final
+"""
+GOOD_CONFIG = "unique_key='id', source_table='inventory.products'"
+GOOD_COLUMNS = "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"
+
+
+def write_model(dbt_project, name: str, config: str = GOOD_CONFIG, columns: str = GOOD_COLUMNS) -> None:
+    sql = MODEL.format(config=config, columns=columns)
+    (dbt_project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(textwrap.dedent(sql))
+
+
+def run_error(result) -> str:
+    assert not result.success
+    if result.exception is not None:
+        return str(result.exception)
+    return "\n".join(str(node.message) for node in result.result.results)
+
+
+def table_exists(spark, name: str) -> bool:
+    return spark.catalog.tableExists(name)
+
+
+@pytest.mark.parametrize(
+    ("config", "columns", "message"),
+    [
+        ("source_table='inventory.products'", GOOD_COLUMNS, "set unique_key to the primary-key column"),
+        ("unique_key=['id', 'id; drop table x'], source_table='inventory.products'", GOOD_COLUMNS, "is not a column name"),
+        ("unique_key='id', source_table='products'", GOOD_COLUMNS, "set source_table to the schema-qualified source table"),
+        ("unique_key='id'", GOOD_COLUMNS, "set source_table"),
+        (GOOD_CONFIG + ", deletes='archive'", GOOD_COLUMNS, "deletes must be 'hard'"),
+        (GOOD_CONFIG + ", max_events_per_chunk=0", GOOD_COLUMNS, "max_events_per_chunk must be a positive whole number"),
+        (GOOD_CONFIG + ", max_events_per_chunk='lots'", GOOD_COLUMNS, "max_events_per_chunk must be a positive whole number"),
+        (GOOD_CONFIG + ", table_properties='fast'", GOOD_COLUMNS, "table_properties must be a mapping"),
+        (
+            GOOD_CONFIG,
+            GOOD_COLUMNS + " {% set second = source('cdc_raw', 'quarantine') %}",
+            "reads exactly one raw table",
+        ),
+    ],
+    ids=["no-key", "bad-key", "unqualified-table", "no-table", "bad-deletes", "zero-chunk", "text-chunk",
+         "bad-properties", "two-sources"],
+)
+def test_config_errors_fail_before_any_sql(dbt_project, spark, config, columns, message):
+    write_model(dbt_project, "bad_products", config, columns)
+    result = dbt_project.dbt("run", "--select", "bad_products", expect_success=False)
+    error = run_error(result)
+    assert message in error and "bad_products" in error
+    # The first statement of a run creates the offsets table: it never ran.
+    assert not table_exists(spark, f"{dbt_project.schema}.cdc_merge_offsets")
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ("{{ cdc_merge.cdc_column('id', 'int') }}, _cdc_key, _cdc_seq", "must select _cdc_action"),
+        ("{{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}", "unique_key column id is not selected"),
+    ],
+    ids=["no-metadata", "key-not-selected"],
+)
+def test_model_output_errors_fail_before_the_mirror_is_written(dbt_project, spark, columns, message):
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    dbt_project.land(PRODUCTS)
+    write_model(dbt_project, "bad_products", columns=columns)
+    error = run_error(dbt_project.dbt("run", "--select", "bad_products", expect_success=False))
+    assert message in error
+    assert not table_exists(spark, f"{dbt_project.schema}.bad_products")
+
+
+def products(dbt_project) -> list[tuple]:
+    return [tuple(row) for row in dbt_project.spark.sql(
+        f"select id, name from {dbt_project.schema}.products order by id").collect()]
+
+
+def test_idle_run_changes_nothing_and_full_refresh_rebuilds_the_same_mirror(dbt_project, spark):
+    write_model(dbt_project, "products")
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    dbt_project.land(PRODUCTS)
+    dbt_project.dbt("run", "--select", "products")
+    mirrored = products(dbt_project)
+    assert len(mirrored) == 10  # ids 101..110, as in the fixture's .expected.txt
+    snapshot_of = f"select snapshot_id from {dbt_project.schema}.products.refs where name = 'main'"
+    before = spark.sql(snapshot_of).first()[0]
+
+    dbt_project.dbt("run", "--select", "products")
+    assert spark.sql(snapshot_of).first()[0] == before
+
+    dbt_project.dbt("run", "--select", "products", "--full-refresh")
+    assert products(dbt_project) == mirrored
+    assert spark.sql(snapshot_of).first()[0] != before
+
+
+def test_an_expired_offset_fails_and_says_how_to_rebuild(dbt_project, spark):
+    write_model(dbt_project, "products")
+    raw = f"{dbt_project.raw_schema}.raw_events"
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    dbt_project.land(PRODUCTS)
+    dbt_project.dbt("run", "--select", "products")
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-2.json")
+    dbt_project.land(PRODUCTS)
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-3.json")
+    dbt_project.land(PRODUCTS)
+    # Keep only the newest raw snapshot: the mirror's offset (the first) is gone.
+    newest = spark.sql(f"select snapshot_id from {raw}.refs where name = 'main'").first()[0]
+    spark.sql(f"call system.expire_snapshots(table => '{raw}', older_than => timestamp '2999-01-01 00:00:00', retain_last => 1)")
+    assert [row[0] for row in spark.sql(f"select snapshot_id from {raw}.snapshots").collect()] == [newest]
+
+    error = run_error(dbt_project.dbt("run", "--select", "products", expect_success=False))
+    assert "is no longer in that table's history" in error
+    assert "dbt run --full-refresh --select products" in error
+
+    dbt_project.dbt("run", "--select", "products", "--full-refresh")
+    assert [row[0] for row in products(dbt_project)] == list(range(101, 111))
