@@ -1,6 +1,6 @@
 {#
     DDL of the tables the landing job writes. python_jobs/schemas.py holds the same
-    columns as StructType constants; tests/test_raw_tables.py checks they agree.
+    columns as StructType constants; tests/test_landing.py checks they agree.
 #}
 
 {% macro create_raw_tables() %}
