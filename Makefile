@@ -31,7 +31,7 @@ pytest: venv check-java
 	$(BIN)/pytest
 
 lint: venv
-	$(BIN)/sqlfluff lint models macros tests/data_tests
+	$(BIN)/sqlfluff lint models
 
 test: pytest lint
 

@@ -37,5 +37,6 @@
 
 {% macro spark__cdc_column(name, data_type, json_field) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').`{{ json_field }}` as {{ name }}
+    {%- set field = json_field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', json_field) else '`' ~ json_field ~ '`' -%}
+    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').{{ field }} as {{ name }}
 {%- endmacro %}

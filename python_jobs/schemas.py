@@ -41,7 +41,7 @@ PARSED_LINE_SCHEMA = StructType(
     ]
 )
 
-# The raw table; keep in step with macros/raw_tables.sql (tests/test_raw_tables.py checks).
+# The raw table; keep in step with macros/raw_tables.sql (tests/test_landing.py checks).
 RAW_EVENT_SCHEMA = StructType(
     [
         StructField("table_name", StringType()),

@@ -7,10 +7,9 @@ from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-
-from python_jobs import debezium
 from pyspark.sql.types import StructType
 
+from python_jobs import debezium
 from python_jobs.schemas import PARSED_LINE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 
 
