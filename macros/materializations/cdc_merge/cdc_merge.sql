@@ -69,21 +69,11 @@
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
-            {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
-                {% do chunk_stats.update({name: chunk_stats[name] + counts[name]}) %}
-            {% endfor %}
-            {% if counts.max_source_ts and (chunk_stats.max_source_ts is none or counts.max_source_ts > chunk_stats.max_source_ts) %}
-                {% do chunk_stats.update({'max_source_ts': counts.max_source_ts}) %}
-            {% endif %}
+            {% do cdc_merge.add_counts(chunk_stats, counts) %}
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
-        {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
-            {% do totals.update({name: totals[name] + chunk_stats[name]}) %}
-        {% endfor %}
-        {% if chunk_stats.max_source_ts and (totals.max_source_ts is none or chunk_stats.max_source_ts > totals.max_source_ts) %}
-            {% do totals.update({'max_source_ts': chunk_stats.max_source_ts}) %}
-        {% endif %}
+        {% do cdc_merge.add_counts(totals, chunk_stats) %}
         {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ " (" ~ chunk.buckets ~ " bucket(s)): "
             ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
             ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ chunk.through, info=True) }}
@@ -133,6 +123,17 @@
     {% do run_query('drop view if exists ' ~ changes_view) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
+{% endmacro %}
+
+
+{% macro add_counts(totals, counts) %}
+    {#- Adds a batch's or chunk's counts into totals, in place; keeps the newest source time. -#}
+    {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
+        {% do totals.update({name: totals[name] + counts[name]}) %}
+    {% endfor %}
+    {% if counts.max_source_ts and (totals.max_source_ts is none or counts.max_source_ts > totals.max_source_ts) %}
+        {% do totals.update({'max_source_ts': counts.max_source_ts}) %}
+    {% endif %}
 {% endmacro %}
 
 
