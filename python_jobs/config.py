@@ -9,9 +9,10 @@ from typing import Any, Mapping
 
 import yaml
 
+from python_jobs.formats import FORMATS
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _QUALIFIED_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")
-SUPPORTED_FORMATS = ("debezium",)
 
 
 class ConfigError(ValueError):
@@ -25,7 +26,7 @@ class LandingConfig:
     raw_table: str
     quarantine_table: str
     key_columns: Mapping[str, tuple[str, ...]]
-    format: str = "debezium"
+    format: str = "auto"
     max_files_per_batch: int = 1000
     file_glob: str = "*"
     source_file: Path | None = field(default=None, compare=False)
@@ -54,7 +55,7 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     unknown = sorted(set(document) - known)
     if unknown:
         raise fail(unknown[0], f"is not a landing setting (expected one of: {', '.join(sorted(known))})")
-    for required in ("input", "checkpoint", "raw_table", "quarantine_table", "tables"):
+    for required in ("input", "checkpoint", "raw_table", "quarantine_table"):
         if document.get(required) in (None, ""):
             raise fail(required, "is required")
 
@@ -62,9 +63,9 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     for table_field in ("raw_table", "quarantine_table"):
         if not _QUALIFIED_TABLE.match(str(document[table_field])):
             raise fail(table_field, f"must be schema.table, got {document[table_field]!r}")
-    data_format = document.get("format", "debezium")
-    if data_format not in SUPPORTED_FORMATS:
-        raise fail("format", f"must be one of {', '.join(SUPPORTED_FORMATS)}, got {data_format!r}")
+    data_format = document.get("format", "auto")
+    if data_format not in FORMATS:
+        raise fail("format", f"must be one of {', '.join(FORMATS)}, got {data_format!r}")
     max_files = document.get("max_files_per_batch", 1000)
     if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
         raise fail("max_files_per_batch", f"must be a positive integer, got {max_files!r}")
@@ -73,8 +74,9 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     if not isinstance(file_glob, str) or not file_glob or "/" in file_glob:
         raise fail("file_glob", f"must be a file-name pattern such as '*.json', got {file_glob!r}")
 
-    tables = document["tables"]
-    if not isinstance(tables, dict) or not tables:
+    # Canal, Maxwell and GoldenGate announce keys in each record; Debezium values do not.
+    tables = document.get("tables") or {}
+    if not isinstance(tables, dict):
         raise fail("tables", "must map each source table (schema.table) to {key: [columns]}")
     key_columns: dict[str, tuple[str, ...]] = {}
     for table, spec in tables.items():

@@ -18,9 +18,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.storagelevel import StorageLevel
 
-from python_jobs import debezium, io
+from python_jobs import io, records
 from python_jobs.config import ConfigError, LandingConfig, load_config
-from python_jobs.transforms import landed_events, parse_debezium, quarantined_records, split_lines
+from python_jobs.transforms import landed_events, parse_cdc_lines, quarantined_records, split_lines
 
 log = logging.getLogger("cdc_merge")
 
@@ -33,26 +33,28 @@ class LandingSummary:
     seconds: float = 0.0
 
     def line(self) -> str:
-        events = self.counts[debezium.STATUS_EVENT]
+        events = self.counts[records.STATUS_EVENT]
         rate = events / self.seconds if self.seconds else 0.0
         return (
             f"landed {events} events from {self.files} files in {self.batches} batches "
-            f"({rate:,.0f} events/s); quarantined {self.counts[debezium.STATUS_REJECTED]}, "
-            f"skipped {self.counts[debezium.STATUS_TOMBSTONE]} tombstones"
+            f"({rate:,.0f} events/s); quarantined {self.counts[records.STATUS_REJECTED]} bad lines and "
+            f"{self.counts[records.STATUS_IGNORED]} records that are not row changes; "
+            f"skipped {self.counts[records.STATUS_TOMBSTONE]} tombstones"
         )
 
 
 def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary: LandingSummary) -> None:
-    """Parse one micro-batch of files; append events and rejected lines, each in one commit."""
+    """Parse one micro-batch of files; append events, and rejected or ignored lines, each in one commit."""
     started = time.monotonic()
     landed_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    parsed = parse_debezium(split_lines(files), config.key_columns).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = parse_cdc_lines(split_lines(files), config.key_columns, config.format)
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
         file_count = files.count()
-        if counts[debezium.STATUS_EVENT]:
+        if counts[records.STATUS_EVENT]:
             io.append_once(landed_events(parsed, landed_at), config.raw_table, batch_tag)
-        if counts[debezium.STATUS_REJECTED]:
+        if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
             io.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag)
     finally:
         parsed.unpersist()
@@ -62,9 +64,9 @@ def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary:
     summary.counts.update(counts)
     summary.seconds += elapsed
     log.info(
-        "batch %s: %d files, %d events, %d quarantined, %d tombstones, %.1f s",
-        batch_tag, file_count, counts[debezium.STATUS_EVENT], counts[debezium.STATUS_REJECTED],
-        counts[debezium.STATUS_TOMBSTONE], elapsed,
+        "batch %s: %d files, %d events, %d quarantined, %d not row changes, %d tombstones, %.1f s",
+        batch_tag, file_count, counts[records.STATUS_EVENT], counts[records.STATUS_REJECTED],
+        counts[records.STATUS_IGNORED], counts[records.STATUS_TOMBSTONE], elapsed,
     )
 
 

@@ -26,7 +26,7 @@ INPUT_LINE_SCHEMA = StructType(
     ]
 )
 
-# What the line parser returns (python_jobs.debezium.ParsedLine).
+# What a format parser returns for each output of a line (python_jobs.records.ParsedLine).
 PARSED_LINE_SCHEMA = StructType(
     [
         StructField("status", StringType()),

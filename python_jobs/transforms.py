@@ -7,9 +7,9 @@ from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, StructType
 
-from python_jobs import debezium
+from python_jobs import formats, records
 from python_jobs.schemas import PARSED_LINE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 
 
@@ -25,41 +25,37 @@ def split_lines(files: DataFrame) -> DataFrame:
     )
 
 
-def parse_debezium(lines: DataFrame, key_columns: Mapping[str, Sequence[str]]) -> DataFrame:
-    """Add the parsed fields of every line (status, key, seq, reason, ...) to the lines."""
+def parse_cdc_lines(
+    lines: DataFrame, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto"
+) -> DataFrame:
+    """One row per parsed output of every line: its events (a Canal line may hold many),
+    or its single status (blank, tombstone, ignored, rejected) with the reason."""
     keys = {table: list(columns) for table, columns in key_columns.items()}
+    fields = [field.name for field in PARSED_LINE_SCHEMA.fields]
 
-    def parse(line_text: str) -> tuple:
-        parsed = debezium.parse_line(line_text, keys)
-        return (
-            parsed.status,
-            parsed.table_name,
-            parsed.key,
-            parsed.action,
-            parsed.raw_data,
-            parsed.before_data,
-            parsed.seq,
-            parsed.source_ts_ms,
-            parsed.reason,
-        )
+    def parse(line_text: str) -> list[tuple]:
+        return [
+            tuple(getattr(parsed, name) for name in fields)
+            for parsed in formats.parse_line(line_text, keys, format_name)
+        ]
 
-    parse_udf = F.udf(parse, PARSED_LINE_SCHEMA, useArrow=True)
-    return lines.withColumn("parsed", parse_udf("line_text")).select(
-        "landed_file", "landed_line", "line_text", "parsed.*"
-    )
+    parse_udf = F.udf(parse, ArrayType(PARSED_LINE_SCHEMA), useArrow=True)
+    return lines.select(
+        "landed_file", "landed_line", "line_text", F.explode(parse_udf("line_text")).alias("parsed")
+    ).select("landed_file", "landed_line", "line_text", "parsed.*")
 
 
 def landed_events(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
     """Rows for the raw table: every line the parser accepted as a change event."""
-    return parsed.where(F.col("status") == debezium.STATUS_EVENT).select(
+    return parsed.where(F.col("status") == records.STATUS_EVENT).select(
         *_columns_of(RAW_EVENT_SCHEMA, landed_at)
     )
 
 
 def quarantined_records(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
-    """Rows for the quarantine table: every rejected line with its reason."""
+    """Rows for the quarantine table: every rejected or ignored line with its reason."""
     return (
-        parsed.where(F.col("status") == debezium.STATUS_REJECTED)
+        parsed.where(F.col("status").isin(records.STATUS_REJECTED, records.STATUS_IGNORED))
         .withColumnRenamed("line_text", "raw_text")
         .select(*_columns_of(QUARANTINE_SCHEMA, landed_at))
     )

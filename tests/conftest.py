@@ -18,6 +18,27 @@ from python_jobs.config import load_config
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR.parent / "shared" / "fixtures"
 _schema_numbers = itertools.count(1)
+MIRROR_MODEL = """
+{{{{ config({config}) }}}}
+
+with
+
+events as (
+
+    select * from {{{{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}}}
+
+),
+
+final as (
+
+    select
+        {columns}
+    from events
+
+)
+
+select * from final
+"""
 # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -81,6 +102,11 @@ class DbtProject:
     def land(self, tables: dict[str, list[str]], **settings) -> land.LandingSummary:
         self.inbox
         return land.run(self.landing_config(tables, **settings))
+
+    def write_model(self, name: str, config: str, columns: str) -> None:
+        """A cdc_merge model under models/mirrors, e.g. config="unique_key='id', source_table='a.b'"."""
+        sql = MIRROR_MODEL.format(config=config, columns=columns)
+        (self.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
 
     def rows(self, relation: str, order_by: str = "1") -> list:
         return self.spark.sql(f"select * from {relation} order by {order_by}").collect()

@@ -34,9 +34,9 @@ def test_valid_config_resolves_paths_next_to_the_file(tmp_path):
     [
         ({"input": None}, "field 'input' is required"),
         ({"raw_table": "raw_events"}, "field 'raw_table' must be schema.table"),
-        ({"format": "avro"}, "field 'format' must be one of debezium"),
+        ({"format": "avro"}, "field 'format' must be one of auto, debezium, canal, maxwell, ogg"),
         ({"max_files_per_batch": 0}, "field 'max_files_per_batch' must be a positive integer"),
-        ({"tables": {}}, "field 'tables' must map each source table"),
+        ({"tables": ["shop.orders"]}, "field 'tables' must map each source table"),
         ({"tables": {"orders": {"key": "id"}}}, "field 'tables.orders' must be named schema.table"),
         ({"tables": {"shop.orders": {"key": []}}}, "field 'tables.shop.orders.key' must be a column name"),
         ({"tables": {"shop.orders": {"key": ["id; drop"]}}}, "field 'tables.shop.orders.key'"),

@@ -9,7 +9,8 @@ from decimal import Decimal
 import pytest
 
 from conftest import FIXTURES
-from python_jobs.debezium import STATUS_BLANK, STATUS_EVENT, STATUS_REJECTED, STATUS_TOMBSTONE, parse_line
+from python_jobs.debezium import parse_line
+from python_jobs.records import STATUS_BLANK, STATUS_EVENT, STATUS_REJECTED, STATUS_TOMBSTONE
 
 KEYS = {"inventory.products": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 

@@ -1,4 +1,5 @@
-"""Flink's Debezium JSON fixtures, landed and applied, give the final tables their tests expect."""
+"""Flink's CDC JSON fixtures (Debezium, Canal, Maxwell, GoldenGate), landed and applied,
+give the final tables their upstream tests expect."""
 
 from __future__ import annotations
 
@@ -67,3 +68,40 @@ def test_replica_identity_default_delete_is_quarantined_not_guessed(dbt_project)
         ("111", "scooter", "Big 2-wheel scooter ", "5.17")
     ]
     assert mirrored_products(dbt_project) == expected
+
+
+PRODUCT_COLUMNS = (
+    "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, "
+    "{{ cdc_merge.cdc_column('description', 'string') }}, {{ cdc_merge.cdc_column('weight', 'float') }}, "
+    "{{ cdc_merge.cdc_metadata_columns() }}"
+)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "source_table", "landed"),
+    [
+        # Canal: multi-row messages, all values strings, a DDL message that is not applied.
+        ("canal-data.txt", "inventory.products2", {"event": 20, "ignored": 1, "blank": 1}),
+        # Flink's table filter: only mydb.product; orders and project rows land but feed other mirrors.
+        ("canal-data-filter-table.txt", "mydb.product", {"event": 35, "ignored": 2}),
+        ("maxwell-data.txt", "test.product", {"event": 20, "blank": 1}),
+        ("ogg-data.txt", "OGG.TBL_TEST", {"event": 16, "blank": 1}),
+    ],
+)
+def test_other_formats_give_the_expected_products_table(dbt_project, fixture, source_table, landed):
+    shutil.copy(FIXTURES / "flink" / fixture, dbt_project.inbox / fixture)
+    # No key columns configured: these formats announce them (pkNames, primary_key_columns, primary_keys).
+    summary = dbt_project.land({}, format="auto")
+    assert {status: count for status, count in summary.counts.items() if count} == landed
+    reasons = [row.reason for row in dbt_project.rows(f"{dbt_project.raw_schema}.quarantine")]
+    assert len(reasons) == landed.get("ignored", 0)
+    assert all(reason.startswith("not a row change: Canal DDL") for reason in reasons)
+
+    dbt_project.write_model("products", f"unique_key='id', source_table='{source_table}'", PRODUCT_COLUMNS)
+    dbt_project.dbt("run", "--select", "products")
+
+    rows = dbt_project.spark.sql(
+        f"select cast(id as string), name, description, cast(weight as string) "
+        f"from {dbt_project.schema}.products order by id"
+    ).collect()
+    assert [tuple(row) for row in rows] == expected_final_table(fixture)

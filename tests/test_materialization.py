@@ -4,7 +4,6 @@ any SQL, rebuilds, expired offsets, and idle runs that change nothing."""
 from __future__ import annotations
 
 import shutil
-import textwrap
 
 import pytest
 
@@ -13,34 +12,12 @@ from conftest import FIXTURES
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
 
-MODEL = """
-{{{{ config({config}) }}}}
-
-with
-
-events as (
-
-    select * from {{{{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}}}
-
-),
-
-final as (
-
-    select
-        {columns}
-    from events
-
-)
-
-select * from final
-"""
 GOOD_CONFIG = "unique_key='id', source_table='inventory.products'"
 GOOD_COLUMNS = "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"
 
 
 def write_model(dbt_project, name: str, config: str = GOOD_CONFIG, columns: str = GOOD_COLUMNS) -> None:
-    sql = MODEL.format(config=config, columns=columns)
-    (dbt_project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(textwrap.dedent(sql))
+    dbt_project.write_model(name, config, columns)
 
 
 def run_error(result) -> str:

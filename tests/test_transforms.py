@@ -7,7 +7,7 @@ import datetime as dt
 from pyspark.testing import assertDataFrameEqual
 
 from python_jobs.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import landed_events, parse_debezium, quarantined_records, split_lines
+from python_jobs.transforms import landed_events, parse_cdc_lines, quarantined_records, split_lines
 
 LANDED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
 KEYS = {"shop.orders": ["id"]}
@@ -21,7 +21,7 @@ def parsed_sample(spark):
     files = spark.createDataFrame(
         [("a.json", f"{INSERT}\nnot json\n\n{DELETE}\nnull\n")], INPUT_FILE_SCHEMA
     )
-    return parse_debezium(split_lines(files), KEYS)
+    return parse_cdc_lines(split_lines(files), KEYS)
 
 
 def test_split_lines_numbers_lines_from_one(spark):

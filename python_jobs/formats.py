@@ -1,0 +1,43 @@
+"""Every CDC JSON dialect the landing job reads, and how a line's format is recognised."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Sequence
+
+from python_jobs import canal, debezium, maxwell, ogg
+from python_jobs.records import Members, ParsedLine, RejectedRecord, parse_safely
+
+Parser = Callable[[str, Members, Mapping[str, Sequence[str]]], "ParsedLine | Iterable[ParsedLine]"]
+PARSERS: dict[str, Parser] = {
+    "debezium": debezium.parse_members,
+    "canal": canal.parse_members,
+    "maxwell": maxwell.parse_members,
+    "ogg": ogg.parse_members,
+}
+FORMATS = ("auto", *PARSERS)
+
+
+def detect(members: Members) -> str:
+    """The format whose envelope fields the record has; 'auto' decides per line."""
+    if "op_type" in members:
+        return "ogg"
+    if "isDdl" in members or "pkNames" in members:
+        return "canal"
+    if "database" in members and "type" in members and ("xid" in members or "data" in members):
+        return "maxwell"
+    if "payload" in members or ("op" in members and "source" in members):
+        return "debezium"
+    raise RejectedRecord(
+        "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'isDdl', "
+        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type')"
+    )
+
+
+def parse_line(text: str, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto") -> list[ParsedLine]:
+    """A line's events, or one blank, tombstone, ignored or rejected status with its reason."""
+
+    def parse(line: str, members: Members):
+        chosen = detect(members) if format_name == "auto" else format_name
+        return PARSERS[chosen](line, members, key_columns)
+
+    return parse_safely(text, parse)

@@ -1,0 +1,104 @@
+"""Parse one Maxwell JSON line into the fields of a raw event.
+
+    {"database":"test","table":"product","type":"update","ts":1596684893,"xid":7152,
+     "commit":true,"data":{"id":106,...},"old":{"description":"16oz carpenter's hammer"}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping, Sequence
+
+from python_jobs.records import (
+    STATUS_EVENT,
+    IgnoredRecord,
+    Members,
+    ParsedLine,
+    RejectedRecord,
+    canonical_key,
+    format_seq,
+    key_columns_for,
+    non_negative_int,
+    object_members,
+    short,
+)
+
+ACTIONS = {"insert": "insert", "update": "update", "delete": "delete", "bootstrap-insert": "read"}
+BOOTSTRAP_MARKERS = {"bootstrap-start", "bootstrap-complete"}
+# The row that carries "commit": true has no xoffset and is the transaction's last.
+LAST_ROW = 10**10 - 1
+_POSITION = re.compile(r"^.*?(\d+):(\d+)$")
+
+
+def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
+    record = {name: value for name, (value, _, _) in members.items()}
+    kind = record.get("type")
+    database, table = record.get("database"), record.get("table")
+    if kind in BOOTSTRAP_MARKERS:
+        raise IgnoredRecord(f"Maxwell {kind} marker for {database}.{table}")
+    if isinstance(kind, str) and (kind.startswith("table-") or kind.startswith("database-")):
+        raise IgnoredRecord(f"Maxwell DDL {kind}: {short(record.get('sql'))}")
+    if kind not in ACTIONS:
+        raise RejectedRecord(
+            f"field 'type' has unknown value {short(kind)}; expected insert, update, delete or bootstrap-insert"
+        )
+    if not isinstance(database, str) or not database or not isinstance(table, str) or not table:
+        raise RejectedRecord("fields 'database' and 'table' must name the source table")
+    table_name = f"{database}.{table}"
+    data_value, data_text, data_start = members.get("data", (None, None, 0))
+    if not isinstance(data_value, dict):
+        raise RejectedRecord(f"type '{kind}' needs a 'data' object")
+    columns = key_columns_for(table_name, key_columns, record.get("primary_key_columns"), "primary_key_columns")
+    key = canonical_key(data_value, "data", columns)
+    before_data = None
+    if kind == "update":
+        before_data = _before_image(text, data_start, members.get("old"))
+    elif kind == "delete":
+        before_data = data_text
+    return ParsedLine(
+        STATUS_EVENT,
+        table_name=table_name,
+        key=key,
+        action=ACTIONS[kind],
+        raw_data=None if kind == "delete" else data_text,
+        before_data=before_data,
+        seq=_seq(record, kind),
+        source_ts_ms=_ts_ms(record),
+    )
+
+
+def _before_image(text: str, data_start: int, old: tuple[Any, str, int] | None) -> str:
+    """Maxwell's 'old' holds only the changed columns: overlay them on 'data', as exact text."""
+    if old is None or old[0] is None:
+        old_members: Members = {}
+    elif isinstance(old[0], dict):
+        old_members = object_members(text, old[2], "old")
+    else:
+        raise RejectedRecord("field 'old' is not an object")
+    data_members = object_members(text, data_start, "data")
+    merged = {name: member[1] for name, member in data_members.items()}
+    merged.update({name: member[1] for name, member in old_members.items()})
+    return "{" + ",".join(f"{json.dumps(name, ensure_ascii=False)}:{value}" for name, value in merged.items()) + "}"
+
+
+def _seq(record: Mapping[str, Any], kind: str) -> str:
+    """Binlog file + position + xoffset when Maxwell writes 'position', else ts + xid + xoffset."""
+    if kind == "bootstrap-insert":
+        return format_seq(non_negative_int(record, "ts", ""), 0, 0, 0)
+    row = LAST_ROW if record.get("xoffset") is None else non_negative_int(record, "xoffset", "")
+    position = record.get("position")
+    if position is not None:
+        match = _POSITION.match(position) if isinstance(position, str) else None
+        if match is None:
+            raise RejectedRecord(f"field 'position' is {short(position)}, not 'binlog-file.N:pos'")
+        return format_seq(int(match.group(1)), int(match.group(2)), row, 1)
+    return format_seq(non_negative_int(record, "ts", ""), non_negative_int(record, "xid", ""), row, 1)
+
+
+def _ts_ms(record: Mapping[str, Any]) -> int | None:
+    """Maxwell's ts is in seconds (milliseconds with output_ms? values past 10^11 are taken as ms)."""
+    ts = record.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, int) or ts <= 0:
+        return None
+    return ts if ts >= 10**11 else ts * 1000

@@ -1,0 +1,197 @@
+"""What every format parser returns, and the exact-text JSON reading they share.
+
+Row images are cut out of the line as exact source text: Spark's JSON functions
+re-serialize nested objects through doubles (12345678901234567.891 becomes
+1.2345678901234568E16), and a mirror must keep every digit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from json.decoder import scanstring
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+STATUS_EVENT = "event"
+STATUS_TOMBSTONE = "tombstone"
+STATUS_BLANK = "blank"
+STATUS_REJECTED = "rejected"
+# Valid records that are not row changes (DDL, transaction markers, bootstrap markers):
+# kept in the quarantine table with what they are, never applied.
+STATUS_IGNORED = "ignored"
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(parse_float=Decimal)
+
+
+class RejectedRecord(ValueError):
+    """A line that cannot become a raw event; the message is the quarantine reason."""
+
+
+class IgnoredRecord(ValueError):
+    """A valid record that is not a row change; the message says what it is."""
+
+
+@dataclass(frozen=True)
+class ParsedLine:
+    """One output of a line: an event, or the line's status with a reason."""
+
+    status: str
+    table_name: str | None = None
+    key: str | None = None
+    action: str | None = None
+    raw_data: str | None = None
+    before_data: str | None = None
+    seq: str | None = None
+    source_ts_ms: int | None = None
+    reason: str | None = None
+
+
+Members = Mapping[str, tuple[Any, str, int]]
+
+
+def parse_safely(text: str, parse_object: Callable[[str, Members], ParsedLine | Iterable[ParsedLine]]) -> list[ParsedLine]:
+    """Every line becomes its events, or exactly one blank, tombstone, ignored or rejected status."""
+    text = text.rstrip("\r")
+    if not text.strip():
+        return [ParsedLine(STATUS_BLANK)]
+    try:
+        start = skip_whitespace(text, 0)
+        # A Kafka record with a null value, as written by sinks that dump topics to files.
+        if text.startswith("null", start) and not text[start + 4 :].strip():
+            return [ParsedLine(STATUS_TOMBSTONE)]
+        parsed = parse_object(text, object_members(text, start, "line"))
+        events = [parsed] if isinstance(parsed, ParsedLine) else list(parsed)
+        if not events:
+            raise IgnoredRecord("record carries no rows")
+        return events
+    except RejectedRecord as rejected:
+        return [ParsedLine(STATUS_REJECTED, reason=str(rejected))]
+    except IgnoredRecord as ignored:
+        return [ParsedLine(STATUS_IGNORED, reason=f"not a row change: {ignored}")]
+    except RecursionError:
+        return [ParsedLine(STATUS_REJECTED, reason="JSON nested too deeply")]
+
+
+def format_seq(major: int, minor: int, row: int, phase: int) -> str:
+    """Fixed-width string whose string order is the numeric order (docs/ordering.md)."""
+    return f"{major:020d}.{minor:020d}.{row:010d}.{phase}"
+
+
+def canonical_key(image: Mapping[str, Any], image_field: str, columns: Sequence[str]) -> str:
+    """JSON array of the key values as exact text, e.g. ["7","ACME"]."""
+    values = []
+    for column in columns:
+        value = image.get(column)
+        if value is None:
+            raise RejectedRecord(f"key column '{column}' is missing or null in '{image_field}'")
+        if isinstance(value, (dict, list)):
+            raise RejectedRecord(f"key column '{column}' in '{image_field}' is not a scalar")
+        if isinstance(value, bool):
+            values.append("true" if value else "false")
+        else:
+            values.append(str(value))
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+def key_columns_for(
+    table_name: str, key_columns: Mapping[str, Sequence[str]], announced: Any = None, announced_field: str = ""
+) -> Sequence[str]:
+    """Configured key columns win; else the key the record announces (Canal pkNames, ...)."""
+    columns = key_columns.get(table_name)
+    if columns:
+        return columns
+    if isinstance(announced, list) and announced and all(isinstance(name, str) and name for name in announced):
+        return announced
+    hint = f" and the record has no '{announced_field}'" if announced_field else ""
+    raise RejectedRecord(
+        f"no key columns configured for table '{table_name}'{hint}; add it under 'tables:' in the landing config"
+    )
+
+
+def non_negative_int(container: Mapping[str, Any], field: str, where: str, default: int | None = None) -> int:
+    value = container.get(field, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 10**20:
+        raise RejectedRecord(f"field '{where}{field}' is {short(value)}, not a non-negative integer")
+    return value
+
+
+def positive_ms(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def object_members(text: str, start: int, what: str) -> dict[str, tuple[Any, str, int]]:
+    """Top-level members of the JSON object at text[start]: name -> (value, exact text, start)."""
+    if start >= len(text) or text[start] != "{":
+        raise RejectedRecord(f"invalid JSON: {what} is not a JSON object")
+    members: dict[str, tuple[Any, str, int]] = {}
+    index = skip_whitespace(text, start + 1)
+    if text.startswith("}", index):
+        index += 1
+    else:
+        while True:
+            if not text.startswith('"', index):
+                raise RejectedRecord(f"invalid JSON: expected a member name at char {index}")
+            try:
+                name, index = scanstring(text, index + 1)
+            except json.JSONDecodeError as error:
+                raise RejectedRecord(f"invalid JSON: {error.msg} at char {error.pos}") from None
+            index = skip_whitespace(text, index)
+            if not text.startswith(":", index):
+                raise RejectedRecord(f"invalid JSON: expected ':' at char {index}")
+            value_start = skip_whitespace(text, index + 1)
+            value, index = _decode_value(text, value_start)
+            members[name] = (value, text[value_start:index], value_start)
+            index = skip_whitespace(text, index)
+            if text.startswith(",", index):
+                index = skip_whitespace(text, index + 1)
+                continue
+            if text.startswith("}", index):
+                index += 1
+                break
+            raise RejectedRecord(f"invalid JSON: expected ',' or '}}' at char {index}")
+    if what == "line" and text[index:].strip():
+        raise RejectedRecord(f"invalid JSON: extra data after the object at char {index}")
+    return members
+
+
+def array_elements(text: str, start: int, what: str) -> list[tuple[Any, str, int]]:
+    """Elements of the JSON array at text[start]: (value, exact text, start)."""
+    if start >= len(text) or text[start] != "[":
+        raise RejectedRecord(f"{what} is not a JSON array")
+    elements: list[tuple[Any, str, int]] = []
+    index = skip_whitespace(text, start + 1)
+    if text.startswith("]", index):
+        return elements
+    while True:
+        value, end = _decode_value(text, index)
+        elements.append((value, text[index:end], index))
+        index = skip_whitespace(text, end)
+        if text.startswith(",", index):
+            index = skip_whitespace(text, index + 1)
+            continue
+        if text.startswith("]", index):
+            return elements
+        raise RejectedRecord(f"invalid JSON: expected ',' or ']' at char {index}")
+
+
+def _decode_value(text: str, start: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        raise RejectedRecord(f"invalid JSON: {error.msg} at char {error.pos}") from None
+
+
+def skip_whitespace(text: str, index: int) -> int:
+    return _WHITESPACE.match(text, index).end()
+
+
+def short(value: Any) -> str:
+    shown = json.dumps(value, default=str)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
