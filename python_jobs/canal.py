@@ -39,6 +39,8 @@ _JSON_NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> list[ParsedLine]:
     message = {name: value for name, (value, _, _) in members.items()}
     kind = message.get("type")
+    if not isinstance(kind, str):
+        raise RejectedRecord(f"field 'type' is {short(kind)}, not a Canal event type")
     database, table = message.get("database"), message.get("table")
     table_name = f"{database}.{table}"
     if kind == "TRUNCATE":
@@ -90,10 +92,14 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     return events
 
 
+def _is_numeric(sql_type: Any) -> bool:
+    return isinstance(sql_type, int) and not isinstance(sql_type, bool) and sql_type in NUMERIC_SQL_TYPES
+
+
 def _image_text(row: Mapping[str, Any], sql_types: Mapping[str, Any]) -> str:
     members = []
     for name, value in row.items():
-        if isinstance(value, str) and sql_types.get(name) in NUMERIC_SQL_TYPES and _JSON_NUMBER.match(value):
+        if isinstance(value, str) and _is_numeric(sql_types.get(name)) and _JSON_NUMBER.match(value):
             rendered = value
         elif isinstance(value, Decimal):
             rendered = str(value)

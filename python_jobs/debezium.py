@@ -50,8 +50,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     envelope = {name: value for name, (value, _, _) in members.items()}
 
     op = envelope.get("op")
-    if op is None:
-        raise RejectedRecord("field 'op' is missing: not a Debezium change event")
+    if not isinstance(op, str):
+        raise RejectedRecord(f"field 'op' is {short(op)}: not a Debezium change event")
     if op in NOT_ROW_CHANGES:
         raise RejectedRecord(NOT_ROW_CHANGES[op])
     if op not in ACTIONS:
@@ -98,6 +98,8 @@ def _table_name(source: Mapping[str, Any]) -> str:
 def source_position(source: Mapping[str, Any]) -> tuple[int, int, int]:
     """Where the change sits in the source log, as three non-negative integers."""
     connector = source.get("connector")
+    if not isinstance(connector, str):
+        raise RejectedRecord(f"field 'source.connector' is {short(connector)}, not a connector name")
     if connector in MYSQL_CONNECTORS:
         binlog_file = source.get("file")
         match = _TRAILING_DIGITS.search(binlog_file) if isinstance(binlog_file, str) else None
@@ -125,7 +127,10 @@ def _seq(source: Mapping[str, Any], op: str) -> str:
     landed file and line are not part of seq; they only break ties inside one batch.
     """
     major, minor, row = source_position(source)
-    phase = 0 if (op == "r" or source.get("snapshot") not in NOT_SNAPSHOT) else 1
+    snapshot = source.get("snapshot")
+    if not isinstance(snapshot, (str, bool, type(None))):
+        raise RejectedRecord(f"field 'source.snapshot' is {short(snapshot)}, not a snapshot marker")
+    phase = 0 if (op == "r" or snapshot not in NOT_SNAPSHOT) else 1
     return format_seq(major, minor, row, phase)
 
 

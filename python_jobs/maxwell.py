@@ -21,6 +21,7 @@ from python_jobs.records import (
     key_columns_for,
     non_negative_int,
     object_members,
+    positive_ms,
     short,
 )
 
@@ -34,6 +35,8 @@ _POSITION = re.compile(r"^.*?(\d+):(\d+)$")
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
     record = {name: value for name, (value, _, _) in members.items()}
     kind = record.get("type")
+    if not isinstance(kind, str):
+        raise RejectedRecord(f"field 'type' is {short(kind)}, not a Maxwell event type")
     database, table = record.get("database"), record.get("table")
     if kind in BOOTSTRAP_MARKERS:
         raise IgnoredRecord(f"Maxwell {kind} marker for {database}.{table}")
@@ -101,4 +104,4 @@ def _ts_ms(record: Mapping[str, Any]) -> int | None:
     ts = record.get("ts")
     if isinstance(ts, bool) or not isinstance(ts, int) or ts <= 0:
         return None
-    return ts if ts >= 10**11 else ts * 1000
+    return positive_ms(ts if ts >= 10**11 else ts * 1000)

@@ -34,6 +34,8 @@ _POSITION = re.compile(r"^[0-9]{1,40}$")
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
     record = {name: value for name, (value, _, _) in members.items()}
     op_type = record.get("op_type")
+    if not isinstance(op_type, str):
+        raise RejectedRecord(f"field 'op_type' is {short(op_type)}, not I, U or D")
     if op_type in NOT_ROW_CHANGES:
         raise RejectedRecord(NOT_ROW_CHANGES[op_type])
     if op_type not in ACTIONS:

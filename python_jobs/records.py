@@ -22,6 +22,8 @@ STATUS_REJECTED = "rejected"
 # kept in the quarantine table with what they are, never applied.
 STATUS_IGNORED = "ignored"
 
+INTERNAL_ERROR = "parser error (please report)"
+
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=Decimal)
 
@@ -66,13 +68,36 @@ def parse_safely(text: str, parse_object: Callable[[str, Members], ParsedLine | 
         events = [parsed] if isinstance(parsed, ParsedLine) else list(parsed)
         if not events:
             raise IgnoredRecord("record carries no rows")
+        for event in events:
+            _require_encodable(event)
         return events
     except RejectedRecord as rejected:
-        return [ParsedLine(STATUS_REJECTED, reason=str(rejected))]
+        return [ParsedLine(STATUS_REJECTED, reason=_printable(str(rejected)))]
     except IgnoredRecord as ignored:
-        return [ParsedLine(STATUS_IGNORED, reason=f"not a row change: {ignored}")]
+        return [ParsedLine(STATUS_IGNORED, reason=_printable(f"not a row change: {ignored}"))]
     except RecursionError:
         return [ParsedLine(STATUS_REJECTED, reason="JSON nested too deeply")]
+    except Exception as error:  # noqa: BLE001 - one odd line must not fail the batch; tests/test_fuzz.py hunts these
+        return [ParsedLine(STATUS_REJECTED, reason=f"{INTERNAL_ERROR}: {type(error).__name__}: {error}")]
+
+
+def _printable(reason: str) -> str:
+    """Reasons quote names from the record, which may hold lone surrogates."""
+    return reason.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _require_encodable(event: ParsedLine) -> None:
+    """JSON may escape a lone UTF-16 surrogate ("\\ud800"); no table can store it as text."""
+    for name in ("table_name", "key", "raw_data", "before_data"):
+        value = getattr(event, name)
+        if value is None:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise RejectedRecord(
+                f"{name} holds an unpaired UTF-16 surrogate {value[error.start]!a} at char {error.start}"
+            ) from None
 
 
 def format_seq(major: int, minor: int, row: int, phase: int) -> str:
@@ -121,7 +146,8 @@ def non_negative_int(container: Mapping[str, Any], field: str, where: str, defau
 
 
 def positive_ms(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    """Milliseconds since 1970 that a timestamp column can hold (before year 30000), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**15:
         return value
     return None
 
