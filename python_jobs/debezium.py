@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 from python_jobs.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
+    IgnoredRecord,
     Members,
     ParsedLine,
     RejectedRecord,
@@ -50,8 +51,12 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     envelope = {name: value for name, (value, _, _) in members.items()}
 
     op = envelope.get("op")
+    if op is None and envelope.get("status") in ("BEGIN", "END"):
+        raise IgnoredRecord(f"Debezium transaction {envelope['status']} {short(envelope.get('id'))}")
+    if op is None:
+        raise RejectedRecord("field 'op' is missing: not a Debezium change event")
     if not isinstance(op, str):
-        raise RejectedRecord(f"field 'op' is {short(op)}: not a Debezium change event")
+        raise RejectedRecord(f"field 'op' is {short(op)}; expected c, u, d or r")
     if op in NOT_ROW_CHANGES:
         raise RejectedRecord(NOT_ROW_CHANGES[op])
     if op not in ACTIONS:

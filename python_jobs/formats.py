@@ -25,12 +25,17 @@ def detect(members: Members) -> str:
         return "canal"
     if "database" in members and "type" in members and ("xid" in members or "data" in members):
         return "maxwell"
-    if "payload" in members or ("op" in members and "source" in members):
+    if "payload" in members or ("op" in members and "source" in members) or _is_transaction_marker(members):
         return "debezium"
     raise RejectedRecord(
         "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'isDdl', "
         "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type')"
     )
+
+
+def _is_transaction_marker(members: Members) -> bool:
+    status = members.get("status")
+    return status is not None and status[0] in ("BEGIN", "END") and "id" in members
 
 
 def parse_line(text: str, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto") -> list[ParsedLine]:

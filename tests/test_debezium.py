@@ -163,3 +163,18 @@ def test_replica_identity_default_delete_fixture_is_rejected_with_a_reason():
     rejected = [parse_line(line, KEYS) for line in lines if parse_line(line, KEYS).status == STATUS_REJECTED]
     assert len(rejected) == 1
     assert "REPLICA IDENTITY" in rejected[0].reason
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"status":"BEGIN","id":"571:53195829","ts_ms":1486500577125,"event_count":null,"data_collections":null}',
+        '{"schema":{},"payload":{"status":"END","id":"571:53195832","ts_ms":1486500577691,"event_count":2}}',
+    ],
+)
+def test_transaction_markers_are_kept_aside_not_rejected(line):
+    from python_jobs.formats import parse_line as parse_any
+    from python_jobs.records import STATUS_IGNORED
+
+    (parsed,) = parse_any(line, KEYS)
+    assert parsed.status == STATUS_IGNORED and "Debezium transaction" in parsed.reason
