@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from python_jobs.debezium_types import decode_image, image_column_schemas
 from python_jobs.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
@@ -43,7 +44,9 @@ def parse_line(text: str, key_columns: Mapping[str, Sequence[str]]) -> ParsedLin
 
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
     """The event in a line's top-level members, unwrapping a {schema, payload} envelope."""
+    schema = None
     if "payload" in members and "op" not in members:
+        schema = members.get("schema", (None, None, 0))[0]
         payload_value, _, payload_start = members["payload"]
         if payload_value is None:
             return ParsedLine(STATUS_TOMBSTONE)
@@ -77,13 +80,14 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         raise RejectedRecord(f"op '{op}' needs an 'after' object")
     columns = key_columns_for(table_name, key_columns)
 
+    images = {name: _image(text, members, name, schema) for name in ("before", "after")}
     return ParsedLine(
         STATUS_EVENT,
         table_name=table_name,
-        key=canonical_key(image, image_field, columns),
+        key=canonical_key(images[image_field][0], image_field, columns),
         action=ACTIONS[op],
-        raw_data=_member_text(members, "after"),
-        before_data=_member_text(members, "before"),
+        raw_data=images["after"][1],
+        before_data=images["before"][1],
         seq=_seq(source, op),
         source_ts_ms=_source_ts_ms(source, envelope.get("ts_ms")),
     )
@@ -144,6 +148,12 @@ def _source_ts_ms(source: Mapping[str, Any], processed_ts_ms: Any) -> int | None
     return positive_ms(source.get("ts_ms")) or positive_ms(processed_ts_ms)
 
 
-def _member_text(members: Mapping[str, tuple[Any, str, int]], name: str) -> str | None:
-    value, text, _ = members.get(name, (None, None, 0))
-    return text if isinstance(value, dict) else None
+def _image(text: str, members: Members, name: str, schema: Any) -> tuple[Any, str | None]:
+    """(values, exact JSON text) of 'before' or 'after'; logical types decoded when a schema came with it."""
+    value, image_text, start = members.get(name, (None, None, 0))
+    if not isinstance(value, dict):
+        return value, None
+    column_schemas = image_column_schemas(schema, name)
+    if not column_schemas:
+        return value, image_text
+    return decode_image(object_members(text, start, name), column_schemas, name)

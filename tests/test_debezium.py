@@ -178,3 +178,59 @@ def test_transaction_markers_are_kept_aside_not_rejected(line):
 
     (parsed,) = parse_any(line, KEYS)
     assert parsed.status == STATUS_IGNORED and "Debezium transaction" in parsed.reason
+
+
+def with_schema(after: dict, columns: list[dict]) -> str:
+    envelope = json.loads(mysql_event(op="c", after=after))
+    schema = {"type": "struct", "fields": [
+        {"type": "struct", "field": "before", "fields": columns},
+        {"type": "struct", "field": "after", "fields": columns},
+    ]}
+    return json.dumps({"schema": schema, "payload": envelope})
+
+
+def test_logical_types_are_decoded_with_the_schema():
+    import base64
+
+    def b64(unscaled: int, size: int) -> str:
+        return base64.b64encode(unscaled.to_bytes(size, "big", signed=True)).decode()
+
+    decimal = {"name": "org.apache.kafka.connect.data.Decimal", "type": "bytes", "parameters": {"scale": "2"}}
+    columns = [
+        {"field": "id", "type": "int64"},
+        {"field": "price", **decimal},
+        {"field": "refund", **decimal},
+        # BIGINT UNSIGNED beyond int64, as bigint.unsigned.handling.mode=precise sends it.
+        {"field": "counter", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "parameters": {"scale": "0"}},
+        {"field": "ratio", "type": "struct", "name": "io.debezium.data.VariableScaleDecimal"},
+        {"field": "born", "type": "int32", "name": "io.debezium.time.Date"},
+        {"field": "seen", "type": "int64", "name": "io.debezium.time.MicroTimestamp"},
+        {"field": "at", "type": "int64", "name": "io.debezium.time.Timestamp"},
+        {"field": "opens", "type": "int64", "name": "io.debezium.time.MicroTime"},
+        {"field": "zoned", "type": "string", "name": "io.debezium.time.ZonedTimestamp"},
+        {"field": "note", "type": "string"},
+    ]
+    after = {
+        "id": 7, "price": b64(1234567890123456789, 9), "refund": b64(-5, 1), "counter": b64(2**64 - 1, 9),
+        "ratio": {"scale": 3, "value": b64(31416, 3)}, "born": 19000, "seen": 1_700_000_000_123_456,
+        "at": 1_700_000_000_123, "opens": 34_200_000_001, "zoned": "2026-11-22T10:00:00.5+01:00", "note": None,
+    }
+    parsed = parse_line(with_schema(after, columns), KEYS)
+    assert parsed.status == STATUS_EVENT, parsed.reason
+    assert json.loads(parsed.raw_data, parse_float=Decimal, parse_int=Decimal) == {
+        "id": 7, "price": Decimal("12345678901234567.89"), "refund": Decimal("-0.05"),
+        "counter": Decimal(2**64 - 1), "ratio": Decimal("31.416"), "born": "2022-01-08",
+        "seen": "2023-11-14 22:13:20.123456", "at": "2023-11-14 22:13:20.123000", "opens": "09:30:00.000001",
+        "zoned": "2026-11-22T10:00:00.5+01:00", "note": None,
+    }
+    # The decimal's digits are written as they are, never through a float.
+    assert '"price":12345678901234567.89' in parsed.raw_data
+
+
+def test_undecodable_logical_value_is_rejected_naming_the_column():
+    columns = [{"field": "id", "type": "int64"},
+               {"field": "price", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+                "parameters": {"scale": "2"}}]
+    parsed = parse_line(with_schema({"id": 7, "price": "not base64!"}, columns), KEYS)
+    assert parsed.status == STATUS_REJECTED
+    assert "column 'price' in 'after'" in parsed.reason and "Decimal" in parsed.reason
