@@ -10,8 +10,9 @@
 {% macro cdc_events(raw_relation) %}
     {#
         The deduplicated batch the materialization prepares before it runs the model:
-        one row per key with _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts and
-        _cdc_row (the after image, or the before image for a delete). Passing the raw
+        one row per key with _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts,
+        _cdc_row (the after image, or the before image for a delete) and _cdc_unavailable
+        (columns whose value the source did not send, e.g. unchanged Postgres TOAST values). Passing the raw
         relation puts it in the lineage graph.
     #}
     {{ return(cdc_merge.batch_view_name(model.name)) }}
@@ -27,7 +28,8 @@
     _cdc_key,
     _cdc_action,
     _cdc_seq,
-    _cdc_source_ts
+    _cdc_source_ts,
+    _cdc_unavailable
 {% endmacro %}
 
 

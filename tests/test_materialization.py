@@ -121,3 +121,51 @@ def test_an_expired_offset_fails_and_says_how_to_rebuild(dbt_project, spark):
 
     dbt_project.dbt("run", "--select", "products", "--full-refresh")
     assert [row[0] for row in products(dbt_project)] == list(range(101, 111))
+
+
+def postgres_line(op: str, lsn: int, row: dict) -> str:
+    import json
+
+    return json.dumps({
+        "before": row if op == "d" else None,
+        "after": None if op == "d" else row,
+        "source": {"connector": "postgresql", "schema": "public", "table": "docs", "lsn": lsn, "snapshot": "false",
+                   "ts_ms": 1_767_225_600_000 + lsn},
+        "op": op,
+    })
+
+
+def test_unavailable_toast_values_keep_what_the_source_last_sent(dbt_project, spark):
+    unavailable = "__debezium_unavailable_value"
+    dbt_project.write_model(
+        "docs", "unique_key='id', source_table='public.docs'",
+        "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('title', 'string') }}, "
+        "{{ cdc_merge.cdc_column('body', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    docs = {"public.docs": ["id"]}
+    first = [
+        postgres_line("c", 100, {"id": 1, "title": "a", "body": "A"}),
+        postgres_line("c", 110, {"id": 2, "title": "p", "body": "X"}),
+        # Key 3 is first seen in an update that did not send its body.
+        postgres_line("u", 150, {"id": 3, "title": "q", "body": unavailable}),
+        postgres_line("u", 200, {"id": 1, "title": "b", "body": unavailable}),
+    ]
+    (dbt_project.inbox / "1.json").write_text("\n".join(first) + "\n")
+    second = [
+        postgres_line("u", 300, {"id": 2, "title": "p", "body": "Y"}),
+        postgres_line("u", 400, {"id": 2, "title": "z", "body": unavailable}),
+    ]
+    (dbt_project.inbox / "2.json").write_text("\n".join(second) + "\n")
+    dbt_project.land(docs)
+    dbt_project.dbt("run", "--select", "docs")
+
+    def mirrored():
+        return [tuple(row) for row in spark.sql(
+            f"select id, title, body from {dbt_project.schema}.docs order by id").collect()]
+
+    assert mirrored() == [(1, "b", "A"), (2, "z", "Y"), (3, "q", None)]
+
+    (dbt_project.inbox / "3.json").write_text(postgres_line("u", 500, {"id": 1, "title": "c", "body": unavailable}) + "\n")
+    dbt_project.land(docs)
+    dbt_project.dbt("run", "--select", "docs")
+    assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]

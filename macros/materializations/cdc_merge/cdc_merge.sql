@@ -50,7 +50,7 @@
     {% endif %}
     {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
     {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
-    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts'] %}
+    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {% if existing_relation is none %}
@@ -67,9 +67,12 @@
         {% set chunk_stats = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
         {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
         {% for bucket in range(chunk.buckets) %}
-            {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
-            {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
-            {% do cdc_merge.add_counts(chunk_stats, counts) %}
+            {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
+            {% for round in range(1, rounds + 1) %}
+                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round)) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
+                {% do cdc_merge.add_counts(chunk_stats, counts) %}
+            {% endfor %}
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}

@@ -121,19 +121,31 @@
     {%- else %}
     when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then delete
     {%- endif %}
+    {#- A column the source did not send keeps its stored value (see raw_log.sql). #}
     when matched and change._cdc_seq > mirror._cdc_seq then update set
-        {%- for column in columns + ['_cdc_source_ts'] %}
-        {{ column }} = change.{{ column }},
+        {%- for column in columns %}
+        {{ column }} = case when array_contains(change._cdc_unavailable, '{{ column }}') then mirror.{{ column }} else change.{{ column }} end,
         {%- endfor %}
+        _cdc_source_ts = change._cdc_source_ts,
         {%- if soft %}
         _cdc_deleted = false,
         {%- endif %}
         _cdc_seq = change._cdc_seq
     {%- if soft %}
     when not matched then insert ({{ written | join(', ') }}, _cdc_deleted)
-        values ({% for column in written %}change.{{ column }}, {% endfor %}change._cdc_action = 'delete')
+        values ({% for column in written %}{{ cdc_merge.sent_value(column, columns) }}, {% endfor %}change._cdc_action = 'delete')
     {%- else %}
     when not matched and change._cdc_action != 'delete' then insert ({{ written | join(', ') }})
-        values ({% for column in written %}change.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
+        values ({% for column in written %}{{ cdc_merge.sent_value(column, columns) }}{{ ', ' if not loop.last }}{% endfor %})
     {%- endif %}
+{% endmacro %}
+
+
+{% macro sent_value(column, columns) %}
+    {#- A new row has no stored value for a column the source did not send: null, not the placeholder. -#}
+    {%- if column in columns -%}
+        case when array_contains(change._cdc_unavailable, '{{ column }}') then null else change.{{ column }} end
+    {%- else -%}
+        change.{{ column }}
+    {%- endif -%}
 {% endmacro %}

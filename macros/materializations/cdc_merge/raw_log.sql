@@ -107,10 +107,37 @@
 {% endmacro %}
 
 
-{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets) %}
-    create or replace temporary view {{ batch_view }} as
+{#
+    Debezium writes '__debezium_unavailable_value' for Postgres TOAST columns an update did
+    not change. The MERGE keeps the stored value of such a column, which is only right if
+    every earlier event of that key in the batch is applied first: keys with a placeholder
+    are applied one event per round, oldest first; all other keys apply their newest event
+    in round 1.
+#}
+
+{% macro unavailable_marker() %}
+    {{- return('__debezium_unavailable_value') -}}
+{% endmacro %}
+
+
+{% macro batch_rounds_sql(changes_view, source_table, bucket, buckets) %}
     with
 
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
+
+    keys_with_placeholders as (
+        select count(*) as events
+        from table_events
+        group by key
+        having max(instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}')) > 0
+    )
+
+    select coalesce(max(events), 1) as rounds
+    from keys_with_placeholders
+{% endmacro %}
+
+
+{% macro table_events_cte(changes_view, source_table, bucket, buckets) %}
     table_events as (
         select *
         from {{ changes_view }}
@@ -120,14 +147,25 @@
             {%- if buckets > 1 %}
             and pmod(hash(key), {{ buckets }}) = {{ bucket }}
             {%- endif %}
-    ),
+    )
+{%- endmacro %}
+
+
+{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1) %}
+    create or replace temporary view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
     ranked as (
         select
             *,
             row_number() over (
                 partition by key order by seq desc, landed_file desc, landed_line desc
-            ) as _cdc_rank
+            ) as _cdc_rank,
+            count(*) over (partition by key) as _cdc_events,
+            max(instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}')) over (partition by key) > 0
+                as _cdc_has_placeholders
         from table_events
     ),
 
@@ -137,9 +175,19 @@
             action as _cdc_action,
             seq as _cdc_seq,
             source_ts as _cdc_source_ts,
-            coalesce(raw_data, before_data) as _cdc_row
+            coalesce(raw_data, before_data) as _cdc_row,
+            case
+                when instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}') > 0
+                    then map_keys(map_filter(
+                        from_json(raw_data, 'map<string, string>'),
+                        (_, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
+                    ))
+                else cast(array() as array<string>)
+            end as _cdc_unavailable
         from ranked
-        where _cdc_rank = 1
+        where
+            (not _cdc_has_placeholders and _cdc_rank = 1 and {{ round }} = 1)
+            or (_cdc_has_placeholders and _cdc_events - _cdc_rank + 1 = {{ round }})
     )
 
     select * from final
@@ -153,6 +201,7 @@
         cast(null as string) as _cdc_action,
         cast(null as string) as _cdc_seq,
         cast(null as timestamp) as _cdc_source_ts,
-        cast(null as string) as _cdc_row
+        cast(null as string) as _cdc_row,
+        cast(array() as array<string>) as _cdc_unavailable
     where false
 {% endmacro %}

@@ -79,7 +79,7 @@
     {#- Runs on the model's output columns, still before anything is written. -#}
     {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
     {% set lowered = model_columns | map('lower') | list %}
-    {% for required in ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts'] %}
+    {% for required in ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
         {% if required not in lowered %}
             {% do exceptions.raise_compiler_error(fail_prefix ~ "the model must select " ~ required ~ ": add {{ cdc_merge.cdc_metadata_columns() }} to its final select.") %}
         {% endif %}
