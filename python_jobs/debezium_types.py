@@ -72,6 +72,13 @@ def _variable_scale_decimal(value: Any, parameters: Mapping[str, Any]) -> Decima
     return _decimal(value["value"], {"scale": value["scale"]})
 
 
+def _bits(value: Any, parameters: Mapping[str, Any]) -> int:
+    """BIT(n), n > 1: the bits as little-endian bytes, base64; becomes their unsigned integer."""
+    if not isinstance(value, str):
+        raise TypeError("expected base64 text")
+    return int.from_bytes(base64.b64decode(value, validate=True), "little")
+
+
 def _days(value: Any, parameters: Mapping[str, Any]) -> str:
     return (_EPOCH_DATE + dt.timedelta(days=_integer(value))).isoformat()
 
@@ -103,6 +110,7 @@ def _integer(value: Any) -> int:
 _DECODERS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "org.apache.kafka.connect.data.Decimal": _decimal,
     "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
+    "io.debezium.data.Bits": _bits,
     "org.apache.kafka.connect.data.Date": _days,
     "io.debezium.time.Date": _days,
     "org.apache.kafka.connect.data.Timestamp": _since_epoch(1_000),

@@ -208,12 +208,14 @@ def test_logical_types_are_decoded_with_the_schema():
         {"field": "at", "type": "int64", "name": "io.debezium.time.Timestamp"},
         {"field": "opens", "type": "int64", "name": "io.debezium.time.MicroTime"},
         {"field": "zoned", "type": "string", "name": "io.debezium.time.ZonedTimestamp"},
+        {"field": "flags", "type": "bytes", "name": "io.debezium.data.Bits", "parameters": {"length": "12"}},
         {"field": "note", "type": "string"},
     ]
     after = {
         "id": 7, "price": b64(1234567890123456789, 9), "refund": b64(-5, 1), "counter": b64(2**64 - 1, 9),
         "ratio": {"scale": 3, "value": b64(31416, 3)}, "born": 19000, "seen": 1_700_000_000_123_456,
         "at": 1_700_000_000_123, "opens": 34_200_000_001, "zoned": "2026-11-22T10:00:00.5+01:00", "note": None,
+        "flags": base64.b64encode((0b101000000011).to_bytes(2, "little")).decode(),
     }
     parsed = parse_line(with_schema(after, columns), KEYS)
     assert parsed.status == STATUS_EVENT, parsed.reason
@@ -221,7 +223,7 @@ def test_logical_types_are_decoded_with_the_schema():
         "id": 7, "price": Decimal("12345678901234567.89"), "refund": Decimal("-0.05"),
         "counter": Decimal(2**64 - 1), "ratio": Decimal("31.416"), "born": "2022-01-08",
         "seen": "2023-11-14 22:13:20.123456", "at": "2023-11-14 22:13:20.123000", "opens": "09:30:00.000001",
-        "zoned": "2026-11-22T10:00:00.5+01:00", "note": None,
+        "zoned": "2026-11-22T10:00:00.5+01:00", "note": None, "flags": 0b101000000011,
     }
     # The decimal's digits are written as they are, never through a float.
     assert '"price":12345678901234567.89' in parsed.raw_data
