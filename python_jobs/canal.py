@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.records import (
     STATUS_EVENT,
+    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -45,8 +46,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     table_name = f"{database}.{table}"
     if kind == "TRUNCATE":
         raise RejectedRecord(
-            f"TRUNCATE of {table_name} is not applied by cdc_merge yet; truncate the mirror by hand "
-            "or rebuild it with --full-refresh"
+            f"TRUNCATE of {table_name} {TRUNCATE_NOT_APPLIED}"
         )
     if message.get("isDdl") is True:
         raise IgnoredRecord(f"Canal DDL {short(kind)} on {table_name}: {short(message.get('sql'))}")

@@ -9,6 +9,7 @@ from python_jobs.debezium_types import decode_image, image_column_schemas
 from python_jobs.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
+    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -25,8 +26,7 @@ from python_jobs.records import (
 
 ACTIONS = {"c": "insert", "u": "update", "d": "delete", "r": "read"}
 NOT_ROW_CHANGES = {
-    "t": "op 't' (truncate) is not applied by cdc_merge yet; truncate the mirror by hand "
-    "or rebuild it with --full-refresh",
+    "t": f"op 't' (truncate) {TRUNCATE_NOT_APPLIED}",
     "m": "op 'm' is a logical decoding message, not a row change",
 }
 # Debezium writes snapshot as a string enum ("true", "last", ...); 0.x wrote a boolean.

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.records import (
     STATUS_EVENT,
+    TRUNCATE_NOT_APPLIED,
     Members,
     ParsedLine,
     RejectedRecord,
@@ -25,8 +26,7 @@ from python_jobs.records import (
 
 ACTIONS = {"I": "insert", "U": "update", "D": "delete"}
 NOT_ROW_CHANGES = {
-    "T": "op_type 'T' (truncate) is not applied by cdc_merge yet; truncate the mirror by hand "
-    "or rebuild it with --full-refresh",
+    "T": f"op_type 'T' (truncate) {TRUNCATE_NOT_APPLIED}",
 }
 _POSITION = re.compile(r"^[0-9]{1,40}$")
 

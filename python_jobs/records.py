@@ -23,6 +23,9 @@ STATUS_REJECTED = "rejected"
 STATUS_IGNORED = "ignored"
 
 INTERNAL_ERROR = "parser error (please report)"
+TRUNCATE_NOT_APPLIED = (
+    "is not applied by cdc_merge yet; truncate the mirror by hand or rebuild it with --full-refresh"
+)
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=Decimal)
