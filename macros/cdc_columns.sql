@@ -4,7 +4,7 @@
         select
             {{ cdc_merge.cdc_column('id', 'int') }},
             {{ cdc_merge.cdc_metadata_columns() }}
-        from {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}
+        from {{ cdc_merge.cdc_events(ref('raw_events')) }}
 #}
 
 {% macro cdc_events(raw_relation) %}

@@ -4,7 +4,7 @@
 #}
 
 {% macro create_raw_tables() %}
-    {% set raw_events = source('cdc_raw', 'raw_events') %}
+    {% set raw_events = ref('raw_events') %}
     {% set quarantine = source('cdc_raw', 'quarantine') %}
     {% do run_query(cdc_merge.create_schema_if_missing(raw_events)) %}
     {% do run_query(cdc_merge.raw_events_ddl(raw_events)) %}

@@ -38,7 +38,8 @@ def load_config(path: Path | str, overrides: Mapping[str, Any] | None = None) ->
     try:
         document = yaml.safe_load(path.read_text()) or {}
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read the landing config: {error.strerror}") from None
+        where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+        raise ConfigError(f"{path}: cannot read the landing config{where}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(document, dict):

@@ -1,7 +1,8 @@
-"""make demo: generate -> land -> dbt run (per wave) -> dbt test -> summary per table.
+"""make demo: generate -> dbt run (per wave: land + merge) -> dbt test -> summary per table.
 
-Everything runs in one local SparkSession with the Iceberg catalog under data/demo;
-dbt-spark's session method picks up that same session.
+Each wave is one `dbt run`: the landing Python model (models/landing/raw_events.py)
+appends the new files to the raw log, then the mirrors merge it. Everything runs in
+one local SparkSession with the Iceberg catalog under data/demo.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from python_jobs import generate_demo, io, land
-from python_jobs.config import load_config
+from python_jobs import generate_demo, io
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEMO_DIR = PROJECT_DIR / "data" / "demo"
@@ -42,6 +42,14 @@ def mirror_rows(spark, model: str, columns: list[str]) -> dict[tuple, dict]:
     return {tuple(row[c] for c in columns): {k: v for k, v in row.asDict().items() if not k.startswith("_cdc_")} for row in rows}
 
 
+def raw_counts(spark) -> tuple[int, int]:
+    """Events in the raw log and lines in quarantine."""
+    return (
+        spark.table("cdc_raw.raw_events").count(),
+        spark.table("cdc_raw.quarantine").count(),
+    )
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -55,32 +63,28 @@ def main() -> int:
     # The source clock starts a minute ago, so the reported lag is what a live feed would show.
     one_minute_ago_ms = int(time.time() * 1000) - 60_000
     _, waves = generate_demo.build_waves(seed=7, events=20_000, waves=3, clock_start_ms=one_minute_ago_ms)
-    config = load_config(PROJECT_DIR / "landing.yml", {"input": str(inbox), "checkpoint": str(DEMO_DIR / "checkpoints")})
     spark = io.spark_session("cdc_merge_demo", str(warehouse))
-    dbt("run-operation", "create_raw_tables")
+    one_run = ("run", "--select", "raw_events", *MIRRORS.values())
 
-    landed = quarantined = 0
     run_seconds = []
     for wave in waves:
         generate_demo.write_wave(wave, inbox)
-        print(f"== wave {wave.number}: {len(wave.delivered)} events in {len(wave.files)} files -> land -> dbt run")
-        summary = land.run(config, str(warehouse))
-        landed += summary.counts["event"]
-        quarantined += summary.counts["rejected"]
-        run_seconds.append(dbt("run", "--select", "shop_customers", "shop_orders", "shop_order_lines"))
+        print(f"== wave {wave.number}: {len(wave.delivered)} events in {len(wave.files)} files -> dbt run (land + merge)")
+        run_seconds.append(dbt(*one_run))
+    landed, quarantined = raw_counts(spark)
 
     print("== land the same files again, then dbt run with nothing new")
     for path in list(inbox.iterdir())[:3]:
         path.write_bytes(path.read_bytes())  # rewritten under the same name: the checkpoint knows it
-    again = land.run(config, str(warehouse))
-    idle_seconds = dbt("run", "--select", "shop_customers", "shop_orders", "shop_order_lines")
+    idle_seconds = dbt(*one_run)
+    relanded = raw_counts(spark)[0] - landed
 
     print("== dbt test")
     dbt("test", "--exclude", "inventory_products")
 
     expected = generate_demo.replay(e for wave in waves for e in wave.delivered)
     print("\n== summary")
-    print(f"events landed: {landed}, quarantined lines: {quarantined}, re-landed the same files: {again.counts['event']} events")
+    print(f"events landed: {landed}, quarantined lines: {quarantined}, re-landed the same files: {relanded} events")
     print(f"dbt run with nothing new: {idle_seconds:.1f} s vs {run_seconds[0]:.1f} s for the first run "
           f"({idle_seconds / run_seconds[0]:.2f}x)")
     header = f"{'source table':<18} {'events':>7} {'inserted':>9} {'updated':>8} {'deleted':>8} {'rows':>6} {'lag s':>7}  equals source"

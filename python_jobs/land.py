@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.storagelevel import StorageLevel
 
 from python_jobs import io, records
@@ -31,6 +31,13 @@ class LandingSummary:
     files: int = 0
     counts: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+
+    def status(self) -> str:
+        """One short line for dbt's run log."""
+        return (
+            f"landed {self.counts[records.STATUS_EVENT]} events, quarantined "
+            f"{self.counts[records.STATUS_REJECTED] + self.counts[records.STATUS_IGNORED]} lines"
+        )
 
     def line(self) -> str:
         events = self.counts[records.STATUS_EVENT]
@@ -70,8 +77,8 @@ def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary:
     )
 
 
-def run(config: LandingConfig, warehouse: str | None = None) -> LandingSummary:
-    spark = io.spark_session("cdc_merge_landing", warehouse)
+def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
+    spark = spark or io.spark_session("cdc_merge_landing", warehouse)
     io.require_tables(spark, config.raw_table, config.quarantine_table)
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
@@ -80,6 +87,21 @@ def run(config: LandingConfig, warehouse: str | None = None) -> LandingSummary:
     )
     log.info("%s", summary.line())
     return summary
+
+
+def run_for_dbt(spark: SparkSession, config_path: str, raw_table: str, quarantine_table: str) -> LandingSummary:
+    """The landing model (models/landing/raw_events.py): land into the tables dbt names.
+
+    The standalone job reads the same config file, so it must name the same tables.
+    """
+    config = load_config(config_path)
+    for setting, from_dbt in (("raw_table", raw_table), ("quarantine_table", quarantine_table)):
+        if getattr(config, setting).lower() != from_dbt.lower():
+            raise ConfigError(
+                f"{config.source_file}: field '{setting}' is {getattr(config, setting)} but the dbt landing "
+                f"model writes {from_dbt}; make them the same so spark-submit and dbt land into one table"
+            )
+    return run(config, spark=spark)
 
 
 def main(argv: list[str] | None = None) -> int:

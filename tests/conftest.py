@@ -25,7 +25,7 @@ with
 
 events as (
 
-    select * from {{{{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}}}
+    select * from {{{{ cdc_merge.cdc_events(ref('raw_events')) }}}}
 
 ),
 
@@ -68,13 +68,13 @@ class DbtProject:
     schema: str
     raw_schema: str
 
-    def dbt(self, *args: str, expect_success: bool = True):
+    def dbt(self, *args: str, expect_success: bool = True, profiles_dir: Path = PROJECT_DIR / "profiles"):
         from dbt.cli.main import dbtRunner
 
         os.environ["CDC_MERGE_SCHEMA"] = self.schema
         os.environ["CDC_MERGE_RAW_SCHEMA"] = self.raw_schema
         result = dbtRunner().invoke(
-            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(PROJECT_DIR / "profiles")]
+            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(profiles_dir)]
         )
         if expect_success and not result.success:
             raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception}")
@@ -120,9 +120,13 @@ def dbt_project(spark, tmp_path) -> DbtProject:
     for name in ("dbt_project.yml", "models", "macros", "tests"):
         source = PROJECT_DIR / name
         if source.is_dir():
-            shutil.copytree(source, project_dir / name, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+            skipped = ("test_*.py", "conftest.py", "__pycache__") if name == "tests" else ("__pycache__",)
+            shutil.copytree(source, project_dir / name, ignore=shutil.ignore_patterns(*skipped))
         else:
             shutil.copy(source, project_dir / name)
+    # The landing model reads the landing config that DbtProject.landing_config writes.
+    project_yml = project_dir / "dbt_project.yml"
+    project_yml.write_text(project_yml.read_text().replace("'landing.yml'", repr(str(tmp_path / "landing.yml"))))
     number = next(_schema_numbers)
     project = DbtProject(spark, project_dir, tmp_path, f"mirror_{number}", f"raw_{number}")
     project.dbt("run-operation", "create_raw_tables")

@@ -15,7 +15,7 @@ with
 
 events as (
 
-    select * from {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}
+    select * from {{ cdc_merge.cdc_events(ref('raw_events')) }}
 
 ),
 

@@ -60,7 +60,7 @@
         {% do upstream.append(ref(model_ref.name) if model_ref is mapping else ref(*model_ref)) %}
     {% endfor %}
     {% if upstream | length != 1 %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "a cdc_merge model reads exactly one raw table, through {{ cdc_merge.cdc_events(source('cdc_raw', 'raw_events')) }}; it depends on " ~ upstream | length ~ " relations.") %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "a cdc_merge model reads exactly one raw table, through {{ cdc_merge.cdc_events(ref('raw_events')) }}; it depends on " ~ upstream | length ~ " relations.") %}
     {% endif %}
 
     {{ return({

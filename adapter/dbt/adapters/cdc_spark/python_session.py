@@ -1,0 +1,58 @@
+"""The `session` Python submission method: run a compiled Python model in-process."""
+
+import os
+import traceback
+from dataclasses import dataclass
+from typing import Any, Dict
+
+from dbt.adapters.base import PythonJobHelper
+from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+# A materialization's generated code may leave a one-line result for dbt's log here.
+RESULT_MESSAGE_VARIABLE = "dbt_model_result_message"
+
+
+@dataclass(frozen=True)
+class SessionRunResult:
+    message: str
+
+
+class SessionPythonJobHelper(PythonJobHelper):
+    """Executes the compiled model with `spark` bound to dbt-spark's session.
+
+    The code is compiled under the model file's own path, so a traceback shows
+    the model's lines as they are in the file.
+    """
+
+    def __init__(self, parsed_model: Dict, credentials: SparkCredentials) -> None:
+        self.model_name = parsed_model["alias"]
+        self.model_path = os.path.join(parsed_model.get("root_path", ""), parsed_model["original_file_path"])
+        if credentials.method != SparkConnectionMethod.SESSION:
+            raise DbtRuntimeError(
+                f"Python model {self.model_name}: submission_method 'session' runs the model inside "
+                f"dbt's own SparkSession and needs 'method: session' in the profile; this target uses "
+                f"'method: {credentials.method}'. Run the model's work as a Spark job on that cluster "
+                "(spark-submit) and leave it out of this dbt run with --exclude."
+            )
+        self.server_side_parameters = credentials.server_side_parameters
+
+    def session(self) -> Any:
+        # The same builder as dbt-spark's session cursor, so this is the session its SQL runs in.
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.enableHiveSupport()
+        for parameter, value in self.server_side_parameters.items():
+            builder = builder.config(parameter, value)
+        return builder.getOrCreate()
+
+    def submit(self, compiled_code: str) -> SessionRunResult:
+        namespace: Dict[str, Any] = {"__name__": f"dbt_model_{self.model_name}", "spark": self.session()}
+        try:
+            exec(compile(compiled_code, self.model_path, "exec"), namespace)
+        except Exception as error:
+            frames = traceback.format_exception(error)
+            raise DbtRuntimeError(
+                f"Python model {self.model_name} ({self.model_path}) failed:\n{''.join(frames).rstrip()}"
+            ) from error
+        return SessionRunResult(str(namespace.get(RESULT_MESSAGE_VARIABLE, "OK")))

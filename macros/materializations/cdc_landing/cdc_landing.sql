@@ -1,0 +1,46 @@
+{#
+    cdc_landing: the Python model that appends new CDC events to the raw log.
+
+    The model's table is the raw log itself and is never replaced: the landing job
+    appends one Iceberg commit per batch of files and remembers the files in its
+    checkpoint, so --full-refresh does not apply here (it would lose the log).
+#}
+
+{% materialization cdc_landing, default, supported_languages=['python'] %}
+    {%- set cfg = cdc_merge.cdc_landing_validated_config() -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {% if should_full_refresh() %}
+        {{ log("cdc_landing " ~ target_relation ~ ": --full-refresh keeps the raw log; landing new files only", info=True) }}
+    {% endif %}
+    {% do run_query(cdc_merge.create_schema_if_missing(target_relation)) %}
+    {% do run_query(cdc_merge.raw_events_ddl(target_relation)) %}
+    {% do run_query(cdc_merge.create_schema_if_missing(cfg.quarantine_relation)) %}
+    {% do run_query(cdc_merge.quarantine_ddl(cfg.quarantine_relation)) %}
+
+    {% call statement('main', language='python') -%}
+        {{ cdc_merge.cdc_landing_python(compiled_code) }}
+    {%- endcall %}
+
+    {{ run_hooks(post_hooks) }}
+
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{% macro cdc_landing_python(compiled_code) -%}
+{{ compiled_code }}
+# --- cdc_landing: run the model; it appends to {{ this }} itself. --- #
+from python_jobs.land import LandingSummary
+
+dbt = dbtObj(spark.table)
+landing_summary = model(dbt, spark)
+if not isinstance(landing_summary, LandingSummary):
+    raise TypeError(
+        "a cdc_landing model must return the LandingSummary of python_jobs.land.run_for_dbt(...), "
+        f"got {type(landing_summary).__name__}"
+    )
+dbt_model_result_message = landing_summary.status()
+{% endmacro %}
