@@ -9,7 +9,10 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
-.PHONY: demo test lint pytest venv check-java clean
+# Real source databases for the capture tests (issue: PostgreSQL logical decoding, MariaDB binlog).
+DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server
+
+.PHONY: demo test lint pytest venv check-java test-dbs clean
 
 venv: $(STAMP)
 
@@ -27,7 +30,16 @@ check-java:
 demo: venv check-java
 	$(BIN)/python -m python_jobs.demo
 
-pytest: venv check-java
+test-dbs:
+	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		echo "installing Debian packages for the capture tests:" $$missing; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
+			|| { echo "error: could not install $$missing (needs root or sudo)"; exit 1; }; \
+	fi
+
+pytest: venv check-java test-dbs
 	$(BIN)/pytest
 
 lint: venv

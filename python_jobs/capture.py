@@ -1,0 +1,118 @@
+"""Shared by the capture commands (capture_postgres.py, capture_mysql.py).
+
+Both write Debezium-compatible JSON (no schema, one event per line) that the landing
+job reads with `format: debezium`:
+- `source` carries the exact position: Postgres `lsn`; MySQL/MariaDB `file`, `pos`, `row`;
+  snapshot rows have `snapshot: "true"` and the position streaming starts from.
+- Every event carries Debezium's `transaction` block (id, total_order), and a transaction is
+  never split across files, so a landing batch holds whole transactions.
+- Values as Debezium writes them with `decimal.handling.mode=string`: exact decimals as
+  strings, timestamps with a zone as ISO-8601 UTC (`...Z`), other dates and times as ISO text.
+
+Files are written under a dot-name and renamed when complete (the landing job skips
+dot-names), and named after the first and last position they hold: a capture that dies
+after writing a file and before recording its position writes the same events again under
+a name that says which they are, and landing them twice changes nothing (same seq).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+log = logging.getLogger("cdc_merge.capture")
+
+CAPTURE_VERSION = "cdc_merge-capture-1"
+
+
+class CaptureError(RuntimeError):
+    """Capture cannot go on; the message says what to fix."""
+
+
+def debezium_event(
+    *,
+    op: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    source: Mapping[str, Any],
+    transaction_id: str | None,
+    total_order: int,
+    processed_ms: int,
+) -> dict[str, Any]:
+    """One change in Debezium's envelope; `source` holds connector, db/schema/table, position, ts_ms."""
+    event: dict[str, Any] = {
+        "before": dict(before) if before is not None else None,
+        "after": dict(after) if after is not None else None,
+        "source": {"version": CAPTURE_VERSION, **source},
+        "op": op,
+        "ts_ms": processed_ms,
+    }
+    if transaction_id is not None:
+        event["transaction"] = {"id": transaction_id, "total_order": total_order, "data_collection_order": total_order}
+    return event
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """Where capture writes its files; the landing job's input folder."""
+
+    path: Path
+
+    def write(self, prefix: str, first_position: str, last_position: str, events: Iterable[Mapping[str, Any]]) -> Path | None:
+        """Write events as one file, atomically; returns its path (None when there were none)."""
+        lines = [json.dumps(event, ensure_ascii=False, separators=(",", ":")) for event in events]
+        if not lines:
+            return None
+        self.path.mkdir(parents=True, exist_ok=True)
+        final = self.path / f"{prefix}-{first_position}-{last_position}.json"
+        partial = self.path / f".{final.name}.partial"
+        with open(partial, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, final)
+        directory = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        log.info("wrote %s: %d events", final.name, len(lines))
+        return final
+
+
+@dataclass
+class CaptureSummary:
+    files: int = 0
+    events: int = 0
+    transactions: int = 0
+    snapshot_rows: int = 0
+
+    def line(self, name: str) -> str:
+        return (
+            f"{name}: {self.snapshot_rows} snapshot rows, {self.events} change events in "
+            f"{self.transactions} transactions, {self.files} files"
+        )
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise CaptureError(f"{path}: cannot read the capture state ({error}); fix or remove it") from None
+
+
+def write_state(path: Path, state: Mapping[str, Any]) -> None:
+    """Replace the state file atomically, so a crash leaves the old or the new state."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        json.dump(state, handle, indent=2, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)

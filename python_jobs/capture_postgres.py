@@ -1,0 +1,388 @@
+"""Capture from PostgreSQL logical decoding (wal2json) into Debezium-compatible JSON files.
+
+    cdc-capture-postgres --dsn "host=db dbname=shop user=cdc" --tables shop.accounts,shop.orders \
+        --slot cdc_merge --out inbox --state capture-state.json
+
+First run: creates the replication slot and, in the same step, exports its snapshot; every
+row of the captured tables is read in that snapshot and written as a snapshot read (`op: r`)
+at the slot's consistent point, so snapshot + stream is exactly the table's history from
+there. Then (and on every later run) it peeks whole transactions from the slot, writes them
+to a file, and only after the file is on disk consumes them from the slot: a capture killed
+at any point resumes from the slot without loss (python_jobs/capture.py says why repeats
+are harmless). The server needs `wal_level=logical` and the wal2json output plugin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from python_jobs.capture import CaptureError, CaptureSummary, OutputFolder, debezium_event, read_state, write_state
+
+log = logging.getLogger("cdc_merge.capture")
+
+CONNECTOR = "postgresql"
+# Debezium's marker for a TOAST column an update did not change (wal2json leaves it out).
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+_QUALIFIED_TABLE = re.compile(r"^[a-z_][a-z0-9_$]*\.[a-z_][a-z0-9_$]*$")
+_SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
+_INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
+_FLOAT_TYPES = {"real", "double precision"}
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    dsn: str
+    tables: tuple[str, ...]
+    slot: str
+    out: Path
+    state: Path
+    max_changes_per_file: int = 10_000
+    follow: bool = False
+    poll_seconds: float = 1.0
+
+
+def parse_lsn(text: str) -> int:
+    """'16/B374D848' -> the 64-bit position."""
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+def lsn_text(position: int) -> str:
+    return f"{position >> 32:X}/{position & 0xFFFFFFFF:X}"
+
+
+def json_value(pg_type: str, value: Any) -> Any:
+    """A column value as Debezium writes it (decimal.handling.mode=string, ISO-8601 times).
+
+    `value` comes from wal2json or row_to_json parsed with numbers kept as their text,
+    so decimals and bigints are never rounded through a float.
+    """
+    if value is None:
+        return None
+    base_type = pg_type.split("(")[0].strip()
+    if base_type in _INTEGER_TYPES:
+        return int(value)
+    if base_type in _FLOAT_TYPES:
+        number = float(value)
+        return value if number != number or number in (float("inf"), float("-inf")) else number
+    if base_type == "timestamp with time zone":
+        try:
+            instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
+        except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
+            return value
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if base_type == "timestamp without time zone":
+        return value.replace(" ", "T", 1)
+    if isinstance(value, (dict, list)):  # json/jsonb from row_to_json: the same text wal2json sends
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {column["name"]: json_value(column["type"], column.get("value")) for column in columns}
+
+
+@dataclass
+class Transaction:
+    xid: int
+    commit_ts_ms: int | None = None
+    commit_lsn: int = 0
+    changes: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
+    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
+    current: Transaction | None = None
+    for lsn, xid, data in rows:
+        change = json.loads(data, parse_float=str, parse_int=str)
+        action = change["action"]
+        if action == "B":
+            current = Transaction(xid=xid)
+        elif action == "C":
+            if current is None:
+                raise CaptureError(f"commit of transaction {xid} at {lsn} without its begin")
+            current.commit_lsn = parse_lsn(lsn)
+            current.commit_ts_ms = _commit_ms(change.get("timestamp"))
+            yield current
+            current = None
+        elif current is not None:
+            current.changes.append(change)
+
+
+def _commit_ms(timestamp: str | None) -> int | None:
+    if not timestamp:
+        return None
+    return int(dt.datetime.fromisoformat(timestamp).timestamp() * 1000)
+
+
+def change_events(
+    transaction: Transaction, database: str, table_columns: Mapping[str, Sequence[str]], processed_ms: int
+) -> list[dict[str, Any]]:
+    """Debezium events of one committed transaction, in commit order.
+
+    An update that changes the primary key becomes a delete of the old key and an insert
+    of the new one, as Debezium emits it; the mirror is keyed by the primary key.
+    """
+    events: list[dict[str, Any]] = []
+    for change in transaction.changes:
+        action = change["action"]
+        table = f"{change['schema']}.{change['table']}"
+        source = {
+            "connector": CONNECTOR,
+            "name": "cdc_merge",
+            "db": database,
+            "schema": change["schema"],
+            "table": change["table"],
+            "lsn": parse_lsn(change["lsn"]),
+            "txId": transaction.xid,
+            "ts_ms": transaction.commit_ts_ms,
+            "snapshot": "false",
+        }
+        identity = columns_image(change.get("identity") or [])
+        after = columns_image(change.get("columns") or [])
+        if action == "U":
+            # Unchanged TOAST values are not in the new tuple. With REPLICA IDENTITY FULL the old
+            # tuple has them; otherwise say so (Debezium's marker) instead of writing null.
+            for column in table_columns.get(table, ()):
+                after.setdefault(column, identity.get(column, UNAVAILABLE_VALUE))
+        pk_columns = [column["name"] for column in change.get("pk") or []]
+        changes: list[tuple[str, dict | None, dict | None]]
+        if action == "I":
+            changes = [("c", None, after)]
+        elif action == "D":
+            changes = [("d", identity, None)]
+        elif action == "U":
+            old_key = [identity.get(name) for name in pk_columns] if identity else None
+            new_key = [after.get(name) for name in pk_columns]
+            changes = [("d", identity, None), ("c", None, after)] if old_key and old_key != new_key else [("u", None, after)]
+        elif action == "T":
+            changes = [("t", None, None)]
+        else:  # M (logical messages) are not row changes
+            continue
+        for op, before, image in changes:
+            events.append(debezium_event(
+                op=op, before=before, after=image, source=source,
+                transaction_id=f"{transaction.xid}:{transaction.commit_lsn}",
+                total_order=len(events) + 1, processed_ms=processed_ms,
+            ))
+    return events
+
+
+class PostgresCapture:
+    """All database I/O of the capture: the slot, the snapshot, and peek/consume."""
+
+    def __init__(self, config: CaptureConfig) -> None:
+        import psycopg2
+
+        self.config = config
+        self.output = OutputFolder(config.out)
+        self.summary = CaptureSummary()
+        try:
+            self.connection = psycopg2.connect(config.dsn)
+        except psycopg2.Error as error:
+            raise CaptureError(f"cannot connect to PostgreSQL ({config.dsn!r}): {error}".strip()) from None
+        self.connection.autocommit = True
+        with self.connection.cursor() as cursor:
+            cursor.execute("set timezone = 'UTC'")
+            cursor.execute("select current_database(), current_setting('wal_level')")
+            self.database, wal_level = cursor.fetchone()
+        if wal_level != "logical":
+            raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
+        self.table_columns = self._table_columns()
+
+    def _table_columns(self) -> dict[str, list[tuple[str, str]]]:
+        columns: dict[str, list[tuple[str, str]]] = {}
+        with self.connection.cursor() as cursor:
+            for table in self.config.tables:
+                cursor.execute(
+                    "select attname, format_type(atttypid, atttypmod) from pg_attribute "
+                    "where attrelid = to_regclass(%s) and attnum > 0 and not attisdropped order by attnum",
+                    (table,),
+                )
+                found = cursor.fetchall()
+                if not found:
+                    raise CaptureError(f"table {table} does not exist in database {self.database}")
+                columns[table] = found
+        return columns
+
+    def slot_exists(self) -> bool:
+        with self.connection.cursor() as cursor:
+            cursor.execute("select plugin from pg_replication_slots where slot_name = %s", (self.config.slot,))
+            row = cursor.fetchone()
+        if row and row[0] != "wal2json":
+            raise CaptureError(f"replication slot {self.config.slot} uses plugin {row[0]}, not wal2json")
+        return row is not None
+
+    def drop_slot(self) -> None:
+        with self.connection.cursor() as cursor:
+            cursor.execute("select pg_drop_replication_slot(%s)", (self.config.slot,))
+
+    def snapshot(self) -> int:
+        """Create the slot and write every row as of its consistent point; returns that LSN."""
+        import psycopg2
+        import psycopg2.extras
+
+        replication = psycopg2.connect(self.config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+        try:
+            with replication.cursor() as slot_cursor:
+                # The exported snapshot lives while this connection stays idle: read everything now.
+                slot_cursor.execute(f"CREATE_REPLICATION_SLOT {self.config.slot} LOGICAL wal2json EXPORT_SNAPSHOT")
+                _, consistent_point, snapshot_name, _ = slot_cursor.fetchone()
+                position = parse_lsn(consistent_point)
+                reader = psycopg2.connect(self.config.dsn)
+                try:
+                    with reader.cursor() as cursor:
+                        cursor.execute("begin isolation level repeatable read read only")
+                        cursor.execute("set transaction snapshot %s", (snapshot_name,))
+                        cursor.execute("set local timezone = 'UTC'")
+                        for table in self.config.tables:
+                            self._snapshot_table(cursor, table, position)
+                finally:
+                    reader.close()
+        finally:
+            replication.close()
+        return position
+
+    def _snapshot_table(self, cursor: Any, table: str, position: int) -> None:
+        types = dict(self.table_columns[table])
+        schema, name = table.split(".")
+        source = {
+            "connector": CONNECTOR, "name": "cdc_merge", "db": self.database, "schema": schema,
+            "table": name, "lsn": position, "ts_ms": None, "snapshot": "true",
+        }
+        cursor.execute(f"select row_to_json(t)::text from {table} as t")
+        part = 0
+        while True:
+            rows = cursor.fetchmany(self.config.max_changes_per_file)
+            if not rows:
+                break
+            part += 1
+            now_ms = int(time.time() * 1000)
+            events = []
+            for (row_json,) in rows:
+                row = json.loads(row_json, parse_float=str, parse_int=str)
+                image = {column: json_value(types[column], value) for column, value in row.items()}
+                events.append(debezium_event(
+                    op="r", before=None, after=image, source=source,
+                    transaction_id=None, total_order=0, processed_ms=now_ms,
+                ))
+            self.output.write(f"pg-{self.config.slot}-snapshot-{table}", f"{position:016X}", f"{part:06d}", events)
+            self.summary.files += 1
+            self.summary.snapshot_rows += len(events)
+
+    def _decoding_options(self) -> list[str]:
+        return [
+            "format-version", "2", "include-lsn", "true", "include-timestamp", "true",
+            "include-pk", "true", "include-transaction", "true",
+            "add-tables", ",".join(self.config.tables),
+        ]
+
+    def stream_once(self) -> int:
+        """Move one file's worth of whole transactions from the slot to a file; returns how many."""
+        options = self._decoding_options()
+        placeholders = ", ".join(["%s"] * len(options))
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"select lsn::text, xid::text::bigint, data from pg_logical_slot_peek_changes(%s, null, %s, {placeholders})",
+                (self.config.slot, self.config.max_changes_per_file, *options),
+            )
+            peeked = list(transactions(cursor.fetchall()))
+        if not peeked:
+            return 0
+        processed_ms = int(time.time() * 1000)
+        names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
+        events = [event for tx in peeked for event in change_events(tx, self.database, names, processed_ms)]
+        last_commit = peeked[-1].commit_lsn
+        if events:
+            first = events[0]["source"]["lsn"]
+            self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
+            self.summary.files += 1
+            self.summary.events += len(events)
+        self.summary.transactions += len(peeked)
+        # Only now, with the file on disk, may the slot forget these transactions.
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"select count(*) from pg_logical_slot_get_changes(%s, %s::pg_lsn, null, {placeholders})",
+                (self.config.slot, lsn_text(last_commit), *options),
+            )
+        return len(peeked)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def run(config: CaptureConfig) -> CaptureSummary:
+    capture = PostgresCapture(config)
+    try:
+        state = read_state(config.state)
+        if state and state.get("slot") != config.slot:
+            raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
+        if not state.get("snapshot_done"):
+            if capture.slot_exists():  # left by a capture that died during its snapshot
+                capture.drop_slot()
+            position = capture.snapshot()
+            write_state(config.state, {"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
+            log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
+        elif not capture.slot_exists():
+            raise CaptureError(
+                f"replication slot {config.slot} is gone, so changes since the last capture are lost to it: "
+                f"remove {config.state} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
+            )
+        while True:
+            if capture.stream_once():
+                continue
+            if not config.follow:
+                break
+            time.sleep(config.poll_seconds)
+    finally:
+        capture.close()
+    log.info("%s", capture.summary.line(f"slot {config.slot}"))
+    return capture.summary
+
+
+def parse_args(argv: list[str] | None) -> CaptureConfig:
+    parser = argparse.ArgumentParser(description="Capture PostgreSQL changes (wal2json) as Debezium JSON files.")
+    parser.add_argument("--dsn", required=True, help="libpq connection string of a user with REPLICATION")
+    parser.add_argument("--tables", required=True, help="comma-separated schema.table list")
+    parser.add_argument("--slot", default="cdc_merge", help="logical replication slot (created on first run)")
+    parser.add_argument("--out", required=True, help="folder the landing job reads")
+    parser.add_argument("--state", required=True, help="state file (snapshot done, slot)")
+    parser.add_argument("--max-changes-per-file", type=int, default=10_000)
+    parser.add_argument("--follow", action="store_true", help="keep capturing; default: stop when caught up")
+    args = parser.parse_args(argv)
+    tables = tuple(table.strip().lower() for table in args.tables.split(",") if table.strip())
+    for table in tables:
+        if not _QUALIFIED_TABLE.match(table):
+            parser.error(f"--tables: {table!r} is not schema.table")
+    if not _SLOT_NAME.match(args.slot):
+        parser.error("--slot: lower-case letters, digits and _ only, at most 63")
+    if args.max_changes_per_file < 1:
+        parser.error("--max-changes-per-file must be positive")
+    return CaptureConfig(
+        dsn=args.dsn, tables=tables, slot=args.slot, out=Path(args.out), state=Path(args.state),
+        max_changes_per_file=args.max_changes_per_file, follow=args.follow,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        run(config)
+    except CaptureError as error:
+        print(f"cdc-capture-postgres: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""A throwaway PostgreSQL 15 server with wal2json, from the Debian packages (make test-dbs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+WAL2JSON = Path("/usr/lib/postgresql/15/lib/wal2json.so")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class PostgresServer:
+    directory: Path
+    port: int
+    process: subprocess.Popen
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+
+    def connect(self):
+        import psycopg2
+
+        return psycopg2.connect(self.dsn)
+
+    def stop(self) -> None:
+        self.process.terminate()  # SIGTERM: smart shutdown
+        self.process.wait(timeout=30)
+
+
+def _as_server_user(command: list[str]) -> list[str]:
+    # initdb and postgres refuse to run as root.
+    return ["runuser", "-u", "nobody", "--", *command] if os.geteuid() == 0 else command
+
+
+def start_postgres(directory: Path) -> PostgresServer:
+    for needed in (PG_BIN / "postgres", WAL2JSON):
+        if not needed.exists():
+            raise RuntimeError(f"{needed} is missing: run `make test-dbs` (postgresql-15, postgresql-15-wal2json)")
+    directory.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        shutil.chown(directory, "nobody")
+    data = directory / "data"
+    initdb = subprocess.run(
+        _as_server_user([str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                         "-E", "UTF8", "--locale=C.UTF-8"]),
+        capture_output=True, text=True,
+    )
+    if initdb.returncode:
+        raise RuntimeError(f"initdb failed in {directory}: {initdb.stderr.strip()}")
+    port = free_port()
+    log = open(directory / "server.log", "w")
+    process = subprocess.Popen(
+        _as_server_user([
+            str(PG_BIN / "postgres"), "-D", str(data), "-p", str(port),
+            "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={directory}",
+            "-c", "wal_level=logical", "-c", "max_replication_slots=4", "-c", "max_wal_senders=4",
+            "-c", "fsync=off",
+        ]),
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    server = PostgresServer(directory, port, process)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            server.connect().close()
+            return server
+        except Exception:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                tail = (directory / "server.log").read_text()[-2000:]
+                raise RuntimeError(f"PostgreSQL did not start; its log ends:\n{tail}") from None
+            time.sleep(0.2)
