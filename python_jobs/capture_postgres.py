@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from python_jobs.capture import CaptureError, CaptureSummary, OutputFolder, debezium_event, read_state, write_state
+from python_jobs.wal2json import json_value, parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -34,8 +35,6 @@ CONNECTOR = "postgresql"
 UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 _QUALIFIED_TABLE = re.compile(r"^[a-z_][a-z0-9_$]*\.[a-z_][a-z0-9_$]*$")
 _SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
-_INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
-_FLOAT_TYPES = {"real", "double precision"}
 
 
 @dataclass(frozen=True)
@@ -50,41 +49,8 @@ class CaptureConfig:
     poll_seconds: float = 1.0
 
 
-def parse_lsn(text: str) -> int:
-    """'16/B374D848' -> the 64-bit position."""
-    high, low = text.split("/")
-    return (int(high, 16) << 32) + int(low, 16)
-
-
 def lsn_text(position: int) -> str:
     return f"{position >> 32:X}/{position & 0xFFFFFFFF:X}"
-
-
-def json_value(pg_type: str, value: Any) -> Any:
-    """A column value as Debezium writes it (decimal.handling.mode=string, ISO-8601 times).
-
-    `value` comes from wal2json or row_to_json parsed with numbers kept as their text,
-    so decimals and bigints are never rounded through a float.
-    """
-    if value is None:
-        return None
-    base_type = pg_type.split("(")[0].strip()
-    if base_type in _INTEGER_TYPES:
-        return int(value)
-    if base_type in _FLOAT_TYPES:
-        number = float(value)
-        return value if number != number or number in (float("inf"), float("-inf")) else number
-    if base_type == "timestamp with time zone":
-        try:
-            instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
-        except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
-            return value
-        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    if base_type == "timestamp without time zone":
-        return value.replace(" ", "T", 1)
-    if isinstance(value, (dict, list)):  # json/jsonb from row_to_json: the same text wal2json sends
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return value
 
 
 def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-from python_jobs import canal, debezium, maxwell, ogg
+from python_jobs import canal, debezium, maxwell, ogg, wal2json
 from python_jobs.records import Members, ParsedLine, RejectedRecord, parse_safely
 
 Parser = Callable[[str, Members, Mapping[str, Sequence[str]]], "ParsedLine | Iterable[ParsedLine]"]
@@ -13,6 +13,7 @@ PARSERS: dict[str, Parser] = {
     "canal": canal.parse_members,
     "maxwell": maxwell.parse_members,
     "ogg": ogg.parse_members,
+    "wal2json": wal2json.parse_members,
 }
 FORMATS = ("auto", *PARSERS)
 
@@ -27,9 +28,11 @@ def detect(members: Members) -> str:
         return "maxwell"
     if "payload" in members or ("op" in members and "source" in members) or _is_transaction_marker(members):
         return "debezium"
+    if "action" in members and ("lsn" in members or "columns" in members or "identity" in members):
+        return "wal2json"
     raise RejectedRecord(
         "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'isDdl', "
-        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type')"
+        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'lsn')"
     )
 
 

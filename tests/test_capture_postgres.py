@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_DIR
-from postgres_server import start_postgres
+from postgres_server import PG_BIN, start_postgres
 from python_jobs import capture_postgres
-from python_jobs.capture_postgres import CaptureConfig, Transaction, change_events, json_value
+from python_jobs.capture_postgres import CaptureConfig, Transaction, change_events
+from python_jobs.wal2json import json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 ACCOUNTS_MODEL = (
@@ -163,15 +164,7 @@ def postgres():
 
 def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(postgres, dbt_project, tmp_path):
     connection = postgres.connect()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "create schema shop;"
-            "create table shop.accounts (id bigint primary key, name text, balance numeric(14,2),"
-            " opened_at timestamptz, active boolean, note text);"
-            "create table shop.order_lines (order_id int, line_no int, qty int, price numeric(10,3),"
-            " primary key (order_id, line_no));"
-        )
-    connection.commit()
+    create_tables(connection)
     workload = Workload(connection, seed=20261122)
     workload.run(80)  # rows that exist before capture starts: only the snapshot has them
     dbt_project.write_model("accounts", *ACCOUNTS_MODEL)
@@ -219,6 +212,50 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(pos
     workload.run(100)
     capture_postgres.run(config)
     capture_land_merge_and_compare()
+    connection.close()
+
+
+def create_tables(connection) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "create schema shop;"
+            "create table shop.accounts (id bigint primary key, name text, balance numeric(14,2),"
+            " opened_at timestamptz, active boolean, note text);"
+            "create table shop.order_lines (order_id int, line_no int, qty int, price numeric(10,3),"
+            " primary key (order_id, line_no));"
+        )
+    connection.commit()
+
+
+def test_pg_recvlogical_wal2json_files_land_as_they_are(postgres, dbt_project):
+    connection = postgres.connect()
+    create_tables(connection)
+    with connection.cursor() as cursor:
+        # FULL: the old tuple carries the TOAST values an update did not change.
+        cursor.execute("alter table shop.accounts replica identity full")
+    connection.commit()
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_create_logical_replication_slot('recv', 'wal2json')")
+    connection.commit()
+    Workload(connection, seed=7).run(150)
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_current_wal_lsn()::text")
+        (end,) = cursor.fetchone()
+    connection.commit()
+    subprocess.run(
+        [str(PG_BIN / "pg_recvlogical"), "-d", postgres.dsn, "--slot", "recv", "--start", "--no-loop",
+         "-E", end, "-f", str(dbt_project.inbox / "recv.json"), "-o", "format-version=2", "-o", "include-lsn=true",
+         "-o", "include-pk=true", "-o", "include-timestamp=true", "-o", "include-transaction=false"],
+        check=True, timeout=60,
+    )
+    dbt_project.write_model("accounts", *ACCOUNTS_MODEL)
+    dbt_project.write_model("order_lines", *ORDER_LINES_MODEL)
+
+    summary = dbt_project.land(KEYS, format="wal2json")
+    dbt_project.dbt("run", "--select", "accounts", "order_lines")
+
+    assert summary.counts["event"] > 150 and summary.counts["rejected"] == 0
+    assert mirror_rows(dbt_project) == source_rows(connection)
     connection.close()
 
 

@@ -1,0 +1,157 @@
+"""Parse one wal2json format-version 2 line, as pg_recvlogical writes it, into raw events.
+
+    pg_recvlogical -d shop --slot cdc --start -f changes.json -o format-version=2 \
+        -o include-lsn=true -o include-pk=true -o include-timestamp=true -o include-transaction=false
+
+    {"action":"U","lsn":"0/1527660","timestamp":"2026-11-22 14:05:16.05+00","schema":"shop",
+     "table":"accounts","columns":[{"name":"id","type":"bigint","value":3},...],
+     "identity":[{"name":"id","type":"bigint","value":1}],"pk":[{"name":"id","type":"bigint"}]}
+
+Also the value conventions shared with python_jobs/capture_postgres.py: values become what
+Debezium writes (exact decimals, ISO-8601 UTC timestamps), so one mirror model reads both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, Iterator, Mapping, Sequence
+
+from python_jobs.records import (
+    STATUS_EVENT,
+    TRUNCATE_NOT_APPLIED,
+    IgnoredRecord,
+    Members,
+    ParsedLine,
+    RejectedRecord,
+    array_elements,
+    canonical_key,
+    format_seq,
+    key_columns_for,
+    object_members,
+    short,
+)
+
+_INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
+_FLOAT_TYPES = {"real", "double precision"}
+NOT_ROW_CHANGES = {
+    "B": "not a row change: wal2json transaction begin (use -o include-transaction=false)",
+    "C": "not a row change: wal2json transaction commit (use -o include-transaction=false)",
+    "M": "not a row change: logical decoding message",
+}
+
+
+def parse_lsn(text: Any) -> int:
+    """'16/B374D848' -> the 64-bit WAL position."""
+    try:
+        high, low = text.split("/")
+        return (int(high, 16) << 32) + int(low, 16)
+    except (AttributeError, ValueError):
+        raise RejectedRecord(f"field 'lsn' is {short(text)}, not a WAL position like 16/B374D848") from None
+
+
+def json_value(pg_type: str, value: Any) -> Any:
+    """A column value as Debezium writes it (decimal.handling.mode=string, ISO-8601 times).
+
+    Numbers arrive as their exact text (json parse_float/parse_int=str), so decimals and
+    bigints are never rounded through a float.
+    """
+    if value is None:
+        return None
+    base_type = pg_type.split("(")[0].strip()
+    if base_type in _INTEGER_TYPES:
+        return int(value)
+    if base_type in _FLOAT_TYPES:
+        number = float(value)
+        return value if number != number or number in (float("inf"), float("-inf")) else number
+    if base_type == "timestamp with time zone":
+        try:
+            instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
+        except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
+            return value
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if base_type == "timestamp without time zone":
+        return value.replace(" ", "T", 1)
+    if isinstance(value, (dict, list)):  # json/jsonb from row_to_json: the same text wal2json sends
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> Iterator[ParsedLine]:
+    record = {name: value for name, (value, _, _) in members.items()}
+    action = record.get("action")
+    if action in NOT_ROW_CHANGES:
+        raise IgnoredRecord(NOT_ROW_CHANGES[action])
+    if action == "T":
+        raise RejectedRecord(f"action 'T' (truncate) {TRUNCATE_NOT_APPLIED}")
+    if action not in ("I", "U", "D"):
+        raise RejectedRecord(f"field 'action' is {short(action)}; expected I, U or D")
+    schema, table = record.get("schema"), record.get("table")
+    if not isinstance(schema, str) or not isinstance(table, str):
+        raise RejectedRecord("fields 'schema' and 'table' must name the source table")
+    table_name = f"{schema}.{table}"
+    if "lsn" not in record:
+        raise RejectedRecord("field 'lsn' is missing: run pg_recvlogical with -o include-lsn=true")
+    seq = format_seq(parse_lsn(record["lsn"]), 0, 0, 1)
+    source_ts_ms = _timestamp_ms(record.get("timestamp"))
+    identity = _image(text, members, "identity")
+    after = _image(text, members, "columns")
+    announced = [column.get("name") for column in record.get("pk") or [] if isinstance(column, dict)]
+    columns = key_columns_for(table_name, key_columns, announced or None, "pk")
+
+    def event(action_name: str, image: Mapping[str, Any], image_field: str, raw: dict | None, before: dict | None) -> ParsedLine:
+        return ParsedLine(
+            STATUS_EVENT,
+            table_name=table_name,
+            key=canonical_key(image, image_field, columns),
+            action=action_name,
+            raw_data=_text(raw),
+            before_data=_text(before),
+            seq=seq,
+            source_ts_ms=source_ts_ms,
+        )
+
+    if action == "I":
+        yield event("insert", after, "columns", after, None)
+    elif action == "D":
+        if not identity:
+            raise RejectedRecord("a delete without 'identity': the table has REPLICA IDENTITY NOTHING")
+        yield event("delete", identity, "identity", None, identity)
+    else:
+        # Unchanged TOAST values are left out of the new tuple; REPLICA IDENTITY FULL has them.
+        for name, value in identity.items():
+            after.setdefault(name, value)
+        old = canonical_key(identity, "identity", columns) if all(identity.get(c) is not None for c in columns) else None
+        new = canonical_key(after, "columns", columns)
+        if old is not None and old != new:  # a key change: the old key is gone, as Debezium emits it
+            yield event("delete", identity, "identity", None, identity)
+            yield event("insert", after, "columns", after, None)
+        else:
+            yield event("update", after, "columns", after, identity or None)
+
+
+def _image(text: str, members: Members, name: str) -> dict[str, Any]:
+    """{column: value} of a wal2json column list, numbers kept as their exact text."""
+    value, _, start = members.get(name, (None, None, 0))
+    if value is None:
+        return {}
+    image = {}
+    for column, column_text, _ in array_elements(text, start, f"field '{name}'"):
+        if not isinstance(column, dict) or not isinstance(column.get("name"), str):
+            raise RejectedRecord(f"field '{name}' has an entry without a column name: {short(column_text)}")
+        exact = json.loads(column_text, parse_float=str, parse_int=str)
+        image[column["name"]] = json_value(str(column.get("type", "")), exact.get("value"))
+    return image
+
+
+def _text(image: dict | None) -> str | None:
+    return json.dumps(image, ensure_ascii=False, separators=(",", ":")) if image is not None else None
+
+
+def _timestamp_ms(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(dt.datetime.fromisoformat(value).timestamp() * 1000)
+    except ValueError:
+        return None
