@@ -1,0 +1,75 @@
+"""A throwaway MariaDB server with a row-based binlog, from the Debian package (make test-dbs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from postgres_server import free_port
+
+MARIADBD = Path("/usr/sbin/mariadbd")
+INSTALL_DB = Path("/usr/bin/mariadb-install-db")
+
+
+@dataclass
+class MariadbServer:
+    directory: Path
+    port: int
+    process: subprocess.Popen
+
+    def connect(self, **options):
+        import pymysql
+
+        return pymysql.connect(host="127.0.0.1", port=self.port, user="root", password="", charset="utf8mb4", **options)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+def _server_user() -> list[str]:
+    # mariadbd refuses to run as root unless told to; the files then belong to nobody.
+    return ["--user=nobody"] if os.geteuid() == 0 else []
+
+
+def start_mariadb(directory: Path) -> MariadbServer:
+    for needed in (MARIADBD, INSTALL_DB):
+        if not needed.exists():
+            raise RuntimeError(f"{needed} is missing: run `make test-dbs` (mariadb-server)")
+    directory.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        shutil.chown(directory, "nobody")
+    data = directory / "data"
+    install = subprocess.run(
+        [str(INSTALL_DB), f"--datadir={data}", "--auth-root-authentication-method=normal",
+         "--skip-test-db", "--no-defaults", *_server_user()],
+        capture_output=True, text=True,
+    )
+    if install.returncode:
+        raise RuntimeError(f"mariadb-install-db failed in {directory}: {install.stderr.strip()[-2000:]}")
+    port = free_port()
+    log = open(directory / "server.log", "w")
+    process = subprocess.Popen(
+        [str(MARIADBD), "--no-defaults", f"--datadir={data}", f"--port={port}", "--bind-address=127.0.0.1",
+         f"--socket={directory / 'mysqld.sock'}", f"--pid-file={directory / 'mysqld.pid'}", *_server_user(),
+         "--server-id=1", f"--log-bin={data / 'binlog'}", "--binlog-format=ROW", "--binlog-row-image=FULL",
+         "--binlog-row-metadata=FULL", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
+         "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--skip-name-resolve"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    server = MariadbServer(directory, port, process)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            server.connect().close()
+            return server
+        except Exception:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                tail = (directory / "server.log").read_text()[-2000:]
+                raise RuntimeError(f"MariaDB did not start; its log ends:\n{tail}") from None
+            time.sleep(0.2)
