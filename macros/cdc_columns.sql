@@ -42,3 +42,13 @@
     {%- set field = json_field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', json_field) else '`' ~ json_field ~ '`' -%}
     from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').{{ field }} as {{ name }}
 {%- endmacro %}
+
+{% macro databend__cdc_column(name, data_type, json_field) %}
+    {#-
+        A JSON null is a VARIANT null, not SQL null. Decimals go through their text: a
+        VARIANT does not cast to DECIMAL, and a JSON string "12.50" stays exact.
+    -#}
+    {%- set field = "_cdc_row['" ~ json_field ~ "']" -%}
+    {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
+    case when is_null_value({{ field }}) then null else cast({{ value }} as {{ data_type }}) end as {{ name }}
+{%- endmacro %}

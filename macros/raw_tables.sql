@@ -63,3 +63,39 @@
     using iceberg
     tblproperties ('format-version' = '2')
 {% endmacro %}
+
+
+{#
+    Databend: raw_data and before_data as VARIANT, and change tracking on, so that
+    CHANGES(...) AT (SNAPSHOT => ...) reads only what later snapshots appended.
+#}
+
+{% macro databend__create_schema_if_missing(relation) %}
+    create database if not exists {{ relation.schema }}
+{% endmacro %}
+
+{% macro databend__raw_events_ddl(relation) %}
+    create table if not exists {{ relation }} (
+        table_name string null comment 'schema-qualified source table',
+        key string null comment 'canonical JSON array of the primary-key values',
+        action string null comment 'insert, update, delete or read',
+        raw_data variant null comment 'after image',
+        before_data variant null comment 'before image',
+        seq string null comment 'sortable source position, see docs/ordering.md',
+        source_ts timestamp null comment 'commit time in the source',
+        landed_file string null comment 'input file',
+        landed_line int null comment 'line in the input file, from 1',
+        landed_at timestamp null comment 'when the landing job appended the event'
+    )
+    change_tracking = true
+{% endmacro %}
+
+{% macro databend__quarantine_ddl(relation) %}
+    create table if not exists {{ relation }} (
+        landed_file string null,
+        landed_line int null,
+        raw_text string null,
+        reason string null,
+        landed_at timestamp null
+    )
+{% endmacro %}

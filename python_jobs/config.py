@@ -13,6 +13,7 @@ from python_jobs.formats import FORMATS
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _QUALIFIED_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")
+SINKS = ("iceberg", "databend")
 
 
 class ConfigError(ValueError):
@@ -29,6 +30,11 @@ class LandingConfig:
     format: str = "auto"
     max_files_per_batch: int = 1000
     file_glob: str = "*"
+    # Where events go: the raw Iceberg table (Spark catalog), or a Databend server that can
+    # read databend_stage_dir (COPY INTO from fs://), reached with the DSN in databend_dsn_env.
+    sink: str = "iceberg"
+    databend_dsn_env: str = "CDC_MERGE_DATABEND_DSN"
+    databend_stage_dir: Path | None = None
     source_file: Path | None = field(default=None, compare=False)
 
 
@@ -52,7 +58,10 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     def fail(field_name: str, problem: str) -> ConfigError:
         return ConfigError(f"{path}: field '{field_name}' {problem}")
 
-    known = {"input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "file_glob", "tables"}
+    known = {
+        "input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "file_glob", "tables",
+        "sink", "databend_dsn_env", "databend_stage_dir",
+    }
     unknown = sorted(set(document) - known)
     if unknown:
         raise fail(unknown[0], f"is not a landing setting (expected one of: {', '.join(sorted(known))})")
@@ -74,6 +83,16 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     file_glob = document.get("file_glob", "*")
     if not isinstance(file_glob, str) or not file_glob or "/" in file_glob:
         raise fail("file_glob", f"must be a file-name pattern such as '*.json', got {file_glob!r}")
+
+    sink = document.get("sink", "iceberg")
+    if sink not in SINKS:
+        raise fail("sink", f"must be one of {', '.join(SINKS)}, got {sink!r}")
+    dsn_env = document.get("databend_dsn_env", "CDC_MERGE_DATABEND_DSN")
+    if not isinstance(dsn_env, str) or not _IDENTIFIER.match(dsn_env):
+        raise fail("databend_dsn_env", f"must name an environment variable, got {dsn_env!r}")
+    stage_dir = document.get("databend_stage_dir")
+    if sink == "databend" and stage_dir in (None, ""):
+        raise fail("databend_stage_dir", "is required with sink: databend (a folder the Databend server can read)")
 
     # Canal, Maxwell and GoldenGate announce keys in each record; Debezium values do not.
     tables = document.get("tables") or {}
@@ -100,5 +119,8 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
         format=data_format,
         max_files_per_batch=max_files,
         file_glob=file_glob,
+        sink=sink,
+        databend_dsn_env=dsn_env,
+        databend_stage_dir=(base / str(stage_dir)).resolve() if stage_dir else None,
         source_file=path,
     )

@@ -389,11 +389,16 @@ class EngineError(Exception):
 _ENGINE_ERROR = re.compile(r"(?:(\w+)\. )?Code: (\d+), Text = (.*?)(?:\s*<Backtrace.*)?$", re.S)
 
 
+# The binding appends a Rust backtrace ("\n\n   0: <unknown>\n   1: ...") that a server does not send.
+_RUST_BACKTRACE = re.compile(r"\n\s*\n\s*0: .*", re.S)
+
+
 def _engine_error(exc: BaseException) -> EngineError:
     text = str(exc).strip()
     match = _ENGINE_ERROR.search(text)
     if match:
-        return EngineError(int(match.group(2)), match.group(3).strip(), match.group(1) or "")
+        message = _RUST_BACKTRACE.sub("", match.group(3)).strip()
+        return EngineError(int(match.group(2)), message, match.group(1) or "")
     return EngineError(ERROR_INTERNAL, text or type(exc).__name__)
 
 

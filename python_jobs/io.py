@@ -166,3 +166,81 @@ def append_once(df: DataFrame, table: str, batch_tag: str) -> bool:
         return False
     df.writeTo(table).option(f"snapshot-property.{LANDING_BATCH_PROPERTY}", batch_tag).append()
     return True
+
+
+class IcebergSink:
+    """The raw and quarantine tables in the Spark session's Iceberg catalog."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def require_tables(self, raw_table: str, quarantine_table: str) -> None:
+        require_tables(self.spark, raw_table, quarantine_table)
+
+    def append_once(self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str]) -> bool:
+        return append_once(df, table, batch_tag)
+
+
+class DatabendSink:
+    """The raw and quarantine tables in Databend, loaded in bulk.
+
+    Spark writes a batch as Parquet into a folder the server can read, and one COPY INTO
+    per table loads it atomically. The input files of a batch land together or not at
+    all, so a batch whose files are already in the table was committed before: a retried
+    micro-batch is not loaded twice.
+    """
+
+    def __init__(self, dsn_env: str, stage_dir: Path) -> None:
+        import databend_driver
+
+        dsn = os.environ.get(dsn_env)
+        if not dsn:
+            raise LandingError(
+                f"sink databend: set {dsn_env} to the Databend DSN, e.g. databend://root:@localhost:8000/?sslmode=disable"
+            )
+        try:
+            self.connection = databend_driver.BlockingDatabendClient(dsn).get_conn()
+        except Exception as error:
+            raise LandingError(f"sink databend: cannot connect with ${dsn_env}: {error}") from None
+        self.stage_dir = stage_dir
+
+    def require_tables(self, raw_table: str, quarantine_table: str) -> None:
+        for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
+            database, name = table.split(".")
+            rows = self.connection.query_all(
+                f"select name from system.columns where database = '{database}' and table = '{name}'"
+            )
+            actual = sorted(row.values()[0] for row in rows)
+            if not actual:
+                raise LandingError(
+                    f"table {table} does not exist in Databend: create it with "
+                    "'dbt run-operation create_raw_tables --target <your databend target>'"
+                )
+            if actual != sorted(field.name for field in schema.fields):
+                raise LandingError(f"table {table} has columns {actual}, expected {schema.fieldNames()}")
+
+    def append_once(self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str]) -> bool:
+        quoted = ", ".join("'" + name.replace("'", "''") + "'" for name in batch_files)
+        (already,) = self.connection.query_row(
+            f"select count(*) from {table} where landed_file in ({quoted})"
+        ).values()
+        if int(already):
+            log.info("%s: batch %s was loaded before; not loading again", table, batch_tag)
+            return False
+        folder = self.stage_dir / table / batch_tag.replace("/", "-")
+        spark = df.sparkSession
+        # INT96, Spark's default, is not a timestamp to other readers.
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        df.write.mode("overwrite").parquet(str(folder))
+        self.connection.exec(
+            f"copy into {table} from 'fs://{folder}/' pattern = '.*[.]parquet' "
+            "file_format = (type = parquet) force = true"
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+
+
+def sink_for(config, spark: SparkSession) -> IcebergSink | DatabendSink:
+    if config.sink == "databend":
+        return DatabendSink(config.databend_dsn_env, config.databend_stage_dir)
+    return IcebergSink(spark)

@@ -20,7 +20,13 @@ from pyspark.storagelevel import StorageLevel
 
 from python_jobs import io, records
 from python_jobs.config import ConfigError, LandingConfig, load_config
-from python_jobs.transforms import landed_events, parse_cdc_lines, quarantined_records, split_lines
+from python_jobs.transforms import (
+    exact_numbers_for_variant,
+    landed_events,
+    parse_cdc_lines,
+    quarantined_records,
+    split_lines,
+)
 
 log = logging.getLogger("cdc_merge")
 
@@ -50,7 +56,7 @@ class LandingSummary:
         )
 
 
-def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary: LandingSummary) -> None:
+def land_files(files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary) -> None:
     """Parse one micro-batch of files; append events, and rejected or ignored lines, each in one commit."""
     started = time.monotonic()
     landed_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
@@ -58,11 +64,15 @@ def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary:
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
-        file_count = files.count()
+        batch_files = [row["landed_file"] for row in files.select("landed_file").collect()]
+        file_count = len(batch_files)
         if counts[records.STATUS_EVENT]:
-            io.append_once(landed_events(parsed, landed_at), config.raw_table, batch_tag)
+            events = landed_events(parsed, landed_at)
+            if config.sink == "databend":
+                events = exact_numbers_for_variant(events)
+            sink.append_once(events, config.raw_table, batch_tag, batch_files)
         if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
-            io.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag)
+            sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
     finally:
         parsed.unpersist()
     elapsed = time.monotonic() - started
@@ -79,11 +89,12 @@ def land_files(files: DataFrame, config: LandingConfig, batch_tag: str, summary:
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
-    io.require_tables(spark, config.raw_table, config.quarantine_table)
+    sink = io.sink_for(config, spark)
+    sink.require_tables(config.raw_table, config.quarantine_table)
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(
-        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, tag, summary)
+        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary)
     )
     log.info("%s", summary.line())
     return summary

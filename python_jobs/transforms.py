@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -71,3 +72,31 @@ def _columns_of(schema: StructType, landed_at: dt.datetime) -> list[Column]:
         derived.get(field.name, F.col(field.name)).cast(field.dataType).alias(field.name)
         for field in schema.fields
     ]
+
+
+# A JSON string (skipped as it is) or a JSON number.
+_JSON_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+
+
+def fractional_numbers_quoted(text: str | None) -> str | None:
+    """'{"amount":140026108793032.65}' -> '{"amount":"140026108793032.65"}'.
+
+    Databend's VARIANT keeps integers exactly but stores other numbers as float64; as strings
+    they stay exact, and the mirror's cast reads either form.
+    """
+    if text is None:
+        return None
+
+    def quote(match: re.Match) -> str:
+        token = match.group(0)
+        if token.startswith('"') or not any(mark in token for mark in ".eE"):
+            return token
+        return f'"{token}"'
+
+    return _JSON_STRING_OR_NUMBER.sub(quote, text)
+
+
+def exact_numbers_for_variant(events: DataFrame) -> DataFrame:
+    """Raw events for a Databend raw table: fractional numbers of the images as strings."""
+    quote_udf = F.pandas_udf(lambda texts: texts.map(fractional_numbers_quoted, na_action="ignore"), "string")
+    return events.withColumns({column: quote_udf(column) for column in ("raw_data", "before_data")})

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import time
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -58,23 +61,50 @@ def spark(warehouse):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def databend_url(tmp_path_factory):
+    """The local Databend endpoint (python_jobs/databend_local.py) on the embedded engine."""
+    from python_jobs.databend_local import serve
+
+    with serve(tmp_path_factory.mktemp("databend")) as url:
+        address = urlparse(url)
+        os.environ["CDC_MERGE_DATABEND_HOST"] = address.hostname
+        os.environ["CDC_MERGE_DATABEND_PORT"] = str(address.port)
+        # format_null_as_str=0: NULL arrives as None, not as the string 'NULL'.
+        os.environ["CDC_MERGE_DATABEND_DSN"] = (
+            f"databend://root:@{address.hostname}:{address.port}/?sslmode=disable&format_null_as_str=0"
+        )
+        yield url
+
+
 @dataclass
 class DbtProject:
-    """A copy of this dbt project with its own schemas, and helpers to land and run it."""
+    """A copy of this dbt project with its own schemas, and helpers to land and run it.
+
+    target is a profile target: `local` (Spark + Iceberg) or `databend_local`. Landing
+    always runs on Spark; with databend_local it loads into Databend (sink: databend).
+    """
 
     spark: object
     project_dir: Path
     work_dir: Path
     schema: str
     raw_schema: str
+    target: str = "local"
+
+    @property
+    def on_databend(self) -> bool:
+        return self.target == "databend_local"
 
     def dbt(self, *args: str, expect_success: bool = True, profiles_dir: Path = PROJECT_DIR / "profiles"):
         from dbt.cli.main import dbtRunner
 
         os.environ["CDC_MERGE_SCHEMA"] = self.schema
         os.environ["CDC_MERGE_RAW_SCHEMA"] = self.raw_schema
+        # Another profiles file brings its own default target.
+        target = ["--target", self.target] if profiles_dir == PROJECT_DIR / "profiles" else []
         result = dbtRunner().invoke(
-            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(profiles_dir)]
+            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(profiles_dir), *target]
         )
         if expect_success and not result.success:
             raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception}")
@@ -87,6 +117,7 @@ class DbtProject:
             "raw_table": f"{self.raw_schema}.raw_events",
             "quarantine_table": f"{self.raw_schema}.quarantine",
             "tables": {table: {"key": key} for table, key in tables.items()},
+            **({"sink": "databend", "databend_stage_dir": str(self.work_dir / "stage")} if self.on_databend else {}),
             **settings,
         }
         path = self.work_dir / "landing.yml"
@@ -109,12 +140,80 @@ class DbtProject:
         (self.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
 
     def rows(self, relation: str, order_by: str = "1") -> list:
-        return self.spark.sql(f"select * from {relation} order by {order_by}").collect()
+        """Rows with attribute access (row.reason), from either engine."""
+        return [SimpleNamespace(**row) for row in self.query(f"select * from {relation} order by {order_by}")]
+
+    def query(self, sql: str) -> list[dict]:
+        """Rows of a query on the target's engine, as dicts."""
+        if not self.on_databend:
+            return [row.asDict() for row in self.spark.sql(sql).collect()]
+        import databend_driver
+
+        connection = databend_driver.BlockingDatabendClient(os.environ["CDC_MERGE_DATABEND_DSN"]).get_conn()
+        try:
+            rows = connection.query_iter(sql)
+            names = [field.name for field in rows.schema().fields()]
+            return [dict(zip(names, map(_naive_utc, row.values()))) for row in rows]
+        finally:
+            connection.close()
+
+    def expire_history(self, relation: str) -> None:
+        """Forget every snapshot of a table but its current one."""
+        if not self.on_databend:
+            self.spark.sql(f"call system.expire_snapshots(table => '{relation}', "
+                           "older_than => timestamp '2999-01-01 00:00:00', retain_last => 1)")
+            return
+        import databend_driver
+
+        current = self.table_version(relation)
+        connection = databend_driver.BlockingDatabendClient(os.environ["CDC_MERGE_DATABEND_DSN"]).get_conn()
+        try:
+            connection.exec("set data_retention_time_in_days = 0")
+            connection.exec(f"optimize table {relation} purge before (snapshot => '{current}')")
+        finally:
+            connection.close()
+
+    def history_length(self, relation: str) -> int:
+        """How many snapshots of a table can still be read."""
+        if not self.on_databend:
+            return self.query(f"select count(*) as snapshots from {relation}.snapshots")[0]["snapshots"]
+        schema, name = relation.split(".")
+        return self.query(f"select count(*) as snapshots from fuse_snapshot('{schema}', '{name}')")[0]["snapshots"]
+
+    def table_version(self, relation: str) -> str:
+        """The current snapshot of a table: it changes with every commit that writes it."""
+        if not self.on_databend:
+            return self.query(f"select cast(snapshot_id as string) as version from {relation}.refs where name = 'main'")[0]["version"]
+        schema, name = relation.split(".")
+        snapshots = f"fuse_snapshot('{schema}', '{name}')"
+        return self.query(
+            f"select snapshot_id as version from {snapshots} where snapshot_id not in "
+            f"(select previous_snapshot_id from {snapshots} where previous_snapshot_id is not null)"
+        )[0]["version"]
+
+
+def _naive_utc(value):
+    """Timestamps as Spark hands them over here (naive, UTC), so rows compare across engines."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value
 
 
 @pytest.fixture
 def dbt_project(spark, tmp_path) -> DbtProject:
     """A fresh copy of the project in tmp_path, with the raw tables created."""
+    return make_project(spark, tmp_path, "local")
+
+
+@pytest.fixture(params=["local", "databend_local"])
+def conformance_project(request, spark, tmp_path) -> DbtProject:
+    """The same project on each engine: conformance tests must pass on both."""
+    if request.param == "databend_local":
+        request.getfixturevalue("databend_url")
+    return make_project(spark, tmp_path, request.param)
+
+
+def make_project(spark, tmp_path: Path, target: str) -> DbtProject:
     project_dir = tmp_path / "project"
     project_dir.mkdir()
     for name in ("dbt_project.yml", "models", "macros", "tests"):
@@ -128,6 +227,6 @@ def dbt_project(spark, tmp_path) -> DbtProject:
     project_yml = project_dir / "dbt_project.yml"
     project_yml.write_text(project_yml.read_text().replace("'landing.yml'", repr(str(tmp_path / "landing.yml"))))
     number = next(_schema_numbers)
-    project = DbtProject(spark, project_dir, tmp_path, f"mirror_{number}", f"raw_{number}")
+    project = DbtProject(spark, project_dir, tmp_path, f"mirror_{number}", f"raw_{number}", target)
     project.dbt("run-operation", "create_raw_tables")
     return project

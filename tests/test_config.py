@@ -41,6 +41,9 @@ def test_valid_config_resolves_paths_next_to_the_file(tmp_path):
         ({"tables": {"shop.orders": {"key": []}}}, "field 'tables.shop.orders.key' must be a column name"),
         ({"tables": {"shop.orders": {"key": ["id; drop"]}}}, "field 'tables.shop.orders.key'"),
         ({"checkpoints": "x"}, "field 'checkpoints' is not a landing setting"),
+        ({"sink": "kafka"}, "field 'sink' must be one of iceberg, databend"),
+        ({"sink": "databend"}, "field 'databend_stage_dir' is required with sink: databend"),
+        ({"databend_dsn_env": "my dsn"}, "field 'databend_dsn_env' must name an environment variable"),
     ],
 )
 def test_errors_name_the_file_and_the_field(tmp_path, change, message):

@@ -1,5 +1,5 @@
 """Flink's CDC JSON fixtures (Debezium, Canal, Maxwell, GoldenGate), landed and applied,
-give the final tables their upstream tests expect."""
+give the final tables their upstream tests expect, on Spark + Iceberg and on Databend."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ def expected_final_table(name: str) -> list[tuple[str, ...]]:
     return rows
 
 
-def mirrored_products(dbt_project) -> list[tuple[str, ...]]:
-    rows = dbt_project.spark.sql(
-        f"select cast(id as string), name, description, cast(weight as string) "
-        f"from {dbt_project.schema}.inventory_products order by id"
-    ).collect()
-    return [tuple(row) for row in rows]
+def mirrored_products(project, model: str = "inventory_products") -> list[tuple[str, ...]]:
+    rows = project.query(
+        f"select cast(id as string) as id, name, description, cast(weight as string) as weight "
+        f"from {project.schema}.{model} order by id"
+    )
+    # The engine writes the float: Databend's text of 1.0 is '1', Spark's '1.0'.
+    return [(*list(row.values())[:3], None if row["weight"] is None else repr(float(row["weight"]))) for row in rows]
 
 
 @pytest.mark.parametrize(
@@ -41,33 +42,33 @@ def mirrored_products(dbt_project) -> list[tuple[str, ...]]:
         "debezium-postgres-data-schema-include.txt",
     ],
 )
-def test_fixture_gives_the_expected_products_table(dbt_project, fixture):
-    shutil.copy(FIXTURES / "flink" / fixture, dbt_project.inbox / fixture)
-    summary = dbt_project.land(PRODUCTS)
+def test_fixture_gives_the_expected_products_table(conformance_project, fixture):
+    shutil.copy(FIXTURES / "flink" / fixture, conformance_project.inbox / fixture)
+    summary = conformance_project.land(PRODUCTS)
     assert (summary.counts["event"], summary.counts["rejected"]) == (16, 0)
 
-    dbt_project.dbt("run", "--select", "inventory_products")
+    conformance_project.dbt("run", "--select", "inventory_products")
 
-    assert mirrored_products(dbt_project) == expected_final_table(fixture)
-    dbt_project.dbt("test", "--select", "inventory_products")
+    assert mirrored_products(conformance_project) == expected_final_table(fixture)
+    conformance_project.dbt("test", "--select", "inventory_products")
 
 
-def test_replica_identity_default_delete_is_quarantined_not_guessed(dbt_project):
+def test_replica_identity_default_delete_is_quarantined_not_guessed(conformance_project):
     """Flink refuses this file; updates by key still apply, the key-less delete goes to quarantine."""
     fixture = "debezium-postgres-data-replica-identity.txt"
-    shutil.copy(FIXTURES / "flink" / fixture, dbt_project.inbox / fixture)
-    summary = dbt_project.land(PRODUCTS)
+    shutil.copy(FIXTURES / "flink" / fixture, conformance_project.inbox / fixture)
+    summary = conformance_project.land(PRODUCTS)
     assert (summary.counts["event"], summary.counts["rejected"]) == (15, 1)
-    (reason,) = [row.reason for row in dbt_project.rows(f"{dbt_project.raw_schema}.quarantine")]
+    (reason,) = [row.reason for row in conformance_project.rows(f"{conformance_project.raw_schema}.quarantine")]
     assert "no 'before' image" in reason and "REPLICA IDENTITY" in reason
 
-    dbt_project.dbt("run", "--select", "inventory_products")
+    conformance_project.dbt("run", "--select", "inventory_products")
 
     # Everything but the delete of 111, whose key the source never sent.
     expected = expected_final_table("debezium-postgres-data-schema-exclude.txt") + [
         ("111", "scooter", "Big 2-wheel scooter ", "5.17")
     ]
-    assert mirrored_products(dbt_project) == expected
+    assert mirrored_products(conformance_project) == expected
 
 
 PRODUCT_COLUMNS = (
@@ -88,20 +89,16 @@ PRODUCT_COLUMNS = (
         ("ogg-data.txt", "OGG.TBL_TEST", {"event": 16, "blank": 1}),
     ],
 )
-def test_other_formats_give_the_expected_products_table(dbt_project, fixture, source_table, landed):
-    shutil.copy(FIXTURES / "flink" / fixture, dbt_project.inbox / fixture)
+def test_other_formats_give_the_expected_products_table(conformance_project, fixture, source_table, landed):
+    shutil.copy(FIXTURES / "flink" / fixture, conformance_project.inbox / fixture)
     # No key columns configured: these formats announce them (pkNames, primary_key_columns, primary_keys).
-    summary = dbt_project.land({}, format="auto")
+    summary = conformance_project.land({}, format="auto")
     assert {status: count for status, count in summary.counts.items() if count} == landed
-    reasons = [row.reason for row in dbt_project.rows(f"{dbt_project.raw_schema}.quarantine")]
+    reasons = [row.reason for row in conformance_project.rows(f"{conformance_project.raw_schema}.quarantine")]
     assert len(reasons) == landed.get("ignored", 0)
     assert all(reason.startswith("not a row change: Canal DDL") for reason in reasons)
 
-    dbt_project.write_model("products", f"unique_key='id', source_table='{source_table}'", PRODUCT_COLUMNS)
-    dbt_project.dbt("run", "--select", "products")
+    conformance_project.write_model("products", f"unique_key='id', source_table='{source_table}'", PRODUCT_COLUMNS)
+    conformance_project.dbt("run", "--select", "products")
 
-    rows = dbt_project.spark.sql(
-        f"select cast(id as string), name, description, cast(weight as string) "
-        f"from {dbt_project.schema}.products order by id"
-    ).collect()
-    assert [tuple(row) for row in rows] == expected_final_table(fixture)
+    assert mirrored_products(conformance_project, "products") == expected_final_table(fixture)

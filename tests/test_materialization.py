@@ -77,50 +77,51 @@ def test_model_output_errors_fail_before_the_mirror_is_written(dbt_project, spar
     assert not table_exists(spark, f"{dbt_project.schema}.bad_products")
 
 
-def products(dbt_project) -> list[tuple]:
-    return [tuple(row) for row in dbt_project.spark.sql(
-        f"select id, name from {dbt_project.schema}.products order by id").collect()]
+def products(project) -> list[tuple]:
+    return [tuple(row.values()) for row in project.query(f"select id, name from {project.schema}.products order by id")]
 
 
-def test_idle_run_changes_nothing_and_full_refresh_rebuilds_the_same_mirror(dbt_project, spark):
-    write_model(dbt_project, "products")
-    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
-    dbt_project.land(PRODUCTS)
-    dbt_project.dbt("run", "--select", "products")
-    mirrored = products(dbt_project)
+def test_idle_run_changes_nothing_and_full_refresh_rebuilds_the_same_mirror(conformance_project):
+    project = conformance_project
+    write_model(project, "products")
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products")
+    mirrored = products(project)
     assert len(mirrored) == 10  # ids 101..110, as in the fixture's .expected.txt
-    snapshot_of = f"select snapshot_id from {dbt_project.schema}.products.refs where name = 'main'"
-    before = spark.sql(snapshot_of).first()[0]
+    before = project.table_version(f"{project.schema}.products")
 
-    dbt_project.dbt("run", "--select", "products")
-    assert spark.sql(snapshot_of).first()[0] == before
+    project.dbt("run", "--select", "products")
+    assert project.table_version(f"{project.schema}.products") == before
 
-    dbt_project.dbt("run", "--select", "products", "--full-refresh")
-    assert products(dbt_project) == mirrored
-    assert spark.sql(snapshot_of).first()[0] != before
+    project.dbt("run", "--select", "products", "--full-refresh")
+    assert products(project) == mirrored
+    assert project.table_version(f"{project.schema}.products") != before
 
 
-def test_an_expired_offset_fails_and_says_how_to_rebuild(dbt_project, spark):
-    write_model(dbt_project, "products")
-    raw = f"{dbt_project.raw_schema}.raw_events"
-    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
-    dbt_project.land(PRODUCTS)
-    dbt_project.dbt("run", "--select", "products")
-    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-2.json")
-    dbt_project.land(PRODUCTS)
-    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-3.json")
-    dbt_project.land(PRODUCTS)
+def test_an_expired_offset_fails_and_says_how_to_rebuild(conformance_project):
+    project = conformance_project
+    write_model(project, "products")
+    raw = f"{project.raw_schema}.raw_events"
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products")
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-2.json")
+    project.land(PRODUCTS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-3.json")
+    project.land(PRODUCTS)
     # Keep only the newest raw snapshot: the mirror's offset (the first) is gone.
-    newest = spark.sql(f"select snapshot_id from {raw}.refs where name = 'main'").first()[0]
-    spark.sql(f"call system.expire_snapshots(table => '{raw}', older_than => timestamp '2999-01-01 00:00:00', retain_last => 1)")
-    assert [row[0] for row in spark.sql(f"select snapshot_id from {raw}.snapshots").collect()] == [newest]
+    assert project.history_length(raw) == 3
+    newest = project.table_version(raw)
+    project.expire_history(raw)
+    assert (project.history_length(raw), project.table_version(raw)) == (1, newest)
 
-    error = run_error(dbt_project.dbt("run", "--select", "products", expect_success=False))
+    error = run_error(project.dbt("run", "--select", "products", expect_success=False))
     assert "is no longer in that table's history" in error
     assert "dbt run --full-refresh --select products" in error
 
-    dbt_project.dbt("run", "--select", "products", "--full-refresh")
-    assert [row[0] for row in products(dbt_project)] == list(range(101, 111))
+    project.dbt("run", "--select", "products", "--full-refresh")
+    assert [row[0] for row in products(project)] == list(range(101, 111))
 
 
 def postgres_line(op: str, lsn: int, row: dict) -> str:

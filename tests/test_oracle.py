@@ -20,9 +20,9 @@ MODEL_OF = dict(zip(KEYS, SHOP_MODELS))
 
 def mirrored(dbt_project, table: str, deletes: str) -> dict[tuple, dict]:
     where = "where not _cdc_deleted" if deletes == "soft" else ""
-    rows = dbt_project.spark.sql(f"select * from {dbt_project.schema}.{MODEL_OF[table]} {where}").collect()
+    rows = dbt_project.query(f"select * from {dbt_project.schema}.{MODEL_OF[table]} {where}")
     return {
-        tuple(row[column] for column in KEYS[table]): {k: v for k, v in row.asDict().items() if not k.startswith("_cdc_")}
+        tuple(row[column] for column in KEYS[table]): {k: v for k, v in row.items() if not k.startswith("_cdc_")}
         for row in rows
     }
 
@@ -42,12 +42,7 @@ def assert_mirrors_equal_replay(dbt_project, delivered, deletes: str) -> None:
 
 
 def mirror_snapshots(dbt_project) -> dict[str, int]:
-    return {
-        model: dbt_project.spark.sql(
-            f"select snapshot_id from {dbt_project.schema}.{model}.refs where name = 'main'"
-        ).first()[0]
-        for model in SHOP_MODELS
-    }
+    return {model: dbt_project.table_version(f"{dbt_project.schema}.{model}") for model in SHOP_MODELS}
 
 
 def land_and_run_waves(dbt_project, waves, run_vars: str, deletes: str) -> list:
@@ -61,13 +56,14 @@ def land_and_run_waves(dbt_project, waves, run_vars: str, deletes: str) -> list:
     return delivered
 
 
-def test_postgres_mirrors_survive_small_chunks_redelivery_and_a_crash(dbt_project):
+def test_postgres_mirrors_survive_small_chunks_redelivery_and_a_crash(conformance_project):
+    dbt_project = conformance_project
     # 600 raw events per chunk: every run applies several chunks, big snapshots in key buckets.
     run_vars = "{cdc_merge_max_events_per_chunk: 600}"
     _, waves = build_waves(11, events=3000, waves=3, connector="postgresql", snapshot_rows=60,
                            late_fraction=0.05, duplicate_fraction=0.03)
     delivered = land_and_run_waves(dbt_project, waves, run_vars, "hard")
-    chunks = dbt_project.spark.sql(f"select count(*) from {dbt_project.schema}.cdc_merge_offsets").first()[0]
+    chunks = dbt_project.query(f"select count(*) as chunks from {dbt_project.schema}.cdc_merge_offsets")[0]["chunks"]
     assert chunks > 3 * len(waves) * len(SHOP_MODELS) / 2
 
     # At-least-once delivery: every file arrives again under a new name. Nothing changes.
@@ -82,20 +78,22 @@ def test_postgres_mirrors_survive_small_chunks_redelivery_and_a_crash(dbt_projec
     # A run that died after its MERGEs committed but before it appended its offsets:
     # forget every offset since the first chunk and run again; it re-applies nothing.
     offsets = f"{dbt_project.schema}.cdc_merge_offsets"
-    dbt_project.spark.sql(f"delete from {offsets} where offset_ordinal > 1")
+    dbt_project.query(f"delete from {offsets} where offset_ordinal > 1")
     dbt_project.dbt("run", "--select", *SHOP_MODELS)
     assert_mirrors_equal_replay(dbt_project, delivered, "hard")
     assert mirror_snapshots(dbt_project) == before
-    changed = dbt_project.spark.sql(
-        f"select sum(rows_inserted + rows_updated + rows_deleted), count(*) from {offsets} where offset_ordinal > 1"
-    ).first()
-    assert changed[0] == 0 and changed[1] >= len(SHOP_MODELS)
+    (changed,) = dbt_project.query(
+        f"select sum(rows_inserted + rows_updated + rows_deleted) as changed_rows, count(*) as chunks "
+        f"from {offsets} where offset_ordinal > 1"
+    )
+    assert changed["changed_rows"] == 0 and changed["chunks"] >= len(SHOP_MODELS)
 
     dbt_project.dbt("test", "--select", *SHOP_MODELS)
 
 
 @pytest.mark.parametrize("connector, seed, deletes", [("mysql", 23, "hard"), ("postgresql", 37, "soft")])
-def test_mirrors_equal_replay_after_every_run(dbt_project, connector, seed, deletes):
+def test_mirrors_equal_replay_after_every_run(conformance_project, connector, seed, deletes):
+    dbt_project = conformance_project
     run_vars = f"{{cdc_merge_deletes: {deletes}}}"
     _, waves = build_waves(seed, events=3000, waves=3, connector=connector, snapshot_rows=60,
                            late_fraction=0.05, duplicate_fraction=0.03)

@@ -36,14 +36,28 @@
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
     {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
     {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if (latest.rows | length and existing_relation is not none) else none %}
-    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
-    {% set current_snapshot = current.rows[0]['snapshot_id'] if current.rows | length else none %}
-    {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
-    {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+    {#-
+        change_source='stream': once the mirror has caught up through the snapshots, a stream
+        created at the snapshot it reached holds everything after, and its offset row says
+        'stream'; until then (new mirror, full refresh, a run that died before recording the
+        stream) the snapshots are read as in 'changes' mode.
+    -#}
+    {% set stream = cdc_merge.change_stream_relation(target_relation) if cfg.change_source == 'stream' else none %}
+    {% if stream is not none and offset_snapshot == 'stream' %}
+        {% set chunks = [{'after': none, 'through': 'stream', 'buckets': 1, 'stream': stream}] %}
+    {% else %}
+        {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
+        {% set current_snapshot = current.rows[0]['snapshot_id'] if current.rows | length else none %}
+        {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
+        {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+    {% endif %}
 
-    {#- The model's output columns, from the first chunk's batch (or an empty one). -#}
-    {% if chunks | length %}
-        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunks[0].after, chunks[0].through)) %}
+    {#-
+        The model's output columns, from the first chunk's batch (or an empty one; never from
+        a stream: reading it here, outside the chunk's transaction, could consume it).
+    -#}
+    {% if chunks | length and chunks[0].stream is not defined %}
+        {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
         {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}
     {% else %}
         {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
@@ -65,7 +79,11 @@
     {% set totals = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': chunks | length, 'max_source_ts': none} %}
     {% for chunk in chunks %}
         {% set chunk_stats = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
-        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
+        {% if chunk.stream is defined %}
+            {#- Consuming the stream and applying what it held commit together, or not at all. -#}
+            {% do run_query('begin') %}
+        {% endif %}
+        {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% for bucket in range(chunk.buckets) %}
             {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
             {% for round in range(1, rounds + 1) %}
@@ -76,12 +94,21 @@
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+        {% if chunk.stream is defined %}
+            {% do run_query('commit') %}
+        {% endif %}
         {% do cdc_merge.add_counts(totals, chunk_stats) %}
         {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ " (" ~ chunk.buckets ~ " bucket(s)): "
             ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
             ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ chunk.through, info=True) }}
     {% endfor %}
-    {% do run_query('drop view if exists ' ~ raw_changes_view) %}
+    {% do cdc_merge.drop_scratch(raw_changes_view) %}
+    {% if stream is not none and offset_snapshot != 'stream' %}
+        {% do run_query('drop stream if exists ' ~ stream) %}
+        {% do run_query(cdc_merge.create_change_stream_sql(stream, cfg.raw_relation, current_snapshot)) %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, 'stream', {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none})) %}
+    {% endif %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
 
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals), info=True) }}
@@ -99,10 +126,19 @@
 {% endmaterialization %}
 
 
+{% macro read_chunk(chunk, raw_changes_view, cfg) %}
+    {#- The raw events of one chunk, as the scratch relation raw_changes_view. -#}
+    {% if chunk.stream is defined %}
+        {% do run_query(cdc_merge.create_raw_changes_from_stream_sql(raw_changes_view, cfg.raw_relation, chunk.stream)) %}
+    {% else %}
+        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
+    {% endif %}
+{% endmacro %}
+
+
 {% macro apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
     {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
-    {% do run_query('uncache table if exists ' ~ changes_view) %}
-    {% do run_query('drop view if exists ' ~ changes_view) %}
+    {% do cdc_merge.drop_scratch(changes_view) %}
     {% do run_query(cdc_merge.create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg)) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes_view)).rows[0] %}
     {% set counts = {
@@ -122,8 +158,7 @@
     {% if (counts.inserted + counts.updated + counts.deleted + soft_tombstones) > 0 %}
         {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes_view, columns, cfg)) %}
     {% endif %}
-    {% do run_query('uncache table if exists ' ~ changes_view) %}
-    {% do run_query('drop view if exists ' ~ changes_view) %}
+    {% do cdc_merge.drop_scratch(changes_view) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
 {% endmacro %}

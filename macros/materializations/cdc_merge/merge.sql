@@ -10,6 +10,18 @@
 {% macro spark__create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg) %}
     {#- Cached so the counts and the MERGE read the target's keys once. -#}
     cache table {{ changes_view }} as
+    {{ cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones) }}
+{% endmacro %}
+
+{% macro databend__create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg) %}
+    {#- A scratch table (no time travel) so the counts and the MERGEs read the target's keys once. -#}
+    create or replace transient table {{ changes_view }} as
+    {{ cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones) }}
+{% endmacro %}
+
+
+{% macro classified_batch_sql(model_sql, target_relation, tombstones) %}
+    {#- Each key of the batch against the mirror and the tombstones: insert, update, delete, tombstone or skip. -#}
     with
 
     batch as (
@@ -59,6 +71,21 @@
 {% endmacro %}
 
 
+{% macro drop_scratch(name) %}
+    {#- The per-run intermediates: temporary views (cached) on Spark, transient tables on Databend. -#}
+    {{ return(adapter.dispatch('drop_scratch', 'cdc_merge')(name)) }}
+{% endmacro %}
+
+{% macro spark__drop_scratch(name) %}
+    {% do run_query('uncache table if exists ' ~ name) %}
+    {% do run_query('drop view if exists ' ~ name) %}
+{% endmacro %}
+
+{% macro databend__drop_scratch(name) %}
+    {% do run_query('drop table if exists ' ~ name) %}
+{% endmacro %}
+
+
 {% macro change_counts_sql(changes_view) %}
     select
         count(*) as events_read,
@@ -68,7 +95,8 @@
         count_if(_cdc_change = 'tombstone') as tombstoned,
         count_if(_cdc_change = 'skip') as skipped,
         count_if(_cdc_change = 'insert' and _cdc_tombstone_seq is not null) as revived,
-        cast(max(_cdc_source_ts) as string) as max_source_ts
+        {#- '' rather than null: databend-py hands a NULL over as the string 'NULL'. #}
+        coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts
     from {{ changes_view }}
 {% endmacro %}
 
@@ -77,7 +105,7 @@
     {{ return(adapter.dispatch('merge_tombstones_sql', 'cdc_merge')(tombstones, changes_view)) }}
 {% endmacro %}
 
-{% macro spark__merge_tombstones_sql(tombstones, changes_view) %}
+{% macro default__merge_tombstones_sql(tombstones, changes_view) %}
     merge into {{ tombstones }} as tombstone
     using (
         select
@@ -103,7 +131,7 @@
     {{ return(adapter.dispatch('merge_mirror_sql', 'cdc_merge')(target_relation, changes_view, columns, cfg)) }}
 {% endmacro %}
 
-{% macro spark__merge_mirror_sql(target_relation, changes_view, columns, cfg) %}
+{% macro default__merge_mirror_sql(target_relation, changes_view, columns, cfg) %}
     {%- set soft = cfg.deletes == 'soft' -%}
     {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
     merge into {{ target_relation }} as mirror
@@ -124,7 +152,7 @@
     {#- A column the source did not send keeps its stored value (see raw_log.sql). #}
     when matched and change._cdc_seq > mirror._cdc_seq then update set
         {%- for column in columns %}
-        {{ column }} = case when array_contains(change._cdc_unavailable, '{{ column }}') then mirror.{{ column }} else change.{{ column }} end,
+        {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then mirror.{{ column }} else change.{{ column }} end,
         {%- endfor %}
         _cdc_source_ts = change._cdc_source_ts,
         {%- if soft %}
@@ -144,8 +172,22 @@
 {% macro sent_value(column, columns) %}
     {#- A new row has no stored value for a column the source did not send: null, not the placeholder. -#}
     {%- if column in columns -%}
-        case when array_contains(change._cdc_unavailable, '{{ column }}') then null else change.{{ column }} end
+        case when {{ cdc_merge.is_unavailable_sql(column) }} then null else change.{{ column }} end
     {%- else -%}
         change.{{ column }}
     {%- endif -%}
 {% endmacro %}
+
+
+{% macro is_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('is_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro spark__is_unavailable_sql(column) -%}
+    array_contains(change._cdc_unavailable, '{{ column }}')
+{%- endmacro %}
+
+{% macro databend__is_unavailable_sql(column) -%}
+    {#- _cdc_unavailable is ',a,b,' on Databend (see databend__create_batch_view_sql). -#}
+    position(',{{ column }},' in change._cdc_unavailable) > 0
+{%- endmacro %}

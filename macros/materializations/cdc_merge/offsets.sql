@@ -35,6 +35,25 @@
 {% endmacro %}
 
 
+{% macro databend__create_offsets_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string null,
+        offset_ordinal bigint null,
+        raw_table string null,
+        source_table string null,
+        offset_snapshot string null,
+        events_read bigint null,
+        rows_inserted bigint null,
+        rows_updated bigint null,
+        rows_deleted bigint null,
+        events_skipped bigint null,
+        max_source_ts timestamp null,
+        committed_at timestamp null,
+        invocation_id string null
+    )
+{% endmacro %}
+
+
 {% macro latest_offset_sql(offsets, target_relation) %}
     select
         cast(offset_snapshot as string) as offset_snapshot,

@@ -14,6 +14,18 @@
 {% endmacro %}
 
 
+{% macro databend__current_raw_snapshot_sql(raw_relation) %}
+    {#- The snapshot no other snapshot names as its predecessor: the table's current one. -#}
+    select snapshot_id
+    from fuse_snapshot('{{ raw_relation.schema }}', '{{ raw_relation.identifier }}')
+    where snapshot_id not in (
+        select previous_snapshot_id
+        from fuse_snapshot('{{ raw_relation.schema }}', '{{ raw_relation.identifier }}')
+        where previous_snapshot_id is not null
+    )
+{% endmacro %}
+
+
 {% macro raw_snapshots_sql(raw_relation) %}
     {{ return(adapter.dispatch('raw_snapshots_sql', 'cdc_merge')(raw_relation)) }}
 {% endmacro %}
@@ -25,6 +37,19 @@
         operation,
         coalesce(cast(summary['added-records'] as bigint), 0) as added_records
     from {{ raw_relation }}.snapshots
+{% endmacro %}
+
+
+{% macro databend__raw_snapshots_sql(raw_relation) %}
+    {#- The raw table is append-only: a snapshot added its row count minus its parent's. -#}
+    select
+        snapshot.snapshot_id,
+        snapshot.previous_snapshot_id as parent_id,
+        'append' as operation,
+        snapshot.row_count - coalesce(parent.row_count, 0) as added_records
+    from fuse_snapshot('{{ raw_relation.schema }}', '{{ raw_relation.identifier }}') as snapshot
+    left join fuse_snapshot('{{ raw_relation.schema }}', '{{ raw_relation.identifier }}') as parent
+        on snapshot.previous_snapshot_id = parent.snapshot_id
 {% endmacro %}
 
 
@@ -107,6 +132,91 @@
 {% endmacro %}
 
 
+{% macro databend__create_raw_changes_view(view_name, raw_relation, after_snapshot, through_snapshot) %}
+    {#-
+        CHANGES on a change_tracking table reads only the rows appended after the AT
+        snapshot (exclusive) up to the END snapshot; it works on open-source Databend.
+        Copied into a scratch table: each bucket and round reads the chunk again, and
+        Databend 1.2.453 panics (change_type.is_some()) when json_each joins a CHANGES scan.
+    -#}
+    create or replace transient table {{ view_name }} as
+    select
+        table_name,
+        key,
+        action,
+        raw_data,
+        before_data,
+        seq,
+        source_ts,
+        landed_file,
+        landed_line,
+        'INSERT' as _change_type
+    from {{ raw_relation }}
+    {%- if after_snapshot is not none %}
+        changes (information => append_only)
+        at (snapshot => '{{ after_snapshot }}')
+        end (snapshot => '{{ through_snapshot }}')
+    {%- else %}
+        at (snapshot => '{{ through_snapshot }}')
+    {%- endif %}
+{% endmacro %}
+
+
+{#
+    Databend streams (change_source='stream'; Databend Cloud or an Enterprise licence):
+    one append-only stream per mirror, created at the raw snapshot the mirror has reached.
+#}
+
+{% macro change_stream_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_stream'})) }}
+{% endmacro %}
+
+
+{% macro create_change_stream_sql(stream, raw_relation, at_snapshot) %}
+    {{ return(adapter.dispatch('create_change_stream_sql', 'cdc_merge')(stream, raw_relation, at_snapshot)) }}
+{% endmacro %}
+
+{% macro default__create_change_stream_sql(stream, raw_relation, at_snapshot) %}
+    {#- validate.sql refuses change_source='stream' on other engines; this is never reached. -#}
+    {% do exceptions.raise_compiler_error("change_source='stream' needs a Databend target") %}
+{% endmacro %}
+
+{% macro databend__create_change_stream_sql(stream, raw_relation, at_snapshot) %}
+    create stream {{ stream }}
+    on table {{ raw_relation }}
+    {%- if at_snapshot is not none %}
+    at (snapshot => '{{ at_snapshot }}')
+    {%- endif %}
+    append_only = true
+{% endmacro %}
+
+
+{% macro create_raw_changes_from_stream_sql(view_name, raw_relation, stream) %}
+    {{ return(adapter.dispatch('create_raw_changes_from_stream_sql', 'cdc_merge')(view_name, raw_relation, stream)) }}
+{% endmacro %}
+
+{% macro default__create_raw_changes_from_stream_sql(view_name, raw_relation, stream) %}
+    {% do exceptions.raise_compiler_error("change_source='stream' needs a Databend target") %}
+{% endmacro %}
+
+{% macro databend__create_raw_changes_from_stream_sql(view_name, raw_relation, stream) %}
+    {#- Reading a stream in a statement that writes, inside the open transaction, consumes it at commit. -#}
+    create or replace transient table {{ view_name }} as
+    select
+        table_name,
+        key,
+        action,
+        raw_data,
+        before_data,
+        seq,
+        source_ts,
+        landed_file,
+        landed_line,
+        'INSERT' as _change_type
+    from {{ stream }}
+{% endmacro %}
+
+
 {#
     Debezium writes '__debezium_unavailable_value' for Postgres TOAST columns an update did
     not change. The MERGE keeps the stored value of such a column, which is only right if
@@ -129,7 +239,7 @@
         select count(*) as events
         from table_events
         group by key
-        having max(instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}')) > 0
+        having max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) > 0
     )
 
     select coalesce(max(events), 1) as rounds
@@ -145,13 +255,43 @@
             _change_type = 'INSERT'
             and table_name = '{{ source_table }}'
             {%- if buckets > 1 %}
-            and pmod(hash(key), {{ buckets }}) = {{ bucket }}
+            and {{ cdc_merge.key_bucket_sql('key', buckets) }} = {{ bucket }}
             {%- endif %}
     )
 {%- endmacro %}
 
 
+{% macro key_bucket_sql(column, buckets) %}
+    {{ return(adapter.dispatch('key_bucket_sql', 'cdc_merge')(column, buckets)) }}
+{% endmacro %}
+
+{% macro spark__key_bucket_sql(column, buckets) -%}
+    pmod(hash({{ column }}), {{ buckets }})
+{%- endmacro %}
+
+{% macro databend__key_bucket_sql(column, buckets) -%}
+    city64withseed({{ column }}, 0) % {{ buckets }}
+{%- endmacro %}
+
+
+{% macro has_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('has_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro spark__has_unavailable_sql(column) -%}
+    instr(coalesce({{ column }}, ''), '{{ cdc_merge.unavailable_marker() }}') > 0
+{%- endmacro %}
+
+{% macro databend__has_unavailable_sql(column) -%}
+    position('{{ cdc_merge.unavailable_marker() }}' in coalesce(to_string({{ column }}), '')) > 0
+{%- endmacro %}
+
+
 {% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1) %}
+    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round)) }}
+{% endmacro %}
+
+{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round) %}
     create or replace temporary view {{ batch_view }} as
     with
 
@@ -164,7 +304,7 @@
                 partition by key order by seq desc, landed_file desc, landed_line desc
             ) as _cdc_rank,
             count(*) over (partition by key) as _cdc_events,
-            max(instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}')) over (partition by key) > 0
+            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key) > 0
                 as _cdc_has_placeholders
         from table_events
     ),
@@ -177,7 +317,7 @@
             source_ts as _cdc_source_ts,
             coalesce(raw_data, before_data) as _cdc_row,
             case
-                when instr(coalesce(raw_data, ''), '{{ cdc_merge.unavailable_marker() }}') > 0
+                when {{ cdc_merge.has_unavailable_sql('raw_data') }}
                     then map_keys(map_filter(
                         from_json(raw_data, 'map<string, string>'),
                         (_, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
@@ -194,7 +334,70 @@
 {% endmacro %}
 
 
+{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round) %}
+    {#-
+        Views are not temporary on Databend: the view lives in the model's schema until the
+        run drops it. _cdc_unavailable is a string ',a,b,': a nullable array does not
+        unify with array_contains there.
+    -#}
+    create or replace view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
+
+    ranked as (
+        select
+            *,
+            row_number() over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+            ) as _cdc_rank,
+            count(*) over (partition by key) as _cdc_events,
+            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
+                as _cdc_has_placeholders
+        from table_events
+    ),
+
+    picked as (
+        select *
+        from ranked
+        where
+            (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
+            or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
+    ),
+
+    unavailable as (
+        select
+            picked.key,
+            ',' || string_agg(field.key, ',') || ',' as columns
+        from picked, json_each(picked.raw_data) as field
+        where
+            picked._cdc_has_placeholders = 1
+            and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
+        group by picked.key
+    ),
+
+    final as (
+        select
+            picked.key as _cdc_key,
+            picked.action as _cdc_action,
+            picked.seq as _cdc_seq,
+            picked.source_ts as _cdc_source_ts,
+            coalesce(picked.raw_data, picked.before_data) as _cdc_row,
+            coalesce(unavailable.columns, '') as _cdc_unavailable
+        from picked
+        left join unavailable
+            on picked.key = unavailable.key
+    )
+
+    select * from final
+{% endmacro %}
+
+
 {% macro create_empty_batch_view_sql(batch_view) %}
+    {{ return(adapter.dispatch('create_empty_batch_view_sql', 'cdc_merge')(batch_view)) }}
+{% endmacro %}
+
+{% macro spark__create_empty_batch_view_sql(batch_view) %}
     create or replace temporary view {{ batch_view }} as
     select
         cast(null as string) as _cdc_key,
@@ -204,4 +407,17 @@
         cast(null as string) as _cdc_row,
         cast(array() as array<string>) as _cdc_unavailable
     where false
+{% endmacro %}
+
+{% macro databend__create_empty_batch_view_sql(batch_view) %}
+    create or replace view {{ batch_view }} as
+    select
+        cast(null as string) as _cdc_key,
+        cast(null as string) as _cdc_action,
+        cast(null as string) as _cdc_seq,
+        cast(null as timestamp) as _cdc_source_ts,
+        cast(null as variant) as _cdc_row,
+        '' as _cdc_unavailable
+    from (select 1) as nothing
+    where 1 = 0
 {% endmacro %}

@@ -43,6 +43,23 @@
 {% endmacro %}
 
 
+{% macro databend__create_mirror_sql(target_relation, source_view, columns, cfg) %}
+    create table {{ target_relation }} as
+    select
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
+        {%- if cfg.deletes == 'soft' %}
+        false as _cdc_deleted,
+        {%- endif %}
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts
+    from {{ source_view }}
+    limit 0
+{% endmacro %}
+
+
 {% macro create_tombstones_sql(tombstones) %}
     {{ return(adapter.dispatch('create_tombstones_sql', 'cdc_merge')(tombstones)) }}
 {% endmacro %}
@@ -57,5 +74,13 @@
     tblproperties (
         'format-version' = '2',
         'write.merge.mode' = 'merge-on-read'
+    )
+{% endmacro %}
+
+{% macro databend__create_tombstones_sql(tombstones) %}
+    create table if not exists {{ tombstones }} (
+        _cdc_key string null,
+        _cdc_seq string null,
+        _cdc_source_ts timestamp null
     )
 {% endmacro %}

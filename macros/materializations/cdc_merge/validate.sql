@@ -52,6 +52,14 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "offsets_schema must name the schema of the cdc_merge_offsets table.") %}
     {% endif %}
 
+    {% set change_source = config.get('change_source', 'changes') %}
+    {% if change_source not in ['changes', 'stream'] %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source must be 'changes' (snapshot offsets, the default) or 'stream' (a Databend stream; needs Databend Cloud or an Enterprise licence), got " ~ change_source ~ ".") %}
+    {% endif %}
+    {% if change_source == 'stream' and target.type != 'databend' %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source='stream' is for Databend targets; on " ~ target.type ~ " remove it (the raw table's snapshots are read incrementally).") %}
+    {% endif %}
+
     {% set upstream = [] %}
     {% for source_name, table_name in model.sources %}
         {% do upstream.append(source(source_name, table_name)) %}
@@ -70,6 +78,7 @@
         'max_events_per_chunk': max_events | int,
         'table_properties': table_properties,
         'offsets_schema': offsets_schema,
+        'change_source': change_source,
         'raw_relation': upstream[0],
     }) }}
 {% endmacro %}
