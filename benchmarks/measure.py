@@ -1,0 +1,192 @@
+"""Timing, peak-memory sampling and SQL-time accounting for the benchmarks (no psutil).
+
+- PeakMemory samples the resident set size (VmRSS in /proc) of the Spark driver JVM
+  and of its Python UDF workers every 0.1 s; each phase reports its own peak.
+- SqlClock wraps dbt-spark's session cursor so a `dbt run` is split into time spent
+  executing SQL in Spark and time spent in dbt itself (parsing, Jinja, adapter).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    """Direct and indirect child processes of pid (Python UDF workers of the JVM)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except FileNotFoundError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as children:
+                    kids = [int(k) for k in children.read().split()]
+            except FileNotFoundError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+class PeakMemory:
+    """Background sampler of the JVM's RSS (the 'driver' in local mode) and its workers."""
+
+    def __init__(self, jvm_pid: int, interval: float = 0.1):
+        self.jvm_pid = jvm_pid
+        self.interval = interval
+        self._peak_jvm = 0
+        self._peak_total = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="peak-memory")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            jvm = _rss_bytes(self.jvm_pid)
+            total = jvm + sum(_rss_bytes(child) for child in _children(self.jvm_pid))
+            with self._lock:
+                self._peak_jvm = max(self._peak_jvm, jvm)
+                self._peak_total = max(self._peak_total, total)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._peak_jvm = _rss_bytes(self.jvm_pid)
+            self._peak_total = self._peak_jvm
+
+    def peaks(self) -> tuple[int, int]:
+        """(JVM peak RSS, JVM + Python workers peak RSS) since the last reset, in bytes."""
+        with self._lock:
+            return self._peak_jvm, self._peak_total
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+@dataclass
+class SqlClock:
+    """Seconds spent inside dbt-spark's cursor executing and fetching SQL, per statement kind."""
+
+    seconds: float = 0.0
+    statements: int = 0
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
+    recorded: list[list] = field(default_factory=list)
+    active: bool = False
+
+    def add(self, sql: str, seconds: float, new_statement: bool = True) -> None:
+        if not self.active:
+            return
+        words = strip_comment(sql).lower().split(None, 2)
+        kind = " ".join(words[:2]) if words and words[0] in ("show", "describe", "create", "drop") else (words[0] if words else "?")
+        self.seconds += seconds
+        self.statements += new_statement
+        if new_statement:
+            self.recorded.append([sql, seconds])
+        elif self.recorded:
+            self.recorded[-1][1] += seconds
+        entry = self.by_kind.setdefault(kind, [0, 0.0])
+        entry[0] += new_statement
+        entry[1] += seconds
+
+    @contextmanager
+    def measuring(self):
+        self.seconds, self.statements, self.by_kind, self.recorded, self.active = 0.0, 0, {}, [], True
+        try:
+            yield self
+        finally:
+            self.active = False
+
+
+SQL_CLOCK = SqlClock()
+
+
+def strip_comment(sql: str) -> str:
+    """The statement without dbt's leading /* {"app": "dbt", ...} */ comment."""
+    text = sql.strip()
+    while text.startswith("/*") and "*/" in text:
+        text = text[text.index("*/") + 2 :].strip()
+    return text
+
+
+def install_sql_clock() -> SqlClock:
+    """Time every statement dbt-spark's session cursor runs: execute (eager for commands) + fetch."""
+    from dbt.adapters.spark import session
+
+    cursor = session.Cursor
+    if getattr(cursor, "_bench_wrapped", False):
+        return SQL_CLOCK
+    original_execute, original_fetchall, original_fetchone = cursor.execute, cursor.fetchall, cursor.fetchone
+
+    from pyspark.sql import SparkSession
+
+    original_sql = SparkSession.sql
+
+    def timed_sql(self, sql_text, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original_sql(self, sql_text, *args, **kwargs)
+        finally:
+            if getattr(_local, "in_cursor", False):
+                SQL_CLOCK.add(sql_text, time.perf_counter() - started)
+
+    def execute(self, sql, *parameters):
+        _local.in_cursor = True
+        try:
+            return original_execute(self, sql, *parameters)
+        finally:
+            _local.in_cursor = False
+            self._bench_sql = sql
+
+    def fetch(original):
+        def wrapped(self):
+            fresh = getattr(self, "_rows", None) is None
+            started = time.perf_counter()
+            try:
+                return original(self)
+            finally:
+                if fresh:
+                    SQL_CLOCK.add(getattr(self, "_bench_sql", "fetch"), time.perf_counter() - started, new_statement=False)
+        return wrapped
+
+    SparkSession.sql = timed_sql
+    cursor.execute = execute
+    cursor.fetchall = fetch(original_fetchall)
+    cursor.fetchone = fetch(original_fetchone)
+    cursor._bench_wrapped = True
+    return SQL_CLOCK
+
+
+_local = threading.local()
+
+
+@dataclass
+class Timer:
+    seconds: float = 0.0
+
+
+@contextmanager
+def timed():
+    timer = Timer()
+    started = time.perf_counter()
+    try:
+        yield timer
+    finally:
+        timer.seconds = time.perf_counter() - started

@@ -1,0 +1,178 @@
+"""Throwaway copies of this dbt project for the benchmarks (as tests/conftest.py makes them).
+
+Each copy has the project's dbt_project.yml, macros and landing model unchanged; its
+models/mirrors/ holds only the benchmark's own cdc_merge mirrors. dbt runs in this process,
+on the benchmark's SparkSession (dbt-spark's session method picks up the active session).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+
+from datagen import COLUMNS, SOURCE_TABLE
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+MIRROR_MODEL = """{{{{ config(unique_key='id', source_table='{source_table}') }}}}
+
+with
+
+events as (
+
+    select * from {{{{ cdc_merge.cdc_events(ref('raw_events')) }}}}
+
+),
+
+final as (
+
+    select
+{columns},
+        {{{{ cdc_merge.cdc_metadata_columns() }}}}
+    from events
+
+)
+
+select * from final
+"""
+
+# dbt-spark's built-in incremental MERGE, written as a dbt user would for this raw log: new
+# events are those after the mirror's newest seq (passed as a var so no extra target scan is
+# timed); bench_dedup=true adds the ROW_NUMBER dedup the built-in strategy lacks.
+BUILTIN_MODEL = """{{{{ config(
+    materialized='incremental',
+    incremental_strategy='merge',
+    file_format='iceberg',
+    unique_key='_cdc_key',
+    alias='{alias}',
+    on_schema_change='ignore',
+) }}}}
+
+with
+
+events as (
+
+    select *
+    from {{{{ ref('raw_events') }}}}
+    where
+        table_name = '{source_table}'
+        {{% if is_incremental() %}}
+        and seq > '{{{{ var("bench_after_seq") }}}}'
+        {{% endif %}}
+
+),
+
+{{% if var('bench_dedup', false) %}}
+ranked as (
+
+    select
+        *,
+        row_number() over (partition by key order by seq desc) as event_rank
+    from events
+
+),
+
+newest as (
+
+    select * from ranked where event_rank = 1
+
+),
+{{% else %}}
+newest as (
+
+    select * from events
+
+),
+{{% endif %}}
+
+final as (
+
+    select
+        parsed.*,
+        key as _cdc_key,
+        seq as _cdc_seq,
+        source_ts as _cdc_source_ts
+    from (
+        select
+            key,
+            seq,
+            source_ts,
+            from_json(coalesce(raw_data, before_data), '{schema}') as parsed
+        from newest
+    )
+
+)
+
+select * from final
+"""
+
+
+def model_columns_sql(indent: str = "        ") -> str:
+    return ",\n".join(f"{indent}{{{{ cdc_merge.cdc_column('{name}', '{dtype}') }}}}" for name, dtype in COLUMNS)
+
+
+class BenchProject:
+    """One copy of the project: write models, run dbt in-process, time it."""
+
+    def __init__(self, root: Path, schema: str, raw_schema: str, inbox: Path):
+        self.dir = root
+        self.schema = schema
+        self.raw_schema = raw_schema
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        shutil.copy(PROJECT_DIR / "dbt_project.yml", root / "dbt_project.yml")
+        shutil.copytree(PROJECT_DIR / "macros", root / "macros", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(PROJECT_DIR / "models" / "landing", root / "models" / "landing", ignore=shutil.ignore_patterns("__pycache__"))
+        (root / "models" / "mirrors").mkdir(parents=True)
+        landing = {
+            "input": str(inbox),
+            "checkpoint": str(root / "checkpoint"),
+            "raw_table": f"{raw_schema}.raw_events",
+            "quarantine_table": f"{raw_schema}.quarantine",
+            "format": "debezium",
+            "max_files_per_batch": 1000,
+            "file_glob": "*.json",
+            "tables": {SOURCE_TABLE: {"key": ["id"]}, **{f"bench.items_{n}": {"key": ["id"]} for n in range(100)}},
+        }
+        inbox.mkdir(parents=True, exist_ok=True)
+        (root / "landing.yml").write_text(yaml.safe_dump(landing))
+        project_yml = root / "dbt_project.yml"
+        project_yml.write_text(project_yml.read_text().replace("'landing.yml'", repr(str(root / "landing.yml"))))
+
+    def write_mirror(self, name: str, source_table: str = SOURCE_TABLE) -> None:
+        sql = MIRROR_MODEL.format(source_table=source_table, columns=model_columns_sql())
+        (self.dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
+
+    def write_builtin(self, name: str, alias: str) -> None:
+        folder = self.dir / "models" / "builtin"
+        folder.mkdir(exist_ok=True)
+        schema = ", ".join(f"{column} {dtype}" for column, dtype in COLUMNS)
+        (folder / f"{name}.sql").write_text(BUILTIN_MODEL.format(alias=alias, source_table=SOURCE_TABLE, schema=schema))
+
+    def dbt(self, *args: str, expect_success: bool = True):
+        """Run dbt in this process; returns (result, seconds)."""
+        from dbt.cli.main import dbtRunner
+
+        os.environ["CDC_MERGE_SCHEMA"] = self.schema
+        os.environ["CDC_MERGE_RAW_SCHEMA"] = self.raw_schema
+        started = time.perf_counter()
+        result = dbtRunner().invoke(
+            [*args, "--project-dir", str(self.dir), "--profiles-dir", str(PROJECT_DIR / "profiles"), "--quiet"]
+        )
+        seconds = time.perf_counter() - started
+        if expect_success and not result.success:
+            raise RuntimeError(f"dbt {' '.join(args)} failed: {error_text(result)}")
+        return result, seconds
+
+
+def error_text(result) -> str:
+    if result.exception is not None:
+        return str(result.exception)
+    try:
+        return "; ".join(str(node.message) for node in result.result.results if node.status not in ("success", "pass"))
+    except AttributeError:
+        return "unknown error"

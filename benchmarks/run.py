@@ -1,0 +1,620 @@
+"""Benchmarks of the cdc_merge product path against baselines measured in the same run.
+
+    .venv/bin/python benchmarks/run.py --quick          # smoke run, about 2 minutes
+    .venv/bin/python benchmarks/run.py                  # the issue's sizes (see BENCHMARKS.md)
+    .venv/bin/python benchmarks/run.py --scenarios 10000000:1000000 --plot-scenarios '' --no-idle
+
+Everything runs in one process on one SparkSession (local[2], the project's Iceberg
+settings from python_jobs/io.py); dbt runs in-process on it, as in `make demo`. For each
+target size the mirror is created by the product (`dbt run` on an empty raw table), then
+filled in bulk (spark.range) with the rows its snapshot events give, and its offset is set
+to that snapshot; every method then starts from exactly that state: the tables are reset
+to their snapshots (Iceberg set_current_snapshot) after each one.
+
+Prints one table; writes all figures to --results (JSON) for benchmarks/plot.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import datagen  # noqa: E402
+import methods  # noqa: E402
+from measure import PeakMemory, install_sql_clock, strip_comment, timed  # noqa: E402
+from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
+
+GB = 1024**3
+ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction"]
+MIRROR = "bench_items"
+
+
+def parse_pairs(text: str) -> list[tuple[int, int]]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        target, batch = item.split(":")
+        pairs.append((int(float(target)), int(float(batch))))
+    return pairs
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run, ~2 minutes)")
+    parser.add_argument("--target-rows", type=int, help="one main scenario: target rows (with --batch-events)")
+    parser.add_argument("--batch-events", type=int, help="one main scenario: events in the batch")
+    parser.add_argument("--scenarios", default=None,
+                        help="main scenarios TARGET:BATCH,... (every baseline and lever)")
+    parser.add_argument("--plot-scenarios", default=None,
+                        help="extra points for the plot TARGET:BATCH,... (product, hand-written MERGE, key scan)")
+    parser.add_argument("--levers", default=None,
+                        help="lever prototypes on main scenarios ('' for none); all: " + ",".join(ALL_LEVERS))
+    parser.add_argument("--dml-sample", type=int, default=20, help="row-by-row statements to time")
+    parser.add_argument("--dml-budget", type=float, default=60.0, help="stop row-by-row sampling after this many seconds (>= 3 statements)")
+    parser.add_argument("--landing-events", type=int, default=None, help="default 1,000,000 (quick: 30,000)")
+    parser.add_argument("--idle-mirrors", type=int, default=10)
+    parser.add_argument("--no-idle", action="store_true", help="skip the idle dbt run overhead benchmark")
+    parser.add_argument("--no-landing", action="store_true", help="skip the landing throughput benchmark")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold (new process) idle dbt run")
+    parser.add_argument("--no-baselines", action="store_true", help="main scenarios: skip baselines 2-4 (levers only)")
+    parser.add_argument("--verify", action="store_true", help="check every method's result (an extra scan each; on with --quick)")
+    parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory (the JVM heap; local mode runs everything in it)")
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_bench"), help="warehouse, project copies, inbox (deleted first)")
+    parser.add_argument("--results", type=Path, default=HERE / "results.json")
+    args = parser.parse_args(argv)
+    quick = {"scenarios": "200000:20000", "plot_scenarios": "100000:2000", "landing_events": 20_000,
+             "levers": "replay,cache_fix,one_scan,key_only,compaction"}
+    full = {"scenarios": "10000000:1000000,10000000:10000,30000000:10000",
+            "plot_scenarios": "1000000:10000,3000000:10000,10000000:100000", "landing_events": 500_000,
+            "levers": "replay,cache_fix,one_scan,key_only,compaction"}
+    for name, value in (quick if args.quick else full).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.quick:
+        args.dml_sample, args.dml_budget, args.verify, args.no_cold = min(args.dml_sample, 6), min(args.dml_budget, 20.0), True, True
+        if args.results == HERE / "results.json":
+            args.results = HERE / "results-quick.json"
+    if args.target_rows or args.batch_events:
+        if not (args.target_rows and args.batch_events):
+            parser.error("--target-rows and --batch-events go together")
+        args.scenarios, args.plot_scenarios = f"{args.target_rows}:{args.batch_events}", ""
+    args.main = parse_pairs(args.scenarios)
+    args.plot = [pair for pair in parse_pairs(args.plot_scenarios) if pair not in args.main]
+    args.lever_names = [name for name in args.levers.split(",") if name]
+    return args
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = args.work_dir
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self.warehouse = self.work / "warehouse"
+        os.environ["CDC_MERGE_WAREHOUSE"] = str(self.warehouse)
+        self.spark = self._session()
+        self.jvm_pid = int(self.spark._jvm.java.lang.ProcessHandle.current().pid())
+        self.memory = PeakMemory(self.jvm_pid)
+        self.clock = install_sql_clock()
+        self.results = {
+            "started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "machine": machine(),
+            "driver_memory": args.driver_memory,
+            "scenarios": [],
+        }
+
+    def _session(self):
+        from pyspark.sql import SparkSession
+        from python_jobs import io
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = SparkSession.builder.appName("cdc_merge_bench").master(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]"))
+        for name, value in io.iceberg_spark_conf(str(self.warehouse)).items():
+            builder = builder.config(name, value)
+        builder = builder.config("spark.driver.memory", self.args.driver_memory).config("spark.ui.showConsoleProgress", "false")
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def sql(self, text: str):
+        return self.spark.sql(text).collect()
+
+    def snapshot(self, table: str):
+        rows = self.sql(f"select snapshot_id from {table}.refs where name = 'main'")
+        return rows[0][0] if rows else None
+
+    def restore(self, state: dict) -> None:
+        for table, snapshot in state.items():
+            if self.snapshot(table) != snapshot:
+                self.sql(f"call lake.system.set_current_snapshot('{table}', {snapshot})")
+        for view in ("bench_one_scan_changes", "bench_key_only_changes", f"{MIRROR}__cdc_changes"):
+            try:
+                self.sql(f"uncache table if exists {view}")
+            except Exception:  # a cached view over a view that is gone
+                self.sql(f"drop view if exists {view}")
+        self.spark.catalog.clearCache()
+
+    def measure(self, name: str, action, state: dict | None = None, verify=None) -> dict:
+        """Run action() once; seconds, peak memory; then reset the tables to state."""
+        self.memory.reset()
+        entry = {"ok": True}
+        with timed() as timer:
+            try:
+                note = action()
+                if isinstance(note, dict):
+                    entry.update(note)
+                elif note:
+                    entry["note"] = note
+            except Exception as error:  # a baseline that fails is a result, not a crash
+                entry.update(ok=False, error=" ".join(str(error).split())[:400])
+        entry["seconds"] = round(timer.seconds, 3)
+        jvm, total = self.memory.peaks()
+        entry["peak_jvm_gb"], entry["peak_total_gb"] = round(jvm / GB, 2), round(total / GB, 2)
+        if verify is not None and entry["ok"]:
+            entry["fingerprint"] = [str(v) for v in verify()]
+        if state is not None:
+            self.restore(state)
+        status = f"{entry['seconds']:8.2f} s" if entry["ok"] else f"FAILED: {entry['error'][:150]}"
+        print(f"    {name:<28} {status}  (peak JVM RSS {entry['peak_jvm_gb']:.2f} GB)", flush=True)
+        return entry
+
+    # --- one target size ---------------------------------------------------------------------------
+
+    def setup_target(self, target_rows: int) -> dict:
+        number = len(self.results["scenarios"])
+        tag = f"t{target_rows}_{number}"
+        schema, raw_schema = f"bm_{tag}", f"br_{tag}"
+        project = BenchProject(self.work / f"project_{tag}", schema, raw_schema, self.work / f"inbox_{tag}")
+        project.write_mirror(MIRROR)
+        builtin = BenchProject(self.work / f"builtin_{tag}", schema, raw_schema, self.work / f"inbox_{tag}")
+        builtin.write_builtin("bench_builtin", alias=MIRROR)
+        raw, mirror = f"{raw_schema}.raw_events", f"{schema}.{MIRROR}"
+        tombstones, offsets = f"{mirror}__cdc_tombstones", f"{schema}.cdc_merge_offsets"
+        print(f"== target {target_rows:,} rows: create (product, empty), fill in bulk", flush=True)
+        with timed() as timer:
+            project.dbt("run-operation", "create_raw_tables")
+            project.dbt("run", "--select", MIRROR)  # creates mirror, tombstones, offsets from an empty log
+            datagen.snapshot_events(self.spark, target_rows).writeTo(raw).append()
+            s0 = self.snapshot(raw)
+            datagen.mirror_rows(self.spark, target_rows).writeTo(mirror).append()
+            # A tombstone for a key that never exists, so the tombstones table has a snapshot to reset to.
+            self.sql(f"insert into {tombstones} values ('[\"-1\"]', '0', timestamp'2000-01-01 00:00:00')")
+            self.sql(f"""insert into {offsets} select '{mirror}', 1, '{raw}', '{datagen.SOURCE_TABLE}', '{s0}',
+                {target_rows}, {target_rows}, 0, 0, 0, timestamp'2026-01-01 00:00:00', current_timestamp(), 'bench-setup'""")
+        files = self.sql(f"select count(*), sum(file_size_in_bytes) from {mirror}.files")[0]
+        print(f"   {timer.seconds:.1f} s; mirror: {files[0]} data files, {files[1] / 1e6:.0f} MB", flush=True)
+        return {"project": project, "builtin": builtin, "raw": raw, "mirror": mirror, "tombstones": tombstones,
+                "offsets": offsets, "s0": s0, "schema": schema, "target_rows": target_rows,
+                "state": {mirror: self.snapshot(mirror), tombstones: self.snapshot(tombstones), offsets: self.snapshot(offsets)},
+                "mirror_mb": files[1] / 1e6, "mirror_files": files[0], "batch_number": 0}
+
+    def run_scenario(self, env: dict, batch_events: int, main: bool) -> dict:
+        spark, args = self.spark, self.args
+        target_rows = env["target_rows"]
+        raw, mirror, tombstones, state = env["raw"], env["mirror"], env["tombstones"], env["state"]
+        env["batch_number"] += 1
+        print(f"== {'main' if main else 'plot'} scenario: {batch_events:,} events into {target_rows:,} rows", flush=True)
+        if self.snapshot(raw) != env["s0"]:
+            self.sql(f"call lake.system.set_current_snapshot('{raw}', {env['s0']})")
+        datagen.batch_events(spark, target_rows, batch_events, env["batch_number"]).writeTo(raw).append()
+        s1 = self.snapshot(raw)
+        methods.batch_read(spark, raw, env["s0"], s1, "bench_batch_events")
+        expected = datagen.expected_batch_counts(batch_events)
+        expected_rows = target_rows + expected["inserted"] - expected["deleted"]
+        verify = (lambda: self.sql(methods.fingerprint_sql(mirror))[0]) if args.verify else None
+        scenario = {"target_rows": target_rows, "batch_events": batch_events, "main": main,
+                    "keys_changed": expected["keys"], "expected_rows": expected_rows,
+                    "mirror_mb": round(env["mirror_mb"], 1), "mirror_files": env["mirror_files"], "methods": {}}
+        results = scenario["methods"]
+        project = env["project"]
+
+        def product():
+            with self.clock.measuring():
+                result, seconds = project.dbt("run", "--select", MIRROR)
+            offsets = self.sql(f"""select rows_inserted, rows_updated, rows_deleted, events_skipped from {env['offsets']}
+                                   where target_table = '{mirror}' order by offset_ordinal desc limit 1""")[0]
+            counts = dict(inserted=offsets[0], updated=offsets[1], deleted=offsets[2])
+            if counts != {k: expected[k] for k in counts}:
+                raise AssertionError(f"product applied {counts}, expected {expected}")
+            kinds = {k: [v[0], round(v[1], 2)] for k, v in self.clock.by_kind.items()}
+            self.recorded = list(self.clock.recorded)
+            top = sorted(self.recorded, key=lambda item: -item[1])[:8]
+            return {"sql_seconds": round(self.clock.seconds, 3), "statements": self.clock.statements, "by_kind": kinds,
+                    "slowest_statements": [[round(sec, 3), " ".join(strip_comment(sql).split())[:160]] for sql, sec in top]}
+
+        results["product"] = self.measure("product: dbt run (cdc_merge)", product, verify=verify)
+        if main and "compaction" in args.lever_names:
+            results.update(self.compaction(mirror))
+        self.restore(state)
+        results["key_scan"] = self.measure("key-column scan", lambda: self.sql(methods.key_scan_sql(mirror)) and None)
+        results["handwritten_merge"] = self.measure(
+            "hand-written dedup + MERGE", lambda: self.sql(methods.handwritten_merge_sql(mirror, "bench_batch_events")) and None,
+            state, verify)
+        if main:
+            if not args.no_baselines:
+                self.baselines(env, scenario, s1, verify)
+            self.levers(env, scenario, verify)
+        # Second measurement of the two headline methods, interleaved, to see the noise.
+        results["product_again"] = self.measure("product again", product, state)
+        results["handwritten_merge_again"] = self.measure(
+            "hand-written again", lambda: self.sql(methods.handwritten_merge_sql(mirror, "bench_batch_events")) and None, state)
+        results["key_scan_again"] = self.measure("key-column scan again", lambda: self.sql(methods.key_scan_sql(mirror)) and None)
+        if args.verify:
+            self.check_fingerprints(scenario, expected_rows)
+        self.results["scenarios"].append(scenario)
+        self.save()
+        return scenario
+
+    def baselines(self, env, scenario, s1, verify) -> None:
+        spark, args, results = self.spark, self.args, scenario["methods"]
+        mirror, state = env["mirror"], env["state"]
+        dml = self.measure("row-by-row DML (sample)", lambda: methods.row_by_row(
+            spark, mirror, "bench_batch_events", args.dml_sample, args.dml_budget), state)
+        if dml["ok"]:
+            dml["extrapolated_seconds"] = round(dml["seconds_per_statement"] * scenario["keys_changed"], 1)
+        results["row_by_row"] = dml
+        rebuild_target = f"{env['schema']}.bench_rebuild"
+        if env.get("rebuilt") and not self.args.quick:
+            results["full_rebuild"] = dict(env["rebuilt"], note=f"measured once per target, with the {env['rebuilt_batch']:,}-event batch")
+        else:
+            env["rebuilt_batch"] = scenario["batch_events"]
+            env["rebuilt"] = results["full_rebuild"] = self.measure(
+            "full rebuild from the log", lambda: self.sql(methods.rebuild_sql(rebuild_target, env["raw"])) and None,
+            verify=(lambda: self.sql(methods.fingerprint_sql(rebuild_target))[0]) if verify else None)
+            self.sql(f"drop table if exists {rebuild_target} purge")
+        builtin = env["builtin"]
+        after_seq = self.sql(f"select max(seq) from {env['raw']} version as of {env['s0']}")[0][0]
+
+        def builtin_run(dedup: bool):
+            def go():
+                vars_ = json.dumps({"bench_after_seq": after_seq, "bench_dedup": dedup})
+                result, seconds = builtin.dbt("run", "--select", "bench_builtin", "--vars", vars_, expect_success=False)
+                if not result.success:
+                    raise RuntimeError(error_text(result))
+                rows = self.sql(f"select count(*), count_if(status is null) from {mirror}")[0]
+                return {"rows_after": rows[0], "rows_expected": scenario["expected_rows"], "deleted_keys_left_as_null_rows": rows[1],
+                        "note": "deletes not applied: deleted keys stay as rows of nulls" if rows[1] else ""}
+            return go
+
+        results["builtin_merge"] = self.measure("dbt incremental merge", builtin_run(False), state)
+        results["builtin_merge_dedup"] = self.measure("dbt incremental merge+dedup", builtin_run(True), state)
+
+    def compaction(self, mirror: str) -> dict:
+        """Lever: merge-on-read + compaction. Reading the mirror after one MOR apply, compacting it."""
+        full_scan = f"select sum(xxhash64({', '.join(methods.WRITTEN)})) from {mirror}"
+        out = {"lever_full_scan_after_apply": self.measure("full-row scan after apply (MOR)", lambda: self.sql(full_scan) and None)}
+        deletes = self.sql(f"select count(*), coalesce(sum(record_count), 0) from {mirror}.delete_files")[0]
+        out["lever_full_scan_after_apply"]["delete_files"] = deletes[0]
+        out["lever_compaction"] = self.measure("compaction (rewrite_data_files)", lambda: self.sql(
+            f"call lake.system.rewrite_data_files(table => '{mirror}', options => map('delete-file-threshold', '1', 'rewrite-all', 'false'))") and None)
+        out["lever_full_scan_after_compaction"] = self.measure("full-row scan after compaction", lambda: self.sql(full_scan) and None)
+        return out
+
+    def levers(self, env, scenario, verify) -> None:
+        names, results = self.args.lever_names, scenario["methods"]
+        mirror, tombstones, state = env["mirror"], env["tombstones"], env["state"]
+        # The materialization's statements; dbt's own metadata queries (show, describe) left out.
+        statements = [sql for sql, _ in self.recorded if strip_comment(sql).split(None, 1)[0].lower() not in ("show", "describe")]
+        if "compaction" in names:
+            results["lever_full_scan_before_apply"] = self.measure("full-row scan before apply", lambda: self.sql(
+                f"select sum(xxhash64({', '.join(methods.WRITTEN)})) from {mirror}") and None)
+
+        def pin(sql: str) -> str:
+            """Reads of the mirror and tombstones in the cached changes pinned to their current snapshots."""
+            if not strip_comment(sql).lower().startswith("cache table"):
+                return sql
+            for table in (tombstones, mirror):
+                sql, n = re.subn(rf"from {re.escape(table)}(?![\w.])", f"from {table} version as of {state[table]}", sql)
+                assert n == 1, (table, n)
+            return sql
+
+        def cache_fix(sql: str) -> list[str] | str:
+            """Spark 3.5 silently does not cache `CACHE TABLE x AS <query with a CTE>` (isCached is false, so every
+            later statement recomputes the changes and scans the mirror again). A view that stores its analyzed
+            plan, cached by a CTE-free SELECT, is cached."""
+            text = strip_comment(sql)
+            if not text.lower().startswith("cache table"):
+                return sql
+            name, query = re.match(r"cache table (\S+) as(.*)", text, re.S | re.I).groups()
+            return [f"create or replace temporary view {name}__def as {query}", f"cache table {name} as select * from {name}__def"]
+
+        def replay(confs: dict | None = None, tail=None, drop: str | None = None, rewrite=None):
+            def go():
+                timings = []
+                old = {k: self.spark.conf.get(k, None) for k in (confs or {})}
+                for k, v in (confs or {}).items():
+                    self.spark.conf.set(k, v)
+                try:
+                    if tail is None:
+                        todo = [rewrite(sql) if rewrite else sql for sql in statements if drop is None or drop not in sql]
+                        todo = [one for sql in todo for one in (sql if isinstance(sql, list) else [sql])]
+                    else:
+                        # The product's statements up to its last batch view, then the variant.
+                        last_view = max(i for i, sql in enumerate(statements) if f"view {MIRROR}__cdc_batch as" in sql)
+                        todo = statements[: last_view + 1] + [rewrite(sql) if rewrite else sql for sql in tail(f"{MIRROR}__cdc_batch")]
+                    for sql in todo:
+                        t0 = time.perf_counter()
+                        self.sql(sql)
+                        timings.append((round(time.perf_counter() - t0, 3), " ".join(strip_comment(sql).split())[:120]))
+                    return {"slowest_statements": sorted(timings, reverse=True)[:6]}
+                finally:
+                    for k, v in old.items():
+                        self.spark.conf.set(k, v) if v is not None else self.spark.conf.unset(k)
+            return go
+
+        variants = {
+            "replay": ("replay product SQL (no dbt)", {}, None),
+            "shuffle2": ("  + shuffle partitions 2", {"spark.sql.shuffle.partitions": "2"}, None),
+            "shuffle16": ("  + shuffle partitions 16", {"spark.sql.shuffle.partitions": "16"}, None),
+            "broadcast": ("  + broadcast batch (1 GB thr.)", {"spark.sql.autoBroadcastJoinThreshold": str(GB)}, None),
+            "no_rounds": ("  - the TOAST rounds query", {}, None, "keys_with_placeholders"),
+            "pinned": ("  + changes pinned to snapshots", {}, None, None, pin),
+            "cache_fix": ("  + changes really cached", {"spark.sql.legacy.storeAnalyzedPlanForView": "true"}, None, None, cache_fix),
+            "one_scan": ("one target scan (no classify)", {}, lambda view: methods.one_scan_statements(mirror, tombstones, view)),
+            "key_only": ("pinned + key-only MERGE", {}, lambda view: methods.key_only_merge_statements(mirror, tombstones, view), None, pin),
+        }
+        for name, (label, confs, tail, *more) in variants.items():
+            if name in names:
+                results[f"lever_{name}"] = self.measure(label, replay(confs, tail, *more), state, verify)
+
+    def check_fingerprints(self, scenario, expected_rows) -> None:
+        prints = {name: m["fingerprint"] for name, m in scenario["methods"].items() if m.get("fingerprint")}
+        reference = prints.get("product")
+        scenario["verified"] = {name: (fp == reference) for name, fp in prints.items()}
+        if reference and int(reference[0]) != expected_rows:
+            scenario["verified"]["product_rows"] = False
+        bad = [name for name, ok in scenario["verified"].items() if not ok]
+        print(f"    verify: {'all results equal the product' if not bad else 'DIFFERENT: ' + ', '.join(bad)} "
+              f"({reference[0] if reference else '?'} rows, expected {expected_rows})", flush=True)
+
+    # --- dbt overhead, landing ---------------------------------------------------------------------
+
+    def idle_overhead(self) -> dict:
+        count = self.args.idle_mirrors
+        print(f"== idle dbt run: {count} mirrors, no new events", flush=True)
+        project = BenchProject(self.work / "project_idle", "bm_idle", "br_idle", self.work / "inbox_idle")
+        for n in range(count):
+            project.write_mirror(f"bench_items_{n}", source_table=f"bench.items_{n}")
+        project.dbt("run-operation", "create_raw_tables")
+        for n in range(count):
+            datagen.snapshot_events(self.spark, 1000, f"bench.items_{n}").writeTo("br_idle.raw_events").append()
+        project.dbt("run", "--exclude", "raw_events")  # applies the 1000 rows of each
+        out = {"mirrors": count, "runs": []}
+        for _ in range(3):
+            self.memory.reset()
+            with self.clock.measuring():
+                _, seconds = project.dbt("run", "--exclude", "raw_events")
+            out["runs"].append({"seconds": round(seconds, 3), "sql_seconds": round(self.clock.seconds, 3),
+                                "statements": self.clock.statements,
+                                "by_kind": {k: [v[0], round(v[1], 3)] for k, v in self.clock.by_kind.items()}})
+        best = min(out["runs"], key=lambda r: r["seconds"])
+        out.update(seconds=best["seconds"], sql_seconds=best["sql_seconds"], overhead_seconds=round(best["seconds"] - best["sql_seconds"], 3),
+                   statements=best["statements"], by_kind=best["by_kind"])
+        described = [v for k, v in best["by_kind"].items() if k.startswith(("describe", "show"))]
+        describe = [sum(v[0] for v in described), round(sum(v[1] for v in described), 3)]
+        out["describe_statements"], out["describe_seconds"] = describe
+        print(f"    warm: {out['seconds']:.2f} s wall, {out['sql_seconds']:.2f} s in SQL ({out['statements']} statements), "
+              f"{out['overhead_seconds']:.2f} s dbt overhead; relation listing (show/describe): {describe[0]} statements, {describe[1]:.2f} s", flush=True)
+        with self.clock.measuring():
+            _, seconds = project.dbt("run")
+        out["with_landing"] = {"seconds": round(seconds, 3), "sql_seconds": round(self.clock.seconds, 3)}
+        print(f"    warm, landing model included (no new files): {seconds:.2f} s", flush=True)
+        if not self.args.no_cold:
+            out["cold"] = self.cold_run(project)
+        return out
+
+    def cold_run(self, project: BenchProject) -> dict:
+        """Lever 'long-lived session': the same idle run as a new `dbt` process (new JVM)."""
+        from python_jobs import io
+
+        env = {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
+               "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
+        dbt_bin = Path(sys.executable).parent / "dbt"
+        started = time.perf_counter()
+        done = subprocess.run([str(dbt_bin), "run", "--exclude", "raw_events", "--project-dir", str(project.dir),
+                               "--profiles-dir", str(PROJECT_DIR / "profiles"), "--quiet"],
+                              env=env, cwd=str(PROJECT_DIR), capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        print(f"    cold (new dbt process, new JVM): {seconds:.2f} s{'' if done.returncode == 0 else ' FAILED: ' + done.stdout[-300:]}", flush=True)
+        return {"seconds": round(seconds, 3), "ok": done.returncode == 0}
+
+    def landing(self) -> dict:
+        from python_jobs import land
+        from python_jobs.config import load_config
+
+        events = self.args.landing_events
+        print(f"== landing: {events:,} Debezium events through python_jobs/land.py", flush=True)
+        inbox = self.work / "inbox_landing"
+        project = BenchProject(self.work / "project_landing", "bm_landing", "br_landing", inbox)
+        project.dbt("run-operation", "create_raw_tables")
+        with timed() as gen:
+            files = datagen.write_debezium_files(inbox, events)
+        size = sum(p.stat().st_size for p in inbox.iterdir())
+        self.memory.reset()
+        with timed() as timer:
+            summary = land.run(load_config(project.dir / "landing.yml"), spark=self.spark)
+        jvm, total = self.memory.peaks()
+        landed = summary.counts["event"]
+        out = {"events": events, "files": files, "mb": round(size / 1e6, 1), "landed": landed,
+               "quarantined": summary.counts["rejected"] + summary.counts["ignored"], "seconds": round(timer.seconds, 3),
+               "batch_seconds": round(summary.seconds, 3), "events_per_second": round(landed / timer.seconds),
+               "peak_jvm_gb": round(jvm / GB, 2), "peak_total_gb": round(total / GB, 2), "generate_seconds": round(gen.seconds, 2)}
+        print(f"    {landed:,} events ({size / 1e6:.0f} MB in {files} files) in {timer.seconds:.1f} s: "
+              f"{out['events_per_second']:,} events/s; quarantined {out['quarantined']}; peak RSS JVM {out['peak_jvm_gb']} GB, "
+              f"with Python workers {out['peak_total_gb']} GB", flush=True)
+        if landed != events:
+            print(f"    WARNING: landed {landed} of {events} events", flush=True)
+        # Lever: the parse without the Iceberg write (how much is the Python UDF?).
+        from python_jobs.transforms import parse_cdc_lines, split_lines
+
+        config = load_config(project.dir / "landing.yml")
+        lines = self.spark.read.format("text").option("wholetext", "true").load(str(inbox)).selectExpr(
+            "_metadata.file_path as landed_file", "value as content")
+        with timed() as parse:
+            parse_cdc_lines(split_lines(lines), config.key_columns, config.format).where("status = 'event'").selectExpr(
+                "sum(xxhash64(key, seq, raw_data))").collect()
+        out["parse_only_seconds"] = round(parse.seconds, 3)
+        out["parse_only_events_per_second"] = round(events / parse.seconds)
+        with timed() as split:
+            split_lines(lines).selectExpr("sum(length(line_text))").collect()
+        out["split_only_seconds"] = round(split.seconds, 3)
+        print(f"    parse only (UDF, no write): {parse.seconds:.1f} s = {out['parse_only_events_per_second']:,} events/s; "
+              f"read+split lines only: {split.seconds:.1f} s", flush=True)
+        return out
+
+    def save(self) -> None:
+        self.args.results.write_text(json.dumps(self.results, indent=1, default=str))
+
+
+def machine() -> dict:
+    mem = next((line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")), "0")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    import pyspark
+    return {"cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024**2, 1), "cpu": cpu, "java": java,
+            "python": platform.python_version(), "pyspark": pyspark.__version__, "iceberg": "1.10.2",
+            "load_average_at_start": os.getloadavg()}
+
+
+# --- the table -------------------------------------------------------------------------------------
+
+def ratio(numerator, denominator) -> str:
+    return f"{numerator / denominator:.2f}x" if numerator and denominator else "-"
+
+
+def best(methods_: dict, *names) -> float | None:
+    values = [methods_[n]["seconds"] for n in names if n in methods_ and methods_[n].get("ok")]
+    return min(values) if values else None
+
+
+def print_table(results: dict) -> None:
+    print("\n" + "=" * 110)
+    print("apply: seconds (best of the runs in this process) and ratio = method time / product time "
+          "(> 1: the product is that many times faster)")
+    header = f"{'events -> target rows':<24}{'method':<36}{'seconds':>10}{'ratio':>9}  {'peak JVM RSS':>12}  note"
+    print(header)
+    print("-" * 110)
+    for scenario in results["scenarios"]:
+        m = scenario["methods"]
+        product = best(m, "product", "product_again")
+        label = f"{scenario['batch_events']:,} -> {scenario['target_rows']:,}"
+        rows = [("product: dbt run cdc_merge", product, "", max(m[n]["peak_jvm_gb"] for n in ("product", "product_again") if n in m))]
+        sql = m["product"].get("sql_seconds")
+        if sql:
+            rows.append(("  of which SQL in Spark", sql, "", None))
+        rows.append(("1 hand-written dedup+MERGE (MOR)", best(m, "handwritten_merge", "handwritten_merge_again"), "", m["handwritten_merge"]["peak_jvm_gb"]))
+        if "row_by_row" in m:
+            d = m["row_by_row"]
+            rows.append(("2 row-by-row DML (extrapolated)", d.get("extrapolated_seconds"),
+                         f"{d.get('seconds_per_statement', 0):.2f} s/statement x {scenario['keys_changed']:,} keys ({d.get('statements', 0)} timed)"
+                         if d["ok"] else d["error"][:60], d["peak_jvm_gb"]))
+        if "full_rebuild" in m:
+            rows.append(("3 full rebuild from the log", best(m, "full_rebuild"), "", m["full_rebuild"]["peak_jvm_gb"]))
+        for key, label_ in (("builtin_merge", "4 dbt incremental merge"), ("builtin_merge_dedup", "4 dbt incremental merge + dedup")):
+            if key in m:
+                b = m[key]
+                rows.append((label_, b["seconds"] if b["ok"] else None,
+                             b.get("note", "") if b["ok"] else "FAILS: " + b["error"][:70], b["peak_jvm_gb"]))
+        rows.append(("5 key-column scan of the target", best(m, "key_scan", "key_scan_again"), "", m["key_scan"]["peak_jvm_gb"]))
+        for name, entry in m.items():
+            if name.startswith("lever_"):
+                note = entry.get("error", "")[:60] if not entry["ok"] else (f"{entry['delete_files']} delete files" if "delete_files" in entry else "")
+                rows.append((name.replace("lever_", "lever: "), entry["seconds"] if entry["ok"] else None, note, entry["peak_jvm_gb"]))
+        for i, (name, seconds, note, peak) in enumerate(rows):
+            shown = f"{seconds:10.2f}" if seconds is not None else f"{'-':>10}"
+            r = ratio(seconds, product) if i else ""
+            mem = f"{peak:9.2f} GB" if peak is not None else ""
+            print(f"{label if i == 0 else '':<24}{name:<36}{shown}{r:>9}  {mem:>12}  {note}")
+        print("-" * 110)
+    idle = results.get("idle")
+    if idle:
+        print(f"idle dbt run, {idle['mirrors']} mirrors (warm session): {idle['seconds']:.2f} s wall, {idle['sql_seconds']:.2f} s SQL "
+              f"({idle['statements']} statements) -> overhead beyond the SQL {idle['overhead_seconds']:.2f} s; "
+              f"relation listing (show/describe): {idle['describe_statements']} statements, {idle['describe_seconds']:.2f} s"
+              + (f"; cold new process: {idle['cold']['seconds']:.1f} s" if idle.get("cold") else ""))
+    landing = results.get("landing")
+    if landing:
+        print(f"landing (python_jobs/land.py, Debezium): {landing['landed']:,} events in {landing['seconds']:.1f} s = "
+              f"{landing['events_per_second']:,} events/s (parse alone {landing['parse_only_events_per_second']:,}/s); "
+              f"peak RSS JVM {landing['peak_jvm_gb']} GB, with Python workers {landing['peak_total_gb']} GB")
+    print_targets(results)
+
+
+def print_targets(results: dict) -> None:
+    print("\ntargets of the issue:")
+    lines = []
+    for s in results["scenarios"]:
+        m = s["methods"]
+        product, hand, scan = best(m, "product", "product_again"), best(m, "handwritten_merge", "handwritten_merge_again"), best(m, "key_scan", "key_scan_again")
+        if (s["target_rows"], s["batch_events"]) == (10_000_000, 1_000_000):
+            lines.append(f"  1M events into 10M rows >= 2x faster than the hand-written MERGE: {hand / product:.2f}x -> "
+                         f"{'MET' if hand / product >= 2 else 'NOT MET'}")
+        if (s["target_rows"], s["batch_events"]) == (30_000_000, 10_000):
+            lines.append(f"  10k events into 30M rows within 2x of one key-column scan: {product / scan:.2f}x the scan -> "
+                         f"{'MET' if product / scan <= 2 else 'NOT MET'}")
+    idle = results.get("idle")
+    if idle:
+        lines.append(f"  dbt run overhead beyond the SQL <= 3 s for {idle['mirrors']} mirrors: {idle['overhead_seconds']:.2f} s -> "
+                     f"{'MET' if idle['overhead_seconds'] <= 3 else 'NOT MET'}")
+    landing = results.get("landing")
+    if landing:
+        lines.append(f"  landing >= 250k events/s: {landing['events_per_second']:,} events/s -> "
+                     f"{'MET' if landing['events_per_second'] >= 250_000 else 'NOT MET'}")
+    ten_m = [max(e["peak_jvm_gb"] for e in s["methods"].values()) for s in results["scenarios"] if s["target_rows"] == 10_000_000]
+    if ten_m:
+        lines.append(f"  everything at 10M rows within 8 GB of driver memory: peak JVM RSS {max(ten_m):.2f} GB "
+                     f"(heap {results['driver_memory']}) -> {'MET' if max(ten_m) <= 8 else 'NOT MET'}")
+    print("\n".join(lines) if lines else "  (none of the issue's sizes in this run)")
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    bench = Bench(args)
+    started = time.perf_counter()
+    print(f"cdc_merge benchmarks: {bench.results['machine']}; driver memory {args.driver_memory}; work dir {args.work_dir}", flush=True)
+    try:
+        if not args.no_idle:
+            bench.results["idle"] = bench.idle_overhead()
+            bench.save()
+        if not args.no_landing:
+            bench.results["landing"] = bench.landing()
+            bench.save()
+        by_target: dict[int, list[tuple[int, bool]]] = {}
+        for target, batch in args.main:
+            by_target.setdefault(target, []).append((batch, True))
+        for target, batch in args.plot:
+            by_target.setdefault(target, []).append((batch, False))
+        for target in sorted(by_target):
+            env = bench.setup_target(target)
+            for batch, main in sorted(by_target[target], key=lambda item: (not item[1], item[0])):
+                bench.run_scenario(env, batch, main)
+            bench.sql(f"drop namespace if exists {env['schema']} cascade") if False else None
+    finally:
+        bench.results["total_seconds"] = round(time.perf_counter() - started, 1)
+        bench.results["load_average_at_end"] = os.getloadavg()
+        bench.save()
+        bench.memory.stop()
+    print_table(bench.results)
+    print(f"\ntotal {bench.results['total_seconds']:.0f} s; figures in {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
