@@ -70,6 +70,8 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         "spark.sql.defaultCatalog": CATALOG,
         "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.session.timeZone": "UTC",
+        # Without it Spark 3.5 silently skips CACHE TABLE ... AS WITH ... (the materialization's batch).
+        "spark.sql.legacy.storeAnalyzedPlanForView": "true",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
     }

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from postgres_server import free_port
+from throwaway_server import free_port, wait_until_accepting
 
 MARIADBD = Path("/usr/sbin/mariadbd")
 INSTALL_DB = Path("/usr/bin/mariadb-install-db")
@@ -62,14 +61,5 @@ def start_mariadb(directory: Path) -> MariadbServer:
         stdout=log, stderr=subprocess.STDOUT,
     )
     server = MariadbServer(directory, port, process)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            server.connect().close()
-            return server
-        except Exception:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                tail = (directory / "server.log").read_text()[-2000:]
-                raise RuntimeError(f"MariaDB did not start; its log ends:\n{tail}") from None
-            time.sleep(0.2)
+    wait_until_accepting(server.connect, process, directory / "server.log", "MariaDB")
+    return server

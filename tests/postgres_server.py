@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from throwaway_server import free_port, wait_until_accepting
+
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 WAL2JSON = Path("/usr/lib/postgresql/15/lib/wal2json.so")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
@@ -72,14 +66,5 @@ def start_postgres(directory: Path) -> PostgresServer:
         stdout=log, stderr=subprocess.STDOUT,
     )
     server = PostgresServer(directory, port, process)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            server.connect().close()
-            return server
-        except Exception:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                tail = (directory / "server.log").read_text()[-2000:]
-                raise RuntimeError(f"PostgreSQL did not start; its log ends:\n{tail}") from None
-            time.sleep(0.2)
+    wait_until_accepting(server.connect, process, directory / "server.log", "PostgreSQL")
+    return server

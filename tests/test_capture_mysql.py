@@ -8,11 +8,8 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import pytest
 
 from conftest import PROJECT_DIR
 from mariadb_server import start_mariadb
+from throwaway_server import kill_after_first_file
 from python_jobs import capture_mysql
 from python_jobs.capture import CaptureError
 from python_jobs.capture_mysql import CaptureConfig, Column, RowChange, TableInfo, Transaction, change_events, json_value
@@ -221,20 +219,12 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(mar
 
     # Killed half way: one transaction per file, SIGKILL once the first file appears.
     workload.run(150)
-    before = set(dbt_project.inbox.iterdir())
     command = [
         sys.executable, "-m", "python_jobs.capture_mysql", "--host", "127.0.0.1", "--port", str(mariadb.port),
         "--user", "root", "--tables", ",".join(KEYS), "--out", str(dbt_project.inbox),
         "--state", str(config.state), "--max-changes-per-file", "1",
     ]
-    process = subprocess.Popen(command, cwd=PROJECT_DIR, env={**os.environ, "MYSQL_PWD": ""},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not set(dbt_project.inbox.glob("*.json")) - before and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL, "capture finished before it could be killed"
-    assert len(set(dbt_project.inbox.glob("*.json")) - before) >= 1
+    assert kill_after_first_file(command, dbt_project.inbox, cwd=PROJECT_DIR, env={**os.environ, "MYSQL_PWD": ""}) >= 1
     resumed = capture_mysql.run(config)
     assert resumed.events > 0
     capture_land_merge_and_compare()

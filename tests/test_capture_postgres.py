@@ -7,11 +7,9 @@ import datetime as dt
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 
 from conftest import PROJECT_DIR
 from postgres_server import PG_BIN, start_postgres
+from throwaway_server import kill_after_first_file
 from python_jobs import capture_postgres
 from python_jobs.capture_postgres import CaptureConfig, Transaction, change_events
 from python_jobs.wal2json import json_value
@@ -191,20 +190,12 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(pos
 
     # Killed half way: one transaction per file, SIGKILL once the first file appears.
     workload.run(150)
-    before = set(dbt_project.inbox.iterdir())
     command = [
         sys.executable, "-m", "python_jobs.capture_postgres", "--dsn", postgres.dsn,
         "--tables", ",".join(KEYS), "--slot", "mirror_test", "--out", str(dbt_project.inbox),
         "--state", str(config.state), "--max-changes-per-file", "1",
     ]
-    process = subprocess.Popen(command, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not set(dbt_project.inbox.glob("*.json")) - before and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL, "capture finished before it could be killed"
-    written_before_kill = len(set(dbt_project.inbox.glob("*.json")) - before)
-    assert written_before_kill >= 1
+    assert kill_after_first_file(command, dbt_project.inbox, cwd=PROJECT_DIR) >= 1
     resumed = capture_postgres.run(config)
     assert resumed.events > 0
     capture_land_merge_and_compare()

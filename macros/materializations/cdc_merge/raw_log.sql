@@ -132,14 +132,8 @@
 {% endmacro %}
 
 
-{% macro databend__create_raw_changes_view(view_name, raw_relation, after_snapshot, through_snapshot) %}
-    {#-
-        CHANGES on a change_tracking table reads only the rows appended after the AT
-        snapshot (exclusive) up to the END snapshot; it works on open-source Databend.
-        Copied into a scratch table: each bucket and round reads the chunk again, and
-        Databend 1.2.453 panics (change_type.is_some()) when json_each joins a CHANGES scan.
-    -#}
-    create or replace transient table {{ view_name }} as
+{% macro databend_raw_change_columns() %}
+    {#- A chunk's raw events on Databend, with the _change_type column of Iceberg's changelog view. -#}
     select
         table_name,
         key,
@@ -151,6 +145,18 @@
         landed_file,
         landed_line,
         'INSERT' as _change_type
+{% endmacro %}
+
+
+{% macro databend__create_raw_changes_view(view_name, raw_relation, after_snapshot, through_snapshot) %}
+    {#-
+        CHANGES on a change_tracking table reads only the rows appended after the AT
+        snapshot (exclusive) up to the END snapshot; it works on open-source Databend.
+        Copied into a scratch table: each bucket and round reads the chunk again, and
+        Databend 1.2.453 panics (change_type.is_some()) when json_each joins a CHANGES scan.
+    -#}
+    create or replace transient table {{ view_name }} as
+    {{ cdc_merge.databend_raw_change_columns() }}
     from {{ raw_relation }}
     {%- if after_snapshot is not none %}
         changes (information => append_only)
@@ -202,17 +208,7 @@
 {% macro databend__create_raw_changes_from_stream_sql(view_name, raw_relation, stream) %}
     {#- Reading a stream in a statement that writes, inside the open transaction, consumes it at commit. -#}
     create or replace transient table {{ view_name }} as
-    select
-        table_name,
-        key,
-        action,
-        raw_data,
-        before_data,
-        seq,
-        source_ts,
-        landed_file,
-        landed_line,
-        'INSERT' as _change_type
+    {{ cdc_merge.databend_raw_change_columns() }}
     from {{ stream }}
 {% endmacro %}
 

@@ -28,23 +28,18 @@
         {%- endfor %}
     )
     as
-    select
-        {%- for column in columns %}
-        {{ column }},
-        {%- endfor %}
-        {%- if cfg.deletes == 'soft' %}
-        false as _cdc_deleted,
-        {%- endif %}
-        _cdc_key,
-        _cdc_seq,
-        _cdc_source_ts
-    from {{ source_view }}
-    limit 0
+    {{ cdc_merge.empty_mirror_sql(source_view, columns, cfg) }}
 {% endmacro %}
 
 
 {% macro databend__create_mirror_sql(target_relation, source_view, columns, cfg) %}
     create table {{ target_relation }} as
+    {{ cdc_merge.empty_mirror_sql(source_view, columns, cfg) }}
+{% endmacro %}
+
+
+{% macro empty_mirror_sql(source_view, columns, cfg) %}
+    {#- The mirror's columns, typed by the model's casts: the model's columns, then the bookkeeping. -#}
     select
         {%- for column in columns %}
         {{ column }},
