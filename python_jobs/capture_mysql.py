@@ -339,10 +339,11 @@ class MysqlCapture:
 
     def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
         query = event.query.lower()
-        for schema, name in captured:
+        for _, name in captured:
             if name.lower() in query and re.search(r"\b(alter|drop|rename|truncate)\b", query):
                 log.warning("DDL on a captured table at %s: %s; the mirror model may need changing",
                             event.packet.log_pos, event.query[:200])
+                return
 
     def close(self) -> None:
         self.connection.close()
@@ -404,7 +405,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
     pending = _PendingFile()
 
     def flush() -> None:
-        nonlocal binlog_file, position
+        nonlocal binlog_file, position, pending
         if pending.end is None:
             return
         if pending.events:
@@ -418,7 +419,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         binlog_file, position = pending.end
         write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
                                    "server_id": config.server_id})
-        pending.__init__()
+        pending = _PendingFile()
 
     for transaction, end_file, end_position in capture.transactions(binlog_file, position):
         processed_ms = int(time.time() * 1000)
