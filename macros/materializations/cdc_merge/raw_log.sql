@@ -283,6 +283,31 @@
 {%- endmacro %}
 
 
+{% macro ranked_events_cte() %}
+    {#- Each event of table_events with its rank in its key (newest first), and whether the key has placeholders (1/0). -#}
+    ranked as (
+        select
+            *,
+            row_number() over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+            ) as _cdc_rank,
+            count(*) over (partition by key) as _cdc_events,
+            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
+                as _cdc_has_placeholders
+        from table_events
+    )
+{%- endmacro %}
+
+
+{% macro in_round_sql(round) -%}
+    {#- The newest event of a key in round 1; for keys with placeholders every event, oldest first, one per round. -#}
+    (
+        (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
+        or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
+    )
+{%- endmacro %}
+
+
 {% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1) %}
     {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round)) }}
 {% endmacro %}
@@ -293,17 +318,7 @@
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
-    ranked as (
-        select
-            *,
-            row_number() over (
-                partition by key order by seq desc, landed_file desc, landed_line desc
-            ) as _cdc_rank,
-            count(*) over (partition by key) as _cdc_events,
-            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key) > 0
-                as _cdc_has_placeholders
-        from table_events
-    ),
+    {{ cdc_merge.ranked_events_cte() }},
 
     final as (
         select
@@ -321,9 +336,7 @@
                 else cast(array() as array<string>)
             end as _cdc_unavailable
         from ranked
-        where
-            (not _cdc_has_placeholders and _cdc_rank = 1 and {{ round }} = 1)
-            or (_cdc_has_placeholders and _cdc_events - _cdc_rank + 1 = {{ round }})
+        where {{ cdc_merge.in_round_sql(round) }}
     )
 
     select * from final
@@ -341,24 +354,12 @@
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
-    ranked as (
-        select
-            *,
-            row_number() over (
-                partition by key order by seq desc, landed_file desc, landed_line desc
-            ) as _cdc_rank,
-            count(*) over (partition by key) as _cdc_events,
-            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
-                as _cdc_has_placeholders
-        from table_events
-    ),
+    {{ cdc_merge.ranked_events_cte() }},
 
     picked as (
         select *
         from ranked
-        where
-            (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
-            or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
+        where {{ cdc_merge.in_round_sql(round) }}
     ),
 
     unavailable as (
