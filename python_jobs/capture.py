@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -116,3 +117,14 @@ def write_state(path: Path, state: Mapping[str, Any]) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(partial, path)
+
+
+def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
+    """A capture command's main: log to stderr, one clear line and exit code 2 on CaptureError."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        run(config)
+    except CaptureError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -37,7 +37,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from python_jobs.capture import CaptureError, CaptureSummary, OutputFolder, debezium_event, read_state, write_state
+from python_jobs.capture import (
+    CaptureError,
+    CaptureSummary,
+    OutputFolder,
+    debezium_event,
+    read_state,
+    run_command,
+    write_state,
+)
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -496,14 +504,7 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    try:
-        run(config)
-    except CaptureError as error:
-        print(f"cdc-capture-mysql: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command("cdc-capture-mysql", run, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from python_jobs.capture import CaptureError, CaptureSummary, OutputFolder, debezium_event, read_state, write_state
+from python_jobs.capture import (
+    CaptureError,
+    CaptureSummary,
+    OutputFolder,
+    debezium_event,
+    read_state,
+    run_command,
+    write_state,
+)
 from python_jobs.wal2json import json_value, parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
@@ -340,14 +348,7 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    try:
-        run(config)
-    except CaptureError as error:
-        print(f"cdc-capture-postgres: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command("cdc-capture-postgres", run, parse_args(argv))
 
 
 if __name__ == "__main__":
