@@ -134,6 +134,10 @@ class DbtProject:
         self.inbox
         return land.run(self.landing_config(tables, **settings))
 
+    def dbt_log(self) -> str:
+        """Everything dbt logged in this project so far, statements included."""
+        return (self.project_dir / "logs" / "dbt.log").read_text()
+
     def write_model(self, name: str, config: str, columns: str) -> None:
         """A cdc_merge model under models/mirrors, e.g. config="unique_key='id', source_table='a.b'"."""
         sql = MIRROR_MODEL.format(config=config, columns=columns)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import yaml
 
-from conftest import FIXTURES
+from conftest import FIXTURES, PROJECT_DIR, make_project
 
 PRODUCTS = {"inventory.products": ["id"]}
 
@@ -102,3 +103,43 @@ def test_other_formats_give_the_expected_products_table(conformance_project, fix
     conformance_project.dbt("run", "--select", "products")
 
     assert mirrored_products(conformance_project, "products") == expected_final_table(fixture)
+
+
+def test_plain_dbt_spark_reads_the_log_through_iceberg_changelog_view_and_agrees(spark, tmp_path):
+    """Where dbt's SparkSession is not in this process (type: spark, e.g. a Thrift server) the
+    materialization reads new raw snapshots with create_changelog_view and dbt-spark lists the
+    relations (SHOW TABLE EXTENDED, then one DESCRIBE per table); the cdc_spark adapter reads
+    them with an incremental append scan and lists them with SHOW TABLES."""
+    project = make_project(spark, tmp_path, "local")
+    profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
+    profiles["cdc_merge"] = {"target": "plain", "outputs": {"plain": {**profiles["cdc_merge"]["outputs"]["local"], "type": "spark"}}}
+    plain_profiles = tmp_path / "plain_profiles"
+    plain_profiles.mkdir()
+    (plain_profiles / "profiles.yml").write_text(yaml.safe_dump(profiles))
+    fixture = "debezium-data-schema-include.txt"
+    lines = (FIXTURES / "flink" / fixture).read_text().splitlines(keepends=True)
+
+    # Two landings and two runs, so the second reads from an offset (start and end snapshot).
+    for part, chunk in enumerate((lines[:7], lines[7:])):
+        (project.inbox / f"part-{part}.txt").write_text("".join(chunk))
+        project.land(PRODUCTS)
+        project.dbt("run", "--select", "inventory_products", profiles_dir=plain_profiles)
+
+    assert mirrored_products(project) == expected_final_table(fixture)
+    assert "call system.create_changelog_view" in project.dbt_log()
+
+    (project.inbox / "part-2.txt").write_text(lines[0])  # an older event again: changes nothing
+    project.land(PRODUCTS)
+    log_start = len(project.dbt_log())
+    project.dbt("run", "--select", "inventory_products")
+
+    log = project.dbt_log()[log_start:]
+    assert mirrored_products(project) == expected_final_table(fixture)
+    assert "create_changelog_view" not in log and "show table extended" not in log
+    # Only the new snapshot was read: one event, its key skipped as not newer.
+    (offset,) = project.query(
+        f"select events_read, events_skipped from {project.schema}.cdc_merge_offsets order by offset_ordinal desc limit 1"
+    )
+    assert (offset["events_read"], offset["events_skipped"]) == (1, 1)
+    # Tables in the schema: mirror, tombstones, offsets; the one DESCRIBE is the mirror's column check.
+    assert log.count("describe extended") == 1

@@ -15,7 +15,7 @@
     {%- set tombstones = cdc_merge.tombstones_relation(target_relation) if cfg.deletes == 'hard' else none -%}
     {%- set batch_view = cdc_merge.batch_view_name(model.name) -%}
     {%- set raw_changes_view = model.name ~ '__cdc_raw_changes' -%}
-    {%- set changes_view = model.name ~ '__cdc_changes' -%}
+    {%- set changes = cdc_merge.changes_relation(target_relation) -%}
     {%- set model_sql = compiled_code -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -88,7 +88,7 @@
             {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, columns, cfg) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -130,35 +130,34 @@
     {#- The raw events of one chunk, as the scratch relation raw_changes_view. -#}
     {% if chunk.stream is defined %}
         {% do run_query(cdc_merge.create_raw_changes_from_stream_sql(raw_changes_view, cfg.raw_relation, chunk.stream)) %}
+    {% elif adapter.type() == 'cdc_spark' and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through) %}
+        {#- Made by the adapter in dbt's own SparkSession: an incremental append scan, no changelog sort. -#}
     {% else %}
         {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
     {% endif %}
 {% endmacro %}
 
 
-{% macro apply_batch(target_relation, tombstones, changes_view, model_sql, columns, cfg) %}
+{% macro apply_batch(target_relation, tombstones, changes, model_sql, columns, cfg) %}
     {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
-    {% do cdc_merge.drop_scratch(changes_view) %}
-    {% do run_query(cdc_merge.create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg)) %}
-    {% set row = run_query(cdc_merge.change_counts_sql(changes_view)).rows[0] %}
-    {% set counts = {
-        'events_read': row['events_read'] | int,
-        'inserted': row['inserted'] | int,
-        'updated': row['updated'] | int,
-        'deleted': row['deleted'] | int,
-        'tombstoned': row['tombstoned'] | int,
-        'skipped': row['skipped'] | int,
-        'revived': row['revived'] | int,
-        'max_source_ts': row['max_source_ts'],
-    } %}
+    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones))) %}
+    {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
+    {% set counts = {} %}
+    {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
+        {% do counts.update({name: row[name] | int}) %}
+    {% endfor %}
+    {% do counts.update({'max_source_ts': row['max_source_ts']}) %}
     {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
-        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes_view)) %}
+        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes)) %}
+    {% endif %}
+    {% if (counts.updated + counts.deleted) > 0 %}
+        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes, columns, cfg, counts.partial_updates > 0)) %}
     {% endif %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
-    {% if (counts.inserted + counts.updated + counts.deleted + soft_tombstones) > 0 %}
-        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes_view, columns, cfg)) %}
+    {% if (counts.inserted + soft_tombstones) > 0 %}
+        {% do run_query(cdc_merge.insert_mirror_sql(target_relation, changes, columns, cfg)) %}
     {% endif %}
-    {% do cdc_merge.drop_scratch(changes_view) %}
+    {% do run_query(cdc_merge.drop_changes_sql(changes)) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
 {% endmacro %}

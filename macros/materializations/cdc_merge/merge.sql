@@ -1,46 +1,84 @@
 {#
-    Applying one deduplicated batch. Every statement compares seq, so running a batch
-    again, or an older event arriving late, changes nothing.
+    Applying one deduplicated batch. Every write is decided by comparing seq with what is
+    stored, so running a batch again, or an older event arriving late, changes nothing.
 #}
 
-{% macro create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg) %}
-    {{ return(adapter.dispatch('create_changes_sql', 'cdc_merge')(changes_view, model_sql, target_relation, tombstones, cfg)) }}
+{% macro changes_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_changes'})) }}
 {% endmacro %}
 
-{% macro spark__create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg) %}
-    {#- Cached so the counts and the MERGE read the target's keys once. -#}
-    cache table {{ changes_view }} as
-    {{ cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones) }}
+
+{% macro create_changes_sql(changes, classified_sql) %}
+    {{ return(adapter.dispatch('create_changes_sql', 'cdc_merge')(changes, classified_sql)) }}
 {% endmacro %}
 
-{% macro databend__create_changes_sql(changes_view, model_sql, target_relation, tombstones, cfg) %}
-    {#- A scratch table (no time travel) so the counts and the MERGEs read the target's keys once. -#}
-    create or replace transient table {{ changes_view }} as
-    {{ cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones) }}
+{% macro spark__create_changes_sql(changes, classified_sql) %}
+    {#-
+        A table, not a cached view: Spark rebuilds a cached query as soon as a table it
+        reads is written, even one read at a fixed snapshot, so every write after the
+        first would classify the batch again against the half-written tables.
+    -#}
+    create or replace table {{ changes }}
+    using iceberg
+    as
+    {{ classified_sql }}
+{% endmacro %}
+
+{% macro databend__create_changes_sql(changes, classified_sql) %}
+    create or replace transient table {{ changes }} as
+    {{ classified_sql }}
+{% endmacro %}
+
+
+{% macro drop_changes_sql(changes) %}
+    {{ return(adapter.dispatch('drop_changes_sql', 'cdc_merge')(changes)) }}
+{% endmacro %}
+
+{% macro spark__drop_changes_sql(changes) %}
+    drop table if exists {{ changes }} purge
+{% endmacro %}
+
+{% macro databend__drop_changes_sql(changes) %}
+    drop table if exists {{ changes }}
 {% endmacro %}
 
 
 {% macro classified_batch_sql(model_sql, target_relation, tombstones) %}
-    {#- Each key of the batch against the mirror and the tombstones: insert, update, delete, tombstone or skip. -#}
+    {#-
+        Each key of the batch against the mirror and the tombstones: insert, update, delete,
+        tombstone or skip. The stored keys are found with an inner join on the batch's keys
+        first: the batch is the small side, so Spark broadcasts it and reads only the key
+        and seq columns of the mirror, without shuffling them. The batch is read twice:
+        caching it first measured no faster.
+    -#}
     with
 
     batch as (
         {{ model_sql }}
     ),
 
+    batch_keys as (
+        select _cdc_key
+        from batch
+    ),
+
     mirror_keys as (
         select
-            _cdc_key,
-            _cdc_seq
-        from {{ target_relation }}
+            stored._cdc_key,
+            stored._cdc_seq
+        from {{ target_relation }} as stored
+        inner join batch_keys
+            on stored._cdc_key = batch_keys._cdc_key
     ),
 
     {% if tombstones is not none -%}
     tombstone_keys as (
         select
-            _cdc_key,
-            _cdc_seq
-        from {{ tombstones }}
+            stored._cdc_key,
+            stored._cdc_seq
+        from {{ tombstones }} as stored
+        inner join batch_keys
+            on stored._cdc_key = batch_keys._cdc_key
     ),
     {%- endif %}
 
@@ -72,12 +110,11 @@
 
 
 {% macro drop_scratch(name) %}
-    {#- The per-run intermediates: temporary views (cached) on Spark, transient tables on Databend. -#}
+    {#- The per-run raw changes: a temporary view on Spark, a transient table on Databend. -#}
     {{ return(adapter.dispatch('drop_scratch', 'cdc_merge')(name)) }}
 {% endmacro %}
 
 {% macro spark__drop_scratch(name) %}
-    {% do run_query('uncache table if exists ' ~ name) %}
     {% do run_query('drop view if exists ' ~ name) %}
 {% endmacro %}
 
@@ -91,6 +128,7 @@
         count(*) as events_read,
         count_if(_cdc_change = 'insert') as inserted,
         count_if(_cdc_change = 'update') as updated,
+        count_if(_cdc_change = 'update' and {{ cdc_merge.any_unavailable_sql('_cdc_unavailable') }}) as partial_updates,
         count_if(_cdc_change = 'delete') as deleted,
         count_if(_cdc_change = 'tombstone') as tombstoned,
         count_if(_cdc_change = 'skip') as skipped,
@@ -102,10 +140,7 @@
 
 
 {% macro merge_tombstones_sql(tombstones, changes_view) %}
-    {{ return(adapter.dispatch('merge_tombstones_sql', 'cdc_merge')(tombstones, changes_view)) }}
-{% endmacro %}
-
-{% macro default__merge_tombstones_sql(tombstones, changes_view) %}
+    {#- One MERGE with an insert branch: the tombstones are three narrow columns, cheap to shuffle. -#}
     merge into {{ tombstones }} as tombstone
     using (
         select
@@ -127,21 +162,28 @@
 {% endmacro %}
 
 
-{% macro merge_mirror_sql(target_relation, changes_view, columns, cfg) %}
-    {{ return(adapter.dispatch('merge_mirror_sql', 'cdc_merge')(target_relation, changes_view, columns, cfg)) }}
-{% endmacro %}
+{#
+    The mirror gets a MERGE with only WHEN MATCHED branches and a plain INSERT of the keys
+    it does not hold, instead of one MERGE with a WHEN NOT MATCHED branch: such a MERGE is
+    an outer join that keeps every batch row, so Spark cannot broadcast the batch and
+    shuffles every column of the whole mirror (BENCHMARKS.md, "Applied since (2)").
+    A run that dies between the two repeats the batch; the seq guards make that harmless.
+#}
 
-{% macro default__merge_mirror_sql(target_relation, changes_view, columns, cfg) %}
-    {%- set soft = cfg.deletes == 'soft' -%}
-    {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
+{% macro merge_mirror_sql(target_relation, changes_view, columns, cfg, partial_updates) %}
+    {#-
+        partial_updates: some updates lack columns the source did not send, which keep
+        their stored values. Without them the MERGE reads no stored column but the key and
+        seq, and Spark prunes the rest from the scan.
+    -#}
     merge into {{ target_relation }} as mirror
     using (
         select *
         from {{ changes_view }}
-        where _cdc_change in ('insert', 'update', 'delete'{{ ", 'tombstone'" if soft }})
+        where _cdc_change in ('update', 'delete')
     ) as change
         on mirror._cdc_key = change._cdc_key
-    {%- if soft %}
+    {%- if cfg.deletes == 'soft' %}
     when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then update set
         _cdc_deleted = true,
         _cdc_seq = change._cdc_seq,
@@ -149,23 +191,36 @@
     {%- else %}
     when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then delete
     {%- endif %}
-    {#- A column the source did not send keeps its stored value (see raw_log.sql). #}
     when matched and change._cdc_seq > mirror._cdc_seq then update set
         {%- for column in columns %}
+        {%- if partial_updates %}
         {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then mirror.{{ column }} else change.{{ column }} end,
+        {%- else %}
+        {{ column }} = change.{{ column }},
+        {%- endif %}
         {%- endfor %}
         _cdc_source_ts = change._cdc_source_ts,
-        {%- if soft %}
+        {%- if cfg.deletes == 'soft' %}
         _cdc_deleted = false,
         {%- endif %}
         _cdc_seq = change._cdc_seq
-    {%- if soft %}
-    when not matched then insert ({{ written | join(', ') }}, _cdc_deleted)
-        values ({% for column in written %}{{ cdc_merge.sent_value(column, columns) }}, {% endfor %}change._cdc_action = 'delete')
-    {%- else %}
-    when not matched and change._cdc_action != 'delete' then insert ({{ written | join(', ') }})
-        values ({% for column in written %}{{ cdc_merge.sent_value(column, columns) }}{{ ', ' if not loop.last }}{% endfor %})
-    {%- endif %}
+{% endmacro %}
+
+
+{% macro insert_mirror_sql(target_relation, changes_view, columns, cfg) %}
+    {#- Keys the mirror does not hold; with soft deletes a delete of such a key is kept as a deleted row. -#}
+    {%- set soft = cfg.deletes == 'soft' -%}
+    {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
+    insert into {{ target_relation }} ({{ written | join(', ') }}{{ ', _cdc_deleted' if soft }})
+    select
+        {%- for column in written %}
+        {{ cdc_merge.sent_value(column, columns) }}{{ ',' if soft or not loop.last }}
+        {%- endfor %}
+        {%- if soft %}
+        change._cdc_action = 'delete'
+        {%- endif %}
+    from {{ changes_view }} as change
+    where change._cdc_change in ('insert'{{ ", 'tombstone'" if soft }})
 {% endmacro %}
 
 
@@ -182,6 +237,19 @@
 {% macro is_unavailable_sql(column) %}
     {{ return(adapter.dispatch('is_unavailable_sql', 'cdc_merge')(column)) }}
 {% endmacro %}
+
+{% macro any_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('any_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro spark__any_unavailable_sql(column) -%}
+    size({{ column }}) > 0
+{%- endmacro %}
+
+{% macro databend__any_unavailable_sql(column) -%}
+    {{ column }} != ''
+{%- endmacro %}
+
 
 {% macro spark__is_unavailable_sql(column) -%}
     array_contains(change._cdc_unavailable, '{{ column }}')

@@ -120,7 +120,10 @@
 {% endmacro %}
 
 {% macro spark__create_raw_changes_view(view_name, raw_relation, after_snapshot, through_snapshot) %}
-    {#- Iceberg's incremental changelog scan reads only the data files those snapshots added. -#}
+    {#-
+        Iceberg's changelog scan reads only the data files those snapshots added. (The
+        cdc_spark adapter has a faster way, see read_chunk.)
+    -#}
     call system.create_changelog_view(
         table => '{{ raw_relation.schema }}.{{ raw_relation.identifier }}',
         options => map(

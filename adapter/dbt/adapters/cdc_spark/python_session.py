@@ -13,6 +13,16 @@ from dbt_common.exceptions import DbtRuntimeError
 RESULT_MESSAGE_VARIABLE = "dbt_model_result_message"
 
 
+def dbt_spark_session(server_side_parameters: Dict[str, str]) -> Any:
+    """The same builder as dbt-spark's session cursor, so this is the session its SQL runs in."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for parameter, value in server_side_parameters.items():
+        builder = builder.config(parameter, value)
+    return builder.getOrCreate()
+
+
 @dataclass(frozen=True)
 class SessionRunResult:
     message: str
@@ -38,13 +48,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.server_side_parameters = credentials.server_side_parameters
 
     def session(self) -> Any:
-        # The same builder as dbt-spark's session cursor, so this is the session its SQL runs in.
-        from pyspark.sql import SparkSession
-
-        builder = SparkSession.builder.enableHiveSupport()
-        for parameter, value in self.server_side_parameters.items():
-            builder = builder.config(parameter, value)
-        return builder.getOrCreate()
+        return dbt_spark_session(self.server_side_parameters)
 
     def submit(self, compiled_code: str) -> SessionRunResult:
         namespace: Dict[str, Any] = {"__name__": f"dbt_model_{self.model_name}", "spark": self.session()}
