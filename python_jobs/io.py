@@ -70,8 +70,8 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         "spark.sql.defaultCatalog": CATALOG,
         "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.session.timeZone": "UTC",
-        # Without it Spark 3.5 silently skips CACHE TABLE ... AS WITH ... (the materialization's batch).
-        "spark.sql.legacy.storeAnalyzedPlanForView": "true",
+        # Spark's default heap is 1 GB; applying a 1M-event batch to a 10M-row mirror peaks near 5 GB.
+        "spark.driver.memory": os.environ.get("CDC_MERGE_DRIVER_MEMORY", "6g"),
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
     }

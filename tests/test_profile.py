@@ -55,16 +55,3 @@ def test_jar_and_maven_overrides_reach_both(monkeypatch):
     monkeypatch.setenv("CDC_MERGE_ICEBERG_PACKAGES", coordinates)
     assert io.iceberg_spark_conf("/lake")["spark.jars.packages"] == coordinates
     assert local_parameters({"CDC_MERGE_ICEBERG_PACKAGES": coordinates})["spark.jars.packages"] == coordinates
-
-
-def test_the_session_caches_a_query_with_a_cte(spark):
-    # The materialization caches its classified batch (a WITH query) so that the counts and both
-    # MERGEs read the mirror's keys once; Spark 3.5 skips such a cache without a warning unless
-    # spark.sql.legacy.storeAnalyzedPlanForView is on.
-    spark.range(5).createOrReplaceTempView("cte_cache_base")
-    spark.sql("cache table cte_cache_probe as with doubled as (select id * 2 as id from cte_cache_base) select * from doubled")
-    try:
-        assert spark.catalog.isCached("cte_cache_probe")
-    finally:
-        spark.sql("uncache table if exists cte_cache_probe")
-        spark.sql("drop view if exists cte_cache_probe")
