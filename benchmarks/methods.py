@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from pyspark.sql import functions as F
+
 from datagen import COLUMNS, SOURCE_TABLE
 
 MOR_PROPERTIES = (
@@ -33,16 +35,19 @@ def fingerprint_sql(target: str) -> str:
     return f"select count(*) as n, sum(xxhash64({', '.join(WRITTEN)})) as h from {target}"
 
 
-def batch_read(spark, raw_table: str, after_snapshot: str, through_snapshot: str, view: str) -> None:
-    """The events the snapshots after after_snapshot added (Iceberg incremental read)."""
-    (
+def batch_read(spark, raw_table: str, after_snapshot: str, through_snapshot: str, view: str, with_change_type: bool = False) -> None:
+    """The events the snapshots after after_snapshot added (Iceberg incremental read); with_change_type: shaped
+    like the product's raw-changes view (all tables, an `_change_type` column)."""
+    events = (
         spark.read.format("iceberg")
         .option("start-snapshot-id", after_snapshot)
         .option("end-snapshot-id", through_snapshot)
         .load(raw_table)
-        .where(f"table_name = '{SOURCE_TABLE}'")
-        .createOrReplaceTempView(view)
     )
+    if with_change_type:
+        events.withColumn("_change_type", F.lit("INSERT")).createOrReplaceTempView(view)
+    else:
+        events.where(f"table_name = '{SOURCE_TABLE}'").createOrReplaceTempView(view)
 
 
 def handwritten_merge_sql(target: str, events_view: str) -> str:
