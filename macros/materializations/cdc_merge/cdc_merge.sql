@@ -83,7 +83,10 @@
             {#- Consuming the stream and applying what it held commit together, or not at all. -#}
             {% do run_query('begin') %}
         {% endif %}
-        {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
+        {% if not (loop.first and chunk.stream is not defined) %}
+            {#- The first chunk's raw events were read above, for the model's columns. -#}
+            {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
+        {% endif %}
         {% for bucket in range(chunk.buckets) %}
             {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
             {% for round in range(1, rounds + 1) %}
