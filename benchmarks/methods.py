@@ -165,6 +165,18 @@ def _model_select(batch_view: str) -> str:
     """
 
 
+def _tombstone_merge_sql(tombstones: str, changes: str, where: str) -> str:
+    """The product's tombstone MERGE over the rows of changes that match where."""
+    return f"""merge into {tombstones} as tombstone
+        using (select _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts from {changes} where {where}) as change
+            on tombstone._cdc_key = change._cdc_key
+        when matched and change._cdc_seq > tombstone._cdc_seq and change._cdc_action = 'delete' then update set
+            _cdc_seq = change._cdc_seq, _cdc_source_ts = change._cdc_source_ts
+        when matched and change._cdc_seq > tombstone._cdc_seq then delete
+        when not matched and change._cdc_action = 'delete' then insert (_cdc_key, _cdc_seq, _cdc_source_ts)
+            values (change._cdc_key, change._cdc_seq, change._cdc_source_ts)"""
+
+
 def one_scan_statements(target: str, tombstones: str, batch_view: str) -> list[str]:
     """Lever: no classification join with the mirror (one target scan, in the MERGE);
     tombstones still guard inserts; counts would come from the MERGE's snapshot summary.
@@ -184,15 +196,7 @@ def one_scan_statements(target: str, tombstones: str, batch_view: str) -> list[s
             {', '.join(f'{c} = change.{c}' for c in WRITTEN if c != '_cdc_key')}
         when not matched and change._cdc_action != 'delete' then insert ({', '.join(WRITTEN)})
             values ({', '.join('change.' + c for c in WRITTEN)})""",
-        f"""merge into {tombstones} as tombstone
-        using (select _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts from {changes}
-               where _cdc_action = 'delete' or _cdc_tombstone_seq is not null) as change
-            on tombstone._cdc_key = change._cdc_key
-        when matched and change._cdc_seq > tombstone._cdc_seq and change._cdc_action = 'delete' then update set
-            _cdc_seq = change._cdc_seq, _cdc_source_ts = change._cdc_source_ts
-        when matched and change._cdc_seq > tombstone._cdc_seq then delete
-        when not matched and change._cdc_action = 'delete' then insert (_cdc_key, _cdc_seq, _cdc_source_ts)
-            values (change._cdc_key, change._cdc_seq, change._cdc_source_ts)""",
+        _tombstone_merge_sql(tombstones, changes, "_cdc_action = 'delete' or _cdc_tombstone_seq is not null"),
         f"uncache table if exists {changes}",
     ]
 
@@ -221,15 +225,7 @@ def key_only_merge_statements(target: str, tombstones: str, batch_view: str) -> 
         left join mirror_keys on batch._cdc_key = mirror_keys._cdc_key
         left join tombstone_keys on batch._cdc_key = tombstone_keys._cdc_key""",
         f"select count(*), count_if(_cdc_change = 'insert'), count_if(_cdc_change = 'update') from {changes}",
-        f"""merge into {tombstones} as tombstone
-        using (select _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts from {changes}
-               where _cdc_change in ('delete', 'tombstone') or _cdc_tombstone_seq is not null) as change
-            on tombstone._cdc_key = change._cdc_key
-        when matched and change._cdc_seq > tombstone._cdc_seq and change._cdc_action = 'delete' then update set
-            _cdc_seq = change._cdc_seq, _cdc_source_ts = change._cdc_source_ts
-        when matched and change._cdc_seq > tombstone._cdc_seq then delete
-        when not matched and change._cdc_action = 'delete' then insert (_cdc_key, _cdc_seq, _cdc_source_ts)
-            values (change._cdc_key, change._cdc_seq, change._cdc_source_ts)""",
+        _tombstone_merge_sql(tombstones, changes, "_cdc_change in ('delete', 'tombstone') or _cdc_tombstone_seq is not null"),
         f"""merge into {target} as mirror
         using (
             select _cdc_key, _cdc_seq, cast(null as string) as _cdc_new_key, {', '.join('cast(null as ' + t + ') as ' + c for c, t in COLUMNS)}, cast(null as timestamp) as _cdc_source_ts
