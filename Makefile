@@ -9,12 +9,19 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
+# The landing job's JVM parsers (jvm/README.md); javac comes with the JDK.
+PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
+JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
+JDK_PACKAGE := openjdk-17-jdk-headless
+
 # Real source databases for the capture tests (issue: PostgreSQL logical decoding, MariaDB binlog).
 DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server
 
-.PHONY: demo test lint pytest venv check-java test-dbs clean
+.PHONY: demo test lint pytest venv jvm check-java test-dbs clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(PARSERS_JAR)
+
+jvm: $(PARSERS_JAR)
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
@@ -22,6 +29,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# Compiled against the Spark jars of the venv's pyspark, for Java 8+ like Spark 3.5.
+$(PARSERS_JAR): $(JAVA_SOURCES) $(STAMP)
+	@command -v javac >/dev/null || { \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		echo "installing $(JDK_PACKAGE) for javac"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $(JDK_PACKAGE) >/dev/null \
+			|| { echo "error: javac not found and $(JDK_PACKAGE) could not be installed (needs root or sudo)"; exit 1; }; }
+	rm -rf build/jvm-classes && mkdir -p build/jvm-classes $(dir $@)
+	javac --release 8 -Xlint:-options -d build/jvm-classes \
+		-cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
+		$(JAVA_SOURCES)
+	jar --create --file $@ -C build/jvm-classes .
 
 check-java:
 	@java -version >/dev/null 2>&1 || { echo "error: Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -48,4 +68,4 @@ lint: venv
 test: pytest lint
 
 clean:
-	rm -rf warehouse data target logs dbt_packages .pytest_cache
+	rm -rf build warehouse data target logs dbt_packages .pytest_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import logging
 import os
@@ -9,18 +10,21 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from python_jobs.schemas import RAW_EVENT_SCHEMA, QUARANTINE_SCHEMA
+from python_jobs.schemas import JVM_PARSED_EVENT_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 
 log = logging.getLogger("cdc_merge")
 
 CATALOG = "lake"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+# The landing job's JVM parsers, built by `make` from jvm/src (jvm/README.md).
+PARSERS_JAR = Path(__file__).parent / "jars" / "cdc-merge-parsers.jar"
+JVM_DEBEZIUM_PARSER = "cdc_merge_debezium_fast"
 # Iceberg writes snapshot-property.* write options into the snapshot summary.
 LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
 
@@ -100,6 +104,39 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def register_jvm_parser(spark: SparkSession) -> str | None:
+    """Make the JVM Debezium fast path callable in this session; its name, or None without the jar.
+
+    $CDC_MERGE_PARSERS_JAR overrides the jar; set it to an empty value to parse every line in Python.
+    """
+    jar = os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
+    if not jar:
+        return None
+    if not os.path.isfile(jar):
+        log.warning("%s not found (build it with 'make jvm'): parsing every line in Python, about 10x slower", jar)
+        return None
+    if not spark.catalog.functionExists(JVM_DEBEZIUM_PARSER):
+        spark.sql(f"add jar '{jar}'")
+        spark.udf.registerJavaFunction(JVM_DEBEZIUM_PARSER, "cdc_merge.DebeziumFastParser", JVM_PARSED_EVENT_SCHEMA)
+    return JVM_DEBEZIUM_PARSER
+
+
+@contextlib.contextmanager
+def uncompressed_cache(spark: SparkSession) -> Iterator[None]:
+    """DataFrames persisted and first computed inside are cached uncompressed.
+
+    The landing job caches each batch for one or two reads; compressing the strings costs more
+    than reading them twice (BENCHMARKS.md, landing).
+    """
+    setting = "spark.sql.inMemoryColumnarStorage.compressed"
+    before = spark.conf.get(setting)
+    spark.conf.set(setting, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(setting, before)
 
 
 def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -> None:

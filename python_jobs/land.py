@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
 from python_jobs import io, records
@@ -23,12 +24,18 @@ from python_jobs.config import ConfigError, LandingConfig, load_config
 from python_jobs.transforms import (
     exact_numbers_for_variant,
     landed_events,
+    left_for_python,
     parse_cdc_lines,
+    parse_in_jvm,
+    parsed_in_jvm,
     quarantined_records,
     split_lines,
 )
 
 log = logging.getLogger("cdc_merge")
+
+# The formats whose lines the JVM fast path may take (it takes only Debezium's).
+JVM_PARSED_FORMATS = ("auto", "debezium")
 
 
 @dataclass
@@ -56,16 +63,15 @@ class LandingSummary:
         )
 
 
-def land_files(files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary) -> None:
+def land_files(
+    files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None
+) -> None:
     """Parse one micro-batch of files; append events, and rejected or ignored lines, each in one commit."""
     started = time.monotonic()
     landed_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    parsed = parse_cdc_lines(split_lines(files), config.key_columns, config.format)
-    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = []
     try:
-        counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
-        batch_files = [row["landed_file"] for row in files.select("landed_file").collect()]
-        file_count = len(batch_files)
+        parsed, counts, batch_files = _parse_batch(files, config, jvm_parser, cached)
         if counts[records.STATUS_EVENT]:
             events = landed_events(parsed, landed_at)
             if config.sink == "databend":
@@ -74,27 +80,64 @@ def land_files(files: DataFrame, config: LandingConfig, sink, batch_tag: str, su
         if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
             sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
     finally:
-        parsed.unpersist()
+        for df in cached:
+            df.unpersist()
     elapsed = time.monotonic() - started
     summary.batches += 1
-    summary.files += file_count
+    summary.files += len(batch_files)
     summary.counts.update(counts)
     summary.seconds += elapsed
     log.info(
         "batch %s: %d files, %d events, %d quarantined, %d not row changes, %d tombstones, %.1f s",
-        batch_tag, file_count, counts[records.STATUS_EVENT], counts[records.STATUS_REJECTED],
+        batch_tag, len(batch_files), counts[records.STATUS_EVENT], counts[records.STATUS_REJECTED],
         counts[records.STATUS_IGNORED], counts[records.STATUS_TOMBSTONE], elapsed,
     )
+
+
+def _parse_batch(
+    files: DataFrame, config: LandingConfig, jvm_parser: str | None, cached: list[DataFrame]
+) -> tuple[DataFrame, Counter, list[str]]:
+    """(parsed lines, count per status, input files), reading and parsing the input once.
+
+    The JVM fast path parses the common Debezium lines; only the others go through the Python
+    parsers, and only when there are any. Results are cached (appended to cached) for the writes.
+    """
+    lines = split_lines(files)
+    with io.uncompressed_cache(files.sparkSession):
+        if not jvm_parser or config.format not in JVM_PARSED_FORMATS:
+            parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(parsed)
+            counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
+            return parsed, counts, [row["landed_file"] for row in files.select("landed_file").collect()]
+        marked = parse_in_jvm(lines, config.key_columns, jvm_parser).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(marked)
+        tally = marked.agg(
+            F.count("in_jvm").alias("events"),
+            F.count_if(F.col("line_text") == "").alias("blank"),
+            F.count_if(F.col("line_text") != "").alias("left"),
+            F.collect_set("landed_file").alias("files"),
+        ).first()
+        parsed = parsed_in_jvm(marked)
+        counts = Counter({records.STATUS_EVENT: tally["events"], records.STATUS_BLANK: tally["blank"]})
+        if tally["left"]:
+            in_python = parse_cdc_lines(
+                left_for_python(marked).where(F.col("line_text") != ""), config.key_columns, config.format
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(in_python)
+            counts.update({row["status"]: row["count"] for row in in_python.groupBy("status").count().collect()})
+            parsed = parsed.unionByName(in_python)
+        return parsed, counts, sorted(tally["files"])
 
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)
+    jvm_parser = io.register_jvm_parser(spark)
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(
-        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary)
+        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary, jvm_parser)
     )
     log.info("%s", summary.line())
     return summary

@@ -1,6 +1,7 @@
 """Schemas of every table and intermediate DataFrame the landing job touches."""
 
 from pyspark.sql.types import (
+    BinaryType,
     IntegerType,
     LongType,
     StringType,
@@ -38,6 +39,17 @@ PARSED_LINE_SCHEMA = StructType(
         StructField("seq", StringType()),
         StructField("source_ts_ms", LongType()),
         StructField("reason", StringType()),
+    ]
+)
+
+# What the JVM fast path (jvm/src/cdc_merge/DebeziumFastParser.java) returns for a line it parses:
+# PARSED_LINE_SCHEMA's fields of an event without status and reason, the row images as the
+# line's UTF-8 bytes.
+JVM_PARSED_EVENT_SCHEMA = StructType(
+    [
+        StructField(field.name, BinaryType() if field.name in ("raw_data", "before_data") else field.dataType)
+        for field in PARSED_LINE_SCHEMA.fields
+        if field.name not in ("status", "reason")
     ]
 )
 

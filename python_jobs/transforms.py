@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from typing import Mapping, Sequence
 
@@ -11,7 +12,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from python_jobs import formats, records
-from python_jobs.schemas import PARSED_LINE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.schemas import (
+    INPUT_LINE_SCHEMA,
+    JVM_PARSED_EVENT_SCHEMA,
+    PARSED_LINE_SCHEMA,
+    QUARANTINE_SCHEMA,
+    RAW_EVENT_SCHEMA,
+)
 
 
 def split_lines(files: DataFrame) -> DataFrame:
@@ -44,6 +51,36 @@ def parse_cdc_lines(
     return lines.select(
         "landed_file", "landed_line", "line_text", F.explode(parse_udf("line_text")).alias("parsed")
     ).select("landed_file", "landed_line", "line_text", "parsed.*")
+
+
+def parse_in_jvm(lines: DataFrame, key_columns: Mapping[str, Sequence[str]], jvm_debezium_parser: str) -> DataFrame:
+    """lines plus in_jvm: the event the JVM fast path (io.register_jvm_parser) parsed from a common
+    Debezium line, else null. line_text is kept only where in_jvm is null: those lines go to
+    parse_cdc_lines, and only a quarantined line needs its text."""
+    keys = json.dumps({table: list(columns) for table, columns in key_columns.items()}, sort_keys=True)
+    in_jvm = F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"), F.lit(keys))
+    return lines.withColumn("in_jvm", in_jvm).withColumn(
+        "line_text", F.when(F.col("in_jvm").isNull(), F.col("line_text"))
+    )
+
+
+def left_for_python(marked: DataFrame) -> DataFrame:
+    """The lines parse_in_jvm did not parse, as split_lines returns them."""
+    return marked.where(F.col("in_jvm").isNull()).select(*INPUT_LINE_SCHEMA.fieldNames())
+
+
+def parsed_in_jvm(marked: DataFrame) -> DataFrame:
+    """The events parse_in_jvm parsed, in parse_cdc_lines' shape (line_text null)."""
+    values = {
+        "status": F.lit(records.STATUS_EVENT),
+        **{name: F.col(f"in_jvm.{name}") for name in JVM_PARSED_EVENT_SCHEMA.fieldNames()},
+    }
+    return marked.where(F.col("in_jvm").isNotNull()).select(
+        "landed_file",
+        "landed_line",
+        "line_text",
+        *(values.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name) for field in PARSED_LINE_SCHEMA.fields),
+    )
 
 
 def landed_events(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:

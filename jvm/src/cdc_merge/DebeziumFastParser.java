@@ -1,0 +1,458 @@
+package cdc_merge;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+/**
+ * The landing job's fast path for the common Debezium line: a bare envelope (no schema) from the
+ * MySQL, MariaDB or PostgreSQL connector with a configured key.
+ *
+ * <p>It returns exactly what python_jobs/debezium.py returns for such a line (table_name, key,
+ * action, raw_data, before_data, seq, source_ts_ms), with the row images cut out of the line as
+ * exact text (UTF-8 bytes, never decoded). For any other line, or anything it is not sure about,
+ * it returns null and the Python parser decides, so every rejection reason still comes from one
+ * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
+ *
+ * <p>Called as {@code f(cast(line_text as binary), key_columns_json)} where key_columns_json maps
+ * "schema.table" to its key columns, e.g. {"inventory.customers":["id"]}; the schema it returns
+ * is JVM_PARSED_EVENT_SCHEMA in python_jobs/schemas.py.
+ */
+public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
+  private static final long serialVersionUID = 1L;
+  private static final JsonFactory FACTORY = new JsonFactory();
+  private static final long MAX_MS = 1_000_000_000_000_000L; // positive_ms: before year 30000
+  private static final char[] HEX = "0123456789abcdef".toCharArray();
+
+  private transient String keyConfigText;
+  private transient Map<String, List<String>> keyColumns;
+
+  @Override
+  public Row call(byte[] line, String keyConfig) {
+    if (line == null || keyConfig == null) {
+      return null;
+    }
+    try {
+      return parse(line, keys(keyConfig));
+    } catch (IOException | RuntimeException unsure) {
+      // Invalid JSON, Jackson limits, or anything unexpected: the Python parser says why.
+      return null;
+    }
+  }
+
+  /** A scalar member value as Python's json module would see it; objects and arrays as their type only. */
+  private static final class Value {
+    final JsonToken token;
+    final String text;
+
+    Value(JsonToken token, String text) {
+      this.token = token;
+      this.text = text;
+    }
+
+    boolean isNull() {
+      return token == JsonToken.VALUE_NULL;
+    }
+
+    boolean isString() {
+      return token == JsonToken.VALUE_STRING;
+    }
+
+    /** A JSON integer as a long, or null when it is not one or does not fit. */
+    Long integer() {
+      if (token != JsonToken.VALUE_NUMBER_INT) {
+        return null;
+      }
+      BigInteger value = new BigInteger(text);
+      return value.bitLength() < 64 ? value.longValue() : null;
+    }
+  }
+
+  private static Row parse(byte[] line, Map<String, List<String>> keyColumns) throws IOException {
+    int length = line.length;
+    while (length > 0 && line[length - 1] == '\r') {
+      length--;
+    }
+    int first = 0;
+    while (first < length && isJsonWhitespace(line[first])) {
+      first++;
+    }
+    if (first == length || line[first] != '{') {
+      return null;
+    }
+    String op = null;
+    Map<String, Value> source = null;
+    int[] before = null;
+    int[] after = null;
+    JsonToken beforeToken = null;
+    JsonToken afterToken = null;
+    Value envelopeTsMs = null;
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    try (JsonParser parser = FACTORY.createParser(line, 0, length)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return null;
+      }
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String name = parser.getCurrentName();
+        JsonToken token = parser.nextToken();
+        if (!seen.add(name)) {
+          return null; // a repeated member: Python keeps the last one; leave it to Python
+        }
+        switch (name) {
+          case "op":
+            if (token != JsonToken.VALUE_STRING) {
+              return null;
+            }
+            op = parser.getText();
+            break;
+          case "source":
+            if (token != JsonToken.START_OBJECT) {
+              return null;
+            }
+            source = members(parser);
+            break;
+          case "before":
+            beforeToken = token;
+            before = span(parser, token);
+            break;
+          case "after":
+            afterToken = token;
+            after = span(parser, token);
+            break;
+          case "ts_ms":
+            envelopeTsMs = scalar(parser, token);
+            break;
+          // Members of other formats' envelopes, or of Debezium's {schema, payload} one.
+          case "payload":
+          case "schema":
+          case "op_type":
+          case "isDdl":
+          case "pkNames":
+          case "database":
+            return null;
+          default:
+            parser.skipChildren();
+        }
+      }
+      if (parser.currentToken() != JsonToken.END_OBJECT || parser.nextToken() != null) {
+        return null;
+      }
+    }
+    String action = action(op);
+    if (action == null || source == null) {
+      return null;
+    }
+    String tableName = tableName(source);
+    if (tableName == null) {
+      return null;
+    }
+    List<String> columns = keyColumns.get(tableName);
+    boolean delete = "d".equals(op);
+    int[] keyImage = delete ? before : after;
+    JsonToken keyImageToken = delete ? beforeToken : afterToken;
+    if (columns == null || columns.isEmpty() || keyImageToken != JsonToken.START_OBJECT) {
+      return null;
+    }
+    String key = canonicalKey(line, keyImage, columns);
+    String seq = seq(source, op);
+    if (key == null || seq == null) {
+      return null;
+    }
+    Long sourceTsMs = positiveMs(source.get("ts_ms"));
+    if (sourceTsMs == null) {
+      sourceTsMs = positiveMs(envelopeTsMs);
+    }
+    return RowFactory.create(
+        tableName,
+        key,
+        action,
+        afterToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, after[0], after[1]) : null,
+        beforeToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, before[0], before[1]) : null,
+        seq,
+        sourceTsMs);
+  }
+
+  private static boolean isJsonWhitespace(byte c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  }
+
+  /** [start, end) in bytes of the object the parser stands on; skips any other value. */
+  private static int[] span(JsonParser parser, JsonToken token) throws IOException {
+    if (token != JsonToken.START_OBJECT) {
+      parser.skipChildren();
+      return null;
+    }
+    int start = (int) parser.getTokenLocation().getByteOffset();
+    parser.skipChildren();
+    int end = (int) parser.getTokenLocation().getByteOffset() + 1;
+    return new int[] {start, end};
+  }
+
+  private static Value scalar(JsonParser parser, JsonToken token) throws IOException {
+    if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
+      parser.skipChildren();
+      return new Value(token, null);
+    }
+    return new Value(token, parser.getText());
+  }
+
+  /** Members of the object the parser stands on; a repeated name keeps the last value, as in Python. */
+  private static Map<String, Value> members(JsonParser parser) throws IOException {
+    Map<String, Value> members = new HashMap<>();
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.getCurrentName();
+      members.put(name, scalar(parser, parser.nextToken()));
+    }
+    return members;
+  }
+
+  private static String action(String op) {
+    if (op == null) {
+      return null;
+    }
+    switch (op) {
+      case "c":
+        return "insert";
+      case "u":
+        return "update";
+      case "d":
+        return "delete";
+      case "r":
+        return "read";
+      default:
+        return null;
+    }
+  }
+
+  /** schema.table (Postgres) or db.table (MySQL), as _table_name in debezium.py. */
+  private static String tableName(Map<String, Value> source) {
+    Value table = source.get("table");
+    if (table == null || !table.isString() || table.text.isEmpty() || hasSurrogate(table.text)) {
+      return null;
+    }
+    Value schema = source.get("schema");
+    Value namespace;
+    if (schema == null || schema.isNull() || (schema.isString() && schema.text.isEmpty())) {
+      namespace = source.get("db");
+    } else {
+      namespace = schema;
+    }
+    if (namespace == null || !namespace.isString() || namespace.text.isEmpty() || hasSurrogate(namespace.text)) {
+      return null;
+    }
+    return namespace.text + "." + table.text;
+  }
+
+  /** JSON array of the key values as text, as canonical_key in records.py writes it. */
+  private static String canonicalKey(byte[] line, int[] image, List<String> columns) throws IOException {
+    Map<String, Value> values;
+    try (JsonParser parser = FACTORY.createParser(line, image[0], image[1] - image[0])) {
+      parser.nextToken();
+      values = members(parser);
+    }
+    StringBuilder key = new StringBuilder(16 * columns.size()).append('[');
+    for (int i = 0; i < columns.size(); i++) {
+      Value value = values.get(columns.get(i));
+      if (value == null) {
+        return null;
+      }
+      String text;
+      switch (value.token) {
+        case VALUE_STRING:
+          text = value.text;
+          break;
+        case VALUE_NUMBER_INT:
+          text = new BigInteger(value.text).toString();
+          break;
+        case VALUE_TRUE:
+          text = "true";
+          break;
+        case VALUE_FALSE:
+          text = "false";
+          break;
+        default:
+          return null; // null, a fraction (Python prints Decimal), an object or an array
+      }
+      if (hasSurrogate(text)) {
+        return null;
+      }
+      if (i > 0) {
+        key.append(',');
+      }
+      appendJsonString(key, text);
+    }
+    return key.append(']').toString();
+  }
+
+  /** json.dumps(text, ensure_ascii=False). */
+  private static void appendJsonString(StringBuilder out, String text) {
+    out.append('"');
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      switch (c) {
+        case '"':
+          out.append("\\\"");
+          break;
+        case '\\':
+          out.append("\\\\");
+          break;
+        case '\n':
+          out.append("\\n");
+          break;
+        case '\r':
+          out.append("\\r");
+          break;
+        case '\t':
+          out.append("\\t");
+          break;
+        case '\b':
+          out.append("\\b");
+          break;
+        case '\f':
+          out.append("\\f");
+          break;
+        default:
+          if (c < 0x20) {
+            out.append("\\u00").append(HEX[c >> 4]).append(HEX[c & 0xf]);
+          } else {
+            out.append(c);
+          }
+      }
+    }
+    out.append('"');
+  }
+
+  private static boolean hasSurrogate(String text) {
+    for (int i = 0; i < text.length(); i++) {
+      if (Character.isSurrogate(text.charAt(i))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The fixed-width seq of docs/ordering.md, as _seq in debezium.py. */
+  private static String seq(Map<String, Value> source, String op) {
+    Value connector = source.get("connector");
+    if (connector == null || !connector.isString()) {
+      return null;
+    }
+    long major;
+    long minor;
+    long row;
+    switch (connector.text) {
+      case "mysql":
+      case "mariadb":
+        Long binlogNumber = binlogFileNumber(source.get("file"));
+        Long pos = nonNegative(source.get("pos"), null);
+        Long rowInEvent = nonNegative(source.get("row"), 0L);
+        if (binlogNumber == null || pos == null || rowInEvent == null) {
+          return null;
+        }
+        major = binlogNumber;
+        minor = pos;
+        row = rowInEvent;
+        break;
+      case "postgresql":
+        Long lsn = nonNegative(source.get("lsn"), null);
+        if (lsn == null) {
+          return null;
+        }
+        major = lsn;
+        minor = 0;
+        row = 0;
+        break;
+      default:
+        return null;
+    }
+    Value snapshot = source.get("snapshot");
+    boolean notSnapshot;
+    if (snapshot == null || snapshot.isNull() || snapshot.token == JsonToken.VALUE_FALSE) {
+      notSnapshot = true;
+    } else if (snapshot.token == JsonToken.VALUE_TRUE) {
+      notSnapshot = false;
+    } else if (snapshot.isString()) {
+      notSnapshot = snapshot.text.equals("false");
+    } else {
+      return null;
+    }
+    int phase = "r".equals(op) || !notSnapshot ? 0 : 1;
+    StringBuilder seq = new StringBuilder(54);
+    appendPadded(seq, major, 20).append('.');
+    appendPadded(seq, minor, 20).append('.');
+    appendPadded(seq, row, 10).append('.');
+    return seq.append(phase).toString();
+  }
+
+  /** The number at the end of a binlog file name (mysql-bin.000003 -> 3). */
+  private static Long binlogFileNumber(Value file) {
+    if (file == null || !file.isString()) {
+      return null;
+    }
+    String name = file.text;
+    int start = name.length();
+    while (start > 0 && name.charAt(start - 1) >= '0' && name.charAt(start - 1) <= '9') {
+      start--;
+    }
+    // Python's \d also matches other scripts' digits; such names are left to it.
+    if (start == name.length() || (start > 0 && Character.isDigit(name.charAt(start - 1)))) {
+      return null;
+    }
+    String digits = name.substring(start);
+    return digits.length() <= 18 ? Long.valueOf(digits) : null;
+  }
+
+  /** non_negative_int in records.py; null when Python would reject (or the value needs > 63 bits). */
+  private static Long nonNegative(Value value, Long absent) {
+    if (value == null || value.isNull()) {
+      return absent;
+    }
+    Long number = value.integer();
+    return number != null && number >= 0 ? number : null;
+  }
+
+  /** positive_ms in records.py. */
+  private static Long positiveMs(Value value) {
+    Long number = value == null ? null : value.integer();
+    return number != null && number > 0 && number < MAX_MS ? number : null;
+  }
+
+  private static StringBuilder appendPadded(StringBuilder out, long value, int width) {
+    String digits = Long.toString(value);
+    for (int i = digits.length(); i < width; i++) {
+      out.append('0');
+    }
+    return out.append(digits);
+  }
+
+  private Map<String, List<String>> keys(String keyConfig) throws IOException {
+    if (!keyConfig.equals(keyConfigText)) {
+      Map<String, List<String>> parsed = new HashMap<>();
+      try (JsonParser parser = FACTORY.createParser(keyConfig)) {
+        parser.nextToken();
+        while (parser.nextToken() == JsonToken.FIELD_NAME) {
+          String table = parser.getCurrentName();
+          parser.nextToken();
+          List<String> columns = new ArrayList<>();
+          while (parser.nextToken() == JsonToken.VALUE_STRING) {
+            columns.add(parser.getText());
+          }
+          parsed.put(table, columns);
+        }
+      }
+      keyColumns = parsed;
+      keyConfigText = keyConfig;
+    }
+    return keyColumns;
+  }
+}
