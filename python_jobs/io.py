@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
+import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping, Sequence
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -22,9 +26,10 @@ log = logging.getLogger("cdc_merge")
 CATALOG = "lake"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
-# The landing job's JVM parsers, built by `make` from jvm/src (jvm/README.md).
+# The landing job's JVM parsers, built by `make` from jvm/src (README, Landing speed).
 PARSERS_JAR = Path(__file__).parent / "jars" / "cdc-merge-parsers.jar"
 JVM_DEBEZIUM_PARSER = "cdc_merge_debezium_fast"
+JVM_DEBEZIUM_PARSER_CLASS = "cdc_merge.DebeziumFastParser"
 # Iceberg writes snapshot-property.* write options into the snapshot summary.
 LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
 
@@ -106,21 +111,33 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
     return spark
 
 
-def register_jvm_parser(spark: SparkSession) -> str | None:
-    """Make the JVM Debezium fast path callable in this session; its name, or None without the jar.
+def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[str]]) -> str | None:
+    """Register the JVM Debezium fast path for these key columns in the session: the function's
+    name, or None (with a warning) when neither its jar nor its class (spark-submit --jars) is there.
 
     $CDC_MERGE_PARSERS_JAR overrides the jar; set it to an empty value to parse every line in Python.
     """
     jar = os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
     if not jar:
         return None
-    if not os.path.isfile(jar):
-        log.warning("%s not found (build it with 'make jvm'): parsing every line in Python, about 10x slower", jar)
-        return None
-    if not spark.catalog.functionExists(JVM_DEBEZIUM_PARSER):
+    # The keys travel inside the function: as an argument they would be decoded for every line.
+    keys = json.dumps({table: list(columns) for table, columns in key_columns.items()}, sort_keys=True)
+    name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}"
+    if spark.catalog.functionExists(name):
+        return name
+    if os.path.isfile(jar):
         spark.sql(f"add jar '{jar}'")
-        spark.udf.registerJavaFunction(JVM_DEBEZIUM_PARSER, "cdc_merge.DebeziumFastParser", JVM_PARSED_EVENT_SCHEMA)
-    return JVM_DEBEZIUM_PARSER
+    parser_class = functools.reduce(getattr, JVM_DEBEZIUM_PARSER_CLASS.split("."), spark._jvm)
+    if not isinstance(parser_class, JavaClass):
+        log.warning(
+            "%s not found and %s is not on the classpath (build the jar with 'make jvm'): "
+            "parsing every line in Python, about 10x slower",
+            jar, JVM_DEBEZIUM_PARSER_CLASS,
+        )
+        return None
+    return_type = spark._jsparkSession.parseDataType(JVM_PARSED_EVENT_SCHEMA.json())
+    spark._jsparkSession.udf().register(name, parser_class(keys), return_type)
+    return name
 
 
 @contextlib.contextmanager

@@ -109,7 +109,7 @@ def _parse_batch(
             cached.append(parsed)
             counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
             return parsed, counts, [row["landed_file"] for row in files.select("landed_file").collect()]
-        marked = parse_in_jvm(lines, config.key_columns, jvm_parser).persist(StorageLevel.MEMORY_AND_DISK)
+        marked = parse_in_jvm(lines, jvm_parser).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(marked)
         tally = marked.agg(
             F.count("in_jvm").alias("events"),
@@ -133,7 +133,7 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)
-    jvm_parser = io.register_jvm_parser(spark)
+    jvm_parser = io.register_jvm_parser(spark, config.key_columns)
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(

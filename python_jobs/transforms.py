@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from typing import Mapping, Sequence
 
@@ -53,12 +52,11 @@ def parse_cdc_lines(
     ).select("landed_file", "landed_line", "line_text", "parsed.*")
 
 
-def parse_in_jvm(lines: DataFrame, key_columns: Mapping[str, Sequence[str]], jvm_debezium_parser: str) -> DataFrame:
+def parse_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
     """lines plus in_jvm: the event the JVM fast path (io.register_jvm_parser) parsed from a common
     Debezium line, else null. line_text is kept only where in_jvm is null: those lines go to
     parse_cdc_lines, and only a quarantined line needs its text."""
-    keys = json.dumps({table: list(columns) for table, columns in key_columns.items()}, sort_keys=True)
-    in_jvm = F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"), F.lit(keys))
+    in_jvm = F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"))
     return lines.withColumn("in_jvm", in_jvm).withColumn(
         "line_text", F.when(F.col("in_jvm").isNull(), F.col("line_text"))
     )

@@ -105,12 +105,12 @@ def edge_cases() -> list[str]:
 
 def compare_with_python(spark, lines: list[str]) -> dict[str, int]:
     """Assert the JVM agrees with Python on every line it takes; how many it took and left."""
-    jvm_parser = io.register_jvm_parser(spark)
+    jvm_parser = io.register_jvm_parser(spark, KEYS)
     assert jvm_parser, "the parsers jar is missing: run 'make jvm'"
     df = spark.createDataFrame(
         [("file", number, line) for number, line in enumerate(lines)], "landed_file string, landed_line int, line_text string"
     )
-    marked = parse_in_jvm(df, KEYS, jvm_parser)
+    marked = parse_in_jvm(df, jvm_parser)
     taken = {row["landed_line"]: row for row in parsed_in_jvm(marked).collect()}
     for number, row in taken.items():
         python = formats.parse_line(lines[number], KEYS)
@@ -201,6 +201,11 @@ def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, t
 
 
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):
+    # A name and class this session has not seen: the real jar may already be on its classpath.
+    monkeypatch.setattr(io, "JVM_DEBEZIUM_PARSER", "cdc_merge_test_missing_parser")
+    monkeypatch.setattr(io, "JVM_DEBEZIUM_PARSER_CLASS", "cdc_merge.NoSuchParser")
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", str(tmp_path / "missing.jar"))
-    assert io.register_jvm_parser(spark) is None
+    assert io.register_jvm_parser(spark, KEYS) is None
     assert "missing.jar not found" in caplog.text and "make jvm" in caplog.text
+    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
+    assert io.register_jvm_parser(spark, KEYS) is None

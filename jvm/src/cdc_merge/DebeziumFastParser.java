@@ -4,15 +4,16 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.api.java.UDF2;
+import org.apache.spark.sql.api.java.UDF1;
 
 /**
  * The landing job's fast path for the common Debezium line: a bare envelope (no schema) from the
@@ -24,40 +25,58 @@ import org.apache.spark.sql.api.java.UDF2;
  * it returns null and the Python parser decides, so every rejection reason still comes from one
  * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
  *
- * <p>Called as {@code f(cast(line_text as binary), key_columns_json)} where key_columns_json maps
- * "schema.table" to its key columns, e.g. {"inventory.customers":["id"]}; the schema it returns
- * is JVM_PARSED_EVENT_SCHEMA in python_jobs/schemas.py.
+ * <p>Built with the landing config's keys as JSON, "schema.table" to its key columns (e.g.
+ * {"inventory.customers":["id"]}), registered by python_jobs/io.py register_jvm_parser, called as
+ * {@code f(cast(line_text as binary))}; it returns JVM_PARSED_EVENT_SCHEMA of python_jobs/schemas.py.
  */
-public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
+public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;
   private static final JsonFactory FACTORY = new JsonFactory();
   private static final long MAX_MS = 1_000_000_000_000_000L; // positive_ms: before year 30000
   private static final char[] HEX = "0123456789abcdef".toCharArray();
 
-  private transient String keyConfigText;
+  private final String keyColumnsJson;
   private transient Map<String, List<String>> keyColumns;
 
+  public DebeziumFastParser(String keyColumnsJson) {
+    this.keyColumnsJson = keyColumnsJson;
+  }
+
   @Override
-  public Row call(byte[] line, String keyConfig) {
-    if (line == null || keyConfig == null) {
+  public Row call(byte[] line) {
+    if (line == null) {
       return null;
     }
     try {
-      return parse(line, keys(keyConfig));
+      if (keyColumns == null) {
+        keyColumns = parseKeyColumns(keyColumnsJson);
+      }
+      return parse(line, keyColumns);
     } catch (IOException | RuntimeException unsure) {
       // Invalid JSON, Jackson limits, or anything unexpected: the Python parser says why.
       return null;
     }
   }
 
-  /** A scalar member value as Python's json module would see it; objects and arrays as their type only. */
+  // The members of 'source' that decide the table name and seq.
+  private static final Set<String> SOURCE_MEMBERS = new HashSet<>(
+      Arrays.asList("connector", "db", "schema", "table", "file", "pos", "row", "lsn", "snapshot", "ts_ms"));
+
+  /**
+   * A scalar member value as Python's json module would see it: strings with their text, integers
+   * as a long (or too big for one), objects and arrays as their type only.
+   */
   private static final class Value {
     final JsonToken token;
     final String text;
+    final long number;
+    final boolean fitsLong;
 
-    Value(JsonToken token, String text) {
+    Value(JsonToken token, String text, long number, boolean fitsLong) {
       this.token = token;
       this.text = text;
+      this.number = number;
+      this.fitsLong = fitsLong;
     }
 
     boolean isNull() {
@@ -70,11 +89,7 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
 
     /** A JSON integer as a long, or null when it is not one or does not fit. */
     Long integer() {
-      if (token != JsonToken.VALUE_NUMBER_INT) {
-        return null;
-      }
-      BigInteger value = new BigInteger(text);
-      return value.bitLength() < 64 ? value.longValue() : null;
+      return token == JsonToken.VALUE_NUMBER_INT && fitsLong ? number : null;
     }
   }
 
@@ -97,7 +112,8 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
     JsonToken beforeToken = null;
     JsonToken afterToken = null;
     Value envelopeTsMs = null;
-    java.util.Set<String> seen = new java.util.HashSet<>();
+    // A repeated member that matters is left to Python (its dict keeps the last one).
+    int seen = 0;
     try (JsonParser parser = FACTORY.createParser(line, 0, length)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         return null;
@@ -105,31 +121,42 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
         String name = parser.getCurrentName();
         JsonToken token = parser.nextToken();
-        if (!seen.add(name)) {
-          return null; // a repeated member: Python keeps the last one; leave it to Python
-        }
         switch (name) {
           case "op":
-            if (token != JsonToken.VALUE_STRING) {
+            if (token != JsonToken.VALUE_STRING || (seen & 1) != 0) {
               return null;
             }
+            seen |= 1;
             op = parser.getText();
             break;
           case "source":
-            if (token != JsonToken.START_OBJECT) {
+            if (token != JsonToken.START_OBJECT || (seen & 2) != 0) {
               return null;
             }
-            source = members(parser);
+            seen |= 2;
+            source = members(parser, SOURCE_MEMBERS);
             break;
           case "before":
+            if ((seen & 4) != 0) {
+              return null;
+            }
+            seen |= 4;
             beforeToken = token;
             before = span(parser, token);
             break;
           case "after":
+            if ((seen & 8) != 0) {
+              return null;
+            }
+            seen |= 8;
             afterToken = token;
             after = span(parser, token);
             break;
           case "ts_ms":
+            if ((seen & 16) != 0) {
+              return null;
+            }
+            seen |= 16;
             envelopeTsMs = scalar(parser, token);
             break;
           // Members of other formats' envelopes, or of Debezium's {schema, payload} one.
@@ -199,19 +226,36 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
   }
 
   private static Value scalar(JsonParser parser, JsonToken token) throws IOException {
-    if (token == JsonToken.START_OBJECT || token == JsonToken.START_ARRAY) {
-      parser.skipChildren();
-      return new Value(token, null);
+    switch (token) {
+      case START_OBJECT:
+      case START_ARRAY:
+        parser.skipChildren();
+        return new Value(token, null, 0, false);
+      case VALUE_STRING:
+        return new Value(token, parser.getText(), 0, false);
+      case VALUE_NUMBER_INT:
+        JsonParser.NumberType type = parser.getNumberType();
+        if (type == JsonParser.NumberType.BIG_INTEGER) {
+          return new Value(token, parser.getBigIntegerValue().toString(), 0, false);
+        }
+        long number = parser.getLongValue();
+        return new Value(token, Long.toString(number), number, true);
+      default:
+        return new Value(token, null, 0, false);
     }
-    return new Value(token, parser.getText());
   }
 
-  /** Members of the object the parser stands on; a repeated name keeps the last value, as in Python. */
-  private static Map<String, Value> members(JsonParser parser) throws IOException {
+  /** The wanted members of the object the parser stands on; a repeated name keeps the last value, as in Python. */
+  private static Map<String, Value> members(JsonParser parser, Set<String> wanted) throws IOException {
     Map<String, Value> members = new HashMap<>();
     while (parser.nextToken() == JsonToken.FIELD_NAME) {
       String name = parser.getCurrentName();
-      members.put(name, scalar(parser, parser.nextToken()));
+      JsonToken token = parser.nextToken();
+      if (wanted.contains(name)) {
+        members.put(name, scalar(parser, token));
+      } else {
+        parser.skipChildren();
+      }
     }
     return members;
   }
@@ -258,7 +302,7 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
     Map<String, Value> values;
     try (JsonParser parser = FACTORY.createParser(line, image[0], image[1] - image[0])) {
       parser.nextToken();
-      values = members(parser);
+      values = members(parser, new HashSet<>(columns));
     }
     StringBuilder key = new StringBuilder(16 * columns.size()).append('[');
     for (int i = 0; i < columns.size(); i++) {
@@ -272,7 +316,7 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
           text = value.text;
           break;
         case VALUE_NUMBER_INT:
-          text = new BigInteger(value.text).toString();
+          text = value.text; // the integer's digits as Python's str(int) prints them
           break;
         case VALUE_TRUE:
           text = "true";
@@ -435,24 +479,20 @@ public final class DebeziumFastParser implements UDF2<byte[], String, Row> {
     return out.append(digits);
   }
 
-  private Map<String, List<String>> keys(String keyConfig) throws IOException {
-    if (!keyConfig.equals(keyConfigText)) {
-      Map<String, List<String>> parsed = new HashMap<>();
-      try (JsonParser parser = FACTORY.createParser(keyConfig)) {
+  private static Map<String, List<String>> parseKeyColumns(String json) throws IOException {
+    Map<String, List<String>> parsed = new HashMap<>();
+    try (JsonParser parser = FACTORY.createParser(json)) {
+      parser.nextToken();
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String table = parser.getCurrentName();
         parser.nextToken();
-        while (parser.nextToken() == JsonToken.FIELD_NAME) {
-          String table = parser.getCurrentName();
-          parser.nextToken();
-          List<String> columns = new ArrayList<>();
-          while (parser.nextToken() == JsonToken.VALUE_STRING) {
-            columns.add(parser.getText());
-          }
-          parsed.put(table, columns);
+        List<String> columns = new ArrayList<>();
+        while (parser.nextToken() == JsonToken.VALUE_STRING) {
+          columns.add(parser.getText());
         }
+        parsed.put(table, columns);
       }
-      keyColumns = parsed;
-      keyConfigText = keyConfig;
     }
-    return keyColumns;
+    return parsed;
   }
 }
