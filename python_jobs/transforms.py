@@ -77,7 +77,10 @@ def parsed_in_jvm(marked: DataFrame) -> DataFrame:
         "landed_file",
         "landed_line",
         "line_text",
-        *(values.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name) for field in PARSED_LINE_SCHEMA.fields),
+        *(
+            values.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name)
+            for field in PARSED_LINE_SCHEMA.fields
+        ),
     )
 
 

@@ -35,11 +35,10 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final long MAX_MS = 1_000_000_000_000_000L; // positive_ms: before year 30000
   private static final char[] HEX = "0123456789abcdef".toCharArray();
 
-  private final String keyColumnsJson;
-  private transient Map<String, List<String>> keyColumns;
+  private final HashMap<String, List<String>> keyColumns;
 
-  public DebeziumFastParser(String keyColumnsJson) {
-    this.keyColumnsJson = keyColumnsJson;
+  public DebeziumFastParser(String keyColumnsJson) throws IOException {
+    this.keyColumns = parseKeyColumns(keyColumnsJson);
   }
 
   @Override
@@ -48,9 +47,6 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       return null;
     }
     try {
-      if (keyColumns == null) {
-        keyColumns = parseKeyColumns(keyColumnsJson);
-      }
       return parse(line, keyColumns);
     } catch (IOException | RuntimeException unsure) {
       // Invalid JSON, Jackson limits, or anything unexpected: the Python parser says why.
@@ -479,8 +475,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     return out.append(digits);
   }
 
-  private static Map<String, List<String>> parseKeyColumns(String json) throws IOException {
-    Map<String, List<String>> parsed = new HashMap<>();
+  private static HashMap<String, List<String>> parseKeyColumns(String json) throws IOException {
+    HashMap<String, List<String>> parsed = new HashMap<>();
     try (JsonParser parser = FACTORY.createParser(json)) {
       parser.nextToken();
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
