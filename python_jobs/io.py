@@ -227,6 +227,9 @@ def append_once(df: DataFrame, table: str, batch_tag: str) -> bool:
 class IcebergSink:
     """The raw and quarantine tables in the Spark session's Iceberg catalog."""
 
+    # Each commit carries its own tag, so one batch may land in several commits.
+    tags_each_commit = True
+
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
@@ -245,6 +248,9 @@ class DatabendSink:
     all, so a batch whose files are already in the table was committed before: a retried
     micro-batch is not loaded twice.
     """
+
+    # A load is known by its input files: one batch must be one load per table.
+    tags_each_commit = False
 
     def __init__(self, dsn_env: str, stage_dir: Path) -> None:
         import databend_driver

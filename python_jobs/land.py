@@ -15,13 +15,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
 from python_jobs import io, records
 from python_jobs.config import ConfigError, LandingConfig, load_config
 from python_jobs.transforms import (
+    events_parsed_in_jvm,
     exact_numbers_for_variant,
     landed_events,
     left_for_python,
@@ -66,49 +67,78 @@ class LandingSummary:
 def land_files(
     files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None
 ) -> None:
-    """Parse one micro-batch of files; append events, and rejected or ignored lines, each in one commit."""
+    """Parse one micro-batch of files; append its events, and its rejected or ignored lines.
+
+    Into Iceberg with the JVM fast path, the events it parses are appended as it parses them, in
+    one commit; the lines it leaves, if any, are parsed in Python and appended in a second one.
+    Otherwise the batch's events are one commit. Every commit is tagged with the batch, so a
+    retried batch never appends a line twice.
+    """
     started = time.monotonic()
     landed_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    cached = []
+    counts: Counter = Counter()
+    cached: list[DataFrame] = []
     try:
-        parsed, counts, batch_files = _parse_batch(files, config, jvm_parser, cached)
-        if counts[records.STATUS_EVENT]:
-            events = landed_events(parsed, landed_at)
-            if config.sink == "databend":
-                events = exact_numbers_for_variant(events)
-            sink.append_once(events, config.raw_table, batch_tag, batch_files)
-        if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
-            sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
+        if jvm_parser and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit:
+            file_count, left = _append_events_parsed_in_jvm(files, config, sink, batch_tag, jvm_parser, landed_at, counts)
+            if left != 0:
+                lines = left_for_python(parse_in_jvm(split_lines(files), jvm_parser))
+                left_counts: Counter = Counter()
+                parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
+                _append_parsed(parsed, left_counts, config, sink, batch_tag, [], landed_at)
+                counts.update(left_counts)
+        else:
+            parsed, batch_files = _parse_batch(files, config, jvm_parser, counts, cached)
+            file_count = len(batch_files)
+            _append_parsed(parsed, counts, config, sink, batch_tag, batch_files, landed_at)
     finally:
         for df in cached:
             df.unpersist()
     elapsed = time.monotonic() - started
     summary.batches += 1
-    summary.files += len(batch_files)
+    summary.files += file_count
     summary.counts.update(counts)
     summary.seconds += elapsed
     log.info(
         "batch %s: %d files, %d events, %d quarantined, %d not row changes, %d tombstones, %.1f s",
-        batch_tag, len(batch_files), counts[records.STATUS_EVENT], counts[records.STATUS_REJECTED],
+        batch_tag, file_count, counts[records.STATUS_EVENT], counts[records.STATUS_REJECTED],
         counts[records.STATUS_IGNORED], counts[records.STATUS_TOMBSTONE], elapsed,
     )
 
 
-def _parse_batch(
-    files: DataFrame, config: LandingConfig, jvm_parser: str | None, cached: list[DataFrame]
-) -> tuple[DataFrame, Counter, list[str]]:
-    """(parsed lines, count per status, input files), reading and parsing the input once.
+def _append_events_parsed_in_jvm(
+    files: DataFrame, config: LandingConfig, sink, batch_tag: str, jvm_parser: str, landed_at, counts: Counter
+) -> tuple[int, int | None]:
+    """Append the events the JVM fast path parses, in one pass over the files and one commit.
 
-    The JVM fast path parses the common Debezium lines; only the others go through the Python
-    parsers, and only when there are any. Results are cached (appended to cached) for the writes.
+    Adds what it appended to counts; returns (files, lines left for the Python parsers), both
+    unknown (0 files, None lines) when an earlier try of this batch made the commit.
+    """
+    seen_files, seen_lines, seen_events = Observation("files"), Observation("lines"), Observation("events")
+    lines = split_lines(files.observe(seen_files, F.count(F.lit(1)).alias("files"))).observe(
+        seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
+    )
+    events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
+    if not sink.append_once(landed_events(events, landed_at), config.raw_table, f"{batch_tag}/jvm", []):
+        return 0, None
+    line_counts = seen_lines.get
+    counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})
+    return seen_files.get["files"], line_counts["lines"] - line_counts["blank"] - seen_events.get["events"]
+
+
+def _parse_batch(
+    files: DataFrame, config: LandingConfig, jvm_parser: str | None, counts: Counter, cached: list[DataFrame]
+) -> tuple[DataFrame, list[str]]:
+    """(parsed lines, input files) of one batch to append in one commit; counts per status go to counts.
+
+    The input is read and parsed once: with the JVM fast path, only the lines it leaves go
+    through the Python parsers. Results are cached (appended to cached) for the writes.
     """
     lines = split_lines(files)
+    if not jvm_parser or config.format not in JVM_PARSED_FORMATS:
+        parsed = _parsed_in_python(lines, config, counts, cached)
+        return parsed, [row["landed_file"] for row in files.select("landed_file").collect()]
     with io.uncompressed_cache(files.sparkSession):
-        if not jvm_parser or config.format not in JVM_PARSED_FORMATS:
-            parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(parsed)
-            counts = Counter({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
-            return parsed, counts, [row["landed_file"] for row in files.select("landed_file").collect()]
         marked = parse_in_jvm(lines, jvm_parser).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(marked)
         tally = marked.agg(
@@ -117,16 +147,35 @@ def _parse_batch(
             F.count_if(F.col("line_text") != "").alias("left"),
             F.collect_set("landed_file").alias("files"),
         ).first()
-        parsed = parsed_in_jvm(marked)
-        counts = Counter({records.STATUS_EVENT: tally["events"], records.STATUS_BLANK: tally["blank"]})
-        if tally["left"]:
-            in_python = parse_cdc_lines(
-                left_for_python(marked).where(F.col("line_text") != ""), config.key_columns, config.format
-            ).persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(in_python)
-            counts.update({row["status"]: row["count"] for row in in_python.groupBy("status").count().collect()})
-            parsed = parsed.unionByName(in_python)
-        return parsed, counts, sorted(tally["files"])
+    parsed = parsed_in_jvm(marked)
+    counts.update({records.STATUS_EVENT: tally["events"], records.STATUS_BLANK: tally["blank"]})
+    if tally["left"]:
+        lines = left_for_python(marked).where(F.col("line_text") != "")
+        parsed = parsed.unionByName(_parsed_in_python(lines, config, counts, cached))
+    return parsed, sorted(tally["files"])
+
+
+def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, cached: list[DataFrame]) -> DataFrame:
+    """The lines parsed by the Python parsers, cached; their counts per status go to counts."""
+    with io.uncompressed_cache(lines.sparkSession):
+        parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(parsed)
+        counts.update({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
+    return parsed
+
+
+def _append_parsed(
+    parsed: DataFrame, counts: Counter, config: LandingConfig, sink, batch_tag: str, batch_files: list[str], landed_at
+) -> None:
+    """Append the events of parsed to the raw table and its rejected or ignored lines to the
+    quarantine; counts are parsed's counts per status."""
+    if counts[records.STATUS_EVENT]:
+        events = landed_events(parsed, landed_at)
+        if config.sink == "databend":
+            events = exact_numbers_for_variant(events)
+        sink.append_once(events, config.raw_table, batch_tag, batch_files)
+    if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
+        sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
 
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:

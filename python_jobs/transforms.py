@@ -84,6 +84,23 @@ def parsed_in_jvm(marked: DataFrame) -> DataFrame:
     )
 
 
+def events_parsed_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
+    """Only the events the JVM fast path parses from lines, in parse_cdc_lines' shape (line_text
+    null); the other lines are dropped. The function runs once per line: a filter on its result
+    would run it again."""
+    in_jvm = F.filter(
+        F.array(F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"))), lambda event: event.isNotNull()
+    )
+    return parsed_in_jvm(
+        lines.select(
+            "landed_file",
+            "landed_line",
+            F.lit(None).cast("string").alias("line_text"),
+            F.explode(in_jvm).alias("in_jvm"),
+        )
+    )
+
+
 def landed_events(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
     """Rows for the raw table: every line the parser accepted as a change event."""
     return parsed.where(F.col("status") == records.STATUS_EVENT).select(

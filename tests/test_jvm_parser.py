@@ -200,6 +200,51 @@ def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, t
         assert jvm.count() == python.count() > 0
 
 
+def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, tmp_path, monkeypatch, landing_tables):
+    """The JVM's events are committed first; a crash before the Python parsers' commit must
+    neither lose their lines nor land the JVM's events twice when the batch is retried."""
+    rng = random.Random(5)
+    seeds = [line for line in fixture_lines(BARE_DEBEZIUM_FIXTURES + OTHER_FIXTURES) if line.strip()]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    lines = [mutate(rng.choice(seeds), rng) if rng.random() < 0.3 else rng.choice(seeds) for _ in range(600)]
+    (inbox / "part-0.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def config_for(variant: str):
+        path = tmp_path / f"landing-{variant}.yml"
+        path.write_text(yaml.safe_dump({
+            "input": str(inbox),
+            "checkpoint": str(tmp_path / f"checkpoint-{variant}"),
+            "raw_table": landing_tables["raw", variant],
+            "quarantine_table": landing_tables["quarantine", variant],
+            "tables": {table: {"key": key} for table, key in KEYS.items()},
+        }))
+        return load_config(path)
+
+    parse_in_python = land._parsed_in_python
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed between the two commits")
+
+    monkeypatch.setattr(land, "_parsed_in_python", crash)
+    with pytest.raises(Exception, match="killed between the two commits"):
+        land.run(config_for("jvm"), spark=spark)
+    raw_jvm = landing_tables["raw", "jvm"]
+    assert spark.table(raw_jvm).count() > 0, "the JVM's commit came first"
+    assert spark.table(landing_tables["quarantine", "jvm"]).count() == 0
+    monkeypatch.setattr(land, "_parsed_in_python", parse_in_python)
+    retried = land.run(config_for("jvm"), spark=spark)
+    assert retried.counts["rejected"] > 0
+
+    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
+    land.run(config_for("python"), spark=spark)
+    for table in ("raw", "quarantine"):
+        jvm, python = (spark.table(landing_tables[table, variant]).drop("landed_at") for variant in ("jvm", "python"))
+        assert jvm.exceptAll(python).count() == 0 and python.exceptAll(jvm).count() == 0, table
+    tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
+    assert len(tags) == 2 and tags[0].tag.endswith("/jvm") and tags[1].tag == tags[0].tag[: -len("/jvm")]
+
+
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):
     # A name and class this session has not seen: the real jar may already be on its classpath.
     monkeypatch.setattr(io, "JVM_DEBEZIUM_PARSER", "cdc_merge_test_missing_parser")
