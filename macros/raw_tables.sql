@@ -29,7 +29,9 @@
 {#
     Each landing task writes its own file per source table (fanout, no shuffle): with hash
     distribution all events of one table went through one task, and a batch of 1M events of
-    one table took 1.5 s longer on 2 cores (BENCHMARKS.md, landing).
+    one table took 1.5 s longer on 2 cores. No Parquet dictionaries: images, keys and seqs are
+    nearly all distinct, so building one only to drop it made the write 20% slower
+    (BENCHMARKS.md, landing).
 #}
 {% macro spark__raw_events_ddl(relation) %}
     create table if not exists {{ relation }} (
@@ -49,7 +51,8 @@
     tblproperties (
         'format-version' = '2',
         'write.distribution-mode' = 'none',
-        'write.spark.fanout.enabled' = 'true'
+        'write.spark.fanout.enabled' = 'true',
+        'parquet.enable.dictionary' = 'false'
     )
 {% endmacro %}
 
