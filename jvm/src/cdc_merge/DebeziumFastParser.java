@@ -277,7 +277,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   /** schema.table (Postgres) or db.table (MySQL), as _table_name in debezium.py. */
   private static String tableName(Map<String, Value> source) {
     Value table = source.get("table");
-    if (table == null || !table.isString() || table.text.isEmpty() || hasSurrogate(table.text)) {
+    if (table == null || !table.isString() || table.text.isEmpty() || hasLoneSurrogate(table.text)) {
       return null;
     }
     Value schema = source.get("schema");
@@ -287,7 +287,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     } else {
       namespace = schema;
     }
-    if (namespace == null || !namespace.isString() || namespace.text.isEmpty() || hasSurrogate(namespace.text)) {
+    if (namespace == null || !namespace.isString() || namespace.text.isEmpty() || hasLoneSurrogate(namespace.text)) {
       return null;
     }
     return namespace.text + "." + table.text;
@@ -323,7 +323,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         default:
           return null; // null, a fraction (Python prints Decimal), an object or an array
       }
-      if (hasSurrogate(text)) {
+      if (hasLoneSurrogate(text)) {
         return null;
       }
       if (i > 0) {
@@ -372,9 +372,13 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     out.append('"');
   }
 
-  private static boolean hasSurrogate(String text) {
+  /** A UTF-16 surrogate without its pair ("\ud800" in JSON): no table can store it as text. */
+  private static boolean hasLoneSurrogate(String text) {
     for (int i = 0; i < text.length(); i++) {
-      if (Character.isSurrogate(text.charAt(i))) {
+      char c = text.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
         return true;
       }
     }
