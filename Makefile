@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
-# The landing job's JVM parsers (jvm/README.md); javac comes with the JDK.
+# The landing job's JVM parsers (README, "Landing speed"); javac comes with the JDK.
 PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
