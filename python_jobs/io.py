@@ -131,7 +131,7 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
     if not isinstance(parser_class, JavaClass):
         log.warning(
             "%s not found and %s is not on the classpath (build the jar with 'make jvm'): "
-            "parsing every line in Python, about 10x slower",
+            "parsing every line in Python, about 5x slower",
             jar, JVM_DEBEZIUM_PARSER_CLASS,
         )
         return None
