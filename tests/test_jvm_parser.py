@@ -169,58 +169,54 @@ def landing_tables(spark):
     return created
 
 
-def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, tmp_path, monkeypatch, landing_tables):
-    rng = random.Random(11)
+def mixed_lines(rng: random.Random, count: int) -> list[str]:
+    """Fixture lines of every format, 30% of them mutated."""
     seeds = [line for line in fixture_lines(BARE_DEBEZIUM_FIXTURES + OTHER_FIXTURES) if line.strip()]
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    for part in range(3):
-        lines = [mutate(rng.choice(seeds), rng) if rng.random() < 0.3 else rng.choice(seeds) for _ in range(400)]
-        (inbox / f"part-{part}.json").write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    return [mutate(rng.choice(seeds), rng) if rng.random() < 0.3 else rng.choice(seeds) for _ in range(count)]
 
-    summaries = {}
-    for variant in ("jvm", "python"):
-        if variant == "python":
-            monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
-        config = tmp_path / f"landing-{variant}.yml"
-        config.write_text(yaml.safe_dump({
-            "input": str(inbox),
-            "checkpoint": str(tmp_path / f"checkpoint-{variant}"),
-            "raw_table": landing_tables["raw", variant],
-            "quarantine_table": landing_tables["quarantine", variant],
-            "tables": {table: {"key": key} for table, key in KEYS.items()},
-        }))
-        summaries[variant] = land.run(load_config(config), spark=spark)
 
-    assert summaries["jvm"].counts == summaries["python"].counts
-    assert summaries["jvm"].counts["event"] > 500 and summaries["jvm"].counts["rejected"] > 50
+def landing_config(tmp_path, landing_tables, variant: str):
+    path = tmp_path / f"landing-{variant}.yml"
+    path.write_text(yaml.safe_dump({
+        "input": str(tmp_path / "inbox"),
+        "checkpoint": str(tmp_path / f"checkpoint-{variant}"),
+        "raw_table": landing_tables["raw", variant],
+        "quarantine_table": landing_tables["quarantine", variant],
+        "tables": {table: {"key": key} for table, key in KEYS.items()},
+    }))
+    return load_config(path)
+
+
+def assert_same_tables(spark, landing_tables) -> None:
+    """The raw and quarantine tables landed with and without the JVM fast path hold the same rows."""
     for table in ("raw", "quarantine"):
         jvm, python = (spark.table(landing_tables[table, variant]).drop("landed_at") for variant in ("jvm", "python"))
         assert jvm.exceptAll(python).count() == 0 and python.exceptAll(jvm).count() == 0, table
         assert jvm.count() == python.count() > 0
 
 
+def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, tmp_path, monkeypatch, landing_tables):
+    rng = random.Random(11)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for part in range(3):
+        (inbox / f"part-{part}.json").write_text("\n".join(mixed_lines(rng, 400)) + "\n\n", encoding="utf-8")
+
+    summaries = {"jvm": land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)}
+    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
+    summaries["python"] = land.run(landing_config(tmp_path, landing_tables, "python"), spark=spark)
+
+    assert summaries["jvm"].counts == summaries["python"].counts
+    assert summaries["jvm"].counts["event"] > 500 and summaries["jvm"].counts["rejected"] > 50
+    assert_same_tables(spark, landing_tables)
+
+
 def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, tmp_path, monkeypatch, landing_tables):
     """The JVM's events are committed first; a crash before the Python parsers' commit must
     neither lose their lines nor land the JVM's events twice when the batch is retried."""
-    rng = random.Random(5)
-    seeds = [line for line in fixture_lines(BARE_DEBEZIUM_FIXTURES + OTHER_FIXTURES) if line.strip()]
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    lines = [mutate(rng.choice(seeds), rng) if rng.random() < 0.3 else rng.choice(seeds) for _ in range(600)]
-    (inbox / "part-0.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-    def config_for(variant: str):
-        path = tmp_path / f"landing-{variant}.yml"
-        path.write_text(yaml.safe_dump({
-            "input": str(inbox),
-            "checkpoint": str(tmp_path / f"checkpoint-{variant}"),
-            "raw_table": landing_tables["raw", variant],
-            "quarantine_table": landing_tables["quarantine", variant],
-            "tables": {table: {"key": key} for table, key in KEYS.items()},
-        }))
-        return load_config(path)
-
+    (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(5), 600)) + "\n", encoding="utf-8")
     parse_in_python = land._parsed_in_python
 
     def crash(*args, **kwargs):
@@ -228,19 +224,17 @@ def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, 
 
     monkeypatch.setattr(land, "_parsed_in_python", crash)
     with pytest.raises(Exception, match="killed between the two commits"):
-        land.run(config_for("jvm"), spark=spark)
+        land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
     raw_jvm = landing_tables["raw", "jvm"]
     assert spark.table(raw_jvm).count() > 0, "the JVM's commit came first"
     assert spark.table(landing_tables["quarantine", "jvm"]).count() == 0
     monkeypatch.setattr(land, "_parsed_in_python", parse_in_python)
-    retried = land.run(config_for("jvm"), spark=spark)
+    retried = land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
     assert retried.counts["rejected"] > 0
 
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
-    land.run(config_for("python"), spark=spark)
-    for table in ("raw", "quarantine"):
-        jvm, python = (spark.table(landing_tables[table, variant]).drop("landed_at") for variant in ("jvm", "python"))
-        assert jvm.exceptAll(python).count() == 0 and python.exceptAll(jvm).count() == 0, table
+    land.run(landing_config(tmp_path, landing_tables, "python"), spark=spark)
+    assert_same_tables(spark, landing_tables)
     tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
     assert len(tags) == 2 and tags[0].tag.endswith("/jvm") and tags[1].tag == tags[0].tag[: -len("/jvm")]
 
