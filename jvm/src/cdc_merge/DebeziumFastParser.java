@@ -54,6 +54,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
   }
 
+  // The envelope members this parser reads (bit i of 'seen' marks member i).
+  private static final List<String> ENVELOPE_MEMBERS = Arrays.asList("op", "source", "before", "after", "ts_ms");
   // The members of 'source' that decide the table name and seq.
   private static final Set<String> SOURCE_MEMBERS = new HashSet<>(
       Arrays.asList("connector", "db", "schema", "table", "file", "pos", "row", "lsn", "snapshot", "ts_ms"));
@@ -108,7 +110,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     JsonToken beforeToken = null;
     JsonToken afterToken = null;
     Value envelopeTsMs = null;
-    // A repeated member that matters is left to Python (its dict keeps the last one).
+    // A repeated envelope member is left to Python (its dict keeps the last one).
     int seen = 0;
     try (JsonParser parser = FACTORY.createParser(line, 0, length)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
@@ -117,42 +119,35 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
         String name = parser.getCurrentName();
         JsonToken token = parser.nextToken();
+        int member = ENVELOPE_MEMBERS.indexOf(name);
+        if (member >= 0) {
+          if ((seen & (1 << member)) != 0) {
+            return null;
+          }
+          seen |= 1 << member;
+        }
         switch (name) {
           case "op":
-            if (token != JsonToken.VALUE_STRING || (seen & 1) != 0) {
+            if (token != JsonToken.VALUE_STRING) {
               return null;
             }
-            seen |= 1;
             op = parser.getText();
             break;
           case "source":
-            if (token != JsonToken.START_OBJECT || (seen & 2) != 0) {
+            if (token != JsonToken.START_OBJECT) {
               return null;
             }
-            seen |= 2;
             source = members(parser, SOURCE_MEMBERS);
             break;
           case "before":
-            if ((seen & 4) != 0) {
-              return null;
-            }
-            seen |= 4;
             beforeToken = token;
             before = span(parser, token);
             break;
           case "after":
-            if ((seen & 8) != 0) {
-              return null;
-            }
-            seen |= 8;
             afterToken = token;
             after = span(parser, token);
             break;
           case "ts_ms":
-            if ((seen & 16) != 0) {
-              return null;
-            }
-            seen |= 16;
             envelopeTsMs = scalar(parser, token);
             break;
           // Members of other formats' envelopes, or of Debezium's {schema, payload} one.
