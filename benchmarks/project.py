@@ -112,7 +112,8 @@ select * from final
 
 
 def model_columns_sql(indent: str = "        ") -> str:
-    return ",\n".join(f"{indent}{{{{ cdc_merge.cdc_column('{name}', '{dtype}') }}}}" for name, dtype in COLUMNS)
+    entries = "".join(f"\n{indent}    '{name}': '{dtype}'," for name, dtype in COLUMNS)
+    return f"{indent}{{{{ cdc_merge.cdc_columns({{{entries}\n{indent}}}) }}}}"
 
 
 class BenchProject:

@@ -2,9 +2,12 @@
     Helpers for the SELECT of a cdc_merge model:
 
         select
-            {{ cdc_merge.cdc_column('id', 'int') }},
+            {{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string'}) }},
             {{ cdc_merge.cdc_metadata_columns() }}
         from {{ cdc_merge.cdc_events(ref('raw_events')) }}
+
+    cdc_columns() gives each column as cdc_column() would, but on Spark it parses the row
+    once for all of them; cdc_column() parses it once per column.
 #}
 
 {% macro cdc_events(raw_relation) %}
@@ -39,9 +42,12 @@
 
 {% macro spark__cdc_column(name, data_type, json_field) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    {%- set field = json_field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', json_field) else '`' ~ json_field ~ '`' -%}
-    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').{{ field }} as {{ name }}
+    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').{{ cdc_merge.spark_field_reference(json_field) }} as {{ name }}
 {%- endmacro %}
+
+{% macro spark_field_reference(field) %}
+    {{- return(field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', field) else '`' ~ field ~ '`') -}}
+{% endmacro %}
 
 {% macro databend__cdc_column(name, data_type, json_field) %}
     {#-
@@ -52,3 +58,53 @@
     {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
     case when is_null_value({{ field }}) then null else cast({{ value }} as {{ data_type }}) end as {{ name }}
 {%- endmacro %}
+
+
+{% macro cdc_columns(columns, json_fields={}) %}
+    {#-
+        columns: {name: data type}, in the order the model selects them; json_fields:
+        {name: JSON field} for the names that differ from their field in the row image.
+    -#}
+    {%- set fields = [] -%}
+    {%- for name in columns -%}
+        {%- set field = json_fields.get(name, name) -%}
+        {%- if field in fields -%}
+            {%- do exceptions.raise_compiler_error(
+                "cdc_columns() in model '" ~ model.name ~ "': JSON field '" ~ field ~ "' is named twice."
+                ~ " Select it once and derive the other column from it in a later CTE.") -%}
+        {%- endif -%}
+        {%- do fields.append(field) -%}
+    {%- endfor -%}
+    {%- set unknown = json_fields.keys() | reject('in', columns) | list -%}
+    {%- if unknown -%}
+        {%- do exceptions.raise_compiler_error(
+            "cdc_columns() in model '" ~ model.name ~ "': json_fields names " ~ unknown | join(', ')
+            ~ ", which are not in its columns. Add them to the columns, or remove them from json_fields.") -%}
+    {%- endif -%}
+    {{ return(adapter.dispatch('cdc_columns', 'cdc_merge')(columns, fields)) }}
+{% endmacro %}
+
+{% macro spark__cdc_columns(columns, fields) %}
+    {#-
+        Every column reads the same from_json of the whole row, which Spark computes once per
+        row. The options map is what keeps it whole: without options Spark's optimizer cuts
+        each from_json down to its one field, and each column parses the row again.
+    -#}
+    {%- set schema = [] -%}
+    {%- for name, data_type in columns.items() -%}
+        {%- do schema.append('`' ~ fields[loop.index0] ~ '` ' ~ data_type) -%}
+    {%- endfor -%}
+    {%- for name in columns -%}
+        {%- set field = fields[loop.index0] -%}
+        from_json(_cdc_row, '{{ schema | join(", ") }}', map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
+        {{- ",\n        " if not loop.last }}
+    {%- endfor -%}
+{% endmacro %}
+
+{% macro databend__cdc_columns(columns, fields) %}
+    {#- A VARIANT is parsed already: each column as cdc_column() gives it. -#}
+    {%- for name, data_type in columns.items() -%}
+        {{ cdc_merge.databend__cdc_column(name, data_type, fields[loop.index0]) }}
+        {{- ",\n        " if not loop.last }}
+    {%- endfor -%}
+{% endmacro %}

@@ -3,7 +3,9 @@ any SQL, rebuilds, expired offsets, and idle runs that change nothing."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from decimal import Decimal
 
 import pytest
 
@@ -47,9 +49,19 @@ def table_exists(spark, name: str) -> bool:
             GOOD_COLUMNS + " {% set second = source('cdc_raw', 'quarantine') %}",
             "reads exactly one raw table",
         ),
+        (
+            GOOD_CONFIG,
+            "{{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string'}, json_fields={'name': 'id'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+            "JSON field 'id' is named twice",
+        ),
+        (
+            GOOD_CONFIG,
+            "{{ cdc_merge.cdc_columns({'id': 'int'}, json_fields={'name': 'title'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+            "json_fields names name, which are not in its columns",
+        ),
     ],
     ids=["no-key", "bad-key", "unqualified-table", "no-table", "bad-deletes", "zero-chunk", "text-chunk",
-         "bad-properties", "two-sources"],
+         "bad-properties", "two-sources", "field-twice", "unknown-json-field"],
 )
 def test_config_errors_fail_before_any_sql(dbt_project, spark, config, columns, message):
     write_model(dbt_project, "bad_products", config, columns)
@@ -170,3 +182,55 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(dbt_project, sp
     dbt_project.land(docs)
     dbt_project.dbt("run", "--select", "docs")
     assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]
+
+
+ITEMS_COLUMNS = {"id": "int", "title": "string", "price": "decimal(10,2)", "sold_at": "timestamp", "qty": "bigint"}
+
+
+def test_cdc_columns_give_what_cdc_column_gives(conformance_project):
+    """cdc_columns() parses the row once; its values must be cdc_column()'s, renamed fields included."""
+    project = conformance_project
+    one_by_one = ", ".join(
+        f"{{{{ cdc_merge.cdc_column('{name}', '{data_type}'{', ' + repr('title text') if name == 'title' else ''}) }}}}"
+        for name, data_type in ITEMS_COLUMNS.items()
+    )
+    together = f"{{{{ cdc_merge.cdc_columns({ITEMS_COLUMNS!r}, json_fields={{'title': 'title text'}}) }}}}"
+    for name, columns in (("items_one_by_one", one_by_one), ("items_together", together)):
+        project.write_model(name, "unique_key='id', source_table='public.docs'",
+                            columns + ", {{ cdc_merge.cdc_metadata_columns() }}")
+    lines = [
+        postgres_line("c", 100, {"id": 1, "title text": "a", "price": 12.5, "sold_at": "2026-01-02T03:04:05.123Z", "qty": 2**40}),
+        postgres_line("c", 110, {"id": 2, "title text": None, "price": 0.1, "sold_at": None, "qty": None}),
+        postgres_line("u", 120, {"id": 1, "title text": "b \u00e9", "price": 99999999.99, "sold_at": "2026-01-03T00:00:00Z", "qty": -1}),
+        postgres_line("c", 130, {"id": 3, "price": 7}),
+    ]
+    (project.inbox / "1.json").write_text("\n".join(lines) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.dbt("run", "--select", "items_one_by_one", "items_together")
+
+    def mirrored(name):
+        return [tuple(row.values()) for row in project.query(
+            f"select {', '.join(ITEMS_COLUMNS)} from {project.schema}.{name} order by id")]
+
+    expected = mirrored("items_one_by_one")
+    assert [row[:3] for row in expected] == [(1, "b \u00e9", Decimal("99999999.99")), (2, None, Decimal("0.10")), (3, None, Decimal("7.00"))]
+    assert mirrored("items_together") == expected
+
+
+def test_cdc_columns_parse_each_row_once_on_spark(dbt_project, spark):
+    """Spark's optimizer cuts a bare from_json(...).field down to that one field, so each column
+    would parse the row again; every from_json of cdc_columns() must keep the whole schema."""
+    dbt_project.write_model("items", "unique_key='id', source_table='public.docs'",
+                            f"{{{{ cdc_merge.cdc_columns({ITEMS_COLUMNS!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+    dbt_project.dbt("compile", "--select", "items")
+    compiled = next((dbt_project.project_dir / "target" / "compiled").rglob("items.sql")).read_text()
+    # Rows from range(), not literals: the optimizer would fold a literal row into constants.
+    spark.sql("""create or replace temporary view items__cdc_batch as select concat('["', id, '"]') as _cdc_key,
+                 'insert' as _cdc_action, cast(id as string) as _cdc_seq, timestamp'2026-01-01 00:00:00' as _cdc_source_ts,
+                 concat('{"id": ', id, '}') as _cdc_row, cast(array() as array<string>) as _cdc_unavailable
+                 from range(1, 3)""")
+    plan = spark.sql(compiled)._jdf.queryExecution().optimizedPlan().toString()
+    schemas = re.findall(r"from_json\((.*?), \(mode,PERMISSIVE\)", plan)
+    assert len(schemas) == len(ITEMS_COLUMNS)
+    assert all(schema.count("StructField(") == len(ITEMS_COLUMNS) for schema in schemas), plan
+    assert [row["id"] for row in spark.sql(compiled).collect()] == [1, 2]

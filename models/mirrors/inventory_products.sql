@@ -22,10 +22,12 @@ events as (
 final as (
 
     select
-        {{ cdc_merge.cdc_column('id', 'int') }},
-        {{ cdc_merge.cdc_column('name', 'string') }},
-        {{ cdc_merge.cdc_column('description', 'string') }},
-        {{ cdc_merge.cdc_column('weight', 'float') }},
+        {{ cdc_merge.cdc_columns({
+            'id': 'int',
+            'name': 'string',
+            'description': 'string',
+            'weight': 'float',
+        }) }},
         {{ cdc_merge.cdc_metadata_columns() }}
     from events
 

@@ -16,11 +16,13 @@ events as (
 final as (
 
     select
-        {{ cdc_merge.cdc_column('id', 'bigint') }},
-        {{ cdc_merge.cdc_column('name', 'string') }},
-        {{ cdc_merge.cdc_column('email', 'string') }},
-        {{ cdc_merge.cdc_column('tier', 'string') }},
-        {{ cdc_merge.cdc_column('updated_at', 'timestamp') }},
+        {{ cdc_merge.cdc_columns({
+            'id': 'bigint',
+            'name': 'string',
+            'email': 'string',
+            'tier': 'string',
+            'updated_at': 'timestamp',
+        }) }},
         {{ cdc_merge.cdc_metadata_columns() }}
     from events
 

@@ -16,11 +16,13 @@ events as (
 final as (
 
     select
-        {{ cdc_merge.cdc_column('order_id', 'bigint') }},
-        {{ cdc_merge.cdc_column('line_no', 'int') }},
-        {{ cdc_merge.cdc_column('sku', 'string') }},
-        {{ cdc_merge.cdc_column('quantity', 'int') }},
-        {{ cdc_merge.cdc_column('unit_price', 'decimal(10,2)') }},
+        {{ cdc_merge.cdc_columns({
+            'order_id': 'bigint',
+            'line_no': 'int',
+            'sku': 'string',
+            'quantity': 'int',
+            'unit_price': 'decimal(10,2)',
+        }) }},
         {{ cdc_merge.cdc_metadata_columns() }}
     from events
 

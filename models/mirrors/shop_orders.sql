@@ -16,11 +16,13 @@ events as (
 final as (
 
     select
-        {{ cdc_merge.cdc_column('id', 'bigint') }},
-        {{ cdc_merge.cdc_column('customer_id', 'bigint') }},
-        {{ cdc_merge.cdc_column('status', 'string') }},
-        {{ cdc_merge.cdc_column('amount', 'decimal(18,2)') }},
-        {{ cdc_merge.cdc_column('ordered_at', 'timestamp') }},
+        {{ cdc_merge.cdc_columns({
+            'id': 'bigint',
+            'customer_id': 'bigint',
+            'status': 'string',
+            'amount': 'decimal(18,2)',
+            'ordered_at': 'timestamp',
+        }) }},
         {{ cdc_merge.cdc_metadata_columns() }}
     from events
 
