@@ -91,7 +91,8 @@
             {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, columns, cfg) %}
+                {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, columns, cfg) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -141,9 +142,9 @@
 {% endmacro %}
 
 
-{% macro apply_batch(target_relation, tombstones, changes, model_sql, columns, cfg) %}
+{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, columns, cfg) %}
     {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
-    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, target_relation, tombstones))) %}
+    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, target_relation, tombstones))) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}

@@ -43,13 +43,13 @@
 {% endmacro %}
 
 
-{% macro classified_batch_sql(model_sql, target_relation, tombstones) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, target_relation, tombstones) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys are found with an inner join on the batch's keys
-        first: the batch is the small side, so Spark broadcasts it and reads only the key
-        and seq columns of the mirror, without shuffling them. The batch is read twice:
-        caching it first measured no faster.
+        first: the batch is the small side, so it is broadcast and only the key and seq
+        columns of the mirror are read, without shuffling them. The keys come straight from
+        the raw events (batch_keys_sql), not through the model's dedup and parsing.
     -#}
     with
 
@@ -58,12 +58,11 @@
     ),
 
     batch_keys as (
-        select _cdc_key
-        from batch
+        {{ batch_keys_sql }}
     ),
 
     mirror_keys as (
-        select
+        select {{ cdc_merge.broadcast_hint('batch_keys') }}
             stored._cdc_key,
             stored._cdc_seq
         from {{ target_relation }} as stored
@@ -73,7 +72,7 @@
 
     {% if tombstones is not none -%}
     tombstone_keys as (
-        select
+        select {{ cdc_merge.broadcast_hint('batch_keys') }}
             stored._cdc_key,
             stored._cdc_seq
         from {{ tombstones }} as stored
@@ -107,6 +106,23 @@
 
     select * from final
 {% endmacro %}
+
+
+{% macro broadcast_hint(relation) %}
+    {{ return(adapter.dispatch('broadcast_hint', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__broadcast_hint(relation) -%}
+    {#-
+        Spark's size estimate of a key list read from the raw table is far above its real
+        size, so without the hint the mirror's keys were shuffled for batches of 1M events.
+        A chunk holds at most max_events_per_chunk events, which bounds the broadcast.
+    -#}
+    /*+ broadcast({{ relation }}) */
+{%- endmacro %}
+
+{% macro databend__broadcast_hint(relation) -%}
+{%- endmacro %}
 
 
 {% macro drop_scratch(name) %}

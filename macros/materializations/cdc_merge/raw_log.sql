@@ -234,15 +234,22 @@
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
+    {#- Only the keys with placeholders are counted: grouping every key of a large batch took seconds. #}
     keys_with_placeholders as (
+        select distinct key
+        from table_events
+        where {{ cdc_merge.has_unavailable_sql('raw_data') }}
+    ),
+
+    events_per_key as (
         select count(*) as events
         from table_events
+        where key in (select key from keys_with_placeholders)
         group by key
-        having max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) > 0
     )
 
     select coalesce(max(events), 1) as rounds
-    from keys_with_placeholders
+    from events_per_key
 {% endmacro %}
 
 
@@ -258,6 +265,17 @@
             {%- endif %}
     )
 {%- endmacro %}
+
+
+{% macro batch_keys_sql(changes_view, source_table, bucket, buckets) %}
+    {#- Every key with an event in this bucket of the chunk, once: a superset of the keys of any round. -#}
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }}
+
+    select distinct key as _cdc_key
+    from table_events
+{% endmacro %}
 
 
 {% macro key_bucket_sql(column, buckets) %}
