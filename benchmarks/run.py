@@ -512,6 +512,28 @@ class Bench:
         out["split_only_seconds"] = round(split.seconds, 3)
         print(f"    parse only (JVM, no write): {out.get('parse_only_seconds', float('nan')):.1f} s; "
               f"read+split lines only: {split.seconds:.1f} s", flush=True)
+        if jvm_parser:
+            out.update(self.quote_only(parsed_in_jvm(parse_in_jvm(split_lines(lines), jvm_parser)), events))
+        return out
+
+    def quote_only(self, events_df, events: int) -> dict:
+        """The Databend sink's extra step, fractional numbers quoted: Python UDF vs the JVM function."""
+        from python_jobs import io
+        from python_jobs.transforms import exact_numbers_for_variant
+
+        images = events_df.selectExpr("cast(raw_data as string) as raw_data", "cast(before_data as string) as before_data")
+        images = images.persist()
+        images.count()
+        out = {}
+        try:
+            for name, quoter in (("python", None), ("jvm", io.register_jvm_number_quoter(self.spark))):
+                with timed() as timer:
+                    exact_numbers_for_variant(images, quoter).selectExpr("sum(xxhash64(raw_data, before_data))").collect()
+                out[f"quote_{name}_seconds"] = round(timer.seconds, 3)
+        finally:
+            images.unpersist()
+        print(f"    Databend sink, fractional numbers quoted ({events:,} events, cached images): Python UDF "
+              f"{out['quote_python_seconds']:.1f} s, JVM {out['quote_jvm_seconds']:.1f} s", flush=True)
         return out
 
     def save(self) -> None:

@@ -30,6 +30,8 @@ ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1
 PARSERS_JAR = Path(__file__).parent / "jars" / "cdc-merge-parsers.jar"
 JVM_DEBEZIUM_PARSER = "cdc_merge_debezium_fast"
 JVM_DEBEZIUM_PARSER_CLASS = "cdc_merge.DebeziumFastParser"
+JVM_NUMBER_QUOTER = "cdc_merge_fractional_numbers_quoted"
+JVM_NUMBER_QUOTER_CLASS = "cdc_merge.FractionalNumbersQuoted"
 # Iceberg writes snapshot-property.* write options into the snapshot summary.
 LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
 
@@ -125,19 +127,40 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
     name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}"
     if spark.catalog.functionExists(name):
         return name
-    if os.path.isfile(jar):
-        spark.sql(f"add jar '{jar}'")
-    parser_class = functools.reduce(getattr, JVM_DEBEZIUM_PARSER_CLASS.split("."), spark._jvm)
-    if not isinstance(parser_class, JavaClass):
-        log.warning(
-            "%s not found and %s is not on the classpath (build the jar with 'make jvm'): "
-            "parsing every line in Python, about 5x slower",
-            jar, JVM_DEBEZIUM_PARSER_CLASS,
-        )
+    parser_class = _parsers_jar_class(spark, jar, JVM_DEBEZIUM_PARSER_CLASS, "parsing every line in Python, about 5x slower")
+    if parser_class is None:
         return None
     return_type = spark._jsparkSession.parseDataType(JVM_PARSED_EVENT_SCHEMA.json())
     spark._jsparkSession.udf().register(name, parser_class(keys), return_type)
     return name
+
+
+def register_jvm_number_quoter(spark: SparkSession) -> str | None:
+    """Register the JVM version of transforms.fractional_numbers_quoted: its name, or None (with
+    a warning) when the parsers' jar is missing or turned off, as for register_jvm_parser."""
+    jar = os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
+    if not jar:
+        return None
+    if spark.catalog.functionExists(JVM_NUMBER_QUOTER):
+        return JVM_NUMBER_QUOTER
+    quoter_class = _parsers_jar_class(spark, jar, JVM_NUMBER_QUOTER_CLASS, "quoting fractional numbers for Databend in Python")
+    if quoter_class is None:
+        return None
+    spark._jsparkSession.udf().register(JVM_NUMBER_QUOTER, quoter_class(), spark._jsparkSession.parseDataType('"string"'))
+    return JVM_NUMBER_QUOTER
+
+
+def _parsers_jar_class(spark: SparkSession, jar: str, class_name: str, fallback: str):
+    """A class of the parsers' jar (added to the session first), or None with a warning saying
+    what happens instead."""
+    if os.path.isfile(jar):
+        spark.sql(f"add jar '{jar}'")
+    java_class = functools.reduce(getattr, class_name.split("."), spark._jvm)
+    if not isinstance(java_class, JavaClass):
+        log.warning("%s not found and %s is not on the classpath (build the jar with 'make jvm'): %s",
+                    jar, class_name, fallback)
+        return None
+    return java_class
 
 
 @contextlib.contextmanager

@@ -65,7 +65,8 @@ class LandingSummary:
 
 
 def land_files(
-    files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None
+    files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None,
+    jvm_quoter: str | None = None,
 ) -> None:
     """Parse one micro-batch of files; append its events, and its rejected or ignored lines.
 
@@ -85,12 +86,12 @@ def land_files(
                 lines = left_for_python(parse_in_jvm(split_lines(files), jvm_parser))
                 left_counts: Counter = Counter()
                 parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
-                _append_parsed(parsed, left_counts, config, sink, batch_tag, [], landed_at)
+                _append_parsed(parsed, left_counts, config, sink, batch_tag, [], landed_at, jvm_quoter)
                 counts.update(left_counts)
         else:
             parsed, batch_files = _parse_batch(files, config, jvm_parser, counts, cached)
             file_count = len(batch_files)
-            _append_parsed(parsed, counts, config, sink, batch_tag, batch_files, landed_at)
+            _append_parsed(parsed, counts, config, sink, batch_tag, batch_files, landed_at, jvm_quoter)
     finally:
         for df in cached:
             df.unpersist()
@@ -165,14 +166,15 @@ def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, 
 
 
 def _append_parsed(
-    parsed: DataFrame, counts: Counter, config: LandingConfig, sink, batch_tag: str, batch_files: list[str], landed_at
+    parsed: DataFrame, counts: Counter, config: LandingConfig, sink, batch_tag: str, batch_files: list[str], landed_at,
+    jvm_quoter: str | None,
 ) -> None:
     """Append the events of parsed to the raw table and its rejected or ignored lines to the
-    quarantine; counts are parsed's counts per status."""
+    quarantine; counts are parsed's counts per status; jvm_quoter: see exact_numbers_for_variant."""
     if counts[records.STATUS_EVENT]:
         events = landed_events(parsed, landed_at)
         if config.sink == "databend":
-            events = exact_numbers_for_variant(events)
+            events = exact_numbers_for_variant(events, jvm_quoter)
         sink.append_once(events, config.raw_table, batch_tag, batch_files)
     if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
         sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
@@ -183,10 +185,11 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)
     jvm_parser = io.register_jvm_parser(spark, config.key_columns)
+    jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(
-        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary, jvm_parser)
+        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary, jvm_parser, jvm_quoter)
     )
     log.info("%s", summary.line())
     return summary

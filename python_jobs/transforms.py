@@ -151,7 +151,13 @@ def fractional_numbers_quoted(text: str | None) -> str | None:
     return _JSON_STRING_OR_NUMBER.sub(quote, text)
 
 
-def exact_numbers_for_variant(events: DataFrame) -> DataFrame:
-    """Raw events for a Databend raw table: fractional numbers of the images as strings."""
+def exact_numbers_for_variant(events: DataFrame, jvm_quoter: str | None = None) -> DataFrame:
+    """Raw events for a Databend raw table: fractional numbers of the images as strings.
+
+    jvm_quoter: the registered JVM function that does the same (io.register_jvm_number_quoter);
+    without it a Python UDF quotes every image.
+    """
+    if jvm_quoter:
+        return events.withColumns({column: F.call_function(jvm_quoter, column) for column in ("raw_data", "before_data")})
     quote_udf = F.pandas_udf(lambda texts: texts.map(fractional_numbers_quoted, na_action="ignore"), "string")
     return events.withColumns({column: quote_udf(column) for column in ("raw_data", "before_data")})

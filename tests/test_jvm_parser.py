@@ -18,7 +18,7 @@ from python_jobs import formats, io, land
 from python_jobs.config import load_config
 from python_jobs.records import STATUS_EVENT
 from python_jobs.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import parse_in_jvm, parsed_in_jvm
+from python_jobs.transforms import fractional_numbers_quoted, parse_in_jvm, parsed_in_jvm
 
 KEYS = {
     "inventory.products": ["id"],
@@ -153,6 +153,24 @@ def test_fuzzed_debezium_lines_agree_with_python(spark):
     assert counts["taken"] > 1000 and counts["left"] > 1000, counts
 
 
+def test_the_jvm_number_quoter_quotes_exactly_as_python(spark):
+    """Databend landing: the JVM FractionalNumbersQuoted against transforms.fractional_numbers_quoted."""
+    quoter = io.register_jvm_number_quoter(spark)
+    assert quoter, "the parsers jar is missing: run 'make jvm'"
+    rng = random.Random(20261124)
+    seeds = fixture_lines(BARE_DEBEZIUM_FIXTURES + OTHER_FIXTURES) + document_lines() + edge_cases()
+    texts = seeds + [mutate(rng.choice([line for line in seeds if ":" in line]), rng) for _ in range(4000)] + [
+        '{"a":1.5,"b":"x 1.5","c":-2e10,"d":3,"e":1E+2,"f":"esc \\" 2.5","g":[1.0,2,-0.0]}',
+        "-", "--1.5", "1.", "1.e5", "-.5", "1e", "1e+", "2E-07x", "0012.50", '"unterminated 1.5', '"a\\\n"2.5', '"a\\\n1.5"',
+        '"\\', '\\"1.5"', "\u0661.\u0665", "\u0661.5", "x1.5y", "", None,
+    ]
+    rows = spark.createDataFrame([(number, text) for number, text in enumerate(texts)], "n int, text string")
+    quoted = {row["n"]: row["quoted"] for row in rows.selectExpr("n", f"{quoter}(text) as quoted").collect()}
+    mismatches = [(text, quoted[n]) for n, text in enumerate(texts) if quoted[n] != fractional_numbers_quoted(text)]
+    assert not mismatches, mismatches[:5]
+    assert sum(1 for n, text in enumerate(texts) if text is not None and quoted[n] != text) > 500
+
+
 @pytest.fixture()
 def landing_tables(spark):
     """Two raw/quarantine table pairs: one landed with the JVM fast path, one without."""
@@ -248,3 +266,11 @@ def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeyp
     assert "missing.jar not found" in caplog.text and "make jvm" in caplog.text
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
     assert io.register_jvm_parser(spark, KEYS) is None
+
+
+def test_an_empty_parsers_jar_setting_turns_off_functions_registered_before(spark, monkeypatch):
+    """CDC_MERGE_PARSERS_JAR= must win over a function the session registered earlier."""
+    assert io.register_jvm_parser(spark, KEYS) and io.register_jvm_number_quoter(spark)
+    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
+    assert io.register_jvm_parser(spark, KEYS) is None
+    assert io.register_jvm_number_quoter(spark) is None
