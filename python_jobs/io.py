@@ -113,13 +113,18 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
     return spark
 
 
+def parsers_jar() -> str:
+    """The parsers' jar: $CDC_MERGE_PARSERS_JAR, or the one `make jvm` builds; empty turns the JVM functions off."""
+    return os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
+
+
 def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[str]]) -> str | None:
     """Register the JVM Debezium fast path for these key columns in the session: the function's
     name, or None (with a warning) when neither its jar nor its class (spark-submit --jars) is there.
 
     $CDC_MERGE_PARSERS_JAR overrides the jar; set it to an empty value to parse every line in Python.
     """
-    jar = os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
+    jar = parsers_jar()
     if not jar:
         return None
     # The keys travel inside the function: as an argument they would be decoded for every line.
@@ -138,7 +143,7 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
 def register_jvm_number_quoter(spark: SparkSession) -> str | None:
     """Register the JVM version of transforms.fractional_numbers_quoted: its name, or None (with
     a warning) when the parsers' jar is missing or turned off, as for register_jvm_parser."""
-    jar = os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
+    jar = parsers_jar()
     if not jar:
         return None
     if spark.catalog.functionExists(JVM_NUMBER_QUOTER):
