@@ -83,6 +83,9 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         # Spark's default heap is 1 GB; applying a 1M-event batch to a 10M-row mirror peaks near 5 GB.
         "spark.driver.memory": os.environ.get("CDC_MERGE_DRIVER_MEMORY", "6g"),
+        # Batch work, not pauses, matters here: the parallel collector landed 1M events 15-20% faster
+        # than G1 (the default) and applied a 1M-event batch 7% faster (BENCHMARKS.md).
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
     }

@@ -55,3 +55,9 @@ def test_jar_and_maven_overrides_reach_both(monkeypatch):
     monkeypatch.setenv("CDC_MERGE_ICEBERG_PACKAGES", coordinates)
     assert io.iceberg_spark_conf("/lake")["spark.jars.packages"] == coordinates
     assert local_parameters({"CDC_MERGE_ICEBERG_PACKAGES": coordinates})["spark.jars.packages"] == coordinates
+
+
+def test_the_session_runs_the_parallel_collector(spark):
+    """The settings that only apply when the session starts the JVM did reach it."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
