@@ -36,9 +36,15 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final char[] HEX = "0123456789abcdef".toCharArray();
 
   private final HashMap<String, List<String>> keyColumns;
+  // Every key column of every table: read from both row images while they are walked, so the
+  // image the key comes from (known only once op and source are read) is not parsed again.
+  private final HashSet<String> keyNames = new HashSet<>();
 
   public DebeziumFastParser(String keyColumnsJson) throws IOException {
     this.keyColumns = parseKeyColumns(keyColumnsJson);
+    for (List<String> columns : keyColumns.values()) {
+      keyNames.addAll(columns);
+    }
   }
 
   @Override
@@ -47,7 +53,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       return null;
     }
     try {
-      return parse(line, keyColumns);
+      return parse(line, keyColumns, keyNames);
     } catch (IOException | RuntimeException unsure) {
       // Invalid JSON, Jackson limits, or anything unexpected: the Python parser says why.
       return null;
@@ -91,7 +97,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
   }
 
-  private static Row parse(byte[] line, Map<String, List<String>> keyColumns) throws IOException {
+  private static Row parse(byte[] line, Map<String, List<String>> keyColumns, Set<String> keyNames) throws IOException {
     int length = line.length;
     while (length > 0 && line[length - 1] == '\r') {
       length--;
@@ -105,8 +111,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
     String op = null;
     Map<String, Value> source = null;
-    int[] before = null;
-    int[] after = null;
+    Image before = null;
+    Image after = null;
     JsonToken beforeToken = null;
     JsonToken afterToken = null;
     Value envelopeTsMs = null;
@@ -141,11 +147,11 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
             break;
           case "before":
             beforeToken = token;
-            before = span(parser, token);
+            before = image(parser, token, keyNames);
             break;
           case "after":
             afterToken = token;
-            after = span(parser, token);
+            after = image(parser, token, keyNames);
             break;
           case "ts_ms":
             envelopeTsMs = scalar(parser, token);
@@ -176,12 +182,12 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
     List<String> columns = keyColumns.get(tableName);
     boolean delete = "d".equals(op);
-    int[] keyImage = delete ? before : after;
+    Image keyImage = delete ? before : after;
     JsonToken keyImageToken = delete ? beforeToken : afterToken;
     if (columns == null || columns.isEmpty() || keyImageToken != JsonToken.START_OBJECT) {
       return null;
     }
-    String key = canonicalKey(line, keyImage, columns);
+    String key = canonicalKey(keyImage.keyValues, columns);
     String seq = seq(source, op);
     if (key == null || seq == null) {
       return null;
@@ -194,8 +200,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         tableName,
         key,
         action,
-        afterToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, after[0], after[1]) : null,
-        beforeToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, before[0], before[1]) : null,
+        afterToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, after.start, after.end) : null,
+        beforeToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, before.start, before.end) : null,
         seq,
         sourceTsMs);
   }
@@ -204,16 +210,29 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
   }
 
-  /** [start, end) in bytes of the object the parser stands on; skips any other value. */
-  private static int[] span(JsonParser parser, JsonToken token) throws IOException {
+  /** A row image: [start, end) in bytes of the object, and the values of its key-column members. */
+  private static final class Image {
+    final int start;
+    final int end;
+    final Map<String, Value> keyValues;
+
+    Image(int start, int end, Map<String, Value> keyValues) {
+      this.start = start;
+      this.end = end;
+      this.keyValues = keyValues;
+    }
+  }
+
+  /** The object the parser stands on as an Image; skips any other value (null). */
+  private static Image image(JsonParser parser, JsonToken token, Set<String> keyNames) throws IOException {
     if (token != JsonToken.START_OBJECT) {
       parser.skipChildren();
       return null;
     }
     int start = (int) parser.getTokenLocation().getByteOffset();
-    parser.skipChildren();
+    Map<String, Value> keyValues = members(parser, keyNames);
     int end = (int) parser.getTokenLocation().getByteOffset() + 1;
-    return new int[] {start, end};
+    return new Image(start, end, keyValues);
   }
 
   private static Value scalar(JsonParser parser, JsonToken token) throws IOException {
@@ -289,12 +308,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   /** JSON array of the key values as text, as canonical_key in records.py writes it. */
-  private static String canonicalKey(byte[] line, int[] image, List<String> columns) throws IOException {
-    Map<String, Value> values;
-    try (JsonParser parser = FACTORY.createParser(line, image[0], image[1] - image[0])) {
-      parser.nextToken();
-      values = members(parser, new HashSet<>(columns));
-    }
+  private static String canonicalKey(Map<String, Value> values, List<String> columns) {
     StringBuilder key = new StringBuilder(16 * columns.size()).append('[');
     for (int i = 0; i < columns.size(); i++) {
       Value value = values.get(columns.get(i));
