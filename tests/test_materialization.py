@@ -148,7 +148,8 @@ def postgres_line(op: str, lsn: int, row: dict) -> str:
     })
 
 
-def test_unavailable_toast_values_keep_what_the_source_last_sent(dbt_project, spark):
+def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_project):
+    dbt_project = conformance_project
     unavailable = "__debezium_unavailable_value"
     dbt_project.write_model(
         "docs", "unique_key='id', source_table='public.docs'",
@@ -173,8 +174,8 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(dbt_project, sp
     dbt_project.dbt("run", "--select", "docs")
 
     def mirrored():
-        return [tuple(row) for row in spark.sql(
-            f"select id, title, body from {dbt_project.schema}.docs order by id").collect()]
+        return [tuple(row.values()) for row in dbt_project.query(
+            f"select id, title, body from {dbt_project.schema}.docs order by id")]
 
     assert mirrored() == [(1, "b", "A"), (2, "z", "Y"), (3, "q", None)]
 

@@ -91,7 +91,7 @@
             {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
-                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round)) %}
+                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
                 {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, columns, cfg) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}

@@ -304,42 +304,53 @@
 {%- endmacro %}
 
 
-{% macro ranked_events_cte() %}
-    {#- Each event of table_events with its rank in its key (newest first), and whether the key has placeholders (1/0). -#}
+{% macro ranked_events_cte(rounds) %}
+    {#-
+        Each event of table_events with its rank in its key (newest first), and whether the key
+        has placeholders (1/0). With a single round (rounds = 1) every key applies its newest
+        event, so only the rank is computed (0.5 s less at 1M events).
+    -#}
     ranked as (
         select
             *,
             row_number() over (
                 partition by key order by seq desc, landed_file desc, landed_line desc
-            ) as _cdc_rank,
+            ) as _cdc_rank
+            {%- if rounds != 1 %},
             count(*) over (partition by key) as _cdc_events,
             max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
                 as _cdc_has_placeholders
+            {%- endif %}
         from table_events
     )
 {%- endmacro %}
 
 
-{% macro in_round_sql(round) -%}
+{% macro in_round_sql(round, rounds) -%}
     {#- The newest event of a key in round 1; for keys with placeholders every event, oldest first, one per round. -#}
+    {%- if rounds == 1 %}
+    _cdc_rank = 1
+    {%- else %}
     (
         (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
         or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
     )
+    {%- endif %}
 {%- endmacro %}
 
 
-{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1) %}
-    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round)) }}
+{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
+    {#- rounds: how many the bucket needs (batch_rounds_sql); none when not known. -#}
+    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round, rounds)) }}
 {% endmacro %}
 
-{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round) %}
+{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
     create or replace temporary view {{ batch_view }} as
     with
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
-    {{ cdc_merge.ranked_events_cte() }},
+    {{ cdc_merge.ranked_events_cte(rounds) }},
 
     final as (
         select
@@ -357,14 +368,14 @@
                 else cast(array() as array<string>)
             end as _cdc_unavailable
         from ranked
-        where {{ cdc_merge.in_round_sql(round) }}
+        where {{ cdc_merge.in_round_sql(round, rounds) }}
     )
 
     select * from final
 {% endmacro %}
 
 
-{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round) %}
+{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
     {#-
         Views are not temporary on Databend: the view lives in the model's schema until the
         run drops it. _cdc_unavailable is a string ',a,b,': a nullable array does not
@@ -375,12 +386,12 @@
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
-    {{ cdc_merge.ranked_events_cte() }},
+    {{ cdc_merge.ranked_events_cte(rounds) }},
 
     picked as (
         select *
         from ranked
-        where {{ cdc_merge.in_round_sql(round) }}
+        where {{ cdc_merge.in_round_sql(round, rounds) }}
     ),
 
     unavailable as (
@@ -389,7 +400,7 @@
             ',' || string_agg(field.key, ',') || ',' as columns
         from picked, json_each(picked.raw_data) as field
         where
-            picked._cdc_has_placeholders = 1
+            {{ cdc_merge.has_unavailable_sql('picked.raw_data') }}
             and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
         group by picked.key
     ),
