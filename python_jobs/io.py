@@ -172,19 +172,42 @@ def _parsers_jar_class(spark: SparkSession, jar: str, class_name: str, fallback:
 
 
 @contextlib.contextmanager
-def uncompressed_cache(spark: SparkSession) -> Iterator[None]:
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """The settings hold in the session inside, and are put back after."""
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)
+
+
+def uncompressed_cache(spark: SparkSession):
     """DataFrames persisted and first computed inside are cached uncompressed.
 
     The landing job caches each batch for one or two reads; compressing the strings costs more
     than reading them twice (BENCHMARKS.md, landing).
     """
-    setting = "spark.sql.inMemoryColumnarStorage.compressed"
-    before = spark.conf.get(setting)
-    spark.conf.set(setting, "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(setting, before)
+    return session_conf(spark, {"spark.sql.inMemoryColumnarStorage.compressed": "false"})
+
+
+def input_scan_conf(spark: SparkSession) -> dict[str, str]:
+    """Settings for reading a batch's input files (BENCHMARKS.md, landing).
+
+    The file source lists each batch's files again, in a Spark job when there are more than 32;
+    the input folder is local, so listing in the driver saves that job (0.25 s a batch). At least
+    four read tasks per core: a 1M-event batch was read in 5 tasks, so on 2 cores one core idled
+    through the third wave.
+    """
+    return {
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
+        "spark.sql.files.minPartitionNum": str(4 * spark.sparkContext.defaultParallelism),
+    }
 
 
 def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -> None:
@@ -229,13 +252,15 @@ def run_available_batches(
         query_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
         land_batch(batch, f"{query_id}/{batch_id}")
 
-    query = (
-        files.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(checkpoint_dir))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    # The file source reads the settings of the session that made `files`, at each batch.
+    with session_conf(files.sparkSession, input_scan_conf(files.sparkSession)):
+        query = (
+            files.writeStream.foreachBatch(on_batch)
+            .option("checkpointLocation", str(checkpoint_dir))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
 
 
 def append_once(df: DataFrame, table: str, batch_tag: str) -> bool:
