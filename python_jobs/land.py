@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import logging
 import sys
 import time
@@ -66,32 +67,33 @@ class LandingSummary:
 
 def land_files(
     files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None,
-    jvm_quoter: str | None = None,
+    jvm_quoter: str | None = None, may_be_retry: bool = True,
 ) -> None:
     """Parse one micro-batch of files; append its events, and its rejected or ignored lines.
 
     Into Iceberg with the JVM fast path, the events it parses are appended as it parses them, in
     one commit; the lines it leaves, if any, are parsed in Python and appended in a second one.
     Otherwise the batch's events are one commit. Every commit is tagged with the batch, so a
-    retried batch never appends a line twice.
+    retried batch (may_be_retry) never appends a line twice.
     """
+    append_once = functools.partial(sink.append_once, may_be_retry=may_be_retry)
     started = time.monotonic()
     landed_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     counts: Counter = Counter()
     cached: list[DataFrame] = []
     try:
         if jvm_parser and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit:
-            file_count, left = _append_events_parsed_in_jvm(files, config, sink, batch_tag, jvm_parser, landed_at, counts)
+            file_count, left = _append_events_parsed_in_jvm(files, config, append_once, batch_tag, jvm_parser, landed_at, counts)
             if left != 0:
                 lines = left_for_python(parse_in_jvm(split_lines(files), jvm_parser))
                 left_counts: Counter = Counter()
                 parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
-                _append_parsed(parsed, left_counts, config, sink, batch_tag, [], landed_at, jvm_quoter)
+                _append_parsed(parsed, left_counts, config, append_once, batch_tag, [], landed_at, jvm_quoter)
                 counts.update(left_counts)
         else:
             parsed, batch_files = _parse_batch(files, config, jvm_parser, counts, cached)
             file_count = len(batch_files)
-            _append_parsed(parsed, counts, config, sink, batch_tag, batch_files, landed_at, jvm_quoter)
+            _append_parsed(parsed, counts, config, append_once, batch_tag, batch_files, landed_at, jvm_quoter)
     finally:
         for df in cached:
             df.unpersist()
@@ -108,9 +110,10 @@ def land_files(
 
 
 def _append_events_parsed_in_jvm(
-    files: DataFrame, config: LandingConfig, sink, batch_tag: str, jvm_parser: str, landed_at, counts: Counter
+    files: DataFrame, config: LandingConfig, append_once, batch_tag: str, jvm_parser: str, landed_at, counts: Counter
 ) -> tuple[int, int | None]:
-    """Append the events the JVM fast path parses, in one pass over the files and one commit.
+    """Append the events the JVM fast path parses, in one pass over the files and one commit
+    (append_once: the sink's, see land_files).
 
     Adds what it appended to counts; returns (files, lines left for the Python parsers), both
     unknown (0 files, None lines) when an earlier try of this batch made the commit.
@@ -120,7 +123,7 @@ def _append_events_parsed_in_jvm(
         seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
     )
     events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
-    if not sink.append_once(landed_events(events, landed_at), config.raw_table, f"{batch_tag}/jvm", []):
+    if not append_once(landed_events(events, landed_at), config.raw_table, f"{batch_tag}/jvm", []):
         return 0, None
     line_counts = seen_lines.get
     counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})
@@ -166,18 +169,19 @@ def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, 
 
 
 def _append_parsed(
-    parsed: DataFrame, counts: Counter, config: LandingConfig, sink, batch_tag: str, batch_files: list[str], landed_at,
-    jvm_quoter: str | None,
+    parsed: DataFrame, counts: Counter, config: LandingConfig, append_once, batch_tag: str, batch_files: list[str],
+    landed_at, jvm_quoter: str | None,
 ) -> None:
     """Append the events of parsed to the raw table and its rejected or ignored lines to the
-    quarantine; counts are parsed's counts per status; jvm_quoter: see exact_numbers_for_variant."""
+    quarantine with append_once (the sink's, see land_files); counts are parsed's counts per
+    status; jvm_quoter: see exact_numbers_for_variant."""
     if counts[records.STATUS_EVENT]:
         events = landed_events(parsed, landed_at)
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
-        sink.append_once(events, config.raw_table, batch_tag, batch_files)
+        append_once(events, config.raw_table, batch_tag, batch_files)
     if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
-        sink.append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
+        append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
 
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
@@ -189,7 +193,9 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     io.run_available_batches(
-        files, config.checkpoint_dir, lambda batch, tag: land_files(batch, config, sink, tag, summary, jvm_parser, jvm_quoter)
+        files,
+        config.checkpoint_dir,
+        lambda batch, tag, may_be_retry: land_files(batch, config, sink, tag, summary, jvm_parser, jvm_quoter, may_be_retry),
     )
     log.info("%s", summary.line())
     return summary

@@ -70,3 +70,25 @@ def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
         from python_jobs import land
 
         land.run(config)
+
+
+def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(spark, tmp_path):
+    """The commit check (append_once) is skipped for batches the running query planned itself."""
+    inbox, checkpoint = tmp_path / "inbox", tmp_path / "checkpoint"
+    inbox.mkdir()
+    for name in ("a", "b"):
+        (inbox / f"{name}.json").write_text("{}\n")
+    calls = []
+
+    def land_batch(batch, tag, may_be_retry):
+        calls.append((tag.split("/")[1], may_be_retry))
+        if len(calls) == 2:
+            raise RuntimeError("died in batch 1")
+
+    assert io.latest_planned_batch(checkpoint) == -1
+    with pytest.raises(Exception, match="died in batch 1"):
+        io.run_available_batches(io.read_new_files(spark, inbox, 1, "*.json"), checkpoint, land_batch)
+    assert io.latest_planned_batch(checkpoint) == 1
+    (inbox / "c.json").write_text("{}\n")
+    io.run_available_batches(io.read_new_files(spark, inbox, 1, "*.json"), checkpoint, land_batch)
+    assert calls == [("0", False), ("1", False), ("1", True), ("2", False)]
