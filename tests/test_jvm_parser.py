@@ -69,7 +69,8 @@ def edge_cases() -> list[str]:
     lines = [
         mysql_event(), mysql_event(op="c"), mysql_event(op="r", snapshot="true"), mysql_event(snapshot="last"),
         mysql_event(snapshot=True), mysql_event(snapshot=False), mysql_event(snapshot=None), mysql_event(snapshot=1),
-        mysql_event(row=None), mysql_event(row=7), mysql_event(pos=2**63), mysql_event(pos=2**63 - 1),
+        mysql_event(row=None), mysql_event(row=7), mysql_event(row=10**10 - 1), mysql_event(row=10**10),
+        mysql_event(row=2**63 - 1), mysql_event(pos=2**63), mysql_event(pos=2**63 - 1), mysql_event(pos=0),
         mysql_event(pos=10**20), mysql_event(pos=1.0), mysql_event(pos=True), mysql_event(file="bin.\u0663\u0660"),
         mysql_event(file="mysql-bin.000003\n"), mysql_event(file="x" + "9" * 25), mysql_event(file="77"),
         mysql_event(op="d", before={"id": 7}, after={}).replace('"after": {}', '"after": null'),

@@ -60,15 +60,67 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
   }
 
-  // The envelope members this parser reads (bit i of 'seen' marks member i).
-  private static final List<String> ENVELOPE_MEMBERS = Arrays.asList("op", "source", "before", "after", "ts_ms");
-  // The members of 'source' that decide the table name and seq.
-  private static final Set<String> SOURCE_MEMBERS = new HashSet<>(
-      Arrays.asList("connector", "db", "schema", "table", "file", "pos", "row", "lsn", "snapshot", "ts_ms"));
+  // The members of 'source' that decide the table name and seq, by their index in a Source.
+  private static final int CONNECTOR = 0;
+  private static final int DB = 1;
+  private static final int SCHEMA = 2;
+  private static final int TABLE = 3;
+  private static final int FILE = 4;
+  private static final int POS = 5;
+  private static final int ROW = 6;
+  private static final int LSN = 7;
+  private static final int SNAPSHOT = 8;
+  private static final int TS_MS = 9;
+  private static final int SOURCE_MEMBERS = 10;
+
+  private static int sourceMember(String name) {
+    switch (name) {
+      case "connector":
+        return CONNECTOR;
+      case "db":
+        return DB;
+      case "schema":
+        return SCHEMA;
+      case "table":
+        return TABLE;
+      case "file":
+        return FILE;
+      case "pos":
+        return POS;
+      case "row":
+        return ROW;
+      case "lsn":
+        return LSN;
+      case "snapshot":
+        return SNAPSHOT;
+      case "ts_ms":
+        return TS_MS;
+      default:
+        return -1;
+    }
+  }
+
+  /** The envelope members this parser reads: bit i of 'seen' marks member i. */
+  private static int envelopeMember(String name) {
+    switch (name) {
+      case "op":
+        return 0;
+      case "source":
+        return 1;
+      case "before":
+        return 2;
+      case "after":
+        return 3;
+      case "ts_ms":
+        return 4;
+      default:
+        return -1;
+    }
+  }
 
   /**
    * A scalar member value as Python's json module would see it: strings with their text, integers
-   * as a long (or too big for one), objects and arrays as their type only.
+   * as a long (or, too big for one, as text), objects and arrays as their type only.
    */
   private static final class Value {
     final JsonToken token;
@@ -95,6 +147,11 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     Long integer() {
       return token == JsonToken.VALUE_NUMBER_INT && fitsLong ? number : null;
     }
+
+    /** A string's text, or an integer's digits as Python's str(int) prints them. */
+    String text() {
+      return token == JsonToken.VALUE_NUMBER_INT && fitsLong ? Long.toString(number) : text;
+    }
   }
 
   private static Row parse(byte[] line, Map<String, List<String>> keyColumns, Set<String> keyNames) throws IOException {
@@ -110,7 +167,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       return null;
     }
     String op = null;
-    Map<String, Value> source = null;
+    Value[] source = null;
     Image before = null;
     Image after = null;
     JsonToken beforeToken = null;
@@ -125,7 +182,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
         String name = parser.getCurrentName();
         JsonToken token = parser.nextToken();
-        int member = ENVELOPE_MEMBERS.indexOf(name);
+        int member = envelopeMember(name);
         if (member >= 0) {
           if ((seen & (1 << member)) != 0) {
             return null;
@@ -143,7 +200,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
             if (token != JsonToken.START_OBJECT) {
               return null;
             }
-            source = members(parser, SOURCE_MEMBERS);
+            source = sourceMembers(parser);
             break;
           case "before":
             beforeToken = token;
@@ -192,7 +249,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     if (key == null || seq == null) {
       return null;
     }
-    Long sourceTsMs = positiveMs(source.get("ts_ms"));
+    Long sourceTsMs = positiveMs(source[TS_MS]);
     if (sourceTsMs == null) {
       sourceTsMs = positiveMs(envelopeTsMs);
     }
@@ -248,8 +305,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         if (type == JsonParser.NumberType.BIG_INTEGER) {
           return new Value(token, parser.getBigIntegerValue().toString(), 0, false);
         }
-        long number = parser.getLongValue();
-        return new Value(token, Long.toString(number), number, true);
+        return new Value(token, null, parser.getLongValue(), true);
       default:
         return new Value(token, null, 0, false);
     }
@@ -263,6 +319,21 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       JsonToken token = parser.nextToken();
       if (wanted.contains(name)) {
         members.put(name, scalar(parser, token));
+      } else {
+        parser.skipChildren();
+      }
+    }
+    return members;
+  }
+
+  /** The source object's members by their index (CONNECTOR...); as members(), the last of a repeated name wins. */
+  private static Value[] sourceMembers(JsonParser parser) throws IOException {
+    Value[] members = new Value[SOURCE_MEMBERS];
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      int member = sourceMember(parser.getCurrentName());
+      JsonToken token = parser.nextToken();
+      if (member >= 0) {
+        members[member] = scalar(parser, token);
       } else {
         parser.skipChildren();
       }
@@ -289,15 +360,15 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   /** schema.table (Postgres) or db.table (MySQL), as _table_name in debezium.py. */
-  private static String tableName(Map<String, Value> source) {
-    Value table = source.get("table");
+  private static String tableName(Value[] source) {
+    Value table = source[TABLE];
     if (table == null || !table.isString() || table.text.isEmpty() || hasLoneSurrogate(table.text)) {
       return null;
     }
-    Value schema = source.get("schema");
+    Value schema = source[SCHEMA];
     Value namespace;
     if (schema == null || schema.isNull() || (schema.isString() && schema.text.isEmpty())) {
-      namespace = source.get("db");
+      namespace = source[DB];
     } else {
       namespace = schema;
     }
@@ -318,10 +389,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       String text;
       switch (value.token) {
         case VALUE_STRING:
-          text = value.text;
-          break;
         case VALUE_NUMBER_INT:
-          text = value.text; // the integer's digits as Python's str(int) prints them
+          text = value.text();
           break;
         case VALUE_TRUE:
           text = "true";
@@ -395,8 +464,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   /** The fixed-width seq of docs/ordering.md, as _seq in debezium.py. */
-  private static String seq(Map<String, Value> source, String op) {
-    Value connector = source.get("connector");
+  private static String seq(Value[] source, String op) {
+    Value connector = source[CONNECTOR];
     if (connector == null || !connector.isString()) {
       return null;
     }
@@ -406,9 +475,9 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     switch (connector.text) {
       case "mysql":
       case "mariadb":
-        Long binlogNumber = binlogFileNumber(source.get("file"));
-        Long pos = nonNegative(source.get("pos"), null);
-        Long rowInEvent = nonNegative(source.get("row"), 0L);
+        Long binlogNumber = binlogFileNumber(source[FILE]);
+        Long pos = nonNegative(source[POS], null);
+        Long rowInEvent = nonNegative(source[ROW], 0L);
         if (binlogNumber == null || pos == null || rowInEvent == null) {
           return null;
         }
@@ -417,7 +486,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         row = rowInEvent;
         break;
       case "postgresql":
-        Long lsn = nonNegative(source.get("lsn"), null);
+        Long lsn = nonNegative(source[LSN], null);
         if (lsn == null) {
           return null;
         }
@@ -428,7 +497,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       default:
         return null;
     }
-    Value snapshot = source.get("snapshot");
+    Value snapshot = source[SNAPSHOT];
     boolean notSnapshot;
     if (snapshot == null || snapshot.isNull() || snapshot.token == JsonToken.VALUE_FALSE) {
       notSnapshot = true;
@@ -439,12 +508,19 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     } else {
       return null;
     }
+    if (row > 9_999_999_999L) {
+      return null; // wider than its 10 digits: Python's format keeps every digit; left to it
+    }
     int phase = "r".equals(op) || !notSnapshot ? 0 : 1;
-    StringBuilder seq = new StringBuilder(54);
-    appendPadded(seq, major, 20).append('.');
-    appendPadded(seq, minor, 20).append('.');
-    appendPadded(seq, row, 10).append('.');
-    return seq.append(phase).toString();
+    char[] seq = new char[54];
+    putPadded(seq, 0, major, 20);
+    seq[20] = '.';
+    putPadded(seq, 21, minor, 20);
+    seq[41] = '.';
+    putPadded(seq, 42, row, 10);
+    seq[52] = '.';
+    seq[53] = (char) ('0' + phase);
+    return new String(seq);
   }
 
   /** The number at the end of a binlog file name (mysql-bin.000003 -> 3). */
@@ -480,12 +556,12 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     return number != null && number > 0 && number < MAX_MS ? number : null;
   }
 
-  private static StringBuilder appendPadded(StringBuilder out, long value, int width) {
+  /** The digits of value (0 <= value < 10^width) into out[at, at + width), zero-padded on the left. */
+  private static void putPadded(char[] out, int at, long value, int width) {
     String digits = Long.toString(value);
-    for (int i = digits.length(); i < width; i++) {
-      out.append('0');
-    }
-    return out.append(digits);
+    int start = at + width - digits.length();
+    Arrays.fill(out, at, start, '0');
+    digits.getChars(0, digits.length(), out, start);
   }
 
   private static HashMap<String, List<String>> parseKeyColumns(String json) throws IOException {
