@@ -26,8 +26,20 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _is_python(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().startswith("python")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+
+
 def _children(pid: int) -> list[int]:
-    """Direct and indirect child processes of pid (Python UDF workers of the JVM)."""
+    """Direct and indirect Python child processes of pid (the JVM's Python UDF workers).
+
+    The JVM also forks short-lived helpers (Hadoop's local file system runs commands); until
+    they exec, such a child reports the whole JVM's RSS, which counted the JVM twice.
+    """
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
@@ -43,7 +55,7 @@ def _children(pid: int) -> list[int]:
                 continue
             found += kids
             todo += kids
-    return found
+    return [child for child in found if _is_python(child)]
 
 
 class PeakMemory:
