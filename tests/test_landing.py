@@ -90,5 +90,7 @@ def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(sp
         io.run_available_batches(io.read_new_files(spark, inbox, 1, "*.json"), checkpoint, land_batch)
     assert io.latest_planned_batch(checkpoint) == 1
     (inbox / "c.json").write_text("{}\n")
+    settings = {name: spark.conf.get(name, None) for name in io.input_scan_conf(spark)}
     io.run_available_batches(io.read_new_files(spark, inbox, 1, "*.json"), checkpoint, land_batch)
     assert calls == [("0", False), ("1", False), ("1", True), ("2", False)]
+    assert {name: spark.conf.get(name, None) for name in settings} == settings, "the landing's scan settings are put back"
