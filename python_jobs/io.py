@@ -135,7 +135,7 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
     name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}"
     if spark.catalog.functionExists(name):
         return name
-    parser_class = _parsers_jar_class(spark, jar, JVM_DEBEZIUM_PARSER_CLASS, "parsing every line in Python, about 5x slower")
+    parser_class = _parsers_jar_class(spark, jar, JVM_DEBEZIUM_PARSER_CLASS, "parsing every line in Python, 6-7x slower")
     if parser_class is None:
         return None
     return_type = spark._jsparkSession.parseDataType(JVM_PARSED_EVENT_SCHEMA.json())
