@@ -12,7 +12,8 @@ loops:
   model columns + _cdc_key, _cdc_seq, _cdc_source_ts).
 - batch_events(): a batch of streamed changes: 90% "primary" events on distinct keys
   (20% inserts of new keys, 10% deletes, 70% updates of existing keys spread over the whole key
-  space) and 10% later updates of keys already updated in the batch, so dedup matters.
+  space, or with clustered=True over the newest 1% of it, at least 4x the batch's keys) and 10%
+  later updates of keys already updated in the batch, so dedup matters.
 - write_debezium_files(): Debezium JSON lines (Postgres connector, as python_jobs/generate_demo.py
   writes them) for the landing-throughput benchmark, from string templates (fast).
 """
@@ -110,8 +111,11 @@ def mirror_rows(spark: SparkSession, target_rows: int) -> DataFrame:
     )
 
 
-def batch_events(spark: SparkSession, target_rows: int, events: int, batch_number: int) -> DataFrame:
-    """Streamed changes after the snapshot; batch_number orders batches (later = newer seq)."""
+def batch_events(spark: SparkSession, target_rows: int, events: int, batch_number: int, clustered: bool = False) -> DataFrame:
+    """Streamed changes after the snapshot; batch_number orders batches (later = newer seq).
+
+    clustered: updates and deletes hit only the newest keys (the highest ids), as where recent
+    rows change most; otherwise keys spread over the whole table."""
     primary = max(10, int(events * 0.9))
     if primary >= target_rows:
         raise ValueError(f"a batch of {events} events needs a target of more than {primary} rows")
@@ -122,7 +126,8 @@ def batch_events(spark: SparkSession, target_rows: int, events: int, batch_numbe
     dup_j = F.lit(10) * ((d * 7919) % F.lit(max(1, primary // 10))) + 3 + d % 7
     j = F.when(is_primary, i).otherwise(dup_j)
     kind = j % 10
-    existing_key = (j * F.lit(PRIME)) % F.lit(target_rows)
+    span = min(target_rows, max(4 * primary, target_rows // 100)) if clustered else target_rows
+    existing_key = F.lit(target_rows - span) + (j * F.lit(PRIME)) % F.lit(span)
     k = F.when(kind < 2, F.lit(target_rows) + j).otherwise(existing_key)
     action = F.when(~is_primary, "update").when(kind < 2, "insert").when(kind == 2, "delete").otherwise("update")
     version = F.when(~is_primary, 2).when(kind < 2, 0).otherwise(1)

@@ -41,7 +41,7 @@ from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed"]
+              "bucketed", "key_range"]
 MIRROR = "bench_items"
 
 
@@ -74,6 +74,8 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-landing", action="store_true", help="skip the landing throughput benchmark")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold (new process) idle dbt run")
     parser.add_argument("--no-baselines", action="store_true", help="main scenarios: skip baselines 2-4 (levers only)")
+    parser.add_argument("--clustered-keys", action="store_true",
+                        help="batches update and delete only the newest 1%% of the keys (default: keys spread over the table)")
     parser.add_argument("--verify", action="store_true", help="check every method's result (an extra scan each; on with --quick)")
     parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory (the JVM heap; local mode runs everything in it)")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_bench"), help="warehouse, project copies, inbox (deleted first)")
@@ -216,13 +218,13 @@ class Bench:
         print(f"== {'main' if main else 'plot'} scenario: {batch_events:,} events into {target_rows:,} rows", flush=True)
         if self.snapshot(raw) != env["s0"]:
             self.sql(f"call lake.system.set_current_snapshot('{raw}', {env['s0']})")
-        datagen.batch_events(spark, target_rows, batch_events, env["batch_number"]).writeTo(raw).append()
+        datagen.batch_events(spark, target_rows, batch_events, env["batch_number"], args.clustered_keys).writeTo(raw).append()
         s1 = env["s1"] = self.snapshot(raw)
         methods.batch_read(spark, raw, env["s0"], s1, "bench_batch_events")
         expected = datagen.expected_batch_counts(batch_events)
         expected_rows = target_rows + expected["inserted"] - expected["deleted"]
         verify = (lambda: self.sql(methods.fingerprint_sql(mirror))[0]) if args.verify else None
-        scenario = {"target_rows": target_rows, "batch_events": batch_events, "main": main,
+        scenario = {"target_rows": target_rows, "batch_events": batch_events, "main": main, "clustered_keys": args.clustered_keys,
                     "keys_changed": expected["keys"], "expected_rows": expected_rows,
                     "mirror_mb": round(env["mirror_mb"], 1), "mirror_files": env["mirror_files"], "methods": {}}
         results = scenario["methods"]
@@ -380,6 +382,31 @@ class Bench:
                 results[f"lever_{name}"] = self.measure(label, replay(confs, tail, *more), state, verify)
         if "bucketed" in names:
             results["lever_bucketed"] = self.bucketed_mirror(env, scenario, replay)
+        if "key_range" in names:
+            rewrite, rewritten = self.key_range(env)
+            results["lever_key_range"] = self.measure("+ batch key range on the mirror", replay(rewrite=rewrite), state, verify)
+            results["lever_key_range"]["rewritten"] = rewritten
+            print(f"    key range added to {rewritten['classification']} classification and {rewritten['merge']} MERGE statements", flush=True)
+
+    def key_range(self, env):
+        """Lever: the mirror's reads in the classification and the MERGE also get the batch's key range
+        (`_cdc_key between min and max`, found by a query on the raw changes inside the timed run), which
+        Iceberg can check against each data file's key bounds."""
+        mirror, bounds, rewritten = env["mirror"], {}, {"classification": 0, "merge": 0}
+
+        def rewrite(sql: str) -> str:
+            if not bounds:
+                low, high = self.sql(f"select min(key), max(key) from {MIRROR}__cdc_raw_changes "
+                                     f"where table_name = '{datagen.SOURCE_TABLE}'")[0]
+                bounds["sql"] = f"between '{low}' and '{high}'"
+            sql, count = re.subn(rf"(from {re.escape(mirror)} as stored\s+inner join batch_keys\s+on stored\._cdc_key = batch_keys\._cdc_key)",
+                                 rf"\1 and stored._cdc_key {bounds['sql']}", sql)
+            rewritten["classification"] += count
+            sql, count = re.subn(rf"(merge into {re.escape(mirror)} as mirror.*?on mirror\._cdc_key = change\._cdc_key)",
+                                 rf"\1 and mirror._cdc_key {bounds['sql']}", sql, flags=re.S)
+            rewritten["merge"] += count
+            return sql
+        return rewrite, rewritten
 
     def bucketed_mirror(self, env, scenario, replay) -> dict:
         """Lever: the product's statements on a copy of the mirror partitioned by bucket(16, _cdc_key),
