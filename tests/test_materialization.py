@@ -185,6 +185,30 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
     assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]
 
 
+def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(conformance_project):
+    """The mirror's reads are bounded by each bucket's key range (hex-encoded literals); keys at its
+    ends, with quotes, backslashes, control and non-ASCII characters, must still find their rows."""
+    project = conformance_project
+    project.write_model(
+        "tags", "unique_key='code', source_table='public.docs', max_events_per_chunk=3",
+        "{{ cdc_merge.cdc_columns({'code': 'string', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    codes = ["O'Brien", 'say "hi"', "back\\slash", "\\'", "caf\u00e9 \U0001F600", "tab\tand\nline", "zz", "A"]
+    (project.inbox / "1.json").write_text(
+        "\n".join(postgres_line("c", 100 + i, {"code": code, "title": "v1"}) for i, code in enumerate(codes)) + "\n")
+    project.land({"public.docs": ["code"]})
+    project.dbt("run", "--select", "tags")
+    # The first and last keys in text order are deleted, every other key updated.
+    ends = {min(codes), max(codes)}
+    (project.inbox / "2.json").write_text("\n".join(
+        postgres_line("d", 200 + i, {"code": code}) if code in ends else postgres_line("u", 200 + i, {"code": code, "title": "v2"})
+        for i, code in enumerate(codes)) + "\n")
+    project.land({"public.docs": ["code"]})
+    project.dbt("run", "--select", "tags")
+    rows = [tuple(row.values()) for row in project.query(f"select code, title from {project.schema}.tags")]
+    assert sorted(rows) == sorted((code, "v2") for code in codes if code not in ends)
+
+
 ITEMS_COLUMNS = {"id": "int", "title": "string", "price": "decimal(10,2)", "sold_at": "timestamp", "qty": "bigint"}
 
 

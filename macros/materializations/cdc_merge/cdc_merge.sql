@@ -88,11 +88,13 @@
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
         {% for bucket in range(chunk.buckets) %}
-            {% set rounds = run_query(cdc_merge.batch_rounds_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0]['rounds'] | int %}
+            {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set rounds = plan['rounds'] | int %}
+            {% set key_range = cdc_merge.key_range_of(plan) %}
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, columns, cfg) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -142,9 +144,9 @@
 {% endmacro %}
 
 
-{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, columns, cfg) %}
+{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg) %}
     {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
-    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, target_relation, tombstones))) %}
+    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones))) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
@@ -155,7 +157,7 @@
         {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes)) %}
     {% endif %}
     {% if (counts.updated + counts.deleted) > 0 %}
-        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes, columns, cfg, counts.partial_updates > 0)) %}
+        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes, key_range, columns, cfg, counts.partial_updates > 0)) %}
     {% endif %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
     {% if (counts.inserted + soft_tombstones) > 0 %}

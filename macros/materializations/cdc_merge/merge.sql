@@ -43,13 +43,14 @@
 {% endmacro %}
 
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, target_relation, tombstones) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys are found with an inner join on the batch's keys
         first: the batch is the small side, so it is broadcast and only the key and seq
         columns of the mirror are read, without shuffling them. The keys come straight from
-        the raw events (batch_keys_sql), not through the model's dedup and parsing.
+        the raw events (batch_keys_sql), not through the model's dedup and parsing; their
+        range (key_in_range_sql) lets the engine skip data files.
     -#}
     with
 
@@ -68,6 +69,7 @@
         from {{ target_relation }} as stored
         inner join batch_keys
             on stored._cdc_key = batch_keys._cdc_key
+            {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
     ),
 
     {% if tombstones is not none -%}
@@ -78,6 +80,7 @@
         from {{ tombstones }} as stored
         inner join batch_keys
             on stored._cdc_key = batch_keys._cdc_key
+            {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
     ),
     {%- endif %}
 
@@ -105,6 +108,20 @@
     )
 
     select * from final
+{% endmacro %}
+
+
+{% macro key_in_range_sql(column, key_range) %}
+    {#-
+        The batch's key range as one more condition on a read of stored keys: Iceberg skips the
+        data files whose key bounds lie outside it, so a batch of clustered keys (recent rows)
+        reads few of the mirror's files (BENCHMARKS.md, "Applied since (5)"). Every key of the
+        batch lies inside it, so it changes no result. The bounds come hex-encoded and are
+        decoded by constant expressions, which Spark folds into literals it pushes into the Iceberg scan.
+    -#}
+    {%- if key_range is not none -%}
+        and {{ column }} between cast(unhex('{{ key_range.min_hex }}') as string) and cast(unhex('{{ key_range.max_hex }}') as string)
+    {%- endif -%}
 {% endmacro %}
 
 
@@ -186,7 +203,7 @@
     A run that dies between the two repeats the batch; the seq guards make that harmless.
 #}
 
-{% macro merge_mirror_sql(target_relation, changes_view, columns, cfg, partial_updates) %}
+{% macro merge_mirror_sql(target_relation, changes_view, key_range, columns, cfg, partial_updates) %}
     {#-
         partial_updates: some updates lack columns the source did not send, which keep
         their stored values. Without them the MERGE reads no stored column but the key and
@@ -199,6 +216,7 @@
         where _cdc_change in ('update', 'delete')
     ) as change
         on mirror._cdc_key = change._cdc_key
+        {{ cdc_merge.key_in_range_sql('mirror._cdc_key', key_range) }}
     {%- if cfg.deletes == 'soft' %}
     when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then update set
         _cdc_deleted = true,

@@ -229,7 +229,12 @@
 {% endmacro %}
 
 
-{% macro batch_rounds_sql(changes_view, source_table, bucket, buckets) %}
+{% macro bucket_plan_sql(changes_view, source_table, bucket, buckets) %}
+    {#-
+        What applying one bucket of a chunk needs first: how many rounds its keys need (TOAST
+        placeholders, below) and its key range, hex-encoded ('' when the bucket is empty) so that
+        any key text comes back as a literal without quoting (cdc_merge.key_range_of).
+    -#}
     with
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
@@ -246,10 +251,41 @@
         from table_events
         where key in (select key from keys_with_placeholders)
         group by key
+    ),
+
+    rounds as (
+        select coalesce(max(events), 1) as rounds
+        from events_per_key
+    ),
+
+    key_range as (
+        select
+            coalesce(hex(min(key)), '') as min_key_hex,
+            coalesce(hex(max(key)), '') as max_key_hex
+        from table_events
     )
 
-    select coalesce(max(events), 1) as rounds
-    from events_per_key
+    select
+        rounds.rounds,
+        key_range.min_key_hex,
+        key_range.max_key_hex
+    from rounds
+    cross join key_range
+{% endmacro %}
+
+
+{% macro key_range_of(plan) %}
+    {#- The key range of a bucket_plan_sql row: {'min_hex', 'max_hex'}, or none for an empty bucket. -#}
+    {% set bounds = {'min_hex': plan['min_key_hex'] | string, 'max_hex': plan['max_key_hex'] | string} %}
+    {% if bounds.min_hex == '' %}
+        {{ return(none) }}
+    {% endif %}
+    {% for value in bounds.values() %}
+        {% if not modules.re.fullmatch('[0-9A-Fa-f]+', value) %}
+            {% do exceptions.raise_compiler_error("cdc_merge model '" ~ model.name ~ "': the engine's hex() gave '" ~ value ~ "' for a key bound") %}
+        {% endif %}
+    {% endfor %}
+    {{ return(bounds) }}
 {% endmacro %}
 
 
@@ -340,7 +376,7 @@
 
 
 {% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
-    {#- rounds: how many the bucket needs (batch_rounds_sql); none when not known. -#}
+    {#- rounds: how many the bucket needs (bucket_plan_sql); none when not known. -#}
     {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round, rounds)) }}
 {% endmacro %}
 
