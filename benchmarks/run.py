@@ -41,7 +41,7 @@ from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range"]
+              "bucketed", "key_range", "no_key_range"]
 MIRROR = "bench_items"
 
 
@@ -340,6 +340,11 @@ class Bench:
             name, query = re.match(r"cache table (\S+) as(.*)", text, re.S | re.I).groups()
             return [f"create or replace temporary view {name}__def as {query}", f"cache table {name} as select * from {name}__def"]
 
+        def without_key_range(sql: str) -> str:
+            """The product's statements as before the key range (merge.sql key_in_range_sql)."""
+            return re.sub(r"\s*and \S+\._cdc_key between cast\(unhex\('[0-9A-Fa-f]+'\) as string\) "
+                          r"and cast\(unhex\('[0-9A-Fa-f]+'\) as string\)", "", sql)
+
         def replay(confs: dict | None = None, tail=None, drop: str | None = None, rewrite=None):
             def go():
                 timings = []
@@ -376,6 +381,7 @@ class Bench:
             "cache_fix": ("  + changes really cached", {"spark.sql.legacy.storeAnalyzedPlanForView": "true"}, None, None, cache_fix),
             "one_scan": ("one target scan (no classify)", {}, lambda view: methods.one_scan_statements(mirror, tombstones, view)),
             "key_only": ("pinned + key-only MERGE", {}, lambda view: methods.key_only_merge_statements(mirror, tombstones, view), None, pin),
+            "no_key_range": ("  - the batch key range", {}, None, None, without_key_range),
         }
         for name, (label, confs, tail, *more) in variants.items():
             if name in names:
