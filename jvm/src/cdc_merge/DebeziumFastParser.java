@@ -60,7 +60,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     }
   }
 
-  // The members of 'source' that decide the table name and seq, by their index in a Source.
+  // The members of 'source' that decide the table name and seq: their index in sourceMembers()' array.
   private static final int CONNECTOR = 0;
   private static final int DB = 1;
   private static final int SCHEMA = 2;
