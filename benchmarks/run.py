@@ -41,7 +41,7 @@ from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range", "no_key_range"]
+              "bucketed", "key_range", "no_key_range", "delete_insert", "delete_insert_broadcast"]
 MIRROR = "bench_items"
 
 
@@ -371,8 +371,28 @@ class Bench:
                         self.spark.conf.set(k, v) if v is not None else self.spark.conf.unset(k)
             return go
 
+        def delete_insert(hint: str):
+            """The mirror's UPDATE-MERGE replaced by a MERGE that only deletes the matched rows, reading the
+            changes' key and seq alone (hint: a join hint on them), and the INSERT of new keys by one
+            INSERT of the inserted and the updated rows."""
+            def rewrite(sql: str) -> str:
+                text = strip_comment(sql)
+                if text.lower().startswith(f"merge into {mirror} as mirror"):
+                    on = re.search(r"\bon mirror\._cdc_key = change\._cdc_key.*?(?=\bwhen matched)", text, re.S).group(0)
+                    return (f"merge into {mirror} as mirror using (select {hint} _cdc_key, _cdc_seq from {mirror}__cdc_changes as changed "
+                            f"where _cdc_change in ('update', 'delete')) as change {on} "
+                            "when matched and change._cdc_seq > mirror._cdc_seq then delete")
+                if text.lower().startswith(f"insert into {mirror} ("):
+                    updated, count = re.subn(r"where change\._cdc_change in \('insert'\)$", "where change._cdc_change in ('insert', 'update')", text.strip())
+                    assert count == 1, text[-200:]
+                    return updated
+                return sql
+            return rewrite
+
         variants = {
             "replay": ("replay product SQL (no dbt)", {}, None),
+            "delete_insert": ("  delete-MERGE + one INSERT", {}, None, None, delete_insert("")),
+            "delete_insert_broadcast": ("  same, changes broadcast", {}, None, None, delete_insert("/*+ broadcast(changed) */")),
             "shuffle2": ("  + shuffle partitions 2", {"spark.sql.shuffle.partitions": "2"}, None),
             "shuffle16": ("  + shuffle partitions 16", {"spark.sql.shuffle.partitions": "16"}, None),
             "broadcast": ("  + broadcast batch (1 GB thr.)", {"spark.sql.autoBroadcastJoinThreshold": str(GB)}, None),
