@@ -185,6 +185,62 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
     assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]
 
 
+def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch):
+    """The delete of replaced rows and the INSERT of new ones write to a branch that is published in
+    one commit: a run that dies in between changes nothing readers see, and the next run applies
+    the batch (BENCHMARKS.md, "Applied since (6)")."""
+    from dbt.adapters.spark import session
+
+    project = dbt_project
+    project.write_model(
+        "docs", "unique_key='id', source_table='public.docs'",
+        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    docs = {"public.docs": ["id"]}
+    mirror = f"{project.schema}.docs"
+    (project.inbox / "1.json").write_text("\n".join(
+        postgres_line("c", 100 + i, {"id": i, "title": "v1"}) for i in (1, 2, 3)) + "\n")
+    project.land(docs)
+    project.dbt("run", "--select", "docs")
+    (project.inbox / "2.json").write_text("\n".join([
+        postgres_line("u", 200, {"id": 1, "title": "v2"}),
+        postgres_line("d", 210, {"id": 2, "title": "v1"}),
+        postgres_line("c", 220, {"id": 4, "title": "v1"}),
+    ]) + "\n")
+    project.land(docs)
+
+    def mirrored():
+        return [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")]
+
+    def branches():
+        return sorted(row["name"] for row in project.query(f"select name from {mirror}.refs"))
+
+    statements = []
+    execute = session.Cursor.execute
+
+    def dies_before_the_insert(self, sql, *parameters):
+        statements.append(" ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).split()))
+        if f"insert into {mirror}.branch_" in statements[-1]:
+            raise RuntimeError("killed between the mirror's two writes")
+        return execute(self, sql, *parameters)
+
+    monkeypatch.setattr(session.Cursor, "execute", dies_before_the_insert)
+    assert "killed between the mirror's two writes" in run_error(project.dbt("run", "--select", "docs", expect_success=False))
+    monkeypatch.setattr(session.Cursor, "execute", execute)
+    deletes = [sql for sql in statements if sql.startswith(f"merge into {mirror}.branch_cdc_merge_batch as mirror")]
+    assert len(deletes) == 1 and deletes[0].endswith("then delete"), deletes
+    assert branches() == ["cdc_merge_batch", "main"]
+    assert mirrored() == [(1, "v1"), (2, "v1"), (3, "v1")]
+
+    project.dbt("run", "--select", "docs")
+    assert mirrored() == [(1, "v2"), (3, "v1"), (4, "v1")]
+    assert branches() == ["main"]
+    (offset,) = project.query(
+        f"select rows_inserted, rows_updated, rows_deleted from {project.schema}.cdc_merge_offsets "
+        f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
+    assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
+
+
 def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(conformance_project):
     """The mirror's reads are bounded by each bucket's key range (hex-encoded literals); keys at its
     ends, with quotes, backslashes, control and non-ASCII characters, must still find their rows."""

@@ -145,7 +145,7 @@
 
 
 {% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg) %}
-    {#- Classify the batch against the mirror, then write tombstones, then the mirror. -#}
+    {#- Classify the batch against the mirror, then write tombstones, then the mirror (merge.sql). -#}
     {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones))) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
     {% set counts = {} %}
@@ -156,12 +156,21 @@
     {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
         {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes)) %}
     {% endif %}
-    {% if (counts.updated + counts.deleted) > 0 %}
-        {% do run_query(cdc_merge.merge_mirror_sql(target_relation, changes, key_range, columns, cfg, counts.partial_updates > 0)) %}
-    {% endif %}
+    {% set replaced_rows = cdc_merge.replaces_rows(cfg, counts.partial_updates > 0) %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
-    {% if (counts.inserted + soft_tombstones) > 0 %}
-        {% do run_query(cdc_merge.insert_mirror_sql(target_relation, changes, columns, cfg)) %}
+    {% set merges = (counts.updated + counts.deleted) > 0 %}
+    {% set inserts = (counts.inserted + soft_tombstones + (counts.updated if replaced_rows else 0)) > 0 %}
+    {% set mirror = cdc_merge.begin_mirror_writes(target_relation) if (merges and inserts) else target_relation %}
+    {% if merges and replaced_rows %}
+        {% do run_query(cdc_merge.delete_replaced_rows_sql(mirror, changes, key_range)) %}
+    {% elif merges %}
+        {% do run_query(cdc_merge.merge_mirror_sql(mirror, changes, key_range, columns, cfg, counts.partial_updates > 0)) %}
+    {% endif %}
+    {% if inserts %}
+        {% do run_query(cdc_merge.insert_mirror_sql(mirror, changes, columns, cfg, replaced_rows)) %}
+    {% endif %}
+    {% if merges and inserts %}
+        {% do cdc_merge.publish_mirror_writes(target_relation) %}
     {% endif %}
     {% do run_query(cdc_merge.drop_changes_sql(changes)) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
