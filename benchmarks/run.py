@@ -41,7 +41,7 @@ from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range", "no_key_range", "update_merge"]
+              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys"]
 MIRROR = "bench_items"
 
 
@@ -387,9 +387,21 @@ class Bench:
                 return updated
             return sql
 
+        def string_keys(sql: str) -> str:
+            """The classification's reads of stored keys as before "Applied since (6)": a broadcast of the
+            batch's keys themselves instead of their 64-bit hashes (merge.sql spark__stored_keys_sql)."""
+            sql, count = re.subn(
+                r"select /\*\+ broadcast\(batch_key_hashes\) \*/(\s+stored\._cdc_key,\s+stored\._cdc_seq\s+from \S+ as stored)\s+"
+                r"left semi join \(\s*select xxhash64\(_cdc_key\) as key_hash\s+from batch_keys\s*\) as batch_key_hashes\s+"
+                r"on xxhash64\(stored\._cdc_key\) = batch_key_hashes\.key_hash",
+                r"select /*+ broadcast(batch_keys) */\1 inner join batch_keys on stored._cdc_key = batch_keys._cdc_key", sql)
+            assert "xxhash64(stored._cdc_key)" not in sql, "a read of stored keys was not rewritten"
+            return sql
+
         variants = {
             "replay": ("replay product SQL (no dbt)", {}, None),
             "update_merge": ("  - delete-only MERGE (6)", {}, None, None, update_merge),
+            "string_keys": ("  - key hashes broadcast (6)", {}, None, None, string_keys),
             "shuffle2": ("  + shuffle partitions 2", {"spark.sql.shuffle.partitions": "2"}, None),
             "shuffle16": ("  + shuffle partitions 16", {"spark.sql.shuffle.partitions": "16"}, None),
             "broadcast": ("  + broadcast batch (1 GB thr.)", {"spark.sql.autoBroadcastJoinThreshold": str(GB)}, None),
