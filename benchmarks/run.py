@@ -41,7 +41,7 @@ from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys"]
+              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter"]
 MIRROR = "bench_items"
 
 
@@ -402,6 +402,10 @@ class Bench:
             "replay": ("replay product SQL (no dbt)", {}, None),
             "update_merge": ("  - delete-only MERGE (6)", {}, None, None, update_merge),
             "string_keys": ("  - key hashes broadcast (6)", {}, None, None, string_keys),
+            # Spark's defaults: a runtime bloom filter only for scans over 10 GB, filter sides under 10 MB.
+            "no_bloom_filter": ("  - runtime bloom filter (6)", {
+                "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "10GB",
+                "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "10MB"}, None),
             "shuffle2": ("  + shuffle partitions 2", {"spark.sql.shuffle.partitions": "2"}, None),
             "shuffle16": ("  + shuffle partitions 16", {"spark.sql.shuffle.partitions": "16"}, None),
             "broadcast": ("  + broadcast batch (1 GB thr.)", {"spark.sql.autoBroadcastJoinThreshold": str(GB)}, None),
