@@ -87,12 +87,6 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         # than G1 (the default) and applied a 1M-event batch 7% faster (BENCHMARKS.md).
         "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
         "spark.sql.shuffle.partitions": "4",
-        # A runtime bloom filter of a large batch's keys prunes the mirror's rows before the MERGE's
-        # shuffle join: 5.2 s -> 2.9 s for 1M changes against 10M rows. By default Spark builds one
-        # only for a scan of over 10 GB and a filter side under 10 MB (BENCHMARKS.md).
-        "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
-        "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "1",
-        "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1g",
         "spark.ui.enabled": "false",
     }
     packages = os.environ.get("CDC_MERGE_ICEBERG_PACKAGES")

@@ -61,17 +61,3 @@ def test_the_session_runs_the_parallel_collector(spark):
     """The settings that only apply when the session starts the JVM did reach it."""
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
-
-
-def test_a_shuffle_join_of_a_table_with_filtered_keys_gets_a_runtime_bloom_filter(spark):
-    """The session's bloom-filter settings are in force: the MERGE of a large batch prunes the
-    mirror's rows with the changes' keys before its shuffle join (BENCHMARKS.md, Applied since (6))."""
-    spark.sql("create namespace if not exists profile_checks")
-    for table in ("stored", "changes"):
-        spark.sql(f"create or replace table profile_checks.{table} using iceberg as "
-                  "select cast(id as string) as k, id % 3 as kind from range(1000)")
-    join = ("select stored.k from profile_checks.stored as stored join profile_checks.changes as changes "
-            "on stored.k = changes.k where changes.kind = 1")
-    with io.session_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
-        plan = spark.sql(join)._jdf.queryExecution().optimizedPlan().toString()
-    assert "might_contain" in plan, plan
