@@ -185,19 +185,13 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
     assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]
 
 
-def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch):
-    """The delete of replaced rows and the INSERT of new ones write to a branch that is published in
-    one commit: a run that dies in between changes nothing readers see, and the next run applies
-    the batch (BENCHMARKS.md, "Applied since (6)")."""
-    from dbt.adapters.spark import session
-
-    project = dbt_project
+def docs_mirror_with_a_pending_batch(project) -> str:
+    """A mirror of public.docs holding ids 1-3, and a landed batch that updates 1, deletes 2, inserts 4."""
     project.write_model(
         "docs", "unique_key='id', source_table='public.docs'",
         "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
     )
     docs = {"public.docs": ["id"]}
-    mirror = f"{project.schema}.docs"
     (project.inbox / "1.json").write_text("\n".join(
         postgres_line("c", 100 + i, {"id": i, "title": "v1"}) for i in (1, 2, 3)) + "\n")
     project.land(docs)
@@ -208,6 +202,33 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
         postgres_line("c", 220, {"id": 4, "title": "v1"}),
     ]) + "\n")
     project.land(docs)
+    return f"{project.schema}.docs"
+
+
+def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
+    """Every statement dbt-spark runs from now on, without dbt's comment; the run dies (raises) at
+    the first one that contains dies_at."""
+    from dbt.adapters.spark import session
+
+    statements = []
+    execute = session.Cursor.execute
+
+    def recorded(self, sql, *parameters):
+        statements.append(" ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).split()))
+        if dies_at is not None and dies_at in statements[-1]:
+            raise RuntimeError(f"killed at {dies_at}")
+        return execute(self, sql, *parameters)
+
+    monkeypatch.setattr(session.Cursor, "execute", recorded)
+    return statements
+
+
+def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch):
+    """The delete of replaced rows and the INSERT of new ones write to a branch that is published in
+    one commit: a run that dies in between changes nothing readers see, and the next run applies
+    the batch (BENCHMARKS.md, "Applied since (6)")."""
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
 
     def mirrored():
         return [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")]
@@ -215,18 +236,9 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
     def branches():
         return sorted(row["name"] for row in project.query(f"select name from {mirror}.refs"))
 
-    statements = []
-    execute = session.Cursor.execute
-
-    def dies_before_the_insert(self, sql, *parameters):
-        statements.append(" ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).split()))
-        if f"insert into {mirror}.branch_" in statements[-1]:
-            raise RuntimeError("killed between the mirror's two writes")
-        return execute(self, sql, *parameters)
-
-    monkeypatch.setattr(session.Cursor, "execute", dies_before_the_insert)
-    assert "killed between the mirror's two writes" in run_error(project.dbt("run", "--select", "docs", expect_success=False))
-    monkeypatch.setattr(session.Cursor, "execute", execute)
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch, dies_at=f"insert into {mirror}.branch_")
+        assert f"killed at insert into {mirror}.branch_" in run_error(project.dbt("run", "--select", "docs", expect_success=False))
     deletes = [sql for sql in statements if sql.startswith(f"merge into {mirror}.branch_cdc_merge_batch as mirror")]
     assert len(deletes) == 1 and deletes[0].endswith("then delete"), deletes
     assert branches() == ["cdc_merge_batch", "main"]
@@ -239,6 +251,34 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
         f"select rows_inserted, rows_updated, rows_deleted from {project.schema}.cdc_merge_offsets "
         f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
     assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
+
+
+def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_filter(dbt_project, monkeypatch, spark):
+    """Runtime bloom filters, which Spark's defaults leave to scans over 10 GB, are on for the mirror's
+    MERGE alone, and with them a shuffle join of the mirror with filtered keys prunes the mirror."""
+    from python_jobs import io
+
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", "docs")
+    merge = next(i for i, sql in enumerate(statements) if sql.startswith(f"merge into {mirror}.branch_"))
+    settings = {}
+    for sql in reversed(statements[:merge]):
+        if not sql.startswith("set "):
+            break
+        settings.update([sql[len("set "):].split("=", 1)])
+    assert "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold" in settings
+    assert statements[merge + 1: merge + 1 + len(settings)] == [f"reset {name}" for name in reversed(settings)]
+    assert not [sql for sql in statements[:merge - len(settings)] + statements[merge + 1:] if sql.startswith("set ") and "=" in sql]
+
+    join = (f"select stored.id from {mirror} as stored join {project.raw_schema}.raw_events as raw "
+            "on stored._cdc_key = raw.key where raw.action = 'delete'")
+    with io.session_conf(spark, {**settings, "spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        assert "might_contain" in spark.sql(join)._jdf.queryExecution().optimizedPlan().toString()
+    with io.session_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        assert "might_contain" not in spark.sql(join)._jdf.queryExecution().optimizedPlan().toString()
 
 
 def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(conformance_project):

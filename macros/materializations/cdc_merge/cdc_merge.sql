@@ -162,9 +162,10 @@
     {% set inserts = (counts.inserted + soft_tombstones + (counts.updated if replaced_rows else 0)) > 0 %}
     {% set mirror = cdc_merge.begin_mirror_writes(target_relation) if (merges and inserts) else target_relation %}
     {% if merges and replaced_rows %}
-        {% do run_query(cdc_merge.delete_replaced_rows_sql(mirror, changes, key_range)) %}
+        {% do cdc_merge.run_query_with_settings(cdc_merge.delete_replaced_rows_sql(mirror, changes, key_range), cdc_merge.mirror_merge_settings()) %}
     {% elif merges %}
-        {% do run_query(cdc_merge.merge_mirror_sql(mirror, changes, key_range, columns, cfg, counts.partial_updates > 0)) %}
+        {% do cdc_merge.run_query_with_settings(
+            cdc_merge.merge_mirror_sql(mirror, changes, key_range, columns, cfg, counts.partial_updates > 0), cdc_merge.mirror_merge_settings()) %}
     {% endif %}
     {% if inserts %}
         {% do run_query(cdc_merge.insert_mirror_sql(mirror, changes, columns, cfg, replaced_rows)) %}
