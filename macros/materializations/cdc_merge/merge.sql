@@ -223,15 +223,15 @@
 {% macro spark__replaces_rows(cfg, partial_updates) %}
     {#-
         The delete-only MERGE reads only the key and seq of the changes, so the batch's columns
-        do not travel through the join with the mirror: 1M events into 10M rows took 3.5 s less
-        (BENCHMARKS.md, "Applied since (6)"). Soft deletes and partial updates keep stored
-        values, which only an UPDATE reads.
+        do not travel through the join with the mirror: at 1M events into 10M rows the two
+        statements took 1.6-1.9 s less (BENCHMARKS.md, "Applied since (6)"). Soft deletes and
+        partial updates keep stored values, which only an UPDATE reads.
     -#}
     {{ return(cfg.deletes == 'hard' and not partial_updates) }}
 {% endmacro %}
 
 {% macro databend__replaces_rows(cfg, partial_updates) %}
-    {#- Not measured on Databend, which has no branches to publish the two statements together. -#}
+    {#- Not measured on Databend: it keeps the UPDATE-MERGE. -#}
     {{ return(false) }}
 {% endmacro %}
 
@@ -280,7 +280,7 @@
 {% macro spark__mirror_merge_settings() %}
     {#-
         A runtime bloom filter of the changes' keys prunes the mirror's rows before the MERGE's
-        shuffle join of a large batch: 1M changes against 10M rows, 5.3 s -> 2.6 s. Spark's
+        shuffle join of a large batch: 1M changes against 10M rows, 5.2 s -> 2.8 s. Spark's
         defaults build one only for scans over 10 GB and filter sides under 10 MB. Only around
         this statement: session-wide they slowed the classification at 10k events (1.5 s ->
         2.8-3.7 s). A small batch is broadcast, and a broadcast join gets no bloom filter.
@@ -299,7 +299,7 @@
 
 
 {% macro run_query_with_settings(sql, settings) %}
-    {#- sql with settings in force; each is reset to the session's default after. -#}
+    {#- sql with settings in force; after it each goes back to the value the session started with. -#}
     {% for name, value in settings.items() %}
         {% do run_query('set ' ~ name ~ '=' ~ value) %}
     {% endfor %}
