@@ -9,19 +9,23 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
-# The landing job's JVM parsers (README, "Landing speed"); javac comes with the JDK.
+# The landing job's JVM parsers (README, "Landing speed"), and the apply's deletes by position
+# (BENCHMARKS.md), compiled against the Iceberg runtime jar; javac comes with the JDK.
 PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
+ICEBERG_JVM_JAR := adapter/dbt/adapters/cdc_spark/jars/cdc-merge-iceberg.jar
+ICEBERG_JAVA_SOURCES := $(wildcard jvm/iceberg/cdc_merge/iceberg/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
+SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
 
 # Real source databases for the capture tests (issue: PostgreSQL logical decoding, MariaDB binlog).
 DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server
 
-.PHONY: demo test lint pytest venv jvm check-java test-dbs clean
+.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean
 
-venv: $(STAMP) $(PARSERS_JAR)
+venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
 
-jvm: $(PARSERS_JAR)
+jvm: $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
@@ -31,17 +35,25 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Compiled against the Spark jars of the venv's pyspark, for Java 8+ like Spark 3.5.
-$(PARSERS_JAR): $(JAVA_SOURCES) $(STAMP)
+$(PARSERS_JAR): $(JAVA_SOURCES) $(STAMP) | javac
+	rm -rf build/jvm-classes && mkdir -p build/jvm-classes $(dir $@)
+	javac --release 8 -Xlint:-options -d build/jvm-classes -cp "$(SPARK_JARS)" $(JAVA_SOURCES)
+	jar --create --file $@ -C build/jvm-classes .
+
+# ... and the Iceberg runtime jar the project uses (python_jobs/io.py iceberg_jar).
+$(ICEBERG_JVM_JAR): $(ICEBERG_JAVA_SOURCES) $(STAMP) | javac
+	rm -rf build/jvm-iceberg-classes && mkdir -p build/jvm-iceberg-classes $(dir $@)
+	javac --release 8 -Xlint:-options -d build/jvm-iceberg-classes \
+		-cp "$(SPARK_JARS):$$($(BIN)/python -c 'from python_jobs.io import iceberg_jar; print(iceberg_jar())')" \
+		$(ICEBERG_JAVA_SOURCES)
+	jar --create --file $@ -C build/jvm-iceberg-classes .
+
+javac:
 	@command -v javac >/dev/null || { \
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		echo "installing $(JDK_PACKAGE) for javac"; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $(JDK_PACKAGE) >/dev/null \
 			|| { echo "error: javac not found and $(JDK_PACKAGE) could not be installed (needs root or sudo)"; exit 1; }; }
-	rm -rf build/jvm-classes && mkdir -p build/jvm-classes $(dir $@)
-	javac --release 8 -Xlint:-options -d build/jvm-classes \
-		-cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
-		$(JAVA_SOURCES)
-	jar --create --file $@ -C build/jvm-classes .
 
 check-java:
 	@java -version >/dev/null 2>&1 || { echo "error: Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }

@@ -223,12 +223,21 @@ def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
     return statements
 
 
-def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch):
+def delete_replaced_rows_by_merge(monkeypatch) -> None:
+    """The apply deletes replaced rows with a MERGE, as it does where deletes by position are not
+    available (thrift, partitioned or format-3 mirrors): position_deletes.py with its jar turned off."""
+    monkeypatch.setenv("CDC_MERGE_ICEBERG_JVM_JAR", "")
+
+
+@pytest.mark.parametrize("deleted_by", ["position", "merge"])
+def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch, deleted_by):
     """The delete of replaced rows and the INSERT of new ones write to a branch that is published in
     one commit: a run that dies in between changes nothing readers see, and the next run applies
-    the batch (BENCHMARKS.md, "Applied since (6)")."""
+    the batch (BENCHMARKS.md, "Applied since (6)" and "(7)")."""
     project = dbt_project
     mirror = docs_mirror_with_a_pending_batch(project)
+    if deleted_by == "merge":
+        delete_replaced_rows_by_merge(monkeypatch)
 
     def mirrored():
         return [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")]
@@ -239,8 +248,19 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
     with monkeypatch.context() as patch:
         statements = record_statements(patch, dies_at=f"insert into {mirror}.branch_")
         assert f"killed at insert into {mirror}.branch_" in run_error(project.dbt("run", "--select", "docs", expect_success=False))
-    deletes = [sql for sql in statements if sql.startswith(f"merge into {mirror}.branch_cdc_merge_batch as mirror")]
-    assert len(deletes) == 1 and deletes[0].endswith("then delete"), deletes
+    merges = [sql for sql in statements if sql.startswith(f"merge into {mirror} ") or sql.startswith(f"merge into {mirror}.")]
+    (branch_head,) = project.query(
+        f"select summary['cdc-merge.deletes'] as deletes, summary['added-position-deletes'] as positions "
+        f"from {mirror}.snapshots where snapshot_id = (select snapshot_id from {mirror}.refs where name = 'cdc_merge_batch')")
+    if deleted_by == "merge":
+        assert len(merges) == 1 and merges[0].startswith(f"merge into {mirror}.branch_cdc_merge_batch as mirror"), merges
+        assert merges[0].endswith("then delete")
+        assert branch_head == {"deletes": None, "positions": "2"}
+    else:
+        assert merges == []
+        assert branch_head == {"deletes": "by-position", "positions": "2"}
+        classification = next(sql for sql in statements if sql.startswith("create or replace table") and "__cdc_changes" in sql)
+        assert f"from {mirror}.branch_cdc_merge_batch as stored" in classification
     assert branches() == ["cdc_merge_batch", "main"]
     assert mirrored() == [(1, "v1"), (2, "v1"), (3, "v1")]
 
@@ -255,11 +275,12 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
 
 def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_filter(dbt_project, monkeypatch, spark):
     """Runtime bloom filters, which Spark's defaults leave to scans over 10 GB, are on for the mirror's
-    MERGE alone, and with them a shuffle join of the mirror with filtered keys prunes the mirror."""
+    MERGE alone (where replaced rows are not deleted by position), and with them a shuffle join of the mirror with filtered keys prunes the mirror."""
     from python_jobs import io
 
     project = dbt_project
     mirror = docs_mirror_with_a_pending_batch(project)
+    delete_replaced_rows_by_merge(monkeypatch)
     with monkeypatch.context() as patch:
         statements = record_statements(patch)
         project.dbt("run", "--select", "docs")

@@ -75,6 +75,7 @@
     {% if tombstones is not none %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
     {% endif %}
+    {% set by_position = cdc_merge.deletes_by_position(target_relation, cfg) %}
 
     {% set totals = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': chunks | length, 'max_source_ts': none} %}
     {% for chunk in chunks %}
@@ -94,7 +95,7 @@
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -144,9 +145,14 @@
 {% endmacro %}
 
 
-{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg) %}
-    {#- Classify the batch against the mirror, then write tombstones, then the mirror (merge.sql). -#}
-    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones))) %}
+{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
+    {#-
+        Classify the batch against the mirror, then write tombstones, then the mirror (merge.sql).
+        by_position (deletes_by_position): the classification reads the branch the batch then writes
+        to, with the positions of the stored rows, and the replaced rows are deleted at those positions.
+    -#}
+    {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
+    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position))) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
@@ -160,8 +166,14 @@
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
     {% set merges = (counts.updated + counts.deleted) > 0 %}
     {% set inserts = (counts.inserted + soft_tombstones + (counts.updated if replaced_rows else 0)) > 0 %}
-    {% set mirror = cdc_merge.begin_mirror_writes(target_relation) if (merges and inserts) else target_relation %}
-    {% if merges and replaced_rows %}
+    {% if by_position %}
+        {% set mirror = classified %}
+    {% else %}
+        {% set mirror = cdc_merge.begin_mirror_writes(target_relation) if (merges and inserts) else target_relation %}
+    {% endif %}
+    {% if merges and replaced_rows and by_position %}
+        {% do cdc_merge.delete_replaced_rows_by_position(target_relation, changes, counts.updated + counts.deleted) %}
+    {% elif merges and replaced_rows %}
         {% do cdc_merge.run_query_with_settings(cdc_merge.delete_replaced_rows_sql(mirror, changes, key_range), cdc_merge.mirror_merge_settings()) %}
     {% elif merges %}
         {% do cdc_merge.run_query_with_settings(
@@ -170,7 +182,9 @@
     {% if inserts %}
         {% do run_query(cdc_merge.insert_mirror_sql(mirror, changes, columns, cfg, replaced_rows)) %}
     {% endif %}
-    {% if merges and inserts %}
+    {% if by_position and not (merges or inserts) %}
+        {% do cdc_merge.discard_mirror_writes(target_relation) %}
+    {% elif by_position or (merges and inserts) %}
         {% do cdc_merge.publish_mirror_writes(target_relation) %}
     {% endif %}
     {% do run_query(cdc_merge.drop_changes_sql(changes)) %}

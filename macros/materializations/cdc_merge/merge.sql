@@ -43,13 +43,14 @@
 {% endmacro %}
 
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
         reading only the key and seq columns; the keys come straight from the raw events
         (batch_keys_sql), not through the model's dedup and parsing; their range
-        (key_in_range_sql) lets the engine skip data files.
+        (key_in_range_sql) lets the engine skip data files. with_positions: also where each
+        stored row is (_cdc_stored_file, _cdc_stored_pos), to delete it there.
     -#}
     with
 
@@ -62,18 +63,22 @@
     ),
 
     mirror_keys as (
-        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range) }}
+        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions) }}
     ),
 
     {% if tombstones is not none -%}
     tombstone_keys as (
-        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range) }}
+        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, false) }}
     ),
     {%- endif %}
 
     final as (
         select
             batch.*,
+            {%- if with_positions %}
+            mirror_keys._cdc_stored_file,
+            mirror_keys._cdc_stored_pos,
+            {%- endif %}
             {{ 'tombstone_keys._cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
             case
                 when mirror_keys._cdc_seq is not null and batch._cdc_seq <= mirror_keys._cdc_seq then 'skip'
@@ -112,12 +117,15 @@
 {% endmacro %}
 
 
-{% macro stored_keys_sql(relation, batch_keys, key_range) %}
-    {#- The rows of relation (mirror or tombstones) whose key is one of batch_keys: _cdc_key, _cdc_seq. -#}
-    {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range)) }}
+{% macro stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+    {#-
+        The rows of relation (mirror or tombstones) whose key is one of batch_keys: _cdc_key, _cdc_seq,
+        and with_positions (Iceberg only) the data file and position of each: _cdc_stored_file, _cdc_stored_pos.
+    -#}
+    {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range, with_positions)) }}
 {% endmacro %}
 
-{% macro spark__stored_keys_sql(relation, batch_keys, key_range) %}
+{% macro spark__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
     {#-
         The batch is the small side, so it is broadcast and the stored keys are not shuffled;
         without the hint Spark's far too high size estimate of a key list read from the raw
@@ -130,6 +138,10 @@
     -#}
     select /*+ broadcast(batch_key_hashes) */
         stored._cdc_key,
+        {%- if with_positions %}
+        stored._file as _cdc_stored_file,
+        stored._pos as _cdc_stored_pos,
+        {%- endif %}
         stored._cdc_seq
     from {{ relation }} as stored
     left semi join (
@@ -140,7 +152,8 @@
         {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
 {% endmacro %}
 
-{% macro databend__stored_keys_sql(relation, batch_keys, key_range) %}
+{% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+    {#- with_positions is never set on Databend (deletes_by_position). -#}
     select
         stored._cdc_key,
         stored._cdc_seq
@@ -269,6 +282,55 @@
 {% endmacro %}
 
 {% macro databend__publish_mirror_writes(target_relation) %}
+{% endmacro %}
+
+
+{% macro discard_mirror_writes(target_relation) %}
+    {#- A batch that wrote nothing to the branch begin_mirror_writes made. -#}
+    {{ return(adapter.dispatch('discard_mirror_writes', 'cdc_merge')(target_relation)) }}
+{% endmacro %}
+
+{% macro spark__discard_mirror_writes(target_relation) %}
+    {% do run_query('alter table ' ~ target_relation ~ ' drop branch if exists ' ~ cdc_merge.mirror_branch()) %}
+{% endmacro %}
+
+{% macro databend__discard_mirror_writes(target_relation) %}
+{% endmacro %}
+
+
+{% macro deletes_by_position(target_relation, cfg) %}
+    {#-
+        Whether the mirror's replaced rows are deleted at the positions the classification found them
+        at (delete_replaced_rows_by_position) rather than by a MERGE that finds them again: saves a join
+        of the batch with the whole mirror per batch (BENCHMARKS.md, "Applied since (7)").
+    -#}
+    {{ return(adapter.dispatch('deletes_by_position', 'cdc_merge')(target_relation, cfg)) }}
+{% endmacro %}
+
+{% macro spark__deletes_by_position(target_relation, cfg) %}
+    {#-
+        In the cdc_spark adapter's own SparkSession, on an unpartitioned Iceberg format-2 mirror.
+        Soft deletes keep stored values, which only an UPDATE reads.
+    -#}
+    {{ return(cfg.deletes == 'hard' and adapter.type() == 'cdc_spark' and adapter.deletes_by_position(target_relation)) }}
+{% endmacro %}
+
+{% macro databend__deletes_by_position(target_relation, cfg) %}
+    {{ return(false) }}
+{% endmacro %}
+
+
+{% macro delete_replaced_rows_by_position(target_relation, changes, expected_positions) %}
+    {#- The stored rows of updated and deleted keys, on the branch; insert_mirror_sql then writes the new rows. -#}
+    {% set positions_sql %}
+        select
+            _cdc_stored_file as file_path,
+            _cdc_stored_pos as pos
+        from {{ changes }}
+        where _cdc_change in ('update', 'delete')
+    {% endset %}
+    {% set files = adapter.delete_rows_by_position(target_relation, cdc_merge.mirror_branch(), positions_sql, expected_positions) %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ expected_positions ~ " replaced rows deleted by position (" ~ files ~ " delete files)") }}
 {% endmacro %}
 
 

@@ -10,6 +10,7 @@ from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark import position_deletes
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -101,6 +102,29 @@ class CdcSparkAdapter(SparkAdapter):
             reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
         reader.table(table).withColumn("_change_type", F.lit("INSERT")).createOrReplaceTempView(view_name)
         return True
+
+    @available
+    def deletes_by_position(self, relation: BaseRelation) -> bool:
+        """Whether rows of this Iceberg table can be deleted at the positions a query found them at
+        (delete_rows_by_position): only in this process's SparkSession, on unpartitioned tables of
+        Iceberg format 2, with the jar of position_deletes.py."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return False
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        reason = position_deletes.unsupported_reason(spark, f"{relation.schema}.{relation.identifier}")
+        if reason:
+            logger.debug(f"{relation}: deleting replaced rows with a MERGE, not by position: {reason}")
+        return not reason
+
+    @available
+    def delete_rows_by_position(self, relation: BaseRelation, branch: str, positions_sql: str, expected_positions: int) -> int:
+        """Deletes the rows at the positions positions_sql gives (file_path, pos) from branch of
+        relation, in one commit; the number of position delete files added."""
+        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        return position_deletes.delete_rows(
+            spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
+        )
 
     @classmethod
     def type(cls) -> str:
