@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import json
 import threading
 import time
 from contextlib import contextmanager
@@ -178,7 +179,21 @@ def install_sql_clock() -> SqlClock:
                     SQL_CLOCK.add(getattr(self, "_bench_sql", "fetch"), time.perf_counter() - started, new_statement=False)
         return wrapped
 
+    from dbt.adapters.cdc_spark import position_deletes
+
+    original_delete_rows = position_deletes.delete_rows
+
+    def timed_delete_rows(spark, *arguments):
+        """The apply's deletes by position run Spark jobs outside the cursor: recorded as a statement
+        that the replay lever runs again (run_position_deletes)."""
+        started = time.perf_counter()
+        try:
+            return original_delete_rows(spark, *arguments)
+        finally:
+            SQL_CLOCK.add(POSITION_DELETES + json.dumps(arguments), time.perf_counter() - started)
+
     SparkSession.sql = timed_sql
+    position_deletes.delete_rows = timed_delete_rows
     cursor.execute = execute
     cursor.fetchall = fetch(original_fetchall)
     cursor.fetchone = fetch(original_fetchone)
@@ -187,6 +202,15 @@ def install_sql_clock() -> SqlClock:
 
 
 _local = threading.local()
+# How a recorded delete by position starts; the rest is the JSON of its arguments after spark.
+POSITION_DELETES = "cdc_merge delete rows by position "
+
+
+def run_position_deletes(spark, recorded: str) -> int:
+    """Runs a delete by position as recorded by the SQL clock again."""
+    from dbt.adapters.cdc_spark import position_deletes
+
+    return position_deletes.delete_rows(spark, *json.loads(recorded[len(POSITION_DELETES):]))
 
 
 @dataclass

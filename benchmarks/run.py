@@ -36,13 +36,29 @@ sys.path.insert(0, str(HERE))
 
 import datagen  # noqa: E402
 import methods  # noqa: E402
-from measure import PeakMemory, install_sql_clock, strip_comment, timed  # noqa: E402
+from measure import POSITION_DELETES, PeakMemory, install_sql_clock, run_position_deletes, strip_comment, timed  # noqa: E402
 from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter"]
+              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter", "merge_deletes"]
 MIRROR = "bench_items"
+
+
+def deleting_by_merge(product):
+    """The product as it runs where deletes by position are not available (before "Applied since (7)"):
+    the replaced rows deleted with a MERGE (position_deletes.py, its jar turned off)."""
+    def run():
+        before = os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR")
+        os.environ["CDC_MERGE_ICEBERG_JVM_JAR"] = ""
+        try:
+            return product()
+        finally:
+            if before is None:
+                del os.environ["CDC_MERGE_ICEBERG_JVM_JAR"]
+            else:
+                os.environ["CDC_MERGE_ICEBERG_JVM_JAR"] = before
+    return run
 
 
 def parse_pairs(text: str) -> list[tuple[int, int]]:
@@ -256,6 +272,9 @@ class Bench:
             if not args.no_baselines:
                 self.baselines(env, scenario, s1, verify)
             self.levers(env, scenario, verify)
+            if "merge_deletes" in args.lever_names:
+                # After the levers: they replay the statements of the product run above.
+                results["lever_merge_deletes"] = self.measure("  - deletes by position (7)", deleting_by_merge(product), state, verify)
         # Second measurement of the two headline methods, interleaved, to see the noise.
         results["product_again"] = self.measure("product again", product, state)
         results["handwritten_merge_again"] = self.measure(
@@ -363,7 +382,10 @@ class Bench:
                         todo = statements[: last_view + 1] + [rewrite(sql) if rewrite else sql for sql in tail(f"{MIRROR}__cdc_batch")]
                     for sql in todo:
                         t0 = time.perf_counter()
-                        self.sql(sql)
+                        if sql.startswith(POSITION_DELETES):
+                            run_position_deletes(self.spark, sql)
+                        else:
+                            self.sql(sql)
                         timings.append((round(time.perf_counter() - t0, 3), " ".join(strip_comment(sql).split())[:120]))
                     return {"slowest_statements": sorted(timings, reverse=True)[:6]}
                 finally:

@@ -45,6 +45,14 @@ def mirror_snapshots(dbt_project) -> dict[str, int]:
     return {model: dbt_project.table_version(f"{dbt_project.schema}.{model}") for model in SHOP_MODELS}
 
 
+def commits_deleting_by_position(dbt_project) -> int:
+    return sum(
+        dbt_project.query(f"select count(*) as commits from {dbt_project.schema}.{model}.snapshots "
+                          "where summary['cdc-merge.deletes'] = 'by-position'")[0]["commits"]
+        for model in SHOP_MODELS
+    )
+
+
 def land_and_run_waves(dbt_project, waves, run_vars: str, deletes: str) -> list:
     delivered = []
     for wave in waves:
@@ -99,3 +107,15 @@ def test_mirrors_equal_replay_after_every_run(conformance_project, connector, se
                            late_fraction=0.05, duplicate_fraction=0.03)
     land_and_run_waves(dbt_project, waves, run_vars, deletes)
     dbt_project.dbt("test", "--select", *SHOP_MODELS, "--vars", run_vars)
+    if dbt_project.target == "local" and deletes == "hard":
+        assert commits_deleting_by_position(dbt_project) > 0
+
+
+def test_mirrors_equal_replay_with_replaced_rows_deleted_by_merge(dbt_project, monkeypatch):
+    """Where the mirror's replaced rows cannot be deleted by position (a Thrift server, partitioned
+    or format-3 mirrors), a MERGE deletes them: the same workload, the same mirrors."""
+    monkeypatch.setenv("CDC_MERGE_ICEBERG_JVM_JAR", "")
+    _, waves = build_waves(23, events=3000, waves=3, connector="mysql", snapshot_rows=60,
+                           late_fraction=0.05, duplicate_fraction=0.03)
+    land_and_run_waves(dbt_project, waves, "{cdc_merge_deletes: hard}", "hard")
+    assert commits_deleting_by_position(dbt_project) == 0

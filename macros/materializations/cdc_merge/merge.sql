@@ -223,7 +223,9 @@
     batch row, so Spark cannot broadcast the batch and shuffles every column of the whole
     mirror (BENCHMARKS.md, "Applied since (2)"). Where replaces_rows() holds, the MERGE only
     deletes the stored rows of updated and deleted keys and the INSERT writes the new rows of
-    inserted and updated keys; otherwise the MERGE updates and the INSERT adds new keys.
+    inserted and updated keys; otherwise the MERGE updates and the INSERT adds new keys. Where
+    deletes_by_position() holds too, no MERGE finds the stored rows again: they are deleted at the
+    positions the classification found them at.
     When a batch needs both statements, they write to a branch of the mirror that is then
     published in one commit (begin_mirror_writes), so readers never see half a batch.
     A run that dies in between repeats the batch; the seq guards make that harmless.
