@@ -37,7 +37,7 @@ def branch_ids(spark, table: str) -> list[int]:
     return [row.id for row in spark.sql(f"select id from {table}.branch_{BRANCH} order by id").collect()]
 
 
-def delete_file_folders(spark, table: str) -> list[Path]:
+def delete_files_written(spark, table: str) -> list[Path]:
     location = spark.sql(f"describe table extended {table}").where("col_name = 'Location'").first().data_type
     return sorted((Path(location.removeprefix("file:")) / "data").glob("cdc-merge-deletes-*"))
 
@@ -60,10 +60,12 @@ def test_the_rows_at_the_positions_go_one_delete_file_per_data_file(spark, table
 
 
 @pytest.mark.parametrize("positions_sql, expected, refusal", [
-    ("{positions}", 4, "holds 3 positions, expected 4"),
+    ("{positions}", 4, "are 3, expected 4"),
     ("select file_path, pos + 10 as pos from ({positions})", 3, "which has 5 rows"),
-    ("select concat(file_path, '.gone') as file_path, pos from ({positions})", 3, "which is not a live data file"),
-    ("select cast(null as string) as file_path, pos from ({positions})", 3, "which is not a live data file"),
+    ("select file_path, 0 as pos from ({positions})", 3, "positions must ascend, each once"),
+    ("select concat(file_path, '.gone') as file_path, pos from ({positions})", 3, "it is not a live data file"),
+    ("select cast(null as string) as file_path, pos from ({positions})", 3, "it is not a live data file"),
+    ("select file_path, cast(null as bigint) as pos from ({positions})", 3, "are 0, expected 3"),
 ])
 def test_positions_that_do_not_fit_are_refused_and_their_files_removed(spark, table, positions_sql, expected, refusal):
     sql = positions_sql.format(positions=positions_of(table, "1, 3, 8"))
@@ -72,7 +74,7 @@ def test_positions_that_do_not_fit_are_refused_and_their_files_removed(spark, ta
 
     assert branch_ids(spark, table) == list(range(10))
     assert spark.sql(f"select * from {table}.delete_files version as of '{BRANCH}'").count() == 0
-    assert delete_file_folders(spark, table) == []
+    assert delete_files_written(spark, table) == []
 
 
 def test_a_data_file_removed_since_the_positions_were_read_fails_the_commit(spark, table):
@@ -80,7 +82,7 @@ def test_a_data_file_removed_since_the_positions_were_read_fails_the_commit(spar
     # The branch rewritten after the positions were found (as compaction would): the files they name are gone.
     spark.sql(f"insert overwrite {table}.branch_{BRANCH} select * from {table}.branch_{BRANCH}")
     values = ", ".join(f"('{row.file_path}', {row.pos})" for row in positions)
-    with pytest.raises(Exception, match="which is not a live data file"):
+    with pytest.raises(Exception, match="it is not a live data file"):
         position_deletes.delete_rows(
             spark, table, BRANCH, f"select col1 as file_path, col2 as pos from values {values}", 2)
     assert branch_ids(spark, table) == list(range(10))

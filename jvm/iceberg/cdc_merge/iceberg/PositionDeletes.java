@@ -1,34 +1,30 @@
 package cdc_merge.iceberg;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
-import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.FileScanTask;
-import org.apache.iceberg.MetadataColumns;
-import org.apache.iceberg.Metrics;
 import org.apache.iceberg.MetricsConfig;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.TableUtil;
+import org.apache.iceberg.deletes.PositionDelete;
+import org.apache.iceberg.deletes.PositionDeleteWriter;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.parquet.ParquetUtil;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.spark.Spark3Util;
-import org.apache.iceberg.types.Conversions;
-import org.apache.iceberg.types.Types;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 /**
@@ -36,16 +32,13 @@ import org.apache.spark.sql.SparkSession;
  * scan of the table.
  *
  * <p>The cdc_merge apply reads the mirror's {@code _file} and {@code _pos} while it classifies a
- * batch; Spark then writes the positions of the replaced rows as Parquet position delete files
- * (one per data file), and {@link #commit} adds them to a branch of the mirror in one commit.
+ * batch; {@link #commit} writes the positions of the replaced rows as Parquet position delete
+ * files (one per data file, in the driver) and adds them to a branch of the mirror in one commit.
  * Spark SQL has no statement for this: a MERGE or DELETE finds the rows again with a join over
  * the whole table (BENCHMARKS.md, "Applied since (7)"). Called from the cdc_spark adapter
- * (adapter/dbt/adapters/cdc_spark/iceberg.py).
+ * (adapter/dbt/adapters/cdc_spark/position_deletes.py).
  */
 public final class PositionDeletes {
-  private static final int FILE_PATH_ID = MetadataColumns.DELETE_FILE_PATH.fieldId();
-  private static final int POS_ID = MetadataColumns.DELETE_FILE_POS.fieldId();
-
   private PositionDeletes() {}
 
   /** Why rows of the table cannot be deleted by position here, or null when they can. */
@@ -64,40 +57,21 @@ public final class PositionDeletes {
     return null;
   }
 
-  /** A new, empty folder in the table's data location for one batch's position delete files. */
-  public static String newDirectory(SparkSession spark, String tableName) throws Exception {
-    Table table = load(spark, tableName);
-    return table.locationProvider().newDataLocation("cdc-merge-deletes-" + UUID.randomUUID());
-  }
-
   /**
-   * Adds the Parquet position delete files under directory to branch of the table in one commit.
+   * Deletes rows of the table's branch in one commit: one position delete file per data file.
    *
-   * <p>Each file must hold the positions of one data file that is live in the branch, sorted,
-   * with Iceberg's field ids (Spark writes them from the columns' {@code parquet.field.id}
-   * metadata), and together they must hold expectedPositions rows: anything else is refused
-   * before the commit, since a position that points nowhere would silently delete nothing.
-   * The commit fails if a data file they name was removed since the branch's current snapshot.
-   * Unless the outcome of the commit is unknown, the files are removed when they are not added.
+   * <p>positionsByFile has a row per data file: {@code file_path} (string) and {@code positions}
+   * (array of bigint, ascending), the rows' {@code _file} and {@code _pos} as read from the branch.
+   * Every file must be a live data file of the branch and every position a row inside it, and
+   * together they must be expectedPositions positions: anything else is refused before the commit,
+   * since a position that points nowhere would silently delete nothing. The commit fails if a data
+   * file they name was removed since the branch's current snapshot. Unless the outcome of the commit
+   * is unknown, the files written are removed when they are not added.
    *
    * @return the number of delete files added
    */
-  public static int commit(SparkSession spark, String tableName, String branch, String directory, long expectedPositions)
-      throws Exception {
-    Path root = new Path(directory);
-    FileSystem fs = root.getFileSystem(spark.sessionState().newHadoopConf());
-    try {
-      return addDeleteFiles(spark, tableName, branch, fs, root, expectedPositions);
-    } catch (CommitStateUnknownException unknown) {
-      throw unknown; // the files may be part of the table now
-    } catch (Exception notAdded) {
-      fs.delete(root, true);
-      throw notAdded;
-    }
-  }
-
-  private static int addDeleteFiles(
-      SparkSession spark, String tableName, String branch, FileSystem fs, Path root, long expectedPositions)
+  public static int commit(
+      SparkSession spark, String tableName, String branch, Dataset<Row> positionsByFile, long expectedPositions)
       throws Exception {
     Table table = load(spark, tableName);
     Snapshot start = table.snapshot(branch);
@@ -105,44 +79,75 @@ public final class PositionDeletes {
       throw new IllegalStateException(tableName + " has no branch " + branch);
     }
     Map<String, Long> liveRows = liveDataFileRows(table, branch);
-    MetricsConfig metricsConfig = MetricsConfig.forPositionDelete(table);
-    RowDelta delta = table.newRowDelta().toBranch(branch).validateFromSnapshot(start.snapshotId());
-    List<String> referenced = new ArrayList<>();
-    long positions = 0;
-    for (LocatedFileStatus status : parquetFiles(fs, root)) {
-      String path = status.getPath().toString();
-      Metrics metrics = ParquetUtil.fileMetrics(table.io().newInputFile(path), metricsConfig);
-      String dataFile = onlyDataFile(path, metrics);
-      Long rows = liveRows.get(dataFile);
-      if (rows == null) {
-        throw new IllegalStateException(path + " deletes rows of " + dataFile + ", which is not a live data file of "
-            + tableName + " at branch " + branch);
+    List<Row> files = positionsByFile.collectAsList();
+    List<DeleteFile> written = new ArrayList<>();
+    try {
+      RowDelta delta = table.newRowDelta().toBranch(branch).validateFromSnapshot(start.snapshotId());
+      List<String> referenced = new ArrayList<>();
+      long positions = 0;
+      String batch = "cdc-merge-deletes-" + UUID.randomUUID();
+      for (Row file : files) {
+        String dataFile = file.getString(file.fieldIndex("file_path"));
+        List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
+        checkPositions(tableName, branch, dataFile, rowPositions, liveRows);
+        DeleteFile deletes = write(table, batch + "-" + written.size(), dataFile, rowPositions);
+        written.add(deletes);
+        delta.addDeletes(deletes);
+        referenced.add(dataFile);
+        positions += rowPositions.size();
       }
-      long lastPosition = Conversions.<Long>fromByteBuffer(Types.LongType.get(), metrics.upperBounds().get(POS_ID));
-      if (lastPosition >= rows) {
-        throw new IllegalStateException(path + " deletes position " + lastPosition + " of " + dataFile + ", which has "
-            + rows + " rows");
+      if (positions != expectedPositions) {
+        throw new IllegalStateException(
+            "the positions to delete from " + tableName + " are " + positions + ", expected " + expectedPositions);
       }
-      positions += metrics.recordCount();
-      referenced.add(dataFile);
-      DeleteFile deletes = FileMetadata.deleteFileBuilder(table.spec())
-          .ofPositionDeletes()
-          .withPath(path)
-          .withFormat(FileFormat.PARQUET)
-          .withFileSizeInBytes(status.getLen())
-          .withMetrics(metrics)
-          .withReferencedDataFile(dataFile)
-          .build();
-      delta.addDeletes(deletes);
+      if (!written.isEmpty()) {
+        delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
+      }
+      return written.size();
+    } catch (CommitStateUnknownException unknown) {
+      throw unknown; // the files may be part of the table now
+    } catch (Exception notAdded) {
+      for (DeleteFile deletes : written) {
+        table.io().deleteFile(deletes.location());
+      }
+      throw notAdded;
     }
-    if (positions != expectedPositions) {
-      throw new IllegalStateException(root + " holds " + positions + " positions, expected " + expectedPositions);
+  }
+
+  private static void checkPositions(
+      String tableName, String branch, String dataFile, List<Long> positions, Map<String, Long> liveRows) {
+    Long rows = dataFile == null ? null : liveRows.get(dataFile);
+    if (rows == null) {
+      throw new IllegalStateException("cannot delete rows of " + dataFile + ": it is not a live data file of "
+          + tableName + " at branch " + branch);
     }
-    if (referenced.isEmpty()) {
-      return 0;
+    long previous = -1;
+    for (Long position : positions) {
+      if (position == null || position <= previous || position >= rows) {
+        throw new IllegalStateException("cannot delete position " + position + " of " + dataFile + ", which has "
+            + rows + " rows (positions must ascend, each once, after " + previous + ")");
+      }
+      previous = position;
     }
-    delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
-    return referenced.size();
+  }
+
+  /** The positions of one data file as a Parquet position delete file, written as Iceberg writes them. */
+  private static DeleteFile write(Table table, String name, String dataFile, List<Long> positions) throws IOException {
+    OutputFile out = table.io().newOutputFile(table.locationProvider().newDataLocation(FileFormat.PARQUET.addExtension(name)));
+    PositionDeleteWriter<Object> writer = Parquet.writeDeletes(out)
+        .withSpec(table.spec())
+        .setAll(table.properties())
+        .metricsConfig(MetricsConfig.forPositionDelete(table))
+        .overwrite()
+        .buildPositionWriter();
+    PositionDelete<Object> delete = PositionDelete.create();
+    try (PositionDeleteWriter<Object> closing = writer) {
+      for (Long position : positions) {
+        closing.write(delete.set(dataFile, position));
+      }
+    }
+    // Named so that readers of other data files skip it without looking at its bounds.
+    return FileMetadata.deleteFileBuilder(table.spec()).copy(writer.toDeleteFile()).withReferencedDataFile(dataFile).build();
   }
 
   private static Table load(SparkSession spark, String tableName) throws Exception {
@@ -150,33 +155,6 @@ public final class PositionDeletes {
     // thread's active session: a py4j thread has none, and would get spark_catalog.
     SparkSession.setActiveSession(spark);
     return Spark3Util.loadIcebergTable(spark, tableName);
-  }
-
-  private static List<LocatedFileStatus> parquetFiles(FileSystem fs, Path root) throws IOException {
-    List<LocatedFileStatus> files = new ArrayList<>();
-    RemoteIterator<LocatedFileStatus> listing = fs.listFiles(root, true);
-    while (listing.hasNext()) {
-      LocatedFileStatus status = listing.next();
-      if (status.getPath().getName().endsWith(".parquet")) {
-        files.add(status);
-      }
-    }
-    return files;
-  }
-
-  private static String onlyDataFile(String path, Metrics metrics) {
-    ByteBuffer lower = metrics.lowerBounds() == null ? null : metrics.lowerBounds().get(FILE_PATH_ID);
-    ByteBuffer upper = metrics.upperBounds() == null ? null : metrics.upperBounds().get(FILE_PATH_ID);
-    if (lower == null || upper == null || metrics.upperBounds().get(POS_ID) == null) {
-      throw new IllegalStateException(path + " has no bounds for Iceberg's position delete field ids "
-          + FILE_PATH_ID + " and " + POS_ID + " (was it written with spark.sql.parquet.fieldId.write.enabled=false?)");
-    }
-    String first = Conversions.<CharSequence>fromByteBuffer(Types.StringType.get(), lower).toString();
-    String last = Conversions.<CharSequence>fromByteBuffer(Types.StringType.get(), upper).toString();
-    if (!first.equals(last)) {
-      throw new IllegalStateException(path + " deletes rows of more than one data file (" + first + " .. " + last + ")");
-    }
-    return first;
   }
 
   private static Map<String, Long> liveDataFileRows(Table table, String branch) throws IOException {
