@@ -30,7 +30,7 @@ def table(spark) -> str:
 
 
 def positions_of(table: str, ids: str) -> str:
-    return f"select _file as file_path, _pos as pos from {table}.branch_{BRANCH} where id in ({ids})"
+    return f"select xxhash64(_file) as file_hash, _pos as pos from {table}.branch_{BRANCH} where id in ({ids})"
 
 
 def branch_ids(spark, table: str) -> list[int]:
@@ -61,11 +61,11 @@ def test_the_rows_at_the_positions_go_one_delete_file_per_data_file(spark, table
 
 @pytest.mark.parametrize("positions_sql, expected, refusal", [
     ("{positions}", 4, "are 3, expected 4"),
-    ("select file_path, pos + 10 as pos from ({positions})", 3, "which has 5 rows"),
-    ("select file_path, 0 as pos from ({positions})", 3, "positions must ascend, each once"),
-    ("select concat(file_path, '.gone') as file_path, pos from ({positions})", 3, "it is not a live data file"),
-    ("select cast(null as string) as file_path, pos from ({positions})", 3, "it is not a live data file"),
-    ("select file_path, cast(null as bigint) as pos from ({positions})", 3, "are 0, expected 3"),
+    ("select file_hash, pos + 10 as pos from ({positions})", 3, "which has 5 rows"),
+    ("select file_hash, 0 as pos from ({positions})", 3, "positions must ascend, each once"),
+    ("select file_hash + 1 as file_hash, pos from ({positions})", 3, "it is not a live data file"),
+    ("select cast(null as bigint) as file_hash, pos from ({positions})", 3, "it is not a live data file"),
+    ("select file_hash, cast(null as bigint) as pos from ({positions})", 3, "are 0, expected 3"),
 ])
 def test_positions_that_do_not_fit_are_refused_and_their_files_removed(spark, table, positions_sql, expected, refusal):
     sql = positions_sql.format(positions=positions_of(table, "1, 3, 8"))
@@ -81,10 +81,10 @@ def test_a_data_file_removed_since_the_positions_were_read_fails_the_commit(spar
     positions = spark.sql(positions_of(table, "1, 3")).collect()
     # The branch rewritten after the positions were found (as compaction would): the files they name are gone.
     spark.sql(f"insert overwrite {table}.branch_{BRANCH} select * from {table}.branch_{BRANCH}")
-    values = ", ".join(f"('{row.file_path}', {row.pos})" for row in positions)
+    values = ", ".join(f"({row.file_hash}, {row.pos})" for row in positions)
     with pytest.raises(Exception, match="it is not a live data file"):
         position_deletes.delete_rows(
-            spark, table, BRANCH, f"select col1 as file_path, col2 as pos from values {values}", 2)
+            spark, table, BRANCH, f"select col1 as file_hash, col2 as pos from values {values}", 2)
     assert branch_ids(spark, table) == list(range(10))
 
 

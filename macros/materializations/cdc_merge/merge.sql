@@ -50,7 +50,7 @@
         reading only the key and seq columns; the keys come straight from the raw events
         (batch_keys_sql), not through the model's dedup and parsing; their range
         (key_in_range_sql) lets the engine skip data files. with_positions: also where each
-        stored row is (_cdc_stored_file, _cdc_stored_pos), to delete it there.
+        stored row is (_cdc_stored_file_hash, _cdc_stored_pos), to delete it there.
     -#}
     with
 
@@ -76,7 +76,7 @@
         select
             batch.*,
             {%- if with_positions %}
-            mirror_keys._cdc_stored_file,
+            mirror_keys._cdc_stored_file_hash,
             mirror_keys._cdc_stored_pos,
             {%- endif %}
             {{ 'tombstone_keys._cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
@@ -120,7 +120,8 @@
 {% macro stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
     {#-
         The rows of relation (mirror or tombstones) whose key is one of batch_keys: _cdc_key, _cdc_seq,
-        and with_positions (Iceberg only) the data file and position of each: _cdc_stored_file, _cdc_stored_pos.
+        and with_positions (Iceberg only) where each is: _cdc_stored_file_hash (xxhash64 of its data file's
+        path: a path carried through the classification's join cost 1.5 s at 1M events) and _cdc_stored_pos.
     -#}
     {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range, with_positions)) }}
 {% endmacro %}
@@ -139,7 +140,7 @@
     select /*+ broadcast(batch_key_hashes) */
         stored._cdc_key,
         {%- if with_positions %}
-        stored._file as _cdc_stored_file,
+        xxhash64(stored._file) as _cdc_stored_file_hash,
         stored._pos as _cdc_stored_pos,
         {%- endif %}
         stored._cdc_seq
@@ -326,7 +327,7 @@
     {#- The stored rows of updated and deleted keys, on the branch; insert_mirror_sql then writes the new rows. -#}
     {% set positions_sql %}
         select
-            _cdc_stored_file as file_path,
+            _cdc_stored_file_hash as file_hash,
             _cdc_stored_pos as pos
         from {{ changes }}
         where _cdc_change in ('update', 'delete')

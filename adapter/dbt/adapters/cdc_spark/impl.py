@@ -119,7 +119,7 @@ class CdcSparkAdapter(SparkAdapter):
 
     @available
     def delete_rows_by_position(self, relation: BaseRelation, branch: str, positions_sql: str, expected_positions: int) -> int:
-        """Deletes the rows at the positions positions_sql gives (file_path, pos) from branch of
+        """Deletes the rows at the positions positions_sql gives (file_hash, pos) from branch of
         relation, in one commit; the number of position delete files added."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
         return position_deletes.delete_rows(

@@ -51,15 +51,16 @@ def unsupported_reason(spark: Any, table: str) -> Optional[str]:
 
 
 def delete_rows(spark: Any, table: str, branch: str, positions_sql: str, expected_positions: int) -> int:
-    """Deletes the rows at the positions positions_sql gives (columns file_path, pos) from branch of
-    table, in one commit; the number of delete files added (one per data file with deleted rows)."""
+    """Deletes the rows at the positions positions_sql gives (columns file_hash: xxhash64 of the
+    data file's path, pos) from branch of table, in one commit; the number of delete files added
+    (one per data file with deleted rows)."""
     from pyspark.sql import functions as F
 
     java_class = position_deletes_class(spark)
     # One row per data file reaches the driver: a batch's positions are bounded by max_events_per_chunk.
     positions_by_file = (
         spark.sql(positions_sql)
-        .groupBy("file_path")
+        .groupBy("file_hash")
         .agg(F.sort_array(F.collect_list(F.col("pos").cast("long"))).alias("positions"))
     )
     return java_class.commit(spark._jsparkSession, table, branch, positions_by_file._jdf, expected_positions)
