@@ -206,20 +206,31 @@ def docs_mirror_with_a_pending_batch(project) -> str:
 
 
 def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
-    """Every statement dbt-spark runs from now on, without dbt's comment; the run dies (raises) at
-    the first one that contains dies_at."""
+    """Every statement dbt-spark runs from now on, without dbt's comment, and every query the
+    adapter keeps as a checkpoint ("checkpoint <view> as <query>"); the run dies (raises) at the
+    first one that contains dies_at."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
     from dbt.adapters.spark import session
 
     statements = []
     execute = session.Cursor.execute
+    create_checkpoint_view = CdcSparkAdapter.create_checkpoint_view
 
-    def recorded(self, sql, *parameters):
+    def record(sql):
         statements.append(" ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).split()))
         if dies_at is not None and dies_at in statements[-1]:
             raise RuntimeError(f"killed at {dies_at}")
+
+    def recorded(self, sql, *parameters):
+        record(sql)
         return execute(self, sql, *parameters)
 
+    def recorded_checkpoint(self, view_name, sql):
+        record(f"checkpoint {view_name} as {sql}")
+        return create_checkpoint_view(self, view_name, sql)
+
     monkeypatch.setattr(session.Cursor, "execute", recorded)
+    monkeypatch.setattr(CdcSparkAdapter, "create_checkpoint_view", recorded_checkpoint)
     return statements
 
 
@@ -259,7 +270,7 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
     else:
         assert merges == []
         assert branch_head == {"deletes": "by-position", "positions": "2"}
-        classification = next(sql for sql in statements if sql.startswith("create or replace table") and "__cdc_changes" in sql)
+        classification = next(sql for sql in statements if sql.startswith("checkpoint docs__cdc_changes as"))
         assert f"from {mirror}.branch_cdc_merge_batch as stored" in classification
     assert branches() == ["cdc_merge_batch", "main"]
     assert mirrored() == [(1, "v1"), (2, "v1"), (3, "v1")]
@@ -271,6 +282,37 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
         f"select rows_inserted, rows_updated, rows_deleted from {project.schema}.cdc_merge_offsets "
         f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
     assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
+
+
+def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_project, monkeypatch, spark):
+    """In dbt's own SparkSession the classified batch is a local checkpoint, not an Iceberg table,
+    and its rows leave Spark's block store with the batch."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
+
+    def persisted_rdds():
+        return spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+
+    persisted = {"before": persisted_rdds()}
+    drop_checkpoint_view = CdcSparkAdapter.drop_checkpoint_view
+
+    def dropped(self, view_name):
+        persisted["while kept"] = persisted_rdds()
+        drop_checkpoint_view(self, view_name)
+        # Measured at once: rows nobody references would otherwise leave at some later JVM GC.
+        persisted["after the batch"] = persisted_rdds()
+
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        patch.setattr(CdcSparkAdapter, "drop_checkpoint_view", dropped)
+        project.dbt("run", "--select", "docs")
+    assert [sql for sql in statements if "__cdc_changes as" in sql][0].startswith("checkpoint docs__cdc_changes as")
+    assert not [sql for sql in statements if sql.startswith("create or replace table")]
+    assert persisted == {"before": persisted["before"], "while kept": persisted["before"] + 1, "after the batch": persisted["before"]}
+    assert not spark.catalog.tableExists("docs__cdc_changes")
+    assert [row["id"] for row in project.query(f"select id from {mirror} order by id")] == [1, 3, 4]
 
 
 def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_filter(dbt_project, monkeypatch, spark):

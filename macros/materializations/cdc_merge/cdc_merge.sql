@@ -152,7 +152,7 @@
         to, with the positions of the stored rows, and the replaced rows are deleted at those positions.
     -#}
     {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
-    {% do run_query(cdc_merge.create_changes_sql(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position))) %}
+    {% set changes = cdc_merge.create_changes(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position)) %}
     {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
@@ -187,7 +187,7 @@
     {% elif by_position or (merges and inserts) %}
         {% do cdc_merge.publish_mirror_writes(target_relation) %}
     {% endif %}
-    {% do run_query(cdc_merge.drop_changes_sql(changes)) %}
+    {% do cdc_merge.drop_changes(changes) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
 {% endmacro %}

@@ -28,6 +28,10 @@ class CdcSparkAdapter(SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
 
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        self._checkpoints: Dict[str, Any] = {}
+
     def list_schemas(self, database: str) -> List[str]:
         try:
             return super().list_schemas(database)
@@ -102,6 +106,28 @@ class CdcSparkAdapter(SparkAdapter):
             reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
         reader.table(table).withColumn("_change_type", F.lit("INSERT")).createOrReplaceTempView(view_name)
         return True
+
+    @available
+    def create_checkpoint_view(self, view_name: str, sql: str) -> bool:
+        """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the
+        temporary view view_name: later statements read them without computing sql again, whatever
+        happens to the tables it read. False when the SparkSession is not in this process."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return False
+        rows = dbt_spark_session(credentials.server_side_parameters).sql(sql).localCheckpoint(eager=True)
+        rows.createOrReplaceTempView(view_name)
+        self._checkpoints[view_name] = rows
+        return True
+
+    @available
+    def drop_checkpoint_view(self, view_name: str) -> None:
+        """Drops a view of create_checkpoint_view and frees its rows now, not at the JVM's next GC."""
+        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark.catalog.dropTempView(view_name)
+        rows = self._checkpoints.pop(view_name, None)
+        if rows is not None:
+            rows._jdf.logicalPlan().rdd().unpersist(True)
 
     @available
     def deletes_by_position(self, relation: BaseRelation) -> bool:
