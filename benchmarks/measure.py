@@ -185,15 +185,28 @@ def install_sql_clock() -> SqlClock:
 
     def timed_delete_rows(spark, *arguments):
         """The apply's deletes by position run Spark jobs outside the cursor: recorded as a statement
-        that the replay lever runs again (run_position_deletes)."""
+        that the replay lever runs again (run_recorded_call)."""
         started = time.perf_counter()
         try:
             return original_delete_rows(spark, *arguments)
         finally:
             SQL_CLOCK.add(POSITION_DELETES + json.dumps(arguments), time.perf_counter() - started)
 
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    original_checkpoint = CdcSparkAdapter.create_checkpoint_view
+
+    def timed_checkpoint(self, view_name, sql):
+        """The classified batch, kept as a checkpoint by the adapter: recorded as a statement too."""
+        started = time.perf_counter()
+        try:
+            return original_checkpoint(self, view_name, sql)
+        finally:
+            SQL_CLOCK.add(CHECKPOINT + json.dumps([view_name, sql]), time.perf_counter() - started)
+
     SparkSession.sql = timed_sql
     position_deletes.delete_rows = timed_delete_rows
+    CdcSparkAdapter.create_checkpoint_view = timed_checkpoint
     cursor.execute = execute
     cursor.fetchall = fetch(original_fetchall)
     cursor.fetchone = fetch(original_fetchone)
@@ -206,11 +219,23 @@ _local = threading.local()
 POSITION_DELETES = "cdc_merge delete rows by position "
 
 
-def run_position_deletes(spark, recorded: str) -> int:
-    """Runs a delete by position as recorded by the SQL clock again."""
+# ... and a query the adapter kept as a checkpoint view: the JSON of [view name, query].
+CHECKPOINT = "cdc_merge checkpoint view "
+
+
+def run_recorded_call(spark, recorded: str) -> bool:
+    """Runs a delete by position or a checkpoint view as recorded by the SQL clock again; False for
+    a recorded SQL statement."""
     from dbt.adapters.cdc_spark import position_deletes
 
-    return position_deletes.delete_rows(spark, *json.loads(recorded[len(POSITION_DELETES):]))
+    if recorded.startswith(POSITION_DELETES):
+        position_deletes.delete_rows(spark, *json.loads(recorded[len(POSITION_DELETES):]))
+    elif recorded.startswith(CHECKPOINT):
+        view_name, sql = json.loads(recorded[len(CHECKPOINT):])
+        spark.sql(sql).localCheckpoint(eager=True).createOrReplaceTempView(view_name)
+    else:
+        return False
+    return True
 
 
 @dataclass

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 import datagen  # noqa: E402
 import methods  # noqa: E402
-from measure import POSITION_DELETES, PeakMemory, install_sql_clock, run_position_deletes, strip_comment, timed  # noqa: E402
+from measure import PeakMemory, install_sql_clock, run_recorded_call, strip_comment, timed  # noqa: E402
 from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
@@ -382,9 +382,7 @@ class Bench:
                         todo = statements[: last_view + 1] + [rewrite(sql) if rewrite else sql for sql in tail(f"{MIRROR}__cdc_batch")]
                     for sql in todo:
                         t0 = time.perf_counter()
-                        if sql.startswith(POSITION_DELETES):
-                            run_position_deletes(self.spark, sql)
-                        else:
+                        if not run_recorded_call(self.spark, sql):
                             self.sql(sql)
                         timings.append((round(time.perf_counter() - t0, 3), " ".join(strip_comment(sql).split())[:120]))
                     return {"slowest_statements": sorted(timings, reverse=True)[:6]}

@@ -152,42 +152,47 @@
         to, with the positions of the stored rows, and the replaced rows are deleted at those positions.
     -#}
     {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
-    {% set changes = cdc_merge.create_changes(changes, cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position)) %}
-    {% set row = run_query(cdc_merge.change_counts_sql(changes)).rows[0] %}
+    {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position) %}
+    {% set batch_changes = cdc_merge.create_changes(changes, classified_sql, by_position) %}
+    {% set row = run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
         {% do counts.update({name: row[name] | int}) %}
     {% endfor %}
     {% do counts.update({'max_source_ts': row['max_source_ts']}) %}
     {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
-        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, changes)) %}
+        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, batch_changes)) %}
     {% endif %}
     {% set replaced_rows = cdc_merge.replaces_rows(cfg, counts.partial_updates > 0) %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
     {% set merges = (counts.updated + counts.deleted) > 0 %}
     {% set inserts = (counts.inserted + soft_tombstones + (counts.updated if replaced_rows else 0)) > 0 %}
+    {% if merges and not (replaced_rows and by_position) %}
+        {#- The MERGE must know how small the changes are, to broadcast them: Spark knows it of a table, not of a checkpoint. -#}
+        {% set batch_changes = cdc_merge.changes_as_table(batch_changes, changes) %}
+    {% endif %}
     {% if by_position %}
         {% set mirror = classified %}
     {% else %}
         {% set mirror = cdc_merge.begin_mirror_writes(target_relation) if (merges and inserts) else target_relation %}
     {% endif %}
     {% if merges and replaced_rows and by_position %}
-        {% do cdc_merge.delete_replaced_rows_by_position(target_relation, changes, counts.updated + counts.deleted) %}
+        {% do cdc_merge.delete_replaced_rows_by_position(target_relation, batch_changes, counts.updated + counts.deleted) %}
     {% elif merges and replaced_rows %}
-        {% do cdc_merge.run_query_with_settings(cdc_merge.delete_replaced_rows_sql(mirror, changes, key_range), cdc_merge.mirror_merge_settings()) %}
+        {% do cdc_merge.run_query_with_settings(cdc_merge.delete_replaced_rows_sql(mirror, batch_changes, key_range), cdc_merge.mirror_merge_settings()) %}
     {% elif merges %}
         {% do cdc_merge.run_query_with_settings(
-            cdc_merge.merge_mirror_sql(mirror, changes, key_range, columns, cfg, counts.partial_updates > 0), cdc_merge.mirror_merge_settings()) %}
+            cdc_merge.merge_mirror_sql(mirror, batch_changes, key_range, columns, cfg, counts.partial_updates > 0), cdc_merge.mirror_merge_settings()) %}
     {% endif %}
     {% if inserts %}
-        {% do run_query(cdc_merge.insert_mirror_sql(mirror, changes, columns, cfg, replaced_rows)) %}
+        {% do run_query(cdc_merge.insert_mirror_sql(mirror, batch_changes, columns, cfg, replaced_rows)) %}
     {% endif %}
     {% if by_position and not (merges or inserts) %}
         {% do cdc_merge.discard_mirror_writes(target_relation) %}
     {% elif by_position or (merges and inserts) %}
         {% do cdc_merge.publish_mirror_writes(target_relation) %}
     {% endif %}
-    {% do cdc_merge.drop_changes(changes) %}
+    {% do cdc_merge.drop_changes(batch_changes) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
 {% endmacro %}

@@ -8,30 +8,49 @@
 {% endmacro %}
 
 
-{% macro create_changes(changes, classified_sql) %}
-    {#- The classified batch, computed once for the statements that apply it: returns the name to read it by. -#}
-    {{ return(adapter.dispatch('create_changes', 'cdc_merge')(changes, classified_sql)) }}
+{% macro create_changes(changes, classified_sql, in_memory) %}
+    {#-
+        The classified batch, computed once for the statements that apply it: returns what to read
+        it by. in_memory: where the engine can keep it in memory, do (no MERGE joins it with the
+        mirror, see changes_as_table).
+    -#}
+    {{ return(adapter.dispatch('create_changes', 'cdc_merge')(changes, classified_sql, in_memory)) }}
 {% endmacro %}
 
-{% macro spark__create_changes(changes, classified_sql) %}
+{% macro spark__create_changes(changes, classified_sql, in_memory) %}
     {#-
-        In dbt's own SparkSession the rows are kept in Spark's block store (a local checkpoint, as a
-        temporary view): 1M classified events in 7.2-7.8 s instead of 8.7-9.0 s for an Iceberg table
-        (BENCHMARKS.md, "Applied since (7)"). Elsewhere a table, not a cached view: Spark rebuilds a
-        cached query as soon as a table it reads is written, even one read at a fixed snapshot, so
-        every write after the first would classify the batch again against the half-written tables;
-        a checkpoint has no such lineage.
+        In memory: in dbt's own SparkSession the rows are kept in Spark's block store (a local
+        checkpoint, as a temporary view): 1M classified events in 7.2-7.8 s instead of 8.7-9.0 s for
+        an Iceberg table (BENCHMARKS.md, "Applied since (7)"). Otherwise a table, not a cached view:
+        Spark rebuilds a cached query as soon as a table it reads is written, even one read at a
+        fixed snapshot, so every write after the first would classify the batch again against the
+        half-written tables; a checkpoint has no such lineage.
     -#}
-    {% if adapter.type() == 'cdc_spark' and adapter.create_checkpoint_view(changes.identifier, classified_sql) %}
+    {% if in_memory and adapter.type() == 'cdc_spark' and adapter.create_checkpoint_view(changes.identifier, classified_sql) %}
         {{ return(changes.identifier) }}
     {% endif %}
     {% do run_query('create or replace table ' ~ changes ~ ' using iceberg as ' ~ classified_sql) %}
     {{ return(changes) }}
 {% endmacro %}
 
-{% macro databend__create_changes(changes, classified_sql) %}
+{% macro databend__create_changes(changes, classified_sql, in_memory) %}
     {% do run_query('create or replace transient table ' ~ changes ~ ' as ' ~ classified_sql) %}
     {{ return(changes) }}
+{% endmacro %}
+
+
+{% macro changes_as_table(batch_changes, changes) %}
+    {#-
+        The classified batch of create_changes as the table changes, for a MERGE: Spark does not
+        know the size of a checkpoint, so it shuffled the whole mirror instead of broadcasting the
+        changes (10k changes into 30M rows: 14.6 s instead of 6.4 s, BENCHMARKS.md "Applied since (7)").
+    -#}
+    {% if batch_changes is not string %}
+        {{ return(batch_changes) }}
+    {% endif %}
+    {% set table = cdc_merge.create_changes(changes, 'select * from ' ~ batch_changes, false) %}
+    {% do cdc_merge.drop_changes(batch_changes) %}
+    {{ return(table) }}
 {% endmacro %}
 
 
