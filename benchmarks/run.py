@@ -418,6 +418,9 @@ class Bench:
             assert "xxhash64(stored._cdc_key)" not in sql, "a read of stored keys was not rewritten"
             return sql
 
+        # update_merge, string_keys and no_bloom_filter rewrite statements the product runs only where
+        # deletes are not by position (the mirror's MERGE, stored keys without positions): measure
+        # them with CDC_MERGE_ICEBERG_JVM_JAR= in the environment.
         variants = {
             "replay": ("replay product SQL (no dbt)", {}, None),
             "update_merge": ("  - delete-only MERGE (6)", {}, None, None, update_merge),
