@@ -70,11 +70,11 @@ public final class PositionDeletes {
    * rows' {@code _file} (a long travels through the classification's joins far cheaper than a path:
    * 1.5 s less at 1M rows), and {@code positions} (array of bigint, ascending), their {@code _pos},
    * both as read from the branch. Every hash must be that of exactly one live data file of the
-   * branch and every position a row inside it, and
-   * together they must be expectedPositions positions: anything else is refused before the commit,
-   * since a position that points nowhere would silently delete nothing. The commit fails if a data
-   * file they name was removed since the branch's current snapshot. Unless the outcome of the commit
-   * is unknown, the files written are removed when they are not added.
+   * branch and every position a row inside it, and together they must be expectedPositions
+   * positions: anything else is refused before the commit, since a position that points nowhere
+   * would silently delete nothing. The commit fails if a data file they name was removed since the
+   * branch's current snapshot. Unless the outcome of the commit is unknown, the files written are
+   * removed when they are not added.
    *
    * @return the number of delete files added
    */
@@ -158,6 +158,9 @@ public final class PositionDeletes {
       for (Long position : positions) {
         closing.write(delete.set(dataFile, position));
       }
+    } catch (IOException | RuntimeException failed) {
+      table.io().deleteFile(out.location());
+      throw failed;
     }
     // Named so that readers of other data files skip it without looking at its bounds.
     return FileMetadata.deleteFileBuilder(table.spec()).copy(writer.toDeleteFile()).withReferencedDataFile(dataFile).build();
