@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -217,8 +217,6 @@ def install_sql_clock() -> SqlClock:
 _local = threading.local()
 # How a recorded delete by position starts; the rest is the JSON of its arguments after spark.
 POSITION_DELETES = "cdc_merge delete rows by position "
-
-
 # ... and a query the adapter kept as a checkpoint view: the JSON of [view name, query].
 CHECKPOINT = "cdc_merge checkpoint view "
 
