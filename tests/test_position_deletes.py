@@ -46,6 +46,7 @@ def test_the_rows_at_the_positions_go_one_delete_file_per_data_file(spark, table
     files = position_deletes.delete_rows(spark, table, BRANCH, positions_of(table, "1, 3, 8"), 3)
 
     assert files == 2
+    assert len(delete_files_written(spark, table)) == 2
     assert branch_ids(spark, table) == [0, 2, 4, 5, 6, 7, 9]
     assert [row.id for row in spark.sql(f"select id from {table} order by id").collect()] == list(range(10))
     # Each delete file names the one data file it deletes from.
@@ -77,7 +78,7 @@ def test_positions_that_do_not_fit_are_refused_and_their_files_removed(spark, ta
     assert delete_files_written(spark, table) == []
 
 
-def test_a_data_file_removed_since_the_positions_were_read_fails_the_commit(spark, table):
+def test_positions_read_before_the_branch_was_rewritten_are_refused(spark, table):
     positions = spark.sql(positions_of(table, "1, 3")).collect()
     # The branch rewritten after the positions were found (as compaction would): the files they name are gone.
     spark.sql(f"insert overwrite {table}.branch_{BRANCH} select * from {table}.branch_{BRANCH}")
