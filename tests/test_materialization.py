@@ -344,6 +344,39 @@ def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_fil
         assert "might_contain" not in spark.sql(join)._jdf.queryExecution().optimizedPlan().toString()
 
 
+def test_tombstones_are_inserted_until_a_key_of_the_batch_has_one_then_merged(dbt_project, monkeypatch):
+    """A batch none of whose keys has a tombstone adds its deletes' tombstones with an INSERT; one
+    that meets a tombstone needs the MERGE, which moves it forward, drops it when the key comes back,
+    and keeps an older event from bringing a deleted key back."""
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
+    tombstones = f"{mirror}__cdc_tombstones"
+    keys = {row["id"]: row["_cdc_key"] for row in project.query(f"select id, _cdc_key from {mirror}")}
+
+    def run_batch(lines=None):
+        if lines:
+            (project.inbox / f"{len(list(project.inbox.iterdir())) + 1}.json").write_text("\n".join(lines) + "\n")
+            project.land({"public.docs": ["id"]})
+        with monkeypatch.context() as patch:
+            statements = record_statements(patch)
+            project.dbt("run", "--select", "docs")
+        writes = [sql.split(" ", 1)[0] for sql in statements if f"into {tombstones} " in sql]
+        ids = [row["id"] for row in project.query(f"select id from {mirror} order by id")]
+        stored = {row["_cdc_key"] for row in project.query(f"select _cdc_key from {tombstones}")}
+        return writes, ids, stored
+
+    # The pending batch deletes 2: no key of it has a tombstone.
+    assert run_batch() == (["insert"], [1, 3, 4], {keys[2]})
+    # 2 comes back and 4 goes: the MERGE drops 2's tombstone and adds 4's.
+    keys[4] = project.query(f"select _cdc_key from {mirror} where id = 4")[0]["_cdc_key"]
+    assert run_batch([
+        postgres_line("c", 300, {"id": 2, "title": "v3"}),
+        postgres_line("d", 310, {"id": 4, "title": "v1"}),
+    ]) == (["merge"], [1, 2, 3], {keys[4]})
+    # An update of 4 older than its delete arrives late: its tombstone skips it, and stays.
+    assert run_batch([postgres_line("u", 305, {"id": 4, "title": "late"})]) == ([], [1, 2, 3], {keys[4]})
+
+
 def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(conformance_project):
     """The mirror's reads are bounded by each bucket's key range (hex-encoded literals); keys at its
     ends, with quotes, backslashes, control and non-ASCII characters, must still find their rows."""

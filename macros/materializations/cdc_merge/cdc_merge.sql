@@ -90,7 +90,7 @@
         {% endif %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
-            {% set rounds = plan['rounds'] | int %}
+            {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
             {% set key_range = cdc_merge.key_range_of(plan) %}
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
@@ -156,12 +156,12 @@
     {% set batch_changes = cdc_merge.create_changes(changes, classified_sql, by_position) %}
     {% set row = run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}
-    {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived'] %}
+    {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived', 'stored_tombstones'] %}
         {% do counts.update({name: row[name] | int}) %}
     {% endfor %}
     {% do counts.update({'max_source_ts': row['max_source_ts']}) %}
     {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
-        {% do run_query(cdc_merge.merge_tombstones_sql(tombstones, batch_changes)) %}
+        {% do run_query(cdc_merge.write_tombstones_sql(tombstones, batch_changes, counts.stored_tombstones)) %}
     {% endif %}
     {% set replaced_rows = cdc_merge.replaces_rows(cfg, counts.partial_updates > 0) %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
