@@ -6,6 +6,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileFormat;
@@ -87,38 +91,79 @@ public final class PositionDeletes {
       throw new IllegalStateException(tableName + " has no branch " + branch);
     }
     Map<Long, DataFile> liveFiles = liveDataFilesByHash(table, branch);
-    List<Row> files = positionsByFile.collectAsList();
-    List<DeleteFile> written = new ArrayList<>();
+    List<String> referenced = new ArrayList<>();
+    List<List<Long>> positionsOfFiles = new ArrayList<>();
+    long positions = 0;
+    for (Row file : positionsByFile.collectAsList()) {
+      Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
+      List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
+      referenced.add(checkPositions(tableName, branch, fileHash, rowPositions, liveFiles));
+      positionsOfFiles.add(rowPositions);
+      positions += rowPositions.size();
+    }
+    if (positions != expectedPositions) {
+      throw new IllegalStateException(
+          "the positions to delete from " + tableName + " are " + positions + ", expected " + expectedPositions);
+    }
+    if (referenced.isEmpty()) {
+      return 0;
+    }
+    List<DeleteFile> written = writeAll(table, referenced, positionsOfFiles);
     try {
       RowDelta delta = table.newRowDelta().toBranch(branch).validateFromSnapshot(start.snapshotId());
-      List<String> referenced = new ArrayList<>();
-      long positions = 0;
-      String batch = "cdc-merge-deletes-" + UUID.randomUUID();
-      for (Row file : files) {
-        Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
-        List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
-        String dataFile = checkPositions(tableName, branch, fileHash, rowPositions, liveFiles);
-        DeleteFile deletes = write(table, batch + "-" + written.size(), dataFile, rowPositions);
-        written.add(deletes);
-        delta.addDeletes(deletes);
-        referenced.add(dataFile);
-        positions += rowPositions.size();
-      }
-      if (positions != expectedPositions) {
-        throw new IllegalStateException(
-            "the positions to delete from " + tableName + " are " + positions + ", expected " + expectedPositions);
-      }
-      if (!written.isEmpty()) {
-        delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
-      }
+      written.forEach(delta::addDeletes);
+      delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
       return written.size();
     } catch (CommitStateUnknownException unknown) {
       throw unknown; // the files may be part of the table now
     } catch (Exception notAdded) {
-      for (DeleteFile deletes : written) {
-        table.io().deleteFile(deletes.location());
-      }
+      removeAll(table, written);
       throw notAdded;
+    }
+  }
+
+  /**
+   * One delete file per data file, written on as many threads as the driver has cores: a 10k-event
+   * batch into 30M rows touches every data file (BENCHMARKS.md, "Applied since (8)"). When one fails,
+   * the others are waited for and removed.
+   */
+  private static List<DeleteFile> writeAll(Table table, List<String> dataFiles, List<List<Long>> positionsOfFiles)
+      throws Exception {
+    String batch = "cdc-merge-deletes-" + UUID.randomUUID();
+    int threads = Math.min(dataFiles.size(), Runtime.getRuntime().availableProcessors());
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<DeleteFile>> writes = new ArrayList<>();
+      for (int i = 0; i < dataFiles.size(); i++) {
+        String name = batch + "-" + i;
+        String dataFile = dataFiles.get(i);
+        List<Long> rowPositions = positionsOfFiles.get(i);
+        writes.add(pool.submit(() -> write(table, name, dataFile, rowPositions)));
+      }
+      List<DeleteFile> written = new ArrayList<>();
+      Exception failure = null;
+      for (Future<DeleteFile> write : writes) {
+        try {
+          written.add(write.get());
+        } catch (ExecutionException failed) {
+          if (failure == null) {
+            failure = failed.getCause() instanceof Exception ? (Exception) failed.getCause() : failed;
+          }
+        }
+      }
+      if (failure != null) {
+        removeAll(table, written);
+        throw failure;
+      }
+      return written;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private static void removeAll(Table table, List<DeleteFile> written) {
+    for (DeleteFile deletes : written) {
+      table.io().deleteFile(deletes.location());
     }
   }
 
