@@ -89,6 +89,19 @@ def test_positions_read_before_the_branch_was_rewritten_are_refused(spark, table
     assert branch_ids(spark, table) == list(range(10))
 
 
+def test_a_delete_file_that_cannot_be_written_fails_the_commit(spark, table, tmp_path):
+    """The files are written on several threads: a write that fails fails the call with its own
+    error, and nothing is committed."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    spark.sql(f"alter table {table} set tblproperties ('write.data.path' = 'file://{blocker}/data')")
+    with pytest.raises(Exception, match="not-a-folder"):
+        position_deletes.delete_rows(spark, table, BRANCH, positions_of(table, "1, 3, 8"), 3)
+
+    assert branch_ids(spark, table) == list(range(10))
+    assert spark.sql(f"select * from {table}.delete_files version as of '{BRANCH}'").count() == 0
+
+
 def test_only_unpartitioned_format_2_tables_are_supported(spark, table):
     assert position_deletes.unsupported_reason(spark, table) is None
 
