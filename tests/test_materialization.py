@@ -401,6 +401,36 @@ def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(
     assert sorted(rows) == sorted((code, "v2") for code in codes if code not in ends)
 
 
+def test_the_batch_key_range_bounds_the_mirrors_reads_only_where_it_skips_data_files(dbt_project, monkeypatch):
+    """Spark checks the key range on every stored key it reads: it is added only where Iceberg's
+    file bounds say it skips a data file of the mirror."""
+    project = dbt_project
+    project.write_model(
+        "tags", "unique_key='code', source_table='public.docs'",
+        "{{ cdc_merge.cdc_columns({'code': 'string', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    lsn = iter(range(100, 1000))
+
+    def run_batch(codes: list[str], title: str) -> bool:
+        """Lands a change of each code and applies it; whether the mirror's keys were read within a key range."""
+        path = project.inbox / f"{next(lsn)}.json"
+        path.write_text("\n".join(postgres_line("c", next(lsn), {"code": code, "title": title}) for code in codes) + "\n")
+        project.land({"public.docs": ["code"]})
+        with monkeypatch.context() as patch:
+            statements = record_statements(patch)
+            project.dbt("run", "--select", "tags")
+        classification = next(sql for sql in statements if sql.startswith("checkpoint tags__cdc_changes as"))
+        return "between cast(unhex(" in classification
+
+    # Two data files: the a-keys, then the b-keys.
+    run_batch(["a1", "a2", "a3", "a4"], "v1")
+    run_batch(["b1", "b2", "b3", "b4"], "v1")
+    assert run_batch(["a2", "a3"], "v2") is True
+    assert run_batch(["a1", "b4"], "v2") is False
+    rows = dict(tuple(row.values()) for row in project.query(f"select code, title from {project.schema}.tags"))
+    assert rows == {"a1": "v2", "a2": "v2", "a3": "v2", "a4": "v1", "b1": "v1", "b2": "v1", "b3": "v1", "b4": "v2"}
+
+
 ITEMS_COLUMNS = {"id": "int", "title": "string", "price": "decimal(10,2)", "sold_at": "timestamp", "qty": "bigint"}
 
 

@@ -92,6 +92,7 @@
             {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
             {% set key_range = cdc_merge.key_range_of(plan) %}
+            {% set key_range = key_range if cdc_merge.key_range_skips_files(target_relation, key_range) else none %}
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}

@@ -10,7 +10,7 @@ from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import position_deletes
+from dbt.adapters.cdc_spark import iceberg_jvm, position_deletes
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -142,6 +142,17 @@ class CdcSparkAdapter(SparkAdapter):
         if reason:
             logger.debug(f"{relation}: deleting replaced rows with a MERGE, not by position: {reason}")
         return not reason
+
+    @available
+    def key_range_skips_files(self, relation: BaseRelation, column: str, min_hex: str, max_hex: str) -> Optional[bool]:
+        """Whether reading relation's rows with column between the two hex-encoded UTF-8 bounds skips any
+        of its data files; None where it is not known (not this process's SparkSession, no jar)."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        bounds = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
+        return iceberg_jvm.key_range_skips_files(spark, f"{relation.schema}.{relation.identifier}", column, *bounds)
 
     @available
     def delete_rows_by_position(self, relation: BaseRelation, branch: str, positions_sql: str, expected_positions: int) -> int:

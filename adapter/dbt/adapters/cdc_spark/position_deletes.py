@@ -6,40 +6,16 @@ by jvm/iceberg/cdc_merge/iceberg/PositionDeletes.java, instead of a MERGE that j
 the whole mirror again (BENCHMARKS.md, "Applied since (7)").
 """
 
-import os
-from pathlib import Path
 from typing import Any, Optional
 
-from dbt.adapters.events.logging import AdapterLogger
-
-logger = AdapterLogger("cdc_spark")
+from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 
 POSITION_DELETES_CLASS = "cdc_merge.iceberg.PositionDeletes"
-# Built by `make jvm` against the Iceberg runtime jar; $CDC_MERGE_ICEBERG_JVM_JAR overrides it and
-# an empty value turns deletes by position off (the apply then deletes with a MERGE).
-JAR = Path(__file__).parent / "jars" / "cdc-merge-iceberg.jar"
-
-
-def jar_path() -> str:
-    return os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR", str(JAR))
 
 
 def position_deletes_class(spark: Any) -> Optional[Any]:
-    """The JVM class, its jar added to the session first; None when the jar is missing or turned off."""
-    from py4j.java_gateway import JavaClass
-
-    jar = jar_path()
-    if not jar:
-        return None
-    if os.path.isfile(jar):
-        spark.sql(f"add jar '{jar}'")
-    java_class = spark._jvm
-    for part in POSITION_DELETES_CLASS.split("."):
-        java_class = getattr(java_class, part)
-    if not isinstance(java_class, JavaClass):
-        logger.warning(f"{jar} not found (build it with 'make jvm'): cdc_merge deletes replaced rows with a MERGE")
-        return None
-    return java_class
+    """The JVM class; None when its jar is missing or turned off (iceberg_jvm.jar_path)."""
+    return jvm_class(spark, POSITION_DELETES_CLASS)
 
 
 def unsupported_reason(spark: Any, table: str) -> Optional[str]:

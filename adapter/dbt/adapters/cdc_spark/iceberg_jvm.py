@@ -1,0 +1,46 @@
+"""The cdc_merge apply's Java helpers for Iceberg (jvm/iceberg/cdc_merge/iceberg/), in dbt's own
+SparkSession: deletes by position (position_deletes.py) and the key range check below."""
+
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+
+logger = AdapterLogger("cdc_spark")
+
+# Built by `make jvm` against the Iceberg runtime jar; $CDC_MERGE_ICEBERG_JVM_JAR overrides it and
+# an empty value turns the helpers off (the apply then deletes with a MERGE and keeps every key range).
+JAR = Path(__file__).parent / "jars" / "cdc-merge-iceberg.jar"
+KEY_RANGES_CLASS = "cdc_merge.iceberg.KeyRanges"
+
+
+def jar_path() -> str:
+    return os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR", str(JAR))
+
+
+def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
+    """The JVM class, its jar added to the session first; None when the jar is missing or turned off."""
+    from py4j.java_gateway import JavaClass
+
+    jar = jar_path()
+    if not jar:
+        return None
+    if os.path.isfile(jar):
+        spark.sql(f"add jar '{jar}'")
+    java_class = spark._jvm
+    for part in class_name.split("."):
+        java_class = getattr(java_class, part)
+    if not isinstance(java_class, JavaClass):
+        logger.warning(f"{jar} not found (build it with 'make jvm'): cdc_merge applies without its Iceberg helpers")
+        return None
+    return java_class
+
+
+def key_range_skips_files(spark: Any, table: str, column: str, lower: str, upper: str) -> Optional[bool]:
+    """Whether a read of table filtered by lower <= column <= upper skips any of its data files;
+    None when the helpers are not available."""
+    java_class = jvm_class(spark, KEY_RANGES_CLASS)
+    if java_class is None:
+        return None
+    return java_class.skipsDataFiles(spark._jsparkSession, table, column, lower, upper)
