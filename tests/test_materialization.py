@@ -225,9 +225,9 @@ def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
         record(sql)
         return execute(self, sql, *parameters)
 
-    def recorded_checkpoint(self, view_name, sql):
+    def recorded_checkpoint(self, view_name, sql, *observed):
         record(f"checkpoint {view_name} as {sql}")
-        return create_checkpoint_view(self, view_name, sql)
+        return create_checkpoint_view(self, view_name, sql, *observed)
 
     monkeypatch.setattr(session.Cursor, "execute", recorded)
     monkeypatch.setattr(CdcSparkAdapter, "create_checkpoint_view", recorded_checkpoint)
@@ -286,7 +286,7 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
 
 def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_project, monkeypatch, spark):
     """In dbt's own SparkSession the classified batch is a local checkpoint, not an Iceberg table,
-    and its rows leave Spark's block store with the batch."""
+    its counts are observed while it is computed, and its rows leave Spark's block store with the batch."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
 
     project = dbt_project
@@ -310,6 +310,11 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
         project.dbt("run", "--select", "docs")
     assert [sql for sql in statements if "__cdc_changes as" in sql][0].startswith("checkpoint docs__cdc_changes as")
     assert not [sql for sql in statements if sql.startswith("create or replace table")]
+    assert not [sql for sql in statements if "count_if(_cdc_change = 'insert')" in sql]
+    (offset,) = project.query(
+        f"select rows_inserted, rows_updated, rows_deleted from {project.schema}.cdc_merge_offsets "
+        f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
+    assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
     assert persisted == {"before": persisted["before"], "while kept": persisted["before"] + 1, "after the batch": persisted["before"]}
     assert not spark.catalog.tableExists("docs__cdc_changes")
     assert [row["id"] for row in project.query(f"select id from {mirror} order by id")] == [1, 3, 4]

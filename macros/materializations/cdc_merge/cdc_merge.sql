@@ -154,8 +154,9 @@
     -#}
     {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position) %}
-    {% set batch_changes = cdc_merge.create_changes(changes, classified_sql, by_position) %}
-    {% set row = run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
+    {% set created = cdc_merge.create_changes(changes, classified_sql, by_position) %}
+    {% set batch_changes = created.changes %}
+    {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}
     {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived', 'stored_tombstones'] %}
         {% do counts.update({name: row[name] | int}) %}

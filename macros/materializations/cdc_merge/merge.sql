@@ -10,9 +10,10 @@
 
 {% macro create_changes(changes, classified_sql, in_memory) %}
     {#-
-        The classified batch, computed once for the statements that apply it: returns what to read
-        it by. in_memory: where the engine can keep it in memory, do (no MERGE joins it with the
-        mirror, see changes_as_table).
+        The classified batch, computed once for the statements that apply it. Returns {'changes':
+        what to read it by, 'counts': its change_counts_columns() where they were taken on the way,
+        else none}. in_memory: where the engine can keep it in memory, do (no MERGE joins it with
+        the mirror, see changes_as_table).
     -#}
     {{ return(adapter.dispatch('create_changes', 'cdc_merge')(changes, classified_sql, in_memory)) }}
 {% endmacro %}
@@ -21,21 +22,25 @@
     {#-
         In memory: in dbt's own SparkSession the rows are kept in Spark's block store (a local
         checkpoint, as a temporary view): 1M classified events in 7.2-7.8 s instead of 8.7-9.0 s for
-        an Iceberg table (BENCHMARKS.md, "Applied since (7)"). Otherwise a table, not a cached view:
+        an Iceberg table (BENCHMARKS.md, "Applied since (7)"), and the counts are observed while it
+        is computed, instead of a query of their own. Otherwise a table, not a cached view:
         Spark rebuilds a cached query as soon as a table it reads is written, even one read at a
         fixed snapshot, so every write after the first would classify the batch again against the
         half-written tables; a checkpoint has no such lineage.
     -#}
-    {% if in_memory and adapter.type() == 'cdc_spark' and adapter.create_checkpoint_view(changes.identifier, classified_sql) %}
-        {{ return(changes.identifier) }}
+    {% if in_memory and adapter.type() == 'cdc_spark' %}
+        {% set counts = adapter.create_checkpoint_view(changes.identifier, classified_sql, cdc_merge.change_counts_columns()) %}
+        {% if counts is not none %}
+            {{ return({'changes': changes.identifier, 'counts': counts}) }}
+        {% endif %}
     {% endif %}
     {% do run_query('create or replace table ' ~ changes ~ ' using iceberg as ' ~ classified_sql) %}
-    {{ return(changes) }}
+    {{ return({'changes': changes, 'counts': none}) }}
 {% endmacro %}
 
 {% macro databend__create_changes(changes, classified_sql, in_memory) %}
     {% do run_query('create or replace transient table ' ~ changes ~ ' as ' ~ classified_sql) %}
-    {{ return(changes) }}
+    {{ return({'changes': changes, 'counts': none}) }}
 {% endmacro %}
 
 
@@ -48,7 +53,7 @@
     {% if batch_changes is not string %}
         {{ return(batch_changes) }}
     {% endif %}
-    {% set table = cdc_merge.create_changes(changes, 'select * from ' ~ batch_changes, false) %}
+    {% set table = cdc_merge.create_changes(changes, 'select * from ' ~ batch_changes, false).changes %}
     {% do cdc_merge.drop_changes(batch_changes) %}
     {{ return(table) }}
 {% endmacro %}
@@ -232,19 +237,26 @@
 {% endmacro %}
 
 
+{% macro change_counts_columns() %}
+    {#- What apply_batch needs to know of a classified batch: its counts per change, as select-list items. -#}
+    {{ return([
+        "count(*) as events_read",
+        "count_if(_cdc_change = 'insert') as inserted",
+        "count_if(_cdc_change = 'update') as updated",
+        "count_if(_cdc_change = 'update' and " ~ cdc_merge.any_unavailable_sql('_cdc_unavailable') ~ ") as partial_updates",
+        "count_if(_cdc_change = 'delete') as deleted",
+        "count_if(_cdc_change = 'tombstone') as tombstoned",
+        "count_if(_cdc_change = 'skip') as skipped",
+        "count_if(_cdc_change = 'insert' and _cdc_tombstone_seq is not null) as revived",
+        "count_if(_cdc_tombstone_seq is not null) as stored_tombstones",
+        "coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts",
+    ]) }}
+    {#- '' rather than null for max_source_ts: databend-py hands a NULL over as the string 'NULL'. #}
+{% endmacro %}
+
 {% macro change_counts_sql(changes_view) %}
     select
-        count(*) as events_read,
-        count_if(_cdc_change = 'insert') as inserted,
-        count_if(_cdc_change = 'update') as updated,
-        count_if(_cdc_change = 'update' and {{ cdc_merge.any_unavailable_sql('_cdc_unavailable') }}) as partial_updates,
-        count_if(_cdc_change = 'delete') as deleted,
-        count_if(_cdc_change = 'tombstone') as tombstoned,
-        count_if(_cdc_change = 'skip') as skipped,
-        count_if(_cdc_change = 'insert' and _cdc_tombstone_seq is not null) as revived,
-        count_if(_cdc_tombstone_seq is not null) as stored_tombstones,
-        {#- '' rather than null: databend-py hands a NULL over as the string 'NULL'. #}
-        coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts
+        {{ cdc_merge.change_counts_columns() | join(',\n        ') }}
     from {{ changes_view }}
 {% endmacro %}
 

@@ -108,17 +108,25 @@ class CdcSparkAdapter(SparkAdapter):
         return True
 
     @available
-    def create_checkpoint_view(self, view_name: str, sql: str) -> bool:
+    def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:
         """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the
         temporary view view_name: later statements read them without computing sql again, whatever
-        happens to the tables it read. False when the SparkSession is not in this process."""
+        happens to the tables it read. Returns the aggregates observed (select-list items such as
+        "count(*) as rows") on the way, by name; None when the SparkSession is not in this process."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
-            return False
-        rows = dbt_spark_session(credentials.server_side_parameters).sql(sql).localCheckpoint(eager=True)
+            return None
+        rows = dbt_spark_session(credentials.server_side_parameters).sql(sql)
+        observation = Observation(f"{view_name}_observed") if observed else None
+        if observation is not None:
+            rows = rows.observe(observation, *(F.expr(item) for item in observed))
+        rows = rows.localCheckpoint(eager=True)
         rows.createOrReplaceTempView(view_name)
         self._checkpoints[view_name] = rows
-        return True
+        return dict(observation.get) if observation is not None else {}
 
     @available
     def drop_checkpoint_view(self, view_name: str) -> None:
