@@ -36,12 +36,13 @@ sys.path.insert(0, str(HERE))
 
 import datagen  # noqa: E402
 import methods  # noqa: E402
-from measure import PeakMemory, install_sql_clock, run_recorded_call, strip_comment, timed  # noqa: E402
+from measure import CHECKPOINT, PeakMemory, install_sql_clock, run_recorded_call, strip_comment, timed  # noqa: E402
 from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
-              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter", "merge_deletes"]
+              "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter", "merge_deletes",
+              "stored_keys_given"]
 MIRROR = "bench_items"
 
 
@@ -443,11 +444,43 @@ class Bench:
                 results[f"lever_{name}"] = self.measure(label, replay(confs, tail, *more), state, verify)
         if "bucketed" in names:
             results["lever_bucketed"] = self.bucketed_mirror(env, scenario, replay)
+        if "stored_keys_given" in names:
+            results["lever_stored_keys_given"] = self.measure(
+                "  + stored keys given (index)", replay(rewrite=self.stored_keys_given(env)), state, verify)
         if "key_range" in names:
             rewrite, rewritten = self.key_range(env)
             results["lever_key_range"] = self.measure("+ batch key range on the mirror", replay(rewrite=rewrite), state, verify)
             results["lever_key_range"]["rewritten"] = rewritten
             print(f"    key range added to {rewritten['classification']} classification and {rewritten['merge']} MERGE statements", flush=True)
+
+    def stored_keys_given(self, env):
+        """Lever: what an in-memory index of the mirror's keys (key -> seq, file, position), kept by a
+        long-lived process, could save at most: the classification gets the stored rows of the batch's
+        keys from a small view instead of reading the mirror. They are found before the timed run; inside
+        it, the batch's keys go to the driver and the rows come back as a DataFrame, as they would from
+        an index in the JVM (the lookups themselves are left out). Not a product feature."""
+        mirror = env["mirror"]
+        methods.batch_read(self.spark, env["raw"], env["s0"], env["s1"], f"{MIRROR}__cdc_raw_changes", with_change_type=True)
+        batch_keys = (f"select distinct key from {MIRROR}__cdc_raw_changes "
+                      f"where _change_type = 'INSERT' and table_name = '{datagen.SOURCE_TABLE}'")
+        # The branch the classification reads is made from main in the run: same files, same positions.
+        hits = self.spark.sql(f"""select stored._cdc_key, xxhash64(stored._file) as _cdc_stored_file_hash,
+                                         stored._pos as _cdc_stored_pos, stored._cdc_seq
+                                  from {mirror} as stored left semi join ({batch_keys}) as batch
+                                      on stored._cdc_key = batch.key""").collect()
+
+        def rewrite(sql: str) -> str:
+            if not sql.startswith(CHECKPOINT):
+                return sql
+            view_name, query = json.loads(sql[len(CHECKPOINT):])
+            self.spark.sql(batch_keys).collect()
+            self.spark.createDataFrame(hits, "_cdc_key string, _cdc_stored_file_hash bigint, _cdc_stored_pos bigint, "
+                                       "_cdc_seq string").createOrReplaceTempView("bench_index_hits")
+            query, count = re.subn(r"(mirror_keys as \()(.*?)(\),\s*tombstone_keys as \()",
+                                   r"\1 select /*+ broadcast(bench_index_hits) */ * from bench_index_hits \3", query, count=1, flags=re.S)
+            assert count == 1, "the classification's stored keys were not found"
+            return CHECKPOINT + json.dumps([view_name, query])
+        return rewrite
 
     def key_range(self, env):
         """Lever: the mirror's reads in the classification and the MERGE also get the batch's key range
