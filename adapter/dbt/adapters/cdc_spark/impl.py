@@ -141,7 +141,7 @@ class CdcSparkAdapter(SparkAdapter):
     def deletes_by_position(self, relation: BaseRelation) -> bool:
         """Whether rows of this Iceberg table can be deleted at the positions a query found them at
         (delete_rows_by_position): only in this process's SparkSession, on unpartitioned tables of
-        Iceberg format 2, with the jar of position_deletes.py."""
+        Iceberg format 2, with the jar of iceberg_jvm.py."""
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return False
