@@ -212,13 +212,13 @@
 {% endmacro %}
 
 {% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
-    {#- with_positions is never set on Databend (deletes_by_position). -#}
+    {#- with_positions is never set on Databend (deletes_by_position). batch_keys may repeat a key. -#}
     select
         stored._cdc_key,
         stored._cdc_seq
     from {{ relation }} as stored
-    inner join {{ batch_keys }}
-        on stored._cdc_key = {{ batch_keys }}._cdc_key
+    inner join (select distinct _cdc_key from {{ batch_keys }}) as distinct_batch_keys
+        on stored._cdc_key = distinct_batch_keys._cdc_key
         {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
 {% endmacro %}
 
