@@ -21,23 +21,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SERIES = [
-    ("product: dbt run cdc_merge", ("product", "product_again"), "o-", "tab:blue"),
-    ("  of which SQL in Spark", ("product", "product_again"), "o:", "tab:blue"),
-    ("hand-written dedup + MERGE (MOR)", ("handwritten_merge", "handwritten_merge_again"), "s-", "tab:orange"),
-    ("one key-column scan", ("key_scan", "key_scan_again"), "^-", "tab:green"),
+    ("product: dbt run cdc_merge", "product", "o-", "tab:blue"),
+    ("  of which SQL in Spark", "product", "o:", "tab:blue"),
+    ("hand-written dedup + MERGE (MOR)", "handwritten_merge", "s-", "tab:orange"),
+    ("one key-column scan", "key_scan", "^-", "tab:green"),
 ]
 
 
-def value(methods: dict, names: tuple[str, ...], sql: bool) -> float | None:
+def value(methods: dict, name: str, sql: bool) -> float | None:
+    """The best of the method's measurements: name, name_again, name_again_3, ... (run.py --rounds)."""
     key = "sql_seconds" if sql else "seconds"
-    values = [methods[n][key] for n in names if n in methods and methods[n].get("ok") and methods[n].get(key)]
+    values = [m[key] for n, m in methods.items() if (n == name or n.startswith(name + "_again")) and m.get("ok") and m.get(key)]
     return min(values) if values else None
 
 
 def panel(ax, scenarios: list[dict], x_key: str, title: str, xlabel: str) -> None:
     scenarios = sorted(scenarios, key=lambda s: s[x_key])
-    for label, names, style, color in SERIES:
-        points = [(s[x_key], value(s["methods"], names, "SQL" in label)) for s in scenarios]
+    for label, name, style, color in SERIES:
+        points = [(s[x_key], value(s["methods"], name, "SQL" in label)) for s in scenarios]
         points = [(x, y) for x, y in points if y]
         if points:
             ax.plot(*zip(*points), style, color=color, label=label.strip())
