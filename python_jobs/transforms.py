@@ -86,11 +86,13 @@ def parsed_in_jvm(marked: DataFrame) -> DataFrame:
 
 def events_parsed_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
     """Only the events the JVM fast path parses from lines, in parse_cdc_lines' shape (line_text
-    null); the other lines are dropped. The function runs once per line: a filter on its result
-    would run it again."""
-    in_jvm = F.filter(
-        F.array(F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"))), lambda event: event.isNotNull()
-    )
+    null); the other lines are dropped.
+
+    The function runs once per line: its result goes through a one-element array into a column of
+    its own, which parsed_in_jvm filters (a filter on the call would run it again). No higher-order
+    function (`filter(array(...), ...)`): Spark interprets those, and with one the whole stage ran
+    0.3 s slower per 1M lines (BENCHMARKS.md, "Applied since (9)")."""
+    in_jvm = F.array(F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary")))
     return parsed_in_jvm(
         lines.select(
             "landed_file",
