@@ -663,7 +663,7 @@ class Bench:
         """Levers: the parse without the Iceberg write, and reading + splitting the lines alone."""
         from python_jobs import io
         from python_jobs.config import load_config
-        from python_jobs.transforms import parse_in_jvm, parsed_in_jvm, split_lines
+        from python_jobs.transforms import events_parsed_in_jvm, parse_in_jvm, parsed_in_jvm, split_lines
 
         config = load_config(self.work / "project_landing_jvm_warm" / "landing.yml")
         lines = self.spark.read.format("text").option("wholetext", "true").load(str(inbox)).selectExpr(
@@ -672,7 +672,7 @@ class Bench:
         jvm_parser = io.register_jvm_parser(self.spark, config.key_columns)
         if jvm_parser:
             with timed() as parse:
-                parsed_in_jvm(parse_in_jvm(split_lines(lines), jvm_parser)).selectExpr(
+                events_parsed_in_jvm(split_lines(lines), jvm_parser).selectExpr(
                     "sum(xxhash64(key, seq, raw_data))").collect()
             out["parse_only_seconds"] = round(parse.seconds, 3)
             out["parse_only_events_per_second"] = round(events / parse.seconds)
