@@ -329,8 +329,8 @@
 {% macro batch_keys_sql(changes_view, source_table, bucket, buckets) %}
     {#-
         Every key with an event in this bucket of the chunk: a superset of the keys of any round. A key
-        with several events comes several times: removing the repeats cost more than the semi join they
-        feed on Spark (1M events: 0.3 s of the classification, BENCHMARKS.md "Applied since (9)").
+        with several events comes several times: Spark's semi join needs no distinct keys, and making
+        them distinct took 0.3 s of the classification at 1M events (BENCHMARKS.md "Applied since (9)").
     -#}
     with
 
