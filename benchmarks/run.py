@@ -586,6 +586,7 @@ class Bench:
         print(f"    warm, landing model included (no new files): {seconds:.2f} s", flush=True)
         if not self.args.no_cold:
             out["cold"] = self.cold_run(project)
+            out["cdc_run"] = self.cdc_run_loop(project)
         return out
 
     def cold_run(self, project: BenchProject) -> dict:
@@ -602,6 +603,25 @@ class Bench:
         seconds = time.perf_counter() - started
         print(f"    cold (new dbt process, new JVM): {seconds:.2f} s{'' if done.returncode == 0 else ' FAILED: ' + done.stdout[-300:]}", flush=True)
         return {"seconds": round(seconds, 3), "ok": done.returncode == 0}
+
+    def cdc_run_loop(self, project: BenchProject, runs: int = 4) -> dict:
+        """The same idle run, `runs` times by one new `cdc-run` process (python_jobs/run_loop.py): the
+        first run pays the JVM start as a new `dbt` process does, the later ones find it warm."""
+        from python_jobs import io
+
+        env = {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
+               "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
+        started = time.perf_counter()
+        done = subprocess.run([str(Path(sys.executable).parent / "cdc-run"), "--every", "0", "--runs", str(runs), "--",
+                               "run", "--exclude", "raw_events", "--project-dir", str(project.dir),
+                               "--profiles-dir", str(PROJECT_DIR / "profiles"), "--quiet"],
+                              env=env, cwd=str(PROJECT_DIR), capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        runs_seconds = [float(found) for found in re.findall(r"run \d+: ok in ([0-9.]+) s", done.stderr)]
+        out = {"seconds": round(seconds, 3), "ok": done.returncode == 0 and len(runs_seconds) == runs, "runs_seconds": runs_seconds}
+        print(f"    cdc-run --runs {runs} (new process): {seconds:.1f} s in all; runs {', '.join(f'{x:.1f}' for x in runs_seconds)} s"
+              f"{'' if out['ok'] else ' FAILED: ' + done.stderr[-300:]}", flush=True)
+        return out
 
     def landing(self) -> dict:
         """The same Debezium files landed, each time into new tables: with the JVM fast path as the
@@ -779,7 +799,9 @@ def print_table(results: dict) -> None:
         print(f"idle dbt run, {idle['mirrors']} mirrors (warm session): {idle['seconds']:.2f} s wall, {idle['sql_seconds']:.2f} s SQL "
               f"({idle['statements']} statements) -> overhead beyond the SQL {idle['overhead_seconds']:.2f} s; "
               f"relation listing (show/describe): {idle['describe_statements']} statements, {idle['describe_seconds']:.2f} s"
-              + (f"; cold new process: {idle['cold']['seconds']:.1f} s" if idle.get("cold") else ""))
+              + (f"; cold new process: {idle['cold']['seconds']:.1f} s" if idle.get("cold") else "")
+              + (f"; cdc-run in a new process, its runs: {', '.join(f'{x:.1f}' for x in idle['cdc_run']['runs_seconds'])} s"
+                 if idle.get("cdc_run") else ""))
     landing = results.get("landing")
     if landing and "jvm_warm" in landing:
         python = landing["python"]["seconds"]

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from python_jobs import generate_demo, io
+from python_jobs.run_loop import invoke_dbt
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEMO_DIR = PROJECT_DIR / "data" / "demo"
@@ -28,13 +29,10 @@ MIRRORS = {
 
 def dbt(*args: str) -> float:
     """Run a dbt command in this process (so in this SparkSession); return its seconds."""
-    from dbt.cli.main import dbtRunner
-
-    started = time.monotonic()
-    result = dbtRunner().invoke([*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles")])
-    if not result.success:
-        raise SystemExit(f"demo: 'dbt {' '.join(args)}' failed: {result.exception or 'see the log above'}")
-    return time.monotonic() - started
+    outcome = invoke_dbt([*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles")])
+    if not outcome.success:
+        raise SystemExit(f"demo: 'dbt {' '.join(args)}' failed: {outcome.error}")
+    return outcome.seconds
 
 
 def mirror_rows(spark, model: str, columns: list[str]) -> dict[tuple, dict]:

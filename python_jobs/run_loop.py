@@ -1,0 +1,150 @@
+"""Run dbt again and again in one process, so every run after the first finds a warm SparkSession.
+
+    cdc-run --every 60                                  # dbt run every minute, until stopped
+    cdc-run --every 60 --runs 10 -- run --select raw_events+
+    cdc-run --every 300 --keep-going -- run --project-dir . --profiles-dir profiles
+
+Everything after `--` goes to dbt as it is (default: `run`). A new `dbt run` process starts a JVM
+and a SparkSession and compiles Spark's code again: 18 s for an idle project of 10 mirrors, against
+4.3 s for the same run in a process that ran before (BENCHMARKS.md, "Applied since (9)"). The
+embedded SparkSession (profile method `session`) lives as long as this process.
+
+Runs start on a fixed schedule (every N seconds from the first start); a run that takes longer
+than N seconds is followed by the next one at once. SIGTERM or SIGINT (Ctrl-C) stops the loop
+after the run in progress, never inside one. A failed run stops the loop with exit status 1,
+unless --keep-going: then the next run retries it (the apply of a failed run is safe to repeat,
+docs/ordering.md) and the exit status is 1 at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+log = logging.getLogger("cdc_merge")
+
+
+@dataclass
+class RunOutcome:
+    """One dbt invocation: whether it succeeded, how long it took, its nodes' statuses."""
+
+    success: bool
+    seconds: float
+    statuses: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    def line(self) -> str:
+        nodes = ", ".join(f"{count} {status}" for status, count in sorted(self.statuses.items())) or "no nodes"
+        return f"{'ok' if self.success else 'FAILED'} in {self.seconds:.1f} s ({nodes})" + (f": {self.error}" if self.error else "")
+
+
+def invoke_dbt(args: Sequence[str]) -> RunOutcome:
+    """One dbt command in this process (so in this process's SparkSession)."""
+    from dbt.cli.main import dbtRunner
+
+    started = time.monotonic()
+    result = dbtRunner().invoke(list(args))
+    seconds = time.monotonic() - started
+    statuses: dict[str, int] = {}
+    failures = []
+    for node in getattr(result.result, "results", None) or []:
+        statuses[str(node.status)] = statuses.get(str(node.status), 0) + 1
+        if str(node.status) in ("error", "fail"):
+            failures.append(f"{node.node.name}: {' '.join(str(node.message).split())}")
+    error = None
+    if not result.success:
+        error = str(result.exception) if result.exception is not None else "; ".join(failures) or "see dbt's log above"
+    return RunOutcome(result.success, seconds, statuses, error)
+
+
+@dataclass
+class LoopSummary:
+    runs: list[RunOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(not run.success for run in self.runs)
+
+    def line(self) -> str:
+        if not self.runs:
+            return "no runs"
+        seconds = [run.seconds for run in self.runs]
+        later = seconds[1:]
+        return (
+            f"{len(self.runs)} runs, {self.failed} failed; first {seconds[0]:.1f} s"
+            + (f", later ones {min(later):.1f}-{max(later):.1f} s (median {sorted(later)[len(later) // 2]:.1f} s)" if later else "")
+        )
+
+
+def run_every(
+    dbt_args: Sequence[str],
+    every: float,
+    runs: int = 0,
+    keep_going: bool = False,
+    stop: threading.Event | None = None,
+    run: Callable[[Sequence[str]], RunOutcome] = invoke_dbt,
+) -> LoopSummary:
+    """Run dbt_args every `every` seconds until `runs` runs (0: no limit), `stop` is set, or a run
+    fails without keep_going."""
+    stop = stop or threading.Event()
+    summary = LoopSummary()
+    first_start = time.monotonic()
+    while not stop.is_set():
+        number = len(summary.runs) + 1
+        outcome = run(dbt_args)
+        summary.runs.append(outcome)
+        log.info("run %d: %s", number, outcome.line())
+        if not outcome.success and not keep_going:
+            break
+        if runs and number >= runs:
+            break
+        next_start = first_start + number * every
+        wait = next_start - time.monotonic()
+        if wait < 0:
+            log.info("run %d took %.1f s, longer than --every %.0f s: the next run starts now", number, outcome.seconds, every)
+        stop.wait(max(wait, 0))
+    return summary
+
+
+def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Run dbt (default: dbt run) every N seconds in one process, with one warm SparkSession.",
+        epilog="Arguments after -- go to dbt, e.g. cdc-run --every 60 -- run --select raw_events+",
+    )
+    parser.add_argument("--every", type=float, required=True, help="seconds from the start of one run to the start of the next")
+    parser.add_argument("--runs", type=int, default=0, help="stop after this many runs (default 0: until stopped)")
+    parser.add_argument("--keep-going", action="store_true", help="after a failed run, go on (the exit status is still 1)")
+    parser.add_argument("dbt_args", nargs="*", help="the dbt command and its options (default: run)")
+    args = parser.parse_args(argv)
+    if args.every < 0:
+        parser.error(f"--every must be 0 or more seconds, got {args.every:g}")
+    if args.runs < 0:
+        parser.error(f"--runs must be 0 (no limit) or more, got {args.runs}")
+    args.dbt_args = args.dbt_args or ["run"]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = arguments(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    stop = threading.Event()
+
+    def request_stop(signum, _frame) -> None:
+        log.info("%s: stopping after the run in progress", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, request_stop)
+    summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop)
+    log.info("cdc-run: %s", summary.line())
+    return 1 if summary.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""cdc-run (python_jobs/run_loop.py): dbt again and again in one process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FIXTURES, PROJECT_DIR
+from python_jobs import run_loop
+
+PRODUCTS = {"inventory.products": ["id"]}
+FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
+PRODUCTS_CONFIG = "unique_key='id', source_table='inventory.products'"
+PRODUCTS_COLUMNS = "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"
+
+
+def dbt_args(project, *command: str) -> list[str]:
+    return [*command, "--project-dir", str(project.project_dir), "--profiles-dir", str(PROJECT_DIR / "profiles"), "--target", "local"]
+
+
+def test_each_run_lands_and_applies_what_arrived_since_the_one_before(dbt_project, spark):
+    project = dbt_project
+    project.write_model("products", PRODUCTS_CONFIG, PRODUCTS_COLUMNS)
+    project.landing_config(PRODUCTS)
+    project.inbox
+    mirrored_after_each_run, landed_after_each_run = [], []
+
+    def run_then_deliver(args):
+        outcome = run_loop.invoke_dbt(args)
+        mirrored_after_each_run.append([row["id"] for row in project.query(f"select id from {project.schema}.products order by id")])
+        landed_after_each_run.append(project.query(f"select count(*) as events from {project.raw_schema}.raw_events")[0]["events"])
+        shutil.copy(FLINK_MYSQL, project.inbox / f"part-{len(mirrored_after_each_run)}.json")
+        return outcome
+
+    summary = run_loop.run_every(dbt_args(project, "run", "--select", "raw_events", "products"), every=0, runs=3, run=run_then_deliver)
+
+    assert [run.success for run in summary.runs] == [True, True, True]
+    assert summary.runs[0].statuses == {"success": 2}
+    # Nothing before the first run; the file delivered after it; the same file again changes nothing.
+    assert mirrored_after_each_run == [[], list(range(101, 111)), list(range(101, 111))]
+    first_file = landed_after_each_run[1]
+    assert first_file > 0 and landed_after_each_run == [0, first_file, 2 * first_file]
+
+
+def test_a_failed_run_stops_the_loop_unless_keep_going(dbt_project):
+    dbt_project.write_model("bad_products", "source_table='inventory.products'", PRODUCTS_COLUMNS)
+    args = dbt_args(dbt_project, "run", "--select", "bad_products")
+
+    stopped = run_loop.run_every(args, every=0, runs=3)
+    assert [run.success for run in stopped.runs] == [False]
+    assert "set unique_key to the primary-key column" in stopped.runs[0].line()
+
+    kept_going = run_loop.run_every(args, every=0, runs=2, keep_going=True)
+    assert [run.success for run in kept_going.runs] == [False, False]
+    assert run_loop.main(["--every", "0", "--runs", "1", "--keep-going", "--", *args]) == 1
+
+
+def test_runs_start_on_a_fixed_schedule_and_a_late_run_is_followed_at_once():
+    starts = []
+
+    def run_taking(seconds):
+        def run(_args):
+            starts.append(time.monotonic())
+            time.sleep(seconds)
+            return run_loop.RunOutcome(True, seconds)
+        return run
+
+    run_loop.run_every(["run"], every=0.5, runs=3, run=run_taking(0.1))
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+    assert all(0.45 <= gap < 0.7 for gap in gaps), gaps
+
+    starts.clear()
+    run_loop.run_every(["run"], every=0.2, runs=2, run=run_taking(0.5))
+    assert starts[1] - starts[0] < 0.6
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--every", "-1"], "--every must be 0 or more seconds, got -1"),
+    (["--every", "60", "--runs", "-2"], "--runs must be 0 (no limit) or more, got -2"),
+])
+def test_bad_arguments_fail_before_any_run(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run_loop.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sigterm_stops_the_loop_after_the_run_in_progress(dbt_project):
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
+    # dbt parse: a real dbt command without a SparkSession, so the process starts fast.
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "python_jobs.run_loop", "--every", "600", "--", *dbt_args(dbt_project, "parse")],
+        cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    output = []
+    for line in loop.stdout:
+        output.append(line)
+        if "run 1: ok" in line:
+            break
+    assert any("run 1: ok" in line for line in output), "".join(output)
+    sent = time.monotonic()
+    loop.send_signal(signal.SIGTERM)
+    rest, _ = loop.communicate(timeout=60)
+    assert loop.returncode == 0, "".join(output) + rest
+    assert time.monotonic() - sent < 30
+    assert "SIGTERM: stopping after the run in progress" in rest
+    assert "cdc-run: 1 runs, 0 failed" in rest
