@@ -5,14 +5,14 @@
     cdc-run --every 300 --keep-going -- run --project-dir . --profiles-dir profiles
 
 Everything after `--` goes to dbt as it is (default: `run`). A new `dbt run` process starts a JVM
-and a SparkSession and compiles Spark's code again: 18 s for an idle project of 10 mirrors, against
-4.3 s for the same run in a process that ran before (BENCHMARKS.md, "Applied since (9)"). The
-embedded SparkSession (profile method `session`) lives as long as this process.
+and a SparkSession and compiles Spark's code again: 16.5 s for an idle project of 10 mirrors, against
+3.8-4.7 s for each run here after the first (BENCHMARKS.md, "Applied since (9)"). The embedded
+SparkSession (profile method `session`) lives as long as this process.
 
 Runs start on a fixed schedule (every N seconds from the first start); a run that takes longer
 than N seconds is followed by the next one at once. SIGTERM or SIGINT (Ctrl-C) stops the loop
 after the run in progress, never inside one. A failed run stops the loop with exit status 1,
-unless --keep-going: then the next run retries it (the apply of a failed run is safe to repeat,
+unless --keep-going: then the next run retries it (replaying a batch changes nothing,
 docs/ordering.md) and the exit status is 1 at the end.
 """
 
