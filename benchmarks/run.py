@@ -646,7 +646,25 @@ class Bench:
                     "peak_jvm_gb": max(out[run]["peak_jvm_gb"] for run in ("jvm_cold", *warm)),
                     "peak_total_gb": max(out[run]["peak_total_gb"] for run in ("jvm_cold", *warm))})
         out.update(self.parse_only(inbox, events))
+        out["through_dbt"] = self.land_through_dbt(inbox, runs=3)
         return out
+
+    def land_through_dbt(self, inbox: Path, runs: int) -> list[dict]:
+        """The same events landed by the landing model, `dbt run --select raw_events` in this process
+        (as `cdc-run` runs it), each run with the files under new names (the checkpoint keeps names)."""
+        project = BenchProject(self.work / "project_landing_dbt", "bm_landing_dbt", "br_landing_dbt", self.work / "inbox_landing_dbt")
+        project.dbt("run-operation", "create_raw_tables")
+        figures = []
+        for run in range(1, runs + 1):
+            for path in sorted(inbox.glob("*.json")):
+                os.link(path, self.work / "inbox_landing_dbt" / f"run{run}-{path.name}")
+            before = self.spark.table("br_landing_dbt.raw_events").count()
+            _, seconds = project.dbt("run", "--select", "raw_events")
+            landed = self.spark.table("br_landing_dbt.raw_events").count() - before
+            figures.append({"seconds": round(seconds, 3), "landed": landed, "events_per_second": round(landed / seconds)})
+            print(f"    through dbt (landing model, run {run}): {landed:,} events in {seconds:.1f} s = "
+                  f"{figures[-1]['events_per_second']:,} events/s", flush=True)
+        return figures
 
     def land_once(self, run: str, inbox: Path, parsers_jar: str | None) -> dict:
         from python_jobs import land
@@ -814,6 +832,9 @@ def print_table(results: dict) -> None:
             print(f"landing {landing['events']:,} Debezium events, {label}: {figures['seconds']:.1f} s = "
                   f"{figures['events_per_second']:,} events/s, {ratio(python, figures['seconds'])} vs the baseline; "
                   f"peak RSS JVM {figures['peak_jvm_gb']} GB, with Python workers {figures['peak_total_gb']} GB")
+        for run, figures in enumerate(landing.get("through_dbt", []), start=1):
+            print(f"landing {figures['landed']:,} Debezium events through the landing model (dbt run in this process), run {run}: "
+                  f"{figures['seconds']:.1f} s = {figures['events_per_second']:,} events/s")
 
 
 def print_targets(results: dict) -> None:
