@@ -73,7 +73,9 @@ def test_runs_start_on_a_fixed_schedule_and_a_late_run_is_followed_at_once():
 
     run_loop.run_every(["run"], every=0.5, runs=3, run=run_taking(0.1))
     gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
-    assert all(0.45 <= gap < 0.7 for gap in gaps), gaps
+    assert all(0.45 <= gap < 0.9 for gap in gaps), gaps
+    # Counted from the first start, not from the end of each run: no drift.
+    assert 0.95 <= starts[2] - starts[0] < 1.3, gaps
 
     starts.clear()
     run_loop.run_every(["run"], every=0.2, runs=2, run=run_taking(0.5))
