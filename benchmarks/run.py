@@ -589,12 +589,16 @@ class Bench:
             out["cdc_run"] = self.cdc_run_loop(project)
         return out
 
-    def cold_run(self, project: BenchProject) -> dict:
-        """Lever 'long-lived session': the same idle run as a new `dbt` process (new JVM)."""
+    def new_process_env(self, project: BenchProject) -> dict:
+        """The environment a new dbt or cdc-run process needs to run project against this warehouse."""
         from python_jobs import io
 
-        env = {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
-               "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
+        return {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
+                "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
+
+    def cold_run(self, project: BenchProject) -> dict:
+        """Lever 'long-lived session': the same idle run as a new `dbt` process (new JVM)."""
+        env = self.new_process_env(project)
         dbt_bin = Path(sys.executable).parent / "dbt"
         started = time.perf_counter()
         done = subprocess.run([str(dbt_bin), "run", "--exclude", "raw_events", "--project-dir", str(project.dir),
@@ -607,10 +611,7 @@ class Bench:
     def cdc_run_loop(self, project: BenchProject, runs: int = 4) -> dict:
         """The same idle run, `runs` times by one new `cdc-run` process (python_jobs/run_loop.py): the
         first run pays the JVM start as a new `dbt` process does, the later ones find it warm."""
-        from python_jobs import io
-
-        env = {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
-               "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
+        env = self.new_process_env(project)
         started = time.perf_counter()
         done = subprocess.run([str(Path(sys.executable).parent / "cdc-run"), "--every", "0", "--runs", str(runs), "--",
                                "run", "--exclude", "raw_events", "--project-dir", str(project.dir),
