@@ -24,9 +24,8 @@ from python_jobs.records import (
     ParsedLine,
     RejectedRecord,
     canonical_key,
-    format_seq,
     key_columns_for,
-    non_negative_int,
+    line_ordered_seq,
     positive_ms,
     short,
 )
@@ -63,10 +62,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
             raise RejectedRecord("field 'old' must be an array of objects, one per row of 'data'")
     sql_types = message.get("sqlType") if isinstance(message.get("sqlType"), dict) else {}
     columns = key_columns_for(table_name, key_columns, message.get("pkNames"), "pkNames")
-    # Exec time of the binlog event, then Canal's message id, then the row within the message.
-    major = non_negative_int(message, "es", "")
-    minor = non_negative_int(message, "id", "")
-    phase = 0 if kind == "INIT" else 1
+    # No log position: 'es' is the statement's start second and 'id' a counter of one Canal process,
+    # so the message's place in the landed files orders it, then the row's place in 'data'
+    # (docs/ordering.md). INIT rows (a full load) sort before every streamed change of their key.
+    seq = line_ordered_seq(0 if kind == "INIT" else 1)
     source_ts_ms = positive_ms(message.get("es")) or positive_ms(message.get("ts"))
 
     events = []
@@ -85,7 +84,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
                 action=ACTIONS[kind],
                 raw_data=None if kind == "DELETE" else image,
                 before_data=before,
-                seq=format_seq(major, minor, index, phase),
+                seq=seq,
                 source_ts_ms=source_ts_ms,
             )
         )

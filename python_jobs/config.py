@@ -77,8 +77,9 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     if data_format not in FORMATS:
         raise fail("format", f"must be one of {', '.join(FORMATS)}, got {data_format!r}")
     max_files = document.get("max_files_per_batch", 1000)
-    if isinstance(max_files, bool) or not isinstance(max_files, int) or max_files < 1:
-        raise fail("max_files_per_batch", f"must be a positive integer, got {max_files!r}")
+    # A file's rank in its batch is 6 digits of seq (docs/ordering.md).
+    if isinstance(max_files, bool) or not isinstance(max_files, int) or not 1 <= max_files <= 999_999:
+        raise fail("max_files_per_batch", f"must be an integer from 1 to 999999, got {max_files!r}")
 
     file_glob = document.get("file_glob", "*")
     if not isinstance(file_glob, str) or not file_glob or "/" in file_glob:

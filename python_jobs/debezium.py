@@ -17,6 +17,7 @@ from python_jobs.records import (
     canonical_key,
     format_seq,
     key_columns_for,
+    line_ordered_seq,
     non_negative_int,
     object_members,
     positive_ms,
@@ -104,9 +105,13 @@ def _table_name(source: Mapping[str, Any]) -> str:
     return f"{namespace}.{table}"
 
 
-def source_position(source: Mapping[str, Any]) -> tuple[int, int, int]:
-    """Where the change sits in the source log, as three non-negative integers."""
+def source_position(source: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """Where the change sits in the source log, as three non-negative integers; None when the
+    envelope names no connector (Flink CDC's debezium-json and other writers of the envelope
+    leave it out, with every position field): the line's place orders it then."""
     connector = source.get("connector")
+    if connector is None:
+        return None
     if not isinstance(connector, str):
         raise RejectedRecord(f"field 'source.connector' is {short(connector)}, not a connector name")
     if connector in MYSQL_CONNECTORS:
@@ -123,6 +128,7 @@ def source_position(source: Mapping[str, Any]) -> tuple[int, int, int]:
         )
     if connector in POSTGRES_CONNECTORS:
         return (non_negative_int(source, "lsn", "source."), 0, 0)
+    # A connector whose position we do not read: ordering it by its lines would ignore the one it has.
     raise RejectedRecord(
         f"connector {short(connector)} has no supported source position "
         "(supported: mysql, mariadb, postgresql)"
@@ -134,13 +140,16 @@ def _seq(source: Mapping[str, Any], op: str) -> str:
 
     Two events of one key at the same position are one event delivered twice, so the
     landed file and line are not part of seq; they only break ties inside one batch.
+    Without a position, the landing appends the line's place (records.line_ordered_seq).
     """
-    major, minor, row = source_position(source)
+    position = source_position(source)
     snapshot = source.get("snapshot")
     if not isinstance(snapshot, (str, bool, type(None))):
         raise RejectedRecord(f"field 'source.snapshot' is {short(snapshot)}, not a snapshot marker")
     phase = 0 if (op == "r" or snapshot not in NOT_SNAPSHOT) else 1
-    return format_seq(major, minor, row, phase)
+    if position is None:
+        return line_ordered_seq(phase)
+    return format_seq(*position, phase)
 
 
 def _source_ts_ms(source: Mapping[str, Any], processed_ts_ms: Any) -> int | None:

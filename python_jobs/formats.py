@@ -22,17 +22,21 @@ def detect(members: Members) -> str:
     """The format whose envelope fields the record has; 'auto' decides per line."""
     if "op_type" in members:
         return "ogg"
-    if "isDdl" in members or "pkNames" in members:
+    # Canal's 'data' is an array of rows, Maxwell's one row: Flink's canal-json may leave out isDdl and pkNames.
+    data_is_array = isinstance(members.get("data", (None,))[0], list)
+    if "isDdl" in members or "pkNames" in members or ("type" in members and data_is_array):
         return "canal"
     if "database" in members and "type" in members and ("xid" in members or "data" in members):
         return "maxwell"
-    if "payload" in members or ("op" in members and "source" in members) or _is_transaction_marker(members):
+    # Flink's debezium-json may write the envelope without 'source'.
+    debezium_envelope = "op" in members and any(name in members for name in ("source", "before", "after"))
+    if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
     if "action" in members and ("lsn" in members or "columns" in members or "identity" in members):
         return "wal2json"
     raise RejectedRecord(
-        "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'isDdl', "
-        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'lsn')"
+        "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'type' and a 'data' array, "
+        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'columns' or 'identity')"
     )
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_jobs.schemas import JVM_PARSED_EVENT_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.transforms import BatchPlace
 
 log = logging.getLogger("cdc_merge")
 
@@ -243,18 +245,19 @@ def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: in
 
 
 def run_available_batches(
-    files: DataFrame, checkpoint_dir: Path, land_batch: Callable[[DataFrame, str, bool], None]
+    files: DataFrame, checkpoint_dir: Path, land_batch: Callable[[DataFrame, str, BatchPlace, bool], None]
 ) -> None:
     """Land every file present now, one micro-batch at a time, then stop.
 
-    land_batch gets the batch, its tag, and whether an earlier run may have tried it.
+    land_batch gets the batch, its tag, its place in the order of landed files, and whether an
+    earlier run may have tried it.
     """
     planned_before = latest_planned_batch(checkpoint_dir)
 
     def on_batch(batch: DataFrame, batch_id: int) -> None:
         # The query id lives in the checkpoint, so a retried batch gets the same tag.
         query_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-        land_batch(batch, f"{query_id}/{batch_id}", batch_id <= planned_before)
+        land_batch(batch, f"{query_id}/{batch_id}", batch_place(checkpoint_dir, batch_id), batch_id <= planned_before)
 
     # The file source reads the settings of the session that made `files`, at each batch.
     with session_conf(files.sparkSession, input_scan_conf(files.sparkSession)):
@@ -265,6 +268,28 @@ def run_available_batches(
             .start()
         )
         query.awaitTermination()
+
+
+def batch_place(checkpoint_dir: Path, batch_id: int) -> BatchPlace:
+    """A micro-batch's place in the order of landed files, as the checkpoint recorded it when
+    the batch was planned, so a retried batch gets the same one: the batch's start time
+    (offsets/<id>), and its files ranked by (modification time, path), the order in which the
+    file source picks files (sources/0/<id>, or the <id>.compact file that holds it)."""
+    offsets = (checkpoint_dir / "offsets" / str(batch_id)).read_text().splitlines()
+    started_ms = json.loads(offsets[1])["batchTimestampMs"]
+    source_log = checkpoint_dir / "sources" / "0"
+    entries_file = source_log / str(batch_id)
+    if not entries_file.exists():
+        entries_file = source_log / f"{batch_id}.compact"
+    entries = [json.loads(line) for line in entries_file.read_text().splitlines()[1:] if line.strip()]
+    files = sorted((entry["timestamp"], entry["path"]) for entry in entries if entry["batchId"] == batch_id)
+    if not files:
+        raise LandingError(f"checkpoint {checkpoint_dir} lists no files for micro-batch {batch_id} in {entries_file}")
+    # The log writes local paths as file:///x, Spark's _metadata.file_path as file:/x.
+    return BatchPlace(started_ms, {_FILE_URI.sub(r"\1:/", path): rank for rank, (_, path) in enumerate(files)})
+
+
+_FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
 def latest_planned_batch(checkpoint_dir: Path) -> int:

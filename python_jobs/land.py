@@ -23,6 +23,7 @@ from pyspark.storagelevel import StorageLevel
 from python_jobs import io, records
 from python_jobs.config import ConfigError, LandingConfig, load_config
 from python_jobs.transforms import (
+    BatchPlace,
     events_parsed_in_jvm,
     exact_numbers_for_variant,
     landed_events,
@@ -66,15 +67,16 @@ class LandingSummary:
 
 
 def land_files(
-    files: DataFrame, config: LandingConfig, sink, batch_tag: str, summary: LandingSummary, jvm_parser: str | None,
-    jvm_quoter: str | None = None, may_be_retry: bool = True,
+    files: DataFrame, config: LandingConfig, sink, batch_tag: str, place: BatchPlace, summary: LandingSummary,
+    jvm_parser: str | None, jvm_quoter: str | None = None, may_be_retry: bool = True,
 ) -> None:
     """Parse one micro-batch of files; append its events, and its rejected or ignored lines.
 
     Into Iceberg with the JVM fast path, the events it parses are appended as it parses them, in
     one commit; the lines it leaves, if any, are parsed in Python and appended in a second one.
     Otherwise the batch's events are one commit. Every commit is tagged with the batch, so a
-    retried batch (may_be_retry) never appends a line twice.
+    retried batch (may_be_retry) never appends a line twice. place: the batch's place in the order
+    of landed files, which orders the events of formats without a log position.
     """
     append_once = functools.partial(sink.append_once, may_be_retry=may_be_retry)
     started = time.monotonic()
@@ -83,17 +85,19 @@ def land_files(
     cached: list[DataFrame] = []
     try:
         if jvm_parser and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit:
-            file_count, left = _append_events_parsed_in_jvm(files, config, append_once, batch_tag, jvm_parser, landed_at, counts)
+            file_count, left = _append_events_parsed_in_jvm(
+                files, config, append_once, batch_tag, place, jvm_parser, landed_at, counts
+            )
             if left != 0:
                 lines = left_for_python(parse_in_jvm(split_lines(files), jvm_parser))
                 left_counts: Counter = Counter()
                 parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
-                _append_parsed(parsed, left_counts, config, append_once, batch_tag, [], landed_at, jvm_quoter)
+                _append_parsed(parsed, left_counts, config, append_once, batch_tag, place, [], landed_at, jvm_quoter)
                 counts.update(left_counts)
         else:
             parsed, batch_files = _parse_batch(files, config, jvm_parser, counts, cached)
             file_count = len(batch_files)
-            _append_parsed(parsed, counts, config, append_once, batch_tag, batch_files, landed_at, jvm_quoter)
+            _append_parsed(parsed, counts, config, append_once, batch_tag, place, batch_files, landed_at, jvm_quoter)
     finally:
         for df in cached:
             df.unpersist()
@@ -110,7 +114,8 @@ def land_files(
 
 
 def _append_events_parsed_in_jvm(
-    files: DataFrame, config: LandingConfig, append_once, batch_tag: str, jvm_parser: str, landed_at, counts: Counter
+    files: DataFrame, config: LandingConfig, append_once, batch_tag: str, place: BatchPlace, jvm_parser: str,
+    landed_at, counts: Counter,
 ) -> tuple[int, int | None]:
     """Append the events the JVM fast path parses, in one pass over the files and one commit
     (append_once: the sink's, see land_files).
@@ -123,7 +128,7 @@ def _append_events_parsed_in_jvm(
         seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
     )
     events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
-    if not append_once(landed_events(events, landed_at), config.raw_table, f"{batch_tag}/jvm", []):
+    if not append_once(landed_events(events, landed_at, place), config.raw_table, f"{batch_tag}/jvm", []):
         return 0, None
     line_counts = seen_lines.get
     counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})
@@ -169,14 +174,14 @@ def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, 
 
 
 def _append_parsed(
-    parsed: DataFrame, counts: Counter, config: LandingConfig, append_once, batch_tag: str, batch_files: list[str],
-    landed_at, jvm_quoter: str | None,
+    parsed: DataFrame, counts: Counter, config: LandingConfig, append_once, batch_tag: str, place: BatchPlace,
+    batch_files: list[str], landed_at, jvm_quoter: str | None,
 ) -> None:
     """Append the events of parsed to the raw table and its rejected or ignored lines to the
     quarantine with append_once (the sink's, see land_files); counts are parsed's counts per
     status; jvm_quoter: see exact_numbers_for_variant."""
     if counts[records.STATUS_EVENT]:
-        events = landed_events(parsed, landed_at)
+        events = landed_events(parsed, landed_at, place)
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
         append_once(events, config.raw_table, batch_tag, batch_files)
@@ -195,7 +200,9 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     io.run_available_batches(
         files,
         config.checkpoint_dir,
-        lambda batch, tag, may_be_retry: land_files(batch, config, sink, tag, summary, jvm_parser, jvm_quoter, may_be_retry),
+        lambda batch, tag, place, may_be_retry: land_files(
+            batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
+        ),
     )
     log.info("%s", summary.line())
     return summary

@@ -19,6 +19,7 @@ from python_jobs.records import (
     canonical_key,
     format_seq,
     key_columns_for,
+    line_ordered_seq,
     non_negative_int,
     object_members,
     positive_ms,
@@ -86,17 +87,20 @@ def _before_image(text: str, data_start: int, old: tuple[Any, str, int] | None) 
 
 
 def _seq(record: Mapping[str, Any], kind: str) -> str:
-    """Binlog file + position + xoffset when Maxwell writes 'position', else ts + xid + xoffset."""
+    """Binlog file + position + xoffset when Maxwell writes 'position' (output_binlog_position);
+    otherwise no log position ('ts' is a second, 'xid' restarts with the server), so the line's
+    place orders the event. Bootstrap rows carry no position and sort before every streamed
+    change of their key, as a snapshot row does at an equal position."""
     if kind == "bootstrap-insert":
-        return format_seq(non_negative_int(record, "ts", ""), 0, 0, 0)
-    row = LAST_ROW if record.get("xoffset") is None else non_negative_int(record, "xoffset", "")
+        return line_ordered_seq(0)
     position = record.get("position")
-    if position is not None:
-        match = _POSITION.match(position) if isinstance(position, str) else None
-        if match is None:
-            raise RejectedRecord(f"field 'position' is {short(position)}, not 'binlog-file.N:pos'")
-        return format_seq(int(match.group(1)), int(match.group(2)), row, 1)
-    return format_seq(non_negative_int(record, "ts", ""), non_negative_int(record, "xid", ""), row, 1)
+    if position is None:
+        return line_ordered_seq(1)
+    match = _POSITION.match(position) if isinstance(position, str) else None
+    if match is None:
+        raise RejectedRecord(f"field 'position' is {short(position)}, not 'binlog-file.N:pos'")
+    row = LAST_ROW if record.get("xoffset") is None else non_negative_int(record, "xoffset", "")
+    return format_seq(int(match.group(1)), int(match.group(2)), row, 1)
 
 
 def _ts_ms(record: Mapping[str, Any]) -> int | None:

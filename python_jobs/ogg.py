@@ -20,6 +20,7 @@ from python_jobs.records import (
     canonical_key,
     format_seq,
     key_columns_for,
+    line_ordered_seq,
     object_members,
     short,
 )
@@ -61,7 +62,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
 
 
 def _seq(position: Any) -> str:
-    """pos is the trail position (file sequence number and RBA) as zero-padded digits."""
+    """pos is the trail position (file sequence number and RBA) as zero-padded digits; without
+    it the line's place orders the event (op_ts is a time, and goes backwards across transactions)."""
+    if position is None:
+        return line_ordered_seq(1)
     if not isinstance(position, str) or not _POSITION.match(position):
         raise RejectedRecord(f"field 'pos' is {short(position)}, not a trail position of up to 40 digits")
     digits = position.rjust(40, "0")

@@ -108,6 +108,17 @@ def format_seq(major: int, minor: int, row: int, phase: int) -> str:
     return f"{major:020d}.{minor:020d}.{row:010d}.{phase}"
 
 
+def line_ordered_seq(phase: int) -> str:
+    """The seq of an event whose format carries no log position: all zeros, so the landing
+    appends the line's place in the landed files (transforms.with_line_place); phase 0 puts
+    snapshot rows before every streamed change, as at an equal position."""
+    return format_seq(0, 0, 0, phase)
+
+
+# What every line_ordered_seq starts with: no real position is all zeros.
+LINE_ORDERED_PREFIX = format_seq(0, 0, 0, 0)[:-1]
+
+
 def canonical_key(image: Mapping[str, Any], image_field: str, columns: Sequence[str]) -> str:
     """JSON array of the key values as exact text, e.g. ["7","ACME"]."""
     values = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -35,8 +36,9 @@ def split_lines(files: DataFrame) -> DataFrame:
 def parse_cdc_lines(
     lines: DataFrame, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto"
 ) -> DataFrame:
-    """One row per parsed output of every line: its events (a Canal line may hold many),
-    or its single status (blank, tombstone, ignored, rejected) with the reason."""
+    """One row per parsed output of every line: its events (a Canal line may hold many), or its
+    single status (blank, tombstone, ignored, rejected) with the reason; line_entry counts the
+    outputs of a line from 0."""
     keys = {table: list(columns) for table, columns in key_columns.items()}
     fields = [field.name for field in PARSED_LINE_SCHEMA.fields]
 
@@ -48,8 +50,8 @@ def parse_cdc_lines(
 
     parse_udf = F.udf(parse, ArrayType(PARSED_LINE_SCHEMA), useArrow=True)
     return lines.select(
-        "landed_file", "landed_line", "line_text", F.explode(parse_udf("line_text")).alias("parsed")
-    ).select("landed_file", "landed_line", "line_text", "parsed.*")
+        "landed_file", "landed_line", "line_text", F.posexplode(parse_udf("line_text")).alias("line_entry", "parsed")
+    ).select("landed_file", "landed_line", "line_text", "line_entry", "parsed.*")
 
 
 def parse_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
@@ -77,6 +79,7 @@ def parsed_in_jvm(marked: DataFrame) -> DataFrame:
         "landed_file",
         "landed_line",
         "line_text",
+        F.lit(0).alias("line_entry"),
         *(
             values.get(field.name, F.lit(None)).cast(field.dataType).alias(field.name)
             for field in PARSED_LINE_SCHEMA.fields
@@ -103,11 +106,40 @@ def events_parsed_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFram
     )
 
 
-def landed_events(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:
-    """Rows for the raw table: every line the parser accepted as a change event."""
-    return parsed.where(F.col("status") == records.STATUS_EVENT).select(
-        *_columns_of(RAW_EVENT_SCHEMA, landed_at)
+@dataclass(frozen=True)
+class BatchPlace:
+    """Where a landing batch stands in the order of landed files (docs/ordering.md): when it
+    started (ms, as the checkpoint records it) and each file's rank in it."""
+
+    started_ms: int
+    file_ranks: Mapping[str, int]
+
+
+def with_line_place(parsed: DataFrame, place: BatchPlace) -> DataFrame:
+    """Events whose format carries no log position (seq records.line_ordered_seq) get the line's
+    place appended to seq: the batch, the file's rank in it, the line, the output of the line."""
+    ranks = F.create_map(*(F.lit(part) for item in sorted(place.file_ranks.items()) for part in item))
+    rank = F.coalesce(
+        F.element_at(ranks, F.col("landed_file")),
+        F.raise_error(F.concat(F.lit("landing: file not in its batch's checkpoint entry: "), F.col("landed_file"))),
     )
+    line_place = F.concat_ws(
+        ".",
+        F.col("seq"),
+        F.lit(f"{place.started_ms:015d}"),
+        F.lpad(rank.cast("string"), 6, "0"),
+        F.lpad(F.col("landed_line").cast("string"), 10, "0"),
+        F.lpad(F.col("line_entry").cast("string"), 10, "0"),
+    )
+    return parsed.withColumn(
+        "seq", F.when(F.col("seq").startswith(records.LINE_ORDERED_PREFIX), line_place).otherwise(F.col("seq"))
+    )
+
+
+def landed_events(parsed: DataFrame, landed_at: dt.datetime, place: BatchPlace) -> DataFrame:
+    """Rows for the raw table: every line the parser accepted as a change event."""
+    events = parsed.where(F.col("status") == records.STATUS_EVENT)
+    return with_line_place(events, place).select(*_columns_of(RAW_EVENT_SCHEMA, landed_at))
 
 
 def quarantined_records(parsed: DataFrame, landed_at: dt.datetime) -> DataFrame:

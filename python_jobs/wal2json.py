@@ -28,6 +28,7 @@ from python_jobs.records import (
     canonical_key,
     format_seq,
     key_columns_for,
+    line_ordered_seq,
     object_members,
     short,
 )
@@ -90,9 +91,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     if not isinstance(schema, str) or not isinstance(table, str):
         raise RejectedRecord("fields 'schema' and 'table' must name the source table")
     table_name = f"{schema}.{table}"
-    if "lsn" not in record:
-        raise RejectedRecord("field 'lsn' is missing: run pg_recvlogical with -o include-lsn=true")
-    seq = format_seq(parse_lsn(record["lsn"]), 0, 0, 1)
+    # pg_recvlogical writes changes in WAL order: without include-lsn=true the line's place orders them.
+    seq = format_seq(parse_lsn(record["lsn"]), 0, 0, 1) if "lsn" in record else line_ordered_seq(1)
     source_ts_ms = _timestamp_ms(record.get("timestamp"))
     identity = _image(text, members, "identity")
     after = _image(text, members, "columns")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -73,15 +74,18 @@ def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
 
 
 def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(spark, tmp_path):
-    """The commit check (append_once) is skipped for batches the running query planned itself."""
+    """The commit check (append_once) is skipped for batches the running query planned itself;
+    a retried batch gets the place in the order of landed files that its first try had."""
     inbox, checkpoint = tmp_path / "inbox", tmp_path / "checkpoint"
     inbox.mkdir()
-    for name in ("a", "b"):
+    for offset, name in enumerate(("a", "b")):
         (inbox / f"{name}.json").write_text("{}\n")
-    calls = []
+        os.utime(inbox / f"{name}.json", (1_800_000_000 + offset, 1_800_000_000 + offset))
+    calls, places = [], []
 
-    def land_batch(batch, tag, may_be_retry):
+    def land_batch(batch, tag, place, may_be_retry):
         calls.append((tag.split("/")[1], may_be_retry))
+        places.append(place)
         if len(calls) == 2:
             raise RuntimeError("died in batch 1")
 
@@ -93,4 +97,7 @@ def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(sp
     settings = {name: spark.conf.get(name, None) for name in io.input_scan_conf(spark)}
     io.run_available_batches(io.read_new_files(spark, inbox, 1, "*.json"), checkpoint, land_batch)
     assert calls == [("0", False), ("1", False), ("1", True), ("2", False)]
+    assert places[1] == places[2] and places[0].started_ms <= places[1].started_ms < places[3].started_ms
+    assert [list(place.file_ranks) for place in places] == [[(inbox / name).as_uri().replace("file:///", "file:/")]
+                                                            for name in ("a.json", "b.json", "b.json", "c.json")]
     assert {name: spark.conf.get(name, None) for name in settings} == settings, "the landing's scan settings are put back"

@@ -7,7 +7,7 @@ import datetime as dt
 from pyspark.testing import assertDataFrameEqual
 
 from python_jobs.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import landed_events, parse_cdc_lines, quarantined_records, split_lines
+from python_jobs.transforms import BatchPlace, landed_events, parse_cdc_lines, quarantined_records, split_lines
 
 LANDED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
 KEYS = {"shop.orders": ["id"]}
@@ -45,7 +45,32 @@ def test_landed_events_keep_provenance_and_exact_images(spark):
         ],
         RAW_EVENT_SCHEMA,
     )
-    assertDataFrameEqual(landed_events(parsed_sample(spark), LANDED_AT), expected)
+    assertDataFrameEqual(landed_events(parsed_sample(spark), LANDED_AT, BatchPlace(1, {"a.json": 0})), expected)
+
+
+def test_events_without_a_log_position_are_ordered_by_batch_file_line_and_row(spark):
+    """Canal carries no log position: a message's rows, and the lines after it, sort in the order
+    they were written (the same es and id on every line), in one file and across files."""
+    insert = ('{"data":[{"id":"1","v":"a"},{"id":"2","v":"b"}],"database":"shop","table":"t","pkNames":["id"],'
+              '"isDdl":false,"type":"INSERT","es":1700000000000,"id":7,"ts":1700000000100}')
+    update = insert.replace('"type":"INSERT"', '"type":"UPDATE"').replace('{"id":"2","v":"b"}', '{"id":"1","v":"c"}')
+    positioned = INSERT
+    files = spark.createDataFrame(
+        [("f1", f"{insert}\n{update}\n{positioned}\n"), ("f2", f"{update}\n")], INPUT_FILE_SCHEMA
+    )
+    place = BatchPlace(1_795_000_000_000, {"f1": 0, "f2": 1})
+    events = landed_events(parse_cdc_lines(split_lines(files), KEYS), LANDED_AT, place)
+    seqs = [(row.landed_file, row.landed_line, row.key, row.seq) for row in events.orderBy("seq").collect()]
+    zero = "00000000000000000000.00000000000000000000.0000000000.1"
+    assert seqs == [
+        ("f1", 1, '["1"]', f"{zero}.001795000000000.000000.0000000001.0000000000"),
+        ("f1", 1, '["2"]', f"{zero}.001795000000000.000000.0000000001.0000000001"),
+        ("f1", 2, '["1"]', f"{zero}.001795000000000.000000.0000000002.0000000000"),
+        ("f1", 2, '["1"]', f"{zero}.001795000000000.000000.0000000002.0000000001"),
+        ("f2", 1, '["1"]', f"{zero}.001795000000000.000001.0000000001.0000000000"),
+        ("f2", 1, '["1"]', f"{zero}.001795000000000.000001.0000000001.0000000001"),
+        ("f1", 3, '["1"]', "00000000000000000100.00000000000000000000.0000000000.1"),
+    ]
 
 
 def test_quarantine_gets_the_rejected_line_with_file_line_and_reason(spark):

@@ -16,8 +16,9 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF1;
 
 /**
- * The landing job's fast path for the common Debezium line: a bare envelope (no schema) from the
- * MySQL, MariaDB or PostgreSQL connector with a configured key.
+ * The landing job's fast path for the common Debezium line: a bare envelope (no schema) with a
+ * configured key, from the MySQL, MariaDB or PostgreSQL connector, or without source.connector
+ * (as Flink CDC writes it), whose events the landing orders by their line.
  *
  * <p>It returns exactly what python_jobs/debezium.py returns for such a line (table_name, key,
  * action, raw_data, before_data, seq, source_ts_ms), with the row images cut out of the line as
@@ -466,13 +467,16 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   /** The fixed-width seq of docs/ordering.md, as _seq in debezium.py. */
   private static String seq(Value[] source, String op) {
     Value connector = source[CONNECTOR];
-    if (connector == null || !connector.isString()) {
+    if (connector != null && !connector.isNull() && !connector.isString()) {
       return null;
     }
+    // No connector: all zeros, and the landing appends the line's place (records.line_ordered_seq).
+    boolean noConnector = connector == null || connector.isNull();
+    String connectorName = noConnector ? "" : connector.text;
     long major;
     long minor;
     long row;
-    switch (connector.text) {
+    switch (connectorName) {
       case "mysql":
       case "mariadb":
         Long binlogNumber = binlogFileNumber(source[FILE]);
@@ -495,7 +499,12 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         row = 0;
         break;
       default:
-        return null;
+        if (!noConnector) {
+          return null;
+        }
+        major = 0;
+        minor = 0;
+        row = 0;
     }
     Value snapshot = source[SNAPSHOT];
     boolean notSnapshot;
