@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -78,9 +79,10 @@ def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(sp
     a retried batch gets the place in the order of landed files that its first try had."""
     inbox, checkpoint = tmp_path / "inbox", tmp_path / "checkpoint"
     inbox.mkdir()
+    started = int(time.time())
     for offset, name in enumerate(("a", "b")):
         (inbox / f"{name}.json").write_text("{}\n")
-        os.utime(inbox / f"{name}.json", (1_800_000_000 + offset, 1_800_000_000 + offset))
+        os.utime(inbox / f"{name}.json", (started - 100 + offset, started - 100 + offset))
     calls, places = [], []
 
     def land_batch(batch, tag, place, may_be_retry):
