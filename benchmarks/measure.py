@@ -4,16 +4,19 @@
   and of its Python UDF workers every 0.1 s; each phase reports its own peak.
 - SqlClock wraps dbt-spark's session cursor so a `dbt run` is split into time spent
   executing SQL in Spark and time spent in dbt itself (parsing, Jinja, adapter).
+- format_table prints the report tables; tee_stdout copies what a benchmark prints to its log.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 def _rss_bytes(pid: int) -> int:
@@ -250,3 +253,56 @@ def timed():
         yield timer
     finally:
         timer.seconds = time.perf_counter() - started
+
+
+def format_table(header: list[str], rows: list[list], right: frozenset[int] | set[int] = frozenset()) -> str:
+    """A markdown table whose columns cannot run together, however long a value: every cell is padded
+    to the widest value of its column and cells are separated by ' | '. Columns in `right` are
+    right-aligned (numbers). None prints as an empty cell."""
+    def text(cell) -> str:
+        return "" if cell is None else str(cell).replace("|", "\\|").replace("\n", " ")
+
+    cells = [[text(cell) for cell in header]] + [[text(cell) for cell in row] for row in rows]
+    assert all(len(row) == len(header) for row in cells), "every row needs one cell per column"
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "| " + " | ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                                 for i, (cell, w) in enumerate(zip(row, widths))) + " |"
+
+    rule = "|" + "|".join("-" * (w + 1) + ":" if i in right else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+class _Tee:
+    """sys.stdout that also writes to a file; everything else goes to the real stream."""
+
+    def __init__(self, stream, file):
+        self._stream, self._file = stream, file
+
+    def write(self, text: str) -> int:
+        self._file.write(text)
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._file.flush()
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def tee_stdout(path: Path | None):
+    """Copy everything printed to stdout into path (the benchmark's log) while the block runs; no-op for None."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as file:
+        stdout, sys.stdout = sys.stdout, _Tee(sys.stdout, file)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stdout = stdout

@@ -1,7 +1,7 @@
-"""Plot apply time from benchmarks/results.json (written by benchmarks/run.py).
+"""Plot apply time from benchmarks/results/apply.json (written by benchmarks/run.py).
 
     .venv/bin/pip install "matplotlib>=3.8,<3.11"     # benchmark-only dependency
-    .venv/bin/python benchmarks/plot.py [--results benchmarks/results.json] [--out benchmarks/apply_time.png]
+    .venv/bin/python benchmarks/plot.py [--results benchmarks/results/apply.json] [--out benchmarks/results/apply_time.png]
 
 Left: apply time vs target size at a fixed batch; right: vs batch size at a fixed target.
 Each point is the best of the runs of that method in the same process.
@@ -52,9 +52,9 @@ def panel(ax, scenarios: list[dict], x_key: str, title: str, xlabel: str) -> Non
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Plot benchmarks/results.json")
-    parser.add_argument("--results", type=Path, default=HERE / "results.json")
-    parser.add_argument("--out", type=Path, default=HERE / "apply_time.png")
+    parser = argparse.ArgumentParser(description="Plot benchmarks/results/apply.json")
+    parser.add_argument("--results", type=Path, default=HERE / "results" / "apply.json")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "apply_time.png")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
     scenarios = results["scenarios"]

@@ -1,7 +1,7 @@
 """Benchmarks of the cdc_merge product path against baselines measured in the same run.
 
     .venv/bin/python benchmarks/run.py --quick          # smoke run, about 2 minutes
-    .venv/bin/python benchmarks/run.py                  # the issue's sizes (see BENCHMARKS.md)
+    .venv/bin/python benchmarks/run.py                  # every suite at the issue's sizes (see BENCHMARKS.md)
     .venv/bin/python benchmarks/run.py --scenarios 10000000:1000000 --plot-scenarios '' --no-idle
 
 Everything runs in one process on one SparkSession (local[2], the project's Iceberg
@@ -11,7 +11,11 @@ filled in bulk (spark.range) with the rows its snapshot events give, and its off
 to that snapshot; every method then starts from exactly that state: the tables are reset
 to their snapshots (Iceberg set_current_snapshot) after each one.
 
-Prints one table; writes all figures to --results (JSON) for benchmarks/plot.py.
+Suites: apply (the main and plot scenarios), idle (dbt's overhead on 10 mirrors with nothing to
+apply), landing (Debezium files into the raw table). Prints one table; writes all figures to
+--results (JSON, for benchmarks/plot.py) and what it prints to --log. By default a run of one
+suite writes benchmarks/results/<suite>.json and .log (apply, idle, landing), a run of several
+benchmarks/results/full.json and .log, and --quick writes quick.json and .log in --work-dir.
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ sys.path.insert(0, str(HERE))
 
 import datagen  # noqa: E402
 import methods  # noqa: E402
-from measure import CHECKPOINT, PeakMemory, install_sql_clock, run_recorded_call, strip_comment, timed  # noqa: E402
+from measure import CHECKPOINT, PeakMemory, format_table, install_sql_clock, run_recorded_call, strip_comment, tee_stdout, timed  # noqa: E402
 from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3
+RESULTS = HERE / "results"
 ALL_LEVERS = ["replay", "shuffle2", "shuffle16", "broadcast", "no_rounds", "pinned", "cache_fix", "one_scan", "key_only", "compaction",
               "bucketed", "key_range", "no_key_range", "update_merge", "string_keys", "no_bloom_filter", "merge_deletes",
               "stored_keys_given"]
@@ -47,8 +52,8 @@ MIRROR = "bench_items"
 
 
 def deleting_by_merge(product):
-    """The product as it runs where deletes by position are not available (before "Applied since (7)"):
-    the replaced rows deleted with a MERGE (position_deletes.py, its jar turned off)."""
+    """The product as it runs where deletes by position are not available (a Thrift server, a
+    partitioned mirror): the replaced rows deleted with a MERGE (position_deletes.py, its jar turned off)."""
     def run():
         before = os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR")
         os.environ["CDC_MERGE_ICEBERG_JVM_JAR"] = ""
@@ -83,7 +88,7 @@ def arguments(argv=None) -> argparse.Namespace:
                         help="lever prototypes on main scenarios ('' for none); all: " + ",".join(ALL_LEVERS))
     parser.add_argument("--dml-sample", type=int, default=20, help="row-by-row statements to time")
     parser.add_argument("--dml-budget", type=float, default=60.0, help="stop row-by-row sampling after this many seconds (>= 3 statements)")
-    parser.add_argument("--landing-events", type=int, default=None, help="default 1,000,000 (quick: 30,000)")
+    parser.add_argument("--landing-events", type=int, default=None, help="default 500,000 (quick: 20,000)")
     parser.add_argument("--landing-warm-runs", type=int, default=3,
                         help="landings after the first one of the process; the figure is their median")
     parser.add_argument("--idle-mirrors", type=int, default=10)
@@ -98,7 +103,11 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--verify", action="store_true", help="check every method's result (an extra scan each; on with --quick)")
     parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory (the JVM heap; local mode runs everything in it)")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_bench"), help="warehouse, project copies, inbox (deleted first)")
-    parser.add_argument("--results", type=Path, default=HERE / "results.json")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="JSON of every figure; default benchmarks/results/<suite>.json (apply, idle, landing; full for "
+                             "several suites), with --quick WORK_DIR/quick.json")
+    parser.add_argument("--log", default=None,
+                        help="copy of what the run prints; default: --results with .log ('' for none)")
     args = parser.parse_args(argv)
     quick = {"scenarios": "200000:20000", "plot_scenarios": "100000:2000", "landing_events": 20_000,
              "levers": "replay,compaction"}
@@ -110,8 +119,6 @@ def arguments(argv=None) -> argparse.Namespace:
             setattr(args, name, value)
     if args.quick:
         args.dml_sample, args.dml_budget, args.verify, args.no_cold = min(args.dml_sample, 6), min(args.dml_budget, 20.0), True, True
-        if args.results == HERE / "results.json":
-            args.results = HERE / "results-quick.json"
     if args.target_rows or args.batch_events:
         if not (args.target_rows and args.batch_events):
             parser.error("--target-rows and --batch-events go together")
@@ -119,7 +126,17 @@ def arguments(argv=None) -> argparse.Namespace:
     args.main = parse_pairs(args.scenarios)
     args.plot = [pair for pair in parse_pairs(args.plot_scenarios) if pair not in args.main]
     args.lever_names = [name for name in args.levers.split(",") if name]
+    if args.results is None:
+        args.results = args.work_dir / "quick.json" if args.quick else RESULTS / f"{suite_name(args)}.json"
+    args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
+
+
+def suite_name(args: argparse.Namespace) -> str:
+    """apply, idle or landing when the run holds that suite alone; full for several."""
+    suites = [name for name, runs in (("apply", args.main or args.plot), ("idle", not args.no_idle),
+                                      ("landing", not args.no_landing)) if runs]
+    return suites[0] if len(suites) == 1 else "full"
 
 
 class Bench:
@@ -277,7 +294,7 @@ class Bench:
             self.levers(env, scenario, verify)
             if "merge_deletes" in args.lever_names:
                 # After the levers: they replay the statements of the product run above.
-                results["lever_merge_deletes"] = self.measure("  - deletes by position (7)", deleting_by_merge(product), state, verify)
+                results["lever_merge_deletes"] = self.measure("  - deletes by position", deleting_by_merge(product), state, verify)
         # More measurements of the headline methods, interleaved, to see the noise: a first run of a
         # scenario in the process is often slower (JIT), so the figures are the best of --rounds.
         for round_ in range(2, args.rounds + 1):
@@ -398,9 +415,8 @@ class Bench:
             return go
 
         def update_merge(sql: str) -> str:
-            """The mirror's writes as before "Applied since (6)": the delete-only MERGE back to a MERGE that
-            updates (the changes' every column through the join), the INSERT back to new keys only. The
-            delete-only form was measured first as the lever delete_insert (results-levers-delete-insert-*.json)."""
+            """The mirror's writes as before the delete-only MERGE: that MERGE back to a MERGE that updates
+            (the changes' every column through the join), the INSERT back to new keys only."""
             text = strip_comment(sql)
             if re.match(rf"merge into {re.escape(mirror)}(\.branch_\w+)? as mirror", text) and text.rstrip().endswith("then delete"):
                 head = re.sub(r"select\s+_cdc_key,\s+_cdc_seq\s+from", "select * from", text.split("when matched", 1)[0], count=1)
@@ -414,8 +430,8 @@ class Bench:
             return sql
 
         def string_keys(sql: str) -> str:
-            """The classification's reads of stored keys as before "Applied since (6)": a broadcast of the
-            batch's keys themselves instead of their 64-bit hashes (merge.sql spark__stored_keys_sql)."""
+            """The classification's reads of stored keys without key hashes: a broadcast of the batch's keys
+            themselves instead of their 64-bit hashes (merge.sql spark__stored_keys_sql)."""
             sql, count = re.subn(
                 r"select /\*\+ broadcast\(batch_key_hashes\) \*/(\s+stored\._cdc_key,\s+stored\._cdc_seq\s+from \S+ as stored)\s+"
                 r"left semi join \(\s*select xxhash64\(_cdc_key\) as key_hash\s+from batch_keys\s*\) as batch_key_hashes\s+"
@@ -429,11 +445,11 @@ class Bench:
         # them with CDC_MERGE_ICEBERG_JVM_JAR= in the environment.
         variants = {
             "replay": ("replay product SQL (no dbt)", {}, None),
-            "update_merge": ("  - delete-only MERGE (6)", {}, None, None, update_merge),
-            "string_keys": ("  - key hashes broadcast (6)", {}, None, None, string_keys),
+            "update_merge": ("  - delete-only MERGE", {}, None, None, update_merge),
+            "string_keys": ("  - key hashes broadcast", {}, None, None, string_keys),
             # Without the product's settings around the mirror's MERGE (merge.sql spark__mirror_merge_settings):
             # Spark's defaults build a runtime bloom filter only for scans over 10 GB.
-            "no_bloom_filter": ("  - runtime bloom filter (6)", {}, None, "runtime.bloomFilter"),
+            "no_bloom_filter": ("  - runtime bloom filter", {}, None, "runtime.bloomFilter"),
             "shuffle2": ("  + shuffle partitions 2", {"spark.sql.shuffle.partitions": "2"}, None),
             "shuffle16": ("  + shuffle partitions 16", {"spark.sql.shuffle.partitions": "16"}, None),
             "broadcast": ("  + broadcast batch (1 GB thr.)", {"spark.sql.autoBroadcastJoinThreshold": str(GB)}, None),
@@ -627,7 +643,7 @@ class Bench:
     def landing(self) -> dict:
         """The same Debezium files landed, each time into new tables: with the JVM fast path as the
         first job of this JVM (cold), then --landing-warm-runs times more (warm: the figure is their
-        median; jvm_warm is the second landing of the process, as in figures before the median), then
+        median; jvm_warm is the second landing of the process, also printed), then
         with the Python parsers only (the baseline: the product before the fast path)."""
         events = self.args.landing_events
         print(f"== landing: {events:,} Debezium events through python_jobs/land.py", flush=True)
@@ -761,7 +777,7 @@ def machine() -> dict:
 # --- the table -------------------------------------------------------------------------------------
 
 def ratio(numerator, denominator) -> str:
-    return f"{numerator / denominator:.2f}x" if numerator and denominator else "-"
+    return f"{numerator / denominator:,.2f}x" if numerator and denominator else "-"
 
 
 def best(methods_: dict, *names) -> float | None:
@@ -774,45 +790,68 @@ def rounds(methods_: dict, name: str) -> list[str]:
     return [n for n in methods_ if n == name or n.startswith(name + "_again")]
 
 
+def share(part, whole) -> str:
+    return f"{part / whole:.0%} of it" if part is not None and whole else "-"
+
+
+def best_run(methods_: dict, name: str) -> str | None:
+    """The name of the fastest successful measurement of a headline method (the one the table shows)."""
+    ok = [n for n in rounds(methods_, name) if methods_[n].get("ok")]
+    return min(ok, key=lambda n: methods_[n]["seconds"]) if ok else None
+
+
+APPLY_HEADER = ["events -> target rows", "method", "seconds", "vs product", "peak JVM RSS", "note"]
+APPLY_NUMBERS = frozenset({2, 3, 4})
+
+
+def apply_rows(scenario: dict) -> list[list]:
+    """The table's rows of one scenario: [events -> rows, method, seconds, vs product, peak RSS, note].
+
+    "vs product" is method seconds / product seconds for the methods, and the share of the product's
+    run for its SQL. That SQL is the clock of the same run as the product's figure (statements inside
+    dbt-spark's cursor, plus the adapter's checkpoint of the classified batch and its deletes by
+    position); dbt runs one model at a time (threads: 1), so it cannot exceed the run it is part of."""
+    m = scenario["methods"]
+    fastest = best_run(m, "product")
+    product = m[fastest]["seconds"] if fastest else None
+    rows = [("product: dbt run cdc_merge", product, None, max(m[n]["peak_jvm_gb"] for n in rounds(m, "product")),
+             "" if fastest else m["product"].get("error", "")[:70])]
+    sql = m[fastest].get("sql_seconds") if fastest else None
+    if sql is not None:
+        rows.append(("  of which SQL in Spark (same run)", sql, share(sql, product), None,
+                     "cursor + adapter's checkpoint and deletes by position"
+                     + ("; MORE than the run: the clock counted overlapping statements" if sql > product else "")))
+    rows.append(("1 hand-written dedup+MERGE (MOR)", best(m, *rounds(m, "handwritten_merge")), "", m["handwritten_merge"]["peak_jvm_gb"], ""))
+    if "row_by_row" in m:
+        d = m["row_by_row"]
+        rows.append(("2 row-by-row DML (extrapolated)", d.get("extrapolated_seconds"), "", d["peak_jvm_gb"],
+                     f"{d.get('seconds_per_statement', 0):.2f} s/statement x {scenario['keys_changed']:,} keys ({d.get('statements', 0)} timed)"
+                     if d["ok"] else d["error"][:60]))
+    if "full_rebuild" in m:
+        rows.append(("3 full rebuild from the log", best(m, "full_rebuild"), "", m["full_rebuild"]["peak_jvm_gb"], ""))
+    for key, label in (("builtin_merge", "4 dbt incremental merge"), ("builtin_merge_dedup", "4 dbt incremental merge + dedup")):
+        if key in m:
+            b = m[key]
+            rows.append((label, b["seconds"] if b["ok"] else None, "", b["peak_jvm_gb"],
+                         b.get("note", "") if b["ok"] else "FAILS: " + b["error"][:70]))
+    rows.append(("5 key-column scan of the target", best(m, *rounds(m, "key_scan")), "", m["key_scan"]["peak_jvm_gb"], ""))
+    for name, entry in m.items():
+        if name.startswith("lever_"):
+            note = entry.get("error", "")[:60] if not entry["ok"] else (f"{entry['delete_files']} delete files" if "delete_files" in entry else "")
+            rows.append((name.replace("lever_", "lever: "), entry["seconds"] if entry["ok"] else None, "", entry["peak_jvm_gb"], note))
+    label = f"{scenario['batch_events']:,} -> {scenario['target_rows']:,}"
+    return [[label if i == 0 else "", name, f"{seconds:,.2f}" if seconds is not None else "-",
+             versus or ("" if i == 0 else ratio(seconds, product)),
+             f"{peak:.2f} GB" if peak is not None else "", note]
+            for i, (name, seconds, versus, peak, note) in enumerate(rows)]
+
+
 def print_table(results: dict) -> None:
-    print("\n" + "=" * 110)
-    print("apply: seconds (best of the runs in this process) and ratio = method time / product time "
-          "(> 1: the product is that many times faster)")
-    header = f"{'events -> target rows':<24}{'method':<36}{'seconds':>10}{'ratio':>9}  {'peak JVM RSS':>12}  note"
-    print(header)
-    print("-" * 110)
-    for scenario in results["scenarios"]:
-        m = scenario["methods"]
-        product = best(m, *rounds(m, "product"))
-        label = f"{scenario['batch_events']:,} -> {scenario['target_rows']:,}"
-        rows = [("product: dbt run cdc_merge", product, "", max(m[n]["peak_jvm_gb"] for n in rounds(m, "product")))]
-        sql = m["product"].get("sql_seconds")
-        if sql:
-            rows.append(("  of which SQL in Spark", sql, "", None))
-        rows.append(("1 hand-written dedup+MERGE (MOR)", best(m, *rounds(m, "handwritten_merge")), "", m["handwritten_merge"]["peak_jvm_gb"]))
-        if "row_by_row" in m:
-            d = m["row_by_row"]
-            rows.append(("2 row-by-row DML (extrapolated)", d.get("extrapolated_seconds"),
-                         f"{d.get('seconds_per_statement', 0):.2f} s/statement x {scenario['keys_changed']:,} keys ({d.get('statements', 0)} timed)"
-                         if d["ok"] else d["error"][:60], d["peak_jvm_gb"]))
-        if "full_rebuild" in m:
-            rows.append(("3 full rebuild from the log", best(m, "full_rebuild"), "", m["full_rebuild"]["peak_jvm_gb"]))
-        for key, label_ in (("builtin_merge", "4 dbt incremental merge"), ("builtin_merge_dedup", "4 dbt incremental merge + dedup")):
-            if key in m:
-                b = m[key]
-                rows.append((label_, b["seconds"] if b["ok"] else None,
-                             b.get("note", "") if b["ok"] else "FAILS: " + b["error"][:70], b["peak_jvm_gb"]))
-        rows.append(("5 key-column scan of the target", best(m, *rounds(m, "key_scan")), "", m["key_scan"]["peak_jvm_gb"]))
-        for name, entry in m.items():
-            if name.startswith("lever_"):
-                note = entry.get("error", "")[:60] if not entry["ok"] else (f"{entry['delete_files']} delete files" if "delete_files" in entry else "")
-                rows.append((name.replace("lever_", "lever: "), entry["seconds"] if entry["ok"] else None, note, entry["peak_jvm_gb"]))
-        for i, (name, seconds, note, peak) in enumerate(rows):
-            shown = f"{seconds:10.2f}" if seconds is not None else f"{'-':>10}"
-            r = ratio(seconds, product) if i else ""
-            mem = f"{peak:9.2f} GB" if peak is not None else ""
-            print(f"{label if i == 0 else '':<24}{name:<36}{shown}{r:>9}  {mem:>12}  {note}")
-        print("-" * 110)
+    if results["scenarios"]:
+        print("\napply: seconds (the best of the runs in this process); vs product = method seconds / product seconds "
+              "(> 1: the product is that many times faster)\n")
+        print(format_table(APPLY_HEADER, [row for scenario in results["scenarios"] for row in apply_rows(scenario)], APPLY_NUMBERS))
+        print()
     idle = results.get("idle")
     if idle:
         print(f"idle dbt run, {idle['mirrors']} mirrors (warm session): {idle['seconds']:.2f} s wall, {idle['sql_seconds']:.2f} s SQL "
@@ -867,7 +906,12 @@ def print_targets(results: dict) -> None:
 
 def main(argv=None) -> int:
     args = arguments(argv)
-    bench = Bench(args)
+    bench = Bench(args)  # empties --work-dir first, so the log starts after it
+    with tee_stdout(args.log):
+        return run(bench, args)
+
+
+def run(bench: Bench, args: argparse.Namespace) -> int:
     started = time.perf_counter()
     print(f"cdc_merge benchmarks: {bench.results['machine']}; driver memory {args.driver_memory}; work dir {args.work_dir}", flush=True)
     try:
@@ -893,7 +937,7 @@ def main(argv=None) -> int:
         bench.save()
         bench.memory.stop()
     print_table(bench.results)
-    print(f"\ntotal {bench.results['total_seconds']:.0f} s; figures in {args.results}")
+    print(f"\ntotal {bench.results['total_seconds']:.0f} s; figures in {args.results}" + (f", log in {args.log}" if args.log else ""))
     return 0
 
 
