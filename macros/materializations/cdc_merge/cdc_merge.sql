@@ -5,6 +5,19 @@
     offset; for each bounded chunk of them, dedup to the newest event per key, classify
     it against the mirror, MERGE, and only then append the new offset. A run that dies
     half way repeats its last chunk next time, which the seq guards make harmless.
+
+    This file runs the steps (the materialization, and apply_batch for one batch); each
+    step is a file of its own, with its spark__ and databend__ versions side by side:
+        validate.sql       every config, checked before any SQL runs
+        offsets.sql        the offsets log: where a mirror stands, one row per applied chunk
+        raw_log.sql        the raw snapshots after the offset, in chunks, read as raw events
+        change_stream.sql  a Databend stream read instead of snapshots (change_source='stream')
+        dedup.sql          one bucket of a chunk, deduplicated to the newest event per key
+        target.sql         the mirror and its tombstones: created, their columns checked
+        classify.sql       the batch against the mirror: stored keys, key range, classified batch
+        write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
+        publish.sql        a batch's writes to the mirror made visible in one commit
+        counts.sql         change counts per batch and chunk, and the run's summary line
 #}
 
 {% materialization cdc_merge, default %}
@@ -134,21 +147,10 @@
 {% endmaterialization %}
 
 
-{% macro read_chunk(chunk, raw_changes_view, cfg) %}
-    {#- The raw events of one chunk, as the scratch relation raw_changes_view. -#}
-    {% if chunk.stream is defined %}
-        {% do run_query(cdc_merge.create_raw_changes_from_stream_sql(raw_changes_view, cfg.raw_relation, chunk.stream)) %}
-    {% elif adapter.type() == 'cdc_spark' and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through) %}
-        {#- Made by the adapter in dbt's own SparkSession: an incremental append scan, no changelog sort. -#}
-    {% else %}
-        {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
-    {% endif %}
-{% endmacro %}
-
-
 {% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
     {#-
-        Classify the batch against the mirror, then write tombstones, then the mirror (merge.sql).
+        Classify the batch against the mirror (classify.sql), then write tombstones, then the mirror
+        (write.sql), publishing the mirror's writes in one commit (publish.sql).
         by_position (deletes_by_position): the classification reads the branch the batch then writes
         to, with the positions of the stored rows, and the replaced rows are deleted at those positions.
     -#}
@@ -197,39 +199,4 @@
     {% do cdc_merge.drop_changes(batch_changes) %}
     {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
     {{ return(counts) }}
-{% endmacro %}
-
-
-{% macro add_counts(totals, counts) %}
-    {#- Adds a batch's or chunk's counts into totals, in place; keeps the newest source time. -#}
-    {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}
-        {% do totals.update({name: totals[name] + counts[name]}) %}
-    {% endfor %}
-    {% if counts.max_source_ts and (totals.max_source_ts is none or counts.max_source_ts > totals.max_source_ts) %}
-        {% do totals.update({'max_source_ts': counts.max_source_ts}) %}
-    {% endif %}
-{% endmacro %}
-
-
-{% macro check_mirror_columns(target_relation, columns, cfg) %}
-    {% set expected = columns + (['_cdc_deleted'] if cfg.deletes == 'soft' else []) + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] %}
-    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
-    {% if (actual | map('lower') | sort | list) != (expected | map('lower') | sort | list) %}
-        {% do exceptions.raise_compiler_error(
-            "cdc_merge model '" ~ model.name ~ "': the model now selects " ~ expected | join(', ')
-            ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
-            ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
-    {% endif %}
-{% endmacro %}
-
-
-{% macro summary_line(totals) %}
-    {%- set lag = 'n/a' -%}
-    {%- if totals.max_source_ts -%}
-        {%- set newest = modules.datetime.datetime.fromisoformat(totals.max_source_ts) -%}
-        {%- set lag = (modules.datetime.datetime.utcnow() - newest).total_seconds() | round(1) ~ ' s' -%}
-    {%- endif -%}
-    {{ return(totals.chunks ~ " chunk(s), " ~ totals.events_read ~ " keys changed: " ~ totals.inserted ~ " inserted, "
-        ~ totals.updated ~ " updated, " ~ totals.deleted ~ " deleted, " ~ totals.skipped ~ " skipped as not newer; lag "
-        ~ lag ~ " (newest applied source commit to now)") }}
 {% endmacro %}

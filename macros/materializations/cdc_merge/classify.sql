@@ -1,0 +1,268 @@
+{#
+    Classifying a deduplicated batch against the mirror and its tombstones: which of its
+    keys are stored (stored_keys_sql), inside which key range (key_range_of), and what each
+    event does (classified_batch_sql); then the classified batch computed once for the
+    statements that apply it (create_changes).
+#}
+
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions) %}
+    {#-
+        Each key of the batch against the mirror and the tombstones: insert, update, delete,
+        tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
+        reading only the key and seq columns; the keys come straight from the raw events
+        (batch_keys_sql), not through the model's dedup and parsing; their range
+        (key_in_range_sql) lets the engine skip data files. with_positions: also where each
+        stored row is (_cdc_stored_file_hash, _cdc_stored_pos), to delete it there.
+    -#}
+    with
+
+    batch as (
+        {{ model_sql }}
+    ),
+
+    batch_keys as (
+        {{ batch_keys_sql }}
+    ),
+
+    mirror_keys as (
+        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions) }}
+    ),
+
+    {% if tombstones is not none -%}
+    tombstone_keys as (
+        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, false) }}
+    ),
+    {%- endif %}
+
+    final as (
+        select
+            batch.*,
+            {%- if with_positions %}
+            mirror_keys._cdc_stored_file_hash,
+            mirror_keys._cdc_stored_pos,
+            {%- endif %}
+            {{ 'tombstone_keys._cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
+            case
+                when mirror_keys._cdc_seq is not null and batch._cdc_seq <= mirror_keys._cdc_seq then 'skip'
+                when mirror_keys._cdc_seq is not null and batch._cdc_action = 'delete' then 'delete'
+                when mirror_keys._cdc_seq is not null then 'update'
+                {%- if tombstones is not none %}
+                when batch._cdc_seq <= tombstone_keys._cdc_seq then 'skip'
+                {%- endif %}
+                when batch._cdc_action = 'delete' then 'tombstone'
+                else 'insert'
+            end as _cdc_change
+        from batch
+        left join mirror_keys
+            on batch._cdc_key = mirror_keys._cdc_key
+        {%- if tombstones is not none %}
+        left join tombstone_keys
+            on batch._cdc_key = tombstone_keys._cdc_key
+        {%- endif %}
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro batch_keys_sql(changes_view, source_table, bucket, buckets) %}
+    {#-
+        Every key with an event in this bucket of the chunk: a superset of the keys of any round. A key
+        with several events comes several times: Spark's semi join needs no distinct keys, and making
+        them distinct took 0.3 s of the classification at 1M events (BENCHMARKS.md "Applied since (9)").
+    -#}
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }}
+
+    select key as _cdc_key
+    from table_events
+{% endmacro %}
+
+
+{% macro stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+    {#-
+        The rows of relation (mirror or tombstones) whose key is one of batch_keys: _cdc_key, _cdc_seq,
+        and with_positions (Iceberg only) where each is: _cdc_stored_file_hash (xxhash64 of its data file's
+        path: a path carried through the classification's join cost 1.5 s at 1M events) and _cdc_stored_pos.
+    -#}
+    {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range, with_positions)) }}
+{% endmacro %}
+
+{% macro spark__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+    {#-
+        The batch is the small side, so it is broadcast and the stored keys are not shuffled;
+        without the hint Spark's far too high size estimate of a key list read from the raw
+        table made it shuffle the mirror's keys at 1M events. A chunk holds at most
+        max_events_per_chunk events, which bounds the broadcast. It holds 64-bit hashes of the
+        keys, not the keys: a table of longs is built and probed faster than one of strings
+        (1M keys against 10M stored: 1.8 s instead of 2.8 s, BENCHMARKS.md "Applied since (6)").
+        A stored key whose hash is shared by a batch key it differs from is kept here and
+        dropped by the classification's join on the keys themselves.
+    -#}
+    select /*+ broadcast(batch_key_hashes) */
+        stored._cdc_key,
+        {%- if with_positions %}
+        xxhash64(stored._file) as _cdc_stored_file_hash,
+        stored._pos as _cdc_stored_pos,
+        {%- endif %}
+        stored._cdc_seq
+    from {{ relation }} as stored
+    left semi join (
+        select xxhash64(_cdc_key) as key_hash
+        from {{ batch_keys }}
+    ) as batch_key_hashes
+        on xxhash64(stored._cdc_key) = batch_key_hashes.key_hash
+        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
+{% endmacro %}
+
+{% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+    {#- with_positions is never set on Databend (deletes_by_position). batch_keys may repeat a key. -#}
+    select
+        stored._cdc_key,
+        stored._cdc_seq
+    from {{ relation }} as stored
+    inner join (select distinct _cdc_key from {{ batch_keys }}) as distinct_batch_keys
+        on stored._cdc_key = distinct_batch_keys._cdc_key
+        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
+{% endmacro %}
+
+
+{% macro key_range_max_events() %}
+    {#-
+        Above this many events in a bucket the key range is left out: at 1M events it skipped no
+        file in the benchmarks and its check of every stored key cost 3-4 s (BENCHMARKS.md,
+        "Applied since (5)"); at 10k events of recent keys it halved the mirror's reads.
+    -#}
+    {{ return(100000) }}
+{% endmacro %}
+
+
+{% macro key_range_of(plan) %}
+    {#-
+        The key range of a bucket_plan_sql row: {'min_hex', 'max_hex'}, or none for an empty bucket
+        or one of more than key_range_max_events() events.
+    -#}
+    {% set bounds = {'min_hex': plan['min_key_hex'] | string, 'max_hex': plan['max_key_hex'] | string} %}
+    {% if bounds.min_hex == '' or (plan['events'] | int) > cdc_merge.key_range_max_events() %}
+        {{ return(none) }}
+    {% endif %}
+    {% for value in bounds.values() %}
+        {% if not modules.re.fullmatch('[0-9A-Fa-f]+', value) %}
+            {% do exceptions.raise_compiler_error("cdc_merge model '" ~ model.name ~ "': the engine's hex() gave '" ~ value ~ "' for a key bound") %}
+        {% endif %}
+    {% endfor %}
+    {{ return(bounds) }}
+{% endmacro %}
+
+
+{% macro key_range_skips_files(relation, key_range) %}
+    {#-
+        Whether key_in_range_sql lets a read of relation skip any of its data files. Where it skips
+        none (random keys), the engine still checks it on every stored key: at 10k events into 30M
+        rows 0.2 s of the 1.0 s the stored keys took (BENCHMARKS.md, "Applied since (8)").
+    -#}
+    {% if key_range is none %}
+        {{ return(false) }}
+    {% endif %}
+    {{ return(adapter.dispatch('key_range_skips_files', 'cdc_merge')(relation, key_range)) }}
+{% endmacro %}
+
+{% macro spark__key_range_skips_files(relation, key_range) %}
+    {#- Asked of Iceberg's manifests in dbt's own SparkSession; elsewhere not known, so kept. -#}
+    {% set skips = adapter.key_range_skips_files(relation, '_cdc_key', key_range.min_hex, key_range.max_hex) if adapter.type() == 'cdc_spark' else none %}
+    {{ return(skips is none or skips) }}
+{% endmacro %}
+
+{% macro databend__key_range_skips_files(relation, key_range) %}
+    {#- Not measured on Databend: kept. -#}
+    {{ return(true) }}
+{% endmacro %}
+
+
+{% macro key_in_range_sql(column, key_range) %}
+    {#-
+        The batch's key range as one more condition on a read of stored keys: Iceberg skips the
+        data files whose key bounds lie outside it, so a batch of clustered keys (recent rows)
+        reads few of the mirror's files (BENCHMARKS.md, "Applied since (5)"). Every key of the
+        batch lies inside it, so it changes no result. The bounds come hex-encoded and are
+        decoded by constant expressions, which Spark folds into literals it pushes into the Iceberg scan.
+    -#}
+    {%- if key_range is not none -%}
+        and {{ column }} between cast(unhex('{{ key_range.min_hex }}') as string) and cast(unhex('{{ key_range.max_hex }}') as string)
+    {%- endif -%}
+{% endmacro %}
+
+
+{% macro changes_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_changes'})) }}
+{% endmacro %}
+
+
+{% macro create_changes(changes, classified_sql, in_memory) %}
+    {#-
+        The classified batch, computed once for the statements that apply it. Returns {'changes':
+        what to read it by, 'counts': its change_counts_columns() where they were taken on the way,
+        else none}. in_memory: where the engine can keep it in memory, do (no MERGE joins it with
+        the mirror, see changes_as_table).
+    -#}
+    {{ return(adapter.dispatch('create_changes', 'cdc_merge')(changes, classified_sql, in_memory)) }}
+{% endmacro %}
+
+{% macro spark__create_changes(changes, classified_sql, in_memory) %}
+    {#-
+        In memory: in dbt's own SparkSession the rows are kept in Spark's block store (a local
+        checkpoint, as a temporary view): 1M classified events in 7.2-7.8 s instead of 8.7-9.0 s for
+        an Iceberg table (BENCHMARKS.md, "Applied since (7)"), and the counts are observed while it
+        is computed, instead of a query of their own. Otherwise a table, not a cached view:
+        Spark rebuilds a cached query as soon as a table it reads is written, even one read at a
+        fixed snapshot, so every write after the first would classify the batch again against the
+        half-written tables; a checkpoint has no such lineage.
+    -#}
+    {% if in_memory and adapter.type() == 'cdc_spark' %}
+        {% set counts = adapter.create_checkpoint_view(changes.identifier, classified_sql, cdc_merge.change_counts_columns()) %}
+        {% if counts is not none %}
+            {{ return({'changes': changes.identifier, 'counts': counts}) }}
+        {% endif %}
+    {% endif %}
+    {% do run_query('create or replace table ' ~ changes ~ ' using iceberg as ' ~ classified_sql) %}
+    {{ return({'changes': changes, 'counts': none}) }}
+{% endmacro %}
+
+{% macro databend__create_changes(changes, classified_sql, in_memory) %}
+    {% do run_query('create or replace transient table ' ~ changes ~ ' as ' ~ classified_sql) %}
+    {{ return({'changes': changes, 'counts': none}) }}
+{% endmacro %}
+
+
+{% macro changes_as_table(batch_changes, changes) %}
+    {#-
+        The classified batch of create_changes as the table changes, for a MERGE: Spark does not
+        know the size of a checkpoint, so it shuffled the whole mirror instead of broadcasting the
+        changes (10k changes into 30M rows: 14.6 s instead of 6.4 s, BENCHMARKS.md "Applied since (7)").
+    -#}
+    {% if batch_changes is not string %}
+        {{ return(batch_changes) }}
+    {% endif %}
+    {% set table = cdc_merge.create_changes(changes, 'select * from ' ~ batch_changes, false).changes %}
+    {% do cdc_merge.drop_changes(batch_changes) %}
+    {{ return(table) }}
+{% endmacro %}
+
+
+{% macro drop_changes(changes) %}
+    {#- changes: what create_changes returned. -#}
+    {{ return(adapter.dispatch('drop_changes', 'cdc_merge')(changes)) }}
+{% endmacro %}
+
+{% macro spark__drop_changes(changes) %}
+    {% if changes is string %}
+        {% do adapter.drop_checkpoint_view(changes) %}
+    {% else %}
+        {% do run_query('drop table if exists ' ~ changes ~ ' purge') %}
+    {% endif %}
+{% endmacro %}
+
+{% macro databend__drop_changes(changes) %}
+    {% do run_query('drop table if exists ' ~ changes) %}
+{% endmacro %}

@@ -1,0 +1,258 @@
+{#
+    One bucket of a chunk's raw events, deduplicated to the newest event per key: the batch
+    view the model selects from (create_batch_view_sql). bucket_plan_sql sizes the bucket first.
+
+    Debezium writes '__debezium_unavailable_value' for Postgres TOAST columns an update did
+    not change. The MERGE keeps the stored value of such a column, which is only right if
+    every earlier event of that key in the batch is applied first: keys with a placeholder
+    are applied one event per round, oldest first; all other keys apply their newest event
+    in round 1.
+#}
+
+{% macro unavailable_marker() %}
+    {{- return('__debezium_unavailable_value') -}}
+{% endmacro %}
+
+
+{% macro bucket_plan_sql(changes_view, source_table, bucket, buckets) %}
+    {#-
+        What applying one bucket of a chunk needs first, in one pass over its events: their count,
+        their key range, hex-encoded ('' when the bucket is empty) so that any key text comes back
+        as a literal without quoting (cdc_merge.key_range_of), and how many carry TOAST placeholders
+        (bucket_rounds).
+    -#}
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }}
+
+    select
+        count(*) as events,
+        coalesce(hex(min(key)), '') as min_key_hex,
+        coalesce(hex(max(key)), '') as max_key_hex,
+        count_if({{ cdc_merge.has_unavailable_sql('raw_data') }}) as placeholder_events
+    from table_events
+{% endmacro %}
+
+
+{% macro bucket_rounds(changes_view, source_table, bucket, buckets, plan) %}
+    {#-
+        How many rounds the bucket's keys need (TOAST placeholders, below): 1 unless some of its
+        events carry placeholders (plan: its bucket_plan_sql row). Asked only then: over 1M events
+        the plan with this query took 0.74 s, the one pass alone 0.52 s (BENCHMARKS.md, "Applied since (8)").
+    -#}
+    {% if (plan['placeholder_events'] | int) == 0 %}
+        {{ return(1) }}
+    {% endif %}
+    {% set rounds_sql %}
+        with
+
+        {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
+
+        {#- Only the keys with placeholders are counted: grouping every key of a large batch took seconds. #}
+        keys_with_placeholders as (
+            select distinct key
+            from table_events
+            where {{ cdc_merge.has_unavailable_sql('raw_data') }}
+        ),
+
+        events_per_key as (
+            select count(*) as events
+            from table_events
+            where key in (select key from keys_with_placeholders)
+            group by key
+        )
+
+        select coalesce(max(events), 1) as rounds
+        from events_per_key
+    {% endset %}
+    {{ return(run_query(rounds_sql).rows[0]['rounds'] | int) }}
+{% endmacro %}
+
+
+{% macro table_events_cte(changes_view, source_table, bucket, buckets) %}
+    table_events as (
+        select *
+        from {{ changes_view }}
+        where
+            _change_type = 'INSERT'
+            and table_name = '{{ source_table }}'
+            {%- if buckets > 1 %}
+            and {{ cdc_merge.key_bucket_sql('key', buckets) }} = {{ bucket }}
+            {%- endif %}
+    )
+{%- endmacro %}
+
+
+{% macro key_bucket_sql(column, buckets) %}
+    {{ return(adapter.dispatch('key_bucket_sql', 'cdc_merge')(column, buckets)) }}
+{% endmacro %}
+
+{% macro spark__key_bucket_sql(column, buckets) -%}
+    pmod(hash({{ column }}), {{ buckets }})
+{%- endmacro %}
+
+{% macro databend__key_bucket_sql(column, buckets) -%}
+    city64withseed({{ column }}, 0) % {{ buckets }}
+{%- endmacro %}
+
+
+{% macro has_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('has_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro spark__has_unavailable_sql(column) -%}
+    {#- contains() compares bytes; instr() counts characters: over 1M images 0.19-0.20 s against 0.37-0.53 s (BENCHMARKS.md, "Applied since (8)"). -#}
+    contains(coalesce({{ column }}, ''), '{{ cdc_merge.unavailable_marker() }}')
+{%- endmacro %}
+
+{% macro databend__has_unavailable_sql(column) -%}
+    position('{{ cdc_merge.unavailable_marker() }}' in coalesce(to_string({{ column }}), '')) > 0
+{%- endmacro %}
+
+
+{% macro ranked_events_cte(rounds) %}
+    {#-
+        Each event of table_events with its rank in its key (newest first), and whether the key
+        has placeholders (1/0). With a single round (rounds = 1) every key applies its newest
+        event, so only the rank is computed (0.5 s less at 1M events).
+    -#}
+    ranked as (
+        select
+            *,
+            row_number() over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+            ) as _cdc_rank
+            {%- if rounds != 1 %},
+            count(*) over (partition by key) as _cdc_events,
+            max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
+                as _cdc_has_placeholders
+            {%- endif %}
+        from table_events
+    )
+{%- endmacro %}
+
+
+{% macro in_round_sql(round, rounds) -%}
+    {#- The newest event of a key in round 1; for keys with placeholders every event, oldest first, one per round. -#}
+    {%- if rounds == 1 %}
+    _cdc_rank = 1
+    {%- else %}
+    (
+        (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
+        or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
+    )
+    {%- endif %}
+{%- endmacro %}
+
+
+{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
+    {#- rounds: how many the bucket needs (bucket_plan_sql); none when not known. -#}
+    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round, rounds)) }}
+{% endmacro %}
+
+{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
+    create or replace temporary view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
+
+    {{ cdc_merge.ranked_events_cte(rounds) }},
+
+    final as (
+        select
+            key as _cdc_key,
+            action as _cdc_action,
+            seq as _cdc_seq,
+            source_ts as _cdc_source_ts,
+            coalesce(raw_data, before_data) as _cdc_row,
+            case
+                when {{ cdc_merge.has_unavailable_sql('raw_data') }}
+                    then map_keys(map_filter(
+                        from_json(raw_data, 'map<string, string>'),
+                        (_, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
+                    ))
+                else cast(array() as array<string>)
+            end as _cdc_unavailable
+        from ranked
+        where {{ cdc_merge.in_round_sql(round, rounds) }}
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
+    {#-
+        Views are not temporary on Databend: the view lives in the model's schema until the
+        run drops it. _cdc_unavailable is a string ',a,b,': a nullable array does not
+        unify with array_contains there.
+    -#}
+    create or replace view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
+
+    {{ cdc_merge.ranked_events_cte(rounds) }},
+
+    picked as (
+        select *
+        from ranked
+        where {{ cdc_merge.in_round_sql(round, rounds) }}
+    ),
+
+    unavailable as (
+        select
+            picked.key,
+            ',' || string_agg(field.key, ',') || ',' as columns
+        from picked, json_each(picked.raw_data) as field
+        where
+            {{ cdc_merge.has_unavailable_sql('picked.raw_data') }}
+            and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
+        group by picked.key
+    ),
+
+    final as (
+        select
+            picked.key as _cdc_key,
+            picked.action as _cdc_action,
+            picked.seq as _cdc_seq,
+            picked.source_ts as _cdc_source_ts,
+            coalesce(picked.raw_data, picked.before_data) as _cdc_row,
+            coalesce(unavailable.columns, '') as _cdc_unavailable
+        from picked
+        left join unavailable
+            on picked.key = unavailable.key
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro create_empty_batch_view_sql(batch_view) %}
+    {{ return(adapter.dispatch('create_empty_batch_view_sql', 'cdc_merge')(batch_view)) }}
+{% endmacro %}
+
+{% macro spark__create_empty_batch_view_sql(batch_view) %}
+    create or replace temporary view {{ batch_view }} as
+    select
+        cast(null as string) as _cdc_key,
+        cast(null as string) as _cdc_action,
+        cast(null as string) as _cdc_seq,
+        cast(null as timestamp) as _cdc_source_ts,
+        cast(null as string) as _cdc_row,
+        cast(array() as array<string>) as _cdc_unavailable
+    where false
+{% endmacro %}
+
+{% macro databend__create_empty_batch_view_sql(batch_view) %}
+    create or replace view {{ batch_view }} as
+    select
+        cast(null as string) as _cdc_key,
+        cast(null as string) as _cdc_action,
+        cast(null as string) as _cdc_seq,
+        cast(null as timestamp) as _cdc_source_ts,
+        cast(null as variant) as _cdc_row,
+        '' as _cdc_unavailable
+    from (select 1) as nothing
+    where 1 = 0
+{% endmacro %}

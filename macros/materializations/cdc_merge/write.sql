@@ -1,0 +1,271 @@
+{#
+    Writing one classified batch: the tombstones, then the mirror. Every write is decided by
+    comparing seq with what is stored, so running a batch again, or an older event arriving
+    late, changes nothing.
+#}
+
+{% macro write_tombstones_sql(tombstones, changes_view, stored_tombstones) %}
+    {#-
+        stored_tombstones: how many keys of the batch have a tombstone (change_counts_columns). With
+        none, only the MERGE's insert branch can apply, and a plain INSERT does the same for less: at
+        10k events 0.12-0.25 s instead of 0.21-0.53 s (BENCHMARKS.md, "Applied since (8)").
+    -#}
+    {% if stored_tombstones == 0 %}
+        {{ return(cdc_merge.insert_tombstones_sql(tombstones, changes_view)) }}
+    {% endif %}
+    {{ return(cdc_merge.merge_tombstones_sql(tombstones, changes_view)) }}
+{% endmacro %}
+
+
+{% macro insert_tombstones_sql(tombstones, changes_view) %}
+    insert into {{ tombstones }} (_cdc_key, _cdc_seq, _cdc_source_ts)
+    select
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts
+    from {{ changes_view }}
+    where _cdc_change in ('delete', 'tombstone')
+{% endmacro %}
+
+
+{% macro merge_tombstones_sql(tombstones, changes_view) %}
+    {#- One MERGE with an insert branch: the tombstones are three narrow columns, cheap to shuffle. -#}
+    merge into {{ tombstones }} as tombstone
+    using (
+        select
+            _cdc_key,
+            _cdc_action,
+            _cdc_seq,
+            _cdc_source_ts
+        from {{ changes_view }}
+        where _cdc_change in ('delete', 'tombstone') or _cdc_tombstone_seq is not null
+    ) as change
+        on tombstone._cdc_key = change._cdc_key
+    when matched and change._cdc_seq > tombstone._cdc_seq and change._cdc_action = 'delete' then update set
+        _cdc_seq = change._cdc_seq,
+        _cdc_source_ts = change._cdc_source_ts
+    {#- A newer insert or update brings the key back: its tombstone is no longer needed. #}
+    when matched and change._cdc_seq > tombstone._cdc_seq then delete
+    when not matched and change._cdc_action = 'delete' then insert (_cdc_key, _cdc_seq, _cdc_source_ts)
+        values (change._cdc_key, change._cdc_seq, change._cdc_source_ts)
+{% endmacro %}
+
+
+{#
+    The mirror gets a MERGE with only WHEN MATCHED branches and a plain INSERT, instead of
+    one MERGE with a WHEN NOT MATCHED branch: such a MERGE is an outer join that keeps every
+    batch row, so Spark cannot broadcast the batch and shuffles every column of the whole
+    mirror (BENCHMARKS.md, "Applied since (2)"). Where replaces_rows() holds, the MERGE only
+    deletes the stored rows of updated and deleted keys and the INSERT writes the new rows of
+    inserted and updated keys; otherwise the MERGE updates and the INSERT adds new keys. Where
+    deletes_by_position() holds too, no MERGE finds the stored rows again: they are deleted at the
+    positions the classification found them at.
+    When a batch needs both statements, they write to a branch of the mirror that is then
+    published in one commit (begin_mirror_writes, publish.sql), so readers never see half a batch.
+    A run that dies in between repeats the batch; the seq guards make that harmless.
+#}
+
+{% macro replaces_rows(cfg, partial_updates) %}
+    {{ return(adapter.dispatch('replaces_rows', 'cdc_merge')(cfg, partial_updates)) }}
+{% endmacro %}
+
+{% macro spark__replaces_rows(cfg, partial_updates) %}
+    {#-
+        The delete-only MERGE reads only the key and seq of the changes, so the batch's columns
+        do not travel through the join with the mirror: at 1M events into 10M rows the two
+        statements took 1.6-1.9 s less (BENCHMARKS.md, "Applied since (6)"). Soft deletes and
+        partial updates keep stored values, which only an UPDATE reads.
+    -#}
+    {{ return(cfg.deletes == 'hard' and not partial_updates) }}
+{% endmacro %}
+
+{% macro databend__replaces_rows(cfg, partial_updates) %}
+    {#- Not measured on Databend: it keeps the UPDATE-MERGE. -#}
+    {{ return(false) }}
+{% endmacro %}
+
+
+{% macro deletes_by_position(target_relation, cfg) %}
+    {#-
+        Whether the mirror's replaced rows are deleted at the positions the classification found them
+        at (delete_replaced_rows_by_position) rather than by a MERGE that finds them again: saves a join
+        of the batch with the whole mirror per batch (BENCHMARKS.md, "Applied since (7)").
+    -#}
+    {{ return(adapter.dispatch('deletes_by_position', 'cdc_merge')(target_relation, cfg)) }}
+{% endmacro %}
+
+{% macro spark__deletes_by_position(target_relation, cfg) %}
+    {#-
+        In the cdc_spark adapter's own SparkSession, on an unpartitioned Iceberg format-2 mirror.
+        Soft deletes keep stored values, which only an UPDATE reads.
+    -#}
+    {{ return(cfg.deletes == 'hard' and adapter.type() == 'cdc_spark' and adapter.deletes_by_position(target_relation)) }}
+{% endmacro %}
+
+{% macro databend__deletes_by_position(target_relation, cfg) %}
+    {{ return(false) }}
+{% endmacro %}
+
+
+{% macro delete_replaced_rows_by_position(target_relation, changes, expected_positions) %}
+    {#- The stored rows of updated and deleted keys, on the branch; insert_mirror_sql then writes the new rows. -#}
+    {% set positions_sql %}
+        select
+            _cdc_stored_file_hash as file_hash,
+            _cdc_stored_pos as pos
+        from {{ changes }}
+        where _cdc_change in ('update', 'delete')
+    {% endset %}
+    {% set files = adapter.delete_rows_by_position(target_relation, cdc_merge.mirror_branch(), positions_sql, expected_positions) %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ expected_positions ~ " replaced rows deleted by position (" ~ files ~ " delete files)") }}
+{% endmacro %}
+
+
+{% macro mirror_merge_settings() %}
+    {#- Session settings in force while the mirror's MERGE runs (run_query_with_settings). -#}
+    {{ return(adapter.dispatch('mirror_merge_settings', 'cdc_merge')()) }}
+{% endmacro %}
+
+{% macro spark__mirror_merge_settings() %}
+    {#-
+        A runtime bloom filter of the changes' keys prunes the mirror's rows before the MERGE's
+        shuffle join of a large batch: 1M changes against 10M rows, 5.2 s -> 2.8 s. Spark's
+        defaults build one only for scans over 10 GB and filter sides under 10 MB. Only around
+        this statement: session-wide they slowed the classification at 10k events (1.5 s ->
+        2.8-3.7 s). A small batch is broadcast, and a broadcast join gets no bloom filter.
+        (BENCHMARKS.md, "Applied since (6)".)
+    -#}
+    {{ return({
+        'spark.sql.optimizer.runtime.bloomFilter.enabled': 'true',
+        'spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold': '1',
+        'spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold': '1g',
+    }) }}
+{% endmacro %}
+
+{% macro databend__mirror_merge_settings() %}
+    {{ return({}) }}
+{% endmacro %}
+
+
+{% macro run_query_with_settings(sql, settings) %}
+    {#- sql with settings in force; after it each goes back to the value the session started with. -#}
+    {% for name, value in settings.items() %}
+        {% do run_query('set ' ~ name ~ '=' ~ value) %}
+    {% endfor %}
+    {% do run_query(sql) %}
+    {% for name in settings %}
+        {% do run_query('reset ' ~ name) %}
+    {% endfor %}
+{% endmacro %}
+
+
+{% macro delete_replaced_rows_sql(target_relation, changes_view, key_range) %}
+    {#- The stored rows of updated and deleted keys; insert_mirror_sql then writes the new rows. -#}
+    merge into {{ target_relation }} as mirror
+    using (
+        select
+            _cdc_key,
+            _cdc_seq
+        from {{ changes_view }}
+        where _cdc_change in ('update', 'delete')
+    ) as change
+        on mirror._cdc_key = change._cdc_key
+        {{ cdc_merge.key_in_range_sql('mirror._cdc_key', key_range) }}
+    when matched and change._cdc_seq > mirror._cdc_seq then delete
+{% endmacro %}
+
+{% macro merge_mirror_sql(target_relation, changes_view, key_range, columns, cfg, partial_updates) %}
+    {#-
+        partial_updates: some updates lack columns the source did not send, which keep
+        their stored values. Without them the MERGE reads no stored column but the key and
+        seq, and Spark prunes the rest from the scan.
+    -#}
+    merge into {{ target_relation }} as mirror
+    using (
+        select *
+        from {{ changes_view }}
+        where _cdc_change in ('update', 'delete')
+    ) as change
+        on mirror._cdc_key = change._cdc_key
+        {{ cdc_merge.key_in_range_sql('mirror._cdc_key', key_range) }}
+    {%- if cfg.deletes == 'soft' %}
+    when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then update set
+        _cdc_deleted = true,
+        _cdc_seq = change._cdc_seq,
+        _cdc_source_ts = change._cdc_source_ts
+    {%- else %}
+    when matched and change._cdc_seq > mirror._cdc_seq and change._cdc_action = 'delete' then delete
+    {%- endif %}
+    when matched and change._cdc_seq > mirror._cdc_seq then update set
+        {%- for column in columns %}
+        {%- if partial_updates %}
+        {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then mirror.{{ column }} else change.{{ column }} end,
+        {%- else %}
+        {{ column }} = change.{{ column }},
+        {%- endif %}
+        {%- endfor %}
+        _cdc_source_ts = change._cdc_source_ts,
+        {%- if cfg.deletes == 'soft' %}
+        _cdc_deleted = false,
+        {%- endif %}
+        _cdc_seq = change._cdc_seq
+{% endmacro %}
+
+
+{% macro insert_mirror_sql(target_relation, changes_view, columns, cfg, replaced_rows) %}
+    {#-
+        Keys the mirror does not hold, and with replaced_rows the updated keys (their stored rows
+        deleted by delete_replaced_rows_sql); with soft deletes a delete of a key the mirror does
+        not hold is kept as a deleted row.
+    -#}
+    {%- set soft = cfg.deletes == 'soft' -%}
+    {%- set inserted_changes = ['insert'] + (['update'] if replaced_rows else []) + (['tombstone'] if soft else []) -%}
+    {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
+    insert into {{ target_relation }} ({{ written | join(', ') }}{{ ', _cdc_deleted' if soft }})
+    select
+        {%- for column in written %}
+        {{ cdc_merge.sent_value(column, columns) }}{{ ',' if soft or not loop.last }}
+        {%- endfor %}
+        {%- if soft %}
+        change._cdc_action = 'delete'
+        {%- endif %}
+    from {{ changes_view }} as change
+    where change._cdc_change in ('{{ inserted_changes | join("', '") }}')
+{% endmacro %}
+
+
+{% macro sent_value(column, columns) %}
+    {#- A new row has no stored value for a column the source did not send: null, not the placeholder. -#}
+    {%- if column in columns -%}
+        case when {{ cdc_merge.is_unavailable_sql(column) }} then null else change.{{ column }} end
+    {%- else -%}
+        change.{{ column }}
+    {%- endif -%}
+{% endmacro %}
+
+
+{% macro is_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('is_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro any_unavailable_sql(column) %}
+    {{ return(adapter.dispatch('any_unavailable_sql', 'cdc_merge')(column)) }}
+{% endmacro %}
+
+{% macro spark__any_unavailable_sql(column) -%}
+    size({{ column }}) > 0
+{%- endmacro %}
+
+{% macro databend__any_unavailable_sql(column) -%}
+    {{ column }} != ''
+{%- endmacro %}
+
+
+{% macro spark__is_unavailable_sql(column) -%}
+    array_contains(change._cdc_unavailable, '{{ column }}')
+{%- endmacro %}
+
+{% macro databend__is_unavailable_sql(column) -%}
+    {#- _cdc_unavailable is ',a,b,' on Databend (see databend__create_batch_view_sql). -#}
+    position(',{{ column }},' in change._cdc_unavailable) > 0
+{%- endmacro %}
