@@ -69,7 +69,7 @@
     {#-
         Every key with an event in this bucket of the chunk: a superset of the keys of any round. A key
         with several events comes several times: Spark's semi join needs no distinct keys, and making
-        them distinct took 0.3 s of the classification at 1M events (BENCHMARKS.md "Applied since (9)").
+        them distinct took 0.3 s of the classification at 1M events (BENCHMARKS.md, "Levers tried").
     -#}
     with
 
@@ -96,7 +96,7 @@
         table made it shuffle the mirror's keys at 1M events. A chunk holds at most
         max_events_per_chunk events, which bounds the broadcast. It holds 64-bit hashes of the
         keys, not the keys: a table of longs is built and probed faster than one of strings
-        (1M keys against 10M stored: 1.8 s instead of 2.8 s, BENCHMARKS.md "Applied since (6)").
+        (1M keys against 10M stored: 1.8 s instead of 2.8 s, BENCHMARKS.md, "Levers tried").
         A stored key whose hash is shared by a batch key it differs from is kept here and
         dropped by the classification's join on the keys themselves.
     -#}
@@ -132,7 +132,7 @@
     {#-
         Above this many events in a bucket the key range is left out: at 1M events it skipped no
         file in the benchmarks and its check of every stored key cost 3-4 s (BENCHMARKS.md,
-        "Applied since (5)"); at 10k events of recent keys it halved the mirror's reads.
+        "Levers tried"); at 10k events of recent keys it halved the mirror's reads.
     -#}
     {{ return(100000) }}
 {% endmacro %}
@@ -160,7 +160,7 @@
     {#-
         Whether key_in_range_sql lets a read of relation skip any of its data files. Where it skips
         none (random keys), the engine still checks it on every stored key: at 10k events into 30M
-        rows 0.2 s of the 1.0 s the stored keys took (BENCHMARKS.md, "Applied since (8)").
+        rows 0.2 s of the 1.0 s the stored keys took (BENCHMARKS.md).
     -#}
     {% if key_range is none %}
         {{ return(false) }}
@@ -184,7 +184,7 @@
     {#-
         The batch's key range as one more condition on a read of stored keys: Iceberg skips the
         data files whose key bounds lie outside it, so a batch of clustered keys (recent rows)
-        reads few of the mirror's files (BENCHMARKS.md, "Applied since (5)"). Every key of the
+        reads few of the mirror's files (BENCHMARKS.md, "Levers tried"). Every key of the
         batch lies inside it, so it changes no result. The bounds come hex-encoded and are
         decoded by constant expressions, which Spark folds into literals it pushes into the Iceberg scan.
     -#}
@@ -213,7 +213,7 @@
     {#-
         In memory: in dbt's own SparkSession the rows are kept in Spark's block store (a local
         checkpoint, as a temporary view): 1M classified events in 7.2-7.8 s instead of 8.7-9.0 s for
-        an Iceberg table (BENCHMARKS.md, "Applied since (7)"), and the counts are observed while it
+        an Iceberg table (BENCHMARKS.md, "Levers tried"), and the counts are observed while it
         is computed, instead of a query of their own. Otherwise a table, not a cached view:
         Spark rebuilds a cached query as soon as a table it reads is written, even one read at a
         fixed snapshot, so every write after the first would classify the batch again against the
@@ -239,7 +239,7 @@
     {#-
         The classified batch of create_changes as the table changes, for a MERGE: Spark does not
         know the size of a checkpoint, so it shuffled the whole mirror instead of broadcasting the
-        changes (10k changes into 30M rows: 14.6 s instead of 6.4 s, BENCHMARKS.md "Applied since (7)").
+        changes (10k changes into 30M rows: 14.6 s instead of 6.4 s, BENCHMARKS.md).
     -#}
     {% if batch_changes is not string %}
         {{ return(batch_changes) }}

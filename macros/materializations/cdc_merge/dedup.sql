@@ -38,7 +38,7 @@
     {#-
         How many rounds the bucket's keys need (TOAST placeholders, below): 1 unless some of its
         events carry placeholders (plan: its bucket_plan_sql row). Asked only then: over 1M events
-        the plan with this query took 0.74 s, the one pass alone 0.52 s (BENCHMARKS.md, "Applied since (8)").
+        the plan with this query took 0.74 s, the one pass alone 0.52 s (BENCHMARKS.md, "Levers tried").
     -#}
     {% if (plan['placeholder_events'] | int) == 0 %}
         {{ return(1) }}
@@ -101,7 +101,7 @@
 {% endmacro %}
 
 {% macro spark__has_unavailable_sql(column) -%}
-    {#- contains() compares bytes; instr() counts characters: over 1M images 0.19-0.20 s against 0.37-0.53 s (BENCHMARKS.md, "Applied since (8)"). -#}
+    {#- contains() compares bytes; instr() counts characters: over 1M images 0.19-0.20 s against 0.37-0.53 s (BENCHMARKS.md, "Levers tried"). -#}
     contains(coalesce({{ column }}, ''), '{{ cdc_merge.unavailable_marker() }}')
 {%- endmacro %}
 

@@ -8,7 +8,7 @@
     {#-
         stored_tombstones: how many keys of the batch have a tombstone (change_counts_columns). With
         none, only the MERGE's insert branch can apply, and a plain INSERT does the same for less: at
-        10k events 0.12-0.25 s instead of 0.21-0.53 s (BENCHMARKS.md, "Applied since (8)").
+        10k events 0.12-0.25 s instead of 0.21-0.53 s (BENCHMARKS.md, "Levers tried").
     -#}
     {% if stored_tombstones == 0 %}
         {{ return(cdc_merge.insert_tombstones_sql(tombstones, changes_view)) }}
@@ -55,7 +55,7 @@
     The mirror gets a MERGE with only WHEN MATCHED branches and a plain INSERT, instead of
     one MERGE with a WHEN NOT MATCHED branch: such a MERGE is an outer join that keeps every
     batch row, so Spark cannot broadcast the batch and shuffles every column of the whole
-    mirror (BENCHMARKS.md, "Applied since (2)"). Where replaces_rows() holds, the MERGE only
+    mirror (BENCHMARKS.md, "Levers tried"). Where replaces_rows() holds, the MERGE only
     deletes the stored rows of updated and deleted keys and the INSERT writes the new rows of
     inserted and updated keys; otherwise the MERGE updates and the INSERT adds new keys. Where
     deletes_by_position() holds too, no MERGE finds the stored rows again: they are deleted at the
@@ -73,7 +73,7 @@
     {#-
         The delete-only MERGE reads only the key and seq of the changes, so the batch's columns
         do not travel through the join with the mirror: at 1M events into 10M rows the two
-        statements took 1.6-1.9 s less (BENCHMARKS.md, "Applied since (6)"). Soft deletes and
+        statements took 1.6-1.9 s less (BENCHMARKS.md, "Levers tried"). Soft deletes and
         partial updates keep stored values, which only an UPDATE reads.
     -#}
     {{ return(cfg.deletes == 'hard' and not partial_updates) }}
@@ -89,7 +89,7 @@
     {#-
         Whether the mirror's replaced rows are deleted at the positions the classification found them
         at (delete_replaced_rows_by_position) rather than by a MERGE that finds them again: saves a join
-        of the batch with the whole mirror per batch (BENCHMARKS.md, "Applied since (7)").
+        of the batch with the whole mirror per batch (BENCHMARKS.md, "Levers tried").
     -#}
     {{ return(adapter.dispatch('deletes_by_position', 'cdc_merge')(target_relation, cfg)) }}
 {% endmacro %}
@@ -133,7 +133,7 @@
         defaults build one only for scans over 10 GB and filter sides under 10 MB. Only around
         this statement: session-wide they slowed the classification at 10k events (1.5 s ->
         2.8-3.7 s). A small batch is broadcast, and a broadcast join gets no bloom filter.
-        (BENCHMARKS.md, "Applied since (6)".)
+        (BENCHMARKS.md, "Levers tried".)
     -#}
     {{ return({
         'spark.sql.optimizer.runtime.bloomFilter.enabled': 'true',
