@@ -56,7 +56,7 @@
     {% if change_source not in ['changes', 'stream'] %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source must be 'changes' (snapshot offsets, the default) or 'stream' (a Databend stream; needs Databend Cloud or an Enterprise licence), got " ~ change_source ~ ".") %}
     {% endif %}
-    {% if change_source == 'stream' and target.type != 'databend' %}
+    {% if change_source == 'stream' and target.type not in ['databend', 'cdc_databend'] %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source='stream' is for Databend targets; on " ~ target.type ~ " remove it (the raw table's snapshots are read incrementally).") %}
     {% endif %}
 

@@ -1,5 +1,5 @@
 import re
-from typing import Any, Dict, List, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
 
 from dbt.adapters.base import BaseRelation, PythonJobHelper, available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
@@ -8,13 +8,16 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import iceberg_jvm, position_deletes
+from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
 
+if TYPE_CHECKING:
+    import agate
 
 # Iceberg's Hadoop catalog fails to list the namespaces of a warehouse folder not yet created.
 _EMPTY_HADOOP_CATALOG = re.compile(r"NoSuchNamespaceException: Namespace does not exist: *$", re.MULTILINE)
@@ -76,6 +79,29 @@ class CdcSparkAdapter(SparkAdapter):
         except DbtRuntimeError:
             return set()
         return {row["viewName"] for row in views if not row["isTemporary"]}
+
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+        """dbt docs' catalog: dbt-spark's comes from SHOW TABLE EXTENDED, empty for Iceberg tables."""
+        if not self._current_catalog_is_iceberg():
+            return super()._get_columns_for_catalog(relation)
+
+        def execute(sql: str) -> List[Dict[str, Any]]:
+            _, table = self.execute(sql, fetch=True)
+            return [dict(zip(table.column_names, row.values())) for row in table]
+
+        return list(catalog.catalog_rows(relation, execute))
+
+    def _get_one_catalog(self, information_schema: Any, schemas: Set[str], used_schemas: Any) -> "agate.Table":
+        if not self._current_catalog_is_iceberg():
+            return super()._get_one_catalog(information_schema, schemas, used_schemas)
+        import agate
+
+        (schema,) = schemas
+        rows: List[Dict[str, Any]] = []
+        for relation in self.list_relations(information_schema.database, schema):
+            rows.extend(self._get_columns_for_catalog(relation))
+        # Snapshot ids are 19-digit numbers: as text, or agate would make them floats.
+        return agate.Table.from_object(rows, column_types=build_type_tester(catalog.TEXT_STATS))
 
     def _current_catalog_is_iceberg(self) -> bool:
         if self._iceberg_catalog is None:

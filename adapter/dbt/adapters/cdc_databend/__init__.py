@@ -1,0 +1,21 @@
+"""dbt adapter `cdc_databend`: dbt-databend-cloud with a catalog that dbt docs can use.
+
+dbt-databend-cloud 1.8.1 sets every relation's database to None (Databend has no level above
+schemas), and dbt's catalog filter drops every row whose database is None, so `dbt docs
+generate` wrote an empty catalog. This plugin inherits everything else (its dependency, so every
+`databend__` macro still applies); a profile opts in with `type: cdc_databend`.
+"""
+
+from dbt.adapters.base import AdapterPlugin
+
+from dbt.adapters.cdc_databend.impl import CdcDatabendAdapter, CdcDatabendConnectionManager, CdcDatabendCredentials
+from dbt.include import cdc_databend
+
+__all__ = ["CdcDatabendConnectionManager", "Plugin"]
+
+Plugin = AdapterPlugin(
+    adapter=CdcDatabendAdapter,  # type: ignore[arg-type]
+    credentials=CdcDatabendCredentials,
+    include_path=cdc_databend.PACKAGE_PATH,
+    dependencies=["databend"],
+)

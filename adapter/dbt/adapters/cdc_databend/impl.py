@@ -1,0 +1,101 @@
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, List, Set, Tuple
+
+import agate
+from dbt.adapters.base.impl import AdapterTrackingRelationInfo
+from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
+from dbt.adapters.databend.impl import DatabendAdapter
+from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
+
+from dbt.adapters.cdc_databend.__version__ import version
+
+
+@dataclass
+class CdcDatabendCredentials(DatabendCredentials):
+    @property
+    def type(self) -> str:
+        return "cdc_databend"
+
+
+class CdcDatabendConnectionManager(DatabendConnectionManager):
+    TYPE = "cdc_databend"
+
+
+class CdcDatabendAdapter(DatabendAdapter):
+    ConnectionManager = CdcDatabendConnectionManager
+
+    @classmethod
+    def type(cls) -> str:
+        return "cdc_databend"
+
+    @classmethod
+    def get_adapter_run_info(cls, config: Any) -> AdapterTrackingRelationInfo:
+        # The base class derives the module from the class name, which would be "cdcdatabend".
+        info = DatabendAdapter.get_adapter_run_info.__func__(DatabendAdapter, config)
+        return AdapterTrackingRelationInfo(
+            adapter_name="cdc_databend",
+            base_adapter_version=info.base_adapter_version,
+            adapter_version=version,
+            model_adapter_details=info.model_adapter_details,
+        )
+
+    @classmethod
+    def _catalog_filter_table(cls, table: agate.Table, used_schemas: FrozenSet[Tuple[str, str]]) -> agate.Table:
+        """The catalog rows of the schemas dbt uses, matched on the schema alone: the database is
+        always None here (see the package's docstring)."""
+        table = table_from_rows(table.rows, table.column_names, text_only_columns=["table_schema", "table_name"])
+        schemas = {schema.lower() for _, schema in used_schemas if schema is not None}
+        return table.where(lambda row: (row["table_schema"] or "").lower() in schemas)
+
+    def _get_one_catalog(self, information_schema: Any, schemas: Set[str], used_schemas: Any) -> agate.Table:
+        """Columns (with comments) from system.columns, which lists a table's columns in their
+        order (and has no ordinal of its own), and row count, size and blocks from system.tables.
+        dbt-databend-cloud's catalog lists tables without columns, which dbt drops."""
+        catalog: List[Dict[str, Any]] = []
+        for schema in sorted(schemas):
+            catalog.extend(self._schema_catalog(schema))
+        return agate.Table.from_object(catalog, column_types=DEFAULT_TYPE_TESTER)
+
+    def _schema_catalog(self, schema: str) -> List[Dict[str, Any]]:
+        tables = {row["name"]: row for row in self._rows(
+            "select name, engine, comment, num_rows, data_compressed_size, number_of_blocks "
+            f"from system.tables where database = '{schema}'"
+        )}
+        positions: Dict[str, int] = {}
+        catalog: List[Dict[str, Any]] = []
+        for column in self._rows(f"select table, name, data_type, comment from system.columns where database = '{schema}'"):
+            table = tables.get(column["table"])
+            if table is None:
+                continue
+            index = positions[column["table"]] = positions.get(column["table"], -1) + 1
+            is_view = table["engine"] == "VIEW"
+            catalog.append({
+                "table_database": None,
+                "table_schema": schema,
+                "table_name": column["table"],
+                "table_type": "view" if is_view else "table",
+                "table_comment": table["comment"] or None,
+                "table_owner": None,
+                "column_name": column["name"],
+                "column_index": index,
+                "column_type": column["data_type"],
+                "column_comment": (column["comment"] or "").strip("'") or None,
+                **({} if is_view else _stats(table)),
+            })
+        return catalog
+
+    def _rows(self, sql: str) -> List[Dict[str, Any]]:
+        _, table = self.execute(sql, fetch=True)
+        return [dict(zip(table.column_names, row.values())) for row in table]
+
+
+def _stats(table: Dict[str, Any]) -> Dict[str, Any]:
+    flat: Dict[str, Any] = {}
+    for stat_id, label, value, description in (
+        ("row_count", "Row count", table["num_rows"], "Rows of the current snapshot."),
+        ("bytes", "Size (bytes)", table["data_compressed_size"], "Compressed bytes of the current snapshot."),
+        ("blocks", "Blocks", table["number_of_blocks"], "Data blocks of the current snapshot."),
+    ):
+        flat.update({f"stats:{stat_id}:label": label, f"stats:{stat_id}:value": value,
+                     f"stats:{stat_id}:description": description, f"stats:{stat_id}:include": True})
+    return flat
