@@ -16,9 +16,10 @@
         one row per key with _cdc_key, _cdc_action, _cdc_seq, _cdc_source_ts,
         _cdc_row (the after image, or the before image for a delete) and _cdc_unavailable
         (columns whose value the source did not send, e.g. unchanged Postgres TOAST values). Passing the raw
-        relation puts it in the lineage graph.
+        relation puts it in the lineage graph. Outside a cdc_merge run (dbt show, dbt compile)
+        it is a query over the events not applied yet: preview.sql.
     #}
-    {{ return(cdc_merge.batch_view_name(model.name)) }}
+    {{ return(cdc_merge.cdc_events_relation(raw_relation)) }}
 {% endmacro %}
 
 

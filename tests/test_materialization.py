@@ -293,7 +293,8 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
     mirror = docs_mirror_with_a_pending_batch(project)
 
     def persisted_rdds():
-        return spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+        # By id: an RDD left persisted by an earlier test may be cleaned up while this one runs.
+        return set(spark.sparkContext._jsc.getPersistentRDDs().keys())
 
     persisted = {"before": persisted_rdds()}
     drop_checkpoint_view = CdcSparkAdapter.drop_checkpoint_view
@@ -315,7 +316,8 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
         f"select rows_inserted, rows_updated, rows_deleted from {project.schema}.cdc_merge_offsets "
         f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
     assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
-    assert persisted == {"before": persisted["before"], "while kept": persisted["before"] + 1, "after the batch": persisted["before"]}
+    kept = persisted["while kept"] - persisted["before"]
+    assert len(kept) == 1 and not kept & persisted["after the batch"], persisted
     assert not spark.catalog.tableExists("docs__cdc_changes")
     assert [row["id"] for row in project.query(f"select id from {mirror} order by id")] == [1, 3, 4]
 
@@ -474,15 +476,16 @@ def test_cdc_columns_parse_each_row_once_on_spark(dbt_project, spark):
     would parse the row again; every from_json of cdc_columns() must keep the whole schema."""
     dbt_project.write_model("items", "unique_key='id', source_table='public.docs'",
                             f"{{{{ cdc_merge.cdc_columns({ITEMS_COLUMNS!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+    # Rows from a table, not literals: the optimizer would fold a literal row into constants.
+    spark.sql(f"""insert into {dbt_project.raw_schema}.raw_events
+                  select 'public.docs', concat('["', id, '"]'), 'insert', concat('{{"id": ', id, '}}'), null,
+                      cast(id as string), null, 'items.json', cast(id as int), current_timestamp()
+                  from range(1, 3)""")
+    # dbt compile puts the pending events' query in place of cdc_events() (preview.sql).
     dbt_project.dbt("compile", "--select", "items")
     compiled = next((dbt_project.project_dir / "target" / "compiled").rglob("items.sql")).read_text()
-    # Rows from range(), not literals: the optimizer would fold a literal row into constants.
-    spark.sql("""create or replace temporary view items__cdc_batch as select concat('["', id, '"]') as _cdc_key,
-                 'insert' as _cdc_action, cast(id as string) as _cdc_seq, timestamp'2026-01-01 00:00:00' as _cdc_source_ts,
-                 concat('{"id": ', id, '}') as _cdc_row, cast(array() as array<string>) as _cdc_unavailable
-                 from range(1, 3)""")
     plan = spark.sql(compiled)._jdf.queryExecution().optimizedPlan().toString()
     schemas = re.findall(r"from_json\((.*?), \(mode,PERMISSIVE\)", plan)
     assert len(schemas) == len(ITEMS_COLUMNS)
     assert all(schema.count("StructField(") == len(ITEMS_COLUMNS) for schema in schemas), plan
-    assert [row["id"] for row in spark.sql(compiled).collect()] == [1, 2]
+    assert sorted(row["id"] for row in spark.sql(compiled).collect()) == [1, 2]

@@ -152,6 +152,22 @@
 
 {% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
     create or replace temporary view {{ batch_view }} as
+    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) }}
+{% endmacro %}
+
+{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
+    {#- Views are not temporary on Databend: the view lives in the model's schema until the run drops it. -#}
+    create or replace view {{ batch_view }} as
+    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) }}
+{% endmacro %}
+
+
+{% macro batch_events_sql(changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
+    {#- The batch view's query: also what dbt show and dbt compile put in place of cdc_events() (preview.sql). -#}
+    {{ return(adapter.dispatch('batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets, round, rounds)) }}
+{% endmacro %}
+
+{% macro spark__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) %}
     with
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
@@ -181,13 +197,8 @@
 {% endmacro %}
 
 
-{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
-    {#-
-        Views are not temporary on Databend: the view lives in the model's schema until the
-        run drops it. _cdc_unavailable is a string ',a,b,': a nullable array does not
-        unify with array_contains there.
-    -#}
-    create or replace view {{ batch_view }} as
+{% macro databend__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) %}
+    {#- _cdc_unavailable is a string ',a,b,': a nullable array does not unify with array_contains there. -#}
     with
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
@@ -234,6 +245,20 @@
 
 {% macro spark__create_empty_batch_view_sql(batch_view) %}
     create or replace temporary view {{ batch_view }} as
+    {{ cdc_merge.empty_batch_events_sql() }}
+{% endmacro %}
+
+{% macro databend__create_empty_batch_view_sql(batch_view) %}
+    create or replace view {{ batch_view }} as
+    {{ cdc_merge.empty_batch_events_sql() }}
+{% endmacro %}
+
+
+{% macro empty_batch_events_sql() %}
+    {{ return(adapter.dispatch('empty_batch_events_sql', 'cdc_merge')()) }}
+{% endmacro %}
+
+{% macro spark__empty_batch_events_sql() %}
     select
         cast(null as string) as _cdc_key,
         cast(null as string) as _cdc_action,
@@ -244,8 +269,7 @@
     where false
 {% endmacro %}
 
-{% macro databend__create_empty_batch_view_sql(batch_view) %}
-    create or replace view {{ batch_view }} as
+{% macro databend__empty_batch_events_sql() %}
     select
         cast(null as string) as _cdc_key,
         cast(null as string) as _cdc_action,

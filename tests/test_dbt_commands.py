@@ -1,0 +1,124 @@
+"""The dbt commands a user types, on a cdc_merge project, on Spark + Iceberg and on Databend:
+what each must produce with our models, or the clear error it must give."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import FIXTURES
+
+PRODUCTS = {"inventory.products": ["id"]}
+FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
+CONFIG = "unique_key='id', source_table='inventory.products'"
+COLUMNS = "{{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}"
+
+
+def mysql_line(op: str, pos: int, row: dict) -> str:
+    """A Debezium MySQL event of inventory.products at binlog position pos, after the fixture's."""
+    return json.dumps({
+        "before": row if op == "d" else None,
+        "after": None if op == "d" else row,
+        "source": {"connector": "mysql", "db": "inventory", "table": "products", "file": "mysql-bin.000004",
+                   "pos": pos, "row": 0, "snapshot": "false", "ts_ms": 1_767_225_600_000 + pos},
+        "op": op,
+    })
+
+
+def shown_rows(result) -> list[dict]:
+    """The rows dbt show printed, as dicts."""
+    assert result.success, result.exception
+    table = result.result.results[0].agate_table
+    return [dict(zip(table.column_names, row.values())) for row in table]
+
+
+def applied_project(project):
+    """The Flink fixture landed and applied, then two more events landed and not applied yet."""
+    project.write_model("products", CONFIG, COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products")
+    (project.inbox / "part-2.json").write_text("\n".join([
+        mysql_line("u", 10, {"id": 101, "name": "e-scooter"}),
+        mysql_line("d", 20, {"id": 102, "name": "car battery"}),
+    ]) + "\n")
+    project.land(PRODUCTS)
+    return project
+
+
+def test_show_previews_what_the_next_run_would_write(conformance_project):
+    project = conformance_project
+    project.write_model("products", CONFIG, COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+
+    # Before the first run every event is pending: the newest per key of the whole log.
+    first = shown_rows(project.dbt("show", "--select", "products", "--limit", "100"))
+    assert sorted(row["id"] for row in first) == list(range(101, 112))
+    assert [row["id"] for row in first if row["_cdc_action"] == "delete"] == [111]
+
+    project.dbt("run", "--select", "products")
+    (project.inbox / "part-2.json").write_text("\n".join([
+        mysql_line("u", 10, {"id": 101, "name": "e-scooter"}),
+        mysql_line("d", 20, {"id": 102, "name": "car battery"}),
+    ]) + "\n")
+    project.land(PRODUCTS)
+
+    pending = shown_rows(project.dbt("show", "--select", "products", "--limit", "100"))
+    assert sorted((row["id"], row["name"], row["_cdc_action"]) for row in pending) == [
+        (101, "e-scooter", "update"),
+        (102, "car battery", "delete"),
+    ]
+    whole_log = shown_rows(project.dbt("show", "--select", "products", "--limit", "100",
+                                       "--vars", "{cdc_merge_preview: all}"))
+    assert sorted(row["id"] for row in whole_log) == list(range(101, 112))
+    # A preview writes nothing: the next run still applies both events.
+    project.dbt("run", "--select", "products")
+    rows = project.query(f"select id, name from {project.schema}.products order by id")
+    assert (rows[0]["id"], rows[0]["name"]) == (101, "e-scooter")
+    assert 102 not in [row["id"] for row in rows]
+    assert shown_rows(project.dbt("show", "--select", "products")) == []
+
+
+def test_compile_writes_a_query_that_runs_and_reads_the_pending_events(conformance_project):
+    project = applied_project(conformance_project)
+    project.dbt("compile", "--select", "products")
+    compiled = next((project.project_dir / "target" / "compiled").rglob("products.sql")).read_text()
+    assert "__cdc_batch" not in compiled
+    rows = project.query(f"select id, _cdc_action from ({compiled}) as compiled order by id")
+    assert [(row["id"], row["_cdc_action"]) for row in rows] == [(101, "update"), (102, "delete")]
+
+
+def test_cdc_events_outside_a_cdc_merge_model_fails_at_compile_time(conformance_project):
+    project = conformance_project
+    (project.project_dir / "models" / "mirrors" / "as_table.sql").write_text(
+        "{{ config(materialized='table') }}\nselect * from {{ cdc_merge.cdc_events(ref('raw_events')) }}\n"
+    )
+    for command in (["run"], ["compile"]):
+        result = project.dbt(*command, "--select", "as_table", expect_success=False)
+        assert not result.success
+        message = str(result.exception) if result.exception else "\n".join(str(r.message) for r in result.result.results)
+        assert "only in models materialized as 'cdc_merge' (this one is table)" in message, message
+    assert not project.query(
+        f"select * from information_schema.tables where table_schema = '{project.schema}' and table_name = 'as_table'"
+    ) if project.on_databend else not project.spark.catalog.tableExists(f"{project.schema}.as_table")
+
+
+def test_docs_generate_catalogs_the_mirror_and_the_raw_tables(conformance_project):
+    project = applied_project(conformance_project)
+    project.dbt("docs", "generate", "--select", "products", "raw_events")
+    catalog = json.loads((project.project_dir / "target" / "catalog.json").read_text())
+    nodes = catalog["nodes"]
+    mirror = nodes["model.cdc_merge.products"]
+    assert list(mirror["columns"])[:2] == ["id", "name"]
+    assert {"_cdc_key", "_cdc_seq"} <= set(mirror["columns"])
+    raw = nodes["model.cdc_merge.raw_events"]
+    assert {"table_name", "key", "seq", "raw_data"} <= set(raw["columns"])
+    count = project.query(f"select count(*) as n from {project.schema}.products")[0]["n"]
+    assert mirror["stats"]["row_count"]["value"] == count == 10
+    raw_count = project.query(f"select count(*) as n from {project.raw_schema}.raw_events")[0]["n"]
+    assert raw["stats"]["row_count"]["value"] == raw_count
+    assert mirror["stats"]["bytes"]["value"] > 0
+    if not project.on_databend:
+        assert int(mirror["stats"]["data_files"]["value"]) >= 1
+        assert str(mirror["stats"]["snapshot_id"]["value"]) == project.table_version(f"{project.schema}.products")
