@@ -122,3 +122,73 @@ def test_docs_generate_catalogs_the_mirror_and_the_raw_tables(conformance_projec
     if not project.on_databend:
         assert int(mirror["stats"]["data_files"]["value"]) >= 1
         assert str(mirror["stats"]["snapshot_id"]["value"]) == project.table_version(f"{project.schema}.products")
+
+
+def test_empty_run_creates_the_mirror_without_rows_and_applies_nothing(conformance_project):
+    project = conformance_project
+    project.write_model("products", CONFIG, COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products", "--empty")
+    assert project.query(f"select count(*) as n from {project.schema}.products")[0]["n"] == 0
+    # --empty writes no offset: the next run applies the whole log.
+    project.dbt("run", "--select", "products")
+    assert project.query(f"select count(*) as n from {project.schema}.products")[0]["n"] == 10
+
+
+PRODUCTS_YML = """
+version: 2
+models:
+  - name: products
+    data_tests:
+      - cdc_mirror_matches_log:
+          arguments:
+            source_table: inventory.products
+            raw_relation: ref('raw_events')
+    columns:
+      - name: id
+        data_tests: [unique, not_null]
+"""
+
+
+def node_statuses(result) -> dict[str, str]:
+    return {r.node.name: str(r.status) for r in result.result.results}
+
+
+def test_build_applies_the_mirror_then_runs_its_tests(conformance_project):
+    project = conformance_project
+    project.write_model("products", CONFIG, COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_products.yml").write_text(PRODUCTS_YML)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    statuses = node_statuses(project.dbt("build", "--select", "products"))
+    assert statuses.pop("products") == "success"
+    assert len(statuses) == 3 and set(statuses.values()) == {"pass"}, statuses
+    assert project.query(f"select count(*) as n from {project.schema}.products")[0]["n"] == 10
+
+
+def test_retry_runs_again_only_the_mirror_that_failed(dbt_project):
+    project = dbt_project
+    project.write_model("products", CONFIG, COLUMNS)
+    project.write_model("broken", CONFIG + ", deletes='archive'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    failed = project.dbt("run", "--select", "products", "broken", expect_success=False)
+    assert node_statuses(failed) == {"products": "success", "broken": "error"}
+    project.write_model("broken", CONFIG, COLUMNS)
+    retried = project.dbt("retry")
+    assert node_statuses(retried) == {"broken": "success"}
+    assert project.query(f"select count(*) as n from {project.schema}.broken")[0]["n"] == 10
+
+
+def test_ls_and_state_selectors_list_the_models_that_changed(dbt_project, tmp_path):
+    project = dbt_project
+    listed = project.dbt("ls", "--resource-type", "model", "--output", "name").result
+    assert {"raw_events", "shop_customers", "shop_orders", "shop_order_lines", "inventory_products"} <= set(listed)
+    state = tmp_path / "state"
+    shutil.copytree(project.project_dir / "target", state)
+    mirror = project.project_dir / "models" / "mirrors" / "shop_orders.sql"
+    mirror.write_text(mirror.read_text().replace("'status': 'string',", "'status': 'varchar(20)',"))
+    changed = project.dbt("ls", "--select", "state:modified", "--state", str(state), "--resource-type", "model",
+                          "--output", "name").result
+    assert changed == ["shop_orders"]

@@ -64,6 +64,10 @@
         {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
         {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
     {% endif %}
+    {% if flags.EMPTY %}
+        {#- dbt run --empty: the mirror and its tables are created, no event is applied, the offset stays. -#}
+        {% set chunks = [] %}
+    {% endif %}
 
     {#-
         The model's output columns, from the first chunk's batch (or an empty one; never from

@@ -71,6 +71,9 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "a cdc_merge model reads exactly one raw table, through {{ cdc_merge.cdc_events(ref('raw_events')) }}; it depends on " ~ upstream | length ~ " relations.") %}
     {% endif %}
 
+    {#- dbt run --empty renders ref() as an empty subquery; the raw table itself is still read for its snapshots. -#}
+    {% set raw_relation = upstream[0].incorporate(limit=none) if upstream[0].limit is not none else upstream[0] %}
+
     {{ return({
         'unique_key': unique_key,
         'source_table': source_table,
@@ -79,7 +82,7 @@
         'table_properties': table_properties,
         'offsets_schema': offsets_schema,
         'change_source': change_source,
-        'raw_relation': upstream[0],
+        'raw_relation': raw_relation,
     }) }}
 {% endmacro %}
 
