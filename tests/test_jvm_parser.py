@@ -16,11 +16,12 @@ from pyspark.sql import functions as F
 from test_debezium import mysql_event, postgres_event
 from test_fuzz import mutate
 
-from python_jobs import formats, io, land
-from python_jobs.config import load_config
-from python_jobs.records import STATUS_EVENT
-from python_jobs.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import fractional_numbers_quoted, parse_in_jvm, parsed_in_jvm
+from python_jobs.formats import detect as formats
+from python_jobs.formats.records import STATUS_EVENT
+from python_jobs.landing import io, land
+from python_jobs.landing.config import load_config
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.landing.transforms import fractional_numbers_quoted, parse_in_jvm, parsed_in_jvm
 
 KEYS = {
     "inventory.products": ["id"],

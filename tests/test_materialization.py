@@ -323,7 +323,7 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
 def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_filter(dbt_project, monkeypatch, spark):
     """Runtime bloom filters, which Spark's defaults leave to scans over 10 GB, are on for the mirror's
     MERGE alone (where replaced rows are not deleted by position), and with them a shuffle join of the mirror with filtered keys prunes the mirror."""
-    from python_jobs import io
+    from python_jobs.landing import io
 
     project = dbt_project
     mirror = docs_mirror_with_a_pending_batch(project)

@@ -20,8 +20,8 @@ from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from python_jobs.schemas import JVM_PARSED_EVENT_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import BatchPlace
+from python_jobs.landing.schemas import JVM_PARSED_EVENT_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.landing.transforms import BatchPlace
 
 log = logging.getLogger("cdc_merge")
 
@@ -29,7 +29,7 @@ CATALOG = "lake"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
 # The landing job's JVM parsers, built by `make` from jvm/src (README, Landing speed).
-PARSERS_JAR = Path(__file__).parent / "jars" / "cdc-merge-parsers.jar"
+PARSERS_JAR = Path(__file__).parent.parent / "jars" / "cdc-merge-parsers.jar"
 JVM_DEBEZIUM_PARSER = "cdc_merge_debezium_fast"
 JVM_DEBEZIUM_PARSER_CLASS = "cdc_merge.DebeziumFastParser"
 JVM_NUMBER_QUOTER = "cdc_merge_fractional_numbers_quoted"

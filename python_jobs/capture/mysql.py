@@ -37,7 +37,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from python_jobs.capture import (
+from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
     OutputFolder,

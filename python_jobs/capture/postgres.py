@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from python_jobs.capture import (
+from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
     OutputFolder,
@@ -34,7 +34,7 @@ from python_jobs.capture import (
     run_command,
     write_state,
 )
-from python_jobs.wal2json import json_value, parse_lsn
+from python_jobs.formats.wal2json import json_value, parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
 

@@ -20,9 +20,10 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
-from python_jobs import io, records
-from python_jobs.config import ConfigError, LandingConfig, load_config
-from python_jobs.transforms import (
+from python_jobs.formats import records
+from python_jobs.landing import io
+from python_jobs.landing.config import ConfigError, LandingConfig, load_config
+from python_jobs.landing.transforms import (
     BatchPlace,
     events_parsed_in_jvm,
     exact_numbers_for_variant,

@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from typing import Any, Iterator, Mapping, Sequence
 
-from python_jobs.records import (
+from python_jobs.formats.records import (
     STATUS_EVENT,
     TRUNCATE_NOT_APPLIED,
     IgnoredRecord,

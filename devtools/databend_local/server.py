@@ -22,7 +22,7 @@ One engine session serves all clients: before each statement the endpoint switch
 client's database and settings (`USE`, `SET`), so per-client state round-trips in `session` as
 with a real server. A transaction opened by one client keeps other clients out until it ends.
 
-    python -m python_jobs.databend_local --port 8000 --data-dir .databend-local
+    python -m devtools.databend_local --port 8000 --data-dir .databend-local
 """
 
 from __future__ import annotations
@@ -917,7 +917,7 @@ def serve(data_dir: Path, page_rows: int = DEFAULT_PAGE_ROWS, startup_timeout: f
     """
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "python_jobs.databend_local", "--port", "0",
+    command = [sys.executable, "-m", "devtools.databend_local", "--port", "0",
                "--data-dir", str(data_dir), "--page-rows", str(page_rows)]
     with open(data_dir / "databend_local.log", "ab") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, text=True)
