@@ -13,7 +13,7 @@ on MySQL a brief `FLUSH TABLES WITH READ LOCK`); every row of the captured table
 as a snapshot read (`op: r`) at that position, and streaming starts there. Then (and on every
 later run) it reads the binlog from the stored position, writes whole committed transactions
 to a file, and only after the file is on disk stores the position after the last commit it
-holds: a capture killed at any point resumes without loss (python_jobs/capture.py says why
+holds: a capture killed at any point resumes without loss (python_jobs/capture/output.py says why
 repeats are harmless).
 
 Positions: `source.file`/`source.pos` are the binlog file and the start of the rows event,

@@ -8,7 +8,7 @@ row of the captured tables is read in that snapshot and written as a snapshot re
 at the slot's consistent point, so snapshot + stream is exactly the table's history from
 there. Then (and on every later run) it peeks whole transactions from the slot, writes them
 to a file, and only after the file is on disk consumes them from the slot: a capture killed
-at any point resumes from the slot without loss (python_jobs/capture.py says why repeats
+at any point resumes from the slot without loss (python_jobs/capture/output.py says why repeats
 are harmless). The server needs `wal_level=logical` and the wal2json output plugin.
 """
 

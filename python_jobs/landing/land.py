@@ -1,7 +1,7 @@
 """Landing job: append new CDC JSON files to the raw table, bad lines to quarantine.
 
     cdc-land --config landing.yml
-    spark-submit --jars <iceberg jar>,python_jobs/jars/cdc-merge-parsers.jar python_jobs/land.py --config landing.yml
+    spark-submit --jars <iceberg jar>,python_jobs/jars/cdc-merge-parsers.jar python_jobs/landing/land.py --config landing.yml
 """
 
 from __future__ import annotations
