@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
-# The landing job's JVM parsers (README, "Landing speed"), and the apply's deletes by position
+# The landing job's JVM parsers (docs/landing.md, "The JVM fast path"), and the apply's deletes by position
 # (BENCHMARKS.md), compiled against the Iceberg runtime jar; javac comes with the JDK.
 PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)

@@ -88,7 +88,7 @@ class Workload:
             cursor.execute("delete from shop.accounts where id = %s", (account,))
         elif roll < 0.67:
             # With REPLICA IDENTITY DEFAULT a key change cannot carry an unchanged TOAST value
-            # (neither can Debezium's): key changes go to rows without one; see README.
+            # (neither can Debezium's): key changes go to rows without one; see docs/landing.md.
             cursor.execute("select id from shop.accounts where coalesce(length(note), 0) < 1000")
             short_notes = cursor.fetchall()
             if not short_notes:

@@ -16,7 +16,7 @@
             ~ target.name ~ "' is type " ~ target.type ~ " with method " ~ target.get('method', 'none') ~ ". "
             ~ "On a cluster or Thrift server run the standalone landing job instead: "
             ~ "spark-submit --jars <iceberg runtime jar> --py-files python_jobs.zip python_jobs/landing/land.py --config landing.yml, "
-            ~ "and leave this model out: dbt run --exclude " ~ model.name ~ " (see README, Landing)."
+            ~ "and leave this model out: dbt run --exclude " ~ model.name ~ " (see docs/operating.md)."
         ) %}
     {% endif %}
 
