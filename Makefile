@@ -40,7 +40,7 @@ $(PARSERS_JAR): $(JAVA_SOURCES) $(STAMP) | javac
 	javac --release 8 -Xlint:-options -d build/jvm-classes -cp "$(SPARK_JARS)" $(JAVA_SOURCES)
 	jar --create --file $@ -C build/jvm-classes .
 
-# ... and the Iceberg runtime jar the project uses (python_jobs/landing/io.py iceberg_jar).
+# ... and the Iceberg runtime jar the project uses (python_jobs/landing/io/session.py iceberg_jar).
 $(ICEBERG_JVM_JAR): $(ICEBERG_JAVA_SOURCES) $(STAMP) | javac
 	rm -rf build/jvm-iceberg-classes && mkdir -p build/jvm-iceberg-classes $(dir $@)
 	javac --release 8 -Xlint:-options -d build/jvm-iceberg-classes \

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/run.py --scenarios 10000000:1000000 --plot-scenarios '' --no-idle
 
 Everything runs in one process on one SparkSession (local[2], the project's Iceberg
-settings from python_jobs/landing/io.py); dbt runs in-process on it, as in `make demo`. For each
+settings from python_jobs/landing/io/session.py); dbt runs in-process on it, as in `make demo`. For each
 target size the mirror is created by the product (`dbt run` on an empty raw table), then
 filled in bulk (spark.range) with the rows its snapshot events give, and its offset is set
 to that snapshot; every method then starts from exactly that state: the tables are reset

@@ -27,7 +27,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
  *
  * <p>Built with the landing config's keys as JSON, "schema.table" to its key columns (e.g.
- * {"inventory.customers":["id"]}), registered by python_jobs/landing/io.py register_jvm_parser, called as
+ * {"inventory.customers":["id"]}), registered by python_jobs/landing/io/jvm_functions.py register_jvm_parser, called as
  * {@code f(cast(line_text as binary))}; it returns JVM_PARSED_EVENT_SCHEMA of python_jobs/landing/schemas.py.
  */
 public final class DebeziumFastParser implements UDF1<byte[], Row> {

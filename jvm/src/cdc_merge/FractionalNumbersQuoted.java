@@ -10,7 +10,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * they stay exact. It gives exactly what python_jobs/landing/transforms.py fractional_numbers_quoted gives
  * (the same tokens: JSON strings, copied, and numbers {@code -?\d+(\.\d+)?([eE][+-]?\d+)?}), which
  * the landing used over every event in a Python UDF; tests/test_jvm_parser.py compares the two.
- * Registered by python_jobs/landing/io.py register_jvm_number_quoter.
+ * Registered by python_jobs/landing/io/jvm_functions.py register_jvm_number_quoter.
  */
 public final class FractionalNumbersQuoted implements UDF1<String, String> {
   private static final long serialVersionUID = 1L;
