@@ -20,7 +20,8 @@ from mariadb_server import start_mariadb
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture.output import CaptureError
-from python_jobs.capture.mysql import CaptureConfig, Column, RowChange, TableInfo, Transaction, change_events, json_value
+from python_jobs.capture.mysql import CaptureConfig
+from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, change_events, json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 ACCOUNTS_MODEL = (

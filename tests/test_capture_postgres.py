@@ -19,7 +19,8 @@ from conftest import PROJECT_DIR
 from postgres_server import PG_BIN, start_postgres
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import postgres as capture_postgres
-from python_jobs.capture.postgres import CaptureConfig, Transaction, change_events
+from python_jobs.capture.postgres import CaptureConfig
+from python_jobs.capture.postgres_events import Transaction, change_events
 from python_jobs.formats.wal2json import json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
