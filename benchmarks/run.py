@@ -16,6 +16,10 @@ apply), landing (Debezium files into the raw table). Prints one table; writes al
 --results (JSON, for benchmarks/plot.py) and what it prints to --log. By default a run of one
 suite writes benchmarks/results/<suite>.json and .log (apply, idle, landing), a run of several
 benchmarks/results/full.json and .log, and --quick writes quick.json and .log in --work-dir.
+
+Longer than 300 lines because every suite runs in the one process and SparkSession this file
+sets up and resets between methods; what the suites share sits in datagen.py, measure.py,
+methods.py and project.py.
 """
 
 from __future__ import annotations
