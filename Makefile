@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 export CDC_MERGE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 
-# The landing job's JVM parsers (README, "Landing speed"), and the apply's deletes by position
+# The landing job's JVM parsers (docs/landing.md, "The JVM fast path"), and the apply's deletes by position
 # (BENCHMARKS.md), compiled against the Iceberg runtime jar; javac comes with the JDK.
 PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
@@ -40,11 +40,11 @@ $(PARSERS_JAR): $(JAVA_SOURCES) $(STAMP) | javac
 	javac --release 8 -Xlint:-options -d build/jvm-classes -cp "$(SPARK_JARS)" $(JAVA_SOURCES)
 	jar --create --file $@ -C build/jvm-classes .
 
-# ... and the Iceberg runtime jar the project uses (python_jobs/io.py iceberg_jar).
+# ... and the Iceberg runtime jar the project uses (python_jobs/landing/io/session.py iceberg_jar).
 $(ICEBERG_JVM_JAR): $(ICEBERG_JAVA_SOURCES) $(STAMP) | javac
 	rm -rf build/jvm-iceberg-classes && mkdir -p build/jvm-iceberg-classes $(dir $@)
 	javac --release 8 -Xlint:-options -d build/jvm-iceberg-classes \
-		-cp "$(SPARK_JARS):$$($(BIN)/python -c 'from python_jobs.io import iceberg_jar; print(iceberg_jar())')" \
+		-cp "$(SPARK_JARS):$$($(BIN)/python -c 'from python_jobs.landing.io import iceberg_jar; print(iceberg_jar())')" \
 		$(ICEBERG_JAVA_SOURCES)
 	jar --create --file $@ -C build/jvm-iceberg-classes .
 
@@ -60,7 +60,7 @@ check-java:
 	@java -version 2>&1 | head -1 | grep -Eq '"(1[7-9]|[2-9][0-9])[."]' || { echo "error: Java 17+ is required, found: $$(java -version 2>&1 | head -1)"; exit 1; }
 
 demo: venv check-java
-	$(BIN)/python -m python_jobs.demo
+	$(BIN)/python -m python_jobs.demo.run_demo
 
 test-dbs:
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

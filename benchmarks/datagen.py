@@ -7,14 +7,14 @@ loops:
     id bigint, customer_id bigint, status string, amount decimal(18,2), updated_at timestamp, note string
 
 - snapshot_events(): the initial snapshot (op 'read', all at one position, phase 0), in the raw
-  table's schema (python_jobs/schemas.py RAW_EVENT_SCHEMA).
+  table's schema (python_jobs/landing/schemas.py RAW_EVENT_SCHEMA).
 - mirror_rows(): the mirror that applying that snapshot gives (the cdc_merge mirror layout:
   model columns + _cdc_key, _cdc_seq, _cdc_source_ts).
 - batch_events(): a batch of streamed changes: 90% "primary" events on distinct keys
   (20% inserts of new keys, 10% deletes, 70% updates of existing keys spread over the whole key
   space, or with clustered=True over the newest 1% of it, at least 4x the batch's keys) and 10%
   later updates of keys already updated in the batch, so dedup matters.
-- write_debezium_files(): Debezium JSON lines (Postgres connector, as python_jobs/generate_demo.py
+- write_debezium_files(): Debezium JSON lines (Postgres connector, as python_jobs/demo/generate.py
   writes them) for the landing-throughput benchmark, from string templates (fast).
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from python_jobs.schemas import RAW_EVENT_SCHEMA
+from python_jobs.landing.schemas import RAW_EVENT_SCHEMA
 
 SOURCE_TABLE = "bench.items"
 COLUMNS = [
@@ -168,7 +168,7 @@ _STATUSES = ("placed", "paid", "shipped", "cancelled")
 def write_debezium_files(folder: Path, events: int, lines_per_file: int = 20_000) -> int:
     """Debezium (Postgres connector, no schema) lines for bench.items: creates, updates, deletes.
 
-    The same envelope python_jobs/generate_demo.py writes; returns the number of files.
+    The same envelope python_jobs/demo/generate.py writes; returns the number of files.
     """
     folder.mkdir(parents=True, exist_ok=True)
     files = 0

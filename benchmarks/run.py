@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/run.py --scenarios 10000000:1000000 --plot-scenarios '' --no-idle
 
 Everything runs in one process on one SparkSession (local[2], the project's Iceberg
-settings from python_jobs/io.py); dbt runs in-process on it, as in `make demo`. For each
+settings from python_jobs/landing/io/session.py); dbt runs in-process on it, as in `make demo`. For each
 target size the mirror is created by the product (`dbt run` on an empty raw table), then
 filled in bulk (spark.range) with the rows its snapshot events give, and its offset is set
 to that snapshot; every method then starts from exactly that state: the tables are reset
@@ -16,6 +16,10 @@ apply), landing (Debezium files into the raw table). Prints one table; writes al
 --results (JSON, for benchmarks/plot.py) and what it prints to --log. By default a run of one
 suite writes benchmarks/results/<suite>.json and .log (apply, idle, landing), a run of several
 benchmarks/results/full.json and .log, and --quick writes quick.json and .log in --work-dir.
+
+Longer than 300 lines because every suite runs in the one process and SparkSession this file
+sets up and resets between methods; what the suites share sits in datagen.py, measure.py,
+methods.py and project.py.
 """
 
 from __future__ import annotations
@@ -161,7 +165,7 @@ class Bench:
 
     def _session(self):
         from pyspark.sql import SparkSession
-        from python_jobs import io
+        from python_jobs.landing import io
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder.appName("cdc_merge_bench").master(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]"))
@@ -607,7 +611,7 @@ class Bench:
 
     def new_process_env(self, project: BenchProject) -> dict:
         """The environment a new dbt or cdc-run process needs to run project against this warehouse."""
-        from python_jobs import io
+        from python_jobs.landing import io
 
         return {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
                 "CDC_MERGE_WAREHOUSE": str(self.warehouse), "CDC_MERGE_ICEBERG_JAR": io.iceberg_jar()}
@@ -625,7 +629,7 @@ class Bench:
         return {"seconds": round(seconds, 3), "ok": done.returncode == 0}
 
     def cdc_run_loop(self, project: BenchProject, runs: int = 4) -> dict:
-        """The same idle run, `runs` times by one new `cdc-run` process (python_jobs/run_loop.py): the
+        """The same idle run, `runs` times by one new `cdc-run` process (python_jobs/scheduler/run_loop.py): the
         first run pays the JVM start as a new `dbt` process does, the later ones find it warm."""
         env = self.new_process_env(project)
         started = time.perf_counter()
@@ -646,7 +650,7 @@ class Bench:
         median; jvm_warm is the second landing of the process, also printed), then
         with the Python parsers only (the baseline: the product before the fast path)."""
         events = self.args.landing_events
-        print(f"== landing: {events:,} Debezium events through python_jobs/land.py", flush=True)
+        print(f"== landing: {events:,} Debezium events through python_jobs/landing/land.py", flush=True)
         inbox = self.work / "inbox_landing"
         with timed() as gen:
             files = datagen.write_debezium_files(inbox, events)
@@ -684,8 +688,8 @@ class Bench:
         return figures
 
     def land_once(self, run: str, inbox: Path, parsers_jar: str | None) -> dict:
-        from python_jobs import land
-        from python_jobs.config import load_config
+        from python_jobs.landing import land
+        from python_jobs.landing.config import load_config
 
         project = BenchProject(self.work / f"project_landing_{run}", f"bm_landing_{run}", f"br_landing_{run}", inbox)
         project.dbt("run-operation", "create_raw_tables")
@@ -716,9 +720,9 @@ class Bench:
 
     def parse_only(self, inbox: Path, events: int) -> dict:
         """Levers: the parse without the Iceberg write, and reading + splitting the lines alone."""
-        from python_jobs import io
-        from python_jobs.config import load_config
-        from python_jobs.transforms import events_parsed_in_jvm, parse_in_jvm, parsed_in_jvm, split_lines
+        from python_jobs.landing import io
+        from python_jobs.landing.config import load_config
+        from python_jobs.landing.transforms import events_parsed_in_jvm, parse_in_jvm, parsed_in_jvm, split_lines
 
         config = load_config(self.work / "project_landing_jvm_warm" / "landing.yml")
         lines = self.spark.read.format("text").option("wholetext", "true").load(str(inbox)).selectExpr(
@@ -742,8 +746,8 @@ class Bench:
 
     def quote_only(self, events_df, events: int) -> dict:
         """The Databend sink's extra step, fractional numbers quoted: Python UDF vs the JVM function."""
-        from python_jobs import io
-        from python_jobs.transforms import exact_numbers_for_variant
+        from python_jobs.landing import io
+        from python_jobs.landing.transforms import exact_numbers_for_variant
 
         images = events_df.selectExpr("cast(raw_data as string) as raw_data", "cast(before_data as string) as before_data")
         images = images.persist()

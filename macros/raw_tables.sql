@@ -1,5 +1,5 @@
 {#
-    DDL of the tables the landing job writes. python_jobs/schemas.py holds the same
+    DDL of the tables the landing job writes. python_jobs/landing/schemas.py holds the same
     columns as StructType constants; tests/test_landing.py checks they agree.
 #}
 

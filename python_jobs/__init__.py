@@ -1,1 +1,2 @@
-"""Landing side of cdc_merge: CDC JSON files -> append-only raw table (PySpark)."""
+"""cdc_merge's Python: landing (CDC files -> raw table), formats (the CDC JSON dialects),
+capture (database change logs -> CDC files), scheduler (cdc-run) and demo (make demo)."""

@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from python_jobs import io, land
-from python_jobs.config import load_config
+from python_jobs.landing import io, land
+from python_jobs.landing.config import load_config
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR.parent / "shared" / "fixtures"
@@ -63,8 +63,8 @@ def spark(warehouse):
 
 @pytest.fixture(scope="session")
 def databend_url(tmp_path_factory):
-    """The local Databend endpoint (python_jobs/databend_local.py) on the embedded engine."""
-    from python_jobs.databend_local import serve
+    """The local Databend endpoint (devtools/databend_local/) on the embedded engine."""
+    from devtools.databend_local import serve
 
     with serve(tmp_path_factory.mktemp("databend")) as url:
         address = urlparse(url)

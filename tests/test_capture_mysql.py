@@ -18,9 +18,10 @@ import pytest
 from conftest import PROJECT_DIR
 from mariadb_server import start_mariadb
 from throwaway_server import kill_after_first_file
-from python_jobs import capture_mysql
-from python_jobs.capture import CaptureError
-from python_jobs.capture_mysql import CaptureConfig, Column, RowChange, TableInfo, Transaction, change_events, json_value
+from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture.output import CaptureError
+from python_jobs.capture.mysql import CaptureConfig
+from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, change_events, json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 ACCOUNTS_MODEL = (
@@ -220,7 +221,7 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(mar
     # Killed half way: one transaction per file, SIGKILL once the first file appears.
     workload.run(150)
     command = [
-        sys.executable, "-m", "python_jobs.capture_mysql", "--host", "127.0.0.1", "--port", str(mariadb.port),
+        sys.executable, "-m", "python_jobs.capture.mysql", "--host", "127.0.0.1", "--port", str(mariadb.port),
         "--user", "root", "--tables", ",".join(KEYS), "--out", str(dbt_project.inbox),
         "--state", str(config.state), "--max-changes-per-file", "1",
     ]

@@ -18,9 +18,10 @@ import pytest
 from conftest import PROJECT_DIR
 from postgres_server import PG_BIN, start_postgres
 from throwaway_server import kill_after_first_file
-from python_jobs import capture_postgres
-from python_jobs.capture_postgres import CaptureConfig, Transaction, change_events
-from python_jobs.wal2json import json_value
+from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.postgres import CaptureConfig
+from python_jobs.capture.postgres_events import Transaction, change_events
+from python_jobs.formats.wal2json import json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 ACCOUNTS_MODEL = (
@@ -88,7 +89,7 @@ class Workload:
             cursor.execute("delete from shop.accounts where id = %s", (account,))
         elif roll < 0.67:
             # With REPLICA IDENTITY DEFAULT a key change cannot carry an unchanged TOAST value
-            # (neither can Debezium's): key changes go to rows without one; see README.
+            # (neither can Debezium's): key changes go to rows without one; see docs/landing.md.
             cursor.execute("select id from shop.accounts where coalesce(length(note), 0) < 1000")
             short_notes = cursor.fetchall()
             if not short_notes:
@@ -191,7 +192,7 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(pos
     # Killed half way: one transaction per file, SIGKILL once the first file appears.
     workload.run(150)
     command = [
-        sys.executable, "-m", "python_jobs.capture_postgres", "--dsn", postgres.dsn,
+        sys.executable, "-m", "python_jobs.capture.postgres", "--dsn", postgres.dsn,
         "--tables", ",".join(KEYS), "--slot", "mirror_test", "--out", str(dbt_project.inbox),
         "--state", str(config.state), "--max-changes-per-file", "1",
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from python_jobs.config import ConfigError, load_config
+from python_jobs.landing.config import ConfigError, load_config
 
 VALID = {
     "input": "inbox",

@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, make_project
-from python_jobs import io
-from python_jobs.schemas import RAW_EVENT_SCHEMA
+from python_jobs.landing import io
+from python_jobs.landing.schemas import RAW_EVENT_SCHEMA
 from test_materialization import run_error, write_model
 
 PRODUCTS = {"inventory.products": ["id"]}

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 
 from conftest import FIXTURES
-from python_jobs.debezium import parse_line
-from python_jobs.records import STATUS_BLANK, STATUS_EVENT, STATUS_REJECTED, STATUS_TOMBSTONE
+from python_jobs.formats.debezium import parse_line
+from python_jobs.formats.records import STATUS_BLANK, STATUS_EVENT, STATUS_REJECTED, STATUS_TOMBSTONE
 
 KEYS = {"inventory.products": ["id"], "shop.order_lines": ["order_id", "line_no"]}
 
@@ -173,8 +173,8 @@ def test_replica_identity_default_delete_fixture_is_rejected_with_a_reason():
     ],
 )
 def test_transaction_markers_are_kept_aside_not_rejected(line):
-    from python_jobs.formats import parse_line as parse_any
-    from python_jobs.records import STATUS_IGNORED
+    from python_jobs.formats.detect import parse_line as parse_any
+    from python_jobs.formats.records import STATUS_IGNORED
 
     (parsed,) = parse_any(line, KEYS)
     assert parsed.status == STATUS_IGNORED and "Debezium transaction" in parsed.reason

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from python_jobs import formats
-from python_jobs.records import LINE_ORDERED_PREFIX, STATUS_EVENT, STATUS_REJECTED, object_members
+from python_jobs.formats import detect as formats
+from python_jobs.formats.records import LINE_ORDERED_PREFIX, STATUS_EVENT, STATUS_REJECTED, object_members
 
 ZERO = LINE_ORDERED_PREFIX
 FLINK_DEBEZIUM = '{"before":null,"after":{"id":1,"name":"a"},"op":"c","source":{"db":"inventory","table":"products"}}'

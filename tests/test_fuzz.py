@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from conftest import FIXTURES
-from python_jobs import formats
-from python_jobs.records import INTERNAL_ERROR, STATUS_EVENT, STATUS_REJECTED
+from python_jobs.formats import detect as formats
+from python_jobs.formats.records import INTERNAL_ERROR, STATUS_EVENT, STATUS_REJECTED
 
 SEED_FILES = [
     "flink/debezium-data-schema-exclude.txt",

@@ -16,11 +16,13 @@ from pyspark.sql import functions as F
 from test_debezium import mysql_event, postgres_event
 from test_fuzz import mutate
 
-from python_jobs import formats, io, land
-from python_jobs.config import load_config
-from python_jobs.records import STATUS_EVENT
-from python_jobs.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import fractional_numbers_quoted, parse_in_jvm, parsed_in_jvm
+from python_jobs.formats import detect as formats
+from python_jobs.formats.records import STATUS_EVENT
+from python_jobs.landing import io, land
+from python_jobs.landing.config import load_config
+from python_jobs.landing.io import jvm_functions
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.landing.transforms import fractional_numbers_quoted, parse_in_jvm, parsed_in_jvm
 
 KEYS = {
     "inventory.products": ["id"],
@@ -280,8 +282,8 @@ def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, 
 
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):
     # A name and class this session has not seen: the real jar may already be on its classpath.
-    monkeypatch.setattr(io, "JVM_DEBEZIUM_PARSER", "cdc_merge_test_missing_parser")
-    monkeypatch.setattr(io, "JVM_DEBEZIUM_PARSER_CLASS", "cdc_merge.NoSuchParser")
+    monkeypatch.setattr(jvm_functions, "JVM_DEBEZIUM_PARSER", "cdc_merge_test_missing_parser")
+    monkeypatch.setattr(jvm_functions, "JVM_DEBEZIUM_PARSER_CLASS", "cdc_merge.NoSuchParser")
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", str(tmp_path / "missing.jar"))
     assert io.register_jvm_parser(spark, KEYS) is None
     assert "missing.jar not found" in caplog.text and "make jvm" in caplog.text

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from conftest import FIXTURES
-from python_jobs import io
-from python_jobs.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.landing import io
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -69,7 +69,7 @@ def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
     config = dbt_project.landing_config(PRODUCTS, raw_table="nowhere.raw_events")
     dbt_project.inbox
     with pytest.raises(io.LandingError, match="dbt run-operation create_raw_tables"):
-        from python_jobs import land
+        from python_jobs.landing import land
 
         land.run(config)
 

@@ -1,5 +1,7 @@
 """The cdc_merge materialization's contract beyond the happy path: config errors before
-any SQL, rebuilds, expired offsets, and idle runs that change nothing."""
+any SQL, rebuilds, expired offsets, and idle runs that change nothing.
+
+Longer than 300 lines: one file for the contract, so its cases read side by side."""
 
 from __future__ import annotations
 
@@ -325,7 +327,7 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
 def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_filter(dbt_project, monkeypatch, spark):
     """Runtime bloom filters, which Spark's defaults leave to scans over 10 GB, are on for the mirror's
     MERGE alone (where replaced rows are not deleted by position), and with them a shuffle join of the mirror with filtered keys prunes the mirror."""
-    from python_jobs import io
+    from python_jobs.landing import io
 
     project = dbt_project
     mirror = docs_mirror_with_a_pending_batch(project)

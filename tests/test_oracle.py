@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from python_jobs.generate_demo import KEYS, build_waves, replay, write_wave
+from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
 
 SHOP_MODELS = ["shop_customers", "shop_orders", "shop_order_lines"]
 MODEL_OF = dict(zip(KEYS, SHOP_MODELS))

@@ -10,7 +10,7 @@ import jinja2
 import yaml
 
 from conftest import PROJECT_DIR
-from python_jobs import io
+from python_jobs.landing import io
 
 
 def rendered_profile(environment: dict[str, str]) -> dict:

@@ -114,7 +114,7 @@ def test_on_a_target_that_cannot_run_it_the_landing_model_points_to_the_standalo
 
     message = run_messages(result)["raw_events"]
     assert "target 'plain_spark' is type spark" in message
-    assert "python_jobs/land.py --config landing.yml" in message
+    assert "python_jobs/landing/land.py --config landing.yml" in message
     assert "dbt run --exclude raw_events" in message
 
 

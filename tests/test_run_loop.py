@@ -1,4 +1,4 @@
-"""cdc-run (python_jobs/run_loop.py): dbt again and again in one process."""
+"""cdc-run (python_jobs/scheduler/run_loop.py): dbt again and again in one process."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, PROJECT_DIR
-from python_jobs import run_loop
+from python_jobs.scheduler import run_loop
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -97,7 +97,7 @@ def test_sigterm_stops_the_loop_after_the_run_in_progress(dbt_project):
     env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
     # dbt parse: a real dbt command without a SparkSession, so the process starts fast.
     loop = subprocess.Popen(
-        [sys.executable, "-m", "python_jobs.run_loop", "--every", "600", "--", *dbt_args(dbt_project, "parse")],
+        [sys.executable, "-m", "python_jobs.scheduler.run_loop", "--every", "600", "--", *dbt_args(dbt_project, "parse")],
         cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     output = []

@@ -6,8 +6,8 @@ import datetime as dt
 
 from pyspark.testing import assertDataFrameEqual
 
-from python_jobs.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.transforms import BatchPlace, landed_events, parse_cdc_lines, quarantined_records, split_lines
+from python_jobs.landing.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from python_jobs.landing.transforms import BatchPlace, landed_events, parse_cdc_lines, quarantined_records, split_lines
 
 LANDED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
 KEYS = {"shop.orders": ["id"]}

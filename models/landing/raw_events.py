@@ -1,9 +1,9 @@
 """The raw event log: each `dbt run` lands the CDC JSON files that are new since the last one.
 
-The landing itself is python_jobs/land.py, the same job spark-submit runs on a cluster.
+The landing itself is python_jobs/landing/land.py, the same job spark-submit runs on a cluster.
 """
 
-from python_jobs import land
+from python_jobs.landing import land
 
 
 def model(dbt, session):

@@ -20,15 +20,15 @@ import org.apache.spark.sql.api.java.UDF1;
  * configured key, from the MySQL, MariaDB or PostgreSQL connector, or without source.connector
  * (as Flink CDC writes it), whose events the landing orders by their line.
  *
- * <p>It returns exactly what python_jobs/debezium.py returns for such a line (table_name, key,
+ * <p>It returns exactly what python_jobs/formats/debezium.py returns for such a line (table_name, key,
  * action, raw_data, before_data, seq, source_ts_ms), with the row images cut out of the line as
  * exact text (UTF-8 bytes, never decoded). For any other line, or anything it is not sure about,
  * it returns null and the Python parser decides, so every rejection reason still comes from one
  * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
  *
  * <p>Built with the landing config's keys as JSON, "schema.table" to its key columns (e.g.
- * {"inventory.customers":["id"]}), registered by python_jobs/io.py register_jvm_parser, called as
- * {@code f(cast(line_text as binary))}; it returns JVM_PARSED_EVENT_SCHEMA of python_jobs/schemas.py.
+ * {"inventory.customers":["id"]}), registered by python_jobs/landing/io/jvm_functions.py register_jvm_parser, called as
+ * {@code f(cast(line_text as binary))}; it returns JVM_PARSED_EVENT_SCHEMA of python_jobs/landing/schemas.py.
  */
 public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final long serialVersionUID = 1L;

@@ -7,10 +7,10 @@ import org.apache.spark.sql.api.java.UDF1;
  * fraction or an exponent becomes a string ({@code {"amount":12.50}} -> {@code {"amount":"12.50"}}).
  *
  * <p>Databend's VARIANT keeps integers exactly but stores other numbers as float64; as strings
- * they stay exact. It gives exactly what python_jobs/transforms.py fractional_numbers_quoted gives
+ * they stay exact. It gives exactly what python_jobs/landing/transforms.py fractional_numbers_quoted gives
  * (the same tokens: JSON strings, copied, and numbers {@code -?\d+(\.\d+)?([eE][+-]?\d+)?}), which
  * the landing used over every event in a Python UDF; tests/test_jvm_parser.py compares the two.
- * Registered by python_jobs/io.py register_jvm_number_quoter.
+ * Registered by python_jobs/landing/io/jvm_functions.py register_jvm_number_quoter.
  */
 public final class FractionalNumbersQuoted implements UDF1<String, String> {
   private static final long serialVersionUID = 1L;

@@ -33,13 +33,13 @@
 {% macro cdc_landing_python(compiled_code) -%}
 {{ compiled_code }}
 # --- cdc_landing: run the model; it appends to {{ this }} itself. --- #
-from python_jobs.land import LandingSummary
+from python_jobs.landing.land import LandingSummary
 
 dbt = dbtObj(spark.table)
 landing_summary = model(dbt, spark)
 if not isinstance(landing_summary, LandingSummary):
     raise TypeError(
-        "a cdc_landing model must return the LandingSummary of python_jobs.land.run_for_dbt(...), "
+        "a cdc_landing model must return the LandingSummary of python_jobs.landing.land.run_for_dbt(...), "
         f"got {type(landing_summary).__name__}"
     )
 dbt_model_result_message = landing_summary.status()

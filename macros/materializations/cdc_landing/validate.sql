@@ -1,6 +1,6 @@
 {#
     Checks of a cdc_landing model, before any SQL runs. The landing config file
-    itself is checked by python_jobs/config.py before Spark reads anything.
+    itself is checked by python_jobs/landing/config.py before Spark reads anything.
 #}
 
 {% macro cdc_landing_validated_config() %}
@@ -15,8 +15,8 @@
             fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session); target '"
             ~ target.name ~ "' is type " ~ target.type ~ " with method " ~ target.get('method', 'none') ~ ". "
             ~ "On a cluster or Thrift server run the standalone landing job instead: "
-            ~ "spark-submit --jars <iceberg runtime jar> --py-files python_jobs.zip python_jobs/land.py --config landing.yml, "
-            ~ "and leave this model out: dbt run --exclude " ~ model.name ~ " (see README, Landing)."
+            ~ "spark-submit --jars <iceberg runtime jar> --py-files python_jobs.zip python_jobs/landing/land.py --config landing.yml, "
+            ~ "and leave this model out: dbt run --exclude " ~ model.name ~ " (see docs/operating.md)."
         ) %}
     {% endif %}
 

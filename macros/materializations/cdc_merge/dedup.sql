@@ -6,7 +6,7 @@
     not change. The MERGE keeps the stored value of such a column, which is only right if
     every earlier event of that key in the batch is applied first: keys with a placeholder
     are applied one event per round, oldest first; all other keys apply their newest event
-    in round 1.
+    in the first round.
 #}
 
 {% macro unavailable_marker() %}
@@ -133,7 +133,7 @@
 
 
 {% macro in_round_sql(round, rounds) -%}
-    {#- The newest event of a key in round 1; for keys with placeholders every event, oldest first, one per round. -#}
+    {#- The newest event of a key in the first round; for keys with placeholders every event, oldest first, one per round. -#}
     {%- if rounds == 1 %}
     _cdc_rank = 1
     {%- else %}

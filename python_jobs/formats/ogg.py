@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from typing import Any, Mapping, Sequence
 
-from python_jobs.records import (
+from python_jobs.formats.records import (
     STATUS_EVENT,
     TRUNCATE_NOT_APPLIED,
     Members,

@@ -7,7 +7,7 @@
      "table":"accounts","columns":[{"name":"id","type":"bigint","value":3},...],
      "identity":[{"name":"id","type":"bigint","value":1}],"pk":[{"name":"id","type":"bigint"}]}
 
-Also the value conventions shared with python_jobs/capture_postgres.py: values become what
+Also the value conventions shared with python_jobs/capture/postgres.py: values become what
 Debezium writes (exact decimals, ISO-8601 UTC timestamps), so one mirror model reads both.
 """
 
@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from typing import Any, Iterator, Mapping, Sequence
 
-from python_jobs.records import (
+from python_jobs.formats.records import (
     STATUS_EVENT,
     TRUNCATE_NOT_APPLIED,
     IgnoredRecord,

@@ -15,7 +15,7 @@ import json
 from decimal import Decimal
 from typing import Any, Callable, Mapping
 
-from python_jobs.records import Members, RejectedRecord, short
+from python_jobs.formats.records import Members, RejectedRecord, short
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-from python_jobs import canal, debezium, maxwell, ogg, wal2json
-from python_jobs.records import Members, ParsedLine, RejectedRecord, parse_safely
+from python_jobs.formats import canal, debezium, maxwell, ogg, wal2json
+from python_jobs.formats.records import Members, ParsedLine, RejectedRecord, parse_safely
 
 Parser = Callable[[str, Members, Mapping[str, Sequence[str]]], "ParsedLine | Iterable[ParsedLine]"]
 PARSERS: dict[str, Parser] = {

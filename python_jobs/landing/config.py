@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from python_jobs.formats import FORMATS
+from python_jobs.formats.detect import FORMATS
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _QUALIFIED_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")

@@ -1,7 +1,7 @@
 """Landing job: append new CDC JSON files to the raw table, bad lines to quarantine.
 
     cdc-land --config landing.yml
-    spark-submit --jars <iceberg jar>,python_jobs/jars/cdc-merge-parsers.jar python_jobs/land.py --config landing.yml
+    spark-submit --jars <iceberg jar>,python_jobs/jars/cdc-merge-parsers.jar python_jobs/landing/land.py --config landing.yml
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
-from python_jobs import io, records
-from python_jobs.config import ConfigError, LandingConfig, load_config
-from python_jobs.transforms import (
+from python_jobs.formats import records
+from python_jobs.landing import io
+from python_jobs.landing.config import ConfigError, LandingConfig, load_config
+from python_jobs.landing.transforms import (
     BatchPlace,
     events_parsed_in_jvm,
     exact_numbers_for_variant,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from python_jobs.debezium_types import decode_image, image_column_schemas
-from python_jobs.records import (
+from python_jobs.formats.debezium_types import decode_image, image_column_schemas
+from python_jobs.formats.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
     TRUNCATE_NOT_APPLIED,

@@ -11,8 +11,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
-from python_jobs import formats, records
-from python_jobs.schemas import (
+from python_jobs.formats import detect as formats, records
+from python_jobs.landing.schemas import (
     INPUT_LINE_SCHEMA,
     JVM_PARSED_EVENT_SCHEMA,
     PARSED_LINE_SCHEMA,

@@ -15,10 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from python_jobs import generate_demo, io
-from python_jobs.run_loop import invoke_dbt
+from python_jobs.demo import generate as generate_demo
+from python_jobs.landing import io
+from python_jobs.scheduler.run_loop import invoke_dbt
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 DEMO_DIR = PROJECT_DIR / "data" / "demo"
 MIRRORS = {
     "shop.customers": "shop_customers",

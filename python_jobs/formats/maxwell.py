@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
-from python_jobs.records import (
+from python_jobs.formats.records import (
     STATUS_EVENT,
     IgnoredRecord,
     Members,

@@ -16,7 +16,7 @@ import re
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from python_jobs.records import (
+from python_jobs.formats.records import (
     STATUS_EVENT,
     TRUNCATE_NOT_APPLIED,
     IgnoredRecord,

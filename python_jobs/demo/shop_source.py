@@ -1,26 +1,13 @@
-"""Seeded generator of realistic Debezium JSON for a small shop database.
-
-It simulates the source: three tables (order_lines has a composite key), an initial
-snapshot, then transactions of inserts, updates, deletes, re-inserts after delete and
-primary-key changes, many in the same millisecond. Events are cut into files and
-delivered in waves; some arrive a wave late and some twice, as from a lagging or
-replayed Kafka partition. Because it knows the true source order, it is also the
-oracle: replay() gives the table state any mirror must equal.
-
-    cdc-generate-demo --out data/generated --events 20000 --waves 3 --seed 7
-"""
+"""The simulated source database of the demo: three shop tables (order_lines has a composite key),
+an initial snapshot, then transactions of inserts, updates, deletes, re-inserts after delete and
+primary-key changes, many in the same millisecond, recorded in true source order."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import random
-import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
-from typing import Any, Iterable
 
 KEYS = {
     "shop.customers": ("id",),
@@ -31,7 +18,6 @@ KEYS = {
 REPLICA_IDENTITY_FULL = {"shop.customers": True, "shop.orders": False, "shop.order_lines": True}
 NAMES = ["Ana", "Björn", "Chloé", "Dmitri", "Eun-ji", "Fatima", "Grzegorz", "Hiroshi", "Ingrid", "José", "Zoë 🚲"]
 SKUS = ["SKU-" + code for code in ("A1", "B22", "C333", "D4", "E55", "F6")]
-_RAW_NUMBER = re.compile(r'"\\u0000(-?[0-9.]+)"')
 
 
 @dataclass(frozen=True)
@@ -191,147 +177,3 @@ class ShopSource:
         self.events.append(
             Event(len(self.events), table, key, op, before, after, position, self.clock_ms, snapshot)
         )
-
-
-def debezium_line(event: Event, connector: str, with_schema: bool) -> str:
-    """The event as Debezium's JSON converter writes it (decimal.format=numeric)."""
-    database, table = event.table.split(".")
-    source: dict[str, Any] = {
-        "version": "2.7.3.Final",
-        "connector": connector,
-        "name": "demo",
-        "ts_ms": event.ts_ms,
-        "snapshot": "true" if event.snapshot else "false",
-        "db": "shopdb" if connector == "postgresql" else database,
-        "table": table,
-    }
-    if connector == "postgresql":
-        source.update({"schema": database, "txId": 1000 + event.index, "lsn": event.position[0]})
-    else:
-        source.update({"file": f"mysql-bin.{event.position[0]:06d}", "pos": event.position[1], "row": event.position[2]})
-    envelope = {
-        "before": _json_row(event.before),
-        "after": _json_row(event.after),
-        "source": source,
-        "op": event.op,
-        "ts_ms": event.ts_ms + 250,
-        "transaction": None,
-    }
-    if with_schema:
-        envelope = {"schema": {"type": "struct", "optional": False, "name": f"demo.{event.table}.Envelope"}, "payload": envelope}
-    return _RAW_NUMBER.sub(r"\1", json.dumps(envelope, ensure_ascii=False, separators=(",", ":")))
-
-
-def _json_row(row: dict | None) -> dict | None:
-    if row is None:
-        return None
-    shown = {}
-    for column, value in row.items():
-        if isinstance(value, Decimal):
-            shown[column] = "\u0000" + format(value, "f")  # becomes a bare JSON number
-        elif isinstance(value, dt.datetime):
-            shown[column] = value.isoformat(timespec="milliseconds") + "Z"
-        else:
-            shown[column] = value
-    return shown
-
-
-@dataclass(frozen=True)
-class Wave:
-    """Events delivered together, cut into files, plus a few garbage lines."""
-
-    number: int
-    files: list[list[str]]
-    delivered: list[Event]
-
-
-def deliveries(source: ShopSource, waves: int, rng: random.Random, late_fraction: float, duplicate_fraction: float) -> list[list[Event]]:
-    """Split the log into waves; some events slip to the next wave, some are delivered twice."""
-    events = source.events
-    bounds = [round(len(events) * (w + 1) / waves) for w in range(waves)]
-    result: list[list[Event]] = []
-    held_back: list[Event] = []
-    start = 0
-    for number, end in enumerate(bounds):
-        wave = held_back
-        held_back = []
-        for event in events[start:end]:
-            if number < waves - 1 and rng.random() < late_fraction:
-                held_back.append(event)
-            else:
-                wave.append(event)
-        delivered_before = [e for w in result for e in w]
-        if delivered_before:
-            wave += rng.sample(delivered_before, int(len(delivered_before) * duplicate_fraction))
-        result.append(wave)
-        start = end
-    return result
-
-
-def build_waves(seed: int, events: int, waves: int, connector: str = "postgresql", snapshot_rows: int = 50,
-                late_fraction: float = 0.02, duplicate_fraction: float = 0.01, garbage_lines: int = 3,
-                clock_start_ms: int | None = None) -> tuple[ShopSource, list[Wave]]:
-    rng = random.Random(seed)
-    source = ShopSource(rng, connector)
-    if clock_start_ms is not None:
-        source.clock_ms = clock_start_ms
-    source.snapshot(snapshot_rows)
-    while len(source.events) < events:
-        source.transaction()
-    result = []
-    for number, delivered in enumerate(deliveries(source, waves, rng, late_fraction, duplicate_fraction), start=1):
-        lines = []
-        for event in delivered:
-            lines.append(debezium_line(event, connector, with_schema=rng.random() < 0.1))
-            if event.op == "d" and rng.random() < 0.5:
-                lines.append("null")  # Kafka tombstone after a delete
-        for _ in range(garbage_lines):
-            spot = rng.randrange(len(lines))
-            lines.insert(spot, lines[spot][: rng.randint(1, 60)])  # a truncated write
-        files, position = [], 0
-        while position < len(lines):
-            size = rng.randint(50, 600)
-            files.append(lines[position : position + size])
-            position += size
-        result.append(Wave(number, files, delivered))
-    return source, result
-
-
-def replay(delivered: Iterable[Event]) -> dict[str, dict[tuple, dict]]:
-    """Table state after applying the delivered events in true source order."""
-    state: dict[str, dict[tuple, dict]] = {table: {} for table in KEYS}
-    for event in sorted({e.index: e for e in delivered}.values(), key=lambda e: e.index):
-        if event.op == "d":
-            state[event.table].pop(event.key, None)
-        else:
-            state[event.table][event.key] = event.after
-    return state
-
-
-def write_wave(wave: Wave, folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number, lines in enumerate(wave.files, start=1):
-        path = folder / f"wave-{wave.number:03d}-part-{number:04d}.json"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write seeded Debezium JSON files for the demo shop tables.")
-    parser.add_argument("--out", required=True, type=Path, help="folder; wave N goes to <out>/wave-N/")
-    parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--waves", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--connector", choices=["postgresql", "mysql"], default="postgresql")
-    args = parser.parse_args(argv)
-    _, waves = build_waves(args.seed, args.events, args.waves, args.connector)
-    for wave in waves:
-        paths = write_wave(wave, args.out / f"wave-{wave.number}")
-        print(f"wave {wave.number}: {len(wave.delivered)} events in {len(paths)} files under {args.out}/wave-{wave.number}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

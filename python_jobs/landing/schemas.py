@@ -27,7 +27,7 @@ INPUT_LINE_SCHEMA = StructType(
     ]
 )
 
-# What a format parser returns for each output of a line (python_jobs.records.ParsedLine).
+# What a format parser returns for each output of a line (python_jobs.formats.records.ParsedLine).
 PARSED_LINE_SCHEMA = StructType(
     [
         StructField("status", StringType()),

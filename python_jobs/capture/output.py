@@ -1,4 +1,4 @@
-"""Shared by the capture commands (capture_postgres.py, capture_mysql.py).
+"""Shared by the capture commands (postgres.py, mysql.py).
 
 Both write Debezium-compatible JSON (no schema, one event per line) that the landing
 job reads with `format: debezium`:

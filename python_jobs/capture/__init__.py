@@ -1,0 +1,1 @@
+"""Capture commands that read a real database's change log and write Debezium-compatible JSON files."""

@@ -1,0 +1,187 @@
+"""Capture from a MariaDB/MySQL row-based binlog into Debezium-compatible JSON files.
+
+    MYSQL_PWD=... cdc-capture-mysql --host db --user cdc --tables shop.accounts,shop.orders \
+        --out inbox --state capture-state.json
+
+The server needs `log_bin`, `binlog_format=ROW`, `binlog_row_image=FULL` and
+`binlog_row_metadata=FULL` (column names in the binlog), and the user REPLICATION SLAVE,
+REPLICATION CLIENT and SELECT on the captured tables.
+
+First run: a consistent snapshot (`START TRANSACTION WITH CONSISTENT SNAPSHOT`) and the binlog
+position it corresponds to (MariaDB's `binlog_snapshot_file/position`, taken without a lock;
+on MySQL a brief `FLUSH TABLES WITH READ LOCK`); every row of the captured tables is written
+as a snapshot read (`op: r`) at that position, and streaming starts there. Then (and on every
+later run) it reads the binlog from the stored position, writes whole committed transactions
+to a file, and only after the file is on disk stores the position after the last commit it
+holds: a capture killed at any point resumes without loss (python_jobs/capture/output.py says why
+repeats are harmless).
+
+Positions: `source.file`/`source.pos` are the binlog file and the start of the rows event,
+`source.row` the row within it, so every row change of a key has its own position, in log
+order, also inside one transaction.
+
+This module is the command; mysql_server.py holds everything it asks of the server,
+mysql_events.py what a row change becomes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from python_jobs.capture.mysql_events import change_events
+from python_jobs.capture.mysql_server import MysqlCapture, binlog_file_number
+from python_jobs.capture.output import (
+    CaptureError,
+    CaptureSummary,
+    read_state,
+    run_command,
+    write_state,
+)
+
+log = logging.getLogger("cdc_merge.capture")
+
+_QUALIFIED_TABLE = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    host: str
+    port: int
+    user: str
+    password: str
+    tables: tuple[str, ...]
+    out: Path
+    state: Path
+    # Unique among the server's replicas: the binlog dump registers as a replica with it.
+    server_id: int = 5_491
+    max_changes_per_file: int = 10_000
+    follow: bool = False
+    poll_seconds: float = 1.0
+
+    @property
+    def connection_settings(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password, "charset": "utf8mb4"}
+
+
+def _position_name(binlog_file: str, position: int) -> str:
+    return f"{binlog_file_number(binlog_file)}-{position:012d}"
+
+
+class _PendingFile:
+    """Whole transactions collected for the next file."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.transactions = 0
+        self.end: tuple[str, int] | None = None
+
+
+def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int) -> tuple[str, int]:
+    """Write the binlog from a position to files; returns the position after the last commit."""
+    pending = _PendingFile()
+
+    def flush() -> None:
+        nonlocal binlog_file, position, pending
+        if pending.end is None:
+            return
+        if pending.events:
+            first = pending.events[0]["source"]
+            capture.output.write("mysql", _position_name(first["file"], first["pos"]), _position_name(*pending.end),
+                                 pending.events)
+            capture.summary.files += 1
+            capture.summary.events += len(pending.events)
+        capture.summary.transactions += pending.transactions
+        # Only now, with the file on disk, may capture move past these transactions.
+        binlog_file, position = pending.end
+        write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
+                                   "server_id": config.server_id})
+        pending = _PendingFile()
+
+    for transaction, end_file, end_position in capture.transactions(binlog_file, position):
+        processed_ms = int(time.time() * 1000)
+        pending.events.extend(change_events(transaction, processed_ms))
+        pending.transactions += bool(transaction.changes)
+        pending.end = (end_file, end_position)
+        if len(pending.events) >= config.max_changes_per_file:
+            flush()
+    flush()
+    return binlog_file, position
+
+
+def run(config: CaptureConfig) -> CaptureSummary:
+    capture = MysqlCapture(config)
+    try:
+        state = read_state(config.state)
+        if not state.get("snapshot_done"):
+            binlog_file, position = capture.snapshot()
+            write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
+                                       "server_id": config.server_id})
+            log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
+        else:
+            binlog_file, position = state["file"], int(state["pos"])
+            _check_binlog_still_there(capture, binlog_file, config.state)
+        while True:
+            binlog_file, position = stream(capture, config, binlog_file, position)
+            if not config.follow:
+                break
+            time.sleep(config.poll_seconds)
+    finally:
+        capture.close()
+    log.info("%s", capture.summary.line(f"binlog {config.host}:{config.port}"))
+    return capture.summary
+
+
+def _check_binlog_still_there(capture: MysqlCapture, binlog_file: str, state_path: Path) -> None:
+    with capture.connection.cursor() as cursor:
+        cursor.execute("show binary logs")
+        files = {row[0] for row in cursor.fetchall()}
+    if binlog_file not in files:
+        raise CaptureError(
+            f"binlog {binlog_file} is purged, so changes since the last capture are lost to it: "
+            f"remove {state_path} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
+        )
+
+
+def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
+    parser = argparse.ArgumentParser(
+        description="Capture MariaDB/MySQL binlog changes as Debezium JSON files (password from MYSQL_PWD)."
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=3306)
+    parser.add_argument("--user", required=True, help="needs REPLICATION SLAVE, REPLICATION CLIENT, SELECT")
+    parser.add_argument("--tables", required=True, help="comma-separated database.table list")
+    parser.add_argument("--out", required=True, help="folder the landing job reads")
+    parser.add_argument("--state", required=True, help="state file (snapshot done, binlog position)")
+    parser.add_argument("--server-id", type=int, default=5_491, help="replica id, unique among the server's replicas")
+    parser.add_argument("--max-changes-per-file", type=int, default=10_000)
+    parser.add_argument("--follow", action="store_true", help="keep capturing; default: stop when caught up")
+    args = parser.parse_args(argv)
+    tables = tuple(table.strip() for table in args.tables.split(",") if table.strip())
+    for table in tables:
+        if not _QUALIFIED_TABLE.match(table):
+            parser.error(f"--tables: {table!r} is not database.table")
+    if args.max_changes_per_file < 1:
+        parser.error("--max-changes-per-file must be positive")
+    if not 1 <= args.server_id < 2**32:
+        parser.error("--server-id must be between 1 and 4294967295")
+    return CaptureConfig(
+        host=args.host, port=args.port, user=args.user, password=os.environ.get("MYSQL_PWD", ""),
+        tables=tables, out=Path(args.out), state=Path(args.state), server_id=args.server_id,
+        max_changes_per_file=args.max_changes_per_file, follow=args.follow,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("cdc-capture-mysql", run, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

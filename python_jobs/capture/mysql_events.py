@@ -1,0 +1,130 @@
+"""MariaDB/MySQL row changes as Debezium events: column values as Debezium writes them
+(decimal.handling.mode=string, ISO-8601 times) and the events of one committed transaction."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Mapping
+
+from python_jobs.capture.output import debezium_event
+
+_SET_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    data_type: str  # information_schema.columns.data_type: int, decimal, timestamp, set, ...
+    column_type: str  # full definition: tinyint(1) unsigned, set('a','b'), ...
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    schema: str
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+
+    @property
+    def types(self) -> dict[str, Column]:
+        return {column.name: column for column in self.columns}
+
+
+def json_value(column: Column, value: Any) -> Any:
+    """A column value as Debezium writes it (decimal.handling.mode=string, ISO-8601 times).
+
+    The same for snapshot rows (PyMySQL) and binlog rows (python-mysql-replication), so a
+    row read both ways is equal. TIMESTAMP is UTC in both: the binlog stores epoch seconds
+    and the snapshot session runs with time_zone '+00:00'.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dt.datetime):
+        if column.data_type == "timestamp":
+            return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.isoformat(timespec="microseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):  # TIME: may be negative or above 24 hours
+        sign = "-" if value < dt.timedelta(0) else ""
+        micros = abs(value) // dt.timedelta(microseconds=1)
+        seconds, micros = divmod(micros, 1_000_000)
+        return f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{micros:06d}"
+    if column.data_type == "bit":  # bytes from PyMySQL, a string of 0s and 1s from the binlog
+        return int.from_bytes(value, "big") if isinstance(value, bytes) else int(value, 2)
+    if column.data_type == "set":
+        members = value if isinstance(value, (set, frozenset)) else set(filter(None, value.split(",")))
+        order = [member.replace("''", "'") for member in _SET_MEMBER.findall(column.column_type)]
+        return ",".join(member for member in order if member in members)
+    if column.data_type == "json":
+        parsed = json.loads(value) if isinstance(value, (str, bytes)) else value
+        return json.dumps(parsed, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    if isinstance(value, (bytes, bytearray)):
+        if column.data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"):
+            return bytes(value).decode("utf-8")
+        return base64.b64encode(bytes(value)).decode("ascii")  # Debezium's binary.handling.mode=bytes
+    return value
+
+
+def row_image(table: TableInfo, values: Mapping[str, Any]) -> dict[str, Any]:
+    types = table.types
+    return {name: json_value(types[name], value) for name, value in values.items() if name in types}
+
+
+@dataclass(frozen=True)
+class RowChange:
+    table: TableInfo
+    op: str  # c, u, d
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+    binlog_file: str
+    position: int  # start of the rows event
+    row: int
+
+
+@dataclass
+class Transaction:
+    gtid: str | None = None
+    begin_file: str = ""
+    begin_position: int = 0
+    commit_ts_ms: int | None = None
+    changes: list[RowChange] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.gtid or f"{self.begin_file}:{self.begin_position}"
+
+
+def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str, Any]]:
+    """Debezium events of one committed transaction, in binlog order.
+
+    An update that changes the primary key becomes a delete of the old key and an insert
+    of the new one, as Debezium emits it; the mirror is keyed by the primary key.
+    """
+    events: list[dict[str, Any]] = []
+    for change in transaction.changes:
+        table = change.table
+        source = {
+            "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
+            "file": change.binlog_file, "pos": change.position, "row": change.row,
+            "gtid": transaction.gtid, "ts_ms": transaction.commit_ts_ms, "snapshot": "false",
+        }
+        before = row_image(table, change.before) if change.before is not None else None
+        after = row_image(table, change.after) if change.after is not None else None
+        operations: list[tuple[str, dict | None, dict | None]] = [(change.op, before, after)]
+        if change.op == "u" and before is not None and after is not None:
+            if [before.get(c) for c in table.primary_key] != [after.get(c) for c in table.primary_key]:
+                operations = [("d", before, None), ("c", None, after)]
+        for op, before_image, after_image in operations:
+            events.append(debezium_event(
+                op=op, before=before_image, after=after_image, source=source,
+                transaction_id=transaction.id, total_order=len(events) + 1, processed_ms=processed_ms,
+            ))
+    return events

@@ -1,0 +1,226 @@
+"""Everything the MariaDB/MySQL capture asks of the server: table metadata, the binlog settings,
+the consistent snapshot, and the binlog stream read as committed transactions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, row_image
+from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder, debezium_event
+
+if TYPE_CHECKING:
+    from python_jobs.capture.mysql import CaptureConfig
+
+log = logging.getLogger("cdc_merge.capture")
+
+
+class MysqlCapture:
+    """All database I/O of the capture: table metadata, the snapshot, and the binlog stream."""
+
+    def __init__(self, config: CaptureConfig) -> None:
+        import pymysql
+
+        self.config = config
+        self.output = OutputFolder(config.out)
+        self.summary = CaptureSummary()
+        try:
+            self.connection = pymysql.connect(**config.connection_settings, autocommit=True)
+        except pymysql.Error as error:
+            raise CaptureError(f"cannot connect to {config.user}@{config.host}:{config.port}: {error}") from None
+        self._check_binlog_settings()
+        self.tables = {table: self._table_info(table) for table in config.tables}
+
+    def _variables(self, *names: str) -> dict[str, str]:
+        with self.connection.cursor() as cursor:
+            cursor.execute("show global variables where variable_name in %s", (names,))
+            return {name.lower(): value for name, value in cursor.fetchall()}
+
+    def _check_binlog_settings(self) -> None:
+        found = self._variables("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata")
+        wanted = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
+        wrong = [f"{name}={found.get(name, 'unset')} (needs {value})" for name, value in wanted.items()
+                 if found.get(name, "").upper() != value]
+        if wrong:
+            raise CaptureError("the server's binlog cannot be captured: " + ", ".join(wrong))
+
+    def _table_info(self, qualified: str) -> TableInfo:
+        schema, name = qualified.split(".")
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                "select column_name, data_type, column_type, column_key from information_schema.columns "
+                "where table_schema = %s and table_name = %s order by ordinal_position",
+                (schema, name),
+            )
+            rows = cursor.fetchall()
+        if not rows:
+            raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
+        columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
+        primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
+        if not primary_key:
+            raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+        return TableInfo(schema, name, columns, primary_key)
+
+    def snapshot(self) -> tuple[str, int]:
+        """Write every row as of one consistent snapshot; returns its binlog position."""
+        import pymysql
+        import pymysql.cursors
+
+        reader = pymysql.connect(**self.config.connection_settings)
+        try:
+            with reader.cursor() as cursor:
+                cursor.execute("set session time_zone = '+00:00'")
+                cursor.execute("set session transaction isolation level repeatable read")
+                binlog_file, position = self._start_snapshot(cursor)
+            for table in self.tables.values():
+                with reader.cursor(pymysql.cursors.SSCursor) as rows:  # streams, not all rows in memory
+                    self._snapshot_table(rows, table, binlog_file, position)
+            reader.commit()
+        finally:
+            reader.close()
+        return binlog_file, position
+
+    def _start_snapshot(self, cursor: Any) -> tuple[str, int]:
+        cursor.execute("start transaction with consistent snapshot, read only")
+        cursor.execute("show status like 'binlog_snapshot_%'")
+        status = dict(cursor.fetchall())
+        if status.get("binlog_snapshot_file"):  # MariaDB: the snapshot's own position, no lock needed
+            return status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+        # MySQL: hold off writers while the snapshot and the position are taken together.
+        cursor.execute("rollback")
+        cursor.execute("flush tables with read lock")
+        try:
+            cursor.execute("start transaction with consistent snapshot, read only")
+            cursor.execute("show master status")
+            row = cursor.fetchone()
+        finally:
+            cursor.execute("unlock tables")
+        if not row:
+            raise CaptureError("show master status returned nothing: is log_bin on?")
+        return row[0], int(row[1])
+
+    def _snapshot_table(self, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
+        names = [column.name for column in table.columns]
+        column_list = ", ".join(f"`{name}`" for name in names)
+        cursor.execute(f"select {column_list} from `{table.schema}`.`{table.name}`")
+        source = {
+            "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
+            "file": binlog_file, "pos": position, "row": 0, "ts_ms": None, "snapshot": "true",
+        }
+        part = 0
+        while rows := cursor.fetchmany(self.config.max_changes_per_file):
+            part += 1
+            now_ms = int(time.time() * 1000)
+            events = [
+                debezium_event(op="r", before=None, after=row_image(table, dict(zip(names, row))), source=source,
+                               transaction_id=None, total_order=0, processed_ms=now_ms)
+                for row in rows
+            ]
+            prefix = f"mysql-snapshot-{table.schema}.{table.name}"
+            self.output.write(prefix, f"{binlog_file_number(binlog_file)}-{position:012d}", f"{part:06d}", events)
+            self.summary.files += 1
+            self.summary.snapshot_rows += len(events)
+
+    def transactions(self, binlog_file: str, position: int) -> Iterator[tuple[Transaction, str, int]]:
+        """Committed transactions from a position: (transaction, file, position after its commit).
+
+        Transactions that touch no captured table come out empty, so their end still advances
+        the stored position.
+        """
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        stream = BinLogStreamReader(
+            connection_settings=self.config.connection_settings, server_id=self.config.server_id,
+            log_file=binlog_file, log_pos=position, resume_stream=True, blocking=False,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
+                         RotateEvent, GtidEvent, MariadbGtidEvent],
+        )
+        captured = {(table.schema, table.name): table for table in self.tables.values()}
+        current: Transaction | None = None
+        try:
+            for event in stream:
+                start = event.packet.log_pos - event.event_size
+                if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+                    current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start)
+                elif isinstance(event, QueryEvent):
+                    query = event.query.strip().upper()
+                    if query == "BEGIN":
+                        current = current or Transaction(begin_file=stream.log_file, begin_position=start)
+                    elif query == "COMMIT" and current is not None:  # non-transactional engines
+                        current.commit_ts_ms = event.timestamp * 1000
+                        yield current, stream.log_file, event.packet.log_pos
+                        current = None
+                    elif current is not None and current.gtid and not current.changes:
+                        # A statement outside a transaction (DDL): its GTID event came first.
+                        self._warn_on_captured_ddl(event, captured)
+                        yield current, stream.log_file, event.packet.log_pos
+                        current = None
+                elif isinstance(event, XidEvent):
+                    if current is not None:
+                        current.commit_ts_ms = event.timestamp * 1000
+                        yield current, stream.log_file, event.packet.log_pos
+                    current = None
+                elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+                    table = captured.get((event.schema, event.table))
+                    if table is None:
+                        continue
+                    if current is None:
+                        raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
+                    for row_number, row in enumerate(event.rows):
+                        current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
+        finally:
+            stream.close()
+
+    def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
+        query = event.query.lower()
+        for _, name in captured:
+            if name.lower() in query and re.search(r"\b(alter|drop|rename|truncate)\b", query):
+                log.warning("DDL on a captured table at %s: %s; the mirror model may need changing",
+                            event.packet.log_pos, event.query[:200])
+                return
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
+
+    missing = [column.name for column in table.columns if column.name not in (row.get("values") or row.get("after_values") or {})]
+    if missing:
+        raise CaptureError(
+            f"binlog rows of {table.schema}.{table.name} at {binlog_file}:{start} lack columns {missing}: "
+            "set binlog_row_image=FULL and binlog_row_metadata=FULL (or the table changed since capture began)"
+        )
+    if isinstance(event, UpdateRowsEvent):
+        before, after = _fix_times(table, row["before_values"]), _fix_times(table, row["after_values"])
+        return RowChange(table, "u", before, after, binlog_file, start, row_number)
+    if isinstance(event, DeleteRowsEvent):
+        return RowChange(table, "d", _fix_times(table, row["values"]), None, binlog_file, start, row_number)
+    return RowChange(table, "c", None, _fix_times(table, row["values"]), binlog_file, start, row_number)
+
+
+def _fix_times(table: TableInfo, values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Undo python-mysql-replication 1.0's decoding of negative TIME values with a fraction.
+
+    The server stores a negative TIME2 as the two's complement of the whole number, fraction
+    included; the library complements the seconds and the fraction separately and returns
+    -(12:34:56.22) for -12:34:56.78.
+    """
+    fixed = dict(values)
+    for column in table.columns:
+        value = fixed.get(column.name)
+        if column.data_type == "time" and isinstance(value, dt.timedelta) and value < dt.timedelta(0):
+            whole_seconds, fraction = divmod(-value, dt.timedelta(seconds=1))
+            if fraction:
+                fixed[column.name] = -(dt.timedelta(seconds=whole_seconds) + dt.timedelta(seconds=1) - fraction)
+    return fixed
+
+
+def binlog_file_number(binlog_file: str) -> str:
+    return binlog_file.rsplit(".", 1)[-1]

@@ -1,0 +1,110 @@
+"""PostgreSQL changes as Debezium events: wal2json rows grouped into committed transactions,
+and the events of each, with Debezium's marker for TOAST values an update did not change."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from python_jobs.capture.output import CaptureError, debezium_event
+from python_jobs.formats.wal2json import json_value, parse_lsn
+
+CONNECTOR = "postgresql"
+# Debezium's marker for a TOAST column an update did not change (wal2json leaves it out).
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+
+
+def lsn_text(position: int) -> str:
+    return f"{position >> 32:X}/{position & 0xFFFFFFFF:X}"
+
+
+def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {column["name"]: json_value(column["type"], column.get("value")) for column in columns}
+
+
+@dataclass
+class Transaction:
+    xid: int
+    commit_ts_ms: int | None = None
+    commit_lsn: int = 0
+    changes: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
+    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
+    current: Transaction | None = None
+    for lsn, xid, data in rows:
+        change = json.loads(data, parse_float=str, parse_int=str)
+        action = change["action"]
+        if action == "B":
+            current = Transaction(xid=xid)
+        elif action == "C":
+            if current is None:
+                raise CaptureError(f"commit of transaction {xid} at {lsn} without its begin")
+            current.commit_lsn = parse_lsn(lsn)
+            current.commit_ts_ms = _commit_ms(change.get("timestamp"))
+            yield current
+            current = None
+        elif current is not None:
+            current.changes.append(change)
+
+
+def _commit_ms(timestamp: str | None) -> int | None:
+    if not timestamp:
+        return None
+    return int(dt.datetime.fromisoformat(timestamp).timestamp() * 1000)
+
+
+def change_events(
+    transaction: Transaction, database: str, table_columns: Mapping[str, Sequence[str]], processed_ms: int
+) -> list[dict[str, Any]]:
+    """Debezium events of one committed transaction, in commit order.
+
+    An update that changes the primary key becomes a delete of the old key and an insert
+    of the new one, as Debezium emits it; the mirror is keyed by the primary key.
+    """
+    events: list[dict[str, Any]] = []
+    for change in transaction.changes:
+        action = change["action"]
+        table = f"{change['schema']}.{change['table']}"
+        source = {
+            "connector": CONNECTOR,
+            "name": "cdc_merge",
+            "db": database,
+            "schema": change["schema"],
+            "table": change["table"],
+            "lsn": parse_lsn(change["lsn"]),
+            "txId": transaction.xid,
+            "ts_ms": transaction.commit_ts_ms,
+            "snapshot": "false",
+        }
+        identity = columns_image(change.get("identity") or [])
+        after = columns_image(change.get("columns") or [])
+        if action == "U":
+            # Unchanged TOAST values are not in the new tuple. With REPLICA IDENTITY FULL the old
+            # tuple has them; otherwise say so (Debezium's marker) instead of writing null.
+            for column in table_columns.get(table, ()):
+                after.setdefault(column, identity.get(column, UNAVAILABLE_VALUE))
+        pk_columns = [column["name"] for column in change.get("pk") or []]
+        changes: list[tuple[str, dict | None, dict | None]]
+        if action == "I":
+            changes = [("c", None, after)]
+        elif action == "D":
+            changes = [("d", identity, None)]
+        elif action == "U":
+            old_key = [identity.get(name) for name in pk_columns] if identity else None
+            new_key = [after.get(name) for name in pk_columns]
+            changes = [("d", identity, None), ("c", None, after)] if old_key and old_key != new_key else [("u", None, after)]
+        elif action == "T":
+            changes = [("t", None, None)]
+        else:  # M (logical messages) are not row changes
+            continue
+        for op, before, image in changes:
+            events.append(debezium_event(
+                op=op, before=before, after=image, source=source,
+                transaction_id=f"{transaction.xid}:{transaction.commit_lsn}",
+                total_order=len(events) + 1, processed_ms=processed_ms,
+            ))
+    return events

@@ -1,0 +1,59 @@
+"""Every read and write of the landing job, in one package, one module per concern:
+
+    session.py        the Spark session with the Iceberg catalog; settings held for a block of work
+    jvm_functions.py  the parsers' jar and its functions (the Debezium fast path, the number quoter)
+    input_files.py    new input files in micro-batches, and each batch's place from the checkpoint
+    sinks.py          the raw and quarantine tables in Iceberg or Databend, each batch appended once
+    errors.py         LandingError
+
+The landing job and its tests use them through this package (`from python_jobs.landing import io`).
+"""
+
+from python_jobs.landing.io.errors import LandingError
+from python_jobs.landing.io.input_files import (
+    batch_place,
+    input_scan_conf,
+    latest_planned_batch,
+    read_new_files,
+    run_available_batches,
+)
+from python_jobs.landing.io.jvm_functions import (
+    JVM_DEBEZIUM_PARSER,
+    JVM_DEBEZIUM_PARSER_CLASS,
+    JVM_NUMBER_QUOTER,
+    JVM_NUMBER_QUOTER_CLASS,
+    PARSERS_JAR,
+    parsers_jar,
+    register_jvm_number_quoter,
+    register_jvm_parser,
+)
+from python_jobs.landing.io.session import (
+    CATALOG,
+    ICEBERG_JAR_NAME,
+    ICEBERG_MAVEN_COORDINATES,
+    default_warehouse,
+    iceberg_jar,
+    iceberg_spark_conf,
+    require_java,
+    session_conf,
+    spark_session,
+    uncompressed_cache,
+)
+from python_jobs.landing.io.sinks import (
+    LANDING_BATCH_PROPERTY,
+    DatabendSink,
+    IcebergSink,
+    append_once,
+    require_tables,
+    sink_for,
+)
+
+__all__ = [
+    "LandingError",
+    "batch_place", "input_scan_conf", "latest_planned_batch", "read_new_files", "run_available_batches",
+    "JVM_DEBEZIUM_PARSER", "JVM_DEBEZIUM_PARSER_CLASS", "JVM_NUMBER_QUOTER", "JVM_NUMBER_QUOTER_CLASS",
+    "PARSERS_JAR", "parsers_jar", "register_jvm_number_quoter", "register_jvm_parser",
+    "CATALOG", "ICEBERG_JAR_NAME", "ICEBERG_MAVEN_COORDINATES", "default_warehouse", "iceberg_jar",
+    "iceberg_spark_conf", "require_java", "session_conf", "spark_session", "uncompressed_cache",
+    "LANDING_BATCH_PROPERTY", "DatabendSink", "IcebergSink", "append_once", "require_tables", "sink_for",
+]

@@ -1,0 +1,107 @@
+"""Reading the input folder: new files in micro-batches, and each batch's place in the order of
+landed files as the streaming checkpoint recorded it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from python_jobs.landing.io.errors import LandingError
+from python_jobs.landing.io.session import session_conf
+from python_jobs.landing.transforms import BatchPlace
+
+
+def input_scan_conf(spark: SparkSession) -> dict[str, str]:
+    """Settings for reading a batch's input files (BENCHMARKS.md, landing).
+
+    The file source lists each batch's files again, in a Spark job when there are more than 32;
+    the input folder is local, so listing in the driver saves that job (0.25 s a batch). At least
+    four read tasks per core: a 1M-event batch was read in 5 tasks, so on 2 cores one core idled
+    through the third wave.
+    """
+    return {
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
+        "spark.sql.files.minPartitionNum": str(4 * spark.sparkContext.defaultParallelism),
+    }
+
+
+def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: int, file_glob: str) -> DataFrame:
+    """Stream of whole files not landed before (the checkpoint remembers which were).
+
+    Spark skips names starting with '.' or '_': writers should write under such a
+    name and rename when the file is complete.
+    """
+    if not input_dir.is_dir():
+        raise LandingError(f"input folder {input_dir} does not exist")
+    return (
+        spark.readStream.format("text")
+        .option("wholetext", "true")
+        .option("maxFilesPerTrigger", max_files_per_batch)
+        .option("pathGlobFilter", file_glob)
+        .load(str(input_dir))
+        .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content"))
+    )
+
+
+def run_available_batches(
+    files: DataFrame, checkpoint_dir: Path, land_batch: Callable[[DataFrame, str, BatchPlace, bool], None]
+) -> None:
+    """Land every file present now, one micro-batch at a time, then stop.
+
+    land_batch gets the batch, its tag, its place in the order of landed files, and whether an
+    earlier run may have tried it.
+    """
+    planned_before = latest_planned_batch(checkpoint_dir)
+
+    def on_batch(batch: DataFrame, batch_id: int) -> None:
+        # The query id lives in the checkpoint, so a retried batch gets the same tag.
+        query_id = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+        land_batch(batch, f"{query_id}/{batch_id}", batch_place(checkpoint_dir, batch_id), batch_id <= planned_before)
+
+    # The file source reads the settings of the session that made `files`, at each batch.
+    with session_conf(files.sparkSession, input_scan_conf(files.sparkSession)):
+        query = (
+            files.writeStream.foreachBatch(on_batch)
+            .option("checkpointLocation", str(checkpoint_dir))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+
+def batch_place(checkpoint_dir: Path, batch_id: int) -> BatchPlace:
+    """A micro-batch's place in the order of landed files, as the checkpoint recorded it when
+    the batch was planned, so a retried batch gets the same one: the batch's start time
+    (offsets/<id>), and its files ranked by (modification time, path), the order in which the
+    file source picks files (sources/0/<id>, or the <id>.compact file that holds it)."""
+    offsets = (checkpoint_dir / "offsets" / str(batch_id)).read_text().splitlines()
+    started_ms = json.loads(offsets[1])["batchTimestampMs"]
+    source_log = checkpoint_dir / "sources" / "0"
+    entries_file = source_log / str(batch_id)
+    if not entries_file.exists():
+        entries_file = source_log / f"{batch_id}.compact"
+    entries = [json.loads(line) for line in entries_file.read_text().splitlines()[1:] if line.strip()]
+    files = sorted((entry["timestamp"], entry["path"]) for entry in entries if entry["batchId"] == batch_id)
+    if not files:
+        raise LandingError(f"checkpoint {checkpoint_dir} lists no files for micro-batch {batch_id} in {entries_file}")
+    # The log writes local paths as file:///x, Spark's _metadata.file_path as file:/x.
+    return BatchPlace(started_ms, {_FILE_URI.sub(r"\1:/", path): rank for rank, (_, path) in enumerate(files)})
+
+
+_FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
+
+
+def latest_planned_batch(checkpoint_dir: Path) -> int:
+    """The highest micro-batch id the checkpoint holds offsets for; -1 for a new checkpoint.
+
+    A restarted query runs that batch again when its commit is missing; every later batch is
+    planned by the run itself, so no earlier run can have tried it.
+    """
+    offsets = checkpoint_dir / "offsets"
+    planned = [int(entry.name) for entry in offsets.iterdir() if entry.name.isdigit()] if offsets.is_dir() else []
+    return max(planned, default=-1)

@@ -1,0 +1,121 @@
+"""The landing job's Spark session with the Iceberg catalog (profiles/profiles.yml sets the same),
+and session settings held for a block of work."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from typing import Iterator, Mapping
+
+from pyspark.sql import SparkSession
+
+from python_jobs.landing.io.errors import LandingError
+
+CATALOG = "lake"
+ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+ICEBERG_MAVEN_COORDINATES = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+
+
+def require_java() -> None:
+    """Spark 3.5 needs Java 17+ here; say so before the JVM fails obscurely."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = shutil.which("java", path=os.path.join(java_home, "bin")) if java_home else shutil.which("java")
+    if java is None:
+        raise LandingError("Java 17 or newer is required (no 'java' on PATH or in JAVA_HOME)")
+    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    major = version.split('"')[1].split(".")[0] if '"' in version else "0"
+    if not major.isdigit() or int(major) < 17:
+        raise LandingError(f"Java 17 or newer is required, found: {version.splitlines()[0] if version else java}")
+
+
+def iceberg_jar() -> str:
+    """The Iceberg runtime jar: $CDC_MERGE_ICEBERG_JAR, else the one shipped by snowpark-connect-deps-iceberg."""
+    configured = os.environ.get("CDC_MERGE_ICEBERG_JAR")
+    if configured:
+        return configured
+    import snowpark_connect_deps_iceberg
+
+    package_dir = os.path.dirname(snowpark_connect_deps_iceberg.__file__)
+    found = glob.glob(os.path.join(package_dir, "jars", ICEBERG_JAR_NAME))
+    if not found:
+        raise LandingError(
+            f"{ICEBERG_JAR_NAME} not found under {package_dir}; install snowpark-connect-deps-iceberg==1.0.2 "
+            f"or set CDC_MERGE_ICEBERG_JAR (or CDC_MERGE_ICEBERG_PACKAGES={ICEBERG_MAVEN_COORDINATES})"
+        )
+    return found[0]
+
+
+def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
+    """Session settings for the local Iceberg catalog; profiles/profiles.yml sets the same ones."""
+    conf = {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{CATALOG}.type": "hadoop",
+        f"spark.sql.catalog.{CATALOG}.warehouse": warehouse,
+        # Always see other writers' commits (the landing job, another dbt run).
+        f"spark.sql.catalog.{CATALOG}.cache-enabled": "false",
+        "spark.sql.defaultCatalog": CATALOG,
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.session.timeZone": "UTC",
+        # Spark's default heap is 1 GB; applying a 1M-event batch to a 10M-row mirror peaks near 5 GB.
+        "spark.driver.memory": os.environ.get("CDC_MERGE_DRIVER_MEMORY", "6g"),
+        # Batch work, not pauses, matters here: the parallel collector landed 1M events 15-20% faster
+        # than G1 (the default) and applied a 1M-event batch 7% faster (BENCHMARKS.md).
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.ui.enabled": "false",
+    }
+    packages = os.environ.get("CDC_MERGE_ICEBERG_PACKAGES")
+    if packages:
+        conf["spark.jars.packages"] = packages
+    else:
+        conf["spark.jars"] = iceberg_jar()
+    return conf
+
+
+def default_warehouse() -> str:
+    return os.path.abspath(os.environ.get("CDC_MERGE_WAREHOUSE", "warehouse"))
+
+
+def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> SparkSession:
+    """The active session (spark-submit, dbt) or a local one with the Iceberg catalog."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    require_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]"))
+    for name, value in iceberg_spark_conf(warehouse or default_warehouse()).items():
+        builder = builder.config(name, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """The settings hold in the session inside, and are put back after."""
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)
+
+
+def uncompressed_cache(spark: SparkSession):
+    """DataFrames persisted and first computed inside are cached uncompressed.
+
+    The landing job caches each batch for one or two reads; compressing the strings costs more
+    than reading them twice (BENCHMARKS.md, landing).
+    """
+    return session_conf(spark, {"spark.sql.inMemoryColumnarStorage.compressed": "false"})

@@ -1,0 +1,140 @@
+"""Where landed batches go: the raw and quarantine tables in Iceberg or in Databend, each batch
+appended once even when it is retried."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from python_jobs.landing.io.errors import LandingError
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+
+log = logging.getLogger("cdc_merge")
+
+# Iceberg writes snapshot-property.* write options into the snapshot summary.
+LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
+
+
+def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -> None:
+    """The raw and quarantine tables come from dbt's DDL macros; check they match our schemas."""
+    for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
+        if not spark.catalog.tableExists(table):
+            raise LandingError(
+                f"table {table} does not exist: create it with "
+                "'dbt run-operation create_raw_tables' (make demo does this)"
+            )
+        actual = [(f.name, f.dataType) for f in spark.table(table).schema.fields]
+        expected = [(f.name, f.dataType) for f in schema.fields]
+        if actual != expected:
+            raise LandingError(f"table {table} has columns {actual}, expected {expected}")
+
+
+def append_once(df: DataFrame, table: str, batch_tag: str, may_be_retry: bool = True) -> bool:
+    """Append df in one Iceberg commit tagged with batch_tag, unless a commit with that tag exists.
+
+    A micro-batch that dies after this commit is run again with the same tag,
+    so the tag check is what keeps a file from being landed twice. A batch no earlier run
+    tried (may_be_retry false) skips the check, a query of the table's snapshots (0.1-0.2 s).
+    """
+    spark = df.sparkSession
+    already = may_be_retry and spark.sql(
+        f"select 1 from {table}.snapshots where summary['{LANDING_BATCH_PROPERTY}'] = '{batch_tag}' limit 1"
+    ).count()
+    if already:
+        log.info("%s: batch %s was committed before; not appending again", table, batch_tag)
+        return False
+    df.writeTo(table).option(f"snapshot-property.{LANDING_BATCH_PROPERTY}", batch_tag).append()
+    return True
+
+
+class IcebergSink:
+    """The raw and quarantine tables in the Spark session's Iceberg catalog."""
+
+    # Each commit carries its own tag, so one batch may land in several commits.
+    tags_each_commit = True
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def require_tables(self, raw_table: str, quarantine_table: str) -> None:
+        require_tables(self.spark, raw_table, quarantine_table)
+
+    def append_once(
+        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True
+    ) -> bool:
+        return append_once(df, table, batch_tag, may_be_retry)
+
+
+class DatabendSink:
+    """The raw and quarantine tables in Databend, loaded in bulk.
+
+    Spark writes a batch as Parquet into a folder the server can read, and one COPY INTO
+    per table loads it atomically. The input files of a batch land together or not at
+    all, so a batch whose files are already in the table was committed before: a retried
+    micro-batch is not loaded twice.
+    """
+
+    # A load is known by its input files: one batch must be one load per table.
+    tags_each_commit = False
+
+    def __init__(self, dsn_env: str, stage_dir: Path) -> None:
+        import databend_driver
+
+        dsn = os.environ.get(dsn_env)
+        if not dsn:
+            raise LandingError(
+                f"sink databend: set {dsn_env} to the Databend DSN, e.g. databend://root:@localhost:8000/?sslmode=disable"
+            )
+        try:
+            self.connection = databend_driver.BlockingDatabendClient(dsn).get_conn()
+        except Exception as error:
+            raise LandingError(f"sink databend: cannot connect with ${dsn_env}: {error}") from None
+        self.stage_dir = stage_dir
+
+    def require_tables(self, raw_table: str, quarantine_table: str) -> None:
+        for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
+            database, name = table.split(".")
+            rows = self.connection.query_all(
+                f"select name from system.columns where database = '{database}' and table = '{name}'"
+            )
+            actual = sorted(row.values()[0] for row in rows)
+            if not actual:
+                raise LandingError(
+                    f"table {table} does not exist in Databend: create it with "
+                    "'dbt run-operation create_raw_tables --target <your databend target>'"
+                )
+            if actual != sorted(field.name for field in schema.fields):
+                raise LandingError(f"table {table} has columns {actual}, expected {schema.fieldNames()}")
+
+    def append_once(
+        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True
+    ) -> bool:
+        if may_be_retry and self._holds_any(table, batch_files):
+            log.info("%s: batch %s was loaded before; not loading again", table, batch_tag)
+            return False
+        folder = self.stage_dir / table / batch_tag.replace("/", "-")
+        spark = df.sparkSession
+        # INT96, Spark's default, is not a timestamp to other readers.
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        df.write.mode("overwrite").parquet(str(folder))
+        self.connection.exec(
+            f"copy into {table} from 'fs://{folder}/' pattern = '.*[.]parquet' "
+            "file_format = (type = parquet) force = true"
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+
+    def _holds_any(self, table: str, landed_files: list[str]) -> bool:
+        quoted = ", ".join("'" + name.replace("'", "''") + "'" for name in landed_files)
+        (count,) = self.connection.query_row(f"select count(*) from {table} where landed_file in ({quoted})").values()
+        return int(count) > 0
+
+
+def sink_for(config, spark: SparkSession) -> IcebergSink | DatabendSink:
+    if config.sink == "databend":
+        return DatabendSink(config.databend_dsn_env, config.databend_stage_dir)
+    return IcebergSink(spark)

@@ -1,0 +1,1 @@
+"""cdc-run: dbt again and again on a schedule, in one process."""
