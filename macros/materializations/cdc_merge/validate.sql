@@ -80,6 +80,7 @@
         'offsets_schema': offsets_schema,
         'change_source': change_source,
         'raw_relation': upstream[0],
+        'maintenance': cdc_merge.maintenance_validated_config(config, fail_prefix),
     }) }}
 {% endmacro %}
 

@@ -1,0 +1,89 @@
+{#
+    What maintenance reads of a table's metadata: its files and snapshots now
+    (table_maintenance_state), its snapshot history (snapshot_history_sql), and points in
+    time as the engine writes them (seconds_ago_sql, timestamp_literal).
+#}
+
+{% macro table_maintenance_state(relation) %}
+    {#- data_files, delete_files, snapshots and oldest_snapshot_age_seconds of relation, as numbers. -#}
+    {% set row = run_query(adapter.dispatch('table_maintenance_state_sql', 'cdc_merge')(relation)).rows[0] %}
+    {% set state = {} %}
+    {% for name in ['data_files', 'delete_files', 'snapshots', 'oldest_snapshot_age_seconds'] %}
+        {% do state.update({name: (row[name] | int) if row[name] not in [none, '', 'NULL'] else 0}) %}
+    {% endfor %}
+    {{ return(state) }}
+{% endmacro %}
+
+{% macro spark__table_maintenance_state_sql(relation) %}
+    select
+        files.data_files,
+        files.delete_files,
+        snapshots.snapshots,
+        snapshots.oldest_snapshot_age_seconds
+    from (
+        select
+            count_if(content = 0) as data_files,
+            count_if(content != 0) as delete_files
+        from {{ relation }}.files
+    ) as files
+    cross join (
+        select
+            count(*) as snapshots,
+            coalesce(unix_timestamp(current_timestamp()) - unix_timestamp(min(committed_at)), 0) as oldest_snapshot_age_seconds
+        from {{ relation }}.snapshots
+    ) as snapshots
+{% endmacro %}
+
+{% macro databend__table_maintenance_state_sql(relation) %}
+    {#- Databend rewrites blocks on delete: it has no delete files. -#}
+    select
+        coalesce(max(case when history.snapshot_id = current_snapshot.snapshot_id then history.block_count end), 0) as data_files,
+        0 as delete_files,
+        count(*) as snapshots,
+        coalesce(to_unix_timestamp(now()) - to_unix_timestamp(min(history.timestamp)), 0) as oldest_snapshot_age_seconds
+    from fuse_snapshot('{{ relation.schema }}', '{{ relation.identifier }}') as history
+    cross join ({{ cdc_merge.current_raw_snapshot_sql(relation) }}) as current_snapshot
+{% endmacro %}
+
+
+{% macro snapshot_history_sql(relation, keep_seconds) %}
+    {#- Every snapshot of relation: snapshot_id, parent_id, and recent = 1 if made in the last keep_seconds. -#}
+    {{ return(adapter.dispatch('snapshot_history_sql', 'cdc_merge')(relation, keep_seconds)) }}
+{% endmacro %}
+
+{% macro spark__snapshot_history_sql(relation, keep_seconds) %}
+    select
+        cast(snapshot_id as string) as snapshot_id,
+        cast(parent_id as string) as parent_id,
+        case when committed_at >= {{ cdc_merge.seconds_ago_sql(keep_seconds) }} then 1 else 0 end as recent
+    from {{ relation }}.snapshots
+{% endmacro %}
+
+{% macro databend__snapshot_history_sql(relation, keep_seconds) %}
+    select
+        snapshot_id,
+        previous_snapshot_id as parent_id,
+        case when timestamp >= {{ cdc_merge.seconds_ago_sql(keep_seconds) }} then 1 else 0 end as recent
+    from fuse_snapshot('{{ relation.schema }}', '{{ relation.identifier }}')
+{% endmacro %}
+
+
+{% macro seconds_ago_sql(seconds) %}
+    {{ return(adapter.dispatch('seconds_ago_sql', 'cdc_merge')(seconds)) }}
+{% endmacro %}
+
+{% macro spark__seconds_ago_sql(seconds) -%}
+    {#- Whole seconds: timestampadd takes an int, which microseconds of a day overflow. -#}
+    timestampadd(SECOND, -{{ seconds | round | int }}, current_timestamp())
+{%- endmacro %}
+
+{% macro databend__seconds_ago_sql(seconds) -%}
+    subtract_seconds(now(), {{ seconds | round | int }})
+{%- endmacro %}
+
+
+{% macro timestamp_literal(sql) %}
+    {#- The value of a timestamp expression, now, as a literal the engine reads back the same (same zone). -#}
+    {% set text = run_query('select cast(' ~ sql ~ ' as string) as moment').rows[0]['moment'] %}
+    {{ return("timestamp '" ~ text ~ "'") }}
+{% endmacro %}
