@@ -4,24 +4,34 @@
     time as the engine writes them (seconds_ago_sql, timestamp_literal).
 #}
 
-{% macro table_maintenance_state(relation) %}
-    {#- data_files, delete_files, snapshots and oldest_snapshot_age_seconds of relation, as numbers. -#}
-    {% set row = run_query(adapter.dispatch('table_maintenance_state_sql', 'cdc_merge')(relation)).rows[0] %}
+{% macro table_maintenance_state(relation, keep_seconds=0) %}
+    {#-
+        What the thresholds look at, as numbers: small_data_files (data files compaction would
+        rewrite: Iceberg files under 3/4 of its 512 MB target size, Databend blocks under 50 MB),
+        data_files, delete_files, snapshots, and of the snapshots that expiry may remove (older
+        than keep_seconds, not the current one) how many (expirable_snapshots) and the age of the
+        oldest (oldest_expirable_age_seconds). A maintained table is below every threshold however
+        big it is and however long it stays idle.
+    -#}
+    {% set row = run_query(adapter.dispatch('table_maintenance_state_sql', 'cdc_merge')(relation, keep_seconds)).rows[0] %}
     {% set state = {} %}
-    {% for name in ['data_files', 'delete_files', 'snapshots', 'oldest_snapshot_age_seconds'] %}
+    {% for name in ['small_data_files', 'data_files', 'delete_files', 'snapshots', 'expirable_snapshots', 'oldest_expirable_age_seconds'] %}
         {% do state.update({name: (row[name] | int) if row[name] not in [none, '', 'NULL'] else 0}) %}
     {% endfor %}
     {{ return(state) }}
 {% endmacro %}
 
-{% macro spark__table_maintenance_state_sql(relation) %}
+{% macro spark__table_maintenance_state_sql(relation, keep_seconds) %}
     select
+        files.small_data_files,
         files.data_files,
         files.delete_files,
         snapshots.snapshots,
-        snapshots.oldest_snapshot_age_seconds
+        snapshots.expirable_snapshots,
+        snapshots.oldest_expirable_age_seconds
     from (
         select
+            count_if(content = 0 and file_size_in_bytes < 402653184) as small_data_files,
             count_if(content = 0) as data_files,
             count_if(content != 0) as delete_files
         from {{ relation }}.files
@@ -29,20 +39,39 @@
     cross join (
         select
             count(*) as snapshots,
-            coalesce(unix_timestamp(current_timestamp()) - unix_timestamp(min(committed_at)), 0) as oldest_snapshot_age_seconds
-        from {{ relation }}.snapshots
+            count_if(history.expirable) as expirable_snapshots,
+            coalesce(max(case when history.expirable then unix_timestamp(current_timestamp()) - unix_timestamp(history.committed_at) end), 0)
+                as oldest_expirable_age_seconds
+        from (
+            select
+                committed_at,
+                committed_at < {{ cdc_merge.seconds_ago_sql(keep_seconds) }}
+                and snapshot_id != (select snapshot_id from {{ relation }}.refs where name = 'main') as expirable
+            from {{ relation }}.snapshots
+        ) as history
     ) as snapshots
 {% endmacro %}
 
-{% macro databend__table_maintenance_state_sql(relation) %}
+{% macro databend__table_maintenance_state_sql(relation, keep_seconds) %}
     {#- Databend rewrites blocks on delete: it has no delete files. -#}
     select
-        coalesce(max(case when history.snapshot_id = current_snapshot.snapshot_id then history.block_count end), 0) as data_files,
+        blocks.small_data_files,
+        blocks.data_files,
         0 as delete_files,
         count(*) as snapshots,
-        coalesce(to_unix_timestamp(now()) - to_unix_timestamp(min(history.timestamp)), 0) as oldest_snapshot_age_seconds
+        count_if(history.timestamp < {{ cdc_merge.seconds_ago_sql(keep_seconds) }} and history.snapshot_id != current_snapshot.snapshot_id)
+            as expirable_snapshots,
+        coalesce(max(case when history.timestamp < {{ cdc_merge.seconds_ago_sql(keep_seconds) }} and history.snapshot_id != current_snapshot.snapshot_id
+            then to_unix_timestamp(now()) - to_unix_timestamp(history.timestamp) end), 0) as oldest_expirable_age_seconds
     from fuse_snapshot('{{ relation.schema }}', '{{ relation.identifier }}') as history
     cross join ({{ cdc_merge.current_raw_snapshot_sql(relation) }}) as current_snapshot
+    cross join (
+        select
+            count_if(block_size < 52428800) as small_data_files,
+            count(*) as data_files
+        from fuse_block('{{ relation.schema }}', '{{ relation.identifier }}')
+    ) as blocks
+    group by blocks.small_data_files, blocks.data_files
 {% endmacro %}
 
 

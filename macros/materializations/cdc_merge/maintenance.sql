@@ -37,10 +37,10 @@
     {% set whole = ['maintenance_max_files', 'maintenance_max_snapshots', 'offsets_history'] %}
     {% set optional = ['raw_retention_hours', 'tombstone_horizon_hours'] %}
     {% set hints = {
-        'maintenance_max_files': "a whole number of data and delete files above which the run compacts the mirror, e.g. 100",
-        'maintenance_max_delete_files_per_data_file': "delete files per data file above which the run compacts the mirror, e.g. 1",
-        'maintenance_max_snapshots': "a whole number of snapshots above which the run expires old ones, e.g. 100",
-        'maintenance_max_age_hours': "hours: the run maintains when the mirror's oldest snapshot is older, e.g. 24",
+        'maintenance_max_files': "a whole number of small data files and delete files above which the run maintains the mirror, e.g. 100",
+        'maintenance_max_delete_files_per_data_file': "delete files per data file above which the run maintains the mirror, e.g. 1",
+        'maintenance_max_snapshots': "a whole number of snapshots older than snapshot_retention_hours above which the run maintains the mirror, e.g. 100",
+        'maintenance_max_age_hours': "hours: the run maintains the mirror when a snapshot it could expire is older, e.g. 24",
         'snapshot_retention_hours': "hours of snapshots that expiry always keeps, for readers and running batches, e.g. 1",
         'orphan_file_min_age_hours': "hours: at least 24 (Iceberg refuses less: a younger unreferenced file may be a running write's), e.g. 72",
         'raw_retention_hours': "hours after which an applied raw event that a newer event of its key supersedes is removed, or none to keep the raw log whole",
@@ -69,24 +69,25 @@
 
 {% macro maintenance_due(target_relation, settings) %}
     {#-
-        Why the mirror needs maintaining now ('' when it does not): the first threshold its
-        data and delete files, its delete files per data file, its snapshots or its oldest
-        snapshot's age crosses. One query on the mirror's metadata.
+        Why the mirror needs maintaining now ('' when it does not): its small data files and
+        delete files, its delete files per data file, its expirable snapshots (older than
+        snapshot_retention_hours, not the current one) or the oldest of those crossing a
+        threshold. One query on the mirror's metadata (table_maintenance_state).
     -#}
-    {% set state = cdc_merge.table_maintenance_state(target_relation) %}
-    {% set files = state.data_files + state.delete_files %}
+    {% set state = cdc_merge.table_maintenance_state(target_relation, settings.snapshot_retention_hours * 3600) %}
+    {% set files = state.small_data_files + state.delete_files %}
     {% set reasons = [] %}
     {% if files > settings.maintenance_max_files %}
-        {% do reasons.append(files ~ " files > maintenance_max_files " ~ settings.maintenance_max_files) %}
+        {% do reasons.append(files ~ " small data and delete files > maintenance_max_files " ~ settings.maintenance_max_files) %}
     {% endif %}
     {% if state.delete_files > settings.maintenance_max_delete_files_per_data_file * [state.data_files, 1] | max %}
         {% do reasons.append(state.delete_files ~ " delete files for " ~ state.data_files ~ " data files > maintenance_max_delete_files_per_data_file " ~ settings.maintenance_max_delete_files_per_data_file) %}
     {% endif %}
-    {% if state.snapshots > settings.maintenance_max_snapshots %}
-        {% do reasons.append(state.snapshots ~ " snapshots > maintenance_max_snapshots " ~ settings.maintenance_max_snapshots) %}
+    {% if state.expirable_snapshots > settings.maintenance_max_snapshots %}
+        {% do reasons.append(state.expirable_snapshots ~ " snapshots older than snapshot_retention_hours > maintenance_max_snapshots " ~ settings.maintenance_max_snapshots) %}
     {% endif %}
-    {% if state.oldest_snapshot_age_seconds > settings.maintenance_max_age_hours * 3600 %}
-        {% do reasons.append("oldest snapshot " ~ (state.oldest_snapshot_age_seconds / 3600) | round(1) ~ " h old > maintenance_max_age_hours " ~ settings.maintenance_max_age_hours) %}
+    {% if state.oldest_expirable_age_seconds > settings.maintenance_max_age_hours * 3600 %}
+        {% do reasons.append("a snapshot " ~ (state.oldest_expirable_age_seconds / 3600) | round(1) ~ " h old > maintenance_max_age_hours " ~ settings.maintenance_max_age_hours) %}
     {% endif %}
     {{ return(reasons | join('; ')) }}
 {% endmacro %}
