@@ -13,10 +13,12 @@
         oldest (oldest_expirable_age_seconds). A maintained table is below every threshold however
         big it is and however long it stays idle.
     -#}
-    {% set row = run_query(adapter.dispatch('table_maintenance_state_sql', 'cdc_merge')(relation, keep_seconds)).rows[0] %}
+    {% set rows = run_query(adapter.dispatch('table_maintenance_state_sql', 'cdc_merge')(relation, keep_seconds)).rows %}
     {% set state = {} %}
     {% for name in ['small_data_files', 'data_files', 'delete_files', 'snapshots', 'expirable_snapshots', 'oldest_expirable_age_seconds'] %}
-        {% do state.update({name: (row[name] | int) if row[name] not in [none, '', 'NULL'] else 0}) %}
+        {#- No row: a Databend table nothing was ever written to has no snapshot. -#}
+        {% set value = rows[0][name] if rows | length else none %}
+        {% do state.update({name: (value | int) if value not in [none, '', 'NULL'] else 0}) %}
     {% endfor %}
     {{ return(state) }}
 {% endmacro %}
