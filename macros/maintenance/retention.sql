@@ -135,7 +135,7 @@
         ) as newest
             on applied.key = newest.key and applied.seq < newest.newest_seq
         where applied.table_name = '{{ source_table }}'
-            and applied.landed_at < {{ cdc_merge.seconds_ago_sql(retention_seconds) }}
+            and applied.landed_at < {{ cdc_merge.timestamp_literal(cdc_merge.seconds_ago_sql(retention_seconds)) }}
     ) as removable
         on event.table_name = '{{ source_table }}'
         and event.key = removable.key
@@ -153,7 +153,9 @@
     {% endif %}
     {% set count_sql = "select count(*) as tombstones from " ~ tombstones %}
     {% set before = run_query(count_sql).rows[0]['tombstones'] | int %}
-    {% do run_query("delete from " ~ tombstones ~ " where _cdc_source_ts < " ~ cdc_merge.seconds_ago_sql(settings.tombstone_horizon_hours * 3600)) %}
+    {#- A literal: Databend deletes only with a deterministic predicate, not now(). -#}
+    {% do run_query("delete from " ~ tombstones ~ " where _cdc_source_ts < "
+        ~ cdc_merge.timestamp_literal(cdc_merge.seconds_ago_sql(settings.tombstone_horizon_hours * 3600))) %}
     {{ return(before - (run_query(count_sql).rows[0]['tombstones'] | int)) }}
 {% endmacro %}
 

@@ -145,5 +145,5 @@
 
 {% macro trim_runs(runs, target_relation, settings) %}
     {% do run_query("delete from " ~ runs ~ " where target_table = '" ~ target_relation ~ "' and finished_at < "
-        ~ cdc_merge.seconds_ago_sql(settings.runs_history_days * 86400)) %}
+        ~ cdc_merge.timestamp_literal(cdc_merge.seconds_ago_sql(settings.runs_history_days * 86400))) %}
 {% endmacro %}
