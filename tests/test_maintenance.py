@@ -9,7 +9,7 @@ import shutil
 
 from conftest import FIXTURES
 from python_jobs.generate_demo import KEYS, build_waves, replay, write_wave
-from test_materialization import record_statements, run_error
+from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
 
 ORDERS = "shop.orders"
 PRODUCTS = {"inventory.products": ["id"]}
@@ -269,3 +269,24 @@ def test_source_freshness_of_the_raw_log_fails_when_nothing_landed_for_an_hour(d
     project.query(f"update {project.raw_schema}.raw_events set landed_at = landed_at - interval 2 hours")
     stale = project.dbt("source", "freshness", "--select", "source:cdc_raw.raw_events", expect_success=False)
     assert not stale.success
+
+
+def test_expiry_keeps_the_branch_of_a_batch_that_died_and_the_next_run_applies_it(dbt_project, monkeypatch):
+    """A run that died between the mirror's two writes leaves its batch on the branch
+    cdc_merge_batch; maintenance (compaction, expiry with no retention) keeps the branch's head,
+    and the next run applies the batch."""
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
+    with monkeypatch.context() as patch:
+        record_statements(patch, dies_at=f"insert into {mirror}.branch_")
+        assert not project.dbt("run", "--select", "docs", expect_success=False).success
+    (branch,) = project.query(f"select snapshot_id from {mirror}.refs where name = 'cdc_merge_batch'")
+
+    maintain(project, ["docs"], snapshot_retention_hours=0)
+    assert project.query(f"select count(*) as kept from {mirror}.snapshots where snapshot_id = {branch['snapshot_id']}") == [{"kept": 1}]
+    assert [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")] == [
+        (1, "v1"), (2, "v1"), (3, "v1")]
+
+    project.dbt("run", "--select", "docs")
+    assert [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")] == [
+        (1, "v2"), (3, "v1"), (4, "v1")]

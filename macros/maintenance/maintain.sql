@@ -6,7 +6,7 @@
     maintenance takes up from there. cdc_maintain runs it as a run-operation.
 #}
 
-{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings) %}
+{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true) %}
     {% set counts = {'files_added': 0, 'files_removed': 0, 'snapshots_expired': 0, 'orphan_files_removed': 0,
                      'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0} %}
     {% set runs = cdc_merge.runs_relation(offsets) %}
@@ -23,7 +23,9 @@
 
     {% for relation in own_tables + shared_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(relation, [], settings)) %}
-        {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(relation, settings)}) %}
+        {% if remove_orphans %}
+            {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(relation, settings)}) %}
+        {% endif %}
     {% endfor %}
 
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
@@ -34,7 +36,9 @@
     {% else %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
     {% endif %}
-    {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+    {% if remove_orphans %}
+        {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+    {% endif %}
 
     {% for relation in shared_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
@@ -91,9 +95,9 @@
             {% endfor %}
             {% set raw_relation = raw.relation %}
             {% set tombstones = cdc_merge.tombstones_relation(target_relation) if node.config.get('deletes', 'hard') == 'hard' else none %}
-            {% set due = 'forced' if force else cdc_merge.maintenance_due(target_relation, node_settings) %}
+            {% set due = ['forced'] if force else cdc_merge.maintenance_due(target_relation, node_settings) %}
             {% if due %}
-                {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due ~ ")", info=True) }}
+                {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
                 {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings) %}
                 {% set maintained.count = maintained.count + 1 %}
             {% else %}

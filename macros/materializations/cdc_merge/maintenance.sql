@@ -9,7 +9,7 @@
     {{ return({
         'maintenance': 'auto',
         'maintenance_max_files': 100,
-        'maintenance_max_delete_files_per_data_file': 1,
+        'maintenance_max_delete_files_per_data_file': 4,
         'maintenance_max_snapshots': 100,
         'maintenance_max_age_hours': 24,
         'snapshot_retention_hours': 1,
@@ -38,7 +38,7 @@
     {% set optional = ['raw_retention_hours', 'tombstone_horizon_hours'] %}
     {% set hints = {
         'maintenance_max_files': "a whole number of small data files and delete files above which the run maintains the mirror, e.g. 100",
-        'maintenance_max_delete_files_per_data_file': "delete files per data file above which the run maintains the mirror, e.g. 1",
+        'maintenance_max_delete_files_per_data_file': "delete files per data file above which the run maintains the mirror, e.g. 4",
         'maintenance_max_snapshots': "a whole number of snapshots older than snapshot_retention_hours above which the run maintains the mirror, e.g. 100",
         'maintenance_max_age_hours': "hours: the run maintains the mirror when a snapshot it could expire is older, e.g. 24",
         'snapshot_retention_hours': "hours of snapshots that expiry always keeps, for readers and running batches, e.g. 1",
@@ -50,9 +50,9 @@
     } %}
     {% for name in hints %}
         {% set value = settings.get(name, defaults[name]) %}
-        {% if value is string and modules.re.match('^\s*(none|null)?\s*$', value | lower) and name in optional %}
+        {% if value is string and (value | trim | lower) in ['', 'none', 'null'] and name in optional %}
             {% set value = none %}
-        {% elif value is string and modules.re.match('^[0-9]+(\.[0-9]+)?$', value) %}
+        {% elif value is string and modules.re.match('^[0-9]+([.][0-9]+)?$', value) %}
             {% set value = value | float if '.' in value else value | int %}
         {% endif %}
         {% if value is none and name in optional %}
@@ -69,7 +69,7 @@
 
 {% macro maintenance_due(target_relation, settings) %}
     {#-
-        Why the mirror needs maintaining now ('' when it does not): its small data files and
+        Why the mirror needs maintaining now (an empty list when it does not): its small data files and
         delete files, its delete files per data file, its expirable snapshots (older than
         snapshot_retention_hours, not the current one) or the oldest of those crossing a
         threshold. One query on the mirror's metadata (table_maintenance_state).
@@ -89,7 +89,7 @@
     {% if state.oldest_expirable_age_seconds > settings.maintenance_max_age_hours * 3600 %}
         {% do reasons.append("a snapshot " ~ (state.oldest_expirable_age_seconds / 3600) | round(1) ~ " h old > maintenance_max_age_hours " ~ settings.maintenance_max_age_hours) %}
     {% endif %}
-    {{ return(reasons | join('; ')) }}
+    {{ return(reasons) }}
 {% endmacro %}
 
 
@@ -102,6 +102,14 @@
     {% if not due %}
         {{ return(none) }}
     {% endif %}
-    {{ log("cdc_merge " ~ target_relation ~ ": maintaining (" ~ due ~ ")", info=True) }}
-    {{ return(cdc_merge.maintain_mirror(target_relation, tombstones, offsets, cfg.raw_relation, cfg.source_table, cfg.maintenance)) }}
+    {{ log("cdc_merge " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
+    {#-
+        Listing every file under the tables for orphans is the slowest step, and orphans only come
+        from writes that died: a run looks for them when its mirror crossed maintenance_max_age_hours.
+    -#}
+    {% set orphans = namespace(due=false) %}
+    {% for reason in due if 'maintenance_max_age_hours' in reason %}
+        {% set orphans.due = true %}
+    {% endfor %}
+    {{ return(cdc_merge.maintain_mirror(target_relation, tombstones, offsets, cfg.raw_relation, cfg.source_table, cfg.maintenance, orphans.due)) }}
 {% endmacro %}
