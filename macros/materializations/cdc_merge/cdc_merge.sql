@@ -18,10 +18,13 @@
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
         counts.sql         change counts per batch and chunk, and the run's summary line
+        maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
+        metrics.sql        one row per run in cdc_merge_runs
 #}
 
 {% materialization cdc_merge, default %}
     {%- set cfg = cdc_merge.cdc_merge_validated_config() -%}
+    {%- set run_started = modules.datetime.datetime.utcnow() -%}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_cached_relation(this) -%}
     {%- set offsets = cdc_merge.offsets_relation(cfg) -%}
@@ -35,6 +38,7 @@
 
     {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
     {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
+    {% do run_query(cdc_merge.create_runs_table(cdc_merge.runs_relation(offsets))) %}
 
     {% if existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
         {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
@@ -135,6 +139,9 @@
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, 'stream', {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none})) %}
     {% endif %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
+    {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
+    {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
+    {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained) %}
 
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals), info=True) }}
     {% call statement('main') %}

@@ -83,6 +83,7 @@
         'offsets_schema': offsets_schema,
         'change_source': change_source,
         'raw_relation': raw_relation,
+        'maintenance': cdc_merge.maintenance_validated_config(config, fail_prefix),
     }) }}
 {% endmacro %}
 

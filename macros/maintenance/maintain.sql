@@ -1,0 +1,109 @@
+{#
+    maintain_mirror: every maintenance step for one mirror, its tombstones, its source table's
+    part of the raw log, and the shared offsets, runs and raw tables. Each step is one commit
+    of its own, and no step relies on an earlier one having run: a run that dies between two
+    steps leaves every table as some earlier state that was already correct, and the next
+    maintenance takes up from there. cdc_maintain runs it as a run-operation.
+#}
+
+{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true) %}
+    {% set counts = {'files_added': 0, 'files_removed': 0, 'snapshots_expired': 0, 'orphan_files_removed': 0,
+                     'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0} %}
+    {% set runs = cdc_merge.runs_relation(offsets) %}
+    {% set own_tables = [target_relation] + ([tombstones] if tombstones is not none else []) %}
+    {% set shared_tables = [offsets, runs] %}
+
+    {% for relation in own_tables %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
+    {% endfor %}
+    {% do counts.update({'tombstones_removed': cdc_merge.collect_tombstones(tombstones, settings)}) %}
+    {% do counts.update({'raw_events_removed': cdc_merge.remove_superseded_raw_events(raw_relation, source_table, settings, [offsets])}) %}
+    {% do counts.update({'offsets_removed': cdc_merge.trim_offsets(offsets, target_relation, settings)}) %}
+    {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
+
+    {% for relation in own_tables + shared_tables %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(relation, [], settings)) %}
+        {% if remove_orphans %}
+            {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(relation, settings)}) %}
+        {% endif %}
+    {% endfor %}
+
+    {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
+    {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
+    {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
+    {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
+        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a mirror reads it through a stream; no raw snapshot expired", info=True) }}
+    {% else %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
+    {% endif %}
+    {% if remove_orphans %}
+        {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+    {% endif %}
+
+    {% for relation in shared_tables %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
+    {% endfor %}
+    {{ log("cdc_merge maintenance " ~ target_relation ~ ": " ~ cdc_merge.maintenance_summary(counts), info=True) }}
+    {{ return(counts) }}
+{% endmacro %}
+
+
+{% macro add_maintenance_counts(counts, step) %}
+    {% for name, value in step.items() %}
+        {% do counts.update({name: counts.get(name, 0) + value}) %}
+    {% endfor %}
+{% endmacro %}
+
+
+{% macro maintenance_summary(counts) %}
+    {{ return(counts.files_added ~ " files added, " ~ counts.files_removed ~ " removed by compaction and expiry, "
+        ~ counts.snapshots_expired ~ " snapshots expired, " ~ counts.orphan_files_removed ~ " orphan files removed, "
+        ~ counts.raw_events_removed ~ " superseded raw events removed, " ~ counts.tombstones_removed ~ " tombstones collected, "
+        ~ counts.offsets_removed ~ " offset rows trimmed") }}
+{% endmacro %}
+
+
+{% macro cdc_maintain(models=none, force=true, settings={}) %}
+    {#-
+        dbt run-operation cdc_maintain --args '{models: [shop_orders], settings: {raw_retention_hours: 168}}'
+        Maintains each cdc_merge model named in models (all of them by default): every step when
+        force (the default), or only those whose mirror crossed a threshold when force is false.
+        settings override the model's maintenance configs for this call. A model whose mirror
+        does not exist yet is skipped.
+    -#}
+    {% set selected = [models] if models is string else models %}
+    {% set maintained = namespace(count=0) %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge'
+        and (selected is none or node.name in selected) %}
+        {% set fail_prefix = "cdc_maintain, model '" ~ node.name ~ "': " %}
+        {% set merged = {} %}
+        {% do merged.update(node.config) %}
+        {% do merged.update(settings) %}
+        {% set node_settings = cdc_merge.maintenance_validated_config(merged, fail_prefix) %}
+        {% set target_relation = adapter.get_relation(database=none, schema=node.schema, identifier=node.alias) %}
+        {% set offsets = api.Relation.create(schema=node.config.get('offsets_schema') or node.schema, identifier='cdc_merge_offsets', type='table') %}
+        {% if target_relation is none %}
+            {{ log("cdc_maintain " ~ node.name ~ ": no mirror yet, skipped", info=True) }}
+        {% else %}
+            {% set raw = namespace(relation=none) %}
+            {% for upstream in node.depends_on.nodes %}
+                {% if upstream in graph.nodes %}
+                    {% set raw.relation = api.Relation.create(schema=graph.nodes[upstream].schema, identifier=graph.nodes[upstream].alias, type='table') %}
+                {% elif upstream in graph.sources %}
+                    {% set raw.relation = api.Relation.create(schema=graph.sources[upstream].schema, identifier=graph.sources[upstream].identifier, type='table') %}
+                {% endif %}
+            {% endfor %}
+            {% set raw_relation = raw.relation %}
+            {% set tombstones = cdc_merge.tombstones_relation(target_relation) if node.config.get('deletes', 'hard') == 'hard' else none %}
+            {% set due = ['forced'] if force else cdc_merge.maintenance_due(target_relation, node_settings) %}
+            {% if due %}
+                {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
+                {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings) %}
+                {% set maintained.count = maintained.count + 1 %}
+            {% else %}
+                {{ log("cdc_maintain " ~ target_relation ~ ": no threshold crossed, nothing to do", info=True) }}
+            {% endif %}
+        {% endif %}
+    {% endfor %}
+    {{ log("cdc_maintain: " ~ maintained.count ~ " mirror(s) maintained", info=True) }}
+{% endmacro %}

@@ -1,0 +1,149 @@
+{#
+    Run metrics: one row per mirror per run in cdc_merge_runs, next to cdc_merge_offsets.
+
+    A table of its own rather than more columns on the offsets: the offsets log has one row per
+    applied chunk and none for a run that found nothing new, every run reads it to learn where it
+    stands, and maintenance trims it to offsets_history rows; a run's metrics are one row per run
+    (idle runs included, which is what a lag check needs to see), carry what the run's maintenance
+    did, and are kept by age (runs_history_days).
+#}
+
+{% macro runs_relation(offsets) %}
+    {{ return(offsets.incorporate(path={'identifier': 'cdc_merge_runs'})) }}
+{% endmacro %}
+
+
+{% macro create_runs_table(relation) %}
+    {{ return(adapter.dispatch('create_runs_table', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__create_runs_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string,
+        invocation_id string,
+        raw_table string,
+        source_table string,
+        started_at timestamp,
+        finished_at timestamp,
+        run_seconds double,
+        chunks bigint,
+        events_read bigint,
+        rows_inserted bigint,
+        rows_updated bigint,
+        rows_deleted bigint,
+        events_skipped bigint,
+        lines_quarantined bigint,
+        offset_snapshot string,
+        newest_source_ts timestamp,
+        lag_seconds double,
+        maintenance string,
+        files_added bigint,
+        files_removed bigint,
+        snapshots_expired bigint,
+        orphan_files_removed bigint,
+        raw_events_removed bigint,
+        tombstones_removed bigint,
+        offsets_removed bigint
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}
+
+{% macro databend__create_runs_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string null,
+        invocation_id string null,
+        raw_table string null,
+        source_table string null,
+        started_at timestamp null,
+        finished_at timestamp null,
+        run_seconds double null,
+        chunks bigint null,
+        events_read bigint null,
+        rows_inserted bigint null,
+        rows_updated bigint null,
+        rows_deleted bigint null,
+        events_skipped bigint null,
+        lines_quarantined bigint null,
+        offset_snapshot string null,
+        newest_source_ts timestamp null,
+        lag_seconds double null,
+        maintenance string null,
+        files_added bigint null,
+        files_removed bigint null,
+        snapshots_expired bigint null,
+        orphan_files_removed bigint null,
+        raw_events_removed bigint null,
+        tombstones_removed bigint null,
+        offsets_removed bigint null
+    )
+{% endmacro %}
+
+
+{% macro seconds_since_sql(moment) %}
+    {{ return(adapter.dispatch('seconds_since_sql', 'cdc_merge')(moment)) }}
+{% endmacro %}
+
+{% macro spark__seconds_since_sql(moment) -%}
+    (unix_micros(current_timestamp()) - unix_micros({{ moment }})) / 1000000.0
+{%- endmacro %}
+
+{% macro databend__seconds_since_sql(moment) -%}
+    (to_unix_timestamp(now()) - to_unix_timestamp({{ moment }}))
+{%- endmacro %}
+
+
+{% macro record_run(offsets, target_relation, cfg, totals, run_started, maintained) %}
+    {#-
+        lag_seconds: from the newest source commit the run applied to the run's end, when the
+        mirror commits it; none when the run applied nothing. lines_quarantined: lines the landing
+        put in quarantine since the mirror's previous run (a line that cannot be read names no
+        table, so every mirror of the raw table counts it).
+    -#}
+    {% set runs = cdc_merge.runs_relation(offsets) %}
+    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
+    {% set quarantine = adapter.get_relation(database=none, schema=cfg.raw_relation.schema, identifier='quarantine') %}
+    {% set seconds = (modules.datetime.datetime.utcnow() - run_started).total_seconds() %}
+    {% set counts = maintained if maintained is not none else {} %}
+    {% set newest = "timestamp '" ~ totals.max_source_ts ~ "'" if totals.max_source_ts else 'cast(null as timestamp)' %}
+    {% call statement('record_run') %}
+        insert into {{ runs }}
+        select
+            '{{ target_relation }}' as target_table,
+            '{{ invocation_id }}' as invocation_id,
+            '{{ cfg.raw_relation }}' as raw_table,
+            '{{ cfg.source_table }}' as source_table,
+            {{ cdc_merge.seconds_ago_sql(seconds) }} as started_at,
+            current_timestamp() as finished_at,
+            {{ seconds | round(3) }} as run_seconds,
+            {{ totals.chunks }} as chunks,
+            {{ totals.events_read }} as events_read,
+            {{ totals.inserted }} as rows_inserted,
+            {{ totals.updated }} as rows_updated,
+            {{ totals.deleted }} as rows_deleted,
+            {{ totals.skipped }} as events_skipped,
+            {% if quarantine is not none -%}
+            (
+                select count(*) from {{ quarantine }}
+                where landed_at > coalesce(
+                    (select max(started_at) from {{ runs }} where target_table = '{{ target_relation }}'),
+                    cast('1970-01-01 00:00:00' as timestamp))
+            )
+            {%- else -%}
+            cast(null as bigint)
+            {%- endif %} as lines_quarantined,
+            {{ "'" ~ latest[0]['offset_snapshot'] ~ "'" if latest | length else 'cast(null as string)' }} as offset_snapshot,
+            {{ newest }} as newest_source_ts,
+            {{ cdc_merge.seconds_since_sql(newest) if totals.max_source_ts else 'cast(null as double)' }} as lag_seconds,
+            '{{ 'maintained' if maintained is not none else '' }}' as maintenance,
+            {%- for name in ['files_added', 'files_removed', 'snapshots_expired', 'orphan_files_removed', 'raw_events_removed', 'tombstones_removed', 'offsets_removed'] %}
+            {{ counts.get(name, 0) }} as {{ name }}{{ ',' if not loop.last }}
+            {%- endfor %}
+    {% endcall %}
+{% endmacro %}
+
+
+{% macro trim_runs(runs, target_relation, settings) %}
+    {% do run_query("delete from " ~ runs ~ " where target_table = '" ~ target_relation ~ "' and finished_at < "
+        ~ cdc_merge.timestamp_literal(cdc_merge.seconds_ago_sql(settings.runs_history_days * 86400))) %}
+{% endmacro %}
