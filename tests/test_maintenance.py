@@ -8,7 +8,7 @@ import json
 import shutil
 
 from conftest import FIXTURES
-from python_jobs.generate_demo import KEYS, build_waves, replay, write_wave
+from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
 from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
 
 ORDERS = "shop.orders"
