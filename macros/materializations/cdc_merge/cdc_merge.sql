@@ -14,6 +14,7 @@
         change_stream.sql  a Databend stream read instead of snapshots (change_source='stream')
         dedup.sql          one bucket of a chunk, deduplicated to the newest event per key
         target.sql         the mirror and its tombstones: created, their columns checked
+        schema_change.sql  a stored mirror's columns changed as on_schema_change says, new ones backfilled
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
@@ -80,10 +81,15 @@
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
+    {% set schema_note = '' %}
     {% if existing_relation is none %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
     {% else %}
-        {% do cdc_merge.check_mirror_columns(target_relation, columns, cfg) %}
+        {#- A stored mirror whose columns differ from the model's is changed as on_schema_change says (schema_change.sql). -#}
+        {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, columns, cfg) %}
+        {% set columns = evolved.columns %}
+        {% set model_sql = evolved.model_sql %}
+        {% set schema_note = evolved.note %}
     {% endif %}
     {% if tombstones is not none %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
@@ -132,7 +138,7 @@
     {% endif %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
 
-    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals), info=True) }}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% call statement('main') %}
         select
             {{ totals.events_read }} as keys_changed,
