@@ -18,7 +18,6 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.records import (
     STATUS_EVENT,
-    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -28,6 +27,7 @@ from python_jobs.records import (
     line_ordered_seq,
     positive_ms,
     short,
+    truncate_event,
 )
 
 ACTIONS = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "read"}
@@ -44,9 +44,11 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     database, table = message.get("database"), message.get("table")
     table_name = f"{database}.{table}"
     if kind == "TRUNCATE":
-        raise RejectedRecord(
-            f"TRUNCATE of {table_name} {TRUNCATE_NOT_APPLIED}"
-        )
+        # A DDL record (isDdl true, no 'data'): the line's place orders it, as every Canal message.
+        if not isinstance(database, str) or not database or not isinstance(table, str) or not table:
+            raise RejectedRecord("fields 'database' and 'table' must name the truncated table")
+        key_columns_for(table_name, key_columns, message.get("pkNames"), "pkNames")
+        return [truncate_event(table_name, line_ordered_seq(1), positive_ms(message.get("es")) or positive_ms(message.get("ts")))]
     if message.get("isDdl") is True:
         raise IgnoredRecord(f"Canal DDL {short(kind)} on {table_name}: {short(message.get('sql'))}")
     if kind not in ACTIONS:

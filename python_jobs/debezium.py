@@ -9,7 +9,6 @@ from python_jobs.debezium_types import decode_image, image_column_schemas
 from python_jobs.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
-    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -23,11 +22,11 @@ from python_jobs.records import (
     positive_ms,
     parse_safely,
     short,
+    truncate_event,
 )
 
 ACTIONS = {"c": "insert", "u": "update", "d": "delete", "r": "read"}
 NOT_ROW_CHANGES = {
-    "t": f"op 't' (truncate) {TRUNCATE_NOT_APPLIED}",
     "m": "op 'm' is a logical decoding message, not a row change",
 }
 # Debezium writes snapshot as a string enum ("true", "last", ...); 0.x wrote a boolean.
@@ -63,13 +62,16 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         raise RejectedRecord(f"field 'op' is {short(op)}; expected c, u, d or r")
     if op in NOT_ROW_CHANGES:
         raise RejectedRecord(NOT_ROW_CHANGES[op])
-    if op not in ACTIONS:
-        raise RejectedRecord(f"field 'op' has unknown value {short(op)}; expected c, u, d or r")
+    if op not in ACTIONS and op != "t":
+        raise RejectedRecord(f"field 'op' has unknown value {short(op)}; expected c, u, d, r or t")
     source = envelope.get("source")
     if not isinstance(source, dict):
         raise RejectedRecord("field 'source' is missing or not an object")
 
     table_name = _table_name(source)
+    if op == "t":
+        key_columns_for(table_name, key_columns)
+        return truncate_event(table_name, _seq(source, op), _source_ts_ms(source, envelope.get("ts_ms")))
     image_field = "before" if op == "d" else "after"
     image = envelope.get(image_field)
     if not isinstance(image, dict):

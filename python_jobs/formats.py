@@ -32,11 +32,13 @@ def detect(members: Members) -> str:
     debezium_envelope = "op" in members and any(name in members for name in ("source", "before", "after"))
     if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
-    if "action" in members and ("lsn" in members or "columns" in members or "identity" in members):
+    # A truncate ("action": "T") has no column lists; without include-lsn, only its table.
+    wal2json_fields = ("lsn", "columns", "identity", "schema")
+    if "action" in members and any(name in members for name in wal2json_fields):
         return "wal2json"
     raise RejectedRecord(
         "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'type' and a 'data' array, "
-        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'columns' or 'identity')"
+        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'columns', 'identity' or 'schema')"
     )
 
 

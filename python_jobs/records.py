@@ -23,9 +23,11 @@ STATUS_REJECTED = "rejected"
 STATUS_IGNORED = "ignored"
 
 INTERNAL_ERROR = "parser error (please report)"
-TRUNCATE_NOT_APPLIED = (
-    "is not applied by cdc_merge yet; truncate the mirror by hand or rebuild it with --full-refresh"
-)
+# A truncate empties its whole table: it lands as one event with the table's key, the empty key,
+# which no row has (canonical_key needs at least one key column). The mirrors apply it as a barrier:
+# every row older than it goes, and no older event brings one back (docs/schema_changes.md).
+ACTION_TRUNCATE = "truncate"
+TABLE_KEY = "[]"
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=Decimal)
@@ -101,6 +103,13 @@ def _require_encodable(event: ParsedLine) -> None:
             raise RejectedRecord(
                 f"{name} holds an unpaired UTF-16 surrogate {value[error.start]!a} at char {error.start}"
             ) from None
+
+
+def truncate_event(table_name: str, seq: str, source_ts_ms: int | None) -> ParsedLine:
+    """The event of a truncate of table_name: no images, the table's key."""
+    return ParsedLine(
+        STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_TRUNCATE, seq=seq, source_ts_ms=source_ts_ms
+    )
 
 
 def format_seq(major: int, minor: int, row: int, phase: int) -> str:

@@ -15,6 +15,7 @@
         dedup.sql          one bucket of a chunk, deduplicated to the newest event per key
         target.sql         the mirror and its tombstones: created, their columns checked
         schema_change.sql  a stored mirror's columns changed as on_schema_change says, new ones backfilled
+        truncate.sql       truncates of the source table: a barrier before the chunk's batches
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
@@ -45,6 +46,11 @@
         {% endif %}
         {% set existing_relation = none %}
     {% endif %}
+    {#- Truncates of the source table (truncate.sql): a mirror built from the start of the log finds them there again. -#}
+    {% if existing_relation is none %}
+        {% do cdc_merge.forget_truncates(cfg, target_relation) %}
+    {% endif %}
+    {% set truncated = namespace(seq=cdc_merge.truncate_watermark(cfg, target_relation), rows=0) %}
 
     {#- A missing mirror is always rebuilt from the start of the log, whatever the offsets say. -#}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
@@ -107,6 +113,9 @@
             {#- The first chunk's raw events were read above, for the model's columns. -#}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, raw_changes_view, cfg, truncated.seq) %}
+        {% set truncated.seq = truncate.seq %}
+        {% set truncated.rows = truncated.rows + truncate.rows %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
@@ -115,7 +124,7 @@
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -138,6 +147,7 @@
     {% endif %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
 
+    {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% call statement('main') %}
         select

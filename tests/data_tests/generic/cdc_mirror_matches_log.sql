@@ -1,6 +1,7 @@
 {#
     The mirror must hold exactly the newest non-deleted event of every key in the
-    whole raw log, compared by (key, seq): the row values are a function of the event.
+    whole raw log newer than the table's last truncate, compared by (key, seq): the row
+    values are a function of the event.
     Holds whenever the mirror has applied everything landed so far.
 #}
 
@@ -17,7 +18,15 @@ raw_events as (
         landed_file,
         landed_line
     from {{ raw_relation }}
-    where table_name = '{{ source_table }}'
+    where table_name = '{{ source_table }}' and action != 'truncate'
+
+),
+
+truncated as (
+
+    select coalesce(max(seq), '') as truncate_seq
+    from {{ raw_relation }}
+    where table_name = '{{ source_table }}' and action = 'truncate'
 
 ),
 
@@ -40,7 +49,8 @@ replayed as (
         key as _cdc_key,
         seq as _cdc_seq
     from ranked
-    where event_rank = 1 and action != 'delete'
+    cross join truncated
+    where event_rank = 1 and action != 'delete' and seq > truncated.truncate_seq
 
 ),
 
