@@ -18,15 +18,14 @@ raw_events as (
         landed_file,
         landed_line
     from {{ raw_relation }}
-    where table_name = '{{ source_table }}' and action != 'truncate'
+    where table_name = '{{ source_table }}'
 
 ),
 
 truncated as (
 
-    select coalesce(max(seq), '') as truncate_seq
-    from {{ raw_relation }}
-    where table_name = '{{ source_table }}' and action = 'truncate'
+    select coalesce(max(case when action = 'truncate' then seq end), '') as truncate_seq
+    from raw_events
 
 ),
 
@@ -40,6 +39,7 @@ ranked as (
             partition by key order by seq desc, landed_file desc, landed_line desc
         ) as event_rank
     from raw_events
+    where action != 'truncate'
 
 ),
 
@@ -49,8 +49,7 @@ replayed as (
         key as _cdc_key,
         seq as _cdc_seq
     from ranked
-    cross join truncated
-    where event_rank = 1 and action != 'delete' and seq > truncated.truncate_seq
+    where event_rank = 1 and action != 'delete' and seq > (select truncate_seq from truncated)
 
 ),
 
