@@ -26,6 +26,8 @@ from python_jobs.records import (
     key_columns_for,
     line_ordered_seq,
     positive_ms,
+    configured_table,
+    schema_event,
     short,
     truncate_event,
 )
@@ -49,6 +51,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
             raise RejectedRecord("fields 'database' and 'table' must name the truncated table")
         key_columns_for(table_name, key_columns, message.get("pkNames"), "pkNames")
         return [truncate_event(table_name, line_ordered_seq(1), positive_ms(message.get("es")) or positive_ms(message.get("ts")))]
+    if message.get("isDdl") is True and configured_table(table_name, key_columns, message.get("pkNames")):
+        # Canal's DDL carries its statement, not the columns: the line's place orders it.
+        ts_ms = positive_ms(message.get("es")) or positive_ms(message.get("ts"))
+        return [schema_event(table_name, line_ordered_seq(1), ts_ms, message.get("sql"), None, None)]
     if message.get("isDdl") is True:
         raise IgnoredRecord(f"Canal DDL {short(kind)} on {table_name}: {short(message.get('sql'))}")
     if kind not in ACTIONS:

@@ -16,6 +16,7 @@
         target.sql         the mirror and its tombstones: created, their columns checked
         schema_change.sql  a stored mirror's columns changed as on_schema_change says, new ones backfilled
         truncate.sql       truncates of the source table: a barrier before the chunk's batches
+        unmapped.sql       source columns the model does not read: a warning in the run's summary
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
@@ -88,6 +89,14 @@
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {% set schema_note = '' %}
+    {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns) if (chunks | length and chunks[0].stream is not defined) else [] %}
+    {% if unmapped %}
+        {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
+            ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"
+            ~ " under ignored in its cdc_unmapped_columns test.") %}
+        {% set schema_note = 'not read from the source: ' ~ unmapped | join(', ') %}
+    {% endif %}
     {% if existing_relation is none %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
     {% else %}
@@ -95,7 +104,7 @@
         {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, columns, cfg) %}
         {% set columns = evolved.columns %}
         {% set model_sql = evolved.model_sql %}
-        {% set schema_note = evolved.note %}
+        {% set schema_note = evolved.note ~ ('; ' ~ schema_note if schema_note else '') %}
     {% endif %}
     {% if tombstones is not none %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}

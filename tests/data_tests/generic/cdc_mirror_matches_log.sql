@@ -39,7 +39,7 @@ ranked as (
             partition by key order by seq desc, landed_file desc, landed_line desc
         ) as event_rank
     from raw_events
-    where action != 'truncate'
+    where action not in ('truncate', 'schema')
 
 ),
 
