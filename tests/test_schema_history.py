@@ -107,9 +107,9 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
     assert drift_test(["middle_name"]).success
 
     project.dbt("run", "--select", "schema_history")
-    history = project.query(f"select change, source_position, ddl, columns_after from {project.raw_schema}.schema_history "
+    history = project.query(f"select change_type, source_position, ddl, columns_after from {project.raw_schema}.schema_history "
                             "order by source_position")
-    assert [(row["change"], row["source_position"][:41]) for row in history] == [
+    assert [(row["change_type"], row["source_position"][:41]) for row in history] == [
         ("schema", "00000000000000000003.00000000000000000570"), ("truncate", "00000000000000000003.00000000000000000700")]
     assert history[0]["ddl"].startswith("ALTER TABLE customers ADD middle_name") and "middle_name" in history[0]["columns_after"]
     assert history[1]["ddl"] is None

@@ -31,7 +31,7 @@ final as (
         table_name as source_table,
         seq as source_position,
         source_ts,
-        action as change,
+        action as change_type,
         {{ cdc_merge.json_member_text('raw_data', 'ddl') }} as ddl,
         {{ cdc_merge.json_member_text('before_data', 'columns') }} as columns_before,
         {{ cdc_merge.json_member_text('raw_data', 'columns') }} as columns_after,
