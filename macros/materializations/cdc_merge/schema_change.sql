@@ -129,7 +129,20 @@
 
 
 {% macro relation_column_types(relation) %}
-    {{ return(cdc_merge.column_types(run_query('describe ' ~ relation).rows)) }}
+    {{ return(adapter.dispatch('relation_column_types', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__relation_column_types(relation) %}
+    {#- dbt-spark's own describe of the table, the one it runs for any relation's columns. -#}
+    {% set columns = [] %}
+    {% for column in adapter.get_columns_in_relation(relation) %}
+        {% do columns.append((column.name | lower, cdc_merge.normalized_type(column.dtype))) %}
+    {% endfor %}
+    {{ return(columns) }}
+{% endmacro %}
+
+{% macro databend__relation_column_types(relation) %}
+    {{ return(cdc_merge.column_types(run_query('desc ' ~ relation).rows)) }}
 {% endmacro %}
 
 
