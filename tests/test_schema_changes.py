@@ -58,12 +58,12 @@ def test_added_widened_and_dropped_columns_apply_without_a_rebuild(conformance_p
         (1, "a", 1, "n1"), (2, "b", 2, None), (3, "c", 3, None), (4, "d", 4, "n4")]
     assert mirror_columns(project)["qty"] == "bigint"
     log = project.dbt_log()
-    assert "note added: 3 of 4 rows backfilled from the raw log" in log
+    assert "note, qty: 3 of 4 rows backfilled from the raw log" in log
     assert "qty widened int -> bigint" in log
     changes = project.query(
         f"select column_name, change, rows_backfilled from {project.schema}.cdc_merge_schema_changes order by change_ordinal")
     assert [tuple(row.values()) for row in changes] == [
-        ("note", "add_pending", None), ("qty", "widen", None), ("note", "backfilled", 3)]
+        ("note", "add_pending", None), ("qty", "widen_pending", None), ("note", "backfilled", 3), ("qty", "backfilled", 3)]
 
     # Values only the widened type holds, and key 3's next event fills its note.
     land(project, "2", [

@@ -85,23 +85,24 @@ def change_shape_in_the_middle(project, connection, capture, statements: dict[st
     project.dbt("run", "--select", "items")
 
     with connection.cursor() as cursor:
+        cursor.execute(statements["truncate"])
+    connection.commit()
+    workload.run(20, altered=False)
+    with connection.cursor() as cursor:
         cursor.execute(statements["add"])
         cursor.execute(statements["widen_qty"])
         cursor.execute(statements["widen_price"])
         cursor.execute(statements["drop"])
     connection.commit()
     workload.run(30, altered=True)
-    # The pipeline runs on with the old model before anyone changes it.
-    capture()
-    assert project.land(KEYS).counts["rejected"] == 0
-    project.dbt("run", "--select", "items")
-    with connection.cursor() as cursor:
-        cursor.execute(statements["truncate"])
-    connection.commit()
-    workload.run(30, altered=True)
     capture()
     summary = project.land(KEYS)
     assert summary.counts["rejected"] == 0 and summary.counts.get("ignored", 0) == 0, summary.counts
+    # The pipeline runs on with the old model before anyone changes it: Spark's from_json gives null
+    # for a quantity beyond int (the backfill of the widened column brings it back), Databend refuses it.
+    result = project.dbt("run", "--select", "items", expect_success=not project.on_databend)
+    if project.on_databend:
+        assert not result.success and "unable to cast to type Int32" in project.dbt_log()
 
     # The model follows the source: no --full-refresh.
     items_model(project, AFTER, "sync_all_columns")

@@ -11,9 +11,11 @@
                             columns the model no longer selects are kept (null in rows written from now on)
         sync_all_columns    as append_new_columns, and columns the model no longer selects are dropped
 
-    Every change is appended to cdc_merge_schema_changes (next to cdc_merge_offsets). An added
-    column is recorded as pending before it is added and as backfilled after, so a run that dies
-    in between backfills it next time.
+    Every change is appended to cdc_merge_schema_changes (next to cdc_merge_offsets). An added or
+    widened column is recorded as pending before the ALTER and as backfilled after its values are
+    computed again from the raw log, so a run that dies in between does it next time. A widened
+    column is computed again because the narrower cast may have lost values (Spark's from_json
+    gives null for a number its type cannot hold).
 #}
 
 {% macro bookkeeping_columns() %}
@@ -62,7 +64,7 @@
 
 
 {% macro record_schema_change_sql(relation, target_relation, ordinal, column, change, old_type, new_type, rows_backfilled) %}
-    {#- change: add_pending, backfilled, widen, drop, kept (dropped from the model, kept in the mirror), ignored. -#}
+    {#- change: add_pending, widen_pending, backfilled, drop, kept (dropped from the model, kept in the mirror). -#}
     insert into {{ relation }}
     select
         '{{ target_relation }}' as target_table,
@@ -78,7 +80,10 @@
 
 
 {% macro pending_backfills(relation, target_relation) %}
-    {#- Columns whose newest change is add_pending: added, not yet backfilled. Returns [{'name', 'ordinal'}]. -#}
+    {#-
+        Columns whose newest change is add_pending or widen_pending: not yet backfilled. Returns {'columns',
+        'ordinal': the newest change_ordinal, 'newest': {column: its newest change}}.
+    -#}
     {% set pending_sql %}
         with
 
@@ -100,14 +105,16 @@
         where newest = 1
     {% endset %}
     {% set pending = [] %}
+    {% set newest = {} %}
     {% set ordinal = namespace(value=0) %}
     {% for row in run_query(pending_sql).rows %}
-        {% if row['change'] == 'add_pending' %}
+        {% do newest.update({row['column_name']: row['change']}) %}
+        {% if row['change'] in ['add_pending', 'widen_pending'] %}
             {% do pending.append(row['column_name']) %}
         {% endif %}
         {% set ordinal.value = [ordinal.value, row['change_ordinal'] | int] | max %}
     {% endfor %}
-    {{ return({'columns': pending, 'ordinal': ordinal.value}) }}
+    {{ return({'columns': pending, 'ordinal': ordinal.value, 'newest': newest}) }}
 {% endmacro %}
 
 
@@ -305,7 +312,7 @@
     {% set changed = (differences.added + differences.removed + differences.widened + differences.incompatible) | length > 0 %}
     {% set mode = cfg.on_schema_change %}
     {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
-    {% set history = {'columns': [], 'ordinal': 0} %}
+    {% set history = {'columns': [], 'ordinal': 0, 'newest': {}} %}
     {% if load_relation(changes_relation) is not none %}
         {% set history = cdc_merge.pending_backfills(changes_relation, target_relation) %}
     {% endif %}
@@ -339,12 +346,14 @@
             {% do to_backfill.append(name) %}
         {% endfor %}
         {% for name, old_type, new_type in differences.widened %}
-            {% do run_query(cdc_merge.widen_column_sql(target_relation, name, new_type)) %}
             {% set ordinal.value = ordinal.value + 1 %}
-            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'widen', old_type, new_type, none)) %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'widen_pending', old_type, new_type, none)) %}
+            {% do run_query(cdc_merge.widen_column_sql(target_relation, name, new_type)) %}
+            {% do to_backfill.append(name) %}
             {% do notes.append(name ~ ' widened ' ~ old_type ~ ' -> ' ~ new_type) %}
         {% endfor %}
-        {% for name, data_type in differences.removed %}
+        {#- A column kept earlier is kept again by every run: recorded once. -#}
+        {% for name, data_type in differences.removed if not (mode == 'append_new_columns' and history.newest.get(name) == 'kept') %}
             {% if mode == 'sync_all_columns' %}
                 {% do run_query(cdc_merge.drop_column_sql(target_relation, name)) %}
             {% endif %}
@@ -380,8 +389,8 @@
             {% set ordinal.value = ordinal.value + 1 %}
             {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none, model_names[name], backfilled.rows)) %}
         {% endfor %}
-        {% do notes.insert(0, pending | join(', ') ~ ' added: ' ~ backfilled.rows ~ ' of ' ~ backfilled.mirror_rows
-            ~ ' rows backfilled from the raw log, the others null until their next event') %}
+        {% do notes.insert(0, pending | join(', ') ~ ': ' ~ backfilled.rows ~ ' of ' ~ backfilled.mirror_rows
+            ~ ' rows backfilled from the raw log, the others as they were (an added column null) until their next event') %}
     {% endif %}
     {% set note = ('schema change: ' ~ notes | join('; ')) if notes else '' %}
     {% if note %}
@@ -394,8 +403,8 @@
 {% macro backfill_columns(target_relation, model_sql, new_columns, cfg) %}
     {#-
         Each row of the mirror whose newest applied event is still in the raw log (found by its key and
-        _cdc_seq) gets new_columns computed by the model from that event. Returns {'rows': rows
-        backfilled, 'mirror_rows': rows in the mirror}.
+        _cdc_seq) gets new_columns computed by the model from that event (a value the event did not send
+        keeps the stored one). Returns {'rows': rows backfilled, 'mirror_rows': rows in the mirror}.
     -#}
     {% set scratch = model.name ~ '__cdc_backfill_raw' %}
     {% do run_query(cdc_merge.create_applied_events_sql(scratch, cfg.raw_relation, target_relation, cfg.source_table)) %}
@@ -414,7 +423,7 @@
                 and mirror._cdc_seq = change._cdc_seq
             when matched then update set
                 {%- for column in new_columns %}
-                {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then null else change.{{ column }} end{{ ',' if not loop.last }}
+                {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then mirror.{{ column }} else change.{{ column }} end{{ ',' if not loop.last }}
                 {%- endfor %}
         {% endset %}
         {% do run_query(backfill_sql) %}
