@@ -82,6 +82,9 @@ def test_added_widened_and_dropped_columns_apply_without_a_rebuild(conformance_p
     project.dbt("run", "--select", "docs")
     assert mirrored(project, "id, title, qty, note") == [
         (1, "a", 1, "n1"), (2, "b", 2**40, "n2"), (3, "c2", 3, "n3b"), (4, None, 5, "n4b")]
+    project.dbt("run", "--select", "docs")
+    kept = project.query(f"select count(*) as kept from {project.schema}.cdc_merge_schema_changes where change = 'kept'")
+    assert kept == [{"kept": 1}]
 
     # sync_all_columns drops it from the mirror.
     docs_model(project, {"id": "int", "qty": "bigint", "note": "string"}, "sync_all_columns")

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES
 from python_jobs import formats
+from python_jobs.capture_mysql import Column, TableInfo, _truncated_table
 from python_jobs.records import ACTION_TRUNCATE, LINE_ORDERED_PREFIX, STATUS_EVENT, TABLE_KEY
 from test_materialization import postgres_line
 
@@ -137,3 +138,25 @@ def test_a_truncate_marks_the_rows_of_a_soft_delete_mirror_deleted(dbt_project):
     project.dbt("run", "--select", "docs")
     rows = project.query(f"select id, title, _cdc_deleted from {project.schema}.docs order by id")
     assert [tuple(row.values()) for row in rows] == [(1, "v1", True), (2, "v2", False)]
+
+
+@pytest.mark.parametrize(
+    "query, schema, truncated",
+    [
+        ("TRUNCATE TABLE shop.items", "other", True),
+        ("truncate `shop`.`items`;", "", True),
+        ("truncate table items", "shop", True),
+        ("truncate table items", b"shop", True),
+        ("truncate table shop.items_old", "shop", False),
+        ("truncate table other.items", "shop", False),
+        ("alter table shop.items add column x int", "shop", False),
+    ],
+)
+def test_the_mysql_capture_knows_a_truncate_of_a_captured_table(query, schema, truncated):
+    class QueryEvent:
+        pass
+
+    event = QueryEvent()
+    event.query, event.schema = query, schema
+    items = TableInfo("shop", "items", (Column("id", "int", "int"),), ("id",))
+    assert (_truncated_table(event, {("shop", "items"): items}) is items) == truncated
