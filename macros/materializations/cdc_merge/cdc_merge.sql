@@ -15,6 +15,8 @@
         dedup.sql          one bucket of a chunk, deduplicated to the newest event per key
         target.sql         the mirror and its tombstones: created, their columns checked
         schema_change.sql  a stored mirror's columns changed as on_schema_change says, new ones backfilled
+        column_types.sql   the mirror's and the model's column types, and the ALTER TABLEs that widen them
+        schema_changes_log.sql  the log of a mirror's column changes, pending backfills found again
         truncate.sql       truncates of the source table: a barrier before the chunk's batches
         unmapped.sql       source columns the model does not read: a warning in the run's summary
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
