@@ -5,6 +5,7 @@ and fails cdc_unmapped_columns."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -58,6 +59,21 @@ def test_maxwell_and_canal_ddl_of_a_configured_table_is_kept(record, before, aft
     # A table without configured keys (Maxwell's definition announces them: left out here) keeps its DDL in quarantine.
     (other,) = formats.parse_line(json.dumps({**record, "table": "other", **({"def": {}} if "def" in record else {})}), CUSTOMERS)
     assert other.status == STATUS_IGNORED and "DDL" in other.reason
+
+
+def test_maxwells_documented_ddl_records_are_kept():
+    """The table-create and table-alter examples of Maxwell's dataformat.md, as Maxwell writes them."""
+    text = (FIXTURES / "maxwell" / "docs" / "dataformat.md").read_text()
+    records = [json.loads(block[block.index("{"):]) for block in re.findall(r"```\n(.*?)```", text, re.S)
+               if '"type":"table-' in block.replace(" ", "")]
+    events = [formats.parse_line(json.dumps(record), {"test.e": ["id"]})[0] for record in records]
+    assert [(event.action, event.table_name, event.seq) for event in events] == [
+        (ACTION_SCHEMA, "test.e", "00000000000000000006.00000000000000800050.9999999999.1"),
+        (ACTION_SCHEMA, "test.e", "00000000000000000006.00000000000000804398.9999999999.1")]
+    created, altered = (json.loads(event.raw_data) for event in events)
+    assert [column["name"] for column in created["columns"]] == ["id", "m", "c", "comment"]
+    assert "torvalds" in [column["name"] for column in altered["columns"]]
+    assert [column["name"] for column in json.loads(events[1].before_data)["columns"]] == ["id", "m", "c", "comment"]
 
 
 def mysql_line(op: str, pos: int, row: dict | None) -> str:
