@@ -112,6 +112,10 @@ def edge_cases() -> list[str]:
         '{"before":null,"after":{"id":1},"op":"c","source":{"db":"inventory","table":"products","connector":7}}',
         '{"before":null,"after":{"id":1},"op":"c","source":{"db":"inventory","table":"products","snapshot":"true"}}',
         '{"before":null,"after":{"id":1},"op":"c"}',
+        # Truncates: table events, left to Python.
+        '{"source":{"connector":"postgresql","schema":"inventory","table":"products","lsn":9,"snapshot":"false"},"op":"t"}',
+        '{"source":{"connector":"mysql","db":"inventory","table":"products","file":"mysql-bin.000003","pos":4,"row":0},'
+        '"op":"t","ts_ms":1700000000000}',
     ]
     return lines
 

@@ -74,14 +74,15 @@ def json_value(column: Column, value: Any) -> Any:
 
 
 def row_image(table: TableInfo, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every column of the row; one the table's info does not know yet (added since) by its value's type."""
     types = table.types
-    return {name: json_value(types[name], value) for name, value in values.items() if name in types}
+    return {name: json_value(types.get(name) or Column(name, "", ""), value) for name, value in values.items()}
 
 
 @dataclass(frozen=True)
 class RowChange:
     table: TableInfo
-    op: str  # c, u, d
+    op: str  # c, u, d, or t (a truncate of the table: no images)
     before: Mapping[str, Any] | None
     after: Mapping[str, Any] | None
     binlog_file: str

@@ -155,6 +155,14 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
+                    elif (truncated := _truncated_table(event, captured)) is not None:
+                        # TRUNCATE is DDL: a transaction of its own (after its GTID event, if any).
+                        if current is None or current.changes:
+                            current = Transaction(begin_file=stream.log_file, begin_position=start)
+                        current.changes.append(RowChange(truncated, "t", None, None, stream.log_file, start, 0))
+                        current.commit_ts_ms = event.timestamp * 1000
+                        yield current, stream.log_file, event.packet.log_pos
+                        current = None
                     elif current is not None and current.gtid and not current.changes:
                         # A statement outside a transaction (DDL): its GTID event came first.
                         self._warn_on_captured_ddl(event, captured)
@@ -171,10 +179,22 @@ class MysqlCapture:
                         continue
                     if current is None:
                         raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
+                    table = self._table_as_logged(table, event)
+                    captured[(table.schema, table.name)] = table
                     for row_number, row in enumerate(event.rows):
                         current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
         finally:
             stream.close()
+
+    def _table_as_logged(self, table: TableInfo, event: Any) -> TableInfo:
+        """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
+        if {column.name for column in event.columns} == set(table.types):
+            return table
+        qualified = f"{table.schema}.{table.name}"
+        refreshed = self._table_info(qualified)
+        self.tables[qualified] = refreshed
+        log.info("columns of %s changed: now %s", qualified, ", ".join(column.name for column in refreshed.columns))
+        return refreshed
 
     def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
         query = event.query.lower()
@@ -188,10 +208,25 @@ class MysqlCapture:
         self.connection.close()
 
 
+_TRUNCATE = re.compile(r"^\s*truncate\s+(?:table\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s;]+)`?\s*;?\s*$", re.IGNORECASE)
+
+
+def _truncated_table(event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> TableInfo | None:
+    """The captured table a QueryEvent's TRUNCATE [TABLE] [db.]name empties, else None."""
+    match = _TRUNCATE.match(event.query)
+    if match is None:
+        return None
+    schema = match.group(1) or event.schema
+    if isinstance(schema, bytes):
+        schema = schema.decode("utf-8")
+    return captured.get((schema, match.group(2)))
+
+
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
 
-    missing = [column.name for column in table.columns if column.name not in (row.get("values") or row.get("after_values") or {})]
+    # The columns the binlog's table map names for this event: all of them with a FULL row image.
+    missing = [column.name for column in event.columns if column.name not in (row.get("values") or row.get("after_values") or {})]
     if missing:
         raise CaptureError(
             f"binlog rows of {table.schema}.{table.name} at {binlog_file}:{start} lack columns {missing}: "

@@ -179,6 +179,8 @@ class PostgresCapture:
         if not peeked:
             return 0
         processed_ms = int(time.time() * 1000)
+        # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
+        self.table_columns = self._table_columns()
         names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
         events = [event for tx in peeked for event in change_events(tx, self.database, names, processed_ms)]
         last_commit = peeked[-1].commit_lsn

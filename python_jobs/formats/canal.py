@@ -18,7 +18,6 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.records import (
     STATUS_EVENT,
-    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -27,7 +26,10 @@ from python_jobs.formats.records import (
     key_columns_for,
     line_ordered_seq,
     positive_ms,
+    configured_table,
+    schema_event,
     short,
+    truncate_event,
 )
 
 ACTIONS = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "read"}
@@ -44,9 +46,15 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     database, table = message.get("database"), message.get("table")
     table_name = f"{database}.{table}"
     if kind == "TRUNCATE":
-        raise RejectedRecord(
-            f"TRUNCATE of {table_name} {TRUNCATE_NOT_APPLIED}"
-        )
+        # A DDL record (isDdl true, no 'data'): the line's place orders it, as every Canal message.
+        if not isinstance(database, str) or not database or not isinstance(table, str) or not table:
+            raise RejectedRecord("fields 'database' and 'table' must name the truncated table")
+        key_columns_for(table_name, key_columns, message.get("pkNames"), "pkNames")
+        return [truncate_event(table_name, line_ordered_seq(1), positive_ms(message.get("es")) or positive_ms(message.get("ts")))]
+    if message.get("isDdl") is True and configured_table(table_name, key_columns, message.get("pkNames")):
+        # Canal's DDL carries its statement, not the columns: the line's place orders it.
+        ts_ms = positive_ms(message.get("es")) or positive_ms(message.get("ts"))
+        return [schema_event(table_name, line_ordered_seq(1), ts_ms, message.get("sql"), None, None)]
     if message.get("isDdl") is True:
         raise IgnoredRecord(f"Canal DDL {short(kind)} on {table_name}: {short(message.get('sql'))}")
     if kind not in ACTIONS:

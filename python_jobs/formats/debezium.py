@@ -9,7 +9,6 @@ from python_jobs.formats.debezium_types import decode_image, image_column_schema
 from python_jobs.formats.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
-    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -22,12 +21,14 @@ from python_jobs.formats.records import (
     object_members,
     positive_ms,
     parse_safely,
+    configured_table,
+    schema_event,
     short,
+    truncate_event,
 )
 
 ACTIONS = {"c": "insert", "u": "update", "d": "delete", "r": "read"}
 NOT_ROW_CHANGES = {
-    "t": f"op 't' (truncate) {TRUNCATE_NOT_APPLIED}",
     "m": "op 'm' is a logical decoding message, not a row change",
 }
 # Debezium writes snapshot as a string enum ("true", "last", ...); 0.x wrote a boolean.
@@ -55,6 +56,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     envelope = {name: value for name, (value, _, _) in members.items()}
 
     op = envelope.get("op")
+    if op is None and ("ddl" in envelope or "tableChanges" in envelope):
+        return _schema_change(envelope, key_columns)
     if op is None and envelope.get("status") in ("BEGIN", "END"):
         raise IgnoredRecord(f"Debezium transaction {envelope['status']} {short(envelope.get('id'))}")
     if op is None:
@@ -63,13 +66,16 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         raise RejectedRecord(f"field 'op' is {short(op)}; expected c, u, d or r")
     if op in NOT_ROW_CHANGES:
         raise RejectedRecord(NOT_ROW_CHANGES[op])
-    if op not in ACTIONS:
-        raise RejectedRecord(f"field 'op' has unknown value {short(op)}; expected c, u, d or r")
+    if op not in ACTIONS and op != "t":
+        raise RejectedRecord(f"field 'op' has unknown value {short(op)}; expected c, u, d, r or t")
     source = envelope.get("source")
     if not isinstance(source, dict):
         raise RejectedRecord("field 'source' is missing or not an object")
 
     table_name = _table_name(source)
+    if op == "t":
+        key_columns_for(table_name, key_columns)
+        return truncate_event(table_name, _seq(source, op), _source_ts_ms(source, envelope.get("ts_ms")))
     image_field = "before" if op == "d" else "after"
     image = envelope.get(image_field)
     if not isinstance(image, dict):
@@ -92,6 +98,41 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         seq=_seq(source, op),
         source_ts_ms=_source_ts_ms(source, envelope.get("ts_ms")),
     )
+
+
+def _schema_change(envelope: Mapping[str, Any], key_columns: Mapping[str, Sequence[str]]) -> list[ParsedLine]:
+    """A schema change event: one schema event per changed table with configured keys, at its source position."""
+    source = envelope.get("source")
+    if not isinstance(source, dict):
+        raise RejectedRecord("field 'source' is missing or not an object")
+    changes = envelope.get("tableChanges") if isinstance(envelope.get("tableChanges"), list) else []
+    events = []
+    for change in changes:
+        if not isinstance(change, dict) or not isinstance(change.get("id"), str):
+            continue
+        parts = [part.strip('"') for part in re.findall(r'"(?:[^"]|"")*"|[^."]+', change["id"])]
+        table_name = ".".join(parts[-2:])
+        if not configured_table(table_name, key_columns):
+            continue
+        table = change.get("table") if isinstance(change.get("table"), dict) else {}
+        columns = [
+            {"name": column.get("name"), "type": _column_type(column)}
+            for column in table.get("columns") or [] if isinstance(column, dict)
+        ] if change.get("type") != "DROP" else None
+        events.append(schema_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")),
+                                   envelope.get("ddl"), None, columns))
+    if not events:
+        raise IgnoredRecord(f"Debezium schema change of no configured table: {short(envelope.get('ddl'))}")
+    return events
+
+
+def _column_type(column: Mapping[str, Any]) -> str | None:
+    """typeName(length[, scale]) as the schema change event describes the column."""
+    type_name = column.get("typeName")
+    if not isinstance(type_name, str):
+        return None
+    size = [str(column[name]) for name in ("length", "scale") if isinstance(column.get(name), int)]
+    return f"{type_name}({','.join(size)})" if size else type_name
 
 
 def _table_name(source: Mapping[str, Any]) -> str:

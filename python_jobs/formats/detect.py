@@ -26,17 +26,21 @@ def detect(members: Members) -> str:
     data_is_array = isinstance(members.get("data", (None,))[0], list)
     if "isDdl" in members or "pkNames" in members or ("type" in members and data_is_array):
         return "canal"
-    if "database" in members and "type" in members and ("xid" in members or "data" in members):
+    # Maxwell's DDL records (--output_ddl) carry 'def' or 'sql' instead of 'data'.
+    if "database" in members and "type" in members and any(name in members for name in ("xid", "data", "def", "sql")):
         return "maxwell"
     # Flink's debezium-json may write the envelope without 'source'.
     debezium_envelope = "op" in members and any(name in members for name in ("source", "before", "after"))
+    debezium_envelope = debezium_envelope or ("source" in members and ("ddl" in members or "tableChanges" in members))
     if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
-    if "action" in members and ("lsn" in members or "columns" in members or "identity" in members):
+    # A truncate ("action": "T") has no column lists; without include-lsn, only its table.
+    wal2json_fields = ("lsn", "columns", "identity", "schema")
+    if "action" in members and any(name in members for name in wal2json_fields):
         return "wal2json"
     raise RejectedRecord(
         "not a change event of a known format (Debezium needs 'op' and 'source', Canal 'type' and a 'data' array, "
-        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'columns' or 'identity')"
+        "Maxwell 'database', 'type' and 'data', GoldenGate 'op_type', wal2json 'action' and 'columns', 'identity' or 'schema')"
     )
 
 

@@ -24,6 +24,8 @@ from python_jobs.formats.records import (
     object_members,
     positive_ms,
     short,
+    configured_table,
+    schema_event,
 )
 
 ACTIONS = {"insert": "insert", "update": "update", "delete": "delete", "bootstrap-insert": "read"}
@@ -41,6 +43,13 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     database, table = record.get("database"), record.get("table")
     if kind in BOOTSTRAP_MARKERS:
         raise IgnoredRecord(f"Maxwell {kind} marker for {database}.{table}")
+    if kind.startswith("table-") and isinstance(database, str) and isinstance(table, str) \
+            and configured_table(f"{database}.{table}", key_columns, _definition(record.get("def")).get("primary-key")):
+        return schema_event(
+            f"{database}.{table}", _seq(record, kind), _ts_ms(record), record.get("sql"),
+            _columns(record.get("old")) if kind == "table-alter" else None,
+            _columns(record.get("def")) if kind != "table-drop" else None,
+        )
     if isinstance(kind, str) and (kind.startswith("table-") or kind.startswith("database-")):
         raise IgnoredRecord(f"Maxwell DDL {kind}: {short(record.get('sql'))}")
     if kind not in ACTIONS:
@@ -70,6 +79,18 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         seq=_seq(record, kind),
         source_ts_ms=_ts_ms(record),
     )
+
+
+def _definition(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _columns(definition: Any) -> list[dict[str, Any]] | None:
+    """[{name, type}] of a Maxwell table definition ('def' or 'old')."""
+    columns = _definition(definition).get("columns")
+    if not isinstance(columns, list):
+        return None
+    return [{"name": column.get("name"), "type": column.get("type")} for column in columns if isinstance(column, dict)]
 
 
 def _before_image(text: str, data_start: int, old: tuple[Any, str, int] | None) -> str:

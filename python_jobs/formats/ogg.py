@@ -13,7 +13,6 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.records import (
     STATUS_EVENT,
-    TRUNCATE_NOT_APPLIED,
     Members,
     ParsedLine,
     RejectedRecord,
@@ -23,12 +22,10 @@ from python_jobs.formats.records import (
     line_ordered_seq,
     object_members,
     short,
+    truncate_event,
 )
 
 ACTIONS = {"I": "insert", "U": "update", "D": "delete"}
-NOT_ROW_CHANGES = {
-    "T": f"op_type 'T' (truncate) {TRUNCATE_NOT_APPLIED}",
-}
 _POSITION = re.compile(r"^[0-9]{1,40}$")
 
 
@@ -37,13 +34,14 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     op_type = record.get("op_type")
     if not isinstance(op_type, str):
         raise RejectedRecord(f"field 'op_type' is {short(op_type)}, not I, U or D")
-    if op_type in NOT_ROW_CHANGES:
-        raise RejectedRecord(NOT_ROW_CHANGES[op_type])
-    if op_type not in ACTIONS:
-        raise RejectedRecord(f"field 'op_type' has unknown value {short(op_type)}; expected I, U or D")
+    if op_type not in ACTIONS and op_type != "T":
+        raise RejectedRecord(f"field 'op_type' has unknown value {short(op_type)}; expected I, U, D or T")
     table_name = record.get("table")
     if not isinstance(table_name, str) or table_name.count(".") < 1:
         raise RejectedRecord(f"field 'table' is {short(table_name)}, not a schema-qualified table name")
+    if op_type == "T":
+        key_columns_for(table_name, key_columns, record.get("primary_keys"), "primary_keys")
+        return truncate_event(table_name, _seq(record.get("pos")), _op_ts_ms(record.get("op_ts")))
     image_field = "before" if op_type == "D" else "after"
     image = record.get(image_field)
     if not isinstance(image, dict):

@@ -23,9 +23,15 @@ STATUS_REJECTED = "rejected"
 STATUS_IGNORED = "ignored"
 
 INTERNAL_ERROR = "parser error (please report)"
-TRUNCATE_NOT_APPLIED = (
-    "is not applied by cdc_merge yet; truncate the mirror by hand or rebuild it with --full-refresh"
-)
+# A truncate empties its whole table: it lands as one event with the table's key, the empty key,
+# which no row has (canonical_key needs at least one key column). The mirrors apply it as a barrier:
+# every row older than it goes, and no older event brings one back (docs/schema_changes.md).
+ACTION_TRUNCATE = "truncate"
+TABLE_KEY = "[]"
+# A DDL record of a configured table (Debezium schema change, Canal and Maxwell DDL): kept in the
+# raw log at its place in source order, with the table's key, as the table's schema history
+# (models/landing/schema_history.sql). The mirrors never apply it.
+ACTION_SCHEMA = "schema"
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=Decimal)
@@ -101,6 +107,40 @@ def _require_encodable(event: ParsedLine) -> None:
             raise RejectedRecord(
                 f"{name} holds an unpaired UTF-16 surrogate {value[error.start]!a} at char {error.start}"
             ) from None
+
+
+def truncate_event(table_name: str, seq: str, source_ts_ms: int | None) -> ParsedLine:
+    """The event of a truncate of table_name: no images, the table's key."""
+    return ParsedLine(
+        STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_TRUNCATE, seq=seq, source_ts_ms=source_ts_ms
+    )
+
+
+def schema_event(
+    table_name: str, seq: str, source_ts_ms: int | None, ddl: Any,
+    columns_before: list[dict[str, Any]] | None, columns_after: list[dict[str, Any]] | None,
+) -> ParsedLine:
+    """A change of table_name's shape: raw_data {"ddl", "columns"} after it, before_data {"columns"}
+    before it when the record says ([{"name", "type"}]; null when unknown)."""
+
+    def image(columns: list[dict[str, Any]] | None, **more: Any) -> str:
+        return json.dumps({**more, "columns": columns}, ensure_ascii=False, separators=(",", ":"), default=str)
+
+    return ParsedLine(
+        STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_SCHEMA,
+        raw_data=image(columns_after, ddl=ddl if isinstance(ddl, str) else None),
+        before_data=image(columns_before) if columns_before is not None else None,
+        seq=seq, source_ts_ms=source_ts_ms,
+    )
+
+
+def configured_table(table_name: str, key_columns: Mapping[str, Sequence[str]], announced: Any = None) -> bool:
+    """Whether a table has key columns (configured or announced): its DDL is kept only then."""
+    try:
+        key_columns_for(table_name, key_columns, announced)
+    except RejectedRecord:
+        return False
+    return True
 
 
 def format_seq(major: int, minor: int, row: int, phase: int) -> str:

@@ -19,7 +19,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from python_jobs.formats.records import (
     STATUS_EVENT,
-    TRUNCATE_NOT_APPLIED,
     IgnoredRecord,
     Members,
     ParsedLine,
@@ -31,6 +30,7 @@ from python_jobs.formats.records import (
     line_ordered_seq,
     object_members,
     short,
+    truncate_event,
 )
 
 _INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
@@ -83,10 +83,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     action = record.get("action")
     if action in NOT_ROW_CHANGES:
         raise IgnoredRecord(NOT_ROW_CHANGES[action])
-    if action == "T":
-        raise RejectedRecord(f"action 'T' (truncate) {TRUNCATE_NOT_APPLIED}")
-    if action not in ("I", "U", "D"):
-        raise RejectedRecord(f"field 'action' is {short(action)}; expected I, U or D")
+    if action not in ("I", "U", "D", "T"):
+        raise RejectedRecord(f"field 'action' is {short(action)}; expected I, U, D or T")
     schema, table = record.get("schema"), record.get("table")
     if not isinstance(schema, str) or not isinstance(table, str):
         raise RejectedRecord("fields 'schema' and 'table' must name the source table")
@@ -94,6 +92,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     # pg_recvlogical writes changes in WAL order: without include-lsn=true the line's place orders them.
     seq = format_seq(parse_lsn(record["lsn"]), 0, 0, 1) if "lsn" in record else line_ordered_seq(1)
     source_ts_ms = _timestamp_ms(record.get("timestamp"))
+    if action == "T":
+        key_columns_for(table_name, key_columns)
+        yield truncate_event(table_name, seq, source_ts_ms)
+        return
     identity = _image(text, members, "identity")
     after = _image(text, members, "columns")
     announced = [column.get("name") for column in record.get("pk") or [] if isinstance(column, dict)]

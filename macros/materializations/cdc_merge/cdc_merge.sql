@@ -14,6 +14,11 @@
         change_stream.sql  a Databend stream read instead of snapshots (change_source='stream')
         dedup.sql          one bucket of a chunk, deduplicated to the newest event per key
         target.sql         the mirror and its tombstones: created, their columns checked
+        schema_change.sql  a stored mirror's columns changed as on_schema_change says, new ones backfilled
+        column_types.sql   the mirror's and the model's column types, and the ALTER TABLEs that widen them
+        schema_changes_log.sql  the log of a mirror's column changes, pending backfills found again
+        truncate.sql       truncates of the source table: a barrier before the chunk's batches
+        unmapped.sql       source columns the model does not read: a warning in the run's summary
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
@@ -48,6 +53,11 @@
         {% endif %}
         {% set existing_relation = none %}
     {% endif %}
+    {#- Truncates of the source table (truncate.sql): a mirror built from the start of the log finds them there again. -#}
+    {% if existing_relation is none %}
+        {% do cdc_merge.forget_truncates(cfg, target_relation) %}
+    {% endif %}
+    {% set truncated = namespace(seq=cdc_merge.truncate_watermark(cfg, target_relation), rows=0) %}
 
     {#- A missing mirror is always rebuilt from the start of the log, whatever the offsets say. -#}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
@@ -88,10 +98,23 @@
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
+    {% set schema_note = '' %}
+    {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns) if (chunks | length and chunks[0].stream is not defined) else [] %}
+    {% if unmapped %}
+        {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
+            ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"
+            ~ " under ignored in its cdc_unmapped_columns test.") %}
+        {% set schema_note = 'not read from the source: ' ~ unmapped | join(', ') %}
+    {% endif %}
     {% if existing_relation is none %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
     {% else %}
-        {% do cdc_merge.check_mirror_columns(target_relation, columns, cfg) %}
+        {#- A stored mirror whose columns differ from the model's is changed as on_schema_change says (schema_change.sql). -#}
+        {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, columns, cfg) %}
+        {% set columns = evolved.columns %}
+        {% set model_sql = evolved.model_sql %}
+        {% set schema_note = evolved.note ~ ('; ' ~ schema_note if schema_note else '') %}
     {% endif %}
     {% if tombstones is not none %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
@@ -109,6 +132,9 @@
             {#- The first chunk's raw events were read above, for the model's columns. -#}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, raw_changes_view, cfg, truncated.seq) %}
+        {% set truncated.seq = truncate.seq %}
+        {% set truncated.rows = truncated.rows + truncate.rows %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
@@ -117,7 +143,7 @@
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -143,7 +169,8 @@
     {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
     {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained) %}
 
-    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals), info=True) }}
+    {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% call statement('main') %}
         select
             {{ totals.events_read }} as keys_changed,

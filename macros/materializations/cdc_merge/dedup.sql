@@ -76,6 +76,8 @@
         where
             _change_type = 'INSERT'
             and table_name = '{{ source_table }}'
+            {#- Truncates and schema changes are the table's, not a key's: a truncate is applied before the chunk (truncate.sql). #}
+            and action not in ('truncate', 'schema')
             {%- if buckets > 1 %}
             and {{ cdc_merge.key_bucket_sql('key', buckets) }} = {{ bucket }}
             {%- endif %}

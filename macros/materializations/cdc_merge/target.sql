@@ -1,7 +1,7 @@
 {#
     The mirror and, with hard deletes, its tombstones: the newest delete per key, so
     that an older event landing late cannot bring a deleted row back. Both are created
-    here, and a stored mirror's columns are checked against the model's (check_mirror_columns).
+    here; a stored mirror's columns follow the model's in schema_change.sql.
 #}
 
 {% macro tombstones_relation(target_relation) %}
@@ -81,14 +81,3 @@
     )
 {% endmacro %}
 
-
-{% macro check_mirror_columns(target_relation, columns, cfg) %}
-    {% set expected = columns + (['_cdc_deleted'] if cfg.deletes == 'soft' else []) + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] %}
-    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
-    {% if (actual | map('lower') | sort | list) != (expected | map('lower') | sort | list) %}
-        {% do exceptions.raise_compiler_error(
-            "cdc_merge model '" ~ model.name ~ "': the model now selects " ~ expected | join(', ')
-            ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
-            ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
-    {% endif %}
-{% endmacro %}

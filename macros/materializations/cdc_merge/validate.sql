@@ -60,6 +60,12 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source='stream' is for Databend targets; on " ~ target.type ~ " remove it (the raw table's snapshots are read incrementally).") %}
     {% endif %}
 
+    {#- dbt's own setting for incremental models; the project sets append_new_columns for mirrors (dbt_project.yml). -#}
+    {% set on_schema_change = config.get('on_schema_change', 'ignore') %}
+    {% if on_schema_change not in ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "on_schema_change must be 'append_new_columns' (add new columns, backfilled from the raw log; widen types; keep columns no longer selected), 'sync_all_columns' (also drop them), 'fail' or 'ignore', got " ~ on_schema_change ~ ".") %}
+    {% endif %}
+
     {% set upstream = [] %}
     {% for source_name, table_name in model.sources %}
         {% do upstream.append(source(source_name, table_name)) %}
@@ -82,6 +88,7 @@
         'table_properties': table_properties,
         'offsets_schema': offsets_schema,
         'change_source': change_source,
+        'on_schema_change': on_schema_change,
         'raw_relation': raw_relation,
         'maintenance': cdc_merge.maintenance_validated_config(config, fail_prefix),
     }) }}

@@ -1,7 +1,8 @@
 {#
     The mirror must hold exactly the newest non-deleted event of every key in the raw log
     up to the mirror's own offset (the raw table as it stood at the snapshot the mirror has
-    applied through), compared by (key, seq): the row values are a function of the event.
+    applied through) and newer than the table's last truncate, compared by (key, seq): the
+    row values are a function of the event.
     A mirror that has not yet applied the newest landed events still passes: lag is
     cdc_lag_within's to check. Without an offset (no run yet, or a Databend stream) the whole
     log is compared.
@@ -38,6 +39,13 @@ raw_events as (
 
 ),
 
+truncated as (
+
+    select coalesce(max(case when action = 'truncate' then seq end), '') as truncate_seq
+    from raw_events
+
+),
+
 ranked as (
 
     select
@@ -48,6 +56,7 @@ ranked as (
             partition by key order by seq desc, landed_file desc, landed_line desc
         ) as event_rank
     from raw_events
+    where action not in ('truncate', 'schema')
 
 ),
 
@@ -57,7 +66,7 @@ replayed as (
         key as _cdc_key,
         seq as _cdc_seq
     from ranked
-    where event_rank = 1 and action != 'delete'
+    where event_rank = 1 and action != 'delete' and seq > (select truncate_seq from truncated)
 
 ),
 

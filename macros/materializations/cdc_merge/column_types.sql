@@ -1,0 +1,133 @@
+{#
+    The columns of a mirror and of its model's output, as (name, type) with one spelling of each
+    type for both engines (normalized_type), whether a type change widens (type_change), and the
+    ALTER TABLE statements schema_change.sql runs.
+#}
+
+{% macro bookkeeping_columns() %}
+    {{ return(['_cdc_deleted', '_cdc_key', '_cdc_seq', '_cdc_source_ts']) }}
+{% endmacro %}
+
+
+{% macro column_types(describe_rows) %}
+    {#- [(name, type)] from the rows of a describe, up to the first blank or '#' row (Spark's partitioning section). -#}
+    {% set columns = [] %}
+    {% set done = namespace(value=false) %}
+    {% for row in describe_rows %}
+        {% set name = row[0] | string %}
+        {% if name == '' or name.startswith('#') %}
+            {% set done.value = true %}
+        {% endif %}
+        {% if not done.value %}
+            {% do columns.append((name | lower, cdc_merge.normalized_type(row[1] | string))) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(columns) }}
+{% endmacro %}
+
+
+{% macro relation_column_types(relation) %}
+    {{ return(adapter.dispatch('relation_column_types', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__relation_column_types(relation) %}
+    {#- dbt-spark's own describe of the table, the one it runs for any relation's columns. -#}
+    {% set columns = [] %}
+    {% for column in adapter.get_columns_in_relation(relation) %}
+        {% do columns.append((column.name | lower, cdc_merge.normalized_type(column.dtype))) %}
+    {% endfor %}
+    {{ return(columns) }}
+{% endmacro %}
+
+{% macro databend__relation_column_types(relation) %}
+    {{ return(cdc_merge.column_types(run_query('desc ' ~ relation).rows)) }}
+{% endmacro %}
+
+
+{% macro query_column_types(sql) %}
+    {#- The names and types of a query's output columns, without running it. -#}
+    {{ return(adapter.dispatch('query_column_types', 'cdc_merge')(sql)) }}
+{% endmacro %}
+
+{% macro spark__query_column_types(sql) %}
+    {{ return(cdc_merge.column_types(run_query('describe query ' ~ sql).rows)) }}
+{% endmacro %}
+
+{% macro databend__query_column_types(sql) %}
+    {#- Databend describes tables and views, not queries. -#}
+    {% set shape_view = model.name ~ '__cdc_shape' %}
+    {% do run_query('create or replace view ' ~ shape_view ~ ' as ' ~ sql) %}
+    {% set columns = cdc_merge.column_types(run_query('desc ' ~ shape_view).rows) %}
+    {% do run_query('drop view if exists ' ~ shape_view) %}
+    {{ return(columns) }}
+{% endmacro %}
+
+
+{% macro normalized_type(data_type) %}
+    {#- One spelling per type, so both engines' describes compare: lower case, no spaces, strings as string. -#}
+    {% set spelled = data_type | lower | replace(' ', '') %}
+    {% set spelled = modules.re.sub('^nullable\\((.*)\\)$', '\\1', spelled) %}
+    {% set spelled = modules.re.sub('^(varchar|char|text)(\\([0-9]+\\))?$', 'string', spelled) %}
+    {% set spelled = {'integer': 'int', 'int32': 'int', 'int64': 'bigint', 'long': 'bigint', 'real': 'float',
+                      'float32': 'float', 'float64': 'double', 'decimal': 'decimal(10,0)', 'numeric': 'decimal(10,0)'}.get(spelled, spelled) %}
+    {% set spelled = modules.re.sub('^numeric', 'decimal', spelled) %}
+    {{ return(adapter.dispatch('stored_type', 'cdc_merge')(spelled)) }}
+{% endmacro %}
+
+{% macro spark__stored_type(data_type) %}
+    {#- Iceberg has no 8- or 16-bit integers: Spark stores them as int. -#}
+    {{ return('int' if data_type in ['tinyint', 'smallint', 'byte', 'short'] else data_type) }}
+{% endmacro %}
+
+{% macro databend__stored_type(data_type) %}
+    {{ return(data_type) }}
+{% endmacro %}
+
+
+{% macro type_change(old_type, new_type) %}
+    {#- 'widen' where every old value fits the new type and the engine changes it in place; else 'incompatible'. -#}
+    {% set integers = ['tinyint', 'smallint', 'int', 'bigint'] %}
+    {% if old_type in integers and new_type in integers and integers.index(new_type) > integers.index(old_type) %}
+        {{ return('widen') }}
+    {% elif old_type == 'float' and new_type == 'double' %}
+        {{ return('widen') }}
+    {% endif %}
+    {% set old_decimal = modules.re.fullmatch('decimal\\(([0-9]+),([0-9]+)\\)', old_type) %}
+    {% set new_decimal = modules.re.fullmatch('decimal\\(([0-9]+),([0-9]+)\\)', new_type) %}
+    {% if old_decimal and new_decimal and old_decimal.group(2) == new_decimal.group(2)
+        and (new_decimal.group(1) | int) > (old_decimal.group(1) | int) %}
+        {{ return('widen') }}
+    {% endif %}
+    {{ return('incompatible') }}
+{% endmacro %}
+
+
+{% macro add_column_sql(relation, column, data_type) %}
+    {{ return(adapter.dispatch('add_column_sql', 'cdc_merge')(relation, column, data_type)) }}
+{% endmacro %}
+
+{% macro spark__add_column_sql(relation, column, data_type) %}
+    alter table {{ relation }} add columns ({{ column }} {{ data_type }})
+{% endmacro %}
+
+{% macro databend__add_column_sql(relation, column, data_type) %}
+    alter table {{ relation }} add column {{ column }} {{ data_type }} null
+{% endmacro %}
+
+
+{% macro widen_column_sql(relation, column, data_type) %}
+    {{ return(adapter.dispatch('widen_column_sql', 'cdc_merge')(relation, column, data_type)) }}
+{% endmacro %}
+
+{% macro spark__widen_column_sql(relation, column, data_type) %}
+    alter table {{ relation }} alter column {{ column }} type {{ data_type }}
+{% endmacro %}
+
+{% macro databend__widen_column_sql(relation, column, data_type) %}
+    alter table {{ relation }} modify column {{ column }} {{ data_type }} null
+{% endmacro %}
+
+
+{% macro drop_column_sql(relation, column) %}
+    alter table {{ relation }} drop column {{ column }}
+{% endmacro %}

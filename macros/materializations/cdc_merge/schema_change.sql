@@ -1,0 +1,246 @@
+{#
+    A stored mirror whose columns differ from the model's: applied as on_schema_change says
+    (validate.sql checks the setting), without a rebuild. evolve_mirror compares the two
+    shapes (names and types), alters the mirror, backfills added columns from the raw log's
+    retained events, and returns the columns the run writes and the model's SQL shaped to them.
+
+        ignore              the mirror keeps its columns: new model columns are not written,
+                            columns the model no longer selects are null in rows written from now on
+        fail                any difference stops the run before anything is written
+        append_new_columns  new columns are added (and backfilled), types widened in place,
+                            columns the model no longer selects are kept (null in rows written from now on)
+        sync_all_columns    as append_new_columns, and columns the model no longer selects are dropped
+
+    Every change is appended to cdc_merge_schema_changes (schema_changes_log.sql); the types and
+    ALTER statements are in column_types.sql. A widened column is computed again from the raw log
+    too: the narrower cast may have lost values (Spark's from_json gives null for a number its type
+    cannot hold).
+#}
+
+{% macro shaped_model_sql(model_sql, written, model_types) %}
+    {#-
+        The model's output with exactly the columns written (written: [(name, mirror type)]): a column
+        the model does not select is null, one whose type differs is cast to the mirror's type.
+    -#}
+    select
+        {%- for name, data_type in written %}
+        {%- if name not in model_types %}
+        cast(null as {{ data_type }}) as {{ name }},
+        {%- elif model_types[name] != data_type %}
+        cast({{ name }} as {{ data_type }}) as {{ name }},
+        {%- else %}
+        {{ name }},
+        {%- endif %}
+        {%- endfor %}
+        {{ cdc_merge.cdc_metadata_columns() | trim }}
+    from ({{ model_sql }}) as model_output
+{% endmacro %}
+
+
+{% macro schema_differences(mirror_types, model_types) %}
+    {#- What differs between the mirror's and the model's columns (both [(name, type)], bookkeeping left out). -#}
+    {% set mirror = dict(mirror_types) %}
+    {% set modelled = dict(model_types) %}
+    {% set differences = {'added': [], 'removed': [], 'widened': [], 'incompatible': []} %}
+    {% for name, data_type in model_types %}
+        {% if name not in mirror %}
+            {% do differences.added.append((name, data_type)) %}
+        {% elif mirror[name] != data_type %}
+            {% set kind = 'widened' if cdc_merge.type_change(mirror[name], data_type) == 'widen' else 'incompatible' %}
+            {% do differences[kind].append((name, mirror[name], data_type)) %}
+        {% endif %}
+    {% endfor %}
+    {% for name, data_type in mirror_types %}
+        {% if name not in modelled %}
+            {% do differences.removed.append((name, data_type)) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(differences) }}
+{% endmacro %}
+
+
+{% macro describe_differences(differences) %}
+    {% set parts = [] %}
+    {% for name, data_type in differences.added %}
+        {% do parts.append('new column ' ~ name ~ ' ' ~ data_type) %}
+    {% endfor %}
+    {% for name, old_type, new_type in differences.widened + differences.incompatible %}
+        {% do parts.append('column ' ~ name ~ ' ' ~ old_type ~ ' -> ' ~ new_type) %}
+    {% endfor %}
+    {% for name, data_type in differences.removed %}
+        {% do parts.append('column ' ~ name ~ ' no longer selected') %}
+    {% endfor %}
+    {{ return(parts | join('; ')) }}
+{% endmacro %}
+
+
+{% macro evolve_mirror(target_relation, model_sql, model_columns, cfg) %}
+    {#-
+        Returns {'columns': the mirror's columns the run writes, 'model_sql': the model shaped to them,
+        'note': what changed, for the run's summary ('' when nothing did)}.
+    -#}
+    {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
+    {% set bookkeeping = cdc_merge.bookkeeping_columns() %}
+    {% set mirror_types = cdc_merge.relation_column_types(target_relation) | rejectattr('0', 'in', bookkeeping) | list %}
+    {% set model_types = cdc_merge.query_column_types(model_sql) | rejectattr('0', 'in', ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable']) | list %}
+    {% set differences = cdc_merge.schema_differences(mirror_types, model_types) %}
+    {% set changed = (differences.added + differences.removed + differences.widened + differences.incompatible) | length > 0 %}
+    {% set mode = cfg.on_schema_change %}
+    {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
+    {% set history = {'columns': [], 'ordinal': 0, 'newest': {}} %}
+    {% if load_relation(changes_relation) is not none %}
+        {% set history = cdc_merge.pending_backfills(changes_relation, target_relation) %}
+    {% endif %}
+
+    {% if changed and mode == 'fail' %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "the model's columns differ from " ~ target_relation ~ "'s ("
+            ~ cdc_merge.describe_differences(differences) ~ ") and on_schema_change is 'fail'. Set on_schema_change='append_new_columns'"
+            ~ " (adds new columns, backfilled from the raw log; widens types; keeps columns no longer selected) or 'sync_all_columns'"
+            ~ " (also drops them), or rebuild the mirror: dbt run --full-refresh --select " ~ model.name) %}
+    {% endif %}
+    {% if differences.incompatible and mode != 'ignore' %}
+        {% set problems = [] %}
+        {% for name, old_type, new_type in differences.incompatible %}
+            {% do problems.append('column ' ~ name ~ ' is ' ~ old_type ~ ' in ' ~ target_relation ~ ' and ' ~ new_type ~ ' in the model') %}
+        {% endfor %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ problems | join('; ') ~ ": " ~ target.type ~ " cannot change that type in place"
+            ~ " (it widens int to bigint, float to double, and decimal precision at the same scale). Cast the column in the model"
+            ~ " to a type that widens the stored one, or select it under a new name (a new column, backfilled) and stop selecting"
+            ~ " the old one, or rebuild the mirror: dbt run --full-refresh --select " ~ model.name) %}
+    {% endif %}
+
+    {% set notes = [] %}
+    {% set ordinal = namespace(value=history.ordinal) %}
+    {% set to_backfill = history.columns | list %}
+    {% if changed and mode in ['append_new_columns', 'sync_all_columns'] %}
+        {% do run_query(cdc_merge.create_schema_changes_table(changes_relation)) %}
+        {% for name, data_type in differences.added %}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'add_pending', none, data_type, none)) %}
+            {% do run_query(cdc_merge.add_column_sql(target_relation, name, data_type)) %}
+            {% do to_backfill.append(name) %}
+        {% endfor %}
+        {% for name, old_type, new_type in differences.widened %}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'widen_pending', old_type, new_type, none)) %}
+            {% do run_query(cdc_merge.widen_column_sql(target_relation, name, new_type)) %}
+            {% do to_backfill.append(name) %}
+            {% do notes.append(name ~ ' widened ' ~ old_type ~ ' -> ' ~ new_type) %}
+        {% endfor %}
+        {#- A column kept earlier is kept again by every run: recorded once. -#}
+        {% for name, data_type in differences.removed if not (mode == 'append_new_columns' and history.newest.get(name) == 'kept') %}
+            {% if mode == 'sync_all_columns' %}
+                {% do run_query(cdc_merge.drop_column_sql(target_relation, name)) %}
+            {% endif %}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name,
+                'drop' if mode == 'sync_all_columns' else 'kept', data_type, none, none)) %}
+            {% do notes.append(name ~ (' dropped' if mode == 'sync_all_columns' else ' kept, null in rows written from now on')) %}
+        {% endfor %}
+    {% elif changed %}
+        {{ log("cdc_merge " ~ target_relation ~ ": on_schema_change='ignore': the mirror keeps its columns ("
+            ~ cdc_merge.describe_differences(differences) ~ ")", info=True) }}
+        {% do notes.append("model's column changes ignored") %}
+    {% endif %}
+
+    {#- The columns written: the mirror's, as they are now. -#}
+    {% set model_names = dict(model_types) %}
+    {% if mode == 'ignore' %}
+        {% set written = mirror_types %}
+    {% elif mode == 'append_new_columns' %}
+        {% set written = model_types + differences.removed %}
+    {% else %}
+        {% set written = model_types %}
+    {% endif %}
+    {% set shaped_sql = model_sql %}
+    {% if changed %}
+        {% set shaped_sql = cdc_merge.shaped_model_sql(model_sql, written, model_names) %}
+    {% endif %}
+
+    {% set pending = to_backfill | select('in', model_names) | list %}
+    {% if pending %}
+        {% set backfilled = cdc_merge.backfill_columns(target_relation, shaped_sql, pending, cfg) %}
+        {% for name in pending %}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none, model_names[name], backfilled.rows)) %}
+        {% endfor %}
+        {% do notes.insert(0, pending | join(', ') ~ ': ' ~ backfilled.rows ~ ' of ' ~ backfilled.mirror_rows
+            ~ ' rows backfilled from the raw log, the others as they were (an added column null) until their next event') %}
+    {% endif %}
+    {% set note = ('schema change: ' ~ notes | join('; ')) if notes else '' %}
+    {% if note %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ note, info=True) }}
+    {% endif %}
+    {{ return({'columns': written | map(attribute='0') | list, 'model_sql': shaped_sql, 'note': note}) }}
+{% endmacro %}
+
+
+{% macro backfill_columns(target_relation, model_sql, new_columns, cfg) %}
+    {#-
+        Each row of the mirror whose newest applied event is still in the raw log (found by its key and
+        _cdc_seq) gets new_columns computed by the model from that event (a value the event did not send
+        keeps the stored one). Returns {'rows': rows backfilled, 'mirror_rows': rows in the mirror}.
+    -#}
+    {% set scratch = model.name ~ '__cdc_backfill_raw' %}
+    {% do run_query(cdc_merge.create_applied_events_sql(scratch, cfg.raw_relation, target_relation, cfg.source_table)) %}
+    {% do run_query(cdc_merge.create_batch_view_sql(cdc_merge.batch_view_name(model.name), scratch, cfg.source_table, 0, 1)) %}
+    {% set counted %}
+        select
+            (select count(*) from ({{ model_sql }}) as model_output) as backfilled,
+            (select count(*) from {{ target_relation }}) as mirror_rows
+    {% endset %}
+    {% set counts = run_query(counted).rows[0] %}
+    {% if (counts['backfilled'] | int) > 0 %}
+        {% set backfill_sql %}
+            merge into {{ target_relation }} as mirror
+            using ({{ model_sql }}) as change
+                on mirror._cdc_key = change._cdc_key
+                and mirror._cdc_seq = change._cdc_seq
+            when matched then update set
+                {%- for column in new_columns %}
+                {{ column }} = case when {{ cdc_merge.is_unavailable_sql(column) }} then mirror.{{ column }} else change.{{ column }} end{{ ',' if not loop.last }}
+                {%- endfor %}
+        {% endset %}
+        {% do run_query(backfill_sql) %}
+    {% endif %}
+    {% do cdc_merge.drop_scratch(scratch) %}
+    {{ return({'rows': counts['backfilled'] | int, 'mirror_rows': counts['mirror_rows'] | int}) }}
+{% endmacro %}
+
+
+{% macro create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    {#- The raw events the mirror's rows were last written from (same key and seq), shaped as a chunk's raw changes. -#}
+    {{ return(adapter.dispatch('create_applied_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table)) }}
+{% endmacro %}
+
+{% macro spark__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    create or replace temporary view {{ scratch }} as
+    select
+        raw.*,
+        'INSERT' as _change_type
+    from {{ raw_relation }} as raw
+    left semi join {{ target_relation }} as stored
+        on raw.key = stored._cdc_key
+        and raw.seq = stored._cdc_seq
+    where raw.table_name = '{{ source_table }}'
+{% endmacro %}
+
+{% macro databend__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    create or replace transient table {{ scratch }} as
+    select
+        raw.table_name,
+        raw.key,
+        raw.action,
+        raw.raw_data,
+        raw.before_data,
+        raw.seq,
+        raw.source_ts,
+        raw.landed_file,
+        raw.landed_line,
+        'INSERT' as _change_type
+    from {{ raw_relation }} as raw
+    inner join {{ target_relation }} as stored
+        on raw.key = stored._cdc_key
+        and raw.seq = stored._cdc_seq
+    where raw.table_name = '{{ source_table }}'
+{% endmacro %}

@@ -1,0 +1,131 @@
+{#
+    Truncates of the source table, applied as a barrier in source order. A truncate lands as one
+    raw event with action 'truncate' and the table's key '[]' (python_jobs/formats/records.py), which the
+    dedup leaves out (table_events_cte). Before a chunk's batches are applied, its newest truncate
+    removes every mirror row older than it (soft deletes: marks them deleted) and becomes the
+    mirror's truncate watermark, kept in cdc_merge_truncates (one appended row per truncate, next
+    to cdc_merge_offsets). No event at or below the watermark is applied (after_truncate_sql), so
+    events of the chunk after the truncate apply normally and an older event arriving late brings
+    no truncated row back. Applying a chunk again finds nothing older to remove and changes nothing.
+#}
+
+{% macro truncates_relation(cfg) %}
+    {{ return(api.Relation.create(schema=cfg.offsets_schema, identifier='cdc_merge_truncates', type='table')) }}
+{% endmacro %}
+
+
+{% macro create_truncates_table(relation) %}
+    {{ return(adapter.dispatch('create_truncates_table', 'cdc_merge')(relation)) }}
+{% endmacro %}
+
+{% macro spark__create_truncates_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string,
+        truncate_seq string,
+        truncate_source_ts timestamp,
+        rows_truncated bigint,
+        committed_at timestamp,
+        invocation_id string
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}
+
+{% macro databend__create_truncates_table(relation) %}
+    create table if not exists {{ relation }} (
+        target_table string null,
+        truncate_seq string null,
+        truncate_source_ts timestamp null,
+        rows_truncated bigint null,
+        committed_at timestamp null,
+        invocation_id string null
+    )
+{% endmacro %}
+
+
+{% macro truncate_watermark(cfg, target_relation) %}
+    {#- The seq of the newest truncate applied to the mirror, or none. -#}
+    {% set relation = cdc_merge.truncates_relation(cfg) %}
+    {% if load_relation(relation) is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set rows = run_query("select coalesce(max(truncate_seq), '') as truncate_seq from " ~ relation
+        ~ " where target_table = '" ~ target_relation ~ "'").rows %}
+    {{ return(rows[0]['truncate_seq'] if rows and rows[0]['truncate_seq'] else none) }}
+{% endmacro %}
+
+
+{% macro forget_truncates(cfg, target_relation) %}
+    {#- A mirror rebuilt from the start of the raw log finds its truncates again there. -#}
+    {% set relation = cdc_merge.truncates_relation(cfg) %}
+    {% if load_relation(relation) is not none %}
+        {% do run_query("delete from " ~ relation ~ " where target_table = '" ~ target_relation ~ "'") %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro chunk_truncate_sql(changes_view, source_table) %}
+    select
+        coalesce(max(seq), '') as truncate_seq,
+        coalesce(cast(max(source_ts) as string), '') as truncate_source_ts
+    from {{ changes_view }}
+    where
+        _change_type = 'INSERT'
+        and table_name = '{{ source_table }}'
+        and action = 'truncate'
+{% endmacro %}
+
+
+{% macro apply_chunk_truncates(target_relation, tombstones, changes_view, cfg, watermark) %}
+    {#-
+        The newest truncate of the chunk, if newer than watermark: the mirror's older rows removed
+        (or marked deleted), older tombstones dropped (the watermark covers them), the watermark
+        recorded. Returns {'seq': the watermark now, 'rows': rows removed}.
+    -#}
+    {% set found = run_query(cdc_merge.chunk_truncate_sql(changes_view, cfg.source_table)).rows[0] %}
+    {% set truncate_seq = found['truncate_seq'] | string %}
+    {% if truncate_seq == '' or truncate_seq == 'None' or (watermark is not none and truncate_seq <= watermark) %}
+        {{ return({'seq': watermark, 'rows': 0}) }}
+    {% endif %}
+    {% if not modules.re.fullmatch('[0-9.]+', truncate_seq) %}
+        {% do exceptions.raise_compiler_error("cdc_merge model '" ~ model.name ~ "': a truncate's seq is '" ~ truncate_seq ~ "', not a position") %}
+    {% endif %}
+    {% set source_ts = found['truncate_source_ts'] | string %}
+    {% set source_ts_sql = "timestamp'" ~ source_ts ~ "'" if source_ts not in ['', 'None'] else 'cast(null as timestamp)' %}
+    {% set older = "_cdc_seq < '" ~ truncate_seq ~ "'" ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
+    {% set rows = run_query('select count(*) as older_rows from ' ~ target_relation ~ ' where ' ~ older).rows[0]['older_rows'] | int %}
+    {% if rows > 0 and cfg.deletes == 'soft' %}
+        {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ truncate_seq
+            ~ "', _cdc_source_ts = " ~ source_ts_sql ~ ' where ' ~ older) %}
+    {% elif rows > 0 %}
+        {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
+    {% endif %}
+    {% if tombstones is not none %}
+        {% do run_query('delete from ' ~ tombstones ~ " where _cdc_seq < '" ~ truncate_seq ~ "'") %}
+    {% endif %}
+    {% set relation = cdc_merge.truncates_relation(cfg) %}
+    {% do run_query(cdc_merge.create_truncates_table(relation)) %}
+    {% set record_sql %}
+        insert into {{ relation }}
+        select
+            '{{ target_relation }}' as target_table,
+            '{{ truncate_seq }}' as truncate_seq,
+            {{ source_ts_sql }} as truncate_source_ts,
+            {{ rows }} as rows_truncated,
+            current_timestamp() as committed_at,
+            '{{ invocation_id }}' as invocation_id
+    {% endset %}
+    {% do run_query(record_sql) %}
+    {{ log("cdc_merge " ~ target_relation ~ ": truncate of " ~ cfg.source_table ~ " at " ~ truncate_seq ~ ": "
+        ~ rows ~ " older rows " ~ ('marked deleted' if cfg.deletes == 'soft' else 'removed'), info=True) }}
+    {{ return({'seq': truncate_seq, 'rows': rows}) }}
+{% endmacro %}
+
+
+{% macro after_truncate_sql(model_sql, watermark) %}
+    {#- The model's rows newer than the truncate watermark: older events were truncated away. -#}
+    {% if watermark is none %}
+        {{ return(model_sql) }}
+    {% endif %}
+    {{ return("select * from (" ~ model_sql ~ ") as model_output where _cdc_seq > '" ~ watermark ~ "'") }}
+{% endmacro %}

@@ -1,0 +1,258 @@
+"""cdc-scaffold: mirror models (SQL + YAML) for source tables, from PostgreSQL's or MySQL/MariaDB's
+information_schema, in the project's style (dbt-codegen's generate_base_model as the convention:
+one import CTE, a final CTE, every column named and typed).
+
+    cdc-scaffold --postgres "host=... dbname=..." --tables shop.items,shop.orders --out models/mirrors
+    cdc-scaffold --mysql root@127.0.0.1:3306 --tables shop.items --out models/mirrors
+
+Each table gets models/mirrors/<schema>_<table>.sql; the YAML entries (columns with descriptions
+and tests) are printed, or appended to the folder's YAML with --yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+
+class ScaffoldError(RuntimeError):
+    """The scaffold cannot be written; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    name: str
+    data_type: str  # information_schema.columns.data_type
+    precision: int | None
+    scale: int | None
+    unsigned: bool = False
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    schema: str
+    name: str
+    columns: tuple[SourceColumn, ...]
+    primary_key: tuple[str, ...]
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    @property
+    def model_name(self) -> str:
+        return re.sub(r"[^a-z0-9_]", "_", f"{self.schema}_{self.name}".lower())
+
+
+_INTEGERS = {"smallint": "int", "integer": "int", "int": "int", "tinyint": "int", "mediumint": "int", "bigint": "bigint"}
+_FLOATS = {"real": "float", "float": "float", "double precision": "double", "double": "double"}
+_TIMESTAMPS = {"timestamp with time zone", "timestamp without time zone", "timestamp", "datetime"}
+
+
+def model_type(column: SourceColumn) -> str:
+    """The type cdc_columns() casts the column's JSON value to, as the capture commands write values."""
+    data_type = column.data_type.lower()
+    if data_type == "bigint" and column.unsigned:
+        return "decimal(20,0)"
+    if data_type in _INTEGERS:
+        return "bigint" if column.unsigned and data_type == "int" else _INTEGERS[data_type]
+    if data_type in ("numeric", "decimal"):
+        if column.precision is None:
+            return "string"  # unbounded numeric: kept as its exact text
+        return f"decimal({min(column.precision, 38)},{column.scale or 0})"
+    if data_type in _FLOATS:
+        return _FLOATS[data_type]
+    if data_type == "boolean":
+        return "boolean"
+    if data_type in _TIMESTAMPS:
+        return "timestamp"
+    if data_type == "date":
+        return "date"
+    if data_type == "bit":
+        return "bigint"
+    return "string"
+
+
+def model_sql(table: SourceTable) -> str:
+    key = table.primary_key[0] if len(table.primary_key) == 1 else list(table.primary_key)
+    columns = "\n".join(f"            '{column.name}': '{model_type(column)}'," for column in table.columns)
+    return f"""{{{{
+    config(
+        unique_key={key!r},
+        source_table='{table.qualified}',
+    )
+}}}}
+
+with
+
+events as (
+
+    select * from {{{{ cdc_merge.cdc_events(ref('raw_events')) }}}}
+
+),
+
+final as (
+
+    select
+        {{{{ cdc_merge.cdc_columns({{
+{columns}
+        }}) }}}},
+        {{{{ cdc_merge.cdc_metadata_columns() }}}}
+    from events
+
+)
+
+select * from final
+"""
+
+
+def model_yaml(table: SourceTable) -> str:
+    """The model's entry for the folder's YAML `models:` list."""
+    lines = [
+        f"  - name: {table.model_name}",
+        f"    description: Mirror of {table.qualified}.",
+        "    data_tests:",
+        "      - cdc_mirror_matches_log:",
+        "          arguments:",
+        f"            source_table: {table.qualified}",
+        "            raw_relation: ref('raw_events')",
+        "      - cdc_unmapped_columns:",
+        "          arguments:",
+        f"            source_table: {table.qualified}",
+        "            raw_relation: ref('raw_events')",
+    ]
+    if len(table.primary_key) > 1:
+        lines += ["      - cdc_unique_combination:", "          arguments:", f"            columns: [{', '.join(table.primary_key)}]"]
+    lines.append("    columns:")
+    for column in table.columns:
+        lines.append(f"      - name: {column.name}")
+        lines.append(f"        description: {column.name} ({column.data_type}{' unsigned' if column.unsigned else ''} in the source).")
+        if table.primary_key == (column.name,):
+            lines.append("        data_tests: [unique, not_null]")
+        elif column.name in table.primary_key:
+            lines.append("        data_tests: [not_null]")
+    return "\n".join(lines) + "\n"
+
+
+def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
+    import psycopg2
+
+    connection = psycopg2.connect(dsn)
+    try:
+        with connection.cursor() as cursor:
+            return [_read_table(cursor, qualified, _POSTGRES_COLUMNS, _POSTGRES_KEY) for qualified in names]
+    finally:
+        connection.close()
+
+
+def mysql_tables(host: str, port: int, user: str, password: str, names: Sequence[str]) -> list[SourceTable]:
+    import pymysql
+
+    connection = pymysql.connect(host=host, port=port, user=user, password=password, charset="utf8mb4")
+    try:
+        with connection.cursor() as cursor:
+            return [_read_table(cursor, qualified, _MYSQL_COLUMNS, _MYSQL_KEY) for qualified in names]
+    finally:
+        connection.close()
+
+
+_POSTGRES_COLUMNS = (
+    "select column_name, data_type, numeric_precision, numeric_scale, false from information_schema.columns "
+    "where table_schema = %s and table_name = %s order by ordinal_position"
+)
+_POSTGRES_KEY = (
+    "select kcu.column_name from information_schema.table_constraints tc "
+    "join information_schema.key_column_usage kcu on tc.constraint_name = kcu.constraint_name "
+    "and tc.table_schema = kcu.table_schema and tc.table_name = kcu.table_name "
+    "where tc.constraint_type = 'PRIMARY KEY' and tc.table_schema = %s and tc.table_name = %s order by kcu.ordinal_position"
+)
+_MYSQL_COLUMNS = (
+    "select column_name, data_type, numeric_precision, numeric_scale, column_type like '%%unsigned%%' "
+    "from information_schema.columns where table_schema = %s and table_name = %s order by ordinal_position"
+)
+_MYSQL_KEY = (
+    "select column_name from information_schema.key_column_usage "
+    "where constraint_name = 'PRIMARY' and table_schema = %s and table_name = %s order by ordinal_position"
+)
+
+
+def _read_table(cursor, qualified: str, columns_sql: str, key_sql: str) -> SourceTable:
+    if qualified.count(".") != 1:
+        raise ScaffoldError(f"table {qualified!r} is not schema-qualified (schema.table, or database.table for MySQL)")
+    schema, name = qualified.split(".")
+    cursor.execute(columns_sql, (schema, name))
+    rows = cursor.fetchall()
+    if not rows:
+        raise ScaffoldError(f"table {qualified} does not exist (or the user cannot see it)")
+    cursor.execute(key_sql, (schema, name))
+    key = tuple(row[0] for row in cursor.fetchall())
+    if not key:
+        raise ScaffoldError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+    columns = tuple(
+        SourceColumn(row[0], row[1], int(row[2]) if row[2] is not None else None,
+                     int(row[3]) if row[3] is not None else None, bool(row[4]))
+        for row in rows
+    )
+    return SourceTable(schema, name, columns, key)
+
+
+def write(tables: Sequence[SourceTable], out: Path, yaml_file: Path | None, overwrite: bool) -> list[Path]:
+    """The models' SQL files under out; their YAML appended to yaml_file, or returned for printing."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table in tables:
+        path = out / f"{table.model_name}.sql"
+        if path.exists() and not overwrite:
+            raise ScaffoldError(f"{path} exists: remove it or pass --overwrite")
+        path.write_text(model_sql(table))
+        written.append(path)
+    if yaml_file is not None:
+        text = yaml_file.read_text() if yaml_file.exists() else "version: 2\n\nmodels:\n"
+        if not re.search(r"^models:\s*$", text, re.MULTILINE) or re.search(r"^\S", text.split("\nmodels:", 1)[-1], re.MULTILINE):
+            raise ScaffoldError(f"{yaml_file}: its last top-level key is not 'models:'; paste the printed YAML yourself")
+        yaml_file.write_text(text.rstrip("\n") + "\n\n" + "\n".join(model_yaml(table) for table in tables))
+    return written
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="cdc-scaffold", description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--postgres", metavar="DSN", help="libpq connection string of the source database")
+    source.add_argument("--mysql", metavar="USER@HOST:PORT", help="MySQL/MariaDB server (password from MYSQL_PWD)")
+    parser.add_argument("--tables", required=True, help="comma-separated schema.table (database.table) names")
+    parser.add_argument("--out", type=Path, default=Path("models/mirrors"), help="folder of the model files")
+    parser.add_argument("--yaml", type=Path, help="append the models' YAML to this file instead of printing it")
+    parser.add_argument("--overwrite", action="store_true", help="replace model files that exist")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = [name.strip() for name in args.tables.split(",") if name.strip()]
+    try:
+        if args.postgres:
+            tables = postgres_tables(args.postgres, names)
+        else:
+            match = re.fullmatch(r"(?:([^@]+)@)?([^:]+)(?::(\d+))?", args.mysql)
+            if match is None:
+                raise ScaffoldError(f"--mysql {args.mysql!r} is not USER@HOST:PORT")
+            tables = mysql_tables(match.group(2), int(match.group(3) or 3306), match.group(1) or "root",
+                                  os.environ.get("MYSQL_PWD", ""), names)
+        written = write(tables, args.out, args.yaml, args.overwrite)
+    except ScaffoldError as error:
+        print(f"cdc-scaffold: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    if args.yaml is None:
+        print("\n".join(model_yaml(table) for table in tables))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+{#
+    Fails on each source column the mirror does not read: a field of the table's newest row
+    images (up to recent_events of them) that the model neither selects as a column nor names in
+    its code (unmapped.sql). List the source columns left out on purpose in `ignored`.
+#}
+
+{% test cdc_unmapped_columns(model, source_table, raw_relation, ignored=[], recent_events=1000) %}
+
+{%- set mapped = [] -%}
+{%- if execute -%}
+    {%- set nodes = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
+        | selectattr('alias', 'equalto', model.identifier) | list -%}
+    {%- set code = nodes[0].raw_code if nodes else '' -%}
+    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list -%}
+    {%- set mapped = cdc_merge.mapped_names(code, columns) + (ignored | map('lower') | list) -%}
+{%- endif %}
+
+with
+
+fields as (
+
+    {{ cdc_merge.image_fields_sql(
+        'select raw_data from ' ~ raw_relation ~ " where table_name = '" ~ source_table
+        ~ "' and action in ('insert', 'update', 'read') and raw_data is not null order by seq desc limit " ~ recent_events,
+        'raw_data') }}
+
+),
+
+final as (
+
+    select
+        field as unmapped_column
+    from fields
+    where lower(field) not in ('{{ mapped | map("replace", "'", "''") | join("', '") }}')
+
+)
+
+select * from final
+
+{% endtest %}
