@@ -1,3 +1,4 @@
+# Why over 300 lines: every suite runs in the one process and SparkSession this file sets up (see the docstring).
 """Benchmarks of the cdc_merge product path against baselines measured in the same run.
 
     .venv/bin/python benchmarks/run.py --quick          # smoke run, about 2 minutes

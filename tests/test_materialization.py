@@ -1,7 +1,7 @@
 """The cdc_merge materialization's contract beyond the happy path: config errors before
 any SQL, rebuilds, expired offsets, and idle runs that change nothing.
 
-Longer than 300 lines: one file for the contract, so its cases read side by side."""
+Why longer than 300 lines: one file for the contract, so its cases read side by side."""
 
 from __future__ import annotations
 
