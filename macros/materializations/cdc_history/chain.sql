@@ -1,0 +1,332 @@
+{#
+    The chain of versions of the keys a batch touches, rebuilt from what the history holds for
+    them plus the batch's events, and compared with what it holds (history_changes_sql): rows to
+    remove and rows to add. Rebuilding whole chains is what places a late, older event at its
+    place and repairs its neighbours' intervals; rows are identified by (_cdc_key, _cdc_seq), so a
+    replayed event rebuilds the same rows and nothing is written.
+
+    A version: the events of a key in seq order; an event opens a version when it is the key's
+    first, when it deletes a live key or brings a deleted key back, or (not deleted) when
+    track_columns is not set or one of those columns differs from the previous event's. A
+    later event that opens nothing updates its version's values in place (_cdc_updated_seq); a
+    delete of a deleted key opens nothing.
+#}
+
+{% macro history_columns() %}
+    {{ return(['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_key', '_cdc_seq', '_cdc_source_ts', '_cdc_updated_seq']) }}
+{% endmacro %}
+
+
+{% macro history_deletes_relation(target_relation) %}
+    {#- With deletes='hard' the deletes leave no row in the history; every delete event is kept here, to place late events. -#}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_history_deletes'})) }}
+{% endmacro %}
+
+
+{% macro history_scratch_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_history_changes'})) }}
+{% endmacro %}
+
+
+{% macro create_history_sql(target_relation, model_sql, columns, cfg) %}
+    {{ return(adapter.dispatch('create_history_sql', 'cdc_merge')(target_relation, model_sql, columns, cfg)) }}
+{% endmacro %}
+
+{% macro spark__create_history_sql(target_relation, model_sql, columns, cfg) %}
+    {%- set properties = {
+        'format-version': '2',
+        'write.delete.mode': 'merge-on-read',
+        'write.update.mode': 'merge-on-read',
+        'write.merge.mode': 'merge-on-read',
+    } -%}
+    {%- do properties.update(cfg.table_properties) -%}
+    create table {{ target_relation }}
+    using iceberg
+    tblproperties (
+        {%- for name, value in properties.items() %}
+        '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+    as
+    {{ cdc_merge.empty_history_sql(model_sql, columns) }}
+{% endmacro %}
+
+{% macro databend__create_history_sql(target_relation, model_sql, columns, cfg) %}
+    create table {{ target_relation }} as
+    {{ cdc_merge.empty_history_sql(model_sql, columns) }}
+{% endmacro %}
+
+
+{% macro empty_history_sql(model_sql, columns) %}
+    select
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
+        cast(null as timestamp) as valid_from,
+        cast(null as timestamp) as valid_to,
+        cast(null as boolean) as is_current,
+        cast(null as boolean) as is_deleted,
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts,
+        _cdc_seq as _cdc_updated_seq
+    from ({{ model_sql }}) as model_output
+    limit 0
+{% endmacro %}
+
+
+{% macro create_history_deletes_sql(deletes_relation) %}
+    {{ return(adapter.dispatch('create_history_deletes_sql', 'cdc_merge')(deletes_relation)) }}
+{% endmacro %}
+
+{% macro spark__create_history_deletes_sql(deletes_relation) %}
+    create table if not exists {{ deletes_relation }} (
+        _cdc_key string,
+        _cdc_seq string,
+        _cdc_source_ts timestamp
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}
+
+{% macro databend__create_history_deletes_sql(deletes_relation) %}
+    create table if not exists {{ deletes_relation }} (
+        _cdc_key string null,
+        _cdc_seq string null,
+        _cdc_source_ts timestamp null
+    )
+{% endmacro %}
+
+
+{% macro check_history_columns(target_relation, columns) %}
+    {% set expected = columns + cdc_merge.history_columns() %}
+    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
+    {% if (actual | map('lower') | list) != (expected | map('lower') | list) %}
+        {% do exceptions.raise_compiler_error(
+            "cdc_history model '" ~ model.name ~ "': the model now gives " ~ expected | join(', ')
+            ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
+            ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro insert_new_deletes_sql(deletes_relation, batch_view) %}
+    {#- The batch's delete events the deletes table does not hold yet. -#}
+    insert into {{ deletes_relation }}
+    select
+        batch._cdc_key,
+        batch._cdc_seq,
+        batch._cdc_source_ts
+    from {{ batch_view }} as batch
+    where
+        batch._cdc_action = 'delete'
+        and not exists (
+            select 1
+            from {{ deletes_relation }} as stored
+            where stored._cdc_key = batch._cdc_key and stored._cdc_seq = batch._cdc_seq
+        )
+{% endmacro %}
+
+
+{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg) %}
+    {#-
+        Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
+        the batch the model's SQL reads. deletes_relation: none with deletes='soft'.
+    -#}
+    {%- set history_row = columns + cdc_merge.history_columns() -%}
+    with
+
+    model_events as (
+        select * from ({{ model_sql }}) as model_output
+    ),
+
+    batch_keys as (
+        select distinct _cdc_key
+        from model_events
+    ),
+
+    stored as (
+        select
+            {{ history_row | join(',\n            ') }}
+        from {{ target_relation }}
+        where _cdc_key in (select _cdc_key from batch_keys)
+    ),
+
+    {#- Events as they were recorded: a version's opening event, its last event in place, the deletes. #}
+    events as (
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            _cdc_action = 'delete' as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            1 as _cdc_origin
+        from model_events
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            is_deleted as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            0 as _cdc_origin
+        from stored
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            is_deleted as _cdc_is_delete,
+            _cdc_updated_seq as _cdc_seq,
+            cast(null as timestamp) as _cdc_source_ts,
+            0 as _cdc_origin
+        from stored
+        where _cdc_updated_seq != _cdc_seq
+        {%- if deletes_relation is not none %}
+        union all
+        select
+            {%- for column in columns %}
+            null as {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            true as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            0 as _cdc_origin
+        from {{ deletes_relation }}
+        where _cdc_key in (select _cdc_key from batch_keys)
+        {%- endif %}
+    ),
+
+    unique_events as (
+        select *
+        from (
+            select
+                *,
+                row_number() over (partition by _cdc_key, _cdc_seq order by _cdc_origin) as _cdc_copy
+            from events
+        ) as copies
+        where _cdc_copy = 1
+    ),
+
+    previous as (
+        select
+            *,
+            lag(_cdc_is_delete) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_is_delete
+            {%- for column in cfg.track_columns or [] %},
+            lag({{ column }}) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_{{ column }}
+            {%- endfor %}
+        from unique_events
+    ),
+
+    opened as (
+        select
+            *,
+            case
+                when _cdc_previous_is_delete is null then 1
+                when _cdc_is_delete != _cdc_previous_is_delete then 1
+                when _cdc_is_delete then 0
+                {%- if cfg.track_columns %}
+                when {% for column in cfg.track_columns %}{{ cdc_merge.differs_sql(column, '_cdc_previous_' ~ column) }}{{ ' or ' if not loop.last }}{% endfor %} then 1
+                else 0
+                {%- else %}
+                else 1
+                {%- endif %}
+            end as _cdc_opens
+        from previous
+    ),
+
+    numbered as (
+        select
+            *,
+            sum(_cdc_opens) over (
+                partition by _cdc_key order by _cdc_seq rows between unbounded preceding and current row
+            ) as _cdc_version
+        from opened
+    ),
+
+    in_version as (
+        select
+            *,
+            first_value(_cdc_seq) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_seq,
+            first_value(_cdc_source_ts) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_ts,
+            row_number() over (partition by _cdc_key, _cdc_version order by _cdc_seq desc) as _cdc_newest
+        from numbered
+    ),
+
+    {#- Source clocks are not an order (docs/ordering.md): valid_from never goes back along the chain. #}
+    versions as (
+        select
+            *,
+            max(_cdc_open_ts) over (
+                partition by _cdc_key order by _cdc_open_seq rows between unbounded preceding and current row
+            ) as _cdc_valid_from
+        from in_version
+        where _cdc_newest = 1
+    ),
+
+    chained as (
+        select
+            *,
+            lead(_cdc_valid_from) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_valid_to,
+            lead(_cdc_open_seq) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_next_seq
+        from versions
+    ),
+
+    computed as (
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_valid_from as valid_from,
+            _cdc_valid_to as valid_to,
+            _cdc_next_seq is null as is_current,
+            _cdc_is_delete as is_deleted,
+            _cdc_key,
+            _cdc_open_seq as _cdc_seq,
+            _cdc_open_ts as _cdc_source_ts,
+            _cdc_seq as _cdc_updated_seq
+        from chained
+        {%- if deletes_relation is not none %}
+        where not _cdc_is_delete
+        {%- endif %}
+    ),
+
+    added as (
+        select * from computed
+        except
+        select * from stored
+    ),
+
+    removed as (
+        select * from stored
+        except
+        select * from computed
+    ),
+
+    final as (
+        select 'add' as _cdc_change, added.* from added
+        union all
+        select 'remove' as _cdc_change, removed.* from removed
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro differs_sql(left, right) %}
+    {{ return(adapter.dispatch('differs_sql', 'cdc_merge')(left, right)) }}
+{% endmacro %}
+
+{% macro spark__differs_sql(left, right) -%}
+    not ({{ left }} <=> {{ right }})
+{%- endmacro %}
+
+{% macro databend__differs_sql(left, right) -%}
+    {{ left }} is distinct from {{ right }}
+{%- endmacro %}
