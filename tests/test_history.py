@@ -79,7 +79,7 @@ def write_history_model(project, name: str, config: str) -> None:
 def test_history_equals_oracle_with_late_and_replayed_events(conformance_project, deletes):
     project = conformance_project
     write_history_model(project, "customers_versions", f"deletes='{deletes}'")
-    _, waves = build_waves(5, events=900, waves=3, connector="postgresql", snapshot_rows=20,
+    _, waves = build_waves(5, events=600, waves=3, connector="postgresql", snapshot_rows=20,
                            late_fraction=0.08, duplicate_fraction=0.05)
     delivered = []
     for wave in waves:

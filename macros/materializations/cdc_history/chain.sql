@@ -136,24 +136,24 @@
     {%- set history_row = columns + cdc_merge.history_columns() -%}
     with
 
-    model_events as (
+    chain_model_events as (
         select * from ({{ model_sql }}) as model_output
     ),
 
-    batch_keys as (
+    chain_batch_keys as (
         select distinct _cdc_key
-        from model_events
+        from chain_model_events
     ),
 
-    stored as (
+    chain_stored as (
         select
             {{ history_row | join(',\n            ') }}
         from {{ target_relation }}
-        where _cdc_key in (select _cdc_key from batch_keys)
+        where _cdc_key in (select _cdc_key from chain_batch_keys)
     ),
 
     {#- Events as they were recorded: a version's opening event, its last event in place, the deletes. #}
-    events as (
+    chain_events as (
         select
             {%- for column in columns %}
             {{ column }},
@@ -163,7 +163,7 @@
             _cdc_seq,
             _cdc_source_ts,
             1 as _cdc_origin
-        from model_events
+        from chain_model_events
         union all
         select
             {%- for column in columns %}
@@ -174,7 +174,7 @@
             _cdc_seq,
             _cdc_source_ts,
             0 as _cdc_origin
-        from stored
+        from chain_stored
         union all
         select
             {%- for column in columns %}
@@ -185,7 +185,7 @@
             _cdc_updated_seq as _cdc_seq,
             cast(null as timestamp) as _cdc_source_ts,
             0 as _cdc_origin
-        from stored
+        from chain_stored
         where _cdc_updated_seq != _cdc_seq
         {%- if deletes_relation is not none %}
         union all
@@ -199,32 +199,32 @@
             _cdc_source_ts,
             0 as _cdc_origin
         from {{ deletes_relation }}
-        where _cdc_key in (select _cdc_key from batch_keys)
+        where _cdc_key in (select _cdc_key from chain_batch_keys)
         {%- endif %}
     ),
 
-    unique_events as (
+    chain_unique_events as (
         select *
         from (
             select
                 *,
                 row_number() over (partition by _cdc_key, _cdc_seq order by _cdc_origin) as _cdc_copy
-            from events
+            from chain_events
         ) as copies
         where _cdc_copy = 1
     ),
 
-    previous as (
+    chain_previous as (
         select
             *,
             lag(_cdc_is_delete) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_is_delete
             {%- for column in cfg.track_columns or [] %},
             lag({{ column }}) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_{{ column }}
             {%- endfor %}
-        from unique_events
+        from chain_unique_events
     ),
 
-    opened as (
+    chain_opened as (
         select
             *,
             case
@@ -238,47 +238,47 @@
                 else 1
                 {%- endif %}
             end as _cdc_opens
-        from previous
+        from chain_previous
     ),
 
-    numbered as (
+    chain_numbered as (
         select
             *,
             sum(_cdc_opens) over (
                 partition by _cdc_key order by _cdc_seq rows between unbounded preceding and current row
             ) as _cdc_version
-        from opened
+        from chain_opened
     ),
 
-    in_version as (
+    chain_in_version as (
         select
             *,
             first_value(_cdc_seq) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_seq,
             first_value(_cdc_source_ts) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_ts,
             row_number() over (partition by _cdc_key, _cdc_version order by _cdc_seq desc) as _cdc_newest
-        from numbered
+        from chain_numbered
     ),
 
     {#- Source clocks are not an order (docs/ordering.md): valid_from never goes back along the chain. #}
-    versions as (
+    chain_versions as (
         select
             *,
             max(_cdc_open_ts) over (
                 partition by _cdc_key order by _cdc_open_seq rows between unbounded preceding and current row
             ) as _cdc_valid_from
-        from in_version
+        from chain_in_version
         where _cdc_newest = 1
     ),
 
-    chained as (
+    chain_chained as (
         select
             *,
             lead(_cdc_valid_from) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_valid_to,
             lead(_cdc_open_seq) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_next_seq
-        from versions
+        from chain_versions
     ),
 
-    computed as (
+    chain_computed as (
         select
             {%- for column in columns %}
             {{ column }},
@@ -291,31 +291,50 @@
             _cdc_open_seq as _cdc_seq,
             _cdc_open_ts as _cdc_source_ts,
             _cdc_seq as _cdc_updated_seq
-        from chained
+        from chain_chained
         {%- if deletes_relation is not none %}
         where not _cdc_is_delete
         {%- endif %}
     ),
 
-    added as (
-        select * from computed
-        except
-        select * from stored
+    {#- Not EXCEPT: Databend's EXCEPT does not take two nulls as equal. #}
+    chain_unchanged as (
+        select
+            chain_computed._cdc_key,
+            chain_computed._cdc_seq
+        from chain_computed
+        join chain_stored
+            on chain_computed._cdc_key = chain_stored._cdc_key and chain_computed._cdc_seq = chain_stored._cdc_seq
+        where not (
+            {%- for column in history_row if column not in ['_cdc_key', '_cdc_seq'] %}
+            {{ cdc_merge.differs_sql('chain_computed.' ~ column, 'chain_stored.' ~ column) }}{{ ' or' if not loop.last }}
+            {%- endfor %}
+        )
     ),
 
-    removed as (
-        select * from stored
-        except
-        select * from computed
+    chain_added as (
+        select chain_computed.*
+        from chain_computed
+        left join chain_unchanged
+            on chain_computed._cdc_key = chain_unchanged._cdc_key and chain_computed._cdc_seq = chain_unchanged._cdc_seq
+        where chain_unchanged._cdc_key is null
     ),
 
-    final as (
-        select 'add' as _cdc_change, added.* from added
+    chain_removed as (
+        select chain_stored.*
+        from chain_stored
+        left join chain_unchanged
+            on chain_stored._cdc_key = chain_unchanged._cdc_key and chain_stored._cdc_seq = chain_unchanged._cdc_seq
+        where chain_unchanged._cdc_key is null
+    ),
+
+    chain_final as (
+        select 'add' as _cdc_change, chain_added.* from chain_added
         union all
-        select 'remove' as _cdc_change, removed.* from removed
+        select 'remove' as _cdc_change, chain_removed.* from chain_removed
     )
 
-    select * from final
+    select * from chain_final
 {% endmacro %}
 
 
