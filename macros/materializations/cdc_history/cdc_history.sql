@@ -35,14 +35,9 @@
     {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
     {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
 
-    {% if existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
-        {{ log("cdc_history " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
-        {% do adapter.drop_relation(existing_relation) %}
-        {% set existing_relation = none %}
-    {% endif %}
-    {% if existing_relation is none %}
-        {% do run_query('drop table if exists ' ~ cdc_merge.history_deletes_relation(target_relation)) %}
-        {#- A history built from the start of a trimmed log would miss every version before its horizon. -#}
+    {% set rebuild = existing_relation is none or should_full_refresh() or existing_relation.is_view %}
+    {% if rebuild %}
+        {#- Checked before anything is dropped: a history built from the start of a trimmed log would miss every version before its horizon. -#}
         {% set horizon = cdc_merge.raw_log_horizon(cfg.raw_relation, cfg.source_table) %}
         {% if horizon is not none and not cfg.allow_trimmed_log %}
             {% do exceptions.raise_compiler_error(
@@ -51,6 +46,14 @@
                 ~ ", so a history built from it now would start there and miss every earlier version. Keep the existing"
                 ~ " history (no --full-refresh), or set allow_trimmed_log=true to build one that starts at that time.") %}
         {% endif %}
+    {% endif %}
+    {% if existing_relation is not none and rebuild %}
+        {{ log("cdc_history " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+        {% do adapter.drop_relation(existing_relation) %}
+        {% set existing_relation = none %}
+    {% endif %}
+    {% if existing_relation is none %}
+        {% do run_query('drop table if exists ' ~ cdc_merge.history_deletes_relation(target_relation)) %}
     {% endif %}
 
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}

@@ -14,11 +14,8 @@
 {% macro spark__raw_log_trimmed_sql(raw_relation) %}
     select count(*) as trims
     from {{ raw_relation }}.snapshots
-    where
-        operation in ('delete', 'overwrite')
-        or coalesce(cast(summary['deleted-records'] as bigint), 0) > 0
-        or coalesce(cast(summary['added-position-deletes'] as bigint), 0) > 0
-        or coalesce(cast(summary['added-equality-deletes'] as bigint), 0) > 0
+    {#- Not 'replace': compaction (rewrite_data_files) rewrites rows and removes none. #}
+    where operation in ('delete', 'overwrite')
 {% endmacro %}
 
 {% macro databend__raw_log_trimmed_sql(raw_relation) %}
