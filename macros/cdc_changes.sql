@@ -31,7 +31,7 @@
         {% do cdc_merge.check_range_is_retained(raw, source_table, from_ts) %}
         {% if 'latest' in images %}
             {% for column in adapter.get_columns_in_relation(mirror) if not column.name.startswith('_cdc_') %}
-                {% do mirror_columns.append(column.name) %}
+                {% do mirror_columns.append({'name': column.name, 'exact_text': 'decimal' in (column.dtype | lower)}) %}
             {% endfor %}
         {% endif %}
     {% endif %}
@@ -109,6 +109,19 @@
 {%- endmacro %}
 
 
+{% macro changes_range_filter(source_table, from_ts, to_ts, keys, alias=none) -%}
+    {%- set prefix = alias ~ '.' if alias else '' -%}
+    {{ prefix }}table_name = '{{ source_table }}'
+    and {{ prefix }}source_ts >= {{ cdc_merge.cdc_changes_literal(from_ts) }}
+    {%- if to_ts is not none %}
+    and {{ prefix }}source_ts < {{ cdc_merge.cdc_changes_literal(to_ts) }}
+    {%- endif %}
+    {%- if keys is not none %}
+    and {{ prefix }}key in ({% for key in keys %}'{{ key | replace("'", "''") }}'{{ ', ' if not loop.last }}{% endfor %})
+    {%- endif %}
+{%- endmacro %}
+
+
 {% macro changes_range_ctes(raw, source_table, from_ts, to_ts, keys, images) %}
     {#- The range's events, one per (key, seq), and for the pre image every event of their keys. -#}
     changes_range as (
@@ -123,19 +136,13 @@
                 source_ts,
                 row_number() over (partition by key, seq order by landed_file desc, landed_line desc) as _cdc_copy
             from {{ raw }}
-            where
-                table_name = '{{ source_table }}'
-                and source_ts >= {{ cdc_merge.cdc_changes_literal(from_ts) }}
-                {%- if to_ts is not none %}
-                and source_ts < {{ cdc_merge.cdc_changes_literal(to_ts) }}
-                {%- endif %}
-                {%- if keys is not none %}
-                and key in ({% for key in keys %}'{{ key | replace("'", "''") }}'{{ ', ' if not loop.last }}{% endfor %})
-                {%- endif %}
+            where {{ cdc_merge.changes_range_filter(source_table, from_ts, to_ts, keys) }}
         ) as copies
         where _cdc_copy = 1
     ),
 
+    {%- set rebuilds_pre = 'pre' in images or 'change' in images %}
+    {%- if rebuilds_pre %}
     changes_previous as (
         select
             key,
@@ -149,21 +156,29 @@
                 raw_data,
                 row_number() over (partition by key, seq order by landed_file desc, landed_line desc) as _cdc_copy
             from {{ raw }}
-            where
-                table_name = '{{ source_table }}'
-                and key in (select key from changes_range)
+            {#- A join, not key in (subquery): Databend 1.2.453 panics decorrelating one next to json_each. #}
+            join (select distinct key as range_key from changes_range) as range_keys
+                on key = range_keys.range_key
+            where table_name = '{{ source_table }}'
         ) as copies
         where _cdc_copy = 1
     ),
+    {%- endif %}
 
     changes_events as (
         select
             changes_range.*,
+            {%- if rebuilds_pre %}
             coalesce(changes_range.before_data, changes_previous.previous_image) as pre_image,
+            {%- else %}
+            changes_range.before_data as pre_image,
+            {%- endif %}
             case when changes_range.action = 'delete' then null else changes_range.raw_data end as post_image
         from changes_range
+        {%- if rebuilds_pre %}
         left join changes_previous
             on changes_range.key = changes_previous.key and changes_range.seq = changes_previous.seq
+        {%- endif %}
     )
 {%- endmacro %}
 
@@ -188,10 +203,10 @@
             {%- if 'change' in images %},
             case
                 when changes_events.post_image is null then cast(null as map<string, string>)
-                when changes_events.pre_image is null then from_json(changes_events.post_image, 'map<string, string>')
+                when changes_events.pre_image is null then {{ cdc_merge.spark_exact_json_map('changes_events.post_image') }}
                 else map_filter(
-                    from_json(changes_events.post_image, 'map<string, string>'),
-                    (name, value) -> not (value <=> from_json(changes_events.pre_image, 'map<string, string>')[name])
+                    {{ cdc_merge.spark_exact_json_map('changes_events.post_image') }},
+                    (name, value) -> not (value <=> {{ cdc_merge.spark_exact_json_map('changes_events.pre_image') }}[name])
                 )
             end as change_image
             {%- endif %}
@@ -200,7 +215,7 @@
                 when mirror._cdc_key is null then cast(null as string)
                 else to_json(named_struct(
                     {%- for column in mirror_columns %}
-                    '{{ column }}', mirror.{{ column }}{{ ',' if not loop.last }}
+                    '{{ column.name }}', mirror.{{ column.name }}{{ ',' if not loop.last }}
                     {%- endfor %}
                 ))
             end as latest_image
@@ -223,6 +238,25 @@
 {% endmacro %}
 
 
+{% macro spark_exact_json_map(image) -%}
+    {#-
+        A JSON object as map<string, string> of each field's JSON text. from_json alone renders a
+        fractional number through a double (972148868047250.95 -> 9.72148868047251E14): such
+        values are cut out of the text instead, at their field's name (an unescaped quote is
+        never inside a JSON string, so the name cannot match inside a value); a string that looks
+        like a number finds no number after its name and is kept.
+    -#}
+    transform_values(
+        from_json({{ image }}, 'map<string, string>'),
+        (name, value) -> case
+            when value rlike '^-?[0-9]+[.eE]'
+                then coalesce(nullif(regexp_extract({{ image }}, concat('(?<!\\\\)"\\Q', name, '\\E"\\s*:\\s*(-?[0-9][0-9.eE+-]*)'), 1), ''), value)
+            else value
+        end
+    )
+{%- endmacro %}
+
+
 {% macro databend__cdc_changes_sql(raw, source_table, from_ts, to_ts, keys, images, mirror, mirror_columns) %}
     {#- No map_filter or JSON object aggregate here: the change image is put together as JSON text from json_each. -#}
     with
@@ -231,18 +265,37 @@
 
     {%- if 'change' in images %},
 
+    {#-
+        json_each reads the raw table itself: over the CTEs above (windows) Databend 1.2.453 panics
+        planning it. Copies of one event give the same fields: kept once.
+    #}
+    changes_post_fields as (
+        select
+            landed.key,
+            landed.seq,
+            field.key as name,
+            any(field.value) as value
+        from {{ raw }} as landed, json_each(landed.raw_data) as field
+        where
+            {{ cdc_merge.changes_range_filter(source_table, from_ts, to_ts, keys, 'landed') }}
+            and landed.action != 'delete'
+        group by landed.key, landed.seq, field.key
+    ),
+
     changes_fields as (
         select
             changes_events.key,
             changes_events.seq,
-            field.key as name,
-            field.value as value,
+            field.name,
+            field.value,
             {#- A JSON null and a missing field are alike: both no value, as on Spark. #}
             changes_events.pre_image is null as no_pre_image,
             case when is_null_value(field.value) then null else field.value end as compared_value,
-            case when is_null_value(get(changes_events.pre_image, field.key)) then null
-                else get(changes_events.pre_image, field.key) end as previous_value
-        from changes_events, json_each(changes_events.post_image) as field
+            case when is_null_value(get(changes_events.pre_image, field.name)) then null
+                else get(changes_events.pre_image, field.name) end as previous_value
+        from changes_post_fields as field
+        join changes_events
+            on field.key = changes_events.key and field.seq = changes_events.seq
     ),
 
     changes_changed as (
@@ -279,9 +332,10 @@
             {%- if 'latest' in images %},
             case
                 when mirror._cdc_key is null then null
+                {#- A decimal would become a JSON float: as text, like the raw log's fractional numbers on Databend. #}
                 else json_object_keep_null(
                     {%- for column in mirror_columns %}
-                    '{{ column }}', mirror.{{ column }}{{ ',' if not loop.last }}
+                    '{{ column.name }}', mirror.{{ column.name }}{{ '::string' if column.exact_text }}{{ ',' if not loop.last }}
                     {%- endfor %}
                 )
             end as latest_image
