@@ -27,11 +27,16 @@
     {% set raw = raw if raw is not none else ref('raw_events') %}
     {% set cfg = cdc_merge.cdc_changes_validated(source_table, from_ts, to_ts, keys, images, mirror) %}
     {% set mirror_columns = [] %}
-    {% if execute %}
+    {#- A raw table not created yet (a fresh project being compiled or linted) holds nothing to check. -#}
+    {% if execute and adapter.get_relation(database=raw.database, schema=raw.schema, identifier=raw.identifier) is not none %}
         {% do cdc_merge.check_range_is_retained(raw, source_table, from_ts) %}
         {% if 'latest' in images %}
-            {% for column in adapter.get_columns_in_relation(mirror) if not column.name.startswith('_cdc_') %}
-                {% do mirror_columns.append({'name': column.name, 'exact_text': 'decimal' in (column.dtype | lower)}) %}
+            {% for column in adapter.get_columns_in_relation(mirror) %}
+                {% if column.name | lower == '_cdc_deleted' %}
+                    {% do mirror_columns.append({'name': column.name, 'soft_deletes': true}) %}
+                {% elif not column.name.startswith('_cdc_') %}
+                    {% do mirror_columns.append({'name': column.name, 'exact_text': 'decimal' in (column.dtype | lower)}) %}
+                {% endif %}
             {% endfor %}
         {% endif %}
     {% endif %}
@@ -214,7 +219,7 @@
             case
                 when mirror._cdc_key is null then cast(null as string)
                 else to_json(named_struct(
-                    {%- for column in mirror_columns %}
+                    {%- for column in mirror_columns if column.soft_deletes is not defined %}
                     '{{ column.name }}', mirror.{{ column.name }}{{ ',' if not loop.last }}
                     {%- endfor %}
                 ))
@@ -225,7 +230,7 @@
         left join (
             select *
             from {{ mirror }}
-            {%- if '_cdc_deleted' in (adapter.get_columns_in_relation(mirror) | map(attribute='name') | list if execute else []) %}
+            {%- if mirror_columns | selectattr('soft_deletes', 'defined') | list %}
             where not _cdc_deleted
             {%- endif %}
         ) as mirror
@@ -334,7 +339,7 @@
                 when mirror._cdc_key is null then null
                 {#- A decimal would become a JSON float: as text, like the raw log's fractional numbers on Databend. #}
                 else json_object_keep_null(
-                    {%- for column in mirror_columns %}
+                    {%- for column in mirror_columns if column.soft_deletes is not defined %}
                     '{{ column.name }}', mirror.{{ column.name }}{{ '::string' if column.exact_text }}{{ ',' if not loop.last }}
                     {%- endfor %}
                 )
@@ -349,7 +354,7 @@
         left join (
             select *
             from {{ mirror }}
-            {%- if '_cdc_deleted' in (adapter.get_columns_in_relation(mirror) | map(attribute='name') | list if execute else []) %}
+            {%- if mirror_columns | selectattr('soft_deletes', 'defined') | list %}
             where not _cdc_deleted
             {%- endif %}
         ) as mirror
