@@ -12,7 +12,8 @@
     Files, each with its spark__ and databend__ versions side by side:
         validate.sql   every config, checked before any SQL runs
         batch.sql      what cdc_events() reads here: every event of the batch
-        chain.sql      the history's tables and the rebuilt chains of a batch's keys
+        target.sql     the history table and its deletes table: created, columns checked
+        chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
         write.sql      a batch's rows removed and added, published in one commit
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk)
