@@ -161,6 +161,19 @@ class DbtProject:
         finally:
             connection.close()
 
+    def execute(self, sql: str) -> None:
+        """A statement that returns no rows (DML, DDL) on the target's engine."""
+        if not self.on_databend:
+            self.spark.sql(sql)
+            return
+        import databend_driver
+
+        connection = databend_driver.BlockingDatabendClient(os.environ["CDC_MERGE_DATABEND_DSN"]).get_conn()
+        try:
+            connection.exec(sql)
+        finally:
+            connection.close()
+
     def expire_history(self, relation: str) -> None:
         """Forget every snapshot of a table but its current one."""
         if not self.on_databend:

@@ -12,6 +12,9 @@
     {% if not execute %}
         {{ return(cdc_merge.batch_view_name(model.name)) }}
     {% endif %}
+    {% if model.resource_type == 'model' and model.config.materialized == 'cdc_history' %}
+        {{ return(cdc_merge.history_events_relation(raw_relation)) }}
+    {% endif %}
     {% if model.resource_type != 'model' or model.config.materialized != 'cdc_merge' %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_events() reads the batch that the cdc_merge materialization prepares,"
             ~ " so it works only in models materialized as 'cdc_merge' (this one is " ~ (model.config.materialized or model.resource_type)

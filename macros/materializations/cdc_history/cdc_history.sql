@@ -1,0 +1,124 @@
+{#
+    cdc_history: one row per version of each key of a source table (SCD type 2), built
+    incrementally from the raw log with the same offsets as cdc_merge.
+
+    Steps: validate every config; find the raw snapshots added since this history's offset (its
+    own rows in cdc_merge_offsets); for each bounded chunk of them, put every event of the chunk
+    (one per key and seq) in the batch view the model reads, rebuild the chains of the keys it
+    touches from the stored versions plus these events, write the difference, and only then
+    append the new offset. A run that dies half way repeats its last chunk, which rebuilds the
+    same chains.
+
+    Files, each with its spark__ and databend__ versions side by side:
+        validate.sql   every config, checked before any SQL runs
+        batch.sql      what cdc_events() reads here: every event of the batch
+        target.sql     the history table and its deletes table: created, columns checked
+        chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
+        write.sql      a batch's rows removed and added, published in one commit
+        retention.sql  whether the raw log was trimmed, and from when it holds events
+    It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk)
+    and publish.sql.
+#}
+
+{% materialization cdc_history, default %}
+    {%- set cfg = cdc_merge.cdc_history_validated_config() -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_cached_relation(this) -%}
+    {%- set offsets = cdc_merge.offsets_relation(cfg) -%}
+    {%- set deletes_relation = cdc_merge.history_deletes_relation(target_relation) if cfg.deletes == 'hard' else none -%}
+    {%- set scratch = cdc_merge.history_scratch_relation(target_relation) -%}
+    {%- set batch_view = cdc_merge.history_batch_view_name(model.name) -%}
+    {%- set raw_changes_view = model.name ~ '__cdc_raw_changes' -%}
+    {%- set model_sql = compiled_code -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
+    {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
+
+    {% set rebuild = existing_relation is none or should_full_refresh() or existing_relation.is_view %}
+    {% if rebuild %}
+        {#- Checked before anything is dropped: a history built from the start of a trimmed log would miss every version before its horizon. -#}
+        {% set horizon = cdc_merge.raw_log_horizon(cfg.raw_relation, cfg.source_table) %}
+        {% if horizon is not none and not cfg.allow_trimmed_log %}
+            {% do exceptions.raise_compiler_error(
+                "cdc_history model '" ~ model.name ~ "': " ~ cfg.raw_relation ~ " was trimmed by retention; of "
+                ~ cfg.source_table ~ " it holds only events since " ~ (horizon.oldest or 'none at all')
+                ~ ", so a history built from it now would start there and miss every earlier version. Keep the existing"
+                ~ " history (no --full-refresh), or set allow_trimmed_log=true to build one that starts at that time.") %}
+        {% endif %}
+    {% endif %}
+    {% if existing_relation is not none and rebuild %}
+        {{ log("cdc_history " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+        {% do adapter.drop_relation(existing_relation) %}
+        {% set existing_relation = none %}
+    {% endif %}
+    {% if existing_relation is none %}
+        {% do run_query('drop table if exists ' ~ cdc_merge.history_deletes_relation(target_relation)) %}
+    {% endif %}
+
+    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
+    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
+    {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if (latest.rows | length and existing_relation is not none) else none %}
+    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
+    {% set current_snapshot = current.rows[0]['snapshot_id'] if current.rows | length else none %}
+    {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
+    {% set chunks = [] if flags.EMPTY else cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+
+    {#- The model's output columns, from the first chunk's events (or none). -#}
+    {% if chunks | length %}
+        {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
+        {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}
+    {% else %}
+        {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
+    {% endif %}
+    {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
+    {% do cdc_merge.cdc_history_validate_columns(model_columns, cfg) %}
+    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
+    {% set columns = model_columns | reject('in', metadata_columns) | list %}
+
+    {% if existing_relation is none %}
+        {% do run_query(cdc_merge.create_history_sql(target_relation, model_sql, columns, cfg)) %}
+    {% else %}
+        {% do cdc_merge.check_history_columns(target_relation, columns) %}
+    {% endif %}
+    {% if deletes_relation is not none %}
+        {% do run_query(cdc_merge.create_history_deletes_sql(deletes_relation)) %}
+    {% endif %}
+
+    {% set totals = {'events': 0, 'added': 0, 'removed': 0} %}
+    {% for chunk in chunks %}
+        {% if not loop.first %}
+            {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
+        {% endif %}
+        {% set stats = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
+        {% for bucket in range(chunk.buckets) %}
+            {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
+            {% set counts = cdc_merge.apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg) %}
+            {% set batch = run_query("select count(*) as events, coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts from " ~ batch_view).rows[0] %}
+            {% do stats.update({'events_read': stats.events_read + (batch['events'] | int), 'inserted': stats.inserted + counts.added, 'deleted': stats.deleted + counts.removed}) %}
+            {% if batch['max_source_ts'] and batch['max_source_ts'] != 'NULL' and (stats.max_source_ts is none or batch['max_source_ts'] > stats.max_source_ts) %}
+                {% do stats.update({'max_source_ts': batch['max_source_ts']}) %}
+            {% endif %}
+        {% endfor %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}
+        {% do totals.update({'events': totals.events + stats.events_read, 'added': totals.added + stats.inserted, 'removed': totals.removed + stats.deleted}) %}
+        {{ log("cdc_history " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ ": " ~ stats.events_read ~ " events, "
+            ~ stats.inserted ~ " version rows written, " ~ stats.deleted ~ " replaced; offset -> snapshot " ~ chunk.through, info=True) }}
+    {% endfor %}
+    {% do cdc_merge.drop_scratch(raw_changes_view) %}
+    {% do run_query('drop view if exists ' ~ batch_view) %}
+
+    {{ log("cdc_history " ~ target_relation ~ ": " ~ chunks | length ~ " chunk(s), " ~ totals.events ~ " events: "
+        ~ totals.added ~ " version rows written, " ~ totals.removed ~ " replaced", info=True) }}
+    {% call statement('main') %}
+        select
+            {{ totals.events }} as events_read,
+            {{ totals.added }} as rows_written,
+            {{ totals.removed }} as rows_replaced
+    {% endcall %}
+
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

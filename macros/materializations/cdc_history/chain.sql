@@ -1,0 +1,263 @@
+{#
+    The chain of versions of the keys a batch touches, rebuilt from what the history holds for
+    them plus the batch's events, and compared with what it holds (history_changes_sql): rows to
+    remove and rows to add. Rebuilding whole chains is what places a late, older event at its
+    place and repairs its neighbours' intervals; rows are identified by (_cdc_key, _cdc_seq), so a
+    replayed event rebuilds the same rows and nothing is written.
+
+    A version: the events of a key in seq order; an event opens a version when it is the key's
+    first, when it deletes a live key or brings a deleted key back, or (not deleted) when
+    track_columns is not set or one of those columns differs from the previous event's. A
+    later event that opens nothing updates its version's values in place (_cdc_updated_seq); a
+    delete of a deleted key opens nothing.
+#}
+
+{% macro history_columns() %}
+    {{ return(['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_key', '_cdc_seq', '_cdc_source_ts', '_cdc_updated_seq']) }}
+{% endmacro %}
+
+
+{% macro history_scratch_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_history_changes'})) }}
+{% endmacro %}
+
+
+{% macro insert_new_deletes_sql(deletes_relation, batch_view) %}
+    {#- The batch's delete events the deletes table does not hold yet. -#}
+    insert into {{ deletes_relation }}
+    select
+        batch._cdc_key,
+        batch._cdc_seq,
+        batch._cdc_source_ts
+    from {{ batch_view }} as batch
+    where
+        batch._cdc_action = 'delete'
+        and not exists (
+            select 1
+            from {{ deletes_relation }} as stored
+            where stored._cdc_key = batch._cdc_key and stored._cdc_seq = batch._cdc_seq
+        )
+{% endmacro %}
+
+
+{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg) %}
+    {#-
+        Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
+        the batch the model's SQL reads. deletes_relation: none with deletes='soft'.
+    -#}
+    {%- set history_row = columns + cdc_merge.history_columns() -%}
+    with
+
+    chain_model_events as (
+        select * from ({{ model_sql }}) as model_output
+    ),
+
+    chain_batch_keys as (
+        select distinct _cdc_key
+        from chain_model_events
+    ),
+
+    chain_stored as (
+        select
+            {{ history_row | join(',\n            ') }}
+        from {{ target_relation }}
+        where _cdc_key in (select _cdc_key from chain_batch_keys)
+    ),
+
+    {#- Events as they were recorded: a version's opening event, its last event in place, the deletes. #}
+    chain_events as (
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            _cdc_action = 'delete' as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            1 as _cdc_origin
+        from chain_model_events
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            is_deleted as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            0 as _cdc_origin
+        from chain_stored
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            is_deleted as _cdc_is_delete,
+            _cdc_updated_seq as _cdc_seq,
+            cast(null as timestamp) as _cdc_source_ts,
+            0 as _cdc_origin
+        from chain_stored
+        where _cdc_updated_seq != _cdc_seq
+        {%- if deletes_relation is not none %}
+        union all
+        select
+            {%- for column in columns %}
+            null as {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            true as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            0 as _cdc_origin
+        from {{ deletes_relation }}
+        where _cdc_key in (select _cdc_key from chain_batch_keys)
+        {%- endif %}
+    ),
+
+    chain_unique_events as (
+        select *
+        from (
+            select
+                *,
+                row_number() over (partition by _cdc_key, _cdc_seq order by _cdc_origin) as _cdc_copy
+            from chain_events
+        ) as copies
+        where _cdc_copy = 1
+    ),
+
+    chain_previous as (
+        select
+            *,
+            lag(_cdc_is_delete) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_is_delete
+            {%- for column in cfg.track_columns or [] %},
+            lag({{ column }}) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_{{ column }}
+            {%- endfor %}
+        from chain_unique_events
+    ),
+
+    chain_opened as (
+        select
+            *,
+            case
+                when _cdc_previous_is_delete is null then 1
+                when _cdc_is_delete != _cdc_previous_is_delete then 1
+                when _cdc_is_delete then 0
+                {%- if cfg.track_columns %}
+                when {% for column in cfg.track_columns %}{{ cdc_merge.differs_sql(column, '_cdc_previous_' ~ column) }}{{ ' or ' if not loop.last }}{% endfor %} then 1
+                else 0
+                {%- else %}
+                else 1
+                {%- endif %}
+            end as _cdc_opens
+        from chain_previous
+    ),
+
+    chain_numbered as (
+        select
+            *,
+            sum(_cdc_opens) over (
+                partition by _cdc_key order by _cdc_seq rows between unbounded preceding and current row
+            ) as _cdc_version
+        from chain_opened
+    ),
+
+    chain_in_version as (
+        select
+            *,
+            first_value(_cdc_seq) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_seq,
+            first_value(_cdc_source_ts) over (partition by _cdc_key, _cdc_version order by _cdc_seq) as _cdc_open_ts,
+            row_number() over (partition by _cdc_key, _cdc_version order by _cdc_seq desc) as _cdc_newest
+        from chain_numbered
+    ),
+
+    {#- Source clocks are not an order (docs/ordering.md): valid_from never goes back along the chain. #}
+    chain_versions as (
+        select
+            *,
+            max(_cdc_open_ts) over (
+                partition by _cdc_key order by _cdc_open_seq rows between unbounded preceding and current row
+            ) as _cdc_valid_from
+        from chain_in_version
+        where _cdc_newest = 1
+    ),
+
+    chain_chained as (
+        select
+            *,
+            lead(_cdc_valid_from) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_valid_to,
+            lead(_cdc_open_seq) over (partition by _cdc_key order by _cdc_open_seq) as _cdc_next_seq
+        from chain_versions
+    ),
+
+    chain_computed as (
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_valid_from as valid_from,
+            _cdc_valid_to as valid_to,
+            _cdc_next_seq is null as is_current,
+            _cdc_is_delete as is_deleted,
+            _cdc_key,
+            _cdc_open_seq as _cdc_seq,
+            _cdc_open_ts as _cdc_source_ts,
+            _cdc_seq as _cdc_updated_seq
+        from chain_chained
+        {%- if deletes_relation is not none %}
+        where not _cdc_is_delete
+        {%- endif %}
+    ),
+
+    {#- Not EXCEPT: Databend's EXCEPT does not take two nulls as equal. #}
+    chain_unchanged as (
+        select
+            chain_computed._cdc_key,
+            chain_computed._cdc_seq
+        from chain_computed
+        join chain_stored
+            on chain_computed._cdc_key = chain_stored._cdc_key and chain_computed._cdc_seq = chain_stored._cdc_seq
+        where not (
+            {%- for column in history_row if column not in ['_cdc_key', '_cdc_seq'] %}
+            {{ cdc_merge.differs_sql('chain_computed.' ~ column, 'chain_stored.' ~ column) }}{{ ' or' if not loop.last }}
+            {%- endfor %}
+        )
+    ),
+
+    chain_added as (
+        select chain_computed.*
+        from chain_computed
+        left join chain_unchanged
+            on chain_computed._cdc_key = chain_unchanged._cdc_key and chain_computed._cdc_seq = chain_unchanged._cdc_seq
+        where chain_unchanged._cdc_key is null
+    ),
+
+    chain_removed as (
+        select chain_stored.*
+        from chain_stored
+        left join chain_unchanged
+            on chain_stored._cdc_key = chain_unchanged._cdc_key and chain_stored._cdc_seq = chain_unchanged._cdc_seq
+        where chain_unchanged._cdc_key is null
+    ),
+
+    chain_final as (
+        select 'add' as _cdc_change, chain_added.* from chain_added
+        union all
+        select 'remove' as _cdc_change, chain_removed.* from chain_removed
+    )
+
+    select * from chain_final
+{% endmacro %}
+
+
+{% macro differs_sql(left, right) %}
+    {{ return(adapter.dispatch('differs_sql', 'cdc_merge')(left, right)) }}
+{% endmacro %}
+
+{% macro spark__differs_sql(left, right) -%}
+    not ({{ left }} <=> {{ right }})
+{%- endmacro %}
+
+{% macro databend__differs_sql(left, right) -%}
+    {{ left }} is distinct from {{ right }}
+{%- endmacro %}

@@ -1,0 +1,92 @@
+{#
+    The history table and, with deletes='hard', its deletes table (every delete event, which
+    leaves no row in the history but must still close a late older event's version): created
+    here, and a stored history's columns checked against the model's (check_history_columns).
+#}
+
+{% macro history_deletes_relation(target_relation) %}
+    {#- With deletes='hard' the deletes leave no row in the history; every delete event is kept here, to place late events. -#}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_history_deletes'})) }}
+{% endmacro %}
+
+
+{% macro create_history_sql(target_relation, model_sql, columns, cfg) %}
+    {{ return(adapter.dispatch('create_history_sql', 'cdc_merge')(target_relation, model_sql, columns, cfg)) }}
+{% endmacro %}
+
+{% macro spark__create_history_sql(target_relation, model_sql, columns, cfg) %}
+    {%- set properties = {
+        'format-version': '2',
+        'write.delete.mode': 'merge-on-read',
+        'write.update.mode': 'merge-on-read',
+        'write.merge.mode': 'merge-on-read',
+    } -%}
+    {%- do properties.update(cfg.table_properties) -%}
+    create table {{ target_relation }}
+    using iceberg
+    tblproperties (
+        {%- for name, value in properties.items() %}
+        '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+    as
+    {{ cdc_merge.empty_history_sql(model_sql, columns) }}
+{% endmacro %}
+
+{% macro databend__create_history_sql(target_relation, model_sql, columns, cfg) %}
+    create table {{ target_relation }} as
+    {{ cdc_merge.empty_history_sql(model_sql, columns) }}
+{% endmacro %}
+
+
+{% macro empty_history_sql(model_sql, columns) %}
+    select
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
+        cast(null as timestamp) as valid_from,
+        cast(null as timestamp) as valid_to,
+        cast(null as boolean) as is_current,
+        cast(null as boolean) as is_deleted,
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts,
+        _cdc_seq as _cdc_updated_seq
+    from ({{ model_sql }}) as model_output
+    limit 0
+{% endmacro %}
+
+
+{% macro create_history_deletes_sql(deletes_relation) %}
+    {{ return(adapter.dispatch('create_history_deletes_sql', 'cdc_merge')(deletes_relation)) }}
+{% endmacro %}
+
+{% macro spark__create_history_deletes_sql(deletes_relation) %}
+    create table if not exists {{ deletes_relation }} (
+        _cdc_key string,
+        _cdc_seq string,
+        _cdc_source_ts timestamp
+    )
+    using iceberg
+    tblproperties ('format-version' = '2')
+{% endmacro %}
+
+{% macro databend__create_history_deletes_sql(deletes_relation) %}
+    create table if not exists {{ deletes_relation }} (
+        _cdc_key string null,
+        _cdc_seq string null,
+        _cdc_source_ts timestamp null
+    )
+{% endmacro %}
+
+
+{% macro check_history_columns(target_relation, columns) %}
+    {% set expected = columns + cdc_merge.history_columns() %}
+    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
+    {% if (actual | map('lower') | list) != (expected | map('lower') | list) %}
+        {% do exceptions.raise_compiler_error(
+            "cdc_history model '" ~ model.name ~ "': the model now gives " ~ expected | join(', ')
+            ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
+            ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
+    {% endif %}
+{% endmacro %}

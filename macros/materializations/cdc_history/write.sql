@@ -1,0 +1,89 @@
+{#
+    Writing one batch to the history: its new deletes to the deletes table (deletes='hard'),
+    then the rows history_changes_sql found, computed once into a scratch relation: the
+    removed rows deleted by (_cdc_key, _cdc_seq), the added rows inserted. On Spark both
+    statements write to a branch that is published in one commit (cdc_merge's publish.sql).
+#}
+
+{% macro create_history_changes(scratch, changes_sql) %}
+    {#- Returns {'changes': what to read the rows by, 'added': n, 'removed': n}. -#}
+    {{ return(adapter.dispatch('create_history_changes', 'cdc_merge')(scratch, changes_sql)) }}
+{% endmacro %}
+
+{% macro history_change_counts() %}
+    {{ return(["count_if(_cdc_change = 'add') as added", "count_if(_cdc_change = 'remove') as removed"]) }}
+{% endmacro %}
+
+{% macro spark__create_history_changes(scratch, changes_sql) %}
+    {#- A local checkpoint, not a cached view: Spark would compute a cached view again once the history is written. -#}
+    {% if adapter.type() == 'cdc_spark' %}
+        {% set counts = adapter.create_checkpoint_view(scratch.identifier, changes_sql, cdc_merge.history_change_counts()) %}
+        {% if counts is not none %}
+            {{ return({'changes': scratch.identifier, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': true}) }}
+        {% endif %}
+    {% endif %}
+    {% do run_query('create or replace table ' ~ scratch ~ ' using iceberg as ' ~ changes_sql) %}
+    {% set counts = run_query('select ' ~ cdc_merge.history_change_counts() | join(', ') ~ ' from ' ~ scratch).rows[0] %}
+    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': false}) }}
+{% endmacro %}
+
+{% macro databend__create_history_changes(scratch, changes_sql) %}
+    {% do run_query('create or replace transient table ' ~ scratch ~ ' as ' ~ changes_sql) %}
+    {% set counts = run_query('select ' ~ cdc_merge.history_change_counts() | join(', ') ~ ' from ' ~ scratch).rows[0] %}
+    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': false}) }}
+{% endmacro %}
+
+
+{% macro drop_history_changes(created) %}
+    {% if created.in_memory %}
+        {% do adapter.drop_checkpoint_view(created.changes) %}
+    {% else %}
+        {% do run_query('drop table if exists ' ~ created.changes) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro remove_history_rows_sql(history, changes) %}
+    merge into {{ history }} as history
+    using (
+        select
+            _cdc_key,
+            _cdc_seq
+        from {{ changes }}
+        where _cdc_change = 'remove'
+    ) as removed
+        on history._cdc_key = removed._cdc_key and history._cdc_seq = removed._cdc_seq
+    when matched then delete
+{% endmacro %}
+
+
+{% macro add_history_rows_sql(history, changes, columns) %}
+    insert into {{ history }}
+    select
+        {%- for column in columns + cdc_merge.history_columns() %}
+        {{ column }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from {{ changes }}
+    where _cdc_change = 'add'
+{% endmacro %}
+
+
+{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg) %}
+    {#- One bucket of a chunk, whose events are in batch_view. Returns its counts. -#}
+    {% if deletes_relation is not none %}
+        {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view)) %}
+    {% endif %}
+    {% set created = cdc_merge.create_history_changes(scratch, cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg)) %}
+    {% if created.added + created.removed > 0 %}
+        {% set history = cdc_merge.begin_mirror_writes(target_relation) %}
+        {% if created.removed > 0 %}
+            {% do run_query(cdc_merge.remove_history_rows_sql(history, created.changes)) %}
+        {% endif %}
+        {% if created.added > 0 %}
+            {% do run_query(cdc_merge.add_history_rows_sql(history, created.changes, columns)) %}
+        {% endif %}
+        {% do cdc_merge.publish_mirror_writes(target_relation) %}
+    {% endif %}
+    {% do cdc_merge.drop_history_changes(created) %}
+    {{ return({'added': created.added, 'removed': created.removed}) }}
+{% endmacro %}
