@@ -4,7 +4,8 @@
     no materialization, so there cdc_events() becomes the batch view's own query over the raw
     events the mirror has not applied yet (var cdc_merge_preview='pending', the default), or
     over the whole log ('all'). dbt show then previews what the next run would write, and the
-    compiled SQL is a query a reviewer can read and run.
+    compiled SQL is a query a reviewer can read and run. With 'batch_view' cdc_events() names the
+    batch view, as in a run: sqlfluff (.sqlfluff) lints the model's own SQL so, reading no table.
 #}
 
 {% macro cdc_events_relation(raw_relation) %}
@@ -20,7 +21,7 @@
             ~ " so it works only in models materialized as 'cdc_merge' (this one is " ~ (model.config.materialized or model.resource_type)
             ~ "). Set materialized='cdc_merge' in the model's config, or read the raw table with ref()/source() instead.") %}
     {% endif %}
-    {% if flags.WHICH in ['show', 'compile', 'generate'] %}
+    {% if flags.WHICH in ['show', 'compile', 'generate'] and var('cdc_merge_preview', 'pending') != 'batch_view' %}
         {{ return('(' ~ cdc_merge.preview_events_sql(raw_relation) ~ ') as cdc_events') }}
     {% endif %}
     {{ return(cdc_merge.batch_view_name(model.name)) }}
@@ -31,7 +32,7 @@
     {% set cfg = cdc_merge.cdc_merge_validated_config() %}
     {% set scope = var('cdc_merge_preview', 'pending') %}
     {% if scope not in ['pending', 'all'] %}
-        {% do exceptions.raise_compiler_error("var cdc_merge_preview must be 'pending' (the events the mirror has not applied yet) or 'all' (the whole raw log), got " ~ scope ~ ".") %}
+        {% do exceptions.raise_compiler_error("var cdc_merge_preview must be 'pending' (the events the mirror has not applied yet), 'all' (the whole raw log) or 'batch_view' (the batch view's name, as in a run), got " ~ scope ~ ".") %}
     {% endif %}
     {% set mirror = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) %}
     {% set offsets = cdc_merge.offsets_relation(cfg) %}
