@@ -26,6 +26,7 @@ MIRRORS = {
     "shop.orders": "shop_orders",
     "shop.order_lines": "shop_order_lines",
 }
+HISTORY = "customers_history"
 
 
 def dbt(*args: str) -> float:
@@ -39,6 +40,18 @@ def dbt(*args: str) -> float:
 def mirror_rows(spark, model: str, columns: list[str]) -> dict[tuple, dict]:
     rows = spark.sql(f"select * from mirror.{model}").collect()
     return {tuple(row[c] for c in columns): {k: v for k, v in row.asDict().items() if not k.startswith("_cdc_")} for row in rows}
+
+
+def print_versions(spark) -> None:
+    """The versions of the customer that changed most, from the history model (docs/history.md)."""
+    (key,) = spark.sql(f"select _cdc_key from mirror.{HISTORY} group by _cdc_key order by count(*) desc, _cdc_key limit 1").first()
+    print(f"\n== {HISTORY}: the versions of customer {key}")
+    for row in spark.sql(
+        f"select name, tier, valid_from, valid_to, is_current, is_deleted from mirror.{HISTORY} "
+        f"where _cdc_key = '{key}' order by _cdc_seq"
+    ).collect():
+        print(f"{row.name or '':<24} {row.tier or '':<8} {row.valid_from!s:<26} -> {row.valid_to!s:<26} "
+              f"{'current' if row.is_current else ''}{' deleted' if row.is_deleted else ''}")
 
 
 def raw_counts(spark) -> tuple[int, int]:
@@ -63,7 +76,7 @@ def main() -> int:
     one_minute_ago_ms = int(time.time() * 1000) - 60_000
     _, waves = generate_demo.build_waves(seed=7, events=20_000, waves=3, clock_start_ms=one_minute_ago_ms)
     spark = io.spark_session("cdc_merge_demo", str(warehouse))
-    one_run = ("run", "--select", "raw_events", *MIRRORS.values())
+    one_run = ("run", "--select", "raw_events", *MIRRORS.values(), HISTORY)
 
     run_seconds = []
     for wave in waves:
@@ -79,7 +92,7 @@ def main() -> int:
     relanded = raw_counts(spark)[0] - landed
 
     print("== dbt test")
-    dbt("test", "--exclude", "inventory_products")
+    dbt("test", "--exclude", "inventory_products", "customer_changes")
 
     expected = generate_demo.replay(e for wave in waves for e in wave.delivered)
     print("\n== summary")
@@ -102,6 +115,7 @@ def main() -> int:
         lag = (now - stats[3]).total_seconds() if stats[3] else float("nan")
         print(f"{table:<18} {events:>7} {stats[0]:>9} {stats[1]:>8} {stats[2]:>8} {len(rows):>6} {lag:>7.0f}  {'yes' if equal else 'NO'}")
     print("(lag: now minus the newest applied source commit time; the generated source clock started a minute before the demo)")
+    print_versions(spark)
     return 0 if all_equal else 1
 
 
