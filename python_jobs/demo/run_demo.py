@@ -76,7 +76,7 @@ def main() -> int:
     one_minute_ago_ms = int(time.time() * 1000) - 60_000
     _, waves = generate_demo.build_waves(seed=7, events=20_000, waves=3, clock_start_ms=one_minute_ago_ms)
     spark = io.spark_session("cdc_merge_demo", str(warehouse))
-    one_run = ("run", "--select", "raw_events", *MIRRORS.values(), HISTORY)
+    one_run = ("run", "--select", "raw_events", "schema_history", *MIRRORS.values(), HISTORY)
 
     run_seconds = []
     for wave in waves:
