@@ -67,13 +67,14 @@
 {% endmacro %}
 
 
-{% macro maintenance_due(target_relation, settings) %}
+{% macro maintenance_due(target_relation, settings, state=none) %}
     {#-
         Why the mirror needs maintaining now ('' when it does not): the first threshold its
         data and delete files, its delete files per data file, its snapshots or its oldest
-        snapshot's age crosses. One query on the mirror's metadata.
+        snapshot's age crosses. One query on the mirror's metadata, unless state holds those
+        numbers already (the idle check reads them from Iceberg's metadata, idle.sql).
     -#}
-    {% set state = cdc_merge.table_maintenance_state(target_relation) %}
+    {% set state = state if state is not none else cdc_merge.table_maintenance_state(target_relation) %}
     {% set files = state.data_files + state.delete_files %}
     {% set reasons = [] %}
     {% if files > settings.maintenance_max_files %}
