@@ -7,8 +7,10 @@ One process, one SparkSession, dbt invoked in-process again and again (benchmark
 project of N cdc_merge mirrors, each of its own source table `bench.items_<n>` (1,000 rows), all
 in one raw table (benchmarks/datagen.py writes the events, no landing), measured warm:
 
-- idle: `dbt run` of the N mirrors, and of --small of them, with no new events; against dbt's own
-  cost: `dbt run` of as many models whose materialization runs no SQL (bench_noop), and `dbt parse`. Statements counted by measure.py's SQL clock.
+- idle: `dbt run` of the N mirrors, and of --small of them, with no new events (and the --small
+  with the idle check turned off: every mirror's full path, as before idle.sql); against dbt's
+  own cost: `dbt run` of as many models whose materialization runs no SQL (bench_noop), and
+  `dbt parse`. Statements counted by measure.py's SQL clock.
 - events: each of the N mirrors with --events-per-mirror (20-50) new events, in one new raw
   snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read.
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
@@ -21,6 +23,7 @@ Writes benchmarks/results/many_mirrors.json and .log (--results, --log).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -153,6 +156,8 @@ class ManyMirrors:
             "small": self.repeated(f"{args.small} mirrors", *small, threads=threads),
         }
         if not threads:
+            with full_path():
+                out["small_full_path"] = self.repeated(f"{args.small} mirrors, idle check off (every mirror takes the full path)", *small)
             out["noop"] = self.repeated(f"{args.mirrors} no-op models (dbt's own cost)", "path:models/noop")
             out["noop_small"] = self.repeated(f"{args.small} no-op models", *noop_small)
             out["parse_seconds"] = self.dbt_alone("parse")
@@ -212,6 +217,19 @@ class ManyMirrors:
         return {"events_per_cycle": self.args.demo_events, "cycle_seconds": seconds, "median_seconds": warm.median(seconds)}
 
 
+@contextlib.contextmanager
+def full_path():
+    """The baseline: the idle check turned off (idle.sql then finds no state and takes the full path)."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    original = CdcSparkAdapter.cdc_idle_state
+    CdcSparkAdapter.cdc_idle_state = lambda *_args, **_kwargs: None
+    try:
+        yield
+    finally:
+        CdcSparkAdapter.cdc_idle_state = original
+
+
 def main(argv=None) -> int:
     args = arguments(argv)
     from run import machine
@@ -248,7 +266,8 @@ def summary(results: dict) -> None:
         f"idle run of {n} mirrors <= 10 s | {idle['mirrors']['seconds']:.2f} s ({idle['mirrors']['statements']} statements; "
         f"dbt's own cost for {n} no-op models {idle['noop']['seconds']:.2f} s) | {'yes' if idle['mirrors']['seconds'] <= 10 else 'no'}",
         f"idle run of {small} mirrors <= 1 s beyond dbt's own | {idle['beyond_dbt']['small']:.2f} s beyond {idle['noop_small']['seconds']:.2f} s "
-        f"(dbt parse {idle['parse_seconds']:.2f} s) | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
+        f"(dbt parse {idle['parse_seconds']:.2f} s); with the idle check off {idle['small_full_path']['seconds']:.2f} s, "
+        f"{idle['small_full_path']['statements']} statements | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
         f"{n} mirrors with 20-50 events each <= 60 s | {events['seconds']:.2f} s | {'yes' if events['seconds'] <= 60 else 'no'}",
         f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
         f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",

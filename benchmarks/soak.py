@@ -61,6 +61,9 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--tables", type=int, default=6, help="source tables and mirrors, at least 4 (default 6: two shop databases)")
     parser.add_argument("--no-maintenance", action="store_true", help="only the variant without maintenance")
     parser.add_argument("--maintenance-only", action="store_true", help="only the variant with maintenance")
+    parser.add_argument("--maintenance-config", default="",
+                        help="maintenance configs for the maintenance variant's models instead of the defaults, e.g. "
+                             "maintenance_max_snapshots=20,snapshot_retention_hours=0 (for a short run to reach a threshold)")
     parser.add_argument("--ramp", default="2000,5000,10000,20000,40000",
                         help="events per cycle of the rate ramp after the soak (maintenance variant; '' for none)")
     parser.add_argument("--ramp-cycles", type=int, default=3, help="cycles per ramp step")
@@ -77,6 +80,10 @@ def arguments(argv=None) -> argparse.Namespace:
     if args.cycles < 2:
         parser.error("--cycles must be at least 2")
     args.ramp_steps = [int(step) for step in args.ramp.split(",") if step.strip()]
+    try:
+        args.maintenance_settings = dict(item.split("=", 1) for item in args.maintenance_config.split(",") if item.strip())
+    except ValueError:
+        parser.error(f"--maintenance-config takes name=value pairs separated by commas, got {args.maintenance_config!r}")
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     args.plot = args.results.with_suffix(".png") if args.plot is None else Path(args.plot) if args.plot else None
     return args
@@ -161,8 +168,9 @@ class Soak:
         for table, model in self.models.items():
             template = (PROJECT_DIR / "models" / "mirrors" / f"shop_{table.split('.')[1]}.sql").read_text()
             sql = template.replace(f"source_table='shop.{table.split('.')[1]}'", f"source_table='{table}'")
-            if self.variant == "no-maintenance":
-                sql = sql.replace("    config(\n", "    config(\n        maintenance='off',\n", 1)
+            settings = {"maintenance": "'off'"} if self.variant == "no-maintenance" else self.args.maintenance_settings
+            added = "".join(f"        {name}={value},\n" for name, value in settings.items())
+            sql = sql.replace("    config(\n", "    config(\n" + added, 1)
             (self.project.dir / "models" / "mirrors" / f"{model}.sql").write_text(sql)
         landing = self.project.dir / "landing.yml"
         config = yaml.safe_load(landing.read_text())
@@ -382,7 +390,8 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         results = {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
                    "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(), "cycles": args.cycles,
-                   "events_per_cycle": args.events_per_cycle, "tables": args.tables, "lag_goal": args.lag_goal, "variants": {}}
+                   "events_per_cycle": args.events_per_cycle, "tables": args.tables, "lag_goal": args.lag_goal,
+                   "maintenance_config": args.maintenance_settings or "defaults", "variants": {}}
         print(f"soak: {results['machine']}", flush=True)
         args.work_dir.mkdir(parents=True, exist_ok=True)
         for variant in variants:
@@ -390,7 +399,7 @@ def main(argv=None) -> int:
             command = [sys.executable, str(Path(__file__).resolve()), "--variant", variant, "--results", str(part), "--log", "",
                        "--cycles", str(args.cycles), "--events-per-cycle", str(args.events_per_cycle), "--tables", str(args.tables),
                        "--ramp", args.ramp, "--ramp-cycles", str(args.ramp_cycles), "--lag-goal", str(args.lag_goal),
-                       "--seed", str(args.seed), "--work-dir", str(args.work_dir)]
+                       "--seed", str(args.seed), "--work-dir", str(args.work_dir), "--maintenance-config", args.maintenance_config]
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(PROJECT_DIR))
             for line in child.stdout:
                 if not SPARK_NOISE.match(line):
