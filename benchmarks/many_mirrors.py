@@ -62,6 +62,7 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--demo-events", type=int, default=300, help="events per demo cycle (default 300)")
     parser.add_argument("--repeat", type=int, default=3, help="measurements of each idle run; the figure is their median")
     parser.add_argument("--threads", type=int, default=4, help="also run idle and events with dbt --threads T (0: skip)")
+    parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
     parser.add_argument("--results", type=Path, default=HERE / "results" / "many_mirrors.json")
@@ -81,7 +82,7 @@ class ManyMirrors:
         self.work = args.work_dir
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        self.spark = warm.session(self.work / "warehouse", retained_stages=200_000)
+        self.spark = warm.session(self.work / "warehouse", args.driver_memory, retained_stages=200_000)
         self.clock = install_sql_clock()
         self.reads = warm.SparkReads(self.spark)
         self.range_reads: list[tuple] = []

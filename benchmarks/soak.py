@@ -68,6 +68,9 @@ def arguments(argv=None) -> argparse.Namespace:
                         help="events per cycle of the rate ramp after the soak (maintenance variant; '' for none)")
     parser.add_argument("--ramp-cycles", type=int, default=3, help="cycles per ramp step")
     parser.add_argument("--lag-goal", type=float, default=30.0, help="seconds: the ramp's p95 lag limit")
+    parser.add_argument("--driver-memory", default="2g",
+                        help="spark.driver.memory (default 2g: the soak's tables are small, and a bounded heap makes the JVM's "
+                             "resident memory a trend, not the garbage collector's growth to a large heap)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_soak"), help="warehouses, projects, inboxes (deleted first)")
     parser.add_argument("--results", type=Path, default=HERE / "results" / "soak.json")
@@ -151,7 +154,7 @@ class Soak:
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self.warehouse = self.work / "warehouse"
-        self.spark = warm.session(self.warehouse)
+        self.spark = warm.session(self.warehouse, args.driver_memory)
         self.jvm_pid = warm.jvm_pid(self.spark)
         self.sources = Sources(args.tables, args.seed)
         self.project = BenchProject(self.work / "project", "soak_mirror", "soak_raw", self.work / "inbox")
@@ -399,7 +402,7 @@ def main(argv=None) -> int:
             command = [sys.executable, str(Path(__file__).resolve()), "--variant", variant, "--results", str(part), "--log", "",
                        "--cycles", str(args.cycles), "--events-per-cycle", str(args.events_per_cycle), "--tables", str(args.tables),
                        "--ramp", args.ramp, "--ramp-cycles", str(args.ramp_cycles), "--lag-goal", str(args.lag_goal),
-                       "--seed", str(args.seed), "--work-dir", str(args.work_dir), "--maintenance-config", args.maintenance_config]
+                       "--seed", str(args.seed), "--driver-memory", args.driver_memory, "--work-dir", str(args.work_dir), "--maintenance-config", args.maintenance_config]
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(PROJECT_DIR))
             for line in child.stdout:
                 if not SPARK_NOISE.match(line):
