@@ -261,15 +261,19 @@ def main(argv=None) -> int:
 def summary(results: dict) -> None:
     idle, events, demo = results["idle"], results["events"], results["demo"]
     n, small = results["mirrors"], results["small"]
+    def met(ok: bool, at_size: bool = True) -> str:
+        return ("yes" if ok else "no") if at_size else "n/a (the goal is for 200 mirrors)"
+
     lines = [
         "",
         "goal | measured | met",
-        f"idle run of {n} mirrors <= 10 s | {idle['mirrors']['seconds']:.2f} s ({idle['mirrors']['statements']} statements; "
-        f"dbt's own cost for {n} no-op models {idle['noop']['seconds']:.2f} s) | {'yes' if idle['mirrors']['seconds'] <= 10 else 'no'}",
+        f"idle run of 200 mirrors <= 10 s | {n} mirrors {idle['mirrors']['seconds']:.2f} s ({idle['mirrors']['statements']} statements; "
+        f"dbt's own cost for {n} no-op models {idle['noop']['seconds']:.2f} s) | {met(idle['mirrors']['seconds'] <= 10, n >= 200)}",
         f"idle run of {small} mirrors <= 1 s beyond dbt's own | {idle['beyond_dbt']['small']:.2f} s beyond {idle['noop_small']['seconds']:.2f} s "
         f"(dbt parse {idle['parse_seconds']:.2f} s); with the idle check off {idle['small_full_path']['seconds']:.2f} s, "
         f"{idle['small_full_path']['statements']} statements | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
-        f"{n} mirrors with 20-50 events each <= 60 s | {events['seconds']:.2f} s | {'yes' if events['seconds'] <= 60 else 'no'}",
+        f"200 mirrors with 20-50 events each <= 60 s | {n} mirrors {events['seconds']:.2f} s | "
+        f"{met(events['seconds'] <= 60, n >= 200) if events['seconds'] <= 60 else 'no'}",
         f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
         f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",
         f"raw range read once per run | read {events['range_reads']} times for {n} mirrors | {'yes' if events['range_reads'] <= 1 else 'no'}",
