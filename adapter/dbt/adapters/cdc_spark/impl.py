@@ -174,18 +174,20 @@ class CdcSparkAdapter(SparkAdapter):
     @available
     def cdc_idle_state(self, invocation_id: str, offsets_table: str, raw_table: str, target_table: str) -> Optional[Dict[str, Any]]:
         """What idle.sql decides on: the mirror's newest offset and the raw table's current snapshot
-        (each read once per invocation, run_state.py) and the mirror's metadata (in the JVM); None
+        (each read once per invocation, run_state.py; the snapshot and the mirror's metadata from
+        Iceberg's metadata in the JVM); None
         when the SparkSession is not in this process or the mirror's metadata cannot be read."""
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
-        mirror = run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        mirror = run_state.mirror_metadata(spark, target_table)
         if mirror is None:
             return None
         state = run_state.STATE
         return {
             "offset_snapshot": state.newest_offset(invocation_id, offsets_table, target_table, self._query_rows),
-            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, self._query_rows),
+            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, lambda: run_state.current_snapshot(spark, raw_table)),
             "mirror": mirror,
         }
 

@@ -1,10 +1,11 @@
 """What the cdc_merge runs of one dbt invocation read once and share (macros/.../idle.sql).
 
 A mirror with nothing new should cost one cheap check, not the statements of a run. Per
-invocation this reads the newest offset of every mirror (one query per offsets table) and the
-current snapshot of each raw table (one query each); per mirror it reads the mirror's Iceberg
-metadata (files, snapshots, the checksum of the model SQL it was checked against) in the JVM,
-without a statement. An idle mirror's cdc_merge_runs row is kept here and written with the
+invocation this reads the newest offset of every mirror (one query per offsets table: offsets
+edited by hand, e.g. to replay, count from the next invocation on) and the current snapshot of
+each raw table; per mirror, the mirror's Iceberg metadata (files, snapshots, the checksum of the
+model SQL it was checked against). The last two come from Iceberg's metadata in the JVM, without
+a statement. An idle mirror's cdc_merge_runs row is kept here and written with the
 others of the invocation in one INSERT by the last mirror to finish (or, if that one failed,
 by the first mirror of the next invocation in this process).
 
@@ -40,7 +41,6 @@ class InvocationState:
         self._expected_mirrors: Optional[int] = None
         self._finished_mirrors = 0
         self._idle_runs: List[Dict[str, Any]] = []
-        self.queries = 0
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten runs rows stay."""
@@ -53,7 +53,6 @@ class InvocationState:
         with self._lock:
             self._begin(invocation_id)
             if offsets_table not in self._offsets:
-                self.queries += 1
                 rows = query(
                     "select target_table, offset_snapshot from ("
                     " select target_table, cast(offset_snapshot as string) as offset_snapshot,"
@@ -63,13 +62,11 @@ class InvocationState:
                 self._offsets[offsets_table] = {row["target_table"]: row["offset_snapshot"] for row in rows}
             return self._offsets[offsets_table].get(target_table)
 
-    def raw_snapshot(self, invocation_id: str, raw_table: str, query: Query) -> Optional[str]:
+    def raw_snapshot(self, invocation_id: str, raw_table: str, current: Callable[[], Optional[str]]) -> Optional[str]:
         with self._lock:
             self._begin(invocation_id)
             if raw_table not in self._raw_snapshots:
-                self.queries += 1
-                rows = query(f"select cast(snapshot_id as string) as snapshot_id from {raw_table}.refs where name = 'main'")
-                self._raw_snapshots[raw_table] = rows[0]["snapshot_id"] if rows else None
+                self._raw_snapshots[raw_table] = current()
             return self._raw_snapshots[raw_table]
 
     def add_idle_run(self, row: Dict[str, Any]) -> None:
@@ -148,3 +145,10 @@ def _iceberg_table(spark: Any, table: str) -> Optional[Any]:
         return None
     spark_table = plan.table()
     return spark_table.table() if spark_table.getClass().getName() == "org.apache.iceberg.spark.source.SparkTable" else None
+
+
+def current_snapshot(spark: Any, table: str) -> Optional[str]:
+    """The table's current snapshot id (its main branch), as the refs metadata table gives it."""
+    iceberg_table = _iceberg_table(spark, table)
+    snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
+    return str(snapshot.snapshotId()) if snapshot is not None else None
