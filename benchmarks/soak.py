@@ -20,17 +20,16 @@ against live data bytes, and each mirror against a plain-Python replay of its so
 maintenance) a short ramp of larger cycles for the highest sustained event rate whose lag stays
 under --lag-goal seconds.
 
-Writes benchmarks/results/soak.json, soak.log and soak.png (benchmarks/soak_plot.py).
+Writes benchmarks/results/soak.json, soak.log and soak.png (benchmarks/soak_plot.py); the workload is
+soak_workload.py, the summary soak_report.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -47,11 +46,12 @@ sys.path.insert(0, str(HERE.parent))
 import warm  # noqa: E402
 from measure import tee_stdout  # noqa: E402
 from project import PROJECT_DIR, BenchProject  # noqa: E402
+from soak_report import report, summarize  # noqa: E402
+from soak_workload import Sources, write_cycle_files  # noqa: E402
 
 VARIANTS = ("maintenance", "no-maintenance")
 # The JVM's own log lines and Spark's start-up notice, left out of the soak's log.
 SPARK_NOISE = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO)|Setting default log level|To adjust logging level|\s*$)")
-TABLES = ("customers", "orders", "order_lines")
 
 
 def arguments(argv=None) -> argparse.Namespace:
@@ -90,59 +90,6 @@ def arguments(argv=None) -> argparse.Namespace:
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     args.plot = args.results.with_suffix(".png") if args.plot is None else Path(args.plot) if args.plot else None
     return args
-
-
-# --- the sources and their oracle ------------------------------------------------------------------
-
-class Sources:
-    """ceil(tables / 3) simulated shop databases shop0, shop1, ...; the first `tables` of their tables."""
-
-    def __init__(self, tables: int, seed: int):
-        from python_jobs.generate_demo import ShopSource
-
-        self.databases = [ShopSource(random.Random(seed + number)) for number in range(-(-tables // 3))]
-        self.tables = [f"shop{number}.{table}" for number in range(len(self.databases)) for table in TABLES][:tables]
-        self.delivered = {number: 0 for number in range(len(self.databases))}
-        self.state: dict[str, dict[tuple, dict]] = {table: {} for table in self.tables}
-        for database in self.databases:
-            database.snapshot(50)
-
-    def next_events(self, count: int) -> list:
-        """The next `count` events of all databases (renamed to shop<k>.*), oldest first per database,
-        applied to the oracle's state; events of tables beyond --tables are not delivered."""
-        out = []
-        share = -(-count // len(self.databases))
-        for number, database in enumerate(self.databases):
-            while len(database.events) < self.delivered[number] + share:
-                database.transaction()
-            for event in database.events[self.delivered[number]:]:
-                table = event.table.replace("shop.", f"shop{number}.", 1)
-                if table in self.state:
-                    out.append(dataclasses.replace(event, table=table))
-            self.delivered[number] = len(database.events)
-        for event in out:
-            if event.op == "d":
-                self.state[event.table].pop(event.key, None)
-            else:
-                self.state[event.table][event.key] = event.after
-        return out
-
-
-def write_cycle_files(events: list, folder: Path, cycle: int, window_seconds: float) -> dict[str, list[float]]:
-    """Debezium files of the cycle's events, stamped with source commit times spread over the last
-    window_seconds (oldest first); returns each table's commit times (epoch seconds)."""
-    from python_jobs.generate_demo import debezium_line
-
-    now = time.time()
-    stamped, times = [], {}
-    for position, event in enumerate(events):
-        moment = now - window_seconds * (1 - position / max(1, len(events)))
-        stamped.append(dataclasses.replace(event, ts_ms=int(moment * 1000)))
-        times.setdefault(event.table, []).append(moment)
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [debezium_line(event, "postgresql", with_schema=False) for event in stamped]
-    (folder / f"cycle-{cycle:05d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return times
 
 
 # --- one variant, in its own process ------------------------------------------------------------------
@@ -297,81 +244,6 @@ class Soak:
         print(f"    warehouse {total / 2**20:.1f} MB on disk for {live / 2**20:.1f} MB of live data and delete files "
               f"({out['ratio']}x)", flush=True)
         return out
-
-
-# --- the report --------------------------------------------------------------------------------------
-
-def windows(cycles: int) -> tuple[range, range]:
-    """Cycles 50-100 against the last 50; proportionally (second fifth, last fifth) for short runs."""
-    if cycles >= 150:
-        return range(50, 101), range(cycles - 49, cycles + 1)
-    fifth = max(1, cycles // 5)
-    return range(fifth + 1, 2 * fifth + 1), range(cycles - fifth + 1, cycles + 1)
-
-
-def slope_per_100(points: list[tuple[int, float]]) -> float | None:
-    if len(points) < 3:
-        return None
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    var = sum((x - mean_x) ** 2 for x, _ in points)
-    return round(100 * sum((x - mean_x) * (y - mean_y) for x, y in points) / var, 3) if var else None
-
-
-def summarize(variant: dict) -> dict:
-    cycles = [c for c in variant["cycles"] if c["phase"] == "soak"]
-    early, late = windows(len(cycles))
-    early_median = warm.median([cycles[n - 1]["seconds"] for n in early])
-    late_median = warm.median([cycles[n - 1]["seconds"] for n in late])
-    first_maintained = next((c["cycle"] for c in cycles if c["maintained"]), None)
-    after = [c for c in cycles if first_maintained and c["cycle"] > first_maintained] or cycles[len(cycles) // 2:]
-    last = cycles[-1]
-    return {
-        "early_cycles": f"{early.start}-{early.stop - 1}", "late_cycles": f"{late.start}-{late.stop - 1}",
-        "early_median_seconds": early_median, "late_median_seconds": late_median,
-        "late_over_early": round(late_median / early_median, 2) if early_median else None,
-        "first_maintained_cycle": first_maintained, "maintained_runs": sum(c["maintained"] for c in cycles),
-        "end": {name: last[name] for name in ("mirror_data_files", "mirror_delete_files", "mirror_snapshots", "mirror_snapshots_max",
-                                               "raw_data_files", "raw_delete_files", "raw_snapshots")},
-        "max_after_first_maintenance": {name: max(c[name] or 0 for c in after) for name in
-                                        ("mirror_data_files", "mirror_delete_files", "mirror_snapshots", "raw_data_files", "raw_snapshots")},
-        "trend_per_100_cycles_after_first_maintenance": {
-            name: slope_per_100([(c["cycle"], c[name] or 0) for c in after])
-            for name in ("mirror_data_files", "mirror_delete_files", "mirror_snapshots", "raw_data_files", "raw_snapshots", "seconds")},
-        "rss_mb_trend_per_100_cycles_second_half": {
-            name: slope_per_100([(c["cycle"], c[name] / 2**20) for c in cycles[len(cycles) // 2:]]) for name in ("python_rss", "jvm_rss")},
-        "rss_mb_end": {name: round(last[name] / 2**20) for name in ("python_rss", "jvm_rss")},
-        "events_per_second_median": warm.median([c["events_per_second"] for c in cycles]),
-        "lag_p50": variant["lag_p50"], "lag_p95": variant["lag_p95"],
-        "oracle_equal": all(v["equal"] for v in variant["oracle"].values()),
-        "storage": variant["storage"],
-    }
-
-
-def report(results: dict) -> None:
-    print("\n== summary", flush=True)
-    for name, variant in results["variants"].items():
-        s = variant["summary"]
-        print(f"{name}: median cycle {s['early_median_seconds']:.2f} s (cycles {s['early_cycles']}) vs {s['late_median_seconds']:.2f} s "
-              f"(cycles {s['late_cycles']}) = {s['late_over_early']}x (goal <= 1.2x); maintained {s['maintained_runs']} mirror runs, "
-              f"first in cycle {s['first_maintained_cycle']}", flush=True)
-        print(f"    at the end: mirrors {s['end']['mirror_data_files']} data + {s['end']['mirror_delete_files']} delete files, "
-              f"{s['end']['mirror_snapshots']} snapshots (max per mirror {s['end']['mirror_snapshots_max']}); raw {s['end']['raw_data_files']} files, "
-              f"{s['end']['raw_snapshots']} snapshots; trend per 100 cycles after the first maintenance {s['trend_per_100_cycles_after_first_maintenance']}", flush=True)
-        print(f"    warehouse / live bytes {s['storage']['ratio']}x; RSS at the end python {s['rss_mb_end']['python_rss']} MB, JVM "
-              f"{s['rss_mb_end']['jvm_rss']} MB, trend per 100 cycles (second half) {s['rss_mb_trend_per_100_cycles_second_half']} MB", flush=True)
-        print(f"    lag source commit -> mirror commit: median {s['lag_p50']:.1f} s, p95 {s['lag_p95']:.1f} s at a median "
-              f"{s['events_per_second_median']:,.0f} events/s; mirrors equal the replay: {'yes' if s['oracle_equal'] else 'NO'}", flush=True)
-        ramp = variant.get("ramp")
-        if ramp:
-            under = [step for step in ramp if step["lag_p95"] < results["lag_goal"]]
-            best = max(under, key=lambda step: step["events_per_second"]) if under else None
-            results["highest_rate_under_lag_goal"] = best and {k: best[k] for k in ("events_per_cycle", "events_per_second", "lag_p95")}
-            print(f"    ramp: highest sustained rate with p95 lag under {results['lag_goal']:.0f} s: "
-                  + (f"{best['events_per_second']:,.0f} events/s ({best['events_per_cycle']:,} events per cycle, p95 {best['lag_p95']:.1f} s)"
-                     if best else "none of the steps") + ("" if len(under) < len(ramp) else " (every step stayed under: the limit is higher)"),
-                  flush=True)
 
 
 def run_variant(args) -> int:
