@@ -23,6 +23,7 @@
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
         publish.sql        a batch's writes to the mirror made visible in one commit
         counts.sql         change counts per batch and chunk, and the run's summary line
+        idle.sql           a mirror with nothing new: one cheap check instead of the steps below
         maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
         metrics.sql        one row per run in cdc_merge_runs
 #}
@@ -40,6 +41,14 @@
     {%- set model_sql = compiled_code -%}
 
     {{ run_hooks(pre_hooks) }}
+
+    {#- Nothing new since the mirror's offset: one cheap check, no statement of its own (idle.sql). -#}
+    {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+        {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
+        {% do cdc_merge.finish_mirror_run() %}
+        {{ run_hooks(post_hooks) }}
+        {{ return({'relations': [target_relation]}) }}
+    {% endif %}
 
     {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
     {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
@@ -116,6 +125,8 @@
         {% set model_sql = evolved.model_sql %}
         {% set schema_note = evolved.note ~ ('; ' ~ schema_note if schema_note else '') %}
     {% endif %}
+    {#- The model as compiled, not as evolve_mirror rewrote it: the idle check compares the compiled code. -#}
+    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg) %}
     {% if tombstones is not none %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
     {% endif %}
@@ -171,6 +182,7 @@
 
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
+    {% do cdc_merge.finish_mirror_run() %}
     {% call statement('main') %}
         select
             {{ totals.events_read }} as keys_changed,

@@ -67,14 +67,27 @@
 {% endmacro %}
 
 
-{% macro maintenance_due(target_relation, settings) %}
+{% macro maintenance_due(target_relation, settings, state=none) %}
     {#-
         Why the mirror needs maintaining now (an empty list when it does not): its small data files and
         delete files, its delete files per data file, its expirable snapshots (older than
         snapshot_retention_hours, not the current one) or the oldest of those crossing a
-        threshold. One query on the mirror's metadata (table_maintenance_state).
+        threshold. One query on the mirror's metadata (table_maintenance_state), unless state
+        holds the numbers already: the idle check reads them from Iceberg's metadata (idle.sql).
     -#}
-    {% set state = cdc_merge.table_maintenance_state(target_relation, settings.snapshot_retention_hours * 3600) %}
+    {% set keep_seconds = settings.snapshot_retention_hours * 3600 %}
+    {% if state is none %}
+        {% set state = cdc_merge.table_maintenance_state(target_relation, keep_seconds) %}
+    {% else %}
+        {% set ages = state.older_snapshot_ages_seconds | select('>', keep_seconds) | list %}
+        {% set state = {
+            'small_data_files': state.small_data_files,
+            'data_files': state.data_files,
+            'delete_files': state.delete_files,
+            'expirable_snapshots': ages | length,
+            'oldest_expirable_age_seconds': (ages | max) if ages else 0,
+        } %}
+    {% endif %}
     {% set files = state.small_data_files + state.delete_files %}
     {% set reasons = [] %}
     {% if files > settings.maintenance_max_files %}

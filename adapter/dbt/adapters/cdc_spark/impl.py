@@ -11,7 +11,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes
+from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, run_state
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -196,6 +196,51 @@ class CdcSparkAdapter(SparkAdapter):
         return position_deletes.delete_rows(
             spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
         )
+
+    @available
+    def cdc_idle_state(self, invocation_id: str, offsets_table: str, raw_table: str, target_table: str) -> Optional[Dict[str, Any]]:
+        """What idle.sql decides on: the mirror's newest offset and the raw table's current snapshot
+        (each read once per invocation, run_state.py; the snapshot and the mirror's metadata from
+        Iceberg's metadata in the JVM); None
+        when the SparkSession is not in this process or the mirror's metadata cannot be read."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        mirror = run_state.mirror_metadata(spark, target_table)
+        if mirror is None:
+            return None
+        state = run_state.STATE
+        return {
+            "offset_snapshot": state.newest_offset(invocation_id, offsets_table, target_table, self._query_rows),
+            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, lambda: run_state.current_snapshot(spark, raw_table)),
+            "mirror": mirror,
+        }
+
+    def _query_rows(self, sql: str) -> List[Dict[str, Any]]:
+        _, table = self.execute(sql, fetch=True)
+        return [dict(zip(table.column_names, row)) for row in table.rows]
+
+    @available
+    def cdc_keep_idle_run(self, row: Dict[str, Any]) -> None:
+        run_state.STATE.add_idle_run(dict(row))
+
+    @available
+    def cdc_idle_runs_left_unwritten(self, invocation_id: str) -> List[Dict[str, Any]]:
+        return run_state.STATE.runs_left_unwritten(invocation_id)
+
+    @available
+    def cdc_idle_runs_to_write(self, invocation_id: str, selected: List[str], nodes: Dict[str, Any]) -> List[Dict[str, Any]]:
+        return run_state.STATE.runs_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes))
+
+    @available
+    def cdc_model_checksum(self, target_table: str) -> Optional[str]:
+        """The checksum of the model SQL the mirror was last checked against (run_state.py)."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        mirror = run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
+        return mirror["model_checksum"] if mirror else None
 
     @classmethod
     def type(cls) -> str:

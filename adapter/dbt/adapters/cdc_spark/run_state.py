@@ -1,0 +1,173 @@
+"""What the cdc_merge runs of one dbt invocation read once and share (macros/.../idle.sql).
+
+A mirror with nothing new should cost one cheap check, not the statements of a run. Per
+invocation this reads the newest offset of every mirror (one query per offsets table: offsets
+edited by hand, e.g. to replay, count from the next invocation on) and the current snapshot of
+each raw table; per mirror, the mirror's Iceberg metadata (files, snapshots, the checksum of the
+model SQL it was checked against). The last two come from Iceberg's metadata in the JVM, without
+a statement. An idle mirror's cdc_merge_runs row is kept here and written with the
+others of the invocation in one INSERT by the last mirror to finish (or, if that one failed,
+by the first mirror of the next invocation in this process).
+
+Safe when stale: a cached offset or raw snapshot can only make a mirror skip events that landed
+after it was read, as a run that started a moment earlier would; the skip writes nothing, so
+the next run applies them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+
+logger = AdapterLogger("cdc_spark")
+
+# The mirror table property that records the model SQL the mirror's columns were checked against.
+MODEL_CHECKSUM_PROPERTY = "cdc-merge.model-sql-md5"
+
+Query = Callable[[str], List[Dict[str, Any]]]
+
+
+class InvocationState:
+    """Offsets, raw snapshots and idle runs rows of the current invocation; thread-safe (--threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.invocation_id: Optional[str] = None
+        self._offsets: Dict[str, Dict[str, Optional[str]]] = {}
+        self._raw_snapshots: Dict[str, Optional[str]] = {}
+        self._expected_mirrors: Optional[int] = None
+        self._finished_mirrors = 0
+        self._idle_runs: List[Dict[str, Any]] = []
+
+    def _begin(self, invocation_id: str) -> None:
+        """A new invocation forgets what the previous one read; its unwritten runs rows stay."""
+        if invocation_id != self.invocation_id:
+            self.invocation_id = invocation_id
+            self._offsets, self._raw_snapshots = {}, {}
+            self._expected_mirrors, self._finished_mirrors = None, 0
+
+    def newest_offset(self, invocation_id: str, offsets_table: str, target_table: str, query: Query) -> Optional[str]:
+        with self._lock:
+            self._begin(invocation_id)
+            if offsets_table not in self._offsets:
+                rows = query(
+                    "select target_table, offset_snapshot from ("
+                    " select target_table, cast(offset_snapshot as string) as offset_snapshot,"
+                    " row_number() over (partition by target_table order by offset_ordinal desc) as newest"
+                    f" from {offsets_table}) as ranked where newest = 1"
+                )
+                self._offsets[offsets_table] = {row["target_table"]: row["offset_snapshot"] for row in rows}
+            return self._offsets[offsets_table].get(target_table)
+
+    def raw_snapshot(self, invocation_id: str, raw_table: str, current: Callable[[], Optional[str]]) -> Optional[str]:
+        with self._lock:
+            self._begin(invocation_id)
+            if raw_table not in self._raw_snapshots:
+                self._raw_snapshots[raw_table] = current()
+            return self._raw_snapshots[raw_table]
+
+    def add_idle_run(self, row: Dict[str, Any]) -> None:
+        with self._lock:
+            self._idle_runs.append(row)
+
+    def runs_left_unwritten(self, invocation_id: str) -> List[Dict[str, Any]]:
+        """At a mirror's start: the idle runs rows of earlier invocations (whose last mirror failed)."""
+        with self._lock:
+            self._begin(invocation_id)
+            left = [row for row in self._idle_runs if row["invocation_id"] != invocation_id]
+            self._idle_runs = [row for row in self._idle_runs if row["invocation_id"] == invocation_id]
+            return left
+
+    def runs_to_write(self, invocation_id: str, expected_mirrors: Callable[[], int]) -> List[Dict[str, Any]]:
+        """At a mirror's end: every idle runs row kept, when it is the last mirror of the invocation to finish."""
+        with self._lock:
+            self._begin(invocation_id)
+            if self._expected_mirrors is None:
+                self._expected_mirrors = expected_mirrors()
+            self._finished_mirrors += 1
+            if self._finished_mirrors < self._expected_mirrors:
+                return []
+            rows, self._idle_runs = self._idle_runs, []
+            return rows
+
+
+# One per process: the runs rows an invocation could not write are written by the next one.
+STATE = InvocationState()
+
+
+def expected_mirrors(selected: List[str], nodes: Dict[str, Any]) -> int:
+    """How many cdc_merge models this invocation runs."""
+    return sum(
+        1
+        for unique_id in selected
+        if (nodes.get(unique_id) or {}).get("config", {}).get("materialized") == "cdc_merge"
+    )
+
+
+# 3/4 of Iceberg's default target file size (write.target-file-size-bytes, 512 MB).
+SMALL_DATA_FILE_BYTES = 402653184
+
+
+def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
+    """What the idle check needs of a mirror, read from its Iceberg metadata in the JVM (no Spark
+    job): the numbers of table_maintenance_state (macros/maintenance/table_state.sql) and the
+    model checksum property; None when the table cannot be read so."""
+    try:
+        iceberg_table = _iceberg_table(spark, table)
+    except Exception as error:  # not an Iceberg table, or not loadable: the caller takes the full path
+        logger.debug(f"{table}: no Iceberg metadata for the idle check: {str(error).splitlines()[0][:300]}")
+        return None
+    if iceberg_table is None:
+        return None
+    current = iceberg_table.currentSnapshot()
+    if current is None:
+        return None
+    summary = current.summary()
+    data_files, delete_files = summary.get("total-data-files"), summary.get("total-delete-files")
+    if data_files is None or delete_files is None:
+        return None
+    now_ms = dt.datetime.now(dt.timezone.utc).timestamp() * 1000
+    older = [snapshot.timestampMillis() for snapshot in iceberg_table.snapshots() if snapshot.snapshotId() != current.snapshotId()]
+    return {
+        "small_data_files": _small_data_files(iceberg_table),
+        "data_files": int(data_files),
+        "delete_files": int(delete_files),
+        "older_snapshot_ages_seconds": [int(max(0, now_ms - millis) // 1000) for millis in older],
+        "model_checksum": iceberg_table.properties().get(MODEL_CHECKSUM_PROPERTY),
+    }
+
+
+def _small_data_files(iceberg_table: Any) -> int:
+    """Data files under 3/4 of Iceberg's 512 MB target size: the files compaction would rewrite,
+    as table_maintenance_state counts them (macros/maintenance/table_state.sql)."""
+    tasks = iceberg_table.newScan().planFiles()
+    try:
+        files = tasks.iterator()
+        small = 0
+        while files.hasNext():
+            if files.next().file().fileSizeInBytes() < SMALL_DATA_FILE_BYTES:
+                small += 1
+        return small
+    finally:
+        tasks.close()
+
+
+def _iceberg_table(spark: Any, table: str) -> Optional[Any]:
+    """The Iceberg table behind a name, resolved as Spark SQL resolves it (analysis only, no job)."""
+    plan = spark._jsparkSession.table(table).queryExecution().analyzed()
+    while plan.getClass().getSimpleName() == "SubqueryAlias":
+        plan = plan.child()
+    if plan.getClass().getSimpleName() != "DataSourceV2Relation":
+        return None
+    spark_table = plan.table()
+    return spark_table.table() if spark_table.getClass().getName() == "org.apache.iceberg.spark.source.SparkTable" else None
+
+
+def current_snapshot(spark: Any, table: str) -> Optional[str]:
+    """The table's current snapshot id (its main branch), as the refs metadata table gives it."""
+    iceberg_table = _iceberg_table(spark, table)
+    snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
+    return str(snapshot.snapshotId()) if snapshot is not None else None

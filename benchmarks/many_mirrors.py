@@ -1,0 +1,285 @@
+"""Many mirrors over one raw table: what a run costs per mirror in a warm process, as cdc-run runs it.
+
+    .venv/bin/python benchmarks/many_mirrors.py                             # 200 mirrors
+    .venv/bin/python benchmarks/many_mirrors.py --mirrors 40 --small 10     # a short run
+
+One process, one SparkSession, dbt invoked in-process again and again (benchmarks/warm.py). A
+project of N cdc_merge mirrors, each of its own source table `bench.items_<n>` (1,000 rows), all
+in one raw table (benchmarks/datagen.py writes the events, no landing), measured warm:
+
+- idle: `dbt run` of the N mirrors, and of --small of them, with no new events (and the --small
+  with the idle check turned off: every mirror's full path, as before idle.sql); against dbt's
+  own cost: `dbt run` of as many models whose materialization runs no SQL (bench_noop), and
+  `dbt parse`. Statements counted by measure.py's SQL clock.
+- events: each of the N mirrors with --events-per-mirror (20-50) new events, in one new raw
+  snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read.
+- demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
+  shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
+- --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
+
+Writes benchmarks/results/many_mirrors.json and .log (--results, --log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from functools import reduce
+from pathlib import Path
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import datagen  # noqa: E402
+import warm  # noqa: E402
+from measure import install_sql_clock, strip_comment, tee_stdout  # noqa: E402
+from project import PROJECT_DIR, BenchProject  # noqa: E402
+
+NOOP_MATERIALIZATION = """{% materialization bench_noop, default %}
+    {#- dbt's own cost of a model: no SQL at all. -#}
+    {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
+    {{ return({'relations': []}) }}
+{% endmaterialization %}
+"""
+TARGET_ROWS = 1000
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirrors", type=int, default=200, help="mirrors over the one raw table (default 200)")
+    parser.add_argument("--small", type=int, default=10, help="the smaller idle run: this many of the mirrors (default 10)")
+    parser.add_argument("--events-per-mirror", default="20:50", help="new events per mirror in the events run, MIN:MAX (default 20:50)")
+    parser.add_argument("--demo-events", type=int, default=300, help="events per demo cycle (default 300)")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements of each idle run; the figure is their median")
+    parser.add_argument("--threads", type=int, default=4, help="also run idle and events with dbt --threads T (0: skip)")
+    parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
+    parser.add_argument("--results", type=Path, default=HERE / "results" / "many_mirrors.json")
+    parser.add_argument("--log", default=None, help="copy of what the run prints; default: --results with .log")
+    args = parser.parse_args(argv)
+    low, _, high = args.events_per_mirror.partition(":")
+    args.events_range = (int(low), int(high or low))
+    if args.small > args.mirrors:
+        parser.error("--small cannot exceed --mirrors")
+    args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
+    return args
+
+
+class ManyMirrors:
+    def __init__(self, args):
+        self.args = args
+        self.work = args.work_dir
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self.spark = warm.session(self.work / "warehouse", args.driver_memory, retained_stages=200_000)
+        self.clock = install_sql_clock()
+        self.reads = warm.SparkReads(self.spark)
+        self.range_reads: list[tuple] = []
+        self._count_range_reads()
+        self.project = BenchProject(self.work / "project", "bm_many", "br_many", self.work / "inbox")
+        self.mirrors = [f"bench_items_{n}" for n in range(args.mirrors)]
+
+    def _count_range_reads(self) -> None:
+        """Each mirror's read of a raw snapshot range is one adapter view (read_chunk, raw_log.sql)."""
+        from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+        original = CdcSparkAdapter.create_appended_rows_view
+        reads = self.range_reads
+
+        def counted(adapter, view_name, table, after, through):
+            reads.append((table, after, through))
+            return original(adapter, view_name, table, after, through)
+
+        CdcSparkAdapter.create_appended_rows_view = counted
+
+    def setup(self) -> None:
+        args = self.args
+        print(f"== setup: {args.mirrors} mirrors of {TARGET_ROWS:,} rows over one raw table; {args.mirrors} no-op models", flush=True)
+        for n, name in enumerate(self.mirrors):
+            self.project.write_mirror(name, source_table=f"bench.items_{n}")
+        noop_dir = self.project.dir / "models" / "noop"
+        noop_dir.mkdir()
+        for n in range(args.mirrors):
+            (noop_dir / f"noop_{n}.sql").write_text("{{ config(materialized='bench_noop') }}\n\nselect 1 as id\n")
+        (self.project.dir / "macros" / "bench_noop.sql").write_text(NOOP_MATERIALIZATION)
+        warm.invoke(self.project, "run-operation", "create_raw_tables")
+        snapshots = [datagen.snapshot_events(self.spark, TARGET_ROWS, f"bench.items_{n}") for n in range(args.mirrors)]
+        reduce(lambda a, b: a.unionByName(b), snapshots).coalesce(2).writeTo(f"{self.project.raw_schema}.raw_events").append()
+        started = time.perf_counter()
+        warm.invoke(self.project, "run", "--select", "path:models/mirrors")
+        print(f"    first run (mirrors created, {args.mirrors * TARGET_ROWS:,} snapshot events applied): {time.perf_counter() - started:.1f} s", flush=True)
+        warm.invoke(self.project, "run", "--select", "path:models/noop")
+
+    def timed_run(self, *select: str, threads: int | None = None) -> dict:
+        self.range_reads.clear()
+        self.reads.mark()
+        with self.clock.measuring():
+            outcome = warm.invoke(self.project, "run", "--select", *select, threads=threads)
+        slowest = sorted(self.clock.recorded, key=lambda item: -item[1])[:5]
+        return {"seconds": round(outcome.seconds, 3), "sql_seconds": round(self.clock.seconds, 3), "statements": self.clock.statements,
+                "slowest_statements": [[round(seconds, 3), " ".join(strip_comment(sql).split())[:120]] for sql, seconds in slowest],
+                "range_reads": len(self.range_reads), "distinct_ranges": len(set(self.range_reads)),
+                "input_bytes": self.reads.read(), "nodes": outcome.statuses}
+
+    def repeated(self, label: str, *select: str, threads: int | None = None) -> dict:
+        runs = [self.timed_run(*select, threads=threads) for _ in range(self.args.repeat)]
+        figure = sorted(runs, key=lambda run: run["seconds"])[len(runs) // 2]
+        figure = {**figure, "all_seconds": [run["seconds"] for run in runs]}
+        print(f"    {label}: {figure['seconds']:.2f} s (runs {', '.join(f'{s:.2f}' for s in figure['all_seconds'])}), "
+              f"{figure['sql_seconds']:.2f} s SQL in {figure['statements']} statements", flush=True)
+        print("        slowest: " + "; ".join(f"{seconds:.2f} s {sql[:60]}" for seconds, sql in figure["slowest_statements"][:3]), flush=True)
+        return figure
+
+    def dbt_alone(self, command: str) -> float:
+        started = time.perf_counter()
+        warm.invoke(self.project, command)
+        return round(time.perf_counter() - started, 3)
+
+    def idle(self, threads: int | None = None) -> dict:
+        args = self.args
+        small = self.mirrors[: args.small]
+        noop_small = [f"noop_{n}" for n in range(args.small)]
+        suffix = f", --threads {threads}" if threads else ""
+        print(f"== idle runs (no new events){suffix}", flush=True)
+        out = {
+            "mirrors": self.repeated(f"{args.mirrors} mirrors", "path:models/mirrors", threads=threads),
+            "small": self.repeated(f"{args.small} mirrors", *small, threads=threads),
+        }
+        if not threads:
+            with full_path():
+                out["small_full_path"] = self.repeated(f"{args.small} mirrors, idle check off (every mirror takes the full path)", *small)
+            out["noop"] = self.repeated(f"{args.mirrors} no-op models (dbt's own cost)", "path:models/noop")
+            out["noop_small"] = self.repeated(f"{args.small} no-op models", *noop_small)
+            out["parse_seconds"] = self.dbt_alone("parse")
+            print(f"    dbt parse {out['parse_seconds']:.2f} s", flush=True)
+            out["beyond_dbt"] = {
+                "mirrors": round(out["mirrors"]["seconds"] - out["noop"]["seconds"], 3),
+                "small": round(out["small"]["seconds"] - out["noop_small"]["seconds"], 3),
+            }
+            print(f"    beyond dbt's own cost: {out['beyond_dbt']['mirrors']:.2f} s for {args.mirrors} mirrors, "
+                  f"{out['beyond_dbt']['small']:.2f} s for {args.small}", flush=True)
+        return out
+
+    def events(self, batch_number: int, threads: int | None = None) -> dict:
+        args = self.args
+        rng = random.Random(args.seed + batch_number)
+        counts = [rng.randint(*args.events_range) for _ in self.mirrors]
+        frames = [
+            datagen.batch_events(self.spark, TARGET_ROWS, count, batch_number).withColumn("table_name", datagen.F.lit(f"bench.items_{n}"))
+            for n, count in enumerate(counts)
+        ]
+        reduce(lambda a, b: a.unionByName(b), frames).coalesce(1).writeTo(f"{self.project.raw_schema}.raw_events").append()
+        raw_bytes = self.spark.sql(
+            f"select cast(summary['added-files-size'] as bigint) as added from {self.project.raw_schema}.raw_events.snapshots "
+            "order by committed_at desc limit 1").collect()[0]["added"]
+        figure = self.timed_run("path:models/mirrors", threads=threads)
+        figure.update(events=sum(counts), new_range_bytes=raw_bytes)
+        print(f"    {args.mirrors} mirrors with {args.events_range[0]}-{args.events_range[1]} new events each ({sum(counts):,} events"
+              f"{', --threads ' + str(threads) if threads else ''}): {figure['seconds']:.2f} s, {figure['statements']} statements; "
+              f"raw range read {figure['range_reads']} times ({figure['distinct_ranges']} distinct), its files {raw_bytes:,} bytes; "
+              f"Spark read {figure['input_bytes']:,} bytes", flush=True)
+        return figure
+
+    def demo(self, cycles: int = 4) -> dict:
+        """The demo's four mirrors, landing model included, a few hundred events per cycle."""
+        from python_jobs.generate_demo import KEYS, build_waves, write_wave
+
+        print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included", flush=True)
+        project = BenchProject(self.work / "project_demo", "bm_demo", "br_demo", self.work / "inbox_demo")
+        for model in (PROJECT_DIR / "models" / "mirrors").glob("*.sql"):
+            shutil.copy(model, project.dir / "models" / "mirrors" / model.name)
+        landing = project.dir / "landing.yml"
+        import yaml
+
+        config = yaml.safe_load(landing.read_text())
+        config["tables"] = {**{table: {"key": list(key)} for table, key in KEYS.items()}, "inventory.products": {"key": ["id"]}}
+        landing.write_text(yaml.safe_dump(config))
+        warm.invoke(project, "run-operation", "create_raw_tables")
+        _, waves = build_waves(self.args.seed, events=self.args.demo_events * (cycles + 1), waves=cycles + 1, snapshot_rows=50)
+        seconds = []
+        for number, wave in enumerate(waves):
+            write_wave(wave, project.dir.parent / "inbox_demo")
+            outcome = warm.invoke(project, "run")
+            if number:
+                seconds.append(round(outcome.seconds, 3))
+            print(f"    cycle {number + 1}: {len(wave.delivered)} events landed and applied in {outcome.seconds:.2f} s"
+                  f"{' (first: creates the mirrors)' if not number else ''}", flush=True)
+        return {"events_per_cycle": self.args.demo_events, "cycle_seconds": seconds, "median_seconds": warm.median(seconds)}
+
+
+@contextlib.contextmanager
+def full_path():
+    """The baseline: the idle check turned off (idle.sql then finds no state and takes the full path)."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    original = CdcSparkAdapter.cdc_idle_state
+    CdcSparkAdapter.cdc_idle_state = lambda *_args, **_kwargs: None
+    try:
+        yield
+    finally:
+        CdcSparkAdapter.cdc_idle_state = original
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    from run import machine
+
+    with tee_stdout(args.log):
+        started = time.perf_counter()
+        bench = ManyMirrors(args)
+        results = {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
+                   "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+                   "mirrors": args.mirrors, "small": args.small}
+        print(f"many mirrors: {results['machine']}", flush=True)
+        bench.setup()
+        results["idle"] = bench.idle()
+        results["events"] = bench.events(1)
+        if args.threads:
+            results["threads"] = {"threads": args.threads, "idle": bench.idle(threads=args.threads),
+                                  "events": bench.events(2, threads=args.threads)}
+        results["demo"] = bench.demo()
+        results["seconds"] = round(time.perf_counter() - started, 1)
+        results["load_average_at_end"] = os.getloadavg()
+        summary(results)
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results, indent=2, default=str))
+        print(f"\ntotal {results['seconds']:.0f} s; figures in {args.results}" + (f", log in {args.log}" if args.log else ""))
+    return 0
+
+
+def summary(results: dict) -> None:
+    idle, events, demo = results["idle"], results["events"], results["demo"]
+    n, small = results["mirrors"], results["small"]
+    def met(ok: bool, at_size: bool = True) -> str:
+        return ("yes" if ok else "no") if at_size else "n/a (the goal is for 200 mirrors)"
+
+    lines = [
+        "",
+        "goal | measured | met",
+        f"idle run of 200 mirrors <= 10 s | {n} mirrors {idle['mirrors']['seconds']:.2f} s ({idle['mirrors']['statements']} statements; "
+        f"dbt's own cost for {n} no-op models {idle['noop']['seconds']:.2f} s) | {met(idle['mirrors']['seconds'] <= 10, n >= 200)}",
+        f"idle run of {small} mirrors <= 1 s beyond dbt's own | {idle['beyond_dbt']['small']:.2f} s beyond {idle['noop_small']['seconds']:.2f} s "
+        f"(dbt parse {idle['parse_seconds']:.2f} s); with the idle check off {idle['small_full_path']['seconds']:.2f} s, "
+        f"{idle['small_full_path']['statements']} statements | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
+        f"200 mirrors with 20-50 events each <= 60 s | {n} mirrors {events['seconds']:.2f} s | "
+        f"{met(events['seconds'] <= 60, n >= 200) if events['seconds'] <= 60 else 'no'}",
+        f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
+        f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",
+        f"raw range read once per run | read {events['range_reads']} times for {n} mirrors | {'yes' if events['range_reads'] <= 1 else 'no'}",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

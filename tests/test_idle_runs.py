@@ -1,0 +1,111 @@
+"""The idle check (macros/materializations/cdc_merge/idle.sql): a mirror with nothing new since
+its offset costs no statement of its own; a mirror that is missing, full-refreshed, whose model
+SQL changed or whose maintenance threshold is crossed still takes the full path."""
+
+from __future__ import annotations
+
+import pytest
+
+from python_jobs.generate_demo import KEYS, build_waves, write_wave
+from test_materialization import record_statements
+from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
+
+# Per invocation, whatever the number of idle mirrors: the offsets of all mirrors, and one
+# cdc_merge_runs INSERT (with its create-if-missing). The raw table's current snapshot and the
+# mirrors' files and snapshots come from Iceberg's metadata, without a statement.
+IDLE_INVOCATION_STATEMENTS = 3
+
+
+def own_statements(statements: list[str]) -> list[str]:
+    """The statements of the cdc_merge runs, without dbt's listing of relations for its cache."""
+    return [sql for sql in statements if not sql.startswith(("show ", "select current_catalog()", "set spark.sql.catalog."))]
+
+
+def runs_rows(project) -> list[dict]:
+    return project.query(
+        f"select target_table, invocation_id, chunks, events_read, maintenance, lines_quarantined, run_seconds "
+        f"from {project.schema}.cdc_merge_runs order by finished_at, target_table")
+
+
+@pytest.fixture
+def shop(dbt_project):
+    """The three shop mirrors, applied once from one landed wave."""
+    _, waves = build_waves(3, events=400, waves=2, connector="postgresql", snapshot_rows=20)
+    write_wave(waves[0], dbt_project.inbox)
+    dbt_project.land(KEYS)
+    dbt_project.dbt("run", "--select", *SHOP_MODELS)
+    dbt_project.waves = waves
+    return dbt_project
+
+
+def test_an_idle_run_costs_no_statement_per_mirror_and_still_records_a_run_each(shop, monkeypatch):
+    project = shop
+    before = runs_rows(project)
+    versions = {model: project.table_version(f"{project.schema}.{model}") for model in SHOP_MODELS}
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        result = project.dbt("run", "--select", *SHOP_MODELS)
+    own = own_statements(statements)
+    assert len(own) <= IDLE_INVOCATION_STATEMENTS, own
+    assert not [sql for sql in own if any(f"{project.schema}.{model} " in sql + " " for model in SHOP_MODELS)], own
+    assert [str(node.status) for node in result.result.results] == ["success"] * 3
+    assert {model: project.table_version(f"{project.schema}.{model}") for model in SHOP_MODELS} == versions
+
+    after = runs_rows(project)
+    idle = [row for row in after if row not in before]
+    assert sorted(row["target_table"] for row in idle) == sorted(f"{project.schema}.{model}" for model in SHOP_MODELS)
+    assert len({row["invocation_id"] for row in idle}) == 1
+    assert all(row["chunks"] == 0 and row["events_read"] == 0 and row["maintenance"] == "" for row in idle)
+    assert all(row["lines_quarantined"] is not None and row["run_seconds"] >= 0 for row in idle)
+
+    # New events: every mirror takes the full path again and applies them.
+    write_wave(project.waves[1], project.inbox)
+    project.land(KEYS)
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", *SHOP_MODELS)
+    assert len(own_statements(statements)) > 10 * len(SHOP_MODELS)
+    assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
+
+
+def test_a_changed_model_a_full_refresh_and_a_crossed_threshold_take_the_full_path(shop, monkeypatch):
+    project = shop
+    orders = f"{project.schema}.shop_orders"
+
+    def statements_of(*args, expect_success=True):
+        with monkeypatch.context() as patch:
+            statements = record_statements(patch)
+            result = project.dbt("run", "--select", *args, expect_success=expect_success)
+        return own_statements(statements), result
+
+    # A changed model: its columns are checked again, which fails as it always did.
+    path = project.project_dir / "models" / "mirrors" / "shop_orders.sql"
+    original = path.read_text()
+    path.write_text(original.replace("'status': 'string',", "'status': 'string',\n            'note': 'string',"))
+    own, result = statements_of("shop_orders", expect_success=False)
+    assert not result.success
+    assert "Rebuild it from the raw log" in str(result.result.results[0].message)
+    path.write_text(original.replace("select * from final", "select final.* from final"))
+    own, _ = statements_of("shop_orders")
+    assert [sql for sql in own if sql.startswith(f"alter table {orders} set tblproperties")], own
+    own, _ = statements_of("shop_orders")
+    assert len(own) <= IDLE_INVOCATION_STATEMENTS, own
+
+    # A full refresh rebuilds from the whole log.
+    own, _ = statements_of("shop_orders", "--full-refresh")
+    assert [sql for sql in own if sql.startswith(f"create table {orders}")], own
+    assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")
+
+    # A crossed maintenance threshold (every snapshot older than 0 hours) maintains the mirror.
+    path.write_text(path.read_text().replace("    config(\n", "    config(\n        maintenance_max_age_hours=0,\n", 1))
+    own, _ = statements_of("shop_orders")
+    assert len(own) > IDLE_INVOCATION_STATEMENTS
+    (last,) = project.query(
+        f"select maintenance from {project.schema}.cdc_merge_runs where target_table = '{orders}' "
+        "order by finished_at desc limit 1")
+    assert last["maintenance"] == "maintained"
+
+    # A missing mirror is rebuilt.
+    project.spark.sql(f"drop table {orders}")
+    project.dbt("run", "--select", "shop_orders")
+    assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")
