@@ -15,7 +15,7 @@ import argparse
 import tempfile
 import time
 
-from python_jobs import io
+from python_jobs.landing import io
 
 FULL = """
 select count(*) as n from (

@@ -193,7 +193,7 @@ class ManyMirrors:
 
     def demo(self, cycles: int = 4) -> dict:
         """The demo's four mirrors, landing model included, a few hundred events per cycle."""
-        from python_jobs.generate_demo import KEYS, build_waves, write_wave
+        from python_jobs.demo.generate import KEYS, build_waves, write_wave
 
         print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included", flush=True)
         project = BenchProject(self.work / "project_demo", "bm_demo", "br_demo", self.work / "inbox_demo")

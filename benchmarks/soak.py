@@ -5,8 +5,8 @@
     .venv/bin/python benchmarks/soak.py --no-maintenance                  # only the variant without
 
 Each variant runs in a process of its own (this script again, --variant), which lives through all
-its cycles as cdc-run does (python_jobs/run_loop.py invoke_dbt, one SparkSession). A cycle: the
-simulated sources (python_jobs/generate_demo.py ShopSource: inserts, updates, deletes, re-inserts,
+its cycles as cdc-run does (python_jobs/scheduler/run_loop.py invoke_dbt, one SparkSession). A cycle: the
+simulated sources (python_jobs/demo/generate.py ShopSource: inserts, updates, deletes, re-inserts,
 primary-key changes) commit --events-per-cycle events, stamped with source commit times spread over
 the previous cycle (the events a continuous source makes while a cycle runs); they are written as
 Debezium files, and one `dbt run` lands them (the landing model) and applies them to --tables
@@ -113,7 +113,7 @@ class Soak:
     def _write_project(self) -> None:
         import yaml
 
-        from python_jobs.generate_demo import KEYS
+        from python_jobs.demo.generate import KEYS
 
         for table, model in self.models.items():
             template = (PROJECT_DIR / "models" / "mirrors" / f"shop_{table.split('.')[1]}.sql").read_text()
@@ -216,7 +216,7 @@ class Soak:
 
     def oracle(self) -> dict:
         """Each mirror against the replay of every event its source delivered."""
-        from python_jobs.generate_demo import KEYS
+        from python_jobs.demo.generate import KEYS
 
         verdict = {}
         for table, model in self.models.items():

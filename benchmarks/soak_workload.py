@@ -1,5 +1,5 @@
 """The soak's workload (benchmarks/soak.py): simulated shop databases shop0, shop1, ... (the
-demo's ShopSource, python_jobs/generate_demo.py) whose events are renamed per database, applied
+demo's ShopSource, python_jobs/demo/generate.py) whose events are renamed per database, applied
 to a plain-Python oracle as they are made, and written as Debezium files stamped with source
 commit times spread over the previous cycle."""
 
@@ -17,7 +17,7 @@ class Sources:
     """ceil(tables / 3) simulated shop databases shop0, shop1, ...; the first `tables` of their tables."""
 
     def __init__(self, tables: int, seed: int):
-        from python_jobs.generate_demo import ShopSource
+        from python_jobs.demo.shop_source import ShopSource
 
         self.databases = [ShopSource(random.Random(seed + number)) for number in range(-(-tables // 3))]
         self.tables = [f"shop{number}.{table}" for number in range(len(self.databases)) for table in TABLES][:tables]
@@ -50,7 +50,7 @@ class Sources:
 def write_cycle_files(events: list, folder: Path, cycle: int, window_seconds: float) -> dict[str, list[float]]:
     """Debezium files of the cycle's events, stamped with source commit times spread over the last
     window_seconds (oldest first); returns each table's commit times (epoch seconds)."""
-    from python_jobs.generate_demo import debezium_line
+    from python_jobs.demo.generate import debezium_line
 
     now = time.time()
     stamped, times = [], {}

@@ -1,7 +1,7 @@
 """A warm process for the benchmarks that run dbt again and again (soak.py, many_mirrors.py), as
-`cdc-run` does (python_jobs/run_loop.py): one SparkSession, dbt invoked in-process each time.
+`cdc-run` does (python_jobs/scheduler/run_loop.py): one SparkSession, dbt invoked in-process each time.
 
-- session(): the project's Iceberg session (python_jobs/io.py) on a warehouse of its own.
+- session(): the project's Iceberg session (python_jobs/landing/io/) on a warehouse of its own.
 - invoke(): one dbt command through run_loop.invoke_dbt, with the benchmark project's schemas.
 - SparkReads: bytes Spark's scans read (completed stages' input bytes, Spark's status store).
 - resident(): resident memory of this Python process and of the JVM, now.
@@ -19,7 +19,7 @@ from project import PROJECT_DIR, BenchProject
 
 def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | None = None):
     from pyspark.sql import SparkSession
-    from python_jobs import io
+    from python_jobs.landing import io
 
     os.environ["CDC_MERGE_WAREHOUSE"] = str(warehouse)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -34,8 +34,8 @@ def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | N
 
 
 def invoke(project: BenchProject, *args: str, threads: int | None = None):
-    """One dbt command in this process, as cdc-run runs it; its RunOutcome (python_jobs/run_loop.py)."""
-    from python_jobs import run_loop
+    """One dbt command in this process, as cdc-run runs it; its RunOutcome (python_jobs/scheduler/run_loop.py)."""
+    from python_jobs.scheduler import run_loop
 
     os.environ["CDC_MERGE_SCHEMA"] = project.schema
     os.environ["CDC_MERGE_RAW_SCHEMA"] = project.raw_schema

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from python_jobs.generate_demo import KEYS, build_waves, write_wave
+from python_jobs.demo.generate import KEYS, build_waves, write_wave
 
 CUSTOMERS = "shop.customers"
 CUSTOMER_COLUMNS = ["id", "name", "email", "tier", "updated_at"]
@@ -122,14 +122,14 @@ def comparable(value):
 def json_image(row):
     import json
 
-    from python_jobs.generate_demo import _RAW_NUMBER, _json_row
+    from python_jobs.demo.generate import _RAW_NUMBER, _json_row
 
     return None if row is None else comparable(_RAW_NUMBER.sub(r"\1", json.dumps(_json_row(row), ensure_ascii=False)))
 
 
 def expected_changes(delivered, table: str, from_ms: int, to_ms: int, keys=None) -> list[dict]:
     """The oracle of cdc_changes(): per change in the range, in source order, its four images."""
-    from python_jobs.generate_demo import replay
+    from python_jobs.demo.generate import replay
 
     latest = replay(delivered)[table]
     previous: dict[tuple, object] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.generate_demo import KEYS, build_waves, write_wave
+from python_jobs.demo.generate import KEYS, build_waves, write_wave
 from test_materialization import record_statements
 from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
 

@@ -5,28 +5,7 @@
 
 {% macro cdc_history_validated_config() %}
     {% set fail_prefix = "cdc_history model '" ~ model.name ~ "': " %}
-
-    {% if model.language != 'sql' %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_history runs SQL models only; this one is " ~ model.language ~ ".") %}
-    {% endif %}
-
-    {% set unique_key = config.get('unique_key') %}
-    {% if unique_key is string %}
-        {% set unique_key = [unique_key] %}
-    {% endif %}
-    {% if unique_key is none or unique_key is not sequence or unique_key | length == 0 %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "set unique_key to the primary-key column or a list of them, e.g. unique_key=['order_id', 'line_no'].") %}
-    {% endif %}
-    {% for column in unique_key %}
-        {% if column is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', column) %}
-            {% do exceptions.raise_compiler_error(fail_prefix ~ "unique_key entry " ~ column ~ " is not a column name.") %}
-        {% endif %}
-    {% endfor %}
-
-    {% set source_table = config.get('source_table') %}
-    {% if source_table is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$', source_table) %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "set source_table to the schema-qualified source table whose events this model records, e.g. source_table='inventory.products' (got " ~ source_table ~ ").") %}
-    {% endif %}
+    {% set common = cdc_merge.raw_log_model_config('cdc_history', 'records') %}
 
     {% set deletes = config.get('deletes', 'hard') %}
     {% if deletes not in ['hard', 'soft'] %}
@@ -48,51 +27,21 @@
         {% endfor %}
     {% endif %}
 
-    {% set max_events = config.get('max_events_per_chunk', 1000000) %}
-    {% if max_events is string and modules.re.match('^[0-9]+$', max_events) %}
-        {% set max_events = max_events | int %}
-    {% endif %}
-    {% if max_events is not number or max_events is string or max_events < 1 or max_events != max_events | int %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "max_events_per_chunk must be a positive whole number of raw events, got " ~ max_events ~ ".") %}
-    {% endif %}
-
-    {% set table_properties = config.get('table_properties', {}) %}
-    {% if table_properties is not mapping %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "table_properties must be a mapping of Iceberg table properties.") %}
-    {% endif %}
-
-    {% set offsets_schema = config.get('offsets_schema', this.schema) %}
-    {% if offsets_schema is not string or offsets_schema | length == 0 %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "offsets_schema must name the schema of the cdc_merge_offsets table.") %}
-    {% endif %}
-
     {% set allow_trimmed_log = config.get('allow_trimmed_log', false) %}
     {% if allow_trimmed_log is not boolean %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "allow_trimmed_log must be true or false, got " ~ allow_trimmed_log ~ ".") %}
     {% endif %}
 
-    {% set upstream = [] %}
-    {% for source_name, table_name in model.sources %}
-        {% do upstream.append(source(source_name, table_name)) %}
-    {% endfor %}
-    {% for model_ref in model.refs %}
-        {% do upstream.append(ref(model_ref.name) if model_ref is mapping else ref(*model_ref)) %}
-    {% endfor %}
-    {% if upstream | length != 1 %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "a cdc_history model reads exactly one raw table, through {{ cdc_merge.cdc_events(ref('raw_events')) }}; it depends on " ~ upstream | length ~ " relations.") %}
-    {% endif %}
-    {% set raw_relation = upstream[0].incorporate(limit=none) if upstream[0].limit is not none else upstream[0] %}
-
     {{ return({
-        'unique_key': unique_key,
-        'source_table': source_table,
+        'unique_key': common.unique_key,
+        'source_table': common.source_table,
         'deletes': deletes,
         'track_columns': track_columns,
-        'max_events_per_chunk': max_events | int,
-        'table_properties': table_properties,
-        'offsets_schema': offsets_schema,
+        'max_events_per_chunk': common.max_events_per_chunk,
+        'table_properties': common.table_properties,
+        'offsets_schema': common.offsets_schema,
         'allow_trimmed_log': allow_trimmed_log,
-        'raw_relation': raw_relation,
+        'raw_relation': common.raw_relation,
     }) }}
 {% endmacro %}
 
