@@ -1,6 +1,6 @@
 {#
     Time-range change query over the raw log (after Apache Phoenix's CDC design, PHOENIX-7001).
-    (Over 300 lines: its argument checks and the Spark and Databend queries side by side.)
+    (Why over 300 lines: its argument checks and the Spark and Databend queries side by side.)
 
         select * from ({{ cdc_merge.cdc_changes('shop.customers', '2026-01-01 00:00:00', '2026-01-01 01:00:00',
                                                   mirror=ref('shop_customers')) }}) as changes
