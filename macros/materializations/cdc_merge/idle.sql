@@ -59,8 +59,8 @@
 
 
 {% macro model_checksum(model_sql, cfg) %}
-    {#- What the mirror's columns depend on: the model's compiled SQL and the delete mode. -#}
-    {{ return(local_md5(model_sql ~ '|deletes=' ~ cfg.deletes)) }}
+    {#- What the mirror's columns depend on: the model's compiled SQL, the delete mode and on_schema_change. -#}
+    {{ return(local_md5(model_sql ~ '|deletes=' ~ cfg.deletes ~ '|on_schema_change=' ~ cfg.on_schema_change)) }}
 {% endmacro %}
 
 
