@@ -96,8 +96,9 @@ def test_a_changed_model_a_full_refresh_and_a_crossed_threshold_take_the_full_pa
     assert [sql for sql in own if sql.startswith(f"create table {orders}")], own
     assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")
 
-    # A crossed maintenance threshold (every snapshot older than 0 hours) maintains the mirror.
-    path.write_text(path.read_text().replace("    config(\n", "    config(\n        maintenance_max_age_hours=0,\n", 1))
+    # A crossed maintenance threshold (every snapshot expirable and older than 0 hours) maintains the mirror.
+    path.write_text(path.read_text().replace(
+        "    config(\n", "    config(\n        maintenance_max_age_hours=0,\n        snapshot_retention_hours=0,\n", 1))
     own, _ = statements_of("shop_orders")
     assert len(own) > IDLE_INVOCATION_STATEMENTS
     (last,) = project.query(
