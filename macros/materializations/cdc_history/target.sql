@@ -15,20 +15,9 @@
 {% endmacro %}
 
 {% macro spark__create_history_sql(target_relation, model_sql, columns, cfg) %}
-    {%- set properties = {
-        'format-version': '2',
-        'write.delete.mode': 'merge-on-read',
-        'write.update.mode': 'merge-on-read',
-        'write.merge.mode': 'merge-on-read',
-    } -%}
-    {%- do properties.update(cfg.table_properties) -%}
     create table {{ target_relation }}
     using iceberg
-    tblproperties (
-        {%- for name, value in properties.items() %}
-        '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ cdc_merge.merge_on_read_tblproperties(cfg) }}
     as
     {{ cdc_merge.empty_history_sql(model_sql, columns) }}
 {% endmacro %}

@@ -9,11 +9,8 @@
 {% endmacro %}
 
 
-{% macro create_mirror_sql(target_relation, source_view, columns, cfg) %}
-    {{ return(adapter.dispatch('create_mirror_sql', 'cdc_merge')(target_relation, source_view, columns, cfg)) }}
-{% endmacro %}
-
-{% macro spark__create_mirror_sql(target_relation, source_view, columns, cfg) %}
+{% macro merge_on_read_tblproperties(cfg) -%}
+    {#- Iceberg format 2, merge-on-read, plus the model's table_properties: mirrors and histories alike. -#}
     {%- set properties = {
         'format-version': '2',
         'write.delete.mode': 'merge-on-read',
@@ -21,13 +18,22 @@
         'write.merge.mode': 'merge-on-read',
     } -%}
     {%- do properties.update(cfg.table_properties) -%}
-    create table {{ target_relation }}
-    using iceberg
     tblproperties (
         {%- for name, value in properties.items() %}
         '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}
         {%- endfor %}
     )
+{%- endmacro %}
+
+
+{% macro create_mirror_sql(target_relation, source_view, columns, cfg) %}
+    {{ return(adapter.dispatch('create_mirror_sql', 'cdc_merge')(target_relation, source_view, columns, cfg)) }}
+{% endmacro %}
+
+{% macro spark__create_mirror_sql(target_relation, source_view, columns, cfg) %}
+    create table {{ target_relation }}
+    using iceberg
+    {{ cdc_merge.merge_on_read_tblproperties(cfg) }}
     as
     {{ cdc_merge.empty_mirror_sql(source_view, columns, cfg) }}
 {% endmacro %}
