@@ -71,8 +71,12 @@ test-dbs:
 			|| { echo "error: could not install $$missing (needs root or sudo)"; exit 1; }; \
 	fi
 
+# Tests use free ports and their own temp folders, so workers do not collide; PYTEST_WORKERS=0 runs them
+# in this process (for a debugger).
+PYTEST_WORKERS ?= 2
+
 pytest: venv check-java test-dbs
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
 
 lint: venv
 	$(BIN)/sqlfluff lint models
