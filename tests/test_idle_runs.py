@@ -5,6 +5,7 @@ SQL changed or whose maintenance threshold is crossed still takes the full path.
 from __future__ import annotations
 
 import pytest
+from dbt.adapters.cdc_spark.raw_ranges import RANGES
 
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
 from test_materialization import record_statements
@@ -58,13 +59,16 @@ def test_an_idle_run_costs_no_statement_per_mirror_and_still_records_a_run_each(
     assert all(row["chunks"] == 0 and row["events_read"] == 0 and row["maintenance"] == "" for row in idle)
     assert all(row["lines_quarantined"] is not None and row["run_seconds"] >= 0 for row in idle)
 
-    # New events: every mirror takes the full path again and applies them.
+    # New events: every mirror takes the full path again and applies them, and the three mirrors,
+    # standing at one offset, read the new raw range from the raw table's files once between them.
     write_wave(project.waves[1], project.inbox)
     project.land(KEYS)
+    reads = len(RANGES.reads)
     with monkeypatch.context() as patch:
         statements = record_statements(patch)
         project.dbt("run", "--select", *SHOP_MODELS)
     assert len(own_statements(statements)) > 10 * len(SHOP_MODELS)
+    assert len(RANGES.reads) - reads == 1, RANGES.reads[reads:]
     assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
 
 

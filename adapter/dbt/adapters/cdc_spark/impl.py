@@ -11,7 +11,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, run_state
+from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges, run_state
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -111,26 +111,35 @@ class CdcSparkAdapter(SparkAdapter):
         return self._iceberg_catalog
 
     @available
-    def create_appended_rows_view(self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str) -> bool:
+    def create_appended_rows_view(
+        self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str, events: Optional[int] = None
+    ) -> bool:
         """The rows the snapshots after after_snapshot up to through_snapshot appended to table,
         as the temporary view view_name, shaped like Iceberg's changelog view (only inserts).
 
         Iceberg's incremental append scan, which Spark SQL 3.5 cannot ask for (no table options
         in SELECT); create_changelog_view reads the same files but then shuffles and sorts every
         row to find carried-over rows, which an append-only table has none of (BENCHMARKS.md: a
-        1M-event read 5.5 s vs 2.5 s). False when the SparkSession is not in this process
-        (thrift): the caller uses create_changelog_view there."""
+        1M-event read 5.5 s vs 2.5 s). A range of at most raw_ranges.MAX_KEPT_EVENTS events (the
+        caller's count) is read once for all the mirrors that read it (raw_ranges.py). False when
+        the SparkSession is not in this process (thrift): the caller uses create_changelog_view there."""
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return False
         from pyspark.sql import functions as F
 
-        reader = dbt_spark_session(credentials.server_side_parameters).read
-        if after_snapshot is None:
-            reader = reader.option("snapshot-id", through_snapshot)
-        else:
-            reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
-        reader.table(table).withColumn("_change_type", F.lit("INSERT")).createOrReplaceTempView(view_name)
+        spark = dbt_spark_session(credentials.server_side_parameters)
+
+        def read() -> Any:
+            reader = spark.read
+            if after_snapshot is None:
+                reader = reader.option("snapshot-id", through_snapshot)
+            else:
+                reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
+            return reader.table(table).withColumn("_change_type", F.lit("INSERT"))
+
+        session_id = spark.sparkContext.applicationId
+        raw_ranges.RANGES.rows(session_id, table, after_snapshot, through_snapshot, events, read).createOrReplaceTempView(view_name)
         return True
 
     @available

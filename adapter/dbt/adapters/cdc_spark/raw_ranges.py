@@ -1,0 +1,73 @@
+"""The raw events of a snapshot range, read once and shared by the mirrors that read it.
+
+Mirrors of one raw table usually stand at the same offset, so in one run they all read the same
+range (after, through) and keep only their own source table's rows. The first to read a small
+range keeps its rows in Spark's block store (a local checkpoint); the others, in this invocation
+or a later one of the same process (cdc-run), use those rows. A snapshot id names content that
+never changes, so a kept range is never stale. Large ranges are not kept (each mirror reads its
+own), and a raw table keeps only its newest few ranges.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, List, Optional, Tuple
+
+# Above this many events a range is read by each mirror, not held in memory (about 1 KB each).
+MAX_KEPT_EVENTS = 100_000
+# Ranges kept per raw table: the newest run's, and the one before for mirrors that lag one run.
+KEPT_PER_TABLE = 2
+
+RangeKey = Tuple[str, str, Optional[str], str]
+
+
+class RawRanges:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: "OrderedDict[RangeKey, Any]" = OrderedDict()
+        # Every read of a range from the raw table's files, for benchmarks/many_mirrors.py.
+        self.reads: List[RangeKey] = []
+
+    def rows(self, session_id: str, table: str, after: Optional[str], through: str, events: Optional[int],
+             read: Callable[[], Any]) -> Any:
+        """The range's rows: kept ones, or read() (kept now when events says it is small)."""
+        key = (session_id, table, after, through)
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+            self.reads.append(key)
+            rows = read()
+            if events is None or int(events) > MAX_KEPT_EVENTS:
+                return rows
+            rows = rows.localCheckpoint(eager=True)
+            self._kept[key] = rows
+            self._forget_older(session_id, table)
+            return rows
+
+    def _forget_older(self, session_id: str, table: str) -> None:
+        same_table = [key for key in self._kept if key[:2] == (session_id, table)]
+        for key in same_table[:-KEPT_PER_TABLE]:
+            _free(self._kept.pop(key))
+        # Ranges of an earlier SparkSession (tests start several in one process) are gone with it.
+        for key in [key for key in self._kept if key[0] != session_id]:
+            self._kept.pop(key)
+
+    def forget(self) -> None:
+        with self._lock:
+            for rows in self._kept.values():
+                _free(rows)
+            self._kept.clear()
+
+
+def _free(rows: Any) -> None:
+    """Frees a local checkpoint's blocks now, not at the JVM's next garbage collection."""
+    try:
+        rows._jdf.logicalPlan().rdd().unpersist(True)
+    except Exception:  # the session may be stopped already; its blocks went with it
+        pass
+
+
+# One per process, like the SparkSession it holds rows of.
+RANGES = RawRanges()
