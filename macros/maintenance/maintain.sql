@@ -11,7 +11,12 @@
                      'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0} %}
     {% set runs = cdc_merge.runs_relation(offsets) %}
     {% set own_tables = [target_relation] + ([tombstones] if tombstones is not none else []) %}
-    {% set shared_tables = [offsets, runs] %}
+    {#- Tables the mirrors share are maintained by the first mirror of an invocation that maintains. -#}
+    {% set shared_tables = [] %}
+    {% for relation in [offsets, runs] if cdc_merge.first_time_in_invocation('maintain ' ~ relation) %}
+        {% do shared_tables.append(relation) %}
+    {% endfor %}
+    {% set maintain_raw = cdc_merge.first_time_in_invocation('maintain ' ~ raw_relation) %}
 
     {% for relation in own_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
@@ -29,15 +34,17 @@
     {% endfor %}
 
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
-    {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
-    {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
-    {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
-        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a mirror reads it through a stream; no raw snapshot expired", info=True) }}
-    {% else %}
-        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
-    {% endif %}
-    {% if remove_orphans %}
-        {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+    {% if maintain_raw %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
+        {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
+        {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
+            {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a mirror reads it through a stream; no raw snapshot expired", info=True) }}
+        {% else %}
+            {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
+        {% endif %}
+        {% if remove_orphans %}
+            {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+        {% endif %}
     {% endif %}
 
     {% for relation in shared_tables %}
@@ -45,6 +52,12 @@
     {% endfor %}
     {{ log("cdc_merge maintenance " ~ target_relation ~ ": " ~ cdc_merge.maintenance_summary(counts), info=True) }}
     {{ return(counts) }}
+{% endmacro %}
+
+
+{% macro first_time_in_invocation(key) %}
+    {#- True for the first caller with this key in the dbt invocation (run_state.py). -#}
+    {{ return(adapter.cdc_first_time_in_invocation(invocation_id, key)) }}
 {% endmacro %}
 
 

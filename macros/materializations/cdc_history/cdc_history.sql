@@ -33,8 +33,7 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
-    {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
+    {% do cdc_merge.ensure_bookkeeping_tables(offsets, with_runs=false) %}
 
     {% set rebuild = existing_relation is none or should_full_refresh() or existing_relation.is_view %}
     {% if rebuild %}

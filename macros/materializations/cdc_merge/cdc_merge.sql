@@ -50,9 +50,7 @@
         {{ return({'relations': [target_relation]}) }}
     {% endif %}
 
-    {% do run_query(cdc_merge.create_schema_if_missing(offsets)) %}
-    {% do run_query(cdc_merge.create_offsets_table(offsets)) %}
-    {% do run_query(cdc_merge.create_runs_table(cdc_merge.runs_relation(offsets))) %}
+    {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
 
     {% if existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
         {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}

@@ -82,3 +82,22 @@
         current_timestamp() as committed_at,
         '{{ invocation_id }}' as invocation_id
 {% endmacro %}
+
+
+{% macro ensure_bookkeeping_tables(offsets, with_runs=true) %}
+    {#-
+        The offsets table (and cdc_merge_runs), created if missing. dbt's relation cache, filled when the
+        invocation starts, answers whether they exist: once they do, a mirror spends no statement on them.
+        (Not added to the cache when created here: that would make dbt take its schema as fully listed.)
+    -#}
+    {% set tables = [(offsets, cdc_merge.create_offsets_table)] %}
+    {% if with_runs %}
+        {% do tables.append((cdc_merge.runs_relation(offsets), cdc_merge.create_runs_table)) %}
+    {% endif %}
+    {% for relation, create in tables %}
+        {% if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
+            {% do run_query(cdc_merge.create_schema_if_missing(relation)) %}
+            {% do run_query(create(relation)) %}
+        {% endif %}
+    {% endfor %}
+{% endmacro %}

@@ -2,12 +2,14 @@ from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Set, Tuple
 
 import agate
+from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
 from dbt.adapters.databend.impl import DatabendAdapter
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 
 from dbt.adapters.cdc_databend.__version__ import version
+from dbt.adapters.cdc_spark.run_state import STATE
 
 
 @dataclass
@@ -23,6 +25,11 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 
 class CdcDatabendAdapter(DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
+
+    @available
+    def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
+        """As on Spark: work the mirrors of an invocation share is done by the first (run_state.py)."""
+        return STATE.first_time(invocation_id, key)
 
     @classmethod
     def type(cls) -> str:

@@ -231,6 +231,10 @@ class CdcSparkAdapter(SparkAdapter):
         return [dict(zip(table.column_names, row)) for row in table.rows]
 
     @available
+    def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
+        return run_state.STATE.first_time(invocation_id, key)
+
+    @available
     def cdc_keep_idle_run(self, row: Dict[str, Any]) -> None:
         run_state.STATE.add_idle_run(dict(row))
 

@@ -41,6 +41,7 @@ class InvocationState:
         self._expected_mirrors: Optional[int] = None
         self._finished_mirrors = 0
         self._idle_runs: List[Dict[str, Any]] = []
+        self._done: set = set()
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten runs rows stay."""
@@ -48,6 +49,17 @@ class InvocationState:
             self.invocation_id = invocation_id
             self._offsets, self._raw_snapshots = {}, {}
             self._expected_mirrors, self._finished_mirrors = None, 0
+            self._done = set()
+
+    def first_time(self, invocation_id: str, key: str) -> bool:
+        """True for the first caller in the invocation with this key: work that mirrors share
+        (maintaining the raw, offsets and runs tables) is done once per invocation, not per mirror."""
+        with self._lock:
+            self._begin(invocation_id)
+            if key in self._done:
+                return False
+            self._done.add(key)
+            return True
 
     def newest_offset(self, invocation_id: str, offsets_table: str, target_table: str, query: Query) -> Optional[str]:
         with self._lock:
