@@ -290,3 +290,26 @@ def test_expiry_keeps_the_branch_of_a_batch_that_died_and_the_next_run_applies_i
     project.dbt("run", "--select", "docs")
     assert [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")] == [
         (1, "v2"), (3, "v1"), (4, "v1")]
+
+
+def test_tables_the_mirrors_share_are_maintained_once_per_run(dbt_project, monkeypatch):
+    """Two mirrors that both maintain in one dbt run: each compacts its own mirror, the raw,
+    offsets and runs tables are compacted by the first only."""
+    project = dbt_project
+    columns = "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"
+    config = "unique_key='id', source_table='inventory.products', maintenance_max_snapshots=0, snapshot_retention_hours=0"
+    for model in ("products", "products_again"):
+        project.write_model(model, config, columns)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", "products", "products_again")
+    compacted = [sql.split("table => '")[1].split("'")[0] for sql in statements if "rewrite_data_files" in sql]
+    shared = [f"{project.raw_schema}.raw_events", f"{project.schema}.cdc_merge_offsets", f"{project.schema}.cdc_merge_runs"]
+    for model in ("products", "products_again"):
+        assert compacted.count(f"{project.schema}.{model}") == 1, compacted
+    for table in shared:
+        assert compacted.count(table) == 1, compacted
+    assert [row["maintenance"] for row in runs(project, "products")] == ["maintained"]
+    assert [row["maintenance"] for row in runs(project, "products_again")] == ["maintained"]
