@@ -319,7 +319,10 @@ def test_the_classified_batch_is_kept_in_memory_only_while_it_applies(dbt_projec
         f"where target_table = '{mirror}' order by offset_ordinal desc limit 1")
     assert offset == {"rows_inserted": 1, "rows_updated": 1, "rows_deleted": 1}
     kept = persisted["while kept"] - persisted["before"]
-    assert len(kept) == 1 and not kept & persisted["after the batch"], persisted
+    # The classified batch leaves with the batch; the raw range the run read stays for the next
+    # mirror that reads it (raw_ranges.py).
+    assert len(kept - persisted["after the batch"]) == 1, persisted
+    assert len(kept & persisted["after the batch"]) <= 1, persisted
     assert not spark.catalog.tableExists("docs__cdc_changes")
     assert [row["id"] for row in project.query(f"select id from {mirror} order by id")] == [1, 3, 4]
 

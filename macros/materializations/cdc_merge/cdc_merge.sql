@@ -68,7 +68,8 @@
 
     {#- A missing mirror is always rebuilt from the start of the log, whatever the offsets say. -#}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
-    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
+    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0,
+                               snapshot=latest.rows[0]['offset_snapshot'] if latest.rows | length else none) %}
     {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if (latest.rows | length and existing_relation is not none) else none %}
     {#-
         change_source='stream': once the mirror has caught up through the snapshots, a stream
@@ -80,9 +81,9 @@
     {% if stream is not none and offset_snapshot == 'stream' %}
         {% set chunks = [{'after': none, 'through': 'stream', 'buckets': 1, 'stream': stream}] %}
     {% else %}
-        {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
-        {% set current_snapshot = current.rows[0]['snapshot_id'] if current.rows | length else none %}
-        {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current_snapshot) if current_snapshot is not none else [] %}
+        {% set snapshot_log = cdc_merge.raw_snapshot_log(cfg.raw_relation) %}
+        {% set current_snapshot = snapshot_log.current %}
+        {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, snapshot_log) %}
         {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
     {% endif %}
     {% if flags.EMPTY %}
@@ -158,6 +159,7 @@
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+        {% set ordinal.snapshot = chunk.through %}
         {% if chunk.stream is defined %}
             {% do run_query('commit') %}
         {% endif %}
@@ -172,11 +174,12 @@
         {% do run_query(cdc_merge.create_change_stream_sql(stream, cfg.raw_relation, current_snapshot)) %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, 'stream', {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none})) %}
+        {% set ordinal.snapshot = 'stream' %}
     {% endif %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
     {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
-    {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained) %}
+    {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
 
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}

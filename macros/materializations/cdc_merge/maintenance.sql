@@ -111,7 +111,9 @@
     {% if cfg.maintenance.maintenance == 'off' %}
         {{ return(none) }}
     {% endif %}
-    {% set due = cdc_merge.maintenance_due(target_relation, cfg.maintenance) %}
+    {#- On cdc_spark the mirror's files and snapshots come from Iceberg's metadata in the JVM, not a query. -#}
+    {% set state = adapter.cdc_table_metadata(target_relation | string) if adapter.type() == 'cdc_spark' else none %}
+    {% set due = cdc_merge.maintenance_due(target_relation, cfg.maintenance, state) %}
     {% if not due %}
         {{ return(none) }}
     {% endif %}

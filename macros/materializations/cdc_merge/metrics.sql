@@ -93,15 +93,14 @@
 {%- endmacro %}
 
 
-{% macro record_run(offsets, target_relation, cfg, totals, run_started, maintained) %}
+{% macro record_run(offsets, target_relation, cfg, totals, run_started, maintained, offset_snapshot) %}
     {#-
         lag_seconds: from the newest source commit the run applied to the run's end, when the
         mirror commits it; none when the run applied nothing. lines_quarantined: lines the landing
         put in quarantine since the mirror's previous run (a line that cannot be read names no
-        table, so every mirror of the raw table counts it).
+        table, so every mirror of the raw table counts it). offset_snapshot: the mirror's newest offset.
     -#}
     {% set runs = cdc_merge.runs_relation(offsets) %}
-    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
     {% set quarantine = adapter.get_relation(database=none, schema=cfg.raw_relation.schema, identifier='quarantine') %}
     {% set seconds = (modules.datetime.datetime.utcnow() - run_started).total_seconds() %}
     {% set counts = maintained if maintained is not none else {} %}
@@ -132,7 +131,7 @@
             {%- else -%}
             cast(null as bigint)
             {%- endif %} as lines_quarantined,
-            {{ "'" ~ latest[0]['offset_snapshot'] ~ "'" if latest | length else 'cast(null as string)' }} as offset_snapshot,
+            {{ "'" ~ offset_snapshot ~ "'" if offset_snapshot is not none else 'cast(null as string)' }} as offset_snapshot,
             {{ newest }} as newest_source_ts,
             {{ cdc_merge.seconds_since_sql(newest) if totals.max_source_ts else 'cast(null as double)' }} as lag_seconds,
             '{{ 'maintained' if maintained is not none else '' }}' as maintenance,

@@ -50,8 +50,7 @@
     {% if offset_snapshot is none %}
         {{ return(cdc_merge.batch_events_sql(cdc_merge.raw_events_since_sql(cfg.raw_relation, none, []), cfg.source_table, 0, 1)) }}
     {% endif %}
-    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)) %}
-    {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, current.rows[0]['snapshot_id']) %}
+    {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, cdc_merge.raw_snapshot_log(cfg.raw_relation)) %}
     {% if pending | length == 0 %}
         {{ return(cdc_merge.empty_batch_events_sql()) }}
     {% endif %}

@@ -28,6 +28,25 @@
 {% endmacro %}
 
 
+{% macro raw_snapshot_log(raw_relation) %}
+    {#-
+        The raw table's current snapshot ('current', none when it has none) and its snapshots
+        ('snapshots', rows of raw_snapshots_sql). The cdc_spark adapter reads them from Iceberg's
+        metadata in the JVM, without a statement; elsewhere two queries on the metadata tables.
+    -#}
+    {% set listed = adapter.cdc_snapshot_log(raw_relation.schema ~ '.' ~ raw_relation.identifier) if adapter.type() == 'cdc_spark' else none %}
+    {% if listed is not none %}
+        {{ return(listed) }}
+    {% endif %}
+    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(raw_relation)).rows %}
+    {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
+    {{ return({
+        'current': current_snapshot,
+        'snapshots': run_query(cdc_merge.raw_snapshots_sql(raw_relation)).rows if current_snapshot is not none else [],
+    }) }}
+{% endmacro %}
+
+
 {% macro raw_snapshots_sql(raw_relation) %}
     {{ return(adapter.dispatch('raw_snapshots_sql', 'cdc_merge')(raw_relation)) }}
 {% endmacro %}
@@ -55,13 +74,17 @@
 {% endmacro %}
 
 
-{% macro pending_raw_snapshots(raw_relation, offset_snapshot, current_snapshot) %}
+{% macro pending_raw_snapshots(raw_relation, offset_snapshot, snapshot_log) %}
     {#-
-        The snapshots after offset_snapshot up to current_snapshot, oldest first, found by
-        walking parent links back from current. An offset that is not on that path has
-        been expired (or the raw table was rebuilt): refuse rather than skip events.
+        The snapshots after offset_snapshot up to the current one of snapshot_log (raw_snapshot_log),
+        oldest first, found by walking parent links back from current. An offset that is not on
+        that path has been expired (or the raw table was rebuilt): refuse rather than skip events.
     -#}
-    {% set rows = run_query(cdc_merge.raw_snapshots_sql(raw_relation)).rows %}
+    {% set current_snapshot = snapshot_log.current %}
+    {% if current_snapshot is none %}
+        {{ return([]) }}
+    {% endif %}
+    {% set rows = snapshot_log.snapshots %}
     {% set by_id = {} %}
     {% for row in rows %}
         {% do by_id.update({row['snapshot_id']: row}) %}

@@ -247,6 +247,29 @@ class CdcSparkAdapter(SparkAdapter):
         return run_state.STATE.runs_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes))
 
     @available
+    def cdc_table_metadata(self, table: str) -> Optional[Dict[str, Any]]:
+        """A table's files, snapshots and model checksum from Iceberg's metadata in the JVM
+        (run_state.mirror_metadata): what maintenance_due needs, without a statement; None when
+        the SparkSession is not in this process or the table cannot be read so."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        return run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), table)
+
+    @available
+    def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:
+        """The table's current snapshot and its snapshots, without a statement (run_state.snapshot_log);
+        None when the SparkSession is not in this process or the table cannot be read so."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        try:
+            return run_state.snapshot_log(dbt_spark_session(credentials.server_side_parameters), table)
+        except Exception as error:  # the caller falls back to the metadata tables
+            logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
+            return None
+
+    @available
     def cdc_model_checksum(self, target_table: str) -> Optional[str]:
         """The checksum of the model SQL the mirror was last checked against (run_state.py)."""
         credentials = self.connections.profile.credentials

@@ -178,6 +178,26 @@ def _iceberg_table(spark: Any, table: str) -> Optional[Any]:
     return spark_table.table() if spark_table.getClass().getName() == "org.apache.iceberg.spark.source.SparkTable" else None
 
 
+def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
+    """The table's current snapshot and every snapshot it keeps (id, parent, operation, records
+    added), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
+    metadata in the JVM; None when the table is not an Iceberg table this session loads."""
+    iceberg_table = _iceberg_table(spark, table)
+    if iceberg_table is None:
+        return None
+    current = iceberg_table.currentSnapshot()
+    snapshots = []
+    for snapshot in iceberg_table.snapshots():
+        parent = snapshot.parentId()
+        snapshots.append({
+            "snapshot_id": str(snapshot.snapshotId()),
+            "parent_id": str(parent) if parent is not None else None,
+            "operation": snapshot.operation(),
+            "added_records": int(snapshot.summary().get("added-records") or 0),
+        })
+    return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}
+
+
 def current_snapshot(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id (its main branch), as the refs metadata table gives it."""
     iceberg_table = _iceberg_table(spark, table)
