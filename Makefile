@@ -18,8 +18,9 @@ ICEBERG_JAVA_SOURCES := $(wildcard jvm/iceberg/cdc_merge/iceberg/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
 SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
 
-# Real source databases for the capture tests (issue: PostgreSQL logical decoding, MariaDB binlog).
-DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server
+# Real source databases for the capture tests (PostgreSQL logical decoding, MariaDB binlog), and the
+# PostgreSQL JDBC driver of the cluster's Iceberg catalog (python_jobs/cluster/).
+DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libpostgresql-jdbc-java
 
 .PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean
 

@@ -15,6 +15,7 @@ from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, run_s
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
+from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 
 if TYPE_CHECKING:
     import agate
@@ -259,13 +260,17 @@ class CdcSparkAdapter(SparkAdapter):
 
     @property
     def default_python_submission_method(self) -> str:
-        if self.connections.profile.credentials.method == SparkConnectionMethod.SESSION:
+        method = self.connections.profile.credentials.method
+        if method == SparkConnectionMethod.SESSION:
             return "session"
+        if method == SparkConnectionMethod.THRIFT:
+            return "spark_submit"
         return super().default_python_submission_method
 
     @property
     def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
-        return {**super().python_submission_helpers, "session": SessionPythonJobHelper}
+        return {**super().python_submission_helpers, "session": SessionPythonJobHelper,
+                "spark_submit": SparkSubmitPythonJobHelper}
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
         # The session helper compiles the code under the model file's real path.
