@@ -81,8 +81,9 @@ def databend_url(tmp_path_factory):
 class DbtProject:
     """A copy of this dbt project with its own schemas, and helpers to land and run it.
 
-    target is a profile target: `local` (Spark + Iceberg) or `databend_local`. Landing
-    always runs on Spark; with databend_local it loads into Databend (sink: databend).
+    target is a profile target: `local` (Spark + Iceberg), `databend_local`, or `cluster` (a
+    Thrift server started by cdc-cluster, tests/test_cluster.py). Landing always runs on Spark;
+    with databend_local it loads into Databend (sink: databend).
     """
 
     spark: object
@@ -147,8 +148,14 @@ class DbtProject:
         """Rows with attribute access (row.reason), from either engine."""
         return [SimpleNamespace(**row) for row in self.query(f"select * from {relation} order by {order_by}")]
 
+    @property
+    def on_cluster(self) -> bool:
+        return self.target == "cluster"
+
     def query(self, sql: str) -> list[dict]:
         """Rows of a query on the target's engine, as dicts."""
+        if self.on_cluster:
+            return _thrift_rows(sql)
         if not self.on_databend:
             return [row.asDict() for row in self.spark.sql(sql).collect()]
         import databend_driver
@@ -163,6 +170,9 @@ class DbtProject:
 
     def execute(self, sql: str) -> None:
         """A statement that returns no rows (DML, DDL) on the target's engine."""
+        if self.on_cluster:
+            _thrift_rows(sql)
+            return
         if not self.on_databend:
             self.spark.sql(sql)
             return
@@ -207,6 +217,23 @@ class DbtProject:
             f"select snapshot_id as version from {snapshots} where snapshot_id not in "
             f"(select previous_snapshot_id from {snapshots} where previous_snapshot_id is not null)"
         )[0]["version"]
+
+
+def _thrift_rows(sql: str) -> list[dict]:
+    """Rows through the Thrift server of the `cluster` target (its variables from cdc-cluster)."""
+    from pyhive import hive
+
+    connection = hive.connect(host=os.environ["CDC_MERGE_THRIFT_HOST"], port=int(os.environ["CDC_MERGE_THRIFT_PORT"]),
+                              username="cdc_merge_tests")
+    try:
+        cursor = connection.cursor()
+        cursor.execute(sql)
+        names = [column[0] for column in cursor.description or []]
+        if names == ["Result"]:  # a statement without rows (DDL, DML)
+            return []
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+    finally:
+        connection.close()
 
 
 def _naive_utc(value):
