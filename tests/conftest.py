@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from python_jobs.cluster import thrift
 from python_jobs.landing import io, land
 from python_jobs.landing.config import load_config
 
@@ -155,7 +156,7 @@ class DbtProject:
     def query(self, sql: str) -> list[dict]:
         """Rows of a query on the target's engine, as dicts."""
         if self.on_cluster:
-            return _thrift_rows(sql)
+            return thrift.rows(sql)
         if not self.on_databend:
             return [row.asDict() for row in self.spark.sql(sql).collect()]
         import databend_driver
@@ -171,7 +172,7 @@ class DbtProject:
     def execute(self, sql: str) -> None:
         """A statement that returns no rows (DML, DDL) on the target's engine."""
         if self.on_cluster:
-            _thrift_rows(sql)
+            thrift.rows(sql)
             return
         if not self.on_databend:
             self.spark.sql(sql)
@@ -217,23 +218,6 @@ class DbtProject:
             f"select snapshot_id as version from {snapshots} where snapshot_id not in "
             f"(select previous_snapshot_id from {snapshots} where previous_snapshot_id is not null)"
         )[0]["version"]
-
-
-def _thrift_rows(sql: str) -> list[dict]:
-    """Rows through the Thrift server of the `cluster` target (its variables from cdc-cluster)."""
-    from pyhive import hive
-
-    connection = hive.connect(host=os.environ["CDC_MERGE_THRIFT_HOST"], port=int(os.environ["CDC_MERGE_THRIFT_PORT"]),
-                              username="cdc_merge_tests")
-    try:
-        cursor = connection.cursor()
-        cursor.execute(sql)
-        names = [column[0] for column in cursor.description or []]
-        if names == ["Result"]:  # a statement without rows (DDL, DML)
-            return []
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
-    finally:
-        connection.close()
 
 
 def _naive_utc(value):
