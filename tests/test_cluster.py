@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -24,8 +26,10 @@ MIRRORS = {"shop.customers": "shop_customers", "shop.orders": "shop_orders"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("cluster")
+def cluster():
+    # Not under pytest's private temporary folder: the catalog's PostgreSQL runs as nobody when root.
+    folder = Path(tempfile.mkdtemp(prefix="cdc-merge-cluster-"))
+    folder.chmod(0o755)
     saved = dict(os.environ)
     try:
         state = cli.up(folder, folder / "warehouse", dict.fromkeys(("catalog", "master", "master_webui", "thrift"), 0),
@@ -37,6 +41,7 @@ def cluster(tmp_path_factory):
         os.environ.clear()
         os.environ.update(saved)
         assert not any(cli.status(folder).values()), f"a component of {folder} is still running"
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def applications(state: cli.ClusterState) -> list[str]:

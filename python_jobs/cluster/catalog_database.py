@@ -46,6 +46,11 @@ def start(folder: Path, port: int) -> int:
     home.mkdir(exist_ok=True)
     if os.geteuid() == 0:
         shutil.chown(home, "nobody")
+    if os.geteuid() == 0 and subprocess.run(_as_server_user(["test", "-w", str(home)])).returncode:
+        raise ClusterError(
+            f"PostgreSQL runs as user nobody here (it refuses root) and cannot reach {home}: choose a cluster "
+            "folder on a path every user may enter (--folder, e.g. under /tmp)"
+        )
     data = home / "data"
     if not data.exists():
         initdb = subprocess.run(
