@@ -163,7 +163,8 @@ def _start_all(state: ClusterState, driver_memory: str, executor_memory: str, sa
         "--driver-memory", driver_memory,
         # Besides --jars, the Iceberg classes must be on the driver's own class path.
         "--jars", ",".join(jars), "--driver-class-path", ":".join(jars),
-        *_conf_args({**app, **catalog, "spark.sql.warehouse.dir": str(thrift_dir / "spark-warehouse")}),
+        *_conf_args({**app, **spark_conf.thrift_server_catalog_conf(catalog),
+                     "spark.sql.warehouse.dir": str(thrift_dir / "spark-warehouse")}),
         "--hiveconf", f"hive.server2.thrift.port={state.thrift_port}",
         "--hiveconf", f"hive.server2.thrift.bind.host={LOOPBACK}",
         "spark-internal",

@@ -12,8 +12,12 @@ from python_jobs.landing.io.session import CATALOG, iceberg_jar
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-# The apply's Iceberg helpers (deletes by position), built by `make jvm`.
+# The apply's Iceberg helpers (deletes by position), built by `make jvm`; as for dbt's own session
+# (adapter/dbt/adapters/cdc_spark/iceberg_jvm.py) $CDC_MERGE_ICEBERG_JVM_JAR overrides it and an
+# empty value leaves them out (the apply then deletes replaced rows with a MERGE).
 ICEBERG_HELPER_JAR = Path(__file__).resolve().parents[2] / "adapter" / "dbt" / "adapters" / "cdc_spark" / "jars" / "cdc-merge-iceberg.jar"
+# Iceberg's SparkCatalog plus the helpers as procedures (jvm/iceberg/cdc_merge/iceberg/).
+HELPERS_CATALOG_CLASS = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 
 
 def spark_home() -> Path:
@@ -45,9 +49,23 @@ def cluster_jars() -> list[str]:
     from python_jobs.cluster.catalog_database import jdbc_jar
 
     jars = [iceberg_jar(), jdbc_jar()]
-    if ICEBERG_HELPER_JAR.is_file():
-        jars.append(str(ICEBERG_HELPER_JAR))
+    helpers = helper_jar()
+    if helpers:
+        jars.append(helpers)
     return jars
+
+
+def helper_jar() -> str | None:
+    """The apply's helper jar, or None when it is turned off or not built."""
+    jar = os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR", str(ICEBERG_HELPER_JAR))
+    return jar if jar and os.path.isfile(jar) else None
+
+
+def thrift_server_catalog_conf(catalog: dict[str, str]) -> dict[str, str]:
+    """The catalog of the Thrift server: with the apply's helpers as procedures when their jar is there."""
+    if helper_jar() is None:
+        return catalog
+    return {**catalog, f"spark.sql.catalog.{CATALOG}": HELPERS_CATALOG_CLASS}
 
 
 def jdbc_catalog_conf(uri: str, user: str, warehouse: str, password: str = "") -> dict[str, str]:
