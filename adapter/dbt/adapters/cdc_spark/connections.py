@@ -22,11 +22,37 @@ _SERVER_SETTINGS = ("spark.master", "spark.jars", "spark.driver.", "spark.execut
                     "spark.sql.defaultCatalog", "spark.ui.")
 
 
+# The first wait for a running statement; each next one doubles, up to the profile's poll_interval.
+_FIRST_POLL_SECONDS = 0.05
+
+
 class ThriftConnectionWrapper(PyhiveConnectionWrapper):
-    """dbt-spark's PyHive wrapper, reading a statement without rows as no rows.
+    """dbt-spark's PyHive wrapper, reading a statement without rows as no rows, and polling a
+    running statement soon, then less and less often.
 
     PyHive fails on such a row set with "'NoneType' object is not iterable", which reached every
-    cdc_merge model through run_query (its DDL and MERGEs) as a compilation error."""
+    cdc_merge model through run_query (its DDL and MERGEs) as a compilation error. dbt-spark polls
+    every poll_interval (5 s by default): each of the apply's ~40 statements would end on a
+    multiple of 5 s."""
+
+    def __init__(self, handle: Any, poll_interval: float, query_timeout: Any, query_retries: int) -> None:
+        self._longest_poll = float(poll_interval)
+        super().__init__(handle, poll_interval, query_timeout, query_retries)
+        self._next_poll = _FIRST_POLL_SECONDS
+
+    @property  # type: ignore[override]
+    def poll_interval(self) -> float:
+        wait = self._next_poll
+        self._next_poll = min(wait * 2, self._longest_poll)
+        return wait
+
+    @poll_interval.setter
+    def poll_interval(self, value: float) -> None:
+        self._longest_poll = float(value)
+
+    def _execute_with_polling(self, sql: str, bindings: Any) -> None:
+        self._next_poll = _FIRST_POLL_SECONDS
+        super()._execute_with_polling(sql, bindings)
 
     def fetchall(self) -> List[Any]:
         assert self._cursor, "Cursor not available"
@@ -76,6 +102,6 @@ class CdcSparkConnectionManager(SparkConnectionManager):
         handle = connection.handle
         if isinstance(handle, PyhiveConnectionWrapper) and not isinstance(handle, ThriftConnectionWrapper):
             connection.handle = ThriftConnectionWrapper(
-                handle.handle, handle.poll_interval, handle.query_timeout, handle.query_retries
+                handle.handle, credentials.poll_interval, handle.query_timeout, handle.query_retries
             )
         return connection
