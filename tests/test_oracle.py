@@ -46,11 +46,11 @@ def mirror_snapshots(dbt_project) -> dict[str, int]:
     return {model: dbt_project.table_version(f"{dbt_project.schema}.{model}") for model in SHOP_MODELS}
 
 
-def commits_deleting_by_position(dbt_project) -> int:
+def commits_deleting_by_position(dbt_project, models=SHOP_MODELS) -> int:
     return sum(
         dbt_project.query(f"select count(*) as commits from {dbt_project.schema}.{model}.snapshots "
                           "where summary['cdc-merge.deletes'] = 'by-position'")[0]["commits"]
-        for model in SHOP_MODELS
+        for model in models
     )
 
 
