@@ -193,7 +193,7 @@ class CdcSparkAdapter(SparkAdapter):
         credentials = self.connections.profile.credentials
         table = f"{relation.schema}.{relation.identifier}"
         if self._thrift_procedures():
-            reason = self._call_procedure("cdc_position_deletes_unsupported", table=table)["reason"]
+            reason = self._call_procedure("snapshot_position_deletes_unsupported", table=table)["reason"]
         elif credentials.method != SparkConnectionMethod.SESSION:
             return False
         else:
@@ -211,7 +211,7 @@ class CdcSparkAdapter(SparkAdapter):
         table = f"{relation.schema}.{relation.identifier}"
         lower, upper = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
         if self._thrift_procedures():
-            return self._call_procedure("cdc_key_range_skips_files", table=table, column=column, lower=lower, upper=upper)["skips"]
+            return self._call_procedure("snapshot_key_range_skips_files", table=table, column=column, lower=lower, upper=upper)["skips"]
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
@@ -223,7 +223,7 @@ class CdcSparkAdapter(SparkAdapter):
         relation, in one commit; the number of position delete files added."""
         if self._thrift_procedures():
             return self._call_procedure(
-                "cdc_delete_rows_by_position", table=f"{relation.schema}.{relation.identifier}", branch=branch,
+                "snapshot_position_deletes", table=f"{relation.schema}.{relation.identifier}", branch=branch,
                 positions_sql=positions_sql, expected_positions=int(expected_positions),
             )["delete_files"]
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)

@@ -20,12 +20,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>In dbt's own SparkSession the adapter calls {@link PositionDeletes} and {@link KeyRanges}
  * through py4j; through a Thrift server the same methods run as
- * {@code CALL lake.system.cdc_delete_rows_by_position(...)} and the two below, in the server.
+ * {@code CALL lake.system.snapshot_position_deletes(...)} and the two below, in the server.
  */
 public class CdcMergeSparkCatalog extends SparkCatalog {
-  static final String POSITION_DELETES_UNSUPPORTED = "cdc_position_deletes_unsupported";
-  static final String DELETE_ROWS_BY_POSITION = "cdc_delete_rows_by_position";
-  static final String KEY_RANGE_SKIPS_FILES = "cdc_key_range_skips_files";
+  // Named snapshot_*: Iceberg's SQL extensions parse a CALL only when its text names one of
+  // Iceberg's own procedures ("system.snapshot" is one); Spark's own parser has no CALL.
+  static final String POSITION_DELETES_UNSUPPORTED = "snapshot_position_deletes_unsupported";
+  static final String DELETE_ROWS_BY_POSITION = "snapshot_position_deletes";
+  static final String KEY_RANGE_SKIPS_FILES = "snapshot_key_range_skips_files";
 
   @Override
   public Procedure loadProcedure(Identifier ident) throws NoSuchProcedureException {
