@@ -116,3 +116,12 @@ def test_stop_ends_the_whole_process_group(tmp_path):
     assert not processes.alive(pid)
     assert running_in_group(pid) == []
     assert not (tmp_path / "sleeper.pid").exists()
+
+
+def test_procedure_arguments_reach_spark_as_written(spark):
+    """The apply's SQL and key bounds travel to the Thrift server's procedures as string literals."""
+    from dbt.adapters.cdc_spark.impl import _sql_literal
+
+    texts = ["select 1 as pos where x in ('update', 'delete')", "back\\slash \\' and 'quote'", "line\nbreak\ttab", "ü€𝄞", ""]
+    assert [spark.sql(f"select {_sql_literal(text)} as v").first()["v"] for text in texts] == texts
+    assert spark.sql(f"select {_sql_literal(2**40)} as v").first()["v"] == 2**40
