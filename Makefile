@@ -1,4 +1,6 @@
 # make demo: generate CDC events, land them, dbt run + dbt test, print a summary.
+# make cluster-up / cluster-down / cluster-status: a Spark standalone cluster on this machine for the
+#   `cluster` profile target (cdc-cluster, python_jobs/cluster/); make cluster-demo: the demo on one.
 # make test: pytest (Spark, Iceberg, dbt) and sqlfluff lint.
 # Both create .venv first from pyproject.toml.
 
@@ -18,10 +20,14 @@ ICEBERG_JAVA_SOURCES := $(wildcard jvm/iceberg/cdc_merge/iceberg/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
 SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
 
-# Real source databases for the capture tests (issue: PostgreSQL logical decoding, MariaDB binlog).
-DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server
+# Real source databases for the capture tests (PostgreSQL logical decoding, MariaDB binlog), and the
+# PostgreSQL JDBC driver of the cluster's Iceberg catalog (python_jobs/cluster/).
+DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libpostgresql-jdbc-java
 
-.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean
+# Logs, pids, chosen ports, the catalog database and the warehouse of `make cluster-up`.
+CLUSTER_DIR ?= $(CURDIR)/cluster
+
+.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean cluster-up cluster-down cluster-status cluster-demo
 
 venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
 
@@ -61,6 +67,19 @@ check-java:
 
 demo: venv check-java
 	$(BIN)/python -m python_jobs.demo.run_demo
+
+cluster-up: venv check-java test-dbs
+	$(BIN)/cdc-cluster up --folder $(CLUSTER_DIR)
+	@echo "then: source $(CLUSTER_DIR)/cluster.env && $(BIN)/dbt run --target cluster"
+
+cluster-down:
+	$(BIN)/cdc-cluster down --folder $(CLUSTER_DIR)
+
+cluster-status:
+	$(BIN)/cdc-cluster status --folder $(CLUSTER_DIR)
+
+cluster-demo: venv check-java test-dbs
+	$(BIN)/python -m python_jobs.demo.cluster_demo
 
 test-dbs:
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

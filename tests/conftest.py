@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from python_jobs.cluster import thrift
 from python_jobs.landing import io, land
 from python_jobs.landing.config import load_config
 
@@ -81,8 +82,9 @@ def databend_url(tmp_path_factory):
 class DbtProject:
     """A copy of this dbt project with its own schemas, and helpers to land and run it.
 
-    target is a profile target: `local` (Spark + Iceberg) or `databend_local`. Landing
-    always runs on Spark; with databend_local it loads into Databend (sink: databend).
+    target is a profile target: `local` (Spark + Iceberg), `databend_local`, or `cluster` (a
+    Thrift server started by cdc-cluster, tests/test_cluster.py). Landing always runs on Spark;
+    with databend_local it loads into Databend (sink: databend).
     """
 
     spark: object
@@ -147,8 +149,14 @@ class DbtProject:
         """Rows with attribute access (row.reason), from either engine."""
         return [SimpleNamespace(**row) for row in self.query(f"select * from {relation} order by {order_by}")]
 
+    @property
+    def on_cluster(self) -> bool:
+        return self.target == "cluster"
+
     def query(self, sql: str) -> list[dict]:
         """Rows of a query on the target's engine, as dicts."""
+        if self.on_cluster:
+            return thrift.rows(sql)
         if not self.on_databend:
             return [row.asDict() for row in self.spark.sql(sql).collect()]
         import databend_driver
@@ -163,6 +171,9 @@ class DbtProject:
 
     def execute(self, sql: str) -> None:
         """A statement that returns no rows (DML, DDL) on the target's engine."""
+        if self.on_cluster:
+            thrift.rows(sql)
+            return
         if not self.on_databend:
             self.spark.sql(sql)
             return

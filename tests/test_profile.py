@@ -61,3 +61,17 @@ def test_the_session_runs_the_parallel_collector(spark):
     """The settings that only apply when the session starts the JVM did reach it."""
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_the_cluster_target_names_the_catalog_cdc_cluster_starts():
+    from python_jobs.cluster.spark_conf import jdbc_catalog_conf
+
+    environment = {"CDC_MERGE_CATALOG_URI": "jdbc:postgresql://db:5432/iceberg_catalog",
+                   "CDC_MERGE_CATALOG_USER": "iceberg", "CDC_MERGE_CLUSTER_WAREHOUSE": "s3://bucket/warehouse"}
+    cluster = rendered_profile(environment)["cdc_merge"]["outputs"]["cluster"]
+    expected = jdbc_catalog_conf("jdbc:postgresql://db:5432/iceberg_catalog", "iceberg", "s3://bucket/warehouse")
+    assert {name: cluster["server_side_parameters"][name] for name in expected} == expected
+    assert cluster["method"] == "thrift"
+    # The default jars are where `make` puts them, relative to the project (where dbt runs).
+    for jar in cluster["server_side_parameters"]["spark.jars"].split(","):
+        assert (PROJECT_DIR / jar).is_file(), jar

@@ -119,7 +119,7 @@ def test_on_a_target_that_cannot_run_it_the_landing_model_points_to_the_standalo
 
 
 def test_the_session_method_refuses_a_thrift_target_before_running_anything():
-    # Built as a session profile, then pointed at Thrift: PyHive is not installed here.
+    # Built as a session profile, then pointed at Thrift.
     credentials = CdcSparkCredentials(method="session", host="spark.example", schema="mirror")
     credentials.method = SparkConnectionMethod.THRIFT
     model = {"alias": "raw_events", "original_file_path": "models/landing/raw_events.py"}

@@ -10,11 +10,12 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_landing runs the Python landing model (models/landing/raw_events.py); this model is " ~ model.language ~ ".") %}
     {% endif %}
 
-    {% if target.type != 'cdc_spark' or target.method != 'session' %}
+    {% if target.type != 'cdc_spark' or target.method not in ('session', 'thrift') %}
         {% do exceptions.raise_compiler_error(
-            fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session); target '"
+            fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session) "
+            ~ "or as a Spark application on the cluster of a Thrift server (type cdc_spark, method thrift); target '"
             ~ target.name ~ "' is type " ~ target.type ~ " with method " ~ target.get('method', 'none') ~ ". "
-            ~ "On a cluster or Thrift server run the standalone landing job instead: "
+            ~ "Run the standalone landing job instead: "
             ~ "spark-submit --jars <iceberg runtime jar> --py-files python_jobs.zip python_jobs/landing/land.py --config landing.yml, "
             ~ "and leave this model out: dbt run --exclude " ~ model.name ~ " (see docs/operating.md)."
         ) %}

@@ -1,10 +1,72 @@
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Any, Dict, List, Tuple
 
 from dbt.adapters.contracts.connection import Connection
-from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod, SparkCredentials
+from dbt.adapters.spark.connections import (
+    PyhiveConnectionWrapper,
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+
+# What Spark's Thrift server describes a statement without rows with (DDL, INSERT, MERGE): one
+# string column "Result" (SparkExecuteStatementOperation), whose row set then has no columns.
+_NO_ROWS_DESCRIPTION = [("Result", "STRING_TYPE", None, None, None, None, True)]
+# Settings a session cannot change (the server has them), or the Thrift server's own catalog;
+# on the thrift method they are for the Python models' spark-submit only (python_submit.py).
+_SERVER_SETTINGS = ("spark.master", "spark.jars", "spark.driver.", "spark.executor.", "spark.cores.",
+                    "spark.pyspark.", "spark.sql.extensions", "spark.sql.catalog.", "spark.sql.catalogImplementation",
+                    "spark.sql.defaultCatalog", "spark.ui.")
+
+
+# The first wait for a running statement; each next one doubles, up to the profile's poll_interval.
+_FIRST_POLL_SECONDS = 0.05
+
+
+class ThriftConnectionWrapper(PyhiveConnectionWrapper):
+    """dbt-spark's PyHive wrapper, reading a statement without rows as no rows, and polling a
+    running statement soon, then less and less often.
+
+    PyHive fails on such a row set with "'NoneType' object is not iterable", which reached every
+    cdc_merge model through run_query (its DDL and MERGEs) as a compilation error. dbt-spark polls
+    every poll_interval (5 s by default): each of the apply's ~40 statements would end on a
+    multiple of 5 s."""
+
+    def __init__(self, handle: Any, poll_interval: float, query_timeout: Any, query_retries: int) -> None:
+        self._longest_poll = float(poll_interval)
+        super().__init__(handle, poll_interval, query_timeout, query_retries)
+        self._next_poll = _FIRST_POLL_SECONDS
+
+    @property  # type: ignore[override]
+    def poll_interval(self) -> float:
+        wait = self._next_poll
+        self._next_poll = min(wait * 2, self._longest_poll)
+        return wait
+
+    @poll_interval.setter
+    def poll_interval(self, value: float) -> None:
+        self._longest_poll = float(value)
+
+    def _execute_with_polling(self, sql: str, bindings: Any) -> None:
+        self._next_poll = _FIRST_POLL_SECONDS
+        super()._execute_with_polling(sql, bindings)
+
+    def fetchall(self) -> List[Any]:
+        assert self._cursor, "Cursor not available"
+        try:
+            return self._cursor.fetchall()
+        except TypeError:
+            if self._cursor.description == _NO_ROWS_DESCRIPTION:
+                return []
+            raise
+
+
+def session_settable(server_side_parameters: Dict[str, str]) -> Dict[str, str]:
+    """The settings a Thrift session may set for itself."""
+    return {name: value for name, value in server_side_parameters.items() if not name.startswith(_SERVER_SETTINGS)}
 
 
 @dataclass
@@ -27,4 +89,19 @@ class CdcSparkConnectionManager(SparkConnectionManager):
             # Python UDFs of in-session models must run on dbt's own interpreter (its venv),
             # and Spark reads this once, when the first connection creates the SparkContext.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        return super().open(connection)
+        if connection.credentials.method != SparkConnectionMethod.THRIFT:
+            return super().open(connection)
+        credentials = connection.credentials
+        connection.credentials = dataclasses.replace(
+            credentials, server_side_parameters=session_settable(credentials.server_side_parameters)
+        )
+        try:
+            connection = super().open(connection)
+        finally:
+            connection.credentials = credentials
+        handle = connection.handle
+        if isinstance(handle, PyhiveConnectionWrapper) and not isinstance(handle, ThriftConnectionWrapper):
+            connection.handle = ThriftConnectionWrapper(
+                handle.handle, credentials.poll_interval, handle.query_timeout, handle.query_retries
+            )
+        return connection

@@ -1,3 +1,4 @@
+# Over 300 lines: every method the materializations call on the adapter (@available) lives on this one class.
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
 
@@ -15,14 +16,17 @@ from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_r
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
+from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 
 if TYPE_CHECKING:
     import agate
 
 # Iceberg's Hadoop catalog fails to list the namespaces of a warehouse folder not yet created.
 _EMPTY_HADOOP_CATALOG = re.compile(r"NoSuchNamespaceException: Namespace does not exist: *$", re.MULTILINE)
-# A catalog of this class holds Iceberg tables only.
+# A catalog of these classes holds Iceberg tables only; the second one (jvm/iceberg/, on a Thrift
+# server) also has the apply's helpers as procedures.
 _ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+_CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 
 logger = AdapterLogger("cdc_spark")
 
@@ -30,6 +34,7 @@ logger = AdapterLogger("cdc_spark")
 class CdcSparkAdapter(SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
+    _catalog: Optional[Dict[str, str]] = None
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)
@@ -104,11 +109,28 @@ class CdcSparkAdapter(SparkAdapter):
         return agate.Table.from_object(rows, column_types=build_type_tester(catalog.TEXT_STATS))
 
     def _current_catalog_is_iceberg(self) -> bool:
-        if self._iceberg_catalog is None:
+        return self._current_catalog()["class"] in (_ICEBERG_CATALOG, _CDC_MERGE_CATALOG)
+
+    def _current_catalog(self) -> Dict[str, str]:
+        """The session's current catalog: its name and class."""
+        if self._catalog is None:
             _, catalog = self.execute("select current_catalog() as name", fetch=True)
             _, setting = self.execute(f"set spark.sql.catalog.{catalog[0]['name']}", fetch=True)
-            self._iceberg_catalog = setting[0]["value"] == _ICEBERG_CATALOG
-        return self._iceberg_catalog
+            self._catalog = {"name": catalog[0]["name"], "class": setting[0]["value"]}
+        return self._catalog
+
+    def _on_thrift(self) -> bool:
+        return self.connections.profile.credentials.method == SparkConnectionMethod.THRIFT
+
+    def _thrift_procedures(self) -> bool:
+        """Whether the Thrift server's catalog has the apply's helpers as procedures."""
+        return self._on_thrift() and self._current_catalog()["class"] == _CDC_MERGE_CATALOG
+
+    def _call_procedure(self, name: str, **arguments: Any) -> Dict[str, Any]:
+        """The one row of CALL <catalog>.system.<name>(...) on the Thrift server."""
+        values = ", ".join(f"{argument} => {_sql_literal(value)}" for argument, value in arguments.items())
+        _, table = self.execute(f"call {self._current_catalog()['name']}.system.{name}({values})", fetch=True)
+        return dict(zip(table.column_names, table.rows[0]))
 
     @available
     def create_appended_rows_view(
@@ -175,13 +197,17 @@ class CdcSparkAdapter(SparkAdapter):
     @available
     def deletes_by_position(self, relation: BaseRelation) -> bool:
         """Whether rows of this Iceberg table can be deleted at the positions a query found them at
-        (delete_rows_by_position): only in this process's SparkSession, on unpartitioned tables of
+        (delete_rows_by_position): in this process's SparkSession or through a Thrift server whose
+        catalog is cdc_merge.iceberg.CdcMergeSparkCatalog, on unpartitioned tables of
         Iceberg format 2, with the jar of iceberg_jvm.py."""
         credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        table = f"{relation.schema}.{relation.identifier}"
+        if self._thrift_procedures():
+            reason = self._call_procedure("snapshot_position_deletes_unsupported", table=table)["reason"]
+        elif credentials.method != SparkConnectionMethod.SESSION:
             return False
-        spark = dbt_spark_session(credentials.server_side_parameters)
-        reason = position_deletes.unsupported_reason(spark, f"{relation.schema}.{relation.identifier}")
+        else:
+            reason = position_deletes.unsupported_reason(dbt_spark_session(credentials.server_side_parameters), table)
         if reason:
             logger.debug(f"{relation}: deleting replaced rows with a MERGE, not by position: {reason}")
         return not reason
@@ -189,18 +215,27 @@ class CdcSparkAdapter(SparkAdapter):
     @available
     def key_range_skips_files(self, relation: BaseRelation, column: str, min_hex: str, max_hex: str) -> Optional[bool]:
         """Whether reading relation's rows with column between the two hex-encoded UTF-8 bounds skips any
-        of its data files; None where it is not known (not this process's SparkSession, no jar)."""
+        of its data files; None where it is not known (no jar; a Thrift server without the
+        helpers' catalog)."""
         credentials = self.connections.profile.credentials
+        table = f"{relation.schema}.{relation.identifier}"
+        lower, upper = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
+        if self._thrift_procedures():
+            return self._call_procedure("snapshot_key_range_skips_files", table=table, column=column, lower=lower, upper=upper)["skips"]
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
-        bounds = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
-        return iceberg_jvm.key_range_skips_files(spark, f"{relation.schema}.{relation.identifier}", column, *bounds)
+        return iceberg_jvm.key_range_skips_files(spark, table, column, lower, upper)
 
     @available
     def delete_rows_by_position(self, relation: BaseRelation, branch: str, positions_sql: str, expected_positions: int) -> int:
         """Deletes the rows at the positions positions_sql gives (file_hash, pos) from branch of
         relation, in one commit; the number of position delete files added."""
+        if self._thrift_procedures():
+            return self._call_procedure(
+                "snapshot_position_deletes", table=f"{relation.schema}.{relation.identifier}", branch=branch,
+                positions_sql=positions_sql, expected_positions=int(expected_positions),
+            )["delete_files"]
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
         return position_deletes.delete_rows(
             spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
@@ -295,13 +330,17 @@ class CdcSparkAdapter(SparkAdapter):
 
     @property
     def default_python_submission_method(self) -> str:
-        if self.connections.profile.credentials.method == SparkConnectionMethod.SESSION:
+        method = self.connections.profile.credentials.method
+        if method == SparkConnectionMethod.SESSION:
             return "session"
+        if method == SparkConnectionMethod.THRIFT:
+            return "spark_submit"
         return super().default_python_submission_method
 
     @property
     def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
-        return {**super().python_submission_helpers, "session": SessionPythonJobHelper}
+        return {**super().python_submission_helpers, "session": SessionPythonJobHelper,
+                "spark_submit": SparkSubmitPythonJobHelper}
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
         # The session helper compiles the code under the model file's real path.
@@ -311,3 +350,10 @@ class CdcSparkAdapter(SparkAdapter):
         if isinstance(submission_result, SessionRunResult):
             return AdapterResponse(_message=submission_result.message)
         return super().generate_python_submission_response(submission_result)
+
+
+def _sql_literal(value: Any) -> str:
+    """A Spark SQL literal: integers as they are, text quoted (backslash escapes, Spark's default)."""
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

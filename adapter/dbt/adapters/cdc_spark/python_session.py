@@ -42,8 +42,8 @@ class SessionPythonJobHelper(PythonJobHelper):
             raise DbtRuntimeError(
                 f"Python model {self.model_name}: submission_method 'session' runs the model inside "
                 f"dbt's own SparkSession and needs 'method: session' in the profile; this target uses "
-                f"'method: {credentials.method}'. Run the model's work as a Spark job on that cluster "
-                "(spark-submit) and leave it out of this dbt run with --exclude."
+                f"'method: {credentials.method}'. On a thrift target leave submission_method unset: "
+                "the default, spark_submit, runs the model with spark-submit on the profile's spark.master."
             )
         self.server_side_parameters = credentials.server_side_parameters
 
