@@ -54,13 +54,16 @@ class InputFolder:
 
 
 def write_inputs(folder: InputFolder, bad_per_kind: int, good_per_format: int, huge_mb: int, seed: int) -> dict:
-    """Every format's cases in files of LINES_PER_FILE lines (every third without a final newline),
+    """Every format's cases in files of LINES_PER_FILE lines (some without a final newline),
     an empty file, a file with a huge good line and a huge cut one, and the files that
     change_files_while_landing deletes and rewrites. Returns what to do to the latter."""
-    for fmt in hostile_lines.FORMATS:
+    for number, fmt in enumerate(hostile_lines.FORMATS):
         cases = hostile_lines.cases(fmt, bad_per_kind, good_per_format, seed)
-        for part, start in enumerate(range(0, len(cases), LINES_PER_FILE)):
-            folder.write(f"{fmt}-{part:03d}.json", cases[start : start + LINES_PER_FILE], final_newline=part % 3 != 2)
+        starts = range(0, len(cases), LINES_PER_FILE)
+        for part, start in enumerate(starts):
+            # The last file of every other format ends without a newline.
+            final_newline = not (number % 2 and part == len(starts) - 1)
+            folder.write(f"{fmt}-{part:03d}.json", cases[start : start + LINES_PER_FILE], final_newline)
     folder.write("empty.json", [])
     if huge_mb:
         size = huge_mb * 1024 * 1024
