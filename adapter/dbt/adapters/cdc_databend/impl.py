@@ -1,3 +1,5 @@
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Set, Tuple
 
@@ -5,9 +7,16 @@ import agate
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
 from dbt.adapters.databend.impl import DatabendAdapter
+from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_databend.__version__ import version
+
+
+# databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
+_REFUSED_LOGIN = re.compile(r"status code 401\b")
+_SERVER_MESSAGE = re.compile(r'"message": "([^"]*)"')
 
 
 @dataclass
@@ -19,6 +28,24 @@ class CdcDatabendCredentials(DatabendCredentials):
 
 class CdcDatabendConnectionManager(DatabendConnectionManager):
     TYPE = "cdc_databend"
+
+    @contextmanager
+    def exception_handler(self, sql: str):
+        """The base's, but a refused login (HTTP 401, before the statement ran) says what to change."""
+        try:
+            with super().exception_handler(sql):
+                yield
+        except DbtRuntimeError as error:
+            if not _REFUSED_LOGIN.search(str(error)):
+                raise
+            credentials = self.get_thread_connection().credentials
+            said = _SERVER_MESSAGE.search(str(error))
+            reason = said.group(1).replace("\\'", "'") if said else "HTTP 401"
+            raise FailedToConnectError(
+                f"Databend at {credentials.host}:{credentials.port} refused user '{credentials.username}' "
+                f"({reason}); nothing ran. Check the user and password of the dbt target (this project's "
+                "profiles/profiles.yml reads them from CDC_MERGE_DATABEND_USER and CDC_MERGE_DATABEND_PASSWORD)"
+            ) from None
 
 
 class CdcDatabendAdapter(DatabendAdapter):
