@@ -217,6 +217,7 @@ def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, count
 
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
+    io.require_readable_folder(config.input_dir)  # before Spark, which would fail with a stack trace
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)

@@ -41,8 +41,7 @@ def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: in
     Spark skips names starting with '.' or '_': writers should write under such a
     name and rename when the file is complete.
     """
-    if not input_dir.is_dir():
-        raise LandingError(f"input folder {input_dir} does not exist")
+    require_readable_folder(input_dir)
     return (
         spark.readStream.format("text")
         .option("wholetext", "true")
@@ -51,6 +50,27 @@ def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: in
         .load(str(input_dir))
         .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content"))
     )
+
+
+def require_readable_folder(input_dir: Path) -> None:
+    """The input folder exists and its files can be listed and read: checked before Spark starts
+    the stream, whose own error would be a Hadoop stack trace."""
+    if not input_dir.exists():
+        raise LandingError(f"input folder {input_dir} does not exist: create it, or fix 'input' in the landing config")
+    if not input_dir.is_dir():
+        raise LandingError(f"input {input_dir} is not a folder: set 'input' in the landing config to the folder of CDC files")
+    try:
+        with os.scandir(input_dir) as entries:
+            for entry in entries:
+                if entry.is_file() and not entry.name.startswith((".", "_")):
+                    with open(entry.path, "rb") as handle:
+                        handle.read(1)
+                    break
+    except OSError as error:
+        raise LandingError(
+            f"input folder {input_dir} cannot be read by this user (uid {os.geteuid()}): {error.strerror or error}; "
+            "fix its permissions, or run the landing as a user who can read it"
+        ) from None
 
 
 def run_available_batches(

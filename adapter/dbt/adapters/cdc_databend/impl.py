@@ -1,9 +1,10 @@
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import agate
+from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
 from dbt.adapters.databend.impl import DatabendAdapter
@@ -11,6 +12,7 @@ from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_databend.__version__ import version
 
 
@@ -50,6 +52,11 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 
 class CdcDatabendAdapter(DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
+
+    @available
+    def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
+        """The landing config's format and captured tables, for the mirror models' config check."""
+        return landing_tables(path)
 
     @classmethod
     def type(cls) -> str:

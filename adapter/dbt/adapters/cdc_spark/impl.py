@@ -11,6 +11,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, run_state
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
@@ -29,6 +30,11 @@ logger = AdapterLogger("cdc_spark")
 
 class CdcSparkAdapter(SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
+
+    @available
+    def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
+        """The landing config's format and captured tables, for the mirror models' config check."""
+        return landing_tables(path)
     _iceberg_catalog: Optional[bool] = None
 
     def __init__(self, config: Any, mp_context: Any) -> None:
