@@ -31,6 +31,7 @@ from reliability.hostile_lines import EVENT, QUARANTINE, Case
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "hostile_input.json"
 LINES_PER_FILE = 2_000
+FILES_PER_BATCH = 8
 log = logging.getLogger("cdc_merge.reliability")
 
 
@@ -80,15 +81,13 @@ def write_inputs(folder: InputFolder, bad_per_kind: int, good_per_format: int, h
 
 
 def change_files_while_landing(folder: InputFolder, changes: dict):
-    """A land_batch for io.run_available_batches that, once the first batch is listed and before
-    it is read, deletes and rewrites the files in changes (None: delete), then lands the batch."""
-    from python_jobs.landing import land
-
-    done = []
+    """A land_batch for io.run_available_batches that, once the batch holding the files in changes
+    is listed and before it is read, deletes or rewrites them (None: delete), then lands the batch."""
 
     def land_batch(batch, tag, place, may_be_retry, land_files):
-        if not done:
-            for name, new_cases in changes.items():
+        listed = {name.rsplit("/", 1)[-1] for name in place.file_ranks}
+        for name, new_cases in changes.items():
+            if name in listed and name not in folder.notes:
                 target = folder.path / name
                 if new_cases is None:
                     target.unlink()
@@ -97,10 +96,9 @@ def change_files_while_landing(folder: InputFolder, changes: dict):
                 else:
                     # A later modification time than the listing saw, as a writer rewriting it would leave.
                     folder.write(name, new_cases)
-                    listed = os.stat(target).st_mtime
-                    os.utime(target, (listed + 2, listed + 2))
+                    modified = os.stat(target).st_mtime
+                    os.utime(target, (modified + 2, modified + 2))
                     folder.notes[name] = "modified after the landing listed it"
-            done.append(True)
         land_files(batch, tag, place, may_be_retry)
 
     return land_batch
@@ -217,6 +215,8 @@ def run(work: Path, bad_per_kind: int, good_per_format: int, huge_mb: int, seed:
     config = parse_config({
         "input": str(inbox), "checkpoint": str(work / "checkpoint"), "raw_table": f"{raw_schema}.raw_events",
         "quarantine_table": f"{raw_schema}.quarantine", "tables": {table: {"key": key} for table, key in hostile_lines.KEYS.items()},
+        # Several batches: a huge line's batch holds few other files (the driver has 2 GB here).
+        "max_files_per_batch": FILES_PER_BATCH,
     }, work / "landing.yml")
     crashed = None
     try:
