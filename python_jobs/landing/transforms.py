@@ -33,9 +33,10 @@ def split_lines(files: DataFrame) -> DataFrame:
     usual case, costs one comparison.
     """
     file_is_utf8 = F.col("content").cast("binary") == F.encode(F.col("content"), "UTF-8")
-    return files.select(
+    # Its own select, below the explode: next to it, Spark would compute it again for every line.
+    return files.select("landed_file", "content", file_is_utf8.alias("file_is_utf8")).select(
         "landed_file",
-        file_is_utf8.alias("file_is_utf8"),
+        "file_is_utf8",
         F.posexplode(F.split(F.col("content"), "\n")).alias("line_index", "line_text"),
     ).select(
         "landed_file",
