@@ -124,17 +124,22 @@ def land(config, spark, land_batch) -> "land.LandingSummary":
 
 
 def check(folder: InputFolder, spark, raw_table: str, quarantine_table: str) -> dict:
-    """Every line against what it must become; the figures."""
+    """Every line against what it must become; the figures. Only rows of this run's input
+    folder count (the tables may hold earlier runs' rows)."""
     from python_jobs.formats.records import INTERNAL_ERROR
+
+    prefix = f"file:{folder.path}/"
 
     def name_of(landed_file: str) -> str:
         return landed_file.rsplit("/", 1)[-1]
 
     landed = Counter()
-    for row in spark.sql(f"select landed_file, landed_line, count(*) as n from {raw_table} group by 1, 2").collect():
+    for row in spark.sql(f"select landed_file, landed_line, count(*) as n from {raw_table} "
+                         f"where startswith(landed_file, '{prefix}') group by 1, 2").collect():
         landed[(name_of(row.landed_file), row.landed_line)] = row.n
     reasons: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for row in spark.sql(f"select landed_file, landed_line, reason from {quarantine_table}").collect():
+    for row in spark.sql(f"select landed_file, landed_line, reason from {quarantine_table} "
+                         f"where startswith(landed_file, '{prefix}')").collect():
         reasons[(name_of(row.landed_file), row.landed_line)].append(row.reason or "")
 
     figures = Counter()
@@ -210,7 +215,9 @@ def run(work: Path, bad_per_kind: int, good_per_format: int, huge_mb: int, seed:
     started = time.monotonic()
     changes = write_inputs(folder, bad_per_kind, good_per_format, huge_mb, seed)
     written = time.monotonic()
-    spark = spark or io.spark_session("cdc_merge_hostile_input", str(work / "warehouse"))
+    if spark is None:  # dbt's profile and the landing share the warehouse: this run's own
+        os.environ["CDC_MERGE_WAREHOUSE"] = str(work / "warehouse")
+        spark = io.spark_session("cdc_merge_hostile_input", str(work / "warehouse"))
     create_raw_tables(work, raw_schema)
     config = parse_config({
         "input": str(inbox), "checkpoint": str(work / "checkpoint"), "raw_table": f"{raw_schema}.raw_events",
