@@ -28,8 +28,8 @@ def test_split_lines_numbers_lines_from_one(spark):
     files = spark.createDataFrame([("a.json", "x\ny\n")], INPUT_FILE_SCHEMA)
     assertDataFrameEqual(
         split_lines(files),
-        spark.createDataFrame([("a.json", 1, "x"), ("a.json", 2, "y"), ("a.json", 3, "")],
-                              "landed_file string, landed_line int, line_text string"),
+        spark.createDataFrame([("a.json", 1, "x", False), ("a.json", 2, "y", False), ("a.json", 3, "", False)],
+                              "landed_file string, landed_line int, line_text string, not_utf8 boolean"),
     )
 
 

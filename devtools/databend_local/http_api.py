@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import hmac
 import json
+import os
 import re
 import threading
 import time
@@ -28,6 +30,8 @@ USER = "root"
 NODE_ID = "databend-local"
 RESULT_TTL_SECONDS = 600
 ERROR_AUTH = 2201
+# When set where the endpoint starts, clients must send this password (a secret: only ever in the environment).
+PASSWORD_ENV = "DATABEND_LOCAL_PASSWORD"
 
 
 def _progress(rows: int = 0, size: int = 0) -> dict:
@@ -208,14 +212,18 @@ class DatabendHandler(BaseHTTPRequestHandler):
 
     def _authorized(self) -> bool:
         header = self.headers.get("Authorization") or ""
+        user, password = "", None
         if header.startswith("Basic "):
             try:
-                user = base64.b64decode(header[6:]).decode().split(":", 1)[0]
+                user, _, password = base64.b64decode(header[6:]).decode().partition(":")
             except ValueError:
                 user = ""
-            if user == USER:
-                return True
-        message = f"authentication failed: this local endpoint takes Basic auth as user '{USER}' (any password)"
+        expected = self.server.password
+        if user == USER and (expected is None or hmac.compare_digest(password or "", expected)):
+            return True
+        takes = "any password" if expected is None else f"the password in ${PASSWORD_ENV} of the endpoint"
+        # Never the password sent: error messages end up in logs.
+        message = f"authentication failed for user '{user}': this local endpoint takes Basic auth as user '{USER}' with {takes}"
         self._send_error(401, ERROR_AUTH, message)
         return False
 
@@ -298,6 +306,7 @@ class LocalDatabendServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], local: LocalDatabend, verbose: bool = False):
         super().__init__(address, DatabendHandler)
         self.local, self.verbose = local, verbose
+        self.password = os.environ.get(PASSWORD_ENV) or None
 
     @property
     def url(self) -> str:

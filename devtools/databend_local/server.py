@@ -1,7 +1,7 @@
 """A local Databend HTTP endpoint backed by the embedded Databend engine, for development and CI.
 
 This is a development/test endpoint, NOT a server for production: one process-wide engine
-session serves every client, statements run one at a time, there is no real authentication and
+session serves every client, statements run one at a time, authentication is one optional password and
 results are held in memory until fetched.
 
 It speaks enough of Databend's HTTP query API for `databend-py` (the client under
@@ -14,7 +14,8 @@ It speaks enough of Databend's HTTP query API for `databend-py` (the client unde
 - `/v1/query/{id}/final` and `/v1/query/{id}/kill` release a result;
 - `/v1/session/login`, `/logout`, `/refresh`, `/heartbeat` and `/v1/verify` for clients that call them.
 
-Authentication: HTTP Basic with user `root` and any password (empty is fine).
+Authentication: HTTP Basic with user `root` and any password (empty is fine), or, when
+`$DATABEND_LOCAL_PASSWORD` is set where it starts, that password only.
 
 The engine is the `databend` wheel from PyPI (`from databend import SessionContext`). Its catalog
 and data live under `--data-dir` (`_meta`, `_data`, `logs`), so tables outlive the process.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -36,7 +38,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from devtools.databend_local.http_api import DEFAULT_PAGE_ROWS, make_server
+from devtools.databend_local.http_api import DEFAULT_PAGE_ROWS, PASSWORD_ENV, make_server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def serve(data_dir: Path, page_rows: int = DEFAULT_PAGE_ROWS, startup_timeout: float = 60.0) -> Iterator[str]:
+def serve(data_dir: Path, page_rows: int = DEFAULT_PAGE_ROWS, startup_timeout: float = 60.0,
+          password: str | None = None) -> Iterator[str]:
     """Run the endpoint in a subprocess on a free port; yields its URL (`http://127.0.0.1:PORT`).
+    password: the one it takes (passed in its environment), else any.
 
     A subprocess, not a thread: the binding fixes its data path at import and can abort the
     whole process on some engine failures. Its stderr goes to `data_dir/databend_local.log`.
@@ -76,7 +80,9 @@ def serve(data_dir: Path, page_rows: int = DEFAULT_PAGE_ROWS, startup_timeout: f
     command = [sys.executable, "-m", "devtools.databend_local", "--port", "0",
                "--data-dir", str(data_dir), "--page-rows", str(page_rows)]
     with open(data_dir / "databend_local.log", "ab") as log:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, text=True)
+        environment = {**os.environ, PASSWORD_ENV: password} if password else {
+            name: value for name, value in os.environ.items() if name != PASSWORD_ENV}
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, cwd=data_dir, text=True, env=environment)
     try:
         yield _wait_for_url(process, startup_timeout, data_dir / "databend_local.log")
     finally:

@@ -41,6 +41,7 @@ from python_jobs.capture.mysql_server import MysqlCapture, binlog_file_number
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
+    lost_connection,
     read_state,
     run_command,
     write_state,
@@ -117,6 +118,22 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
 
 
 def run(config: CaptureConfig) -> CaptureSummary:
+    import pymysql
+
+    try:
+        return _run(config)
+    except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as error:
+        if isinstance(error, pymysql.err.InterfaceError) or (error.args and error.args[0] in _CONNECTION_LOST):
+            raise lost_connection(f"{config.host}:{config.port}", error, f"the binlog position in {config.state}") from None
+        raise CaptureError(f"{config.user}@{config.host}:{config.port} refused: {error}") from None
+
+
+# Client error codes of a connection that broke or could not be made again (CR_CONN_HOST_ERROR,
+# CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED).
+_CONNECTION_LOST = {2003, 2006, 2013, 2055}
+
+
+def _run(config: CaptureConfig) -> CaptureSummary:
     capture = MysqlCapture(config)
     try:
         state = read_state(config.state)

@@ -30,7 +30,10 @@ class MysqlCapture:
         try:
             self.connection = pymysql.connect(**config.connection_settings, autocommit=True)
         except pymysql.Error as error:
-            raise CaptureError(f"cannot connect to {config.user}@{config.host}:{config.port}: {error}") from None
+            raise CaptureError(
+                f"cannot connect to {config.user}@{config.host}:{config.port}: {error}; check --user, --host, "
+                "--port and the password in MYSQL_PWD"
+            ) from None
         self._check_binlog_settings()
         self.tables = {table: self._table_info(table) for table in config.tables}
 
@@ -205,7 +208,8 @@ class MysqlCapture:
                 return
 
     def close(self) -> None:
-        self.connection.close()
+        if self.connection.open:  # a server that went away closed it already
+            self.connection.close()
 
 
 _TRUNCATE = re.compile(r"^\s*truncate\s+(?:table\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s;]+)`?\s*;?\s*$", re.IGNORECASE)

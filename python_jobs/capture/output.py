@@ -68,19 +68,27 @@ class OutputFolder:
         lines = [json.dumps(event, ensure_ascii=False, separators=(",", ":")) for event in events]
         if not lines:
             return None
-        self.path.mkdir(parents=True, exist_ok=True)
         final = self.path / f"{prefix}-{first_position}-{last_position}.json"
         partial = self.path / f".{final.name}.partial"
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, final)
-        directory = os.open(self.path, os.O_RDONLY)
         try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            self.path.mkdir(parents=True, exist_ok=True)
+            with open(partial, "w", encoding="utf-8") as handle:
+                handle.write("\n".join(lines) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, final)
+            directory = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            # The source position advances only after this write, so a rerun writes these events again.
+            raise CaptureError(
+                f"cannot write {final}: {error.strerror or error}; free space in or fix {self.path}, then run the "
+                "capture again: it resumes from the last file written, nothing is lost"
+            ) from None
         log.info("wrote %s: %d events", final.name, len(lines))
         return final
 
@@ -128,3 +136,13 @@ def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def lost_connection(source: str, error: Exception, resumes_from: str) -> CaptureError:
+    """The source went away mid-stream (restart, network): nothing after the last file was
+    consumed, so running again resumes without loss."""
+    detail = " ".join(str(error).split()) or type(error).__name__
+    return CaptureError(
+        f"lost the connection to {source} ({detail}); when it is back, run the capture again: "
+        f"it resumes from {resumes_from}, nothing is lost"
+    )

@@ -32,6 +32,7 @@ from python_jobs.capture.output import (
     CaptureSummary,
     OutputFolder,
     debezium_event,
+    lost_connection,
     read_state,
     run_command,
     write_state,
@@ -69,7 +70,11 @@ class PostgresCapture:
         try:
             self.connection = psycopg2.connect(config.dsn)
         except psycopg2.Error as error:
-            raise CaptureError(f"cannot connect to PostgreSQL ({config.dsn!r}): {error}".strip()) from None
+            detail = " ".join(str(error).split())
+            raise CaptureError(
+                f"cannot connect to PostgreSQL ({dsn_without_secrets(config.dsn)}): {detail}; check --dsn, and the "
+                "password in PGPASSWORD (or ~/.pgpass)"
+            ) from None
         self.connection.autocommit = True
         with self.connection.cursor() as cursor:
             cursor.execute("set timezone = 'UTC'")
@@ -202,7 +207,31 @@ class PostgresCapture:
         self.connection.close()
 
 
+def dsn_without_secrets(dsn: str) -> str:
+    """The DSN as it may be shown: every setting but the password."""
+    from psycopg2.extensions import parse_dsn
+
+    try:
+        settings = parse_dsn(dsn)
+    except Exception:  # noqa: BLE001 - an unparsable DSN is shown by its length only
+        return f"a DSN of {len(dsn)} characters that libpq cannot parse"
+    return " ".join(f"{name}={value}" for name, value in settings.items() if name != "password")
+
+
 def run(config: CaptureConfig) -> CaptureSummary:
+    import psycopg2
+
+    try:
+        return _run(config)
+    except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+        where = f"PostgreSQL ({dsn_without_secrets(config.dsn)})"
+        # An error the server sent has its SQLSTATE; a broken connection has none.
+        if getattr(error, "pgcode", None):
+            raise CaptureError(f"{where} refused: {' '.join(str(error).split())}") from None
+        raise lost_connection(where, error, f"replication slot {config.slot}") from None
+
+
+def _run(config: CaptureConfig) -> CaptureSummary:
     capture = PostgresCapture(config)
     try:
         state = read_state(config.state)
@@ -226,14 +255,16 @@ def run(config: CaptureConfig) -> CaptureSummary:
                 break
             time.sleep(config.poll_seconds)
     finally:
-        capture.close()
+        if not capture.connection.closed:
+            capture.close()
     log.info("%s", capture.summary.line(f"slot {config.slot}"))
     return capture.summary
 
 
 def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser = argparse.ArgumentParser(description="Capture PostgreSQL changes (wal2json) as Debezium JSON files.")
-    parser.add_argument("--dsn", required=True, help="libpq connection string of a user with REPLICATION")
+    parser.add_argument("--dsn", required=True, help="libpq connection string of a user with REPLICATION, without "
+                        "the password: put it in PGPASSWORD or ~/.pgpass (a command line is visible to every user)")
     parser.add_argument("--tables", required=True, help="comma-separated schema.table list")
     parser.add_argument("--slot", default="cdc_merge", help="logical replication slot (created on first run)")
     parser.add_argument("--out", required=True, help="folder the landing job reads")
@@ -245,6 +276,9 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     for table in tables:
         if not _QUALIFIED_TABLE.match(table):
             parser.error(f"--tables: {table!r} is not schema.table")
+    if "password" in _dsn_settings(args.dsn):
+        parser.error("--dsn holds a password: remove it and set PGPASSWORD (or use ~/.pgpass); "
+                     "a command line is visible to every user of the machine")
     if not _SLOT_NAME.match(args.slot):
         parser.error("--slot: lower-case letters, digits and _ only, at most 63")
     if args.max_changes_per_file < 1:
@@ -253,6 +287,15 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
         dsn=args.dsn, tables=tables, slot=args.slot, out=Path(args.out), state=Path(args.state),
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
     )
+
+
+def _dsn_settings(dsn: str) -> dict[str, str]:
+    from psycopg2.extensions import parse_dsn
+
+    try:
+        return parse_dsn(dsn)
+    except Exception:  # noqa: BLE001 - libpq says what is wrong with it when connecting
+        return {}
 
 
 def main(argv: list[str] | None = None) -> int:

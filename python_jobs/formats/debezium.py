@@ -162,11 +162,11 @@ def source_position(source: Mapping[str, Any]) -> tuple[int, int, int] | None:
             raise RejectedRecord(
                 f"field 'source.file' {short(binlog_file)} is not a binlog file name ending in a number"
             )
-        return (
-            int(match.group(1)),
-            non_negative_int(source, "pos", "source."),
-            non_negative_int(source, "row", "source.", default=0),
-        )
+        row = non_negative_int(source, "row", "source.", default=0)
+        # seq gives the row in its event 10 digits (records.format_seq).
+        if row >= 10**10:
+            raise RejectedRecord(f"field 'source.row' is {row}, more rows than one binlog event holds")
+        return (int(match.group(1)), non_negative_int(source, "pos", "source."), row)
     if connector in POSTGRES_CONNECTORS:
         return (non_negative_int(source, "lsn", "source."), 0, 0)
     # A connector whose position we do not read: ordering it by its lines would ignore the one it has.

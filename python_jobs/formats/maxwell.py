@@ -11,6 +11,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.records import (
+    MAX_POSITION,
     STATUS_EVENT,
     IgnoredRecord,
     Members,
@@ -121,7 +122,12 @@ def _seq(record: Mapping[str, Any], kind: str) -> str:
     if match is None:
         raise RejectedRecord(f"field 'position' is {short(position)}, not 'binlog-file.N:pos'")
     row = LAST_ROW if record.get("xoffset") is None else non_negative_int(record, "xoffset", "")
-    return format_seq(int(match.group(1)), int(match.group(2)), row, 1)
+    if row > LAST_ROW:
+        raise RejectedRecord(f"field 'xoffset' is {short(row)}, more than a row of one transaction can be")
+    binlog_file, offset = int(match.group(1)), int(match.group(2))
+    if binlog_file >= MAX_POSITION or offset >= MAX_POSITION:
+        raise RejectedRecord(f"field 'position' is {short(position)}: its numbers are beyond a binlog position")
+    return format_seq(binlog_file, offset, row, 1)
 
 
 def _ts_ms(record: Mapping[str, Any]) -> int | None:

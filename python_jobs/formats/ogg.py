@@ -21,6 +21,7 @@ from python_jobs.formats.records import (
     key_columns_for,
     line_ordered_seq,
     object_members,
+    positive_ms,
     short,
     truncate_event,
 )
@@ -80,7 +81,7 @@ def _op_ts_ms(op_ts: Any) -> int | None:
         raise RejectedRecord(f"field 'op_ts' is {short(op_ts)}, not a timestamp") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
+    return positive_ms(int(moment.timestamp() * 1000))
 
 
 def _object_text(members: Members, name: str) -> str | None:

@@ -34,7 +34,26 @@ TABLE_KEY = "[]"
 ACTION_SCHEMA = "schema"
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder(parse_float=Decimal)
+
+
+def _object_of_unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose member names are unique: with a repeated name, which value holds
+    depends on the reader (Python keeps the last, others the first), so the line is rejected."""
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(name for name, _ in pairs if name in seen or seen.add(name))
+        raise RejectedRecord(f"invalid JSON: member {short(repeated)} appears twice in one object")
+    return members
+
+
+def _not_a_json_number(name: str) -> Any:
+    raise RejectedRecord(f"invalid JSON: {name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(
+    parse_float=Decimal, object_pairs_hook=_object_of_unique_members, parse_constant=_not_a_json_number
+)
 
 
 class RejectedRecord(ValueError):
@@ -194,9 +213,13 @@ def non_negative_int(container: Mapping[str, Any], field: str, where: str, defau
     value = container.get(field, default)
     if value is None:
         value = default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 10**20:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= MAX_POSITION:
         raise RejectedRecord(f"field '{where}{field}' is {short(value)}, not a non-negative integer")
     return value
+
+
+# A position number is 20 digits of seq (format_seq): a bigger one would sort wrong.
+MAX_POSITION = 10**20
 
 
 def positive_ms(value: Any) -> int | None:
@@ -227,6 +250,8 @@ def object_members(text: str, start: int, what: str) -> dict[str, tuple[Any, str
                 raise RejectedRecord(f"invalid JSON: expected ':' at char {index}")
             value_start = skip_whitespace(text, index + 1)
             value, index = _decode_value(text, value_start)
+            if name in members:
+                raise RejectedRecord(f"invalid JSON: member {short(name)} appears twice in the {what}")
             members[name] = (value, text[value_start:index], value_start)
             index = skip_whitespace(text, index)
             if text.startswith(",", index):

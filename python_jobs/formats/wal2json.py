@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any, Iterator, Mapping, Sequence
 
 from python_jobs.formats.records import (
@@ -42,13 +43,15 @@ NOT_ROW_CHANGES = {
 }
 
 
+_LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
+
+
 def parse_lsn(text: Any) -> int:
-    """'16/B374D848' -> the 64-bit WAL position."""
-    try:
-        high, low = text.split("/")
-        return (int(high, 16) << 32) + int(low, 16)
-    except (AttributeError, ValueError):
-        raise RejectedRecord(f"field 'lsn' is {short(text)}, not a WAL position like 16/B374D848") from None
+    """'16/B374D848' -> the 64-bit WAL position (two 32-bit halves in hex)."""
+    match = _LSN.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise RejectedRecord(f"field 'lsn' is {short(text)}, not a WAL position like 16/B374D848")
+    return (int(match.group(1), 16) << 32) + int(match.group(2), 16)
 
 
 def json_value(pg_type: str, value: Any) -> Any:
@@ -113,6 +116,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
             source_ts_ms=source_ts_ms,
         )
 
+    if action in ("I", "U") and not after:
+        raise RejectedRecord(f"action '{action}' needs a non-empty 'columns' array")
     if action == "I":
         yield event("insert", after, "columns", after, None)
     elif action == "D":
@@ -142,7 +147,15 @@ def _image(text: str, members: Members, name: str) -> dict[str, Any]:
         if not isinstance(column, dict) or not isinstance(column.get("name"), str):
             raise RejectedRecord(f"field '{name}' has an entry without a column name: {short(column_text)}")
         exact = json.loads(column_text, parse_float=str, parse_int=str)
-        image[column["name"]] = json_value(str(column.get("type", "")), exact.get("value"))
+        pg_type = column.get("type", "")
+        if not isinstance(pg_type, str):
+            raise RejectedRecord(f"field '{name}': column {short(column['name'])} has type {short(pg_type)}, not a type name")
+        try:
+            image[column["name"]] = json_value(pg_type, exact.get("value"))
+        except (TypeError, ValueError, AttributeError):
+            raise RejectedRecord(
+                f"field '{name}': column {short(column['name'])} of type {pg_type} has value {short(exact.get('value'))}"
+            ) from None
     return image
 
 

@@ -23,6 +23,7 @@ from pyspark.storagelevel import StorageLevel
 from python_jobs.formats import records
 from python_jobs.landing import io
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.transforms import (
     BatchPlace,
     events_parsed_in_jvm,
@@ -37,6 +38,8 @@ from python_jobs.landing.transforms import (
 )
 
 log = logging.getLogger("cdc_merge")
+# A count of the summary: files that changed or went away between listing and reading.
+CHANGED_FILES = "changed_files"
 
 # The formats whose lines the JVM fast path may take (it takes only Debezium's).
 JVM_PARSED_FORMATS = ("auto", "debezium")
@@ -64,6 +67,8 @@ class LandingSummary:
             f"({rate:,.0f} events/s); quarantined {self.counts[records.STATUS_REJECTED]} bad lines and "
             f"{self.counts[records.STATUS_IGNORED]} records that are not row changes; "
             f"skipped {self.counts[records.STATUS_TOMBSTONE]} tombstones"
+            + (f"; {self.counts[CHANGED_FILES]} files changed or went away while landed (see the quarantine)"
+               if self.counts[CHANGED_FILES] else "")
         )
 
 
@@ -95,10 +100,15 @@ def land_files(
                 parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
                 _append_parsed(parsed, left_counts, config, append_once, batch_tag, place, [], landed_at, jvm_quoter)
                 counts.update(left_counts)
+            notes = _changed_file_notes(files.sparkSession, place, landed_at, counts)
+            if notes is not None:
+                append_once(notes, config.quarantine_table, f"{batch_tag}/files", [])
         else:
             parsed, batch_files = _parse_batch(files, config, jvm_parser, counts, cached)
             file_count = len(batch_files)
-            _append_parsed(parsed, counts, config, append_once, batch_tag, place, batch_files, landed_at, jvm_quoter)
+            notes = _changed_file_notes(files.sparkSession, place, landed_at, counts)
+            _append_parsed(parsed, counts, config, append_once, batch_tag, place, batch_files, landed_at, jvm_quoter,
+                           notes)
     finally:
         for df in cached:
             df.unpersist()
@@ -176,21 +186,38 @@ def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, 
 
 def _append_parsed(
     parsed: DataFrame, counts: Counter, config: LandingConfig, append_once, batch_tag: str, place: BatchPlace,
-    batch_files: list[str], landed_at, jvm_quoter: str | None,
+    batch_files: list[str], landed_at, jvm_quoter: str | None, notes: DataFrame | None = None,
 ) -> None:
     """Append the events of parsed to the raw table and its rejected or ignored lines to the
     quarantine with append_once (the sink's, see land_files); counts are parsed's counts per
-    status; jvm_quoter: see exact_numbers_for_variant."""
+    status; jvm_quoter: see exact_numbers_for_variant; notes: quarantine rows of changed files,
+    appended with the lines."""
     if counts[records.STATUS_EVENT]:
         events = landed_events(parsed, landed_at, place)
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
         append_once(events, config.raw_table, batch_tag, batch_files)
-    if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED]:
-        append_once(quarantined_records(parsed, landed_at), config.quarantine_table, batch_tag, batch_files)
+    if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED] or notes is not None:
+        quarantined = quarantined_records(parsed, landed_at)
+        if notes is not None:
+            quarantined = quarantined.unionByName(notes)
+        append_once(quarantined, config.quarantine_table, batch_tag, batch_files)
+
+
+def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, counts: Counter) -> DataFrame | None:
+    """Quarantine rows (line 0, no text) for the batch's files that went away or changed after
+    they were listed, so a file whose lines were not all landed is never silent; None if none."""
+    changed = io.files_changed_since_listed(place)
+    if not changed:
+        return None
+    for name, why in changed:
+        log.warning("%s: %s", name, why)
+    counts[CHANGED_FILES] += len(changed)
+    return spark.createDataFrame([(name, 0, None, why, landed_at) for name, why in changed], QUARANTINE_SCHEMA)
 
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
+    io.require_readable_folder(config.input_dir)  # before Spark, which would fail with a stack trace
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)

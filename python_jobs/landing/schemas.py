@@ -2,6 +2,7 @@
 
 from pyspark.sql.types import (
     BinaryType,
+    BooleanType,
     IntegerType,
     LongType,
     StringType,
@@ -18,12 +19,14 @@ INPUT_FILE_SCHEMA = StructType(
     ]
 )
 
-# One row per line of an input file; landed_line counts from 1.
+# One row per line of an input file; landed_line counts from 1; not_utf8: the line's bytes are
+# not UTF-8 (transforms.split_lines).
 INPUT_LINE_SCHEMA = StructType(
     [
         StructField("landed_file", StringType()),
         StructField("landed_line", IntegerType()),
         StructField("line_text", StringType()),
+        StructField("not_utf8", BooleanType()),
     ]
 )
 

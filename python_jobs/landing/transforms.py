@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -21,16 +21,34 @@ from python_jobs.landing.schemas import (
 )
 
 
+NOT_UTF8_REASON = "not valid UTF-8: bytes that are no UTF-8 character are shown as U+FFFD in raw_text"
+
+
 def split_lines(files: DataFrame) -> DataFrame:
-    """(landed_file, content) -> (landed_file, landed_line, line_text), lines counted from 1."""
-    return files.select(
+    """(landed_file, content) -> (landed_file, landed_line, line_text, not_utf8), lines counted from 1.
+
+    Splitting decodes the file's bytes, and bytes that are not UTF-8 become U+FFFD: a line would
+    land with its text silently changed. So a file whose bytes do not survive decoding marks its
+    lines that hold U+FFFD as not_utf8 (they are quarantined); a file that is valid UTF-8, the
+    usual case, costs one comparison.
+    """
+    file_is_utf8 = F.col("content").cast("binary") == F.encode(F.col("content"), "UTF-8")
+    # Its own select, below the explode: next to it, Spark would compute it again for every line.
+    return files.select("landed_file", "content", file_is_utf8.alias("file_is_utf8")).select(
         "landed_file",
+        "file_is_utf8",
         F.posexplode(F.split(F.col("content"), "\n")).alias("line_index", "line_text"),
     ).select(
         "landed_file",
         (F.col("line_index") + 1).cast("int").alias("landed_line"),
         "line_text",
+        (~F.col("file_is_utf8") & F.col("line_text").contains("\ufffd")).alias("not_utf8"),
     )
+
+
+def _not_utf8(lines: DataFrame) -> Column:
+    """split_lines' mark; lines made some other way (tests, benchmarks) are text already."""
+    return F.col("not_utf8") if "not_utf8" in lines.columns else F.lit(False)
 
 
 def parse_cdc_lines(
@@ -42,15 +60,17 @@ def parse_cdc_lines(
     keys = {table: list(columns) for table, columns in key_columns.items()}
     fields = [field.name for field in PARSED_LINE_SCHEMA.fields]
 
-    def parse(line_text: str) -> list[tuple]:
-        return [
-            tuple(getattr(parsed, name) for name in fields)
-            for parsed in formats.parse_line(line_text, keys, format_name)
-        ]
+    def parse(line_text: str, not_utf8: bool) -> list[tuple]:
+        found = (
+            [records.ParsedLine(records.STATUS_REJECTED, reason=NOT_UTF8_REASON)]
+            if not_utf8 else formats.parse_line(line_text, keys, format_name)
+        )
+        return [tuple(getattr(parsed, name) for name in fields) for parsed in found]
 
     parse_udf = F.udf(parse, ArrayType(PARSED_LINE_SCHEMA), useArrow=True)
     return lines.select(
-        "landed_file", "landed_line", "line_text", F.posexplode(parse_udf("line_text")).alias("line_entry", "parsed")
+        "landed_file", "landed_line", "line_text",
+        F.posexplode(parse_udf("line_text", _not_utf8(lines))).alias("line_entry", "parsed"),
     ).select("landed_file", "landed_line", "line_text", "line_entry", "parsed.*")
 
 
@@ -58,7 +78,7 @@ def parse_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
     """lines plus in_jvm: the event the JVM fast path (io.register_jvm_parser) parsed from a common
     Debezium line, else null. line_text is kept only where in_jvm is null: those lines go to
     parse_cdc_lines, and only a quarantined line needs its text."""
-    in_jvm = F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"))
+    in_jvm = F.when(~_not_utf8(lines), F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary")))
     return lines.withColumn("in_jvm", in_jvm).withColumn(
         "line_text", F.when(F.col("in_jvm").isNull(), F.col("line_text"))
     )
@@ -66,7 +86,9 @@ def parse_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
 
 def left_for_python(marked: DataFrame) -> DataFrame:
     """The lines parse_in_jvm did not parse, as split_lines returns them."""
-    return marked.where(F.col("in_jvm").isNull()).select(*INPUT_LINE_SCHEMA.fieldNames())
+    return marked.where(F.col("in_jvm").isNull()).select(
+        *(name for name in INPUT_LINE_SCHEMA.fieldNames() if name in marked.columns)
+    )
 
 
 def parsed_in_jvm(marked: DataFrame) -> DataFrame:
@@ -95,7 +117,7 @@ def events_parsed_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFram
     its own, which parsed_in_jvm filters (a filter on the call would run it again). No higher-order
     function (`filter(array(...), ...)`): Spark interprets those, and with one the whole stage ran
     0.3 s slower per 1M lines (BENCHMARKS.md, "Applied since (9)")."""
-    in_jvm = F.array(F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary")))
+    in_jvm = F.array(F.when(~_not_utf8(lines), F.call_udf(jvm_debezium_parser, F.col("line_text").cast("binary"))))
     return parsed_in_jvm(
         lines.select(
             "landed_file",
@@ -113,6 +135,9 @@ class BatchPlace:
 
     started_ms: int
     file_ranks: Mapping[str, int]
+    # Each file's modification time (ms) when the batch listed it: a file that changed or went
+    # away since may not have been read as it was listed (files_changed_since_listed).
+    listed_ms: Mapping[str, int] = field(default_factory=dict)
 
 
 def with_line_place(parsed: DataFrame, place: BatchPlace) -> DataFrame:

@@ -92,6 +92,15 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "set source_table to the schema-qualified source table whose events this model " ~ purpose ~ ", e.g. source_table='inventory.products' (got " ~ source_table ~ ").") %}
     {% endif %}
 
+    {#- With format: debezium the landing model's config lands only the tables under 'tables:' (Debezium values carry no key). -#}
+    {% for node_id in model.depends_on.nodes %}
+        {% set landing_config = (graph.nodes.get(node_id) or {}).get('config', {}).get('landing_config') %}
+        {% set landing = adapter.cdc_landing_tables(landing_config) if landing_config else none %}
+        {% if landing is not none and landing.format == 'debezium' and landing.tables and source_table | lower not in landing.tables %}
+            {% do exceptions.raise_compiler_error(fail_prefix ~ "source_table " ~ source_table ~ " is not captured by the landing config " ~ landing.path ~ " (format debezium lands only the tables under 'tables:': " ~ landing.tables | join(', ') ~ "): add " ~ source_table ~ " there with its key columns, or fix source_table.") %}
+        {% endif %}
+    {% endfor %}
+
     {% set max_events = config.get('max_events_per_chunk', 1000000) %}
     {#- Values set in dbt_project.yml with Jinja arrive as strings. -#}
     {% if max_events is string and modules.re.match('^[0-9]+$', max_events) %}

@@ -4,8 +4,10 @@ landed files as the streaming checkpoint recorded it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +27,9 @@ def input_scan_conf(spark: SparkSession) -> dict[str, str]:
     through the third wave.
     """
     return {
+        # A file deleted between listing and reading must not fail the batch: the landing
+        # quarantines a note for it instead (files_changed_since_listed).
+        "spark.sql.files.ignoreMissingFiles": "true",
         "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1),
         "spark.sql.files.minPartitionNum": str(4 * spark.sparkContext.defaultParallelism),
     }
@@ -36,8 +41,7 @@ def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: in
     Spark skips names starting with '.' or '_': writers should write under such a
     name and rename when the file is complete.
     """
-    if not input_dir.is_dir():
-        raise LandingError(f"input folder {input_dir} does not exist")
+    require_readable_folder(input_dir)
     return (
         spark.readStream.format("text")
         .option("wholetext", "true")
@@ -46,6 +50,27 @@ def read_new_files(spark: SparkSession, input_dir: Path, max_files_per_batch: in
         .load(str(input_dir))
         .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content"))
     )
+
+
+def require_readable_folder(input_dir: Path) -> None:
+    """The input folder exists and its files can be listed and read: checked before Spark starts
+    the stream, whose own error would be a Hadoop stack trace."""
+    if not input_dir.exists():
+        raise LandingError(f"input folder {input_dir} does not exist: create it, or fix 'input' in the landing config")
+    if not input_dir.is_dir():
+        raise LandingError(f"input {input_dir} is not a folder: set 'input' in the landing config to the folder of CDC files")
+    try:
+        with os.scandir(input_dir) as entries:
+            for entry in entries:
+                if entry.is_file() and not entry.name.startswith((".", "_")):
+                    with open(entry.path, "rb") as handle:
+                        handle.read(1)
+                    break
+    except OSError as error:
+        raise LandingError(
+            f"input folder {input_dir} cannot be read by this user (uid {os.geteuid()}): {error.strerror or error}; "
+            "fix its permissions, or run the landing as a user who can read it"
+        ) from None
 
 
 def run_available_batches(
@@ -90,7 +115,31 @@ def batch_place(checkpoint_dir: Path, batch_id: int) -> BatchPlace:
     if not files:
         raise LandingError(f"checkpoint {checkpoint_dir} lists no files for micro-batch {batch_id} in {entries_file}")
     # The log writes local paths as file:///x, Spark's _metadata.file_path as file:/x.
-    return BatchPlace(started_ms, {_FILE_URI.sub(r"\1:/", path): rank for rank, (_, path) in enumerate(files)})
+    names = [(_FILE_URI.sub(r"\1:/", path), listed) for listed, path in files]
+    return BatchPlace(started_ms, {name: rank for rank, (name, _) in enumerate(names)}, dict(names))
+
+
+def files_changed_since_listed(place: BatchPlace) -> list[tuple[str, str]]:
+    """(file, why) for each local file of a batch that is gone, or was modified, since the batch
+    listed it: its lines may not have been landed as they are now. Writers should write a file
+    under a name starting with '.' and rename it when complete (read_new_files)."""
+    changed = []
+    for name, listed_ms in sorted(place.listed_ms.items()):
+        address = urlparse(name)
+        if address.scheme not in ("", "file"):
+            continue
+        try:
+            modified_ms = os.stat(unquote(address.path)).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            changed.append((name, "file was deleted after the landing listed it and before it was read: "
+                                  "its lines are not landed; write files under a name starting with '.' and "
+                                  "rename them when complete, and never delete one before it is landed"))
+            continue
+        if modified_ms != listed_ms:
+            changed.append((name, f"file was modified after the landing listed it (at {listed_ms} ms, now {modified_ms} "
+                                  "ms): the lines landed are those it held when read, and a later change is never "
+                                  "landed; write files once, under a name starting with '.', then rename them"))
+    return changed
 
 
 _FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")

@@ -1,15 +1,25 @@
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import agate
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
 from dbt.adapters.databend.impl import DatabendAdapter
+from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
+from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_spark.run_state import STATE
+
+
+# databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
+_REFUSED_LOGIN = re.compile(r"status code 401\b")
+_SERVER_MESSAGE = re.compile(r'"message": "([^"]*)"')
 
 
 @dataclass
@@ -22,6 +32,24 @@ class CdcDatabendCredentials(DatabendCredentials):
 class CdcDatabendConnectionManager(DatabendConnectionManager):
     TYPE = "cdc_databend"
 
+    @contextmanager
+    def exception_handler(self, sql: str):
+        """The base's, but a refused login (HTTP 401, before the statement ran) says what to change."""
+        try:
+            with super().exception_handler(sql):
+                yield
+        except DbtRuntimeError as error:
+            if not _REFUSED_LOGIN.search(str(error)):
+                raise
+            credentials = self.get_thread_connection().credentials
+            said = _SERVER_MESSAGE.search(str(error))
+            reason = said.group(1).replace("\\'", "'") if said else "HTTP 401"
+            raise FailedToConnectError(
+                f"Databend at {credentials.host}:{credentials.port} refused user '{credentials.username}' "
+                f"({reason}); nothing ran. Check the user and password of the dbt target (this project's "
+                "profiles/profiles.yml reads them from CDC_MERGE_DATABEND_USER and CDC_MERGE_DATABEND_PASSWORD)"
+            ) from None
+
 
 class CdcDatabendAdapter(DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
@@ -30,6 +58,11 @@ class CdcDatabendAdapter(DatabendAdapter):
     def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
         """As on Spark: work the mirrors of an invocation share is done by the first (run_state.py)."""
         return STATE.first_time(invocation_id, key)
+
+    @available
+    def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
+        """The landing config's format and captured tables, for the mirror models' config check."""
+        return landing_tables(path)
 
     @classmethod
     def type(cls) -> str:

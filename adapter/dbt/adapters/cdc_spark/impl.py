@@ -13,6 +13,7 @@ from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges, run_state
+from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -35,6 +36,11 @@ class CdcSparkAdapter(SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
+
+    @available
+    def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
+        """The landing config's format and captured tables, for the mirror models' config check."""
+        return landing_tables(path)
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)
