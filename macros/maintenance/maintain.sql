@@ -28,6 +28,8 @@
         {% endif %}
     {% endfor %}
 
+    {#- A crash point (run_guard.sql): the mirror maintained, the raw table not yet. -#}
+    {% do cdc_merge.crash_point('maintenance') %}
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
     {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
     {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}

@@ -1,3 +1,6 @@
+"""The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. Over 300 lines:
+it is the one place where the macros reach Python, one short method per call."""
+
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
 
@@ -12,6 +15,7 @@ from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, run_state
+from python_jobs import crash_points, run_locks
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -232,6 +236,41 @@ class CdcSparkAdapter(SparkAdapter):
     @available
     def cdc_idle_runs_to_write(self, invocation_id: str, selected: List[str], nodes: Dict[str, Any]) -> List[Dict[str, Any]]:
         return run_state.STATE.runs_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes))
+
+    @available
+    def cdc_crash_point(self, point: str) -> str:
+        """Die here if CDC_MERGE_CRASH_AT names point (python_jobs/crash_points.py)."""
+        crash_points.crash_point(point)
+        return ""
+
+    @available
+    def cdc_lock_mirror(self, target_table: str) -> str:
+        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py)."""
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            try:
+                run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
+            except run_locks.LockBusy as busy:
+                raise DbtRuntimeError(str(busy)) from None
+        return ""
+
+    @available
+    def cdc_unlock_mirror(self, target_table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
+        return ""
+
+    def _warehouse(self) -> Optional[str]:
+        """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        conf = dbt_spark_session(credentials.server_side_parameters).conf
+        location = conf.get(f"spark.sql.catalog.{conf.get('spark.sql.defaultCatalog', 'spark_catalog')}.warehouse", None)
+        if not location or ("://" in location and not location.startswith("file:")):
+            return None
+        return location.removeprefix("file://").removeprefix("file:")
 
     @available
     def cdc_model_checksum(self, target_table: str) -> Optional[str]:
