@@ -1,0 +1,107 @@
+"""Runs at the same time (python_jobs/run_locks.py): two `dbt run` processes on one project, a
+landing while the mirrors apply, and a run that finds a mirror or the landing taken by another.
+One wins, the other waits or stops with a message naming the holder; the mirrors and their offsets
+stay correct.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from python_jobs import run_locks
+from reliability.workload import BIN, LANDING_AND_MIRRORS, MIRRORS, Workload
+
+MIRRORS_ONLY = ["--select", *MIRRORS.values()]
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6)
+    workload.deliver()
+    first = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    assert first.returncode == 0, first.output[-3000:]
+    yield workload
+    workload.close()
+
+
+def offsets_by_mirror(workload) -> dict[str, list[int]]:
+    ordinals: dict[str, list[int]] = {}
+    for row in workload.offsets():
+        ordinals.setdefault(row["target_table"], []).append(row["offset_ordinal"])
+    return ordinals
+
+
+def test_two_dbt_runs_at_once_land_and_apply_each_change_once(workload):
+    workload.deliver(2)
+    first = workload.start("dbt", ["run", *LANDING_AND_MIRRORS])
+    time.sleep(2)
+    second = workload.start("dbt", ["run", *LANDING_AND_MIRRORS])
+    outputs = [process.communicate(timeout=900)[0] for process in (first, second)]
+
+    assert [first.returncode, second.returncode] == [0, 0], "\n".join(output[-3000:] for output in outputs)
+    assert "in use by another run" in "".join(outputs)
+    assert "concurrentStreamLogUpdate" not in "".join(outputs)
+    comparisons = workload.compare()
+    assert all(c.ok for c in comparisons.values()), [c.details for c in comparisons.values()]
+    # One writer at a time per mirror: no two offset rows of a mirror share an ordinal.
+    for target, ordinals in offsets_by_mirror(workload).items():
+        assert len(ordinals) == len(set(ordinals)), f"{target}: {sorted(ordinals)}"
+
+
+def test_the_landing_running_while_mirrors_apply_loses_nothing(workload):
+    workload.deliver()
+    landed = workload.run("dbt", ["run", "--select", "raw_events"])
+    assert landed.returncode == 0, landed.output[-3000:]
+    workload.deliver()
+    applying = workload.start("dbt", ["run", *MIRRORS_ONLY])
+    time.sleep(3)
+    landing = subprocess.run(
+        [str(BIN / "cdc-land"), "--config", str(workload.work_dir / "landing.yml"), "--warehouse", str(workload.warehouse)],
+        env=workload.env(), capture_output=True, text=True, timeout=600,
+    )
+    applied_output = applying.communicate(timeout=900)[0]
+
+    assert landing.returncode == 0, landing.stderr[-3000:]
+    assert applying.returncode == 0, applied_output[-3000:]
+    again = workload.run("dbt", ["run", *MIRRORS_ONLY])
+    assert again.returncode == 0, again.output[-3000:]
+    comparisons = workload.compare()
+    assert all(c.ok for c in comparisons.values()), [c.details for c in comparisons.values()]
+
+
+def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload, monkeypatch):
+    workload.deliver()
+    offsets_before = offsets_by_mirror(workload)
+    monkeypatch.setenv(run_locks.LOCK_WAIT, "2")
+    mirror_lock = run_locks.lock_file("mirror", str(workload.warehouse), "mirror.shop_orders")
+    landing_lock = run_locks.lock_file("landing", str(workload.work_dir / "checkpoint"), "checkpoint")
+    run_locks.acquire(mirror_lock, "mirror.shop_orders in the test")
+    run_locks.acquire(landing_lock, "the landing in the test")
+    try:
+        env = {**workload.env(), run_locks.LOCK_WAIT: "2"}
+        landing = subprocess.run(
+            [str(BIN / "cdc-land"), "--config", str(workload.work_dir / "landing.yml"), "--warehouse", str(workload.warehouse)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+        process = subprocess.run(
+            workload.command("dbt", ["run", "--select", "shop_orders"]), cwd=workload.project_dir,
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        run_locks.release(mirror_lock)
+        run_locks.release(landing_lock)
+
+    assert landing.returncode == 2
+    assert f"the landing checkpoint {workload.work_dir / 'checkpoint'} is in use by another run (pid {os.getpid()}" in landing.stderr
+    assert process.returncode != 0
+    assert f"mirror mirror.shop_orders is in use by another run (pid {os.getpid()}" in process.stdout
+    assert "this run changed nothing of it. Run again once that run ends" in process.stdout
+    assert offsets_by_mirror(workload) == offsets_before
+    # Released, the next run lands and applies as usual.
+    healed = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    assert healed.returncode == 0, healed.output[-3000:]
+    assert all(c.ok for c in workload.compare().values())
