@@ -15,6 +15,7 @@ the mirrors with --full-refresh, as a person would, and goes on).
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import signal
 import sys
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from python_jobs.crash_points import POINTS
-from reliability.workload import LANDING_AND_MIRRORS, MIRRORS, Workload, to_json
+from reliability.workload import LANDING_AND_MIRRORS, MAINTAIN, MIRRORS, Workload, to_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "crashes.json"
 DRIVERS = ("dbt", "cdc-run")
@@ -53,17 +54,22 @@ def crash_args(point: str) -> list[str]:
     """The dbt command the crashed run runs: a full refresh of the mirrors for the point inside one."""
     if point == "full-refresh-before-offset":
         return ["run", "--full-refresh", *MIRRORS_ONLY]
+    if point == "maintenance":
+        return ["run", *LANDING_AND_MIRRORS, *MAINTAIN]
     return ["run", *LANDING_AND_MIRRORS]
 
 
-def crash_and_heal(workload: Workload, point: str, driver: str, kill_after: float | None = None) -> Trial:
+def crash_and_heal(workload: Workload, point: str, driver: str, kill_after: float | None = None,
+                   rerun_here: bool = False) -> Trial:
     """Deliver a wave; run with the crash point armed (or kill after kill_after seconds when point
-    is 'random'); rerun with a plain `dbt run`; compare. point: a crash point or 'random'."""
+    is 'random'); rerun with a plain `dbt run` (in this process when rerun_here: as cdc-run reruns,
+    without a JVM to start); compare. point: a crash point or 'random'."""
     workload.deliver()
     named = point != "random"
     crashed = workload.run(driver, crash_args(point), crash_at=point if named else None, kill_after=kill_after)
     interrupted = crashed.returncode == -signal.SIGKILL if named else crashed.killed
-    heal = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    rerun = workload.run_here if rerun_here else functools.partial(workload.run, "dbt")
+    heal = rerun(["run", *LANDING_AND_MIRRORS])
     comparisons = workload.compare()
     details = [line for comparison in comparisons.values() for line in comparison.details]
     if heal.returncode != 0:
@@ -79,8 +85,8 @@ def crash_and_heal(workload: Workload, point: str, driver: str, kill_after: floa
     )
     if trial.needed_a_person:
         # What a person would do, so the next points start from correct mirrors.
-        workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
-        workload.run("dbt", ["run", "--full-refresh", *MIRRORS_ONLY])
+        rerun(["run", *LANDING_AND_MIRRORS])
+        rerun(["run", "--full-refresh", *MIRRORS_ONLY])
     return trial
 
 
@@ -136,10 +142,16 @@ def main(argv: list[str] | None = None) -> int:
             print(first.output[-3000:])
             raise SystemExit("crashes: the first run failed; see its output above")
         baseline = first.seconds
-        schedule = [(point, driver, None) for point in POINTS for driver in DRIVERS]
-        schedule += [("random", rng.choice(DRIVERS), round(rng.uniform(1.0, 0.7 * baseline), 1)) for _ in range(args.random)]
+        # Named and random points interleaved, so a run cut short has both kinds.
+        named = [(point, driver, None) for point in POINTS for driver in DRIVERS]
+        randoms = [("random", rng.choice(DRIVERS), round(rng.uniform(1.0, 0.6 * baseline), 1)) for _ in range(args.random)]
+        every = max(1, len(randoms) // len(named))
+        for point in named:
+            schedule += [point, *randoms[:every]]
+            randoms = randoms[every:]
+        schedule += randoms
         for number, (point, driver, kill_after) in enumerate(schedule, start=1):
-            trial = crash_and_heal(workload, point, driver, kill_after)
+            trial = crash_and_heal(workload, point, driver, kill_after, rerun_here=True)
             trials.append(trial)
             when = f"after {kill_after:.1f} s" if kill_after is not None else "at the point"
             print(

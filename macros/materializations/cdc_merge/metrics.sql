@@ -132,7 +132,7 @@
             {%- else -%}
             cast(null as bigint)
             {%- endif %} as lines_quarantined,
-            {{ "'" ~ latest[0]['offset_snapshot'] ~ "'" if latest | length else 'cast(null as string)' }} as offset_snapshot,
+            {{ "'" ~ latest[0]['offset_snapshot'] ~ "'" if (latest | length and latest[0]['offset_snapshot'] is not none) else 'cast(null as string)' }} as offset_snapshot,
             {{ newest }} as newest_source_ts,
             {{ cdc_merge.seconds_since_sql(newest) if totals.max_source_ts else 'cast(null as double)' }} as lag_seconds,
             '{{ 'maintained' if maintained is not none else '' }}' as maintenance,
