@@ -17,7 +17,13 @@
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
     {% endfor %}
     {% do counts.update({'tombstones_removed': cdc_merge.collect_tombstones(tombstones, settings)}) %}
-    {% do counts.update({'raw_events_removed': cdc_merge.remove_superseded_raw_events(raw_relation, source_table, settings, [offsets])}) %}
+    {#- The raw table is maintained only while no landing of this machine writes it (run_guard.sql). -#}
+    {% set raw_free = cdc_merge.try_lock_raw_table(raw_relation) %}
+    {% if raw_free %}
+        {% do counts.update({'raw_events_removed': cdc_merge.remove_superseded_raw_events(raw_relation, source_table, settings, [offsets])}) %}
+    {% else %}
+        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a landing is writing it; left for the next maintenance", info=True) }}
+    {% endif %}
     {% do counts.update({'offsets_removed': cdc_merge.trim_offsets(offsets, target_relation, settings)}) %}
     {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
 
@@ -31,15 +37,18 @@
     {#- A crash point (run_guard.sql): the mirror maintained, the raw table not yet. -#}
     {% do cdc_merge.crash_point('maintenance') %}
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
-    {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
-    {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
-    {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
-        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a mirror reads it through a stream; no raw snapshot expired", info=True) }}
-    {% else %}
-        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
-    {% endif %}
-    {% if remove_orphans %}
-        {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+    {% if raw_free %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
+        {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
+        {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
+            {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a mirror reads it through a stream; no raw snapshot expired", info=True) }}
+        {% else %}
+            {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(raw_relation, raw_offsets | map(attribute='offset_snapshot') | list, settings)) %}
+        {% endif %}
+        {% if remove_orphans %}
+            {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
+        {% endif %}
+        {% do cdc_merge.unlock_raw_table(raw_relation) %}
     {% endif %}
 
     {% for relation in shared_tables %}

@@ -204,10 +204,17 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
     # One landing per checkpoint at a time (python_jobs/run_locks.py): a second waits, then lands what is left.
-    lock = run_locks.lock_file("landing", str(config.checkpoint_dir), "checkpoint")
+    locks = [(run_locks.lock_file("landing", str(config.checkpoint_dir), "checkpoint"), f"the landing checkpoint {config.checkpoint_dir}")]
+    warehouse = io.local_warehouse(spark) if config.sink != "databend" else None
+    if warehouse is not None:
+        # The raw table's maintenance (macros/maintenance/maintain.sql) waits for a later run meanwhile.
+        locks.append((run_locks.lock_file("table", warehouse, config.raw_table.lower()), f"table {config.raw_table}"))
     try:
-        run_locks.acquire(lock, f"the landing checkpoint {config.checkpoint_dir}")
+        for lock, what in locks:
+            run_locks.acquire(lock, what)
     except run_locks.LockBusy as busy:
+        for lock, _ in locks:
+            run_locks.release(lock)
         raise io.LandingError(str(busy)) from None
     try:
         io.run_available_batches(
@@ -218,7 +225,8 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             ),
         )
     finally:
-        run_locks.release(lock)
+        for lock, _ in locks:
+            run_locks.release(lock)
     log.info("%s", summary.line())
     return summary
 

@@ -59,11 +59,18 @@ def append_once(
     return True
 
 
+def local_warehouse(spark: SparkSession) -> str | None:
+    """The session catalog's warehouse folder on this machine; None on a remote store."""
+    catalog = spark.conf.get("spark.sql.defaultCatalog", "lake")
+    location = spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", None)
+    if not location or ("://" in location and not location.startswith("file:")):
+        return None
+    return location.removeprefix("file://").removeprefix("file:")
+
+
 def _table_folder(spark: SparkSession, table: str) -> Path:
     """Where the Hadoop catalog keeps table (the crash point watches its data files)."""
-    catalog = spark.conf.get("spark.sql.defaultCatalog", "lake")
-    warehouse = spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", "")
-    return Path(warehouse.removeprefix("file:")).joinpath(*table.split("."))
+    return Path(local_warehouse(spark) or "").joinpath(*table.split("."))
 
 
 class IcebergSink:

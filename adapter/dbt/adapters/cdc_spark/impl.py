@@ -261,6 +261,25 @@ class CdcSparkAdapter(SparkAdapter):
             run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
         return ""
 
+    @available
+    def cdc_try_lock_table(self, table: str) -> bool:
+        """Take the table's lock if no other process (a landing) holds it; never waits."""
+        warehouse = self._warehouse()
+        if warehouse is None:
+            return True
+        try:
+            run_locks.acquire(run_locks.lock_file("table", warehouse, table.lower()), f"table {table}", wait=0)
+        except run_locks.LockBusy:
+            return False
+        return True
+
+    @available
+    def cdc_unlock_table(self, table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("table", warehouse, table.lower()))
+        return ""
+
     def _warehouse(self) -> Optional[str]:
         """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
         credentials = self.connections.profile.credentials
