@@ -114,3 +114,23 @@ def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload,
     healed = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
     assert healed.returncode == 0, healed.output[-3000:]
     assert all(c.ok for c in workload.compare().values())
+
+
+def test_a_lost_commit_race_says_what_failed_and_that_nothing_was_committed(spark):
+    """Iceberg refuses to publish a branch when main moved after it was made (another run's commit);
+    the error dbt shows names that exception, not only Py4J's "An error occurred while calling o55.sql."."""
+    from dbt.adapters.cdc_spark.connections import engine_error_message
+
+    spark.sql("create namespace if not exists race")
+    spark.sql("create or replace table race.mirror (id bigint) using iceberg")
+    spark.sql("insert into race.mirror values (1)")
+    spark.sql("alter table race.mirror create branch cdc_merge_batch")
+    spark.sql("insert into race.mirror.branch_cdc_merge_batch values (2)")
+    spark.sql("insert into race.mirror values (3)")  # the other run's commit on main
+    with pytest.raises(Exception) as raised:
+        spark.sql("call system.fast_forward('race.mirror', 'main', 'cdc_merge_batch')")
+
+    message = engine_error_message(raised.value)
+    assert "Cannot fast-forward: main is not an ancestor of cdc_merge_batch" in message
+    assert "Nothing of this statement was committed and the mirror's offset did not advance: run again." in message
+    assert sorted(row.id for row in spark.table("race.mirror").collect()) == [1, 3]

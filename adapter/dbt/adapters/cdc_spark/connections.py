@@ -43,13 +43,28 @@ class CdcSparkConnectionManager(SparkConnectionManager):
         try:
             yield
         except Exception as error:
-            java = getattr(error, "java_exception", None)
-            if java is None:
+            message = engine_error_message(error)
+            if message is None:
                 with super().exception_handler(sql):
                     raise
                 raise
             logger.debug(f"Error while running:\n{sql}")
-            raise DbtRuntimeError(java_error_message(java)) from None
+            raise DbtRuntimeError(message) from None
+
+
+def engine_error_message(error: BaseException) -> "str | None":
+    """What to show for an error of the JVM: every Py4J error (its own text is only "An error
+    occurred while calling o55.sql."), and an error PySpark converted when it is a lost commit race;
+    None for the others, whose text already says what failed."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        return java_error_message(java)
+    origin = getattr(error, "_origin", None)
+    if origin is not None:
+        message = java_error_message(origin)
+        if any(marker in message for marker in _LOST_COMMIT_RACE):
+            return message
+    return None
 
 
 def java_error_message(java: Any) -> str:
