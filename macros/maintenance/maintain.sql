@@ -16,13 +16,18 @@
     {% for relation in [offsets, runs] if cdc_merge.first_time_in_invocation('maintain ' ~ relation) %}
         {% do shared_tables.append(relation) %}
     {% endfor %}
-    {% set maintain_raw = cdc_merge.first_time_in_invocation('maintain ' ~ raw_relation) %}
 
     {% for relation in own_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
     {% endfor %}
     {% do counts.update({'tombstones_removed': cdc_merge.collect_tombstones(tombstones, settings)}) %}
-    {% do counts.update({'raw_events_removed': cdc_merge.remove_superseded_raw_events(raw_relation, source_table, settings, [offsets])}) %}
+    {#- The raw table is maintained only while no landing of this machine writes it (run_guard.sql). -#}
+    {% set raw_free = cdc_merge.try_lock_raw_table(raw_relation) %}
+    {% if raw_free %}
+        {% do counts.update({'raw_events_removed': cdc_merge.remove_superseded_raw_events(raw_relation, source_table, settings, [offsets])}) %}
+    {% else %}
+        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a landing is writing it; left for the next maintenance", info=True) }}
+    {% endif %}
     {% do counts.update({'offsets_removed': cdc_merge.trim_offsets(offsets, target_relation, settings)}) %}
     {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
 
@@ -33,8 +38,10 @@
         {% endif %}
     {% endfor %}
 
+    {#- A crash point (run_guard.sql): the mirror maintained, the raw table not yet. -#}
+    {% do cdc_merge.crash_point('maintenance') %}
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
-    {% if maintain_raw %}
+    {% if raw_free and cdc_merge.first_time_in_invocation('maintain ' ~ raw_relation) %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
         {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
         {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}
@@ -45,6 +52,9 @@
         {% if remove_orphans %}
             {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(raw_relation, settings)}) %}
         {% endif %}
+    {% endif %}
+    {% if raw_free %}
+        {% do cdc_merge.unlock_raw_table(raw_relation) %}
     {% endif %}
 
     {% for relation in shared_tables %}

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
+from python_jobs import crash_points, run_locks
 from python_jobs.formats import records
 from python_jobs.landing import io
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
@@ -43,6 +44,8 @@ CHANGED_FILES = "changed_files"
 
 # The formats whose lines the JVM fast path may take (it takes only Debezium's).
 JVM_PARSED_FORMATS = ("auto", "debezium")
+# Where python_jobs/crash_points.py may kill the landing: while the raw table's data files are written.
+RAW_WRITE = "landing-raw-write"
 
 
 @dataclass
@@ -112,6 +115,8 @@ def land_files(
     finally:
         for df in cached:
             df.unpersist()
+    # Committed to the raw table; the streaming checkpoint records the batch after this returns.
+    crash_points.crash_point("landing-before-checkpoint")
     elapsed = time.monotonic() - started
     summary.batches += 1
     summary.files += file_count
@@ -139,7 +144,7 @@ def _append_events_parsed_in_jvm(
         seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
     )
     events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
-    if not append_once(landed_events(events, landed_at, place), config.raw_table, f"{batch_tag}/jvm", []):
+    if not append_once(landed_events(events, landed_at, place), config.raw_table, f"{batch_tag}/jvm", [], crash_point=RAW_WRITE):
         return 0, None
     line_counts = seen_lines.get
     counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})
@@ -196,7 +201,7 @@ def _append_parsed(
         events = landed_events(parsed, landed_at, place)
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
-        append_once(events, config.raw_table, batch_tag, batch_files)
+        append_once(events, config.raw_table, batch_tag, batch_files, crash_point=RAW_WRITE)
     if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED] or notes is not None:
         quarantined = quarantined_records(parsed, landed_at)
         if notes is not None:
@@ -225,13 +230,30 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
     summary = LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
-    io.run_available_batches(
-        files,
-        config.checkpoint_dir,
-        lambda batch, tag, place, may_be_retry: land_files(
-            batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
-        ),
-    )
+    # One landing per checkpoint at a time (python_jobs/run_locks.py): a second waits, then lands what is left.
+    locks = [(run_locks.lock_file("landing", str(config.checkpoint_dir), "checkpoint"), f"the landing checkpoint {config.checkpoint_dir}")]
+    warehouse = io.local_warehouse(spark) if config.sink != "databend" else None
+    if warehouse is not None:
+        # The raw table's maintenance (macros/maintenance/maintain.sql) waits for a later run meanwhile.
+        locks.append((run_locks.lock_file("table", warehouse, config.raw_table.lower()), f"table {config.raw_table}"))
+    try:
+        for lock, what in locks:
+            run_locks.acquire(lock, what)
+    except run_locks.LockBusy as busy:
+        for lock, _ in locks:
+            run_locks.release(lock)
+        raise io.LandingError(str(busy)) from None
+    try:
+        io.run_available_batches(
+            files,
+            config.checkpoint_dir,
+            lambda batch, tag, place, may_be_retry: land_files(
+                batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
+            ),
+        )
+    finally:
+        for lock, _ in locks:
+            run_locks.release(lock)
     log.info("%s", summary.line())
     return summary
 

@@ -48,8 +48,14 @@ def invoke_dbt(args: Sequence[str]) -> RunOutcome:
     """One dbt command in this process (so in this process's SparkSession)."""
     from dbt.cli.main import dbtRunner
 
+    from python_jobs import run_locks
+
     started = time.monotonic()
-    result = dbtRunner().invoke(list(args))
+    try:
+        result = dbtRunner().invoke(list(args))
+    finally:
+        # A mirror whose run failed half way keeps its lock until here, not until this process ends.
+        run_locks.release_all()
     seconds = time.monotonic() - started
     statuses: dict[str, int] = {}
     failures = []

@@ -26,6 +26,7 @@
         idle.sql           a mirror with nothing new: one cheap check instead of the steps below
         maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
         metrics.sql        one row per run in cdc_merge_runs
+        run_guard.sql      one process applies a mirror at a time; the named crash points
 #}
 
 {% materialization cdc_merge, default %}
@@ -42,9 +43,13 @@
 
     {{ run_hooks(pre_hooks) }}
 
+    {#- Another process applying this mirror: wait for it, then apply what is new after it (run_guard.sql). -#}
+    {% do cdc_merge.lock_mirror(target_relation) %}
+
     {#- Nothing new since the mirror's offset: one cheap check, no statement of its own (idle.sql). -#}
     {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
         {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
+        {% do cdc_merge.unlock_mirror(target_relation) %}
         {% do cdc_merge.finish_mirror_run() %}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
@@ -52,8 +57,15 @@
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
 
-    {% if existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
+    {% set rebuilding = existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
+    {% if rebuilding %}
         {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+        {#- The offset goes back to the start of the log first: a rebuild that dies once the new mirror exists resumes from there. -#}
+        {% set before = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
+        {% if before.rows | length %}
+            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, (before.rows[0]['offset_ordinal'] | int) + 1, none,
+                {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none})) %}
+        {% endif %}
         {% do adapter.drop_relation(existing_relation) %}
         {% if tombstones is not none %}
             {% do run_query('drop table if exists ' ~ tombstones) %}
@@ -117,6 +129,9 @@
     {% endif %}
     {% if existing_relation is none %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
+        {% if rebuilding %}
+            {% do cdc_merge.crash_point('full-refresh-before-offset') %}
+        {% endif %}
     {% else %}
         {#- A stored mirror whose columns differ from the model's is changed as on_schema_change says (schema_change.sql). -#}
         {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, columns, cfg) %}
@@ -158,6 +173,7 @@
             {% endfor %}
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
+        {% do cdc_merge.crash_point('apply-before-offset') %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
         {% set ordinal.snapshot = chunk.through %}
         {% if chunk.stream is defined %}
@@ -183,6 +199,7 @@
 
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
+    {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}
     {% call statement('main') %}
         select

@@ -2,7 +2,10 @@
     Offsets log: one appended row per applied chunk, never updated, so parallel models
     never conflict on it. The newest row of a target says where it stands; the others
     are its history (events read, rows changed, lag). offset_snapshot is a string so
-    Databend can store its own snapshot ids in the same design.
+    Databend can store its own snapshot ids in the same design; null means the start of the
+    raw log (a full refresh writes it before dropping the mirror). Offsets of one mirror are
+    written by one process at a time (run_guard.sql); rows of different mirrors are appends,
+    which Iceberg's optimistic commit retries on top of each other.
 #}
 
 {% macro offsets_relation(cfg) %}
@@ -72,7 +75,7 @@
         {{ offset_ordinal }} as offset_ordinal,
         '{{ cfg.raw_relation }}' as raw_table,
         '{{ cfg.source_table }}' as source_table,
-        '{{ offset_snapshot }}' as offset_snapshot,
+        {{ "'" ~ offset_snapshot ~ "'" if offset_snapshot is not none else 'cast(null as string)' }} as offset_snapshot,
         {{ stats.events_read }} as events_read,
         {{ stats.inserted }} as rows_inserted,
         {{ stats.updated }} as rows_updated,

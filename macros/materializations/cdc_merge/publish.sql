@@ -31,6 +31,7 @@
 
 {% macro spark__publish_mirror_writes(target_relation) %}
     {#- Fails, rather than losing a write, if another writer moved main since the branch was made. -#}
+    {% do cdc_merge.crash_point('apply-before-publish') %}
     {% do run_query("call system.fast_forward('" ~ target_relation.schema ~ "." ~ target_relation.identifier
         ~ "', 'main', '" ~ cdc_merge.mirror_branch() ~ "')") %}
     {% do run_query('alter table ' ~ target_relation ~ ' drop branch ' ~ cdc_merge.mirror_branch()) %}

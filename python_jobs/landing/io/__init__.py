@@ -46,6 +46,7 @@ from python_jobs.landing.io.sinks import (
     DatabendSink,
     IcebergSink,
     append_once,
+    local_warehouse,
     require_tables,
     sink_for,
 )
@@ -57,5 +58,5 @@ __all__ = [
     "PARSERS_JAR", "parsers_jar", "register_jvm_number_quoter", "register_jvm_parser",
     "CATALOG", "ICEBERG_JAR_NAME", "ICEBERG_MAVEN_COORDINATES", "default_warehouse", "iceberg_jar",
     "iceberg_spark_conf", "require_java", "session_conf", "spark_session", "uncompressed_cache",
-    "LANDING_BATCH_PROPERTY", "DatabendSink", "IcebergSink", "append_once", "require_tables", "sink_for",
+    "LANDING_BATCH_PROPERTY", "DatabendSink", "IcebergSink", "append_once", "local_warehouse", "require_tables", "sink_for",
 ]

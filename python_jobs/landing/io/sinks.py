@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from python_jobs import crash_points
 from python_jobs.landing.io.errors import LandingError
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 
@@ -33,12 +34,16 @@ def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -
             raise LandingError(f"table {table} has columns {actual}, expected {expected}")
 
 
-def append_once(df: DataFrame, table: str, batch_tag: str, may_be_retry: bool = True) -> bool:
+def append_once(
+    df: DataFrame, table: str, batch_tag: str, may_be_retry: bool = True, crash_point: str | None = None
+) -> bool:
     """Append df in one Iceberg commit tagged with batch_tag, unless a commit with that tag exists.
 
     A micro-batch that dies after this commit is run again with the same tag,
     so the tag check is what keeps a file from being landed twice. A batch no earlier run
     tried (may_be_retry false) skips the check, a query of the table's snapshots (0.1-0.2 s).
+    crash_point: the name under which python_jobs/crash_points.py may kill the run while the
+    data files are written, before the commit.
     """
     spark = df.sparkSession
     already = may_be_retry and spark.sql(
@@ -47,8 +52,25 @@ def append_once(df: DataFrame, table: str, batch_tag: str, may_be_retry: bool = 
     if already:
         log.info("%s: batch %s was committed before; not appending again", table, batch_tag)
         return False
+    written = crash_points.crash_when_files_appear(crash_point, _table_folder(spark, table) / "data") if crash_point else None
     df.writeTo(table).option(f"snapshot-property.{LANDING_BATCH_PROPERTY}", batch_tag).append()
+    if written is not None:
+        written.set()
     return True
+
+
+def local_warehouse(spark: SparkSession) -> str | None:
+    """The session catalog's warehouse folder on this machine; None on a remote store."""
+    catalog = spark.conf.get("spark.sql.defaultCatalog", "lake")
+    location = spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", None)
+    if not location or ("://" in location and not location.startswith("file:")):
+        return None
+    return location.removeprefix("file://").removeprefix("file:")
+
+
+def _table_folder(spark: SparkSession, table: str) -> Path:
+    """Where the Hadoop catalog keeps table (the crash point watches its data files)."""
+    return Path(local_warehouse(spark) or "").joinpath(*table.split("."))
 
 
 class IcebergSink:
@@ -64,9 +86,10 @@ class IcebergSink:
         require_tables(self.spark, raw_table, quarantine_table)
 
     def append_once(
-        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True
+        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True,
+        crash_point: str | None = None,
     ) -> bool:
-        return append_once(df, table, batch_tag, may_be_retry)
+        return append_once(df, table, batch_tag, may_be_retry, crash_point)
 
 
 class DatabendSink:
@@ -111,7 +134,8 @@ class DatabendSink:
                 raise LandingError(f"table {table} has columns {actual}, expected {schema.fieldNames()}")
 
     def append_once(
-        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True
+        self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True,
+        crash_point: str | None = None,
     ) -> bool:
         if may_be_retry and self._holds_any(table, batch_files):
             log.info("%s: batch %s was loaded before; not loading again", table, batch_tag)

@@ -3,11 +3,13 @@ import os
 import re
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, Generator, List, Mapping, Tuple
 from urllib.parse import urlparse
 
 from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
@@ -15,6 +17,11 @@ from dbt.adapters.spark.connections import (
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt_common.exceptions import DbtRuntimeError
+
+logger = AdapterLogger("cdc_spark")
+# Iceberg's optimistic commits: another writer committed first, and this statement committed nothing.
+_LOST_COMMIT_RACE = ("CommitFailedException", "ValidationException", "Cannot fast-forward", "CommitStateUnknownException")
 
 # What Spark's Thrift server describes a statement without rows with (DDL, INSERT, MERGE): one
 # string column "Result" (SparkExecuteStatementOperation), whose row set then has no columns.
@@ -134,3 +141,50 @@ class CdcSparkConnectionManager(SparkConnectionManager):
                 handle.handle, credentials.poll_interval, handle.query_timeout, handle.query_retries
             )
         return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Generator[None, None, None]:
+        """An error of the JVM says what failed (Py4J's own line is only "An error occurred while
+        calling o55.sql."), and a lost commit race says that nothing was committed and what to do."""
+        try:
+            yield
+        except Exception as error:
+            message = engine_error_message(error)
+            if message is None:
+                with super().exception_handler(sql):
+                    raise
+                raise
+            logger.debug(f"Error while running:\n{sql}")
+            raise DbtRuntimeError(message) from None
+
+
+def engine_error_message(error: BaseException) -> "str | None":
+    """What to show for an error of the JVM: every Py4J error (its own text is only "An error
+    occurred while calling o55.sql."), and an error PySpark converted when it is a lost commit race;
+    None for the others, whose text already says what failed."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        return java_error_message(java)
+    origin = getattr(error, "_origin", None)
+    if origin is not None:
+        message = java_error_message(origin)
+        if any(marker in message for marker in _LOST_COMMIT_RACE):
+            return message
+    return None
+
+
+def java_error_message(java: Any) -> str:
+    """The JVM exception and its causes, one line each, and what to do when another writer won."""
+    lines = []
+    cause = java
+    while cause is not None and len(lines) < 5:
+        lines.append(str(cause.toString()))
+        cause = cause.getCause()
+    message = "\n  caused by: ".join(lines)
+    if any(marker in message for marker in _LOST_COMMIT_RACE):
+        message += (
+            "\nAnother run committed to the same table at the same moment and this statement's commit lost "
+            "(Iceberg's optimistic commit check). Nothing of this statement was committed and the mirror's "
+            "offset did not advance: run again."
+        )
+    return message

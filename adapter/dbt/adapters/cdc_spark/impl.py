@@ -1,4 +1,6 @@
-# Over 300 lines: every method the materializations call on the adapter (@available) lives on this one class.
+"""The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. Over 300 lines:
+it is the one place where the macros reach Python, one short method per call."""
+
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
 
@@ -14,6 +16,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges, run_state
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
+from python_jobs import crash_points, run_locks
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -309,6 +312,60 @@ class CdcSparkAdapter(SparkAdapter):
         except Exception as error:  # the caller falls back to the metadata tables
             logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
             return None
+
+    @available
+    def cdc_crash_point(self, point: str) -> str:
+        """Die here if CDC_MERGE_CRASH_AT names point (python_jobs/crash_points.py)."""
+        crash_points.crash_point(point)
+        return ""
+
+    @available
+    def cdc_lock_mirror(self, target_table: str) -> str:
+        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py)."""
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            try:
+                run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
+            except run_locks.LockBusy as busy:
+                raise DbtRuntimeError(str(busy)) from None
+        return ""
+
+    @available
+    def cdc_unlock_mirror(self, target_table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
+        return ""
+
+    @available
+    def cdc_try_lock_table(self, table: str) -> bool:
+        """Take the table's lock if no other process (a landing) holds it; never waits."""
+        warehouse = self._warehouse()
+        if warehouse is None:
+            return True
+        try:
+            run_locks.acquire(run_locks.lock_file("table", warehouse, table.lower()), f"table {table}", wait=0)
+        except run_locks.LockBusy:
+            return False
+        return True
+
+    @available
+    def cdc_unlock_table(self, table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("table", warehouse, table.lower()))
+        return ""
+
+    def _warehouse(self) -> Optional[str]:
+        """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        conf = dbt_spark_session(credentials.server_side_parameters).conf
+        location = conf.get(f"spark.sql.catalog.{conf.get('spark.sql.defaultCatalog', 'spark_catalog')}.warehouse", None)
+        if not location or ("://" in location and not location.startswith("file:")):
+            return None
+        return location.removeprefix("file://").removeprefix("file:")
 
     @available
     def cdc_model_checksum(self, target_table: str) -> Optional[str]:

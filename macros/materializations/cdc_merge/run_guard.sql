@@ -1,0 +1,48 @@
+{#
+    What guards one mirror's apply against other runs and tests it against crashes:
+    lock_mirror / unlock_mirror  one process applies a mirror at a time; another waits for it
+                                 (python_jobs/run_locks.py), so both never insert the same new key
+    try_lock_raw_table / unlock_raw_table
+                                 maintenance writes the raw table only while no landing does: two
+                                 processes committing to one Iceberg table of the Hadoop catalog at
+                                 the same instant could lose one commit (check-then-rename)
+    crash_point                  dies here when CDC_MERGE_CRASH_AT names the point
+                                 (python_jobs/crash_points.py, RELIABILITY.md); otherwise nothing
+    On Databend they do nothing: its statements run on the server, not in this process.
+#}
+
+{% macro lock_mirror(target_relation) %}
+    {% if target.type == 'cdc_spark' %}
+        {% do adapter.cdc_lock_mirror(target_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro unlock_mirror(target_relation) %}
+    {% if target.type == 'cdc_spark' %}
+        {% do adapter.cdc_unlock_mirror(target_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro try_lock_raw_table(raw_relation) %}
+    {#- true when this run may write the raw table now (no landing holds it); never waits. -#}
+    {% if target.type == 'cdc_spark' %}
+        {{ return(adapter.cdc_try_lock_table(raw_relation | string)) }}
+    {% endif %}
+    {{ return(true) }}
+{% endmacro %}
+
+
+{% macro unlock_raw_table(raw_relation) %}
+    {% if target.type == 'cdc_spark' %}
+        {% do adapter.cdc_unlock_table(raw_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro crash_point(name) %}
+    {% if target.type == 'cdc_spark' %}
+        {% do adapter.cdc_crash_point(name) %}
+    {% endif %}
+{% endmacro %}

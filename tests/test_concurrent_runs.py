@@ -1,0 +1,136 @@
+"""Runs at the same time (python_jobs/run_locks.py): two `dbt run` processes on one project, a
+landing while the mirrors apply, and a run that finds a mirror or the landing taken by another.
+One wins, the other waits or stops with a message naming the holder; the mirrors and their offsets
+stay correct.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from python_jobs import run_locks
+from reliability.workload import BIN, LANDING_AND_MIRRORS, MAINTAIN, MIRRORS, Workload
+
+MIRRORS_ONLY = ["--select", *MIRRORS.values()]
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6)
+    workload.deliver()
+    first = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    assert first.returncode == 0, first.output[-3000:]
+    yield workload
+    workload.close()
+
+
+def offsets_by_mirror(workload) -> dict[str, list[int]]:
+    ordinals: dict[str, list[int]] = {}
+    for row in workload.offsets():
+        ordinals.setdefault(row["target_table"], []).append(row["offset_ordinal"])
+    return {target: sorted(values) for target, values in ordinals.items()}
+
+
+def test_two_dbt_runs_at_once_land_and_apply_each_change_once(workload):
+    workload.deliver(2)
+    first = workload.start("dbt", ["run", *LANDING_AND_MIRRORS])
+    time.sleep(2)
+    second = workload.start("dbt", ["run", *LANDING_AND_MIRRORS])
+    outputs = [process.communicate(timeout=900)[0] for process in (first, second)]
+
+    assert [first.returncode, second.returncode] == [0, 0], "\n".join(output[-3000:] for output in outputs)
+    assert "in use by another run" in "".join(outputs)
+    assert "concurrentStreamLogUpdate" not in "".join(outputs)
+    comparisons = workload.compare()
+    assert all(c.ok for c in comparisons.values()), [c.details for c in comparisons.values()]
+    # One writer at a time per mirror: no two offset rows of a mirror share an ordinal.
+    for target, ordinals in offsets_by_mirror(workload).items():
+        assert len(ordinals) == len(set(ordinals)), f"{target}: {ordinals}"
+
+
+def test_the_landing_running_while_mirrors_apply_loses_nothing(workload):
+    workload.deliver()
+    landed = workload.run("dbt", ["run", "--select", "raw_events"])
+    assert landed.returncode == 0, landed.output[-3000:]
+    workload.deliver()
+    applying = workload.start("dbt", ["run", *MIRRORS_ONLY])
+    time.sleep(3)
+    landing = subprocess.run(
+        [str(BIN / "cdc-land"), "--config", str(workload.work_dir / "landing.yml"), "--warehouse", str(workload.warehouse)],
+        env=workload.env(), capture_output=True, text=True, timeout=600,
+    )
+    applied_output = applying.communicate(timeout=900)[0]
+
+    assert landing.returncode == 0, landing.stderr[-3000:]
+    assert applying.returncode == 0, applied_output[-3000:]
+    again = workload.run("dbt", ["run", *MIRRORS_ONLY])
+    assert again.returncode == 0, again.output[-3000:]
+    comparisons = workload.compare()
+    assert all(c.ok for c in comparisons.values()), [c.details for c in comparisons.values()]
+
+
+def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload, monkeypatch):
+    workload.deliver()
+    offsets_before = offsets_by_mirror(workload)
+    monkeypatch.setenv(run_locks.LOCK_WAIT, "2")
+    mirror_lock = run_locks.lock_file("mirror", str(workload.warehouse), "mirror.shop_orders")
+    landing_lock = run_locks.lock_file("landing", str(workload.work_dir / "checkpoint"), "checkpoint")
+    run_locks.acquire(mirror_lock, "mirror.shop_orders in the test")
+    run_locks.acquire(landing_lock, "the landing in the test")
+    try:
+        env = {**workload.env(), run_locks.LOCK_WAIT: "2"}
+        landing = subprocess.run(
+            [str(BIN / "cdc-land"), "--config", str(workload.work_dir / "landing.yml"), "--warehouse", str(workload.warehouse)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+        process = subprocess.run(
+            workload.command("dbt", ["run", "--select", "shop_orders"]), cwd=workload.project_dir,
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        run_locks.release(mirror_lock)
+        run_locks.release(landing_lock)
+
+    assert landing.returncode == 2
+    assert f"the landing checkpoint {workload.work_dir / 'checkpoint'} is in use by another run (pid {os.getpid()}" in landing.stderr
+    assert process.returncode != 0
+    assert f"mirror mirror.shop_orders is in use by another run (pid {os.getpid()}" in process.stdout
+    assert "this run changed nothing of it. Run again once that run ends" in process.stdout
+    assert offsets_by_mirror(workload) == offsets_before
+    # A landing holding the raw table: a mirror's maintenance leaves the raw table for later, and the run goes on.
+    table_lock = run_locks.lock_file("table", str(workload.warehouse), "cdc_raw.raw_events")
+    run_locks.acquire(table_lock, "the raw table in the test")
+    try:
+        maintained = workload.run("dbt", ["run", "--select", "shop_orders", *MAINTAIN])
+    finally:
+        run_locks.release(table_lock)
+    assert maintained.returncode == 0, maintained.output[-3000:]
+    assert "cdc_raw.raw_events: a landing is writing it; left for the next maintenance" in maintained.output
+    # Released, the next run lands and applies as usual.
+    healed = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    assert healed.returncode == 0, healed.output[-3000:]
+    assert all(c.ok for c in workload.compare().values())
+
+
+def test_a_lost_commit_race_says_what_failed_and_that_nothing_was_committed(spark):
+    """Iceberg refuses to publish a branch when main moved after it was made (another run's commit);
+    the error dbt shows names that exception, not only Py4J's "An error occurred while calling o55.sql."."""
+    from dbt.adapters.cdc_spark.connections import engine_error_message
+
+    spark.sql("create namespace if not exists race")
+    spark.sql("create or replace table race.mirror (id bigint) using iceberg")
+    spark.sql("insert into race.mirror values (1)")
+    spark.sql("alter table race.mirror create branch cdc_merge_batch")
+    spark.sql("insert into race.mirror.branch_cdc_merge_batch values (2)")
+    spark.sql("insert into race.mirror values (3)")  # the other run's commit on main
+    with pytest.raises(Exception) as raised:
+        spark.sql("call system.fast_forward('race.mirror', 'main', 'cdc_merge_batch')")
+
+    message = engine_error_message(raised.value)
+    assert "Cannot fast-forward: main is not an ancestor of cdc_merge_batch" in message
+    assert "Nothing of this statement was committed and the mirror's offset did not advance: run again." in message
+    assert sorted(row.id for row in spark.table("race.mirror").collect()) == [1, 3]

@@ -1,0 +1,53 @@
+"""The bounded part of the crash suite (reliability/crashes.py runs all points): a `dbt run` or
+`cdc-run` process killed at a named crash point (python_jobs/crash_points.py), then one plain
+`dbt run`, leaves every mirror equal to the oracle of the delivered events.
+
+Each point is a real process with its own SparkSession, killed with SIGKILL with its JVM.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from python_jobs import crash_points
+from reliability.crashes import crash_and_heal
+from reliability.workload import LANDING_AND_MIRRORS, Workload
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    workload = Workload(tmp_path_factory.mktemp("crashes") / "suite", waves=6)
+    workload.deliver()
+    first = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    assert first.returncode == 0, first.output[-3000:]
+    assert all(comparison.ok for comparison in workload.compare().values())
+    yield workload
+    workload.close()
+
+
+@pytest.mark.parametrize(
+    "point, driver",
+    [
+        # The landing dies while the raw table's data files are written, before their commit.
+        ("landing-raw-write", "dbt"),
+        # A mirror's batch is on its branch, not yet published; in cdc-run's process.
+        ("apply-before-publish", "cdc-run"),
+        # A full refresh dies once the new mirror holds the first chunk, before any offset of its own:
+        # the rerun must rebuild from the start of the log, not resume from the old offset.
+        ("full-refresh-before-offset", "dbt"),
+    ],
+)
+def test_a_run_killed_at_a_crash_point_is_healed_by_the_next_run(workload, point, driver):
+    trial = crash_and_heal(workload, point, driver)
+
+    assert trial.interrupted, f"the run was not killed at {point}"
+    assert trial.heal_succeeded, trial.details
+    assert (trial.rows_lost, trial.rows_duplicated, trial.rows_wrong) == (0, 0, 0), trial.details
+
+
+def test_a_crash_point_is_reached_only_when_named_and_at_the_visit_asked(monkeypatch):
+    monkeypatch.delenv(crash_points.CRASH_AT, raising=False)
+    assert not crash_points.armed("apply-before-offset")
+    monkeypatch.setenv(crash_points.CRASH_AT, "apply-before-offset@3")
+    assert [crash_points.armed("apply-before-offset") for _ in range(4)] == [False, False, True, False]
+    assert not crash_points.armed("maintenance")
