@@ -27,7 +27,7 @@ DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libp
 # Logs, pids, chosen ports, the catalog database and the warehouse of `make cluster-up`.
 CLUSTER_DIR ?= $(CURDIR)/cluster
 
-.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean cluster-up cluster-down cluster-status cluster-demo
+.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean reliability cluster-up cluster-down cluster-status cluster-demo
 
 venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
 
@@ -96,6 +96,13 @@ PYTEST_WORKERS ?= 2
 
 pytest: venv check-java test-dbs
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
+
+# The full reliability suite behind RELIABILITY.md (about 1.5 hours on 2 cores): crash points and random
+# kills, the run locks under overlapping runs, hostile input. make test runs a bounded part of each.
+reliability: venv check-java test-dbs
+	$(BIN)/python -m reliability.crashes
+	$(BIN)/pytest -n 0 tests/test_concurrent_runs.py
+	$(BIN)/python -m reliability.hostile_input
 
 lint: venv
 	$(BIN)/sqlfluff lint models
