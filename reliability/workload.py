@@ -157,12 +157,13 @@ class Workload:
     def spark(self):
         """A SparkSession (this process's, or a new one) with this warehouse as catalog self.catalog."""
         if self._spark is None:
-            os.environ.setdefault("CDC_MERGE_DRIVER_MEMORY", "2g")
             from pyspark.sql import SparkSession
 
             from python_jobs.landing import io
 
             self._own_session = SparkSession.getActiveSession() is None
+            if self._own_session:  # the suite's own JVM: its tables are small
+                os.environ.setdefault("CDC_MERGE_DRIVER_MEMORY", "2g")
             self._spark = io.spark_session("cdc_merge_reliability", str(self.warehouse))
             for name, value in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "hadoop",
                                 ".warehouse": str(self.warehouse), ".cache-enabled": "false"}.items():

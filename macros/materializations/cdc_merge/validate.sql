@@ -95,7 +95,7 @@
     {#- With format: debezium the landing model's config lands only the tables under 'tables:' (Debezium values carry no key). -#}
     {% for node_id in model.depends_on.nodes %}
         {% set landing_config = (graph.nodes.get(node_id) or {}).get('config', {}).get('landing_config') %}
-        {% set landing = adapter.cdc_landing_tables(landing_config) if landing_config else none %}
+        {% set landing = adapter.cdc_landing_tables(landing_config) if (landing_config and target.type in ['cdc_spark', 'cdc_databend']) else none %}
         {% if landing is not none and landing.format == 'debezium' and landing.tables and source_table | lower not in landing.tables %}
             {% do exceptions.raise_compiler_error(fail_prefix ~ "source_table " ~ source_table ~ " is not captured by the landing config " ~ landing.path ~ " (format debezium lands only the tables under 'tables:': " ~ landing.tables | join(', ') ~ "): add " ~ source_table ~ " there with its key columns, or fix source_table.") %}
         {% endif %}
