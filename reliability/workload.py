@@ -162,9 +162,14 @@ class Workload:
             from python_jobs.landing import io
 
             self._own_session = SparkSession.getActiveSession() is None
+            memory = os.environ.get("CDC_MERGE_DRIVER_MEMORY")
             if self._own_session:  # the suite's own JVM: its tables are small
                 os.environ.setdefault("CDC_MERGE_DRIVER_MEMORY", "2g")
-            self._spark = io.spark_session("cdc_merge_reliability", str(self.warehouse))
+            try:
+                self._spark = io.spark_session("cdc_merge_reliability", str(self.warehouse))
+            finally:  # the setting is for this session only, not for what runs later in the process
+                if memory is None:
+                    os.environ.pop("CDC_MERGE_DRIVER_MEMORY", None)
             for name, value in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "hadoop",
                                 ".warehouse": str(self.warehouse), ".cache-enabled": "false"}.items():
                 self._spark.conf.set(f"spark.sql.catalog.{self.catalog}{name}", value)

@@ -14,13 +14,14 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges, run_state
+from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
-from python_jobs import crash_points, run_locks
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
+from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
+from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
 
 if TYPE_CHECKING:
     import agate
@@ -35,7 +36,7 @@ _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(SparkAdapter):
+class CdcSparkAdapter(RunStateMethods, RunGuardMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
@@ -249,132 +250,6 @@ class CdcSparkAdapter(SparkAdapter):
         return position_deletes.delete_rows(
             spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
         )
-
-    @available
-    def cdc_idle_state(self, invocation_id: str, offsets_table: str, raw_table: str, target_table: str) -> Optional[Dict[str, Any]]:
-        """What idle.sql decides on: the mirror's newest offset and the raw table's current snapshot
-        (each read once per invocation, run_state.py; the snapshot and the mirror's metadata from
-        Iceberg's metadata in the JVM); None
-        when the SparkSession is not in this process or the mirror's metadata cannot be read."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
-        mirror = run_state.mirror_metadata(spark, target_table)
-        if mirror is None:
-            return None
-        state = run_state.STATE
-        return {
-            "offset_snapshot": state.newest_offset(invocation_id, offsets_table, target_table, self._query_rows),
-            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, lambda: run_state.current_snapshot(spark, raw_table)),
-            "mirror": mirror,
-        }
-
-    def _query_rows(self, sql: str) -> List[Dict[str, Any]]:
-        _, table = self.execute(sql, fetch=True)
-        return [dict(zip(table.column_names, row)) for row in table.rows]
-
-    @available
-    def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
-        return run_state.STATE.first_time(invocation_id, key)
-
-    @available
-    def cdc_keep_idle_run(self, row: Dict[str, Any]) -> None:
-        run_state.STATE.add_idle_run(dict(row))
-
-    @available
-    def cdc_idle_runs_left_unwritten(self, invocation_id: str) -> List[Dict[str, Any]]:
-        return run_state.STATE.runs_left_unwritten(invocation_id)
-
-    @available
-    def cdc_idle_runs_to_write(self, invocation_id: str, selected: List[str], nodes: Dict[str, Any]) -> List[Dict[str, Any]]:
-        return run_state.STATE.runs_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes))
-
-    @available
-    def cdc_table_metadata(self, table: str) -> Optional[Dict[str, Any]]:
-        """A table's files, snapshots and model checksum from Iceberg's metadata in the JVM
-        (run_state.mirror_metadata): what maintenance_due needs, without a statement; None when
-        the SparkSession is not in this process or the table cannot be read so."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        return run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), table)
-
-    @available
-    def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:
-        """The table's current snapshot and its snapshots, without a statement (run_state.snapshot_log);
-        None when the SparkSession is not in this process or the table cannot be read so."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        try:
-            return run_state.snapshot_log(dbt_spark_session(credentials.server_side_parameters), table)
-        except Exception as error:  # the caller falls back to the metadata tables
-            logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
-            return None
-
-    @available
-    def cdc_crash_point(self, point: str) -> str:
-        """Die here if CDC_MERGE_CRASH_AT names point (python_jobs/crash_points.py)."""
-        crash_points.crash_point(point)
-        return ""
-
-    @available
-    def cdc_lock_mirror(self, target_table: str) -> str:
-        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py)."""
-        warehouse = self._warehouse()
-        if warehouse is not None:
-            try:
-                run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
-            except run_locks.LockBusy as busy:
-                raise DbtRuntimeError(str(busy)) from None
-        return ""
-
-    @available
-    def cdc_unlock_mirror(self, target_table: str) -> str:
-        warehouse = self._warehouse()
-        if warehouse is not None:
-            run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
-        return ""
-
-    @available
-    def cdc_try_lock_table(self, table: str) -> bool:
-        """Take the table's lock if no other process (a landing) holds it; never waits."""
-        warehouse = self._warehouse()
-        if warehouse is None:
-            return True
-        try:
-            run_locks.acquire(run_locks.lock_file("table", warehouse, table.lower()), f"table {table}", wait=0)
-        except run_locks.LockBusy:
-            return False
-        return True
-
-    @available
-    def cdc_unlock_table(self, table: str) -> str:
-        warehouse = self._warehouse()
-        if warehouse is not None:
-            run_locks.release(run_locks.lock_file("table", warehouse, table.lower()))
-        return ""
-
-    def _warehouse(self) -> Optional[str]:
-        """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        conf = dbt_spark_session(credentials.server_side_parameters).conf
-        location = conf.get(f"spark.sql.catalog.{conf.get('spark.sql.defaultCatalog', 'spark_catalog')}.warehouse", None)
-        if not location or ("://" in location and not location.startswith("file:")):
-            return None
-        return location.removeprefix("file://").removeprefix("file:")
-
-    @available
-    def cdc_model_checksum(self, target_table: str) -> Optional[str]:
-        """The checksum of the model SQL the mirror was last checked against (run_state.py)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        mirror = run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
-        return mirror["model_checksum"] if mirror else None
 
     @classmethod
     def type(cls) -> str:

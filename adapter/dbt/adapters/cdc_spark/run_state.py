@@ -147,7 +147,7 @@ def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
         "small_data_files": _small_data_files(iceberg_table),
         "data_files": int(data_files),
         "delete_files": int(delete_files),
-        "older_snapshot_ages_seconds": [int(max(0, now_ms - millis) // 1000) for millis in older],
+        "older_snapshot_ages_seconds": [max(0.0, now_ms - millis) / 1000 for millis in older],
         "model_checksum": iceberg_table.properties().get(MODEL_CHECKSUM_PROPERTY),
     }
 

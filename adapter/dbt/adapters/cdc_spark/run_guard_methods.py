@@ -1,0 +1,72 @@
+"""The adapter methods behind run_guard.sql: one process applies a mirror at a time, maintenance
+writes the raw table only while no landing does, and the named crash points
+(python_jobs/run_locks.py, python_jobs/crash_points.py, RELIABILITY.md). A mixin of CdcSparkAdapter."""
+
+from typing import Optional
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.cdc_spark.python_session import dbt_spark_session
+
+from python_jobs import crash_points, run_locks
+
+
+class RunGuardMethods(metaclass=AdapterMeta):
+    """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    @available
+    def cdc_crash_point(self, point: str) -> str:
+        """Die here if CDC_MERGE_CRASH_AT names point (python_jobs/crash_points.py)."""
+        crash_points.crash_point(point)
+        return ""
+
+    @available
+    def cdc_lock_mirror(self, target_table: str) -> str:
+        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py)."""
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            try:
+                run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
+            except run_locks.LockBusy as busy:
+                raise DbtRuntimeError(str(busy)) from None
+        return ""
+
+    @available
+    def cdc_unlock_mirror(self, target_table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
+        return ""
+
+    @available
+    def cdc_try_lock_table(self, table: str) -> bool:
+        """Take the table's lock if no other process (a landing) holds it; never waits."""
+        warehouse = self._warehouse()
+        if warehouse is None:
+            return True
+        try:
+            run_locks.acquire(run_locks.lock_file("table", warehouse, table.lower()), f"table {table}", wait=0)
+        except run_locks.LockBusy:
+            return False
+        return True
+
+    @available
+    def cdc_unlock_table(self, table: str) -> str:
+        warehouse = self._warehouse()
+        if warehouse is not None:
+            run_locks.release(run_locks.lock_file("table", warehouse, table.lower()))
+        return ""
+
+    def _warehouse(self) -> Optional[str]:
+        """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        conf = dbt_spark_session(credentials.server_side_parameters).conf
+        location = conf.get(f"spark.sql.catalog.{conf.get('spark.sql.defaultCatalog', 'spark_catalog')}.warehouse", None)
+        if not location or ("://" in location and not location.startswith("file:")):
+            return None
+        return location.removeprefix("file://").removeprefix("file:")
