@@ -1,5 +1,6 @@
-"""The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. Over 300 lines:
-it is the one place where the macros reach Python, one short method per call."""
+"""The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. The
+methods of the idle check and shared run state (run_state_methods.py) and of the run guards
+(run_guard_methods.py) are mixins of their own."""
 
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
