@@ -5,7 +5,8 @@ lost power (SIGKILL of this process and of its Spark JVM), so the reliability su
     CDC_MERGE_CRASH_AT=apply-before-offset dbt run     # dies after a mirror's writes, before its offset
 
 The points (RELIABILITY.md lists them): landing-raw-write, landing-before-checkpoint,
-apply-before-publish, apply-before-offset, full-refresh-before-offset, maintenance.
+apply-before-publish, apply-before-offset, full-refresh-before-offset, maintenance,
+capture-before-confirm.
 `<point>@N` dies the N-th time the point is reached in this process (default the first).
 Unset, every check is one dictionary lookup.
 """
@@ -19,7 +20,8 @@ import time
 from pathlib import Path
 
 CRASH_AT = "CDC_MERGE_CRASH_AT"
-POINTS = (
+# Reached by dbt run and cdc-run (reliability/crashes.py kills each of them at every one).
+PIPELINE_POINTS = (
     "landing-raw-write",
     "landing-before-checkpoint",
     "apply-before-publish",
@@ -27,6 +29,8 @@ POINTS = (
     "full-refresh-before-offset",
     "maintenance",
 )
+# Reached by the capture commands (tests/test_capture_faults.py).
+CAPTURE_POINTS = ("capture-before-confirm",)
 _reached: dict[str, int] = {}
 _lock = threading.Lock()
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from python_jobs.crash_points import POINTS
+from python_jobs.crash_points import PIPELINE_POINTS
 from reliability.workload import LANDING_AND_MIRRORS, MAINTAIN, MIRRORS, Workload, to_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "crashes.json"
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("crashes: the first run failed; see its output above")
         baseline = first.seconds
         # Named and random points interleaved, so a run cut short has both kinds.
-        named = [(point, driver, None) for point in POINTS for driver in DRIVERS]
+        named = [(point, driver, None) for point in PIPELINE_POINTS for driver in DRIVERS]
         randoms = [("random", rng.choice(DRIVERS), round(rng.uniform(1.0, 0.6 * baseline), 1)) for _ in range(args.random)]
         every = max(1, len(randoms) // len(named))
         for point in named:

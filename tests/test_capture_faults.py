@@ -153,6 +153,20 @@ def test_postgres_restart_mid_stream_is_a_clear_error_and_the_next_run_loses_not
     assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 61))
 
 
+def test_a_capture_killed_between_its_file_and_the_slot_confirm_writes_no_change_twice(postgres, tmp_path):
+    pg_setup(postgres, 5)
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    pg_insert(postgres, 6, 10)
+    killed = capture("postgres", *pg_args(postgres, tmp_path), env={"CDC_MERGE_CRASH_AT": "capture-before-confirm"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 11))  # the file is there, the slot still has them
+
+    pg_insert(postgres, 11, 12)
+    result = capture("postgres", *pg_args(postgres, tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 13))
+
+
 def test_a_dropped_replication_slot_is_a_clear_error(postgres, tmp_path):
     pg_setup(postgres, 3)
     assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0

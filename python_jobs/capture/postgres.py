@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from python_jobs import crash_points
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
@@ -67,6 +68,8 @@ class PostgresCapture:
         self.config = config
         self.output = OutputFolder(config.out)
         self.summary = CaptureSummary()
+        # The state as last written; its written_lsn is the last commit already in a file.
+        self.state: dict = {}
         try:
             self.connection = psycopg2.connect(config.dsn)
         except psycopg2.Error as error:
@@ -183,18 +186,24 @@ class PostgresCapture:
             peeked = list(transactions(cursor.fetchall()))
         if not peeked:
             return 0
+        # A capture stopped between its file and the slot's confirm sees these transactions again.
+        written_through = parse_lsn(self.state["written_lsn"]) if self.state.get("written_lsn") else 0
+        unwritten = [tx for tx in peeked if tx.commit_lsn > written_through]
         processed_ms = int(time.time() * 1000)
         # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
         self.table_columns = self._table_columns()
         names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
-        events = [event for tx in peeked for event in change_events(tx, self.database, names, processed_ms)]
+        events = [event for tx in unwritten for event in change_events(tx, self.database, names, processed_ms)]
         last_commit = peeked[-1].commit_lsn
         if events:
             first = events[0]["source"]["lsn"]
             self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
             self.summary.files += 1
             self.summary.events += len(events)
-        self.summary.transactions += len(peeked)
+        if unwritten:
+            self.write_state({**self.state, "written_lsn": lsn_text(last_commit)})
+        self.summary.transactions += len(unwritten)
+        crash_points.crash_point("capture-before-confirm")
         # Only now, with the file on disk, may the slot forget these transactions.
         with self.connection.cursor() as cursor:
             cursor.execute(
@@ -202,6 +211,10 @@ class PostgresCapture:
                 (self.config.slot, lsn_text(last_commit), *options),
             )
         return len(peeked)
+
+    def write_state(self, state: dict) -> None:
+        write_state(self.config.state, state)
+        self.state = state
 
     def close(self) -> None:
         self.connection.close()
@@ -237,11 +250,12 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         state = read_state(config.state)
         if state and state.get("slot") != config.slot:
             raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
+        capture.state = state
         if not state.get("snapshot_done"):
             if capture.slot_exists():  # left by a capture that died during its snapshot
                 capture.drop_slot()
             position = capture.snapshot()
-            write_state(config.state, {"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
+            capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
             log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
         elif not capture.slot_exists():
             raise CaptureError(
