@@ -130,8 +130,11 @@ class Soak:
     def table_state(self, table: str) -> dict:
         from dbt.adapters.cdc_spark.run_state import mirror_metadata
 
-        state = mirror_metadata(self.spark, table) or {}
-        return {name: state.get(name) for name in ("data_files", "delete_files", "snapshots")}
+        state = mirror_metadata(self.spark, table)
+        if state is None:
+            return {"data_files": None, "delete_files": None, "snapshots": None}
+        return {"data_files": state["data_files"], "delete_files": state["delete_files"],
+                "snapshots": len(state["older_snapshot_ages_seconds"]) + 1}
 
     def cycle(self, number: int, events_per_cycle: int, phase: str) -> dict:
         events = self.sources.next_events(events_per_cycle)
