@@ -3,7 +3,8 @@ and the landing of Debezium files, each by `dbt run` on the `local` target (embe
 SparkSession, Hadoop catalog) and on the `cluster` target (cdc-cluster: Thrift server, two
 workers, JDBC catalog on PostgreSQL, the landing spark-submitted).
 
-    .venv/bin/python benchmarks/cluster.py --target-rows 1000000 --batch-events 100000 --landing-events 200000
+    .venv/bin/python benchmarks/cluster.py --scenarios 10000000:1000000,30000000:10000 --landing-events 1000000
+    .venv/bin/python benchmarks/cluster.py --scenarios 1000000:100000 --landing-events 200000   # short
 
 Both mirrors are set up the same way as in run.py (created by the product from an empty log, filled
 in bulk, offset at the snapshot; cluster_fill.py), the embedded one by this process's session, the
@@ -39,14 +40,22 @@ MIRROR = "bench_items"
 
 def arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target-rows", type=int, default=1_000_000)
-    parser.add_argument("--batch-events", type=int, default=100_000)
-    parser.add_argument("--landing-events", type=int, default=200_000)
+    parser.add_argument("--scenarios", default="10000000:1000000,30000000:10000",
+                        help="apply scenarios, ROWS:EVENTS comma-separated: a mirror of ROWS rows, then one batch of EVENTS")
+    parser.add_argument("--landing-events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2, help="apply runs per target (reset between); the best counts")
-    parser.add_argument("--driver-memory", default=os.environ.get("CDC_MERGE_DRIVER_MEMORY", "2g"))
+    parser.add_argument("--driver-memory", default=os.environ.get("CDC_MERGE_DRIVER_MEMORY", "2g"),
+                        help="the embedded session's and the Thrift server's driver memory")
+    parser.add_argument("--worker-memory", default="2g", help="memory of each of the two workers")
+    parser.add_argument("--executor-memory", default="1g", help="the Thrift server's executors")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc-merge-bench-cluster"))
     parser.add_argument("--results", type=Path, default=HERE / "results" / "cluster.json")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        args.scenarios = [tuple(int(n) for n in part.split(":")) for part in args.scenarios.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--scenarios {args.scenarios!r}: write ROWS:EVENTS pairs, e.g. 10000000:1000000,30000000:10000")
+    return args
 
 
 class Side:
@@ -108,6 +117,7 @@ class ClusterBench:
     def __init__(self, args: argparse.Namespace, state: cli.ClusterState):
         self.work = args.work_dir
         self.state = state
+        self.executor_memory = args.executor_memory
         os.environ["CDC_MERGE_WAREHOUSE"] = str(self.work / "warehouse")
         from pyspark.sql import SparkSession
 
@@ -120,7 +130,7 @@ class ClusterBench:
 
     def submit(self, *arguments) -> None:
         """cluster_fill.py as an application on the cluster, its catalog the Thrift server's."""
-        conf = {**spark_conf.application_conf(self.state.master_url, "1g", cores=2),
+        conf = {**spark_conf.application_conf(self.state.master_url, self.executor_memory, cores=2),
                 **spark_conf.jdbc_catalog_conf(self.state.catalog_uri, self.state.catalog_user, self.state.warehouse),
                 "spark.jars": ",".join(spark_conf.cluster_jars()), "spark.driver.memory": "1g",
                 "spark.pyspark.python": sys.executable}
@@ -143,24 +153,30 @@ def main(argv=None) -> int:
     folder = args.work_dir / "cluster"
     print(f"== cdc-cluster up in {folder}", flush=True)
     state = cli.up(folder, folder / "warehouse", dict.fromkeys(("catalog", "master", "master_webui", "thrift"), 0),
-                   worker_cores=2, worker_memory="2g", driver_memory=args.driver_memory, executor_memory="1g")
-    results: dict = {"target_rows": args.target_rows, "batch_events": args.batch_events,
-                     "landing_events": args.landing_events, "apply": {}, "landing": {}}
+                   worker_cores=2, worker_memory=args.worker_memory, driver_memory=args.driver_memory,
+                   executor_memory=args.executor_memory)
+    from run import machine
+
+    results: dict = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+                     "landing_events": args.landing_events, "apply": [], "landing": {}}
     try:
         os.environ.update(state.env())
         bench = ClusterBench(args, state)
-        sides = [Side(bench, "local", "embedded"), Side(bench, "cluster", "cluster")]
-        expected = datagen.expected_batch_counts(args.batch_events)
-        for side in sides:
-            print(f"== {side.target}: mirror of {args.target_rows:,} rows, then {args.batch_events:,} events", flush=True)
-            side.set_up(args.target_rows)
-            side.add_batch(args.target_rows, args.batch_events)
-            runs = []
-            for _ in range(args.rounds):
-                runs.append(side.apply(expected))
-                print(f"   apply: {runs[-1]}", flush=True)
-                side.reset()
-            results["apply"][side.target] = {"runs": runs, "best_seconds": min(run["seconds"] for run in runs)}
+        for number, (target_rows, batch_events) in enumerate(args.scenarios):
+            scenario = {"target_rows": target_rows, "batch_events": batch_events}
+            expected = datagen.expected_batch_counts(batch_events)
+            for side in (Side(bench, "local", f"embedded_{number}"), Side(bench, "cluster", f"cluster_{number}")):
+                print(f"== {side.target}: mirror of {target_rows:,} rows, then {batch_events:,} events", flush=True)
+                side.set_up(target_rows)
+                side.add_batch(target_rows, batch_events)
+                runs = []
+                for _ in range(args.rounds):
+                    runs.append(side.apply(expected))
+                    print(f"   apply: {runs[-1]}", flush=True)
+                    side.reset()
+                scenario[side.target] = {"runs": runs, "best_seconds": min(run["seconds"] for run in runs)}
+            results["apply"].append(scenario)
+        sides = [Side(bench, "local", "embedded_landing"), Side(bench, "cluster", "cluster_landing")]
 
         inbox = args.work_dir / "landing_inbox"
         files = datagen.write_debezium_files(inbox, args.landing_events)
@@ -183,17 +199,21 @@ def main(argv=None) -> int:
 
 
 def print_table(results: dict) -> None:
-    apply, landing = results["apply"], results["landing"]
+    landing = results["landing"]
     rows = [
-        [f"apply: {results['batch_events']:,} events into {results['target_rows']:,} rows (dbt run, best of runs)",
-         f"{apply['local']['best_seconds']:.1f}", f"{apply['cluster']['best_seconds']:.1f}",
-         f"{apply['cluster']['best_seconds'] / apply['local']['best_seconds']:.2f}x"],
-        [f"landing: {results['landing_events']:,} Debezium events (dbt run of raw_events)",
-         f"{landing['local']['seconds']:.1f}", f"{landing['cluster']['seconds']:.1f}",
-         f"{landing['cluster']['seconds'] / landing['local']['seconds']:.2f}x"],
+        [f"apply: {scenario['batch_events']:,} events into {scenario['target_rows']:,} rows (dbt run, best of runs)",
+         f"{scenario['local']['best_seconds']:.1f}", f"{scenario['cluster']['best_seconds']:.1f}",
+         f"{scenario['cluster']['best_seconds'] / scenario['local']['best_seconds']:.2f}x"]
+        for scenario in results["apply"]
     ]
+    rows.append([f"landing: {results['landing_events']:,} Debezium events (dbt run of raw_events)",
+                 f"{landing['local']['seconds']:.1f}", f"{landing['cluster']['seconds']:.1f}",
+                 f"{landing['cluster']['seconds'] / landing['local']['seconds']:.2f}x"])
+    print(f"machine: {results['machine']}")
     print(format_table(["", "embedded s", "cluster s", "cluster / embedded"], rows, right={1, 2, 3}))
-    print(f"deletes on the cluster: {apply['cluster']['runs'][0]['deletes']}, embedded: {apply['local']['runs'][0]['deletes']}")
+    for scenario in results["apply"]:
+        print(f"deletes at {scenario['target_rows']:,} rows: cluster {scenario['cluster']['runs'][0]['deletes']}, "
+              f"embedded {scenario['local']['runs'][0]['deletes']}")
 
 
 if __name__ == "__main__":
