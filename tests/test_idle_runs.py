@@ -1,13 +1,17 @@
 """The idle check (macros/materializations/cdc_merge/idle.sql): a mirror with nothing new since
-its offset costs no statement of its own; a mirror that is missing, full-refreshed, whose model
-SQL changed or whose maintenance threshold is crossed still takes the full path."""
+its offset costs no statement of its own on Spark and a few small ones on Databend; a mirror that
+is missing, full-refreshed, whose model SQL changed or whose maintenance threshold is crossed still
+takes the full path."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from dbt.adapters.cdc_spark.raw_ranges import RANGES
 
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
+from conftest import make_project
 from test_materialization import record_statements
 from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
 
@@ -15,6 +19,9 @@ from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
 # cdc_merge_runs INSERT (with its create-if-missing). The raw table's current snapshot and the
 # mirrors' files and snapshots come from Iceberg's metadata, without a statement.
 IDLE_INVOCATION_STATEMENTS = 3
+# On Databend, per idle mirror: its newest offset, the raw table's current snapshot, its model
+# checksum, its maintenance state and its cdc_merge_runs row.
+DATABEND_IDLE_MIRROR_STATEMENTS = 5
 
 
 def own_statements(statements: list[str]) -> list[str]:
@@ -28,15 +35,32 @@ def runs_rows(project) -> list[dict]:
         f"from {project.schema}.cdc_merge_runs order by finished_at, target_table")
 
 
-@pytest.fixture
-def shop(dbt_project):
+def applied_once(project):
     """The three shop mirrors, applied once from one landed wave."""
     _, waves = build_waves(3, events=400, waves=2, connector="postgresql", snapshot_rows=20)
-    write_wave(waves[0], dbt_project.inbox)
-    dbt_project.land(KEYS)
-    dbt_project.dbt("run", "--select", *SHOP_MODELS)
-    dbt_project.waves = waves
-    return dbt_project
+    write_wave(waves[0], project.inbox)
+    project.land(KEYS)
+    project.dbt("run", "--select", *SHOP_MODELS)
+    project.waves = waves
+    return project
+
+
+@pytest.fixture
+def shop(dbt_project):
+    return applied_once(dbt_project)
+
+
+@pytest.fixture
+def databend_shop(spark, tmp_path, databend_url):
+    return applied_once(make_project(spark, tmp_path, "databend_local"))
+
+
+def statements_per_model(log: str) -> dict[str, int]:
+    """How many statements dbt logged for each model ("On model.<project>.<name>: <sql>", not its "Close")."""
+    counts: dict[str, int] = {}
+    for name in re.findall(r"On model\.\w+\.(\w+): (?!Close\b)", log):
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def test_an_idle_run_costs_no_statement_per_mirror_and_still_records_a_run_each(shop, monkeypatch):
@@ -114,3 +138,38 @@ def test_a_changed_model_a_full_refresh_and_a_crossed_threshold_take_the_full_pa
     project.spark.sql(f"drop table {orders}")
     project.dbt("run", "--select", "shop_orders")
     assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")
+
+
+def test_an_idle_run_on_databend_takes_a_few_statements_per_mirror_and_writes_nothing_to_it(databend_shop):
+    project = databend_shop
+    before = runs_rows(project)
+    versions = {model: project.table_version(f"{project.schema}.{model}") for model in SHOP_MODELS}
+    logged = len(project.dbt_log())
+    project.dbt("run", "--select", *SHOP_MODELS)
+    log = project.dbt_log()[logged:]
+    assert log.count(": nothing new (offset = current raw snapshot") == 3, log[-3000:]
+    counts = statements_per_model(log)
+    assert all(counts.get(model, 0) <= DATABEND_IDLE_MIRROR_STATEMENTS for model in SHOP_MODELS), counts
+    assert {model: project.table_version(f"{project.schema}.{model}") for model in SHOP_MODELS} == versions
+    idle = [row for row in runs_rows(project) if row not in before]
+    assert sorted(row["target_table"] for row in idle) == sorted(f"{project.schema}.{model}" for model in SHOP_MODELS)
+    assert all(row["chunks"] == 0 and row["events_read"] == 0 for row in idle)
+
+    # New events: every mirror applies them.
+    write_wave(project.waves[1], project.inbox)
+    project.land(KEYS)
+    logged = len(project.dbt_log())
+    project.dbt("run", "--select", *SHOP_MODELS)
+    assert "nothing new" not in project.dbt_log()[logged:]
+    assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
+
+    # A changed model takes the full path: the mirror gets the new column without new events.
+    path = project.project_dir / "models" / "mirrors" / "shop_orders.sql"
+    path.write_text(path.read_text().replace("'status': 'string',", "'status': 'string',\n            'note': 'string',"))
+    logged = len(project.dbt_log())
+    project.dbt("run", "--select", "shop_orders")
+    assert "nothing new" not in project.dbt_log()[logged:]
+    assert "note" in project.query(f"select * from {project.schema}.shop_orders limit 1")[0]
+    logged = len(project.dbt_log())
+    project.dbt("run", "--select", "shop_orders")
+    assert "nothing new" in project.dbt_log()[logged:]

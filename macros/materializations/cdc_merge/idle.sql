@@ -9,6 +9,12 @@
     its maintenance thresholds is crossed: those take the full path, as does every other target.
     The idle run's cdc_merge_runs row is written with the invocation's other idle rows in one
     INSERT, by the last mirror of the invocation to finish (finish_mirror_run).
+
+    On Databend the same conditions take a few small statements of the mirror's own: its newest
+    offset, the raw table's current snapshot, the model checksum (kept as the mirror's table
+    comment), its maintenance state, and its cdc_merge_runs row. The embedded engine cannot join
+    these reads into one statement (scalar subqueries with a limit, and system tables beside
+    fuse_snapshot, fail in its planner).
 #}
 
 {% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
@@ -58,6 +64,44 @@
 {% endmacro %}
 
 
+{% macro databend__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+    {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
+        {{ return(false) }}
+    {% endif %}
+    {#- Bookkeeping tables a mirror from before them lacks: its full path creates them. -#}
+    {% for identifier in [offsets.identifier, cdc_merge.runs_relation(offsets).identifier] %}
+        {% if adapter.get_relation(database=none, schema=offsets.schema, identifier=identifier) is none %}
+            {{ return(false) }}
+        {% endif %}
+    {% endfor %}
+    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
+    {% set offset_snapshot = latest[0]['offset_snapshot'] if latest | length else none %}
+    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)).rows %}
+    {% if offset_snapshot is none or not current | length or offset_snapshot != current[0]['snapshot_id'] %}
+        {{ return(false) }}
+    {% endif %}
+    {% if cdc_merge.stored_model_checksum(target_relation) != cdc_merge.model_checksum(model_sql, cfg) %}
+        {{ log("cdc_merge " ~ target_relation ~ ": model SQL changed since the mirror's columns were checked", info=False) }}
+        {{ return(false) }}
+    {% endif %}
+    {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance) %}
+        {{ return(false) }}
+    {% endif %}
+    {% set nothing = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': 0, 'max_source_ts': none} %}
+    {% do cdc_merge.record_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
+    {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ offset_snapshot ~ ")", info=True) }}
+    {{ return(true) }}
+{% endmacro %}
+
+
+{% macro stored_model_checksum(target_relation) %}
+    {#- Databend keeps no table properties of a user's choosing: the checksum is the mirror's comment. -#}
+    {% set rows = run_query("select comment from system.tables where database = '" ~ target_relation.schema
+        ~ "' and name = '" ~ target_relation.identifier ~ "'").rows %}
+    {% set comment = (rows[0]['comment'] or '') if rows | length else '' %}
+    {{ return(comment[('cdc-merge.model-sql-md5=' | length):] if comment.startswith('cdc-merge.model-sql-md5=') else none) }}
+{% endmacro %}
+
 {% macro model_checksum(model_sql, cfg) %}
     {#- What the mirror's columns depend on: the model's compiled SQL, the delete mode and on_schema_change. -#}
     {{ return(local_md5(model_sql ~ '|deletes=' ~ cfg.deletes ~ '|on_schema_change=' ~ cfg.on_schema_change)) }}
@@ -66,10 +110,14 @@
 
 {% macro remember_model_checksum(target_relation, model_sql, cfg) %}
     {#- After the mirror's columns were checked against the model: the checksum the idle check compares. -#}
+    {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
     {% if target.type == 'cdc_spark' %}
-        {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
         {% if adapter.cdc_model_checksum(target_relation | string) != checksum %}
             {% do run_query("alter table " ~ target_relation ~ " set tblproperties ('cdc-merge.model-sql-md5' = '" ~ checksum ~ "')") %}
+        {% endif %}
+    {% elif target.type in ['databend', 'cdc_databend'] and cfg.change_source == 'changes' %}
+        {% if cdc_merge.stored_model_checksum(target_relation) != checksum %}
+            {% do run_query("alter table " ~ target_relation ~ " comment = 'cdc-merge.model-sql-md5=" ~ checksum ~ "'") %}
         {% endif %}
     {% endif %}
 {% endmacro %}
