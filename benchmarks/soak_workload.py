@@ -21,24 +21,24 @@ class Sources:
 
         self.databases = [ShopSource(random.Random(seed + number)) for number in range(-(-tables // 3))]
         self.tables = [f"shop{number}.{table}" for number in range(len(self.databases)) for table in TABLES][:tables]
-        self.delivered = {number: 0 for number in range(len(self.databases))}
         self.state: dict[str, dict[tuple, dict]] = {table: {} for table in self.tables}
         for database in self.databases:
             database.snapshot(50)
 
     def next_events(self, count: int) -> list:
         """The next `count` events of all databases (renamed to shop<k>.*), oldest first per database,
-        applied to the oracle's state; events of tables beyond --tables are not delivered."""
+        applied to the oracle's state; events of tables beyond --tables are not delivered. Delivered
+        events leave the databases' lists: the soak's own memory stays flat over its cycles."""
         out = []
         share = -(-count // len(self.databases))
         for number, database in enumerate(self.databases):
-            while len(database.events) < self.delivered[number] + share:
+            while len(database.events) < share:
                 database.transaction()
-            for event in database.events[self.delivered[number]:]:
+            for event in database.events:
                 table = event.table.replace("shop.", f"shop{number}.", 1)
                 if table in self.state:
                     out.append(dataclasses.replace(event, table=table))
-            self.delivered[number] = len(database.events)
+            database.events.clear()
         for event in out:
             if event.op == "d":
                 self.state[event.table].pop(event.key, None)

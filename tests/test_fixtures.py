@@ -127,6 +127,11 @@ def test_plain_dbt_spark_reads_the_log_through_iceberg_changelog_view_and_agrees
 
     assert mirrored_products(project) == expected_final_table(fixture)
     assert "call system.create_changelog_view" in project.dbt_log()
+    # Nothing new: the idle check by queries (idle.sql), as on a Thrift server.
+    logged = len(project.dbt_log())
+    project.dbt("run", "--select", "inventory_products", profiles_dir=plain_profiles)
+    assert ": nothing new (offset = current raw snapshot" in project.dbt_log()[logged:]
+    assert mirrored_products(project) == expected_final_table(fixture)
 
     (project.inbox / "part-2.txt").write_text(lines[0])  # an older event again: changes nothing
     project.land(PRODUCTS)

@@ -44,6 +44,8 @@ class ShopSource:
     rows: dict[str, dict[tuple, dict]] = field(default_factory=lambda: {t: {} for t in KEYS})
     deleted: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in KEYS})
     events: list[Event] = field(default_factory=list)
+    # Events recorded so far, the next one's index: a long-running reader takes events off the list.
+    recorded: int = 0
     next_id: int = 1
     clock_ms: int = 1_767_225_600_000  # 2026-01-01T00:00:00Z
     log_position: int = 4_000_000
@@ -175,5 +177,6 @@ class ShopSource:
 
     def _record(self, table, key, op, before, after, position, snapshot=False) -> None:
         self.events.append(
-            Event(len(self.events), table, key, op, before, after, position, self.clock_ms, snapshot)
+            Event(self.recorded, table, key, op, before, after, position, self.clock_ms, snapshot)
         )
+        self.recorded += 1

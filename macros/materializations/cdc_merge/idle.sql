@@ -6,14 +6,15 @@
     files, snapshots and model checksum from its Iceberg metadata without a statement. A mirror
     whose offset is the raw table's current snapshot is done, unless it is missing, a view, being
     full-refreshed, its model SQL is not the one its columns were last checked against, or one of
-    its maintenance thresholds is crossed: those take the full path, as does every other target.
-    The idle run's cdc_merge_runs row is written with the invocation's other idle rows in one
-    INSERT, by the last mirror of the invocation to finish (finish_mirror_run).
+    its maintenance thresholds is crossed: those take the full path. The idle run's
+    cdc_merge_runs row is written with the invocation's other idle rows in one INSERT, by the last
+    mirror of the invocation to finish (finish_mirror_run).
 
-    On Databend the same conditions take a few small statements of the mirror's own: its newest
-    offset, the raw table's current snapshot, the model checksum (kept as the mirror's table
-    comment), its maintenance state, and its cdc_merge_runs row. The embedded engine cannot join
-    these reads into one statement (scalar subqueries with a limit, and system tables beside
+    Elsewhere (Databend, a Thrift server, a plain spark target) the same conditions take a few
+    small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
+    table's current snapshot, the model checksum (a table property on Iceberg, the table comment
+    on Databend), its maintenance state, and its cdc_merge_runs row. The embedded Databend cannot
+    join these reads into one statement (scalar subqueries with a limit, and system tables beside
     fuse_snapshot, fail in its planner).
 #}
 
@@ -27,8 +28,8 @@
 {% endmacro %}
 
 {% macro spark__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {% if adapter.type() != 'cdc_spark' %}
-        {{ return(false) }}
+    {% if not cdc_merge.in_process_session() %}
+        {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
     {% endif %}
     {% do cdc_merge.write_idle_runs(adapter.cdc_idle_runs_left_unwritten(invocation_id)) %}
     {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
@@ -65,6 +66,17 @@
 
 
 {% macro databend__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+    {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
+{% endmacro %}
+
+
+{% macro in_process_session() %}
+    {#- dbt's SparkSession is in this process (cdc_spark, method session): its metadata is read in the JVM. -#}
+    {{ return(adapter.type() == 'cdc_spark' and target.method == 'session') }}
+{% endmacro %}
+
+
+{% macro nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
     {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
         {{ return(false) }}
     {% endif %}
@@ -95,11 +107,36 @@
 
 
 {% macro stored_model_checksum(target_relation) %}
+    {#- The checksum remember_model_checksum stored on the mirror, or none. -#}
+    {{ return(adapter.dispatch('stored_model_checksum', 'cdc_merge')(target_relation)) }}
+{% endmacro %}
+
+{% macro spark__stored_model_checksum(target_relation) %}
+    {% for row in run_query("show tblproperties " ~ target_relation).rows if row['key'] == 'cdc-merge.model-sql-md5' %}
+        {{ return(row['value']) }}
+    {% endfor %}
+    {{ return(none) }}
+{% endmacro %}
+
+{% macro databend__stored_model_checksum(target_relation) %}
     {#- Databend keeps no table properties of a user's choosing: the checksum is the mirror's comment. -#}
     {% set rows = run_query("select comment from system.tables where database = '" ~ target_relation.schema
         ~ "' and name = '" ~ target_relation.identifier ~ "'").rows %}
     {% set comment = (rows[0]['comment'] or '') if rows | length else '' %}
     {{ return(comment[('cdc-merge.model-sql-md5=' | length):] if comment.startswith('cdc-merge.model-sql-md5=') else none) }}
+{% endmacro %}
+
+
+{% macro store_model_checksum_sql(target_relation, checksum) %}
+    {{ return(adapter.dispatch('store_model_checksum_sql', 'cdc_merge')(target_relation, checksum)) }}
+{% endmacro %}
+
+{% macro spark__store_model_checksum_sql(target_relation, checksum) %}
+    alter table {{ target_relation }} set tblproperties ('cdc-merge.model-sql-md5' = '{{ checksum }}')
+{% endmacro %}
+
+{% macro databend__store_model_checksum_sql(target_relation, checksum) %}
+    alter table {{ target_relation }} comment = 'cdc-merge.model-sql-md5={{ checksum }}'
 {% endmacro %}
 
 {% macro model_checksum(model_sql, cfg) %}
@@ -110,15 +147,14 @@
 
 {% macro remember_model_checksum(target_relation, model_sql, cfg) %}
     {#- After the mirror's columns were checked against the model: the checksum the idle check compares. -#}
+    {% if cfg.change_source != 'changes' %}
+        {{ return(none) }}
+    {% endif %}
     {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
-    {% if target.type == 'cdc_spark' %}
-        {% if adapter.cdc_model_checksum(target_relation | string) != checksum %}
-            {% do run_query("alter table " ~ target_relation ~ " set tblproperties ('cdc-merge.model-sql-md5' = '" ~ checksum ~ "')") %}
-        {% endif %}
-    {% elif target.type in ['databend', 'cdc_databend'] and cfg.change_source == 'changes' %}
-        {% if cdc_merge.stored_model_checksum(target_relation) != checksum %}
-            {% do run_query("alter table " ~ target_relation ~ " comment = 'cdc-merge.model-sql-md5=" ~ checksum ~ "'") %}
-        {% endif %}
+    {% set in_process = cdc_merge.in_process_session() %}
+    {% set stored = adapter.cdc_model_checksum(target_relation | string) if in_process else cdc_merge.stored_model_checksum(target_relation) %}
+    {% if stored != checksum %}
+        {% do run_query(cdc_merge.store_model_checksum_sql(target_relation, checksum)) %}
     {% endif %}
 {% endmacro %}
 
