@@ -51,11 +51,23 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc-merge-bench-cluster"))
     parser.add_argument("--results", type=Path, default=HERE / "results" / "cluster.json")
     args = parser.parse_args(argv)
+    if _megabytes(args.worker_memory) < 2 * _megabytes(args.executor_memory):
+        # Otherwise the fill application waits forever for an executor ("has not accepted any resources").
+        parser.error(f"--worker-memory {args.worker_memory} must hold two executors of --executor-memory "
+                     f"{args.executor_memory}: the Thrift server's and the fill application's")
     try:
         args.scenarios = [tuple(int(n) for n in part.split(":")) for part in args.scenarios.split(",") if part.strip()]
     except ValueError:
         parser.error(f"--scenarios {args.scenarios!r}: write ROWS:EVENTS pairs, e.g. 10000000:1000000,30000000:10000")
     return args
+
+
+def _megabytes(size: str) -> int:
+    """Spark's memory sizes as the options take them: 512m, 2g."""
+    units = {"m": 1, "g": 1024}
+    if not size or size[-1].lower() not in units or not size[:-1].isdigit():
+        raise SystemExit(f"cluster.py: memory size {size!r}: write it as Spark does, e.g. 512m or 2g")
+    return int(size[:-1]) * units[size[-1].lower()]
 
 
 class Side:
