@@ -1,7 +1,8 @@
 """The idle check (macros/materializations/cdc_merge/idle.sql): a mirror with nothing new since
-its offset costs no statement of its own on Spark and a few small ones on Databend; a mirror that
-is missing, full-refreshed, whose model SQL changed or whose maintenance threshold is crossed still
-takes the full path."""
+its offset costs no statement of its own in dbt's embedded session and a few small ones on Databend
+(as through a Thrift server: tests/test_cluster.py, test_fixtures.py); a mirror that is missing,
+full-refreshed, whose model SQL changed or whose maintenance threshold is crossed still takes the
+full path."""
 
 from __future__ import annotations
 
