@@ -91,12 +91,11 @@ test-dbs:
 	fi
 
 # Tests use free ports and their own temp folders, so workers do not collide; PYTEST_WORKERS=0 runs them
-# in this process (for a debugger). loadgroup: a module marked xdist_group runs on one worker, so its
-# module-scoped fixture is built once.
+# in this process (for a debugger).
 PYTEST_WORKERS ?= 2
 
 pytest: venv check-java test-dbs
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
 
 # The full reliability suite behind RELIABILITY.md (about 1.5 hours on 2 cores): crash points and random
 # kills, the run locks under overlapping runs, hostile input. make test runs a bounded part of each.

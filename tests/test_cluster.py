@@ -25,11 +25,6 @@ from test_oracle import assert_mirrors_equal_replay, commits_deleting_by_positio
 MIRRORS = {"shop.customers": "shop_customers", "shop.orders": "shop_orders"}
 
 
-# One pytest worker takes the whole module (make test: --dist loadgroup), so the cluster
-# is built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("cluster")
-
-
 @pytest.fixture(scope="module")
 def cluster():
     # Not under pytest's private temporary folder: the catalog's PostgreSQL runs as nobody when root.

@@ -18,11 +18,6 @@ from reliability.workload import BIN, LANDING_AND_MIRRORS, MIRRORS, Workload
 MIRRORS_ONLY = ["--select", *MIRRORS.values()]
 
 
-# One pytest worker takes the whole module (make test: --dist loadgroup), so the workload
-# and its first run are built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("concurrent_runs")
-
-
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory):
     workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6)

@@ -14,11 +14,6 @@ from reliability.crashes import crash_and_heal
 from reliability.workload import LANDING_AND_MIRRORS, Workload
 
 
-# One pytest worker takes the whole module (make test: --dist loadgroup), so the workload
-# and its first run are built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("crash_points")
-
-
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory):
     workload = Workload(tmp_path_factory.mktemp("crashes") / "suite", waves=6)

@@ -21,11 +21,6 @@ PAGE_ROWS = 100  # small pages, so a 1,000-row result needs ten of them
 AUTH = ("root", "")
 
 
-# One pytest worker takes the whole module (make test: --dist loadgroup), so the Databend server
-# is built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("databend_local")
-
-
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
     with serve(tmp_path_factory.mktemp("databend_local"), page_rows=PAGE_ROWS) as endpoint:
