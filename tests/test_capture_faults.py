@@ -76,6 +76,16 @@ def captured_ids(out: Path) -> list[int]:
     return ids
 
 
+def ids_moved_on_and_left(tmp_path: Path, out: Path) -> list[int]:
+    """The ids of the files moved on to tmp_path (as the landing would take them) and of those still in out."""
+    every = tmp_path / "every_file"
+    every.mkdir()
+    for path in [*tmp_path.glob("*.json"), *out.glob("*.json")]:
+        if path.name != "state.json":
+            shutil.move(str(path), every / path.name)
+    return captured_ids(every)
+
+
 def positions(out: Path) -> list[str]:
     found = []
     for path in sorted(out.glob("*.json")):
@@ -192,12 +202,7 @@ def test_postgres_capture_into_a_full_folder_fails_clearly_and_the_next_run_lose
             shutil.move(str(path), tmp_path / path.name)
     result = capture("postgres", *pg_args(postgres, tmp_path, out))
     assert result.returncode == 0, result.stderr
-    moved = tmp_path / "moved"
-    moved.mkdir()
-    for path in [*tmp_path.glob("*.json"), *out.glob("*.json")]:
-        if path.name != "state.json":
-            shutil.move(str(path), moved / path.name)
-    assert sorted(captured_ids(moved)) == list(range(1, 401))
+    assert sorted(ids_moved_on_and_left(tmp_path, out)) == list(range(1, 401))
 
 
 def test_postgres_password_only_from_the_environment_and_never_printed(postgres, tmp_path):
@@ -296,12 +301,7 @@ def test_mariadb_capture_into_a_full_folder_fails_clearly_and_the_next_run_loses
             shutil.move(str(path), tmp_path / path.name)
     result = capture("mysql", *my_args(mariadb, tmp_path, out))
     assert result.returncode == 0, result.stderr
-    moved = tmp_path / "moved"
-    moved.mkdir()
-    for path in [*tmp_path.glob("*.json"), *out.glob("*.json")]:
-        if path.name != "state.json":
-            shutil.move(str(path), moved / path.name)
-    assert sorted(captured_ids(moved)) == list(range(1, 401))
+    assert sorted(ids_moved_on_and_left(tmp_path, out)) == list(range(1, 401))
 
 
 def test_mariadb_wrong_password_is_a_clear_error_that_never_prints_it(mariadb, tmp_path):
