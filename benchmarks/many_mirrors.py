@@ -87,7 +87,7 @@ class ManyMirrors:
         self.reads = warm.SparkReads(self.spark)
         self.range_views: list[tuple] = []
         self._count_range_reads()
-        self.project = BenchProject(self.work / "project", "bm_many", "br_many", self.work / "inbox")
+        self.project = BenchProject(self.work / "project", "bm_many", "br_many", self.work / "inbox", source_tables=args.mirrors)
         self.mirrors = [f"bench_items_{n}" for n in range(args.mirrors)]
 
     def _count_range_reads(self) -> None:

@@ -119,7 +119,8 @@ def model_columns_sql(indent: str = "        ") -> str:
 class BenchProject:
     """One copy of the project: write models, run dbt in-process, time it."""
 
-    def __init__(self, root: Path, schema: str, raw_schema: str, inbox: Path):
+    def __init__(self, root: Path, schema: str, raw_schema: str, inbox: Path, source_tables: int = 100):
+        """source_tables: the landing config captures bench.items and bench.items_0 .. _<source_tables - 1>."""
         self.dir = root
         self.schema = schema
         self.raw_schema = raw_schema
@@ -137,7 +138,7 @@ class BenchProject:
             "format": "debezium",
             "max_files_per_batch": 1000,
             "file_glob": "*.json",
-            "tables": {SOURCE_TABLE: {"key": ["id"]}, **{f"bench.items_{n}": {"key": ["id"]} for n in range(100)}},
+            "tables": {SOURCE_TABLE: {"key": ["id"]}, **{f"bench.items_{n}": {"key": ["id"]} for n in range(source_tables)}},
         }
         inbox.mkdir(parents=True, exist_ok=True)
         (root / "landing.yml").write_text(yaml.safe_dump(landing))
