@@ -20,7 +20,8 @@ from python_jobs.landing import io, land
 from python_jobs.landing.config import load_config
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-FIXTURES = PROJECT_DIR.parent / "shared" / "fixtures"
+# The CDC fixtures the tests read, copied from upstream projects: tests/fixtures/SOURCES.md.
+FIXTURES = PROJECT_DIR / "tests" / "fixtures"
 _schema_numbers = itertools.count(1)
 MIRROR_MODEL = """
 {{{{ config({config}) }}}}

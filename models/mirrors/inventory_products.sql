@@ -1,6 +1,6 @@
 {#
     The products table of Debezium's tutorial inventory database, as captured in the
-    Flink JSON format test fixtures (../shared/fixtures/flink). Flink reads weight as
+    Flink JSON format test fixtures (tests/fixtures/flink). Flink reads weight as
     FLOAT, and its expected tables print that reading.
 #}
 
