@@ -12,7 +12,10 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
   own cost: `dbt run` of as many models whose materialization runs no SQL (bench_noop), and
   `dbt parse`. Statements counted by measure.py's SQL clock.
 - events: each of the N mirrors with --events-per-mirror (20-50) new events, in one new raw
-  snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read.
+  snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read. Measured
+  --repeat times on the shared path (one pass over the range for all mirrors, the offsets and runs
+  rows written once per run: docs/apply_design.md), alternating with the per-mirror path (each
+  mirror plans its range and writes its bookkeeping rows itself) in the same process.
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
@@ -176,7 +179,24 @@ class ManyMirrors:
                   f"{out['beyond_dbt']['small']:.2f} s for {args.small}", flush=True)
         return out
 
-    def events(self, batch_number: int, threads: int | None = None) -> dict:
+    def events_compared(self) -> dict:
+        """The events run on the shared path and on the per-mirror path, alternating, --repeat times each."""
+        shared, per_mirror = [], []
+        for number in range(self.args.repeat):
+            shared.append(self.events(10 + 2 * number))
+            with per_mirror_path():
+                per_mirror.append(self.events(11 + 2 * number, label="per-mirror path"))
+        middle = len(shared) // 2
+        by_seconds = sorted(shared, key=lambda run: run["seconds"]), sorted(per_mirror, key=lambda run: run["seconds"])
+        figure = {"shared": {**by_seconds[0][middle], "all_seconds": [run["seconds"] for run in shared]},
+                  "per_mirror": {**by_seconds[1][middle], "all_seconds": [run["seconds"] for run in per_mirror]}}
+        figure["ratio"] = round(figure["per_mirror"]["seconds"] / figure["shared"]["seconds"], 2)
+        print(f"    median of {len(shared)}: shared path {figure['shared']['seconds']:.2f} s ({figure['shared']['statements']} statements), "
+              f"per-mirror path {figure['per_mirror']['seconds']:.2f} s ({figure['per_mirror']['statements']} statements): "
+              f"{figure['ratio']:.2f}x", flush=True)
+        return figure
+
+    def events(self, batch_number: int, threads: int | None = None, label: str = "shared path") -> dict:
         args = self.args
         rng = random.Random(args.seed + batch_number)
         counts = [rng.randint(*args.events_range) for _ in self.mirrors]
@@ -190,7 +210,7 @@ class ManyMirrors:
             "order by committed_at desc limit 1").collect()[0]["added"]
         figure = self.timed_run("path:models/mirrors", threads=threads)
         figure.update(events=sum(counts), new_range_bytes=raw_bytes)
-        print(f"    {args.mirrors} mirrors with {args.events_range[0]}-{args.events_range[1]} new events each ({sum(counts):,} events"
+        print(f"    {label}: {args.mirrors} mirrors with {args.events_range[0]}-{args.events_range[1]} new events each ({sum(counts):,} events"
               f"{', --threads ' + str(threads) if threads else ''}): {figure['seconds']:.2f} s, {figure['statements']} statements; "
               f"{figure['range_views']} mirrors read {figure['distinct_ranges']} distinct raw range(s), whose files ({raw_bytes:,} bytes) "
               f"were read {figure['range_reads']} time(s); "
@@ -225,6 +245,21 @@ class ManyMirrors:
 
 
 @contextlib.contextmanager
+def per_mirror_path():
+    """The baseline of the shared pass: each mirror plans its range with its own queries and writes its
+    offset and runs rows itself (cdc_merge.sql takes that path where the adapter says no to both)."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    originals = CdcSparkAdapter.cdc_keeps_rows, CdcSparkAdapter.cdc_range_plan
+    CdcSparkAdapter.cdc_keeps_rows = lambda *_args, **_kwargs: False
+    CdcSparkAdapter.cdc_range_plan = lambda *_args, **_kwargs: None
+    try:
+        yield
+    finally:
+        CdcSparkAdapter.cdc_keeps_rows, CdcSparkAdapter.cdc_range_plan = originals
+
+
+@contextlib.contextmanager
 def full_path():
     """The baseline: the idle check turned off (idle.sql then finds no state and takes the full path)."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
@@ -250,7 +285,8 @@ def main(argv=None) -> int:
         print(f"many mirrors: {results['machine']}", flush=True)
         bench.setup()
         results["idle"] = bench.idle()
-        results["events"] = bench.events(1)
+        bench.events(1, label="warm-up")
+        results["events"] = bench.events_compared()
         if args.threads:
             results["threads"] = {"threads": args.threads, "idle": bench.idle(threads=args.threads),
                                   "events": bench.events(2, threads=args.threads)}
@@ -265,7 +301,8 @@ def main(argv=None) -> int:
 
 
 def summary(results: dict) -> None:
-    idle, events, demo = results["idle"], results["events"], results["demo"]
+    idle, compared, demo = results["idle"], results["events"], results["demo"]
+    events = compared["shared"]
     n, small = results["mirrors"], results["small"]
     def met(ok: bool, at_size: bool = True) -> str:
         return ("yes" if ok else "no") if at_size else "n/a (the goal is for 200 mirrors)"
@@ -278,7 +315,9 @@ def summary(results: dict) -> None:
         f"idle run of {small} mirrors <= 1 s beyond dbt's own | {idle['beyond_dbt']['small']:.2f} s beyond {idle['noop_small']['seconds']:.2f} s "
         f"(dbt parse {idle['parse_seconds']:.2f} s); with the idle check off {idle['small_full_path']['seconds']:.2f} s, "
         f"{idle['small_full_path']['statements']} statements | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
-        f"200 mirrors with 20-50 events each <= 60 s | {n} mirrors {events['seconds']:.2f} s | "
+        f"200 mirrors with 20-50 events each <= 60 s | {n} mirrors {events['seconds']:.2f} s, {events['statements']} statements "
+        f"(per-mirror path {compared['per_mirror']['seconds']:.2f} s, {compared['per_mirror']['statements']} statements: "
+        f"{compared['ratio']:.2f}x) | "
         f"{met(events['seconds'] <= 60, n >= 200) if events['seconds'] <= 60 else 'no'}",
         f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
         f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",

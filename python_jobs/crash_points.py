@@ -5,8 +5,8 @@ lost power (SIGKILL of this process and of its Spark JVM), so the reliability su
     CDC_MERGE_CRASH_AT=apply-before-offset dbt run     # dies after a mirror's writes, before its offset
 
 The points (RELIABILITY.md lists them): landing-raw-write, landing-before-checkpoint,
-apply-before-publish, apply-before-offset, full-refresh-before-offset, maintenance,
-capture-before-confirm.
+apply-before-publish, apply-before-offset, apply-before-run-rows, full-refresh-before-offset,
+maintenance, capture-before-confirm.
 `<point>@N` dies the N-th time the point is reached in this process (default the first).
 Unset, every check is one dictionary lookup.
 """
@@ -26,6 +26,7 @@ PIPELINE_POINTS = (
     "landing-before-checkpoint",
     "apply-before-publish",
     "apply-before-offset",
+    "apply-before-run-rows",
     "full-refresh-before-offset",
     "maintenance",
 )

@@ -32,6 +32,8 @@ def workload(tmp_path_factory):
         ("landing-raw-write", "dbt"),
         # A mirror's batch is on its branch, not yet published; in cdc-run's process.
         ("apply-before-publish", "cdc-run"),
+        # Every mirror committed, none of the offsets written once for the run: all replayed.
+        ("apply-before-run-rows", "dbt"),
         # A full refresh dies once the new mirror holds the first chunk, before any offset of its own:
         # the rerun must rebuild from the start of the log, not resume from the old offset.
         ("full-refresh-before-offset", "dbt"),

@@ -26,6 +26,7 @@
         idle.sql           a mirror with nothing new: one cheap check instead of the steps below
         maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
         metrics.sql        one row per run in cdc_merge_runs
+        kept_rows.sql      the last offset and the runs row of every mirror of a run, written once for all
         run_guard.sql      one process applies a mirror at a time; the named crash points
 #}
 
@@ -79,10 +80,11 @@
     {% set truncated = namespace(seq=cdc_merge.truncate_watermark(cfg, target_relation), rows=0) %}
 
     {#- A missing mirror is always rebuilt from the start of the log, whatever the offsets say. -#}
-    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
-    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0,
-                               snapshot=latest.rows[0]['offset_snapshot'] if latest.rows | length else none) %}
-    {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if (latest.rows | length and existing_relation is not none) else none %}
+    {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
+    {% set ordinal = namespace(value=latest.offset_ordinal, snapshot=latest.offset_snapshot) %}
+    {% set offset_snapshot = latest.offset_snapshot if existing_relation is not none else none %}
+    {#- The run's last offset and its runs row are written with the other mirrors' (kept_rows.sql). -#}
+    {% set keeps_rows = adapter.type() == 'cdc_spark' and adapter.cdc_keeps_rows() %}
     {#-
         change_source='stream': once the mirror has caught up through the snapshots, a stream
         created at the snapshot it reached holds everything after, and its offset row says
@@ -120,7 +122,8 @@
 
     {% set schema_note = '' %}
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
-    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns) if (chunks | length and chunks[0].stream is not defined) else [] %}
+    {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) if (chunks | length and chunks[0].stream is not defined) else none %}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if (chunks | length and chunks[0].stream is not defined) else [] %}
     {% if unmapped %}
         {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
             ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"
@@ -157,11 +160,13 @@
             {#- The first chunk's raw events were read above, for the model's columns. -#}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
-        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, raw_changes_view, cfg, truncated.seq) %}
+        {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
+        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg) %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, raw_changes_view, cfg, truncated.seq, chunk_plan) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}
         {% for bucket in range(chunk.buckets) %}
-            {% set plan = run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
             {% set key_range = cdc_merge.key_range_of(plan) %}
             {% set key_range = key_range if cdc_merge.key_range_skips_files(target_relation, key_range) else none %}
@@ -174,7 +179,11 @@
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do cdc_merge.crash_point('apply-before-offset') %}
-        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+        {% if keeps_rows and loop.last and chunk.stream is not defined %}
+            {% do cdc_merge.keep_offset(offsets, target_relation, cfg, chunk.through, chunk_stats) %}
+        {% else %}
+            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+        {% endif %}
         {% set ordinal.snapshot = chunk.through %}
         {% if chunk.stream is defined %}
             {% do run_query('commit') %}
@@ -195,7 +204,11 @@
     {% do run_query('drop view if exists ' ~ batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
     {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
-    {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
+    {% if keeps_rows %}
+        {% do cdc_merge.keep_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
+    {% else %}
+        {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
+    {% endif %}
 
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}

@@ -7,8 +7,8 @@
     whose offset is the raw table's current snapshot is done, unless it is missing, a view, being
     full-refreshed, its model SQL is not the one its columns were last checked against, or one of
     its maintenance thresholds is crossed: those take the full path. The idle run's
-    cdc_merge_runs row is written with the invocation's other idle rows in one INSERT, by the last
-    mirror of the invocation to finish (finish_mirror_run).
+    cdc_merge_runs row is written with the invocation's other rows in one INSERT, by the last
+    mirror of the invocation to finish (finish_mirror_run, kept_rows.sql).
 
     Elsewhere (Databend, a Thrift server, a plain spark target) the same conditions take a few
     small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
@@ -31,7 +31,7 @@
     {% if not cdc_merge.in_process_session() %}
         {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
     {% endif %}
-    {% do cdc_merge.write_idle_runs(adapter.cdc_idle_runs_left_unwritten(invocation_id)) %}
+    {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_left_unwritten(invocation_id)) %}
     {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
         {{ return(false) }}
     {% endif %}
@@ -46,20 +46,8 @@
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance, state.mirror) %}
         {{ return(false) }}
     {% endif %}
-    {% set finished = modules.datetime.datetime.utcnow() %}
-    {% set quarantine = adapter.get_relation(database=none, schema=cfg.raw_relation.schema, identifier='quarantine') %}
-    {% do adapter.cdc_keep_idle_run({
-        'runs_table': cdc_merge.runs_relation(offsets) | string,
-        'quarantine': (quarantine | string) if quarantine is not none else none,
-        'target_table': target_relation | string,
-        'invocation_id': invocation_id,
-        'raw_table': cfg.raw_relation | string,
-        'source_table': cfg.source_table,
-        'started_at': run_started.strftime('%Y-%m-%d %H:%M:%S.%f'),
-        'finished_at': finished.strftime('%Y-%m-%d %H:%M:%S.%f'),
-        'run_seconds': (finished - run_started).total_seconds() | round(3),
-        'offset_snapshot': state.offset_snapshot,
-    }) %}
+    {% set nothing = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': 0, 'max_source_ts': none} %}
+    {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, state.offset_snapshot) %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ state.current_snapshot ~ ")", info=True) }}
     {{ return(true) }}
 {% endmacro %}
@@ -160,79 +148,9 @@
 
 
 {% macro finish_mirror_run() %}
-    {#- The last mirror of the invocation to finish writes the idle runs rows of all. -#}
+    {#- The last mirror of the invocation to finish writes the kept rows of all (kept_rows.sql). -#}
     {% if target.type == 'cdc_spark' %}
-        {% do cdc_merge.write_idle_runs(adapter.cdc_idle_runs_to_write(invocation_id, selected_resources, graph.nodes)) %}
+        {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_to_write(invocation_id, selected_resources, graph.nodes)) %}
     {% endif %}
 {% endmacro %}
 
-
-{% macro write_idle_runs(rows) %}
-    {#- One INSERT per runs table and quarantine table; lines_quarantined as record_run counts it. -#}
-    {% set groups = {} %}
-    {% for row in rows %}
-        {% do groups.setdefault((row.runs_table, row.quarantine), []).append(row) %}
-    {% endfor %}
-    {% for key, group in groups.items() %}
-        {% set runs, quarantine = key[0], key[1] %}
-        {% do run_query(cdc_merge.create_runs_table(runs)) %}
-        {% call statement('record_idle_runs') %}
-            insert into {{ runs }}
-            with idle as (
-                select * from values
-                {%- for row in group %}
-                    ('{{ row.target_table }}', '{{ row.invocation_id }}', '{{ row.raw_table }}', '{{ row.source_table }}',
-                     timestamp '{{ row.started_at }}', timestamp '{{ row.finished_at }}', cast({{ row.run_seconds }} as double),
-                     '{{ row.offset_snapshot }}'){{ ',' if not loop.last }}
-                {%- endfor %}
-                as idle (target_table, invocation_id, raw_table, source_table, started_at, finished_at, run_seconds, offset_snapshot)
-            ),
-            previous as (
-                select
-                    idle.target_table,
-                    coalesce(max(runs.started_at), cast('1970-01-01 00:00:00' as timestamp)) as previous_start
-                from idle
-                left join {{ runs }} as runs on runs.target_table = idle.target_table
-                group by idle.target_table
-            ),
-            quarantined as (
-                select
-                    previous.target_table,
-                    {% if quarantine is not none -%}
-                    count(quarantine.landed_at)
-                    {%- else -%}
-                    cast(null as bigint)
-                    {%- endif %} as lines
-                from previous
-                {% if quarantine is not none -%}
-                left join {{ quarantine }} as quarantine on quarantine.landed_at > previous.previous_start
-                {%- endif %}
-                group by previous.target_table
-            )
-            select
-                idle.target_table,
-                idle.invocation_id,
-                idle.raw_table,
-                idle.source_table,
-                idle.started_at,
-                idle.finished_at,
-                idle.run_seconds,
-                cast(0 as bigint) as chunks,
-                cast(0 as bigint) as events_read,
-                cast(0 as bigint) as rows_inserted,
-                cast(0 as bigint) as rows_updated,
-                cast(0 as bigint) as rows_deleted,
-                cast(0 as bigint) as events_skipped,
-                quarantined.lines as lines_quarantined,
-                idle.offset_snapshot,
-                cast(null as timestamp) as newest_source_ts,
-                cast(null as double) as lag_seconds,
-                '' as maintenance,
-                {%- for name in ['files_added', 'files_removed', 'snapshots_expired', 'orphan_files_removed', 'raw_events_removed', 'tombstones_removed', 'offsets_removed'] %}
-                cast(0 as bigint) as {{ name }}{{ ',' if not loop.last }}
-                {%- endfor %}
-            from idle
-            left join quarantined on quarantined.target_table = idle.target_table
-        {% endcall %}
-    {% endfor %}
-{% endmacro %}

@@ -93,6 +93,121 @@
 {%- endmacro %}
 
 
+{% macro keep_run(offsets, target_relation, cfg, totals, run_started, maintained, offset_snapshot) %}
+    {#- The run's row as record_run writes it, kept to be written with the other mirrors' (kept_rows.sql). -#}
+    {% set finished = modules.datetime.datetime.utcnow() %}
+    {% set quarantine = adapter.get_relation(database=none, schema=cfg.raw_relation.schema, identifier='quarantine') %}
+    {% set counts = maintained if maintained is not none else {} %}
+    {% set values = {
+        'quarantine': (quarantine | string) if quarantine is not none else none,
+        'raw_table': cfg.raw_relation | string,
+        'source_table': cfg.source_table,
+        'started_at': run_started.strftime('%Y-%m-%d %H:%M:%S.%f'),
+        'finished_at': finished.strftime('%Y-%m-%d %H:%M:%S.%f'),
+        'run_seconds': (finished - run_started).total_seconds() | round(3),
+        'chunks': totals.chunks,
+        'events_read': totals.events_read,
+        'inserted': totals.inserted,
+        'updated': totals.updated,
+        'deleted': totals.deleted,
+        'skipped': totals.skipped,
+        'offset_snapshot': offset_snapshot,
+        'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
+        'maintenance': 'maintained' if maintained is not none else '',
+    } %}
+    {% for name in cdc_merge.maintenance_count_columns() %}
+        {% do values.update({name: counts.get(name, 0) | int}) %}
+    {% endfor %}
+    {% do adapter.cdc_keep_row('run', invocation_id, cdc_merge.runs_relation(offsets) | string, target_relation | string, values) %}
+{% endmacro %}
+
+
+{% macro maintenance_count_columns() %}
+    {{ return(['files_added', 'files_removed', 'snapshots_expired', 'orphan_files_removed', 'raw_events_removed', 'tombstones_removed', 'offsets_removed']) }}
+{% endmacro %}
+
+
+{% macro append_runs_sql(runs, quarantine, rows) %}
+    {#-
+        Kept runs rows (keep_run) in one INSERT. lines_quarantined as record_run counts it; lag_seconds
+        from the newest source commit to the mirror's commit, which was seconds_since_kept before now.
+    -#}
+    insert into {{ runs }}
+    with
+
+    kept as (
+        select * from values
+        {%- for row in rows %}
+            ('{{ row.target_table }}', '{{ row.invocation_id }}', '{{ row.raw_table }}', '{{ row.source_table }}',
+             timestamp '{{ row.started_at }}', timestamp '{{ row.finished_at }}', cast({{ row.run_seconds }} as double),
+             {{ row.chunks }}, {{ row.events_read }}, {{ row.inserted }}, {{ row.updated }}, {{ row.deleted }}, {{ row.skipped }},
+             {{ "'" ~ row.offset_snapshot ~ "'" if row.offset_snapshot is not none else 'cast(null as string)' }},
+             {{ "timestamp '" ~ row.newest_source_ts ~ "'" if row.newest_source_ts else 'cast(null as timestamp)' }},
+             cast({{ row.seconds_since_kept }} as double), '{{ row.maintenance }}'
+             {%- for name in cdc_merge.maintenance_count_columns() %}, {{ row[name] }}{% endfor %}){{ ',' if not loop.last }}
+        {%- endfor %}
+        as kept (
+            target_table, invocation_id, raw_table, source_table, started_at, finished_at, run_seconds,
+            chunks, events_read, rows_inserted, rows_updated, rows_deleted, events_skipped, offset_snapshot,
+            newest_source_ts, seconds_since_kept, maintenance, {{ cdc_merge.maintenance_count_columns() | join(', ') }}
+        )
+    ),
+
+    previous as (
+        select
+            kept.target_table,
+            coalesce(max(runs.started_at), cast('1970-01-01 00:00:00' as timestamp)) as previous_start
+        from kept
+        left join {{ runs }} as runs on kept.target_table = runs.target_table
+        group by kept.target_table
+    ),
+
+    quarantined as (
+        select
+            previous.target_table,
+            {% if quarantine is not none -%}
+            count(quarantine.landed_at)
+            {%- else -%}
+            cast(null as bigint)
+            {%- endif %} as lines
+        from previous
+        {% if quarantine is not none -%}
+        left join {{ quarantine }} as quarantine on quarantine.landed_at > previous.previous_start
+        {%- endif %}
+        group by previous.target_table
+    ),
+
+    final as (
+        select
+            kept.target_table,
+            kept.invocation_id,
+            kept.raw_table,
+            kept.source_table,
+            kept.started_at,
+            kept.finished_at,
+            kept.run_seconds,
+            cast(kept.chunks as bigint) as chunks,
+            cast(kept.events_read as bigint) as events_read,
+            cast(kept.rows_inserted as bigint) as rows_inserted,
+            cast(kept.rows_updated as bigint) as rows_updated,
+            cast(kept.rows_deleted as bigint) as rows_deleted,
+            cast(kept.events_skipped as bigint) as events_skipped,
+            quarantined.lines as lines_quarantined,
+            kept.offset_snapshot,
+            kept.newest_source_ts,
+            {{ cdc_merge.seconds_since_sql('kept.newest_source_ts') }} - kept.seconds_since_kept as lag_seconds,
+            kept.maintenance,
+            {%- for name in cdc_merge.maintenance_count_columns() %}
+            cast(kept.{{ name }} as bigint) as {{ name }}{{ ',' if not loop.last }}
+            {%- endfor %}
+        from kept
+        left join quarantined on kept.target_table = quarantined.target_table
+    )
+
+    select * from final
+{% endmacro %}
+
+
 {% macro record_run(offsets, target_relation, cfg, totals, run_started, maintained, offset_snapshot) %}
     {#-
         lag_seconds: from the newest source commit the run applied to the run's end, when the

@@ -68,6 +68,95 @@
 {% endmacro %}
 
 
+{% macro newest_offset(offsets, target_relation) %}
+    {#-
+        Where the mirror stands: {'offset_snapshot': none at the start of the log, 'offset_ordinal': 0
+        when it has no row}. In dbt's own SparkSession from the invocation's one read of every
+        mirror's (run_state.py), read again whenever any process wrote an offset since; elsewhere a query.
+    -#}
+    {% set known = adapter.cdc_newest_offset(invocation_id, offsets | string, target_relation | string) if adapter.type() == 'cdc_spark' else none %}
+    {% if known is not none %}
+        {{ return(known) }}
+    {% endif %}
+    {% set rows = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
+    {{ return({'offset_snapshot': rows[0]['offset_snapshot'] if rows | length else none,
+               'offset_ordinal': (rows[0]['offset_ordinal'] | int) if rows | length else 0}) }}
+{% endmacro %}
+
+
+{% macro keep_offset(offsets, target_relation, cfg, offset_snapshot, stats) %}
+    {#- The mirror's last offset of the run, written with the other mirrors' in one INSERT (append_offsets_sql). -#}
+    {% do adapter.cdc_keep_row('offset', invocation_id, offsets | string, target_relation | string, {
+        'raw_table': cfg.raw_relation | string,
+        'source_table': cfg.source_table,
+        'offset_snapshot': offset_snapshot,
+        'events_read': stats.events_read,
+        'inserted': stats.inserted,
+        'updated': stats.updated,
+        'deleted': stats.deleted,
+        'skipped': stats.skipped,
+        'max_source_ts': (stats.max_source_ts | string) if stats.max_source_ts else none,
+    }) %}
+{% endmacro %}
+
+
+{% macro append_offsets_sql(offsets, rows) %}
+    {#-
+        Kept offset rows of several mirrors (keep_offset) in one INSERT. Each takes the ordinal after
+        its mirror's newest one, in the order kept.
+    -#}
+    insert into {{ offsets }}
+    with
+
+    kept as (
+        select * from values
+        {%- for row in rows %}
+            ('{{ row.target_table }}', {{ loop.index }}, '{{ row.raw_table }}', '{{ row.source_table }}',
+             {{ "'" ~ row.offset_snapshot ~ "'" if row.offset_snapshot is not none else 'cast(null as string)' }},
+             {{ row.events_read }}, {{ row.inserted }}, {{ row.updated }}, {{ row.deleted }}, {{ row.skipped }},
+             {{ "timestamp'" ~ row.max_source_ts ~ "'" if row.max_source_ts else 'cast(null as timestamp)' }},
+             '{{ row.invocation_id }}'){{ ',' if not loop.last }}
+        {%- endfor %}
+        as kept (
+            target_table, kept_order, raw_table, source_table, offset_snapshot, events_read, rows_inserted,
+            rows_updated, rows_deleted, events_skipped, max_source_ts, invocation_id
+        )
+    ),
+
+    newest as (
+        select
+            target_table,
+            max(offset_ordinal) as offset_ordinal
+        from {{ offsets }}
+        where target_table in (select target_table from kept)
+        group by target_table
+    ),
+
+    final as (
+        select
+            kept.target_table,
+            coalesce(newest.offset_ordinal, 0)
+            + row_number() over (partition by kept.target_table order by kept.kept_order) as offset_ordinal,
+            kept.raw_table,
+            kept.source_table,
+            kept.offset_snapshot,
+            cast(kept.events_read as bigint) as events_read,
+            cast(kept.rows_inserted as bigint) as rows_inserted,
+            cast(kept.rows_updated as bigint) as rows_updated,
+            cast(kept.rows_deleted as bigint) as rows_deleted,
+            cast(kept.events_skipped as bigint) as events_skipped,
+            kept.max_source_ts,
+            current_timestamp() as committed_at,
+            kept.invocation_id
+        from kept
+        left join newest
+            on kept.target_table = newest.target_table
+    )
+
+    select * from final
+{% endmacro %}
+
+
 {% macro append_offset_sql(offsets, target_relation, cfg, offset_ordinal, offset_snapshot, stats) %}
     insert into {{ offsets }}
     select

@@ -152,6 +152,21 @@
 {% endmacro %}
 
 
+{% macro chunk_plan(chunk, cfg) %}
+    {#-
+        What the mirror needs to know of a chunk read by read_chunk before applying it, from one pass
+        over the range for every source table (the cdc_spark adapter's range_plan.py): {'events',
+        'min_key_hex', 'max_key_hex', 'placeholder_events'} as bucket_plan_sql gives them for the whole
+        chunk, {'truncate_seq', 'truncate_source_ts'} as chunk_truncate_sql, and 'fields' as
+        unmapped_columns samples them. none where not known: the caller asks with its own queries.
+    -#}
+    {% if adapter.type() != 'cdc_spark' or chunk.stream is defined %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(adapter.cdc_range_plan(cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, cfg.source_table)) }}
+{% endmacro %}
+
+
 {% macro create_raw_changes_view(view_name, raw_relation, after_snapshot, through_snapshot) %}
     {{ return(adapter.dispatch('create_raw_changes_view', 'cdc_merge')(view_name, raw_relation, after_snapshot, through_snapshot)) }}
 {% endmacro %}

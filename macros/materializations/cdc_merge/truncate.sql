@@ -76,13 +76,14 @@
 {% endmacro %}
 
 
-{% macro apply_chunk_truncates(target_relation, tombstones, changes_view, cfg, watermark) %}
+{% macro apply_chunk_truncates(target_relation, tombstones, changes_view, cfg, watermark, chunk_plan=none) %}
     {#-
         The newest truncate of the chunk, if newer than watermark: the mirror's older rows removed
         (or marked deleted), older tombstones dropped (the watermark covers them), the watermark
-        recorded. Returns {'seq': the watermark now, 'rows': rows removed}.
+        recorded. Returns {'seq': the watermark now, 'rows': rows removed}. chunk_plan (raw_log.sql):
+        the chunk's truncate as one pass over the range found it, instead of a query.
     -#}
-    {% set found = run_query(cdc_merge.chunk_truncate_sql(changes_view, cfg.source_table)).rows[0] %}
+    {% set found = chunk_plan if chunk_plan is not none else run_query(cdc_merge.chunk_truncate_sql(changes_view, cfg.source_table)).rows[0] %}
     {% set truncate_seq = found['truncate_seq'] | string %}
     {% if truncate_seq == '' or truncate_seq == 'None' or (watermark is not none and truncate_seq <= watermark) %}
         {{ return({'seq': watermark, 'rows': 0}) }}

@@ -42,14 +42,19 @@
 {% endmacro %}
 
 
-{% macro unmapped_columns(changes_view, cfg, model_columns) %}
-    {#- The fields of up to 100 of the chunk's row images the model does not read (a cheap sample: no sort). -#}
+{% macro unmapped_columns(changes_view, cfg, model_columns, fields=none) %}
+    {#-
+        The fields of up to 100 of the chunk's row images the model does not read (a cheap sample: no
+        sort); fields: those of every image of the chunk, where one pass over the range found them.
+    -#}
     {% set mapped = cdc_merge.mapped_names(model.raw_code, model_columns) %}
-    {% set fields = run_query(cdc_merge.image_fields_sql(cdc_merge.recent_images_sql(changes_view, cfg.source_table, 100), 'raw_data')) %}
+    {% if fields is none %}
+        {% set fields = run_query(cdc_merge.image_fields_sql(cdc_merge.recent_images_sql(changes_view, cfg.source_table, 100), 'raw_data')).rows | map(attribute='field') | list %}
+    {% endif %}
     {% set unmapped = [] %}
-    {% for row in fields.rows %}
-        {% if row['field'] is not none and (row['field'] | lower) not in mapped %}
-            {% do unmapped.append(row['field']) %}
+    {% for field in fields %}
+        {% if field is not none and (field | lower) not in mapped %}
+            {% do unmapped.append(field) %}
         {% endif %}
     {% endfor %}
     {{ return(unmapped | sort) }}

@@ -176,6 +176,16 @@ class CdcSparkAdapter(RunStateMethods, RunGuardMethods, SparkAdapter):
         return True
 
     @available
+    def cdc_range_plan(self, table: str, after_snapshot: Optional[str], through_snapshot: str, source_table: str) -> Optional[Dict[str, Any]]:
+        """What source_table's mirror needs to know of a range create_appended_rows_view kept, from one
+        pass over the range for all its tables (range_plan.py); None when the range is not kept."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        return raw_ranges.RANGES.plan(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot, source_table)
+
+    @available
     def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:
         """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the
         temporary view view_name: later statements read them without computing sql again, whatever

@@ -5,14 +5,17 @@ range (after, through) and keep only their own source table's rows. The first to
 range keeps its rows in Spark's block store (a local checkpoint); the others, in this invocation
 or a later one of the same process (cdc-run), use those rows. A snapshot id names content that
 never changes, so a kept range is never stale. Large ranges are not kept (each mirror reads its
-own), and a raw table keeps only its newest few ranges.
+own), and a raw table keeps only its newest few ranges. A kept range also answers, in one pass
+for all its source tables, what each mirror needs to know of it before applying it (range_plan.py).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from dbt.adapters.cdc_spark import range_plan
 
 # Above this many events a range is read by each mirror, not held in memory (about 1 KB each).
 MAX_KEPT_EVENTS = 100_000
@@ -26,6 +29,7 @@ class RawRanges:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: "OrderedDict[RangeKey, Any]" = OrderedDict()
+        self._plans: Dict[RangeKey, Dict[str, Dict[str, Any]]] = {}
         # Every read of a range from the raw table's files, for benchmarks/many_mirrors.py.
         self.reads: List[RangeKey] = []
 
@@ -46,19 +50,34 @@ class RawRanges:
             self._forget_older(session_id, table)
             return rows
 
+    def plan(self, session_id: str, table: str, after: Optional[str], through: str, source_table: str) -> Optional[Dict[str, Any]]:
+        """source_table's plan of a kept range (range_plan.py), computed for all its tables at the first
+        ask; None when the range is not kept (large, or not read in this process)."""
+        key = (session_id, table, after, through)
+        with self._lock:
+            rows = self._kept.get(key)
+            if rows is None:
+                return None
+            if key not in self._plans:
+                self._plans[key] = range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
+            return dict(self._plans[key].get(source_table) or range_plan.empty_plan())
+
     def _forget_older(self, session_id: str, table: str) -> None:
         same_table = [key for key in self._kept if key[:2] == (session_id, table)]
         for key in same_table[:-KEPT_PER_TABLE]:
             _free(self._kept.pop(key))
+            self._plans.pop(key, None)
         # Ranges of an earlier SparkSession (tests start several in one process) are gone with it.
         for key in [key for key in self._kept if key[0] != session_id]:
             self._kept.pop(key)
+            self._plans.pop(key, None)
 
     def forget(self) -> None:
         with self._lock:
             for rows in self._kept.values():
                 _free(rows)
             self._kept.clear()
+            self._plans.clear()
 
 
 def _free(rows: Any) -> None:

@@ -9,6 +9,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark import run_state
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points, run_locks
@@ -36,10 +37,16 @@ class RunGuardMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_unlock_mirror(self, target_table: str) -> str:
+        """At the end of the mirror's run; a mirror whose offset row is kept (kept_rows.py) stays
+        locked until that row is written (cdc_write_kept_rows)."""
+        if not run_state.STATE.kept.holds_offset(target_table):
+            self.cdc_release_mirror(target_table)
+        return ""
+
+    def cdc_release_mirror(self, target_table: str) -> None:
         warehouse = self._warehouse()
         if warehouse is not None:
             run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
-        return ""
 
     @available
     def cdc_try_lock_table(self, table: str) -> bool:

@@ -1,26 +1,28 @@
-"""What the cdc_merge runs of one dbt invocation read once and share (macros/.../idle.sql).
+"""What the cdc_merge runs of one dbt invocation read once and share (macros/.../idle.sql,
+docs/apply_design.md).
 
 A mirror with nothing new should cost one cheap check, not the statements of a run. Per
-invocation this reads the newest offset of every mirror (one query per offsets table: offsets
-edited by hand, e.g. to replay, count from the next invocation on) and the current snapshot of
-each raw table; per mirror, the mirror's Iceberg metadata (files, snapshots, the checksum of the
-model SQL it was checked against). The last two come from Iceberg's metadata in the JVM, without
-a statement. An idle mirror's cdc_merge_runs row is kept here and written with the
-others of the invocation in one INSERT by the last mirror to finish (or, if that one failed,
-by the first mirror of the next invocation in this process).
+invocation this reads the newest offset of every mirror (one query per offsets table, read again
+only when the offsets table has a new Iceberg snapshot, so an offset written by any process since
+is seen) and the current snapshot of each raw table; per mirror, the mirror's Iceberg metadata
+(files, snapshots, the checksum of the model SQL it was checked against). The last two come from
+Iceberg's metadata in the JVM, without a statement. Each mirror's last offset row and its
+cdc_merge_runs row are kept (kept_rows.py) and written with the others of the invocation in one
+INSERT per table by the last mirror to finish, or as the invocation ends when one failed.
 
-Safe when stale: a cached offset or raw snapshot can only make a mirror skip events that landed
-after it was read, as a run that started a moment earlier would; the skip writes nothing, so
-the next run applies them.
-"""
+Safe when stale: a cached raw snapshot can only make a mirror skip events that landed after it was
+read, as a run that started a moment earlier would; the skip writes nothing, so the next run
+applies them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.cdc_spark.kept_rows import KeptRow, KeptRows
 
 logger = AdapterLogger("cdc_spark")
 
@@ -31,20 +33,21 @@ Query = Callable[[str], List[Dict[str, Any]]]
 
 
 class InvocationState:
-    """Offsets, raw snapshots and idle runs rows of the current invocation; thread-safe (--threads)."""
+    """Offsets, raw snapshots and kept rows of the current invocation; thread-safe (--threads)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.invocation_id: Optional[str] = None
-        self._offsets: Dict[str, Dict[str, Optional[str]]] = {}
+        # offsets table -> (its Iceberg snapshot when read, {target_table: newest offset row})
+        self._offsets: Dict[str, Tuple[Optional[str], Dict[str, Dict[str, Any]]]] = {}
         self._raw_snapshots: Dict[str, Optional[str]] = {}
         self._expected_mirrors: Optional[int] = None
         self._finished_mirrors = 0
-        self._idle_runs: List[Dict[str, Any]] = []
+        self.kept = KeptRows()
         self._done: set = set()
 
     def _begin(self, invocation_id: str) -> None:
-        """A new invocation forgets what the previous one read; its unwritten runs rows stay."""
+        """A new invocation forgets what the previous one read; its unwritten rows stay."""
         if invocation_id != self.invocation_id:
             self.invocation_id = invocation_id
             self._offsets, self._raw_snapshots = {}, {}
@@ -61,18 +64,27 @@ class InvocationState:
             self._done.add(key)
             return True
 
-    def newest_offset(self, invocation_id: str, offsets_table: str, target_table: str, query: Query) -> Optional[str]:
+    def newest_offset(self, invocation_id: str, offsets_table: str, target_table: str, query: Query,
+                      version: Callable[[], Optional[str]]) -> Optional[Dict[str, Any]]:
+        """The mirror's newest offset row ({'offset_snapshot', 'offset_ordinal'}), or None when it has
+        none. The newest rows of every mirror are read in one query; they are read again when the
+        offsets table has a snapshot other than the one they were read at (version()): then some
+        process wrote an offset since, and a mirror must never start from an offset it has left."""
         with self._lock:
             self._begin(invocation_id)
-            if offsets_table not in self._offsets:
+            now = version()
+            cached = self._offsets.get(offsets_table)
+            if cached is None or cached[0] != now:
                 rows = query(
-                    "select target_table, offset_snapshot from ("
-                    " select target_table, cast(offset_snapshot as string) as offset_snapshot,"
+                    "select target_table, offset_snapshot, offset_ordinal from ("
+                    " select target_table, cast(offset_snapshot as string) as offset_snapshot, offset_ordinal,"
                     " row_number() over (partition by target_table order by offset_ordinal desc) as newest"
                     f" from {offsets_table}) as ranked where newest = 1"
                 )
-                self._offsets[offsets_table] = {row["target_table"]: row["offset_snapshot"] for row in rows}
-            return self._offsets[offsets_table].get(target_table)
+                cached = (now, {row["target_table"]: {"offset_snapshot": row["offset_snapshot"],
+                                                      "offset_ordinal": int(row["offset_ordinal"])} for row in rows})
+                self._offsets[offsets_table] = cached
+            return cached[1].get(target_table)
 
     def raw_snapshot(self, invocation_id: str, raw_table: str, current: Callable[[], Optional[str]]) -> Optional[str]:
         with self._lock:
@@ -81,20 +93,14 @@ class InvocationState:
                 self._raw_snapshots[raw_table] = current()
             return self._raw_snapshots[raw_table]
 
-    def add_idle_run(self, row: Dict[str, Any]) -> None:
-        with self._lock:
-            self._idle_runs.append(row)
-
-    def runs_left_unwritten(self, invocation_id: str) -> List[Dict[str, Any]]:
-        """At a mirror's start: the idle runs rows of earlier invocations (whose last mirror failed)."""
+    def rows_left_unwritten(self, invocation_id: str) -> List[KeptRow]:
+        """At a mirror's start: the rows of earlier invocations (whose last mirror failed)."""
         with self._lock:
             self._begin(invocation_id)
-            left = [row for row in self._idle_runs if row["invocation_id"] != invocation_id]
-            self._idle_runs = [row for row in self._idle_runs if row["invocation_id"] == invocation_id]
-            return left
+        return self.kept.take_earlier(invocation_id)
 
-    def runs_to_write(self, invocation_id: str, expected_mirrors: Callable[[], int]) -> List[Dict[str, Any]]:
-        """At a mirror's end: every idle runs row kept, when it is the last mirror of the invocation to finish."""
+    def rows_to_write(self, invocation_id: str, expected_mirrors: Callable[[], int]) -> List[KeptRow]:
+        """At a mirror's end: every kept row, when it is the last mirror of the invocation to finish."""
         with self._lock:
             self._begin(invocation_id)
             if self._expected_mirrors is None:
@@ -102,11 +108,10 @@ class InvocationState:
             self._finished_mirrors += 1
             if self._finished_mirrors < self._expected_mirrors:
                 return []
-            rows, self._idle_runs = self._idle_runs, []
-            return rows
+        return self.kept.take_all()
 
 
-# One per process: the runs rows an invocation could not write are written by the next one.
+# One per process: the rows an invocation could not write are written by the next one.
 STATE = InvocationState()
 
 
@@ -196,6 +201,14 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
             "added_records": int(snapshot.summary().get("added-records") or 0),
         })
     return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}
+
+
+def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
+    """current_snapshot, or None when the table cannot be loaded (not created yet)."""
+    try:
+        return current_snapshot(spark, table)
+    except Exception:  # the query that follows says what is wrong, if anything is
+        return None
 
 
 def current_snapshot(spark: Any, table: str) -> Optional[str]:

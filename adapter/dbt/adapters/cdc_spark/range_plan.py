@@ -1,0 +1,63 @@
+"""What each source table's mirror needs to know of a raw range before applying it, in one pass
+for all the source tables of the range (docs/apply_design.md).
+
+Per source table: its keyed events, their key range (hex, as bucket_plan_sql gives it), how many
+carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), and the fields of
+its row images (as unmapped.sql samples them). A mirror otherwise runs three statements over the
+range for these; here one Spark job answers them for every mirror that reads the range.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+# Debezium's value for a TOAST column an update did not change (dedup.sql unavailable_marker).
+UNAVAILABLE_MARKER = "__debezium_unavailable_value"
+# Events that are the table's, not a key's: applied before the chunk's batches (truncate.sql).
+TABLE_ACTIONS = ("truncate", "schema")
+IMAGE_ACTIONS = ("insert", "update", "read")
+
+PLAN_COLUMNS = ("events", "min_key_hex", "max_key_hex", "placeholder_events", "truncate_seq", "truncate_source_ts", "fields")
+
+
+def empty_plan() -> Dict[str, Any]:
+    """The plan of a source table with no event in the range."""
+    return {"events": 0, "min_key_hex": "", "max_key_hex": "", "placeholder_events": 0,
+            "truncate_seq": "", "truncate_source_ts": "", "fields": []}
+
+
+def range_plan_frame(events: Any) -> Any:
+    """DataFrame -> DataFrame: one row per table_name of a range's raw events (raw_ranges.py) with
+    the PLAN_COLUMNS."""
+    from pyspark.sql import functions as F
+
+    action = F.col("action")
+    keyed = ~action.isin(*TABLE_ACTIONS)
+    truncate = action == F.lit("truncate")
+    placeholder = F.coalesce(F.col("raw_data"), F.lit("")).contains(UNAVAILABLE_MARKER)
+    image = action.isin(*IMAGE_ACTIONS) & F.col("raw_data").isNotNull()
+    return (
+        events.where(F.col("_change_type") == F.lit("INSERT"))
+        .groupBy("table_name")
+        .agg(
+            F.count(F.when(keyed, F.lit(1))).alias("events"),
+            F.coalesce(F.hex(F.min(F.when(keyed, F.col("key")))), F.lit("")).alias("min_key_hex"),
+            F.coalesce(F.hex(F.max(F.when(keyed, F.col("key")))), F.lit("")).alias("max_key_hex"),
+            F.count(F.when(keyed & placeholder, F.lit(1))).alias("placeholder_events"),
+            F.coalesce(F.max(F.when(truncate, F.col("seq"))), F.lit("")).alias("truncate_seq"),
+            F.coalesce(F.max(F.when(truncate, F.col("source_ts"))).cast("string"), F.lit("")).alias("truncate_source_ts"),
+            # Rows of one table mostly share one set of fields: distinct sets are few.
+            F.array_distinct(F.flatten(F.collect_set(F.when(image, F.json_object_keys(F.col("raw_data")))))).alias("fields"),
+        )
+    )
+
+
+def plans_by_table(rows: List[Any]) -> Dict[str, Dict[str, Any]]:
+    """The collected rows of range_plan_frame, by source table."""
+    plans = {}
+    for row in rows:
+        values = row.asDict()
+        plan = {name: values[name] for name in PLAN_COLUMNS}
+        plan["fields"] = sorted(field for field in (plan["fields"] or []) if field is not None)
+        plans[values["table_name"]] = plan
+    return plans

@@ -1,0 +1,39 @@
+{#
+    The offsets and cdc_merge_runs rows of a run's mirrors, written once for all of them: each
+    mirror keeps its last offset row (offsets.sql keep_offset) and its runs row (metrics.sql
+    keep_run) in the adapter (kept_rows.py), and the last mirror of the invocation to finish (or the
+    adapter at the invocation's end, when one failed) writes them in one INSERT per table, offsets first.
+    A mirror stays locked until its offset row is written (docs/apply_design.md).
+#}
+
+{% macro write_kept_rows(to_write) %}
+    {#- to_write: {'groups': [{'kind', 'table', 'rows'}], 'release': mirrors to unlock once written}. -#}
+    {% if not to_write.groups and not to_write.release %}
+        {{ return(none) }}
+    {% endif %}
+    {% set statements = [] %}
+    {% for group in to_write.groups %}
+        {% set table = cdc_merge.relation_of(group.table) %}
+        {% if group.kind == 'offset' %}
+            {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
+        {% else %}
+            {% do statements.append(cdc_merge.create_runs_table(table)) %}
+            {% set by_quarantine = {} %}
+            {% for row in group.rows %}
+                {% do by_quarantine.setdefault(row.quarantine, []).append(row) %}
+            {% endfor %}
+            {% for quarantine, rows in by_quarantine.items() %}
+                {% do statements.append(cdc_merge.append_runs_sql(table, quarantine, rows)) %}
+            {% endfor %}
+        {% endif %}
+    {% endfor %}
+    {% do cdc_merge.crash_point('apply-before-run-rows') %}
+    {% do adapter.cdc_write_kept_rows(statements, to_write.release) %}
+{% endmacro %}
+
+
+{% macro relation_of(name) %}
+    {#- A relation from 'schema.identifier', as a kept row names its table. -#}
+    {% set schema, identifier = name.split('.', 1) %}
+    {{ return(api.Relation.create(schema=schema, identifier=identifier, type='table')) }}
+{% endmacro %}

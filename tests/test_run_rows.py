@@ -1,0 +1,81 @@
+"""The offsets and cdc_merge_runs rows of a run's mirrors, written once for all of them
+(adapter kept_rows.py, macros kept_rows.sql, docs/apply_design.md): one INSERT per table per run;
+a mirror that fails does not keep the others' rows from being written as the run ends; the crash
+between the mirrors' commits and these rows is tests/test_crash_points.py's apply-before-run-rows."""
+
+from __future__ import annotations
+
+from python_jobs import run_locks
+from python_jobs.demo.generate import KEYS, write_wave
+from test_idle_runs import applied_once
+from test_materialization import record_statements
+from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
+
+import pytest
+
+
+@pytest.fixture
+def shop(dbt_project):
+    return applied_once(dbt_project)
+
+
+def newest_offsets(project) -> dict[str, str]:
+    rows = project.query(
+        "select target_table, offset_snapshot from ("
+        " select target_table, cast(offset_snapshot as string) as offset_snapshot,"
+        " row_number() over (partition by target_table order by offset_ordinal desc) as newest"
+        f" from {project.schema}.cdc_merge_offsets) as ranked where newest = 1")
+    return {row["target_table"]: row["offset_snapshot"] for row in rows}
+
+
+def current_raw_snapshot(project) -> str:
+    return project.table_version(f"{project.raw_schema}.raw_events")
+
+
+def ordinals(project, target_table: str) -> list[int]:
+    return [row["offset_ordinal"] for row in project.query(
+        f"select offset_ordinal from {project.schema}.cdc_merge_offsets where target_table = '{target_table}' order by 1")]
+
+
+def test_a_run_writes_every_mirrors_offset_and_runs_row_in_one_insert_each(shop, monkeypatch):
+    project = shop
+    orders = f"{project.schema}.shop_orders"
+    ordinals_before = ordinals(project, orders)
+    write_wave(project.waves[1], project.inbox)
+    project.land(KEYS)
+
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", *SHOP_MODELS)
+
+    inserts = [sql.split(" ")[2] for sql in statements if sql.startswith("insert into ")]
+    assert inserts.count(f"{project.schema}.cdc_merge_offsets") == 1, inserts
+    assert inserts.count(f"{project.schema}.cdc_merge_runs") == 1, inserts
+    current = current_raw_snapshot(project)
+    assert {table: snapshot for table, snapshot in newest_offsets(project).items()} == {
+        f"{project.schema}.{model}": current for model in SHOP_MODELS}
+    assert ordinals(project, orders) == ordinals_before + [ordinals_before[-1] + 1]
+    runs = project.query(
+        f"select target_table, events_read, lag_seconds, offset_snapshot from {project.schema}.cdc_merge_runs"
+        f" where invocation_id = (select invocation_id from {project.schema}.cdc_merge_runs order by finished_at desc limit 1)")
+    assert sorted(row["target_table"] for row in runs) == sorted(f"{project.schema}.{model}" for model in SHOP_MODELS)
+    assert all(row["events_read"] > 0 and row["lag_seconds"] is not None and row["offset_snapshot"] == current for row in runs), runs
+    assert not [path for path in run_locks._held if "mirror-" in str(path)], run_locks._held
+    assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
+
+
+def test_when_a_mirror_fails_the_others_offsets_are_written_as_the_run_ends(shop):
+    project = shop
+    before = newest_offsets(project)
+    write_wave(project.waves[1], project.inbox)
+    project.land(KEYS)
+    broken = project.project_dir / "models" / "mirrors" / "shop_orders.sql"
+    broken.write_text(broken.read_text().replace("from events", "from events where no_such_column = 1", 1))
+
+    project.dbt("run", "--select", *SHOP_MODELS, expect_success=False)
+
+    current = current_raw_snapshot(project)
+    after = newest_offsets(project)
+    assert after[f"{project.schema}.shop_orders"] == before[f"{project.schema}.shop_orders"] != current
+    assert after[f"{project.schema}.shop_customers"] == after[f"{project.schema}.shop_order_lines"] == current
+    assert not [path for path in run_locks._held if "mirror-" in str(path)], run_locks._held
