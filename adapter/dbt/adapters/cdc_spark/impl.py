@@ -1,6 +1,6 @@
 """The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. The
-methods of the idle check and shared run state (run_state_methods.py) and of the run guards
-(run_guard_methods.py) are mixins of their own."""
+methods of the idle check and shared run state (run_state_methods.py), of the run guards
+(run_guard_methods.py) and of the apply's decisions (apply_methods.py) are mixins of their own."""
 
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
@@ -18,6 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
+from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
@@ -37,7 +38,7 @@ _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(RunStateMethods, RunGuardMethods, SparkAdapter):
+class CdcSparkAdapter(ApplyMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None

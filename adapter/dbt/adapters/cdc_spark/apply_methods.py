@@ -1,0 +1,23 @@
+"""The adapter methods behind the apply's decisions, which are plain Python in python_jobs/apply/
+(raw_log.sql's chunk plan: chunk_plan.py). A mixin of CdcSparkAdapter; cdc_databend has the same."""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+
+from python_jobs.apply import chunk_plan
+
+
+class ApplyMethods(metaclass=AdapterMeta):
+    """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    @available
+    def cdc_pending_snapshots(self, snapshot_log: Mapping[str, Any], offset_snapshot: Optional[str]) -> Dict[str, Any]:
+        """raw_log.sql's pending_raw_snapshots: {'expired': bool, 'pending': [...]} (chunk_plan.py)."""
+        return chunk_plan.pending_or_expired(snapshot_log, offset_snapshot)
+
+    @available
+    def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str]) -> List[Dict[str, Any]]:
+        """raw_log.sql's chunks_of (chunk_plan.py)."""
+        return chunk_plan.chunks_of(pending, int(max_events), offset_snapshot)
