@@ -12,6 +12,8 @@ from decimal import Decimal
 import pytest
 
 from conftest import FIXTURES
+from python_jobs import crash_points
+from python_jobs.apply import one_commit
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -242,6 +244,37 @@ def delete_replaced_rows_by_merge(monkeypatch) -> None:
     monkeypatch.setenv("CDC_MERGE_ICEBERG_JVM_JAR", "")
 
 
+def test_a_small_batch_is_one_commit_and_a_run_that_dies_before_it_leaves_no_file(dbt_project, monkeypatch, warehouse):
+    """A small batch's deletes by position and new rows are written as files and committed to main
+    together (OneCommitBatch.java), with no branch; a run that dies once the files are written and
+    before the commit changes nothing readers see and leaves none of its files."""
+    project = dbt_project
+    mirror = docs_mirror_with_a_pending_batch(project)
+    files_before = {path.name for path in warehouse.rglob("*.parquet")}
+
+    def dies_before_commit(point):
+        if point == "apply-before-publish":
+            raise RuntimeError("killed before the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(crash_points, "crash_point", dies_before_commit)
+        statements = record_statements(patch)
+        assert "killed before the commit" in run_error(project.dbt("run", "--select", "docs", expect_success=False))
+    assert not [sql for sql in statements if "branch" in sql], statements
+    assert [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")] == [
+        (1, "v1"), (2, "v1"), (3, "v1")]
+    assert not [name for name in {path.name for path in warehouse.rglob("*.parquet")} - files_before if "cdc-merge" in name]
+
+    project.dbt("run", "--select", "docs")
+    assert [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")] == [
+        (1, "v2"), (3, "v1"), (4, "v1")]
+    (head,) = project.query(
+        f"select operation, summary['cdc-merge.apply'] as apply, summary['added-position-deletes'] as positions, "
+        f"summary['added-records'] as records from {mirror}.snapshots order by committed_at desc limit 1")
+    assert head == {"operation": "overwrite", "apply": "one-commit", "positions": "2", "records": "2"}
+    assert sorted(row["name"] for row in project.query(f"select name from {mirror}.refs")) == ["main"]
+
+
 @pytest.mark.parametrize("deleted_by", ["position", "merge"])
 def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_project, monkeypatch, deleted_by):
     """The delete of replaced rows and the INSERT of new ones write to a branch that is published in
@@ -251,6 +284,8 @@ def test_a_run_that_dies_between_the_mirrors_two_writes_leaves_it_as_it_was(dbt_
     mirror = docs_mirror_with_a_pending_batch(project)
     if deleted_by == "merge":
         delete_replaced_rows_by_merge(monkeypatch)
+    # A batch this small would go to the mirror in one commit (the test below): here the branch path.
+    monkeypatch.setattr(one_commit, "ONE_COMMIT_MAX_EVENTS", 0)
 
     def mirrored():
         return [(row["id"], row["title"]) for row in project.query(f"select id, title from {mirror} order by id")]

@@ -171,9 +171,11 @@
             {% set key_range = cdc_merge.key_range_of(plan) %}
             {% set key_range = key_range if cdc_merge.key_range_skips_files(target_relation, key_range) else none %}
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
+            {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
+            {% set one_commit = adapter.type() == 'cdc_spark' and adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
                 {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
@@ -228,14 +230,21 @@
 {% endmaterialization %}
 
 
-{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position) %}
+{% macro apply_batch(target_relation, tombstones, changes, model_sql, batch_keys_sql, key_range, columns, cfg, by_position, one_commit=false) %}
     {#-
         Classify the batch against the mirror (classify.sql), then write tombstones, then the mirror
         (write.sql), publishing the mirror's writes in one commit (publish.sql).
         by_position (deletes_by_position): the classification reads the branch the batch then writes
         to, with the positions of the stored rows, and the replaced rows are deleted at those positions.
+        one_commit (with by_position): the classification reads main at its current snapshot, and the
+        deletes and new rows are committed to main together (write.sql write_one_commit), no branch.
     -#}
-    {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
+    {% if one_commit %}
+        {% set classified_at = adapter.cdc_current_snapshot(target_relation) %}
+        {% set classified = cdc_merge.relation_at_snapshot(target_relation, classified_at) %}
+    {% else %}
+        {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
+    {% endif %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position) %}
     {% set batch_changes = created.changes %}
@@ -249,6 +258,15 @@
         {% do run_query(cdc_merge.write_tombstones_sql(tombstones, batch_changes, counts.stored_tombstones)) %}
     {% endif %}
     {% set replaced_rows = cdc_merge.replaces_rows(cfg, counts.partial_updates > 0) %}
+    {% if one_commit and replaced_rows %}
+        {% do cdc_merge.write_one_commit(target_relation, classified_at, batch_changes, columns, cfg, counts) %}
+        {% do cdc_merge.drop_changes(batch_changes) %}
+        {% do counts.update({'skipped': counts.skipped + counts.tombstoned}) %}
+        {{ return(counts) }}
+    {% elif one_commit %}
+        {#- Not expected (a batch without placeholders has no partial updates): the branch path, from the classified snapshot. -#}
+        {% set classified = cdc_merge.begin_mirror_writes(target_relation, classified_at) %}
+    {% endif %}
     {% set soft_tombstones = counts.tombstoned if cfg.deletes == 'soft' else 0 %}
     {% set merges = (counts.updated + counts.deleted) > 0 %}
     {% set inserts = (counts.inserted + soft_tombstones + (counts.updated if replaced_rows else 0)) > 0 %}

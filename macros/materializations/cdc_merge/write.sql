@@ -212,7 +212,40 @@
 {% endmacro %}
 
 
+{% macro write_one_commit(target_relation, classified_at, changes, columns, cfg, counts) %}
+    {#-
+        A small batch classified at snapshot classified_at of main (cdc_merge.sql apply_batch): the
+        stored rows of its updated and deleted keys deleted by position and the rows of its inserted
+        and updated keys added, in one commit on main (the cdc_spark adapter's OneCommitBatch).
+    -#}
+    {% set positions = counts.updated + counts.deleted %}
+    {% set rows = counts.inserted + counts.updated %}
+    {% if positions + rows == 0 %}
+        {{ return(none) }}
+    {% endif %}
+    {% set positions_sql %}
+        select
+            _cdc_stored_file_hash as file_hash,
+            _cdc_stored_pos as pos
+        from {{ changes }}
+        where _cdc_change in ('update', 'delete')
+    {% endset %}
+    {% set files = adapter.cdc_commit_one_batch(target_relation, classified_at, positions_sql, positions,
+        cdc_merge.inserted_rows_sql(changes, columns, cfg, true), rows) %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ positions ~ " replaced rows deleted by position (" ~ files
+        ~ " delete files) and " ~ rows ~ " rows added in one commit") }}
+{% endmacro %}
+
+
 {% macro insert_mirror_sql(target_relation, changes_view, columns, cfg, replaced_rows) %}
+    {#- The rows of inserted_rows_sql, into target_relation. -#}
+    {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
+    insert into {{ target_relation }} ({{ written | join(', ') }}{{ ', _cdc_deleted' if cfg.deletes == 'soft' }})
+    {{ cdc_merge.inserted_rows_sql(changes_view, columns, cfg, replaced_rows) }}
+{% endmacro %}
+
+
+{% macro inserted_rows_sql(changes_view, columns, cfg, replaced_rows) %}
     {#-
         Keys the mirror does not hold, and with replaced_rows the updated keys (their stored rows
         deleted by delete_replaced_rows_sql); with soft deletes a delete of a key the mirror does
@@ -221,13 +254,12 @@
     {%- set soft = cfg.deletes == 'soft' -%}
     {%- set inserted_changes = ['insert'] + (['update'] if replaced_rows else []) + (['tombstone'] if soft else []) -%}
     {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
-    insert into {{ target_relation }} ({{ written | join(', ') }}{{ ', _cdc_deleted' if soft }})
     select
         {%- for column in written %}
-        {{ cdc_merge.sent_value(column, columns) }}{{ ',' if soft or not loop.last }}
+        {{ cdc_merge.sent_value(column, columns) }} as {{ column }}{{ ',' if soft or not loop.last }}
         {%- endfor %}
         {%- if soft %}
-        change._cdc_action = 'delete'
+        change._cdc_action = 'delete' as _cdc_deleted
         {%- endif %}
     from {{ changes_view }} as change
     where change._cdc_change in ('{{ inserted_changes | join("', '") }}')

@@ -1,12 +1,12 @@
 """The adapter methods behind the apply's decisions, which are plain Python in python_jobs/apply/
-(raw_log.sql's chunk plan: chunk_plan.py). A mixin of CdcSparkAdapter; cdc_databend has the same."""
+(raw_log.sql's chunk plan: chunk_plan.py; whether a batch is one commit: one_commit.py). A mixin of CdcSparkAdapter; cdc_databend has the same."""
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
-from python_jobs.apply import chunk_plan
+from python_jobs.apply import chunk_plan, one_commit
 
 
 class ApplyMethods(metaclass=AdapterMeta):
@@ -21,3 +21,8 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str]) -> List[Dict[str, Any]]:
         """raw_log.sql's chunks_of (chunk_plan.py)."""
         return chunk_plan.chunks_of(pending, int(max_events), offset_snapshot)
+
+    @available
+    def cdc_one_commit(self, by_position: bool, plan: Optional[Dict[str, Any]], buckets: int) -> bool:
+        """Whether the chunk's batch is applied in one commit on main (one_commit.py); cdc_spark only."""
+        return one_commit.applies(bool(by_position), plan, int(buckets))

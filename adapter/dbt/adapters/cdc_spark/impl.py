@@ -1,6 +1,7 @@
 """The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. The
 methods of the idle check and shared run state (run_state_methods.py), of the run guards
-(run_guard_methods.py) and of the apply's decisions (apply_methods.py) are mixins of their own."""
+(run_guard_methods.py), of the apply's decisions (apply_methods.py) and of the raw range reads and
+mirror writes (mirror_write_methods.py) are mixins of their own."""
 
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
@@ -15,12 +16,13 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog, iceberg_jvm, position_deletes, raw_ranges
+from dbt.adapters.cdc_spark import catalog
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
-from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
+from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
+from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
@@ -38,7 +40,7 @@ _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(ApplyMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
+class CdcSparkAdapter(ApplyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
@@ -143,125 +145,6 @@ class CdcSparkAdapter(ApplyMethods, RunStateMethods, RunGuardMethods, SparkAdapt
         values = ", ".join(f"{argument} => {_sql_literal(value)}" for argument, value in arguments.items())
         _, table = self.execute(f"call {self._current_catalog()['name']}.system.{name}({values})", fetch=True)
         return dict(zip(table.column_names, table.rows[0]))
-
-    @available
-    def create_appended_rows_view(
-        self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str, events: Optional[int] = None
-    ) -> bool:
-        """The rows the snapshots after after_snapshot up to through_snapshot appended to table,
-        as the temporary view view_name, shaped like Iceberg's changelog view (only inserts).
-
-        Iceberg's incremental append scan, which Spark SQL 3.5 cannot ask for (no table options
-        in SELECT); create_changelog_view reads the same files but then shuffles and sorts every
-        row to find carried-over rows, which an append-only table has none of (BENCHMARKS.md: a
-        1M-event read 5.5 s vs 2.5 s). A range of at most raw_ranges.MAX_KEPT_EVENTS events (the
-        caller's count) is read once for all the mirrors that read it (raw_ranges.py). False when
-        the SparkSession is not in this process (thrift): the caller uses create_changelog_view there."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return False
-        from pyspark.sql import functions as F
-
-        spark = dbt_spark_session(credentials.server_side_parameters)
-
-        def read() -> Any:
-            reader = spark.read
-            if after_snapshot is None:
-                reader = reader.option("snapshot-id", through_snapshot)
-            else:
-                reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
-            return reader.table(table).withColumn("_change_type", F.lit("INSERT"))
-
-        session_id = spark.sparkContext.applicationId
-        raw_ranges.RANGES.rows(session_id, table, after_snapshot, through_snapshot, events, read).createOrReplaceTempView(view_name)
-        return True
-
-    @available
-    def cdc_range_plan(self, table: str, after_snapshot: Optional[str], through_snapshot: str, source_table: str) -> Optional[Dict[str, Any]]:
-        """What source_table's mirror needs to know of a range create_appended_rows_view kept, from one
-        pass over the range for all its tables (range_plan.py); None when the range is not kept."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
-        return raw_ranges.RANGES.plan(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot, source_table)
-
-    @available
-    def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:
-        """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the
-        temporary view view_name: later statements read them without computing sql again, whatever
-        happens to the tables it read. Returns the aggregates observed (select-list items such as
-        "count(*) as rows") on the way, by name; None when the SparkSession is not in this process."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        rows = dbt_spark_session(credentials.server_side_parameters).sql(sql)
-        observation = Observation(f"{view_name}_observed") if observed else None
-        if observation is not None:
-            rows = rows.observe(observation, *(F.expr(item) for item in observed))
-        rows = rows.localCheckpoint(eager=True)
-        rows.createOrReplaceTempView(view_name)
-        self._checkpoints[view_name] = rows
-        return dict(observation.get) if observation is not None else {}
-
-    @available
-    def drop_checkpoint_view(self, view_name: str) -> None:
-        """Drops a view of create_checkpoint_view and frees its rows now, not at the JVM's next GC."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
-        spark.catalog.dropTempView(view_name)
-        rows = self._checkpoints.pop(view_name, None)
-        if rows is not None:
-            rows._jdf.logicalPlan().rdd().unpersist(True)
-
-    @available
-    def deletes_by_position(self, relation: BaseRelation) -> bool:
-        """Whether rows of this Iceberg table can be deleted at the positions a query found them at
-        (delete_rows_by_position): in this process's SparkSession or through a Thrift server whose
-        catalog is cdc_merge.iceberg.CdcMergeSparkCatalog, on unpartitioned tables of
-        Iceberg format 2, with the jar of iceberg_jvm.py."""
-        credentials = self.connections.profile.credentials
-        table = f"{relation.schema}.{relation.identifier}"
-        if self._thrift_procedures():
-            reason = self._call_procedure("snapshot_position_deletes_unsupported", table=table)["reason"]
-        elif credentials.method != SparkConnectionMethod.SESSION:
-            return False
-        else:
-            reason = position_deletes.unsupported_reason(dbt_spark_session(credentials.server_side_parameters), table)
-        if reason:
-            logger.debug(f"{relation}: deleting replaced rows with a MERGE, not by position: {reason}")
-        return not reason
-
-    @available
-    def key_range_skips_files(self, relation: BaseRelation, column: str, min_hex: str, max_hex: str) -> Optional[bool]:
-        """Whether reading relation's rows with column between the two hex-encoded UTF-8 bounds skips any
-        of its data files; None where it is not known (no jar; a Thrift server without the
-        helpers' catalog)."""
-        credentials = self.connections.profile.credentials
-        table = f"{relation.schema}.{relation.identifier}"
-        lower, upper = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
-        if self._thrift_procedures():
-            return self._call_procedure("snapshot_key_range_skips_files", table=table, column=column, lower=lower, upper=upper)["skips"]
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
-        return iceberg_jvm.key_range_skips_files(spark, table, column, lower, upper)
-
-    @available
-    def delete_rows_by_position(self, relation: BaseRelation, branch: str, positions_sql: str, expected_positions: int) -> int:
-        """Deletes the rows at the positions positions_sql gives (file_hash, pos) from branch of
-        relation, in one commit; the number of position delete files added."""
-        if self._thrift_procedures():
-            return self._call_procedure(
-                "snapshot_position_deletes", table=f"{relation.schema}.{relation.identifier}", branch=branch,
-                positions_sql=positions_sql, expected_positions=int(expected_positions),
-            )["delete_files"]
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
-        return position_deletes.delete_rows(
-            spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
-        )
 
     @classmethod
     def type(cls) -> str:

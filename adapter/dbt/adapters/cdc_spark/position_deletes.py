@@ -40,3 +40,31 @@ def delete_rows(spark: Any, table: str, branch: str, positions_sql: str, expecte
         .agg(F.sort_array(F.collect_list(F.col("pos").cast("long"))).alias("positions"))
     )
     return java_class.commit(spark._jsparkSession, table, branch, positions_by_file._jdf, expected_positions)
+
+
+ONE_COMMIT_BATCH_CLASS = "cdc_merge.iceberg.OneCommitBatch"
+
+
+def commit_one_batch(spark: Any, table: str, classified_at: str, positions_sql: str, expected_positions: int,
+                     rows_sql: str, expected_rows: int, before_commit: Any) -> int:
+    """A small batch in one commit on main (jvm/iceberg/.../OneCommitBatch.java): the rows at the
+    positions positions_sql gives deleted, the rows of rows_sql added, validated against the snapshot
+    classified_at the positions were read at. before_commit() runs once the files are written (a
+    crash point); the number of delete files added."""
+    from pyspark.sql import functions as F
+
+    java_class = jvm_class(spark, ONE_COMMIT_BATCH_CLASS)
+    positions_by_file = (
+        spark.sql(positions_sql)
+        .groupBy("file_hash")
+        .agg(F.sort_array(F.collect_list(F.col("pos").cast("long"))).alias("positions"))
+    )
+    batch = java_class.write(spark._jsparkSession, table, int(classified_at), positions_by_file._jdf, int(expected_positions),
+                             spark.sql(rows_sql)._jdf, int(expected_rows))
+    try:
+        before_commit()
+    except BaseException:
+        batch.abort()
+        raise
+    batch.commit()
+    return batch.deleteFiles()

@@ -20,6 +20,7 @@ import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.TableScan;
 import org.apache.iceberg.TableUtil;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.deletes.PositionDeleteWriter;
@@ -90,25 +91,12 @@ public final class PositionDeletes {
     if (start == null) {
       throw new IllegalStateException(tableName + " has no branch " + branch);
     }
-    Map<Long, DataFile> liveFiles = liveDataFilesByHash(table, branch);
-    List<String> referenced = new ArrayList<>();
-    List<List<Long>> positionsOfFiles = new ArrayList<>();
-    long positions = 0;
-    for (Row file : positionsByFile.collectAsList()) {
-      Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
-      List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
-      referenced.add(checkPositions(tableName, branch, fileHash, rowPositions, liveFiles));
-      positionsOfFiles.add(rowPositions);
-      positions += rowPositions.size();
-    }
-    if (positions != expectedPositions) {
-      throw new IllegalStateException(
-          "the positions to delete from " + tableName + " are " + positions + ", expected " + expectedPositions);
-    }
+    Positions positions = Positions.of(tableName, "branch " + branch, table.newScan().useRef(branch), positionsByFile, expectedPositions);
+    List<String> referenced = positions.dataFiles;
     if (referenced.isEmpty()) {
       return 0;
     }
-    List<DeleteFile> written = writeAll(table, referenced, positionsOfFiles);
+    List<DeleteFile> written = writeAll(table, referenced, positions.positionsOfFiles);
     try {
       RowDelta delta = table.newRowDelta().toBranch(branch).validateFromSnapshot(start.snapshotId());
       written.forEach(delta::addDeletes);
@@ -122,12 +110,38 @@ public final class PositionDeletes {
     }
   }
 
+  /** The rows to delete, by data file, once checked against the live data files of a scan of the table. */
+  static final class Positions {
+    final List<String> dataFiles = new ArrayList<>();
+    final List<List<Long>> positionsOfFiles = new ArrayList<>();
+
+    /** positionsByFile as commit takes it; where names the scanned ref in messages. */
+    static Positions of(String tableName, String where, TableScan scan, Dataset<Row> positionsByFile, long expectedPositions)
+        throws IOException {
+      Map<Long, DataFile> liveFiles = liveDataFilesByHash(scan);
+      Positions found = new Positions();
+      long positions = 0;
+      for (Row file : positionsByFile.collectAsList()) {
+        Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
+        List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
+        found.dataFiles.add(checkPositions(tableName, where, fileHash, rowPositions, liveFiles));
+        found.positionsOfFiles.add(rowPositions);
+        positions += rowPositions.size();
+      }
+      if (positions != expectedPositions) {
+        throw new IllegalStateException(
+            "the positions to delete from " + tableName + " are " + positions + ", expected " + expectedPositions);
+      }
+      return found;
+    }
+  }
+
   /**
    * One delete file per data file, written on as many threads as the driver has cores: a 10k-event
    * batch into 30M rows touches every data file (BENCHMARKS.md, "Applied since (8)"). When one fails,
    * the others are waited for and removed.
    */
-  private static List<DeleteFile> writeAll(Table table, List<String> dataFiles, List<List<Long>> positionsOfFiles)
+  static List<DeleteFile> writeAll(Table table, List<String> dataFiles, List<List<Long>> positionsOfFiles)
       throws Exception {
     String batch = "cdc-merge-deletes-" + UUID.randomUUID();
     int threads = Math.min(dataFiles.size(), Runtime.getRuntime().availableProcessors());
@@ -161,7 +175,7 @@ public final class PositionDeletes {
     }
   }
 
-  private static void removeAll(Table table, List<DeleteFile> written) {
+  static void removeAll(Table table, List<DeleteFile> written) {
     for (DeleteFile deletes : written) {
       table.io().deleteFile(deletes.location());
     }
@@ -169,12 +183,12 @@ public final class PositionDeletes {
 
   /** The path of the data file whose positions these are, once they are known to fit it. */
   private static String checkPositions(
-      String tableName, String branch, Long fileHash, List<Long> positions, Map<Long, DataFile> liveFiles) {
+      String tableName, String where, Long fileHash, List<Long> positions, Map<Long, DataFile> liveFiles) {
     DataFile file = fileHash == null ? null : liveFiles.get(fileHash);
     if (file == null) {
       throw new IllegalStateException("cannot delete rows of the file with hash " + fileHash + ": "
           + (fileHash != null && liveFiles.containsKey(fileHash) ? "two live data files have it" : "it is not a live data file")
-          + " of " + tableName + " at branch " + branch);
+          + " of " + tableName + " at " + where);
     }
     String dataFile = file.location();
     long rows = file.recordCount();
@@ -211,17 +225,17 @@ public final class PositionDeletes {
     return FileMetadata.deleteFileBuilder(table.spec()).copy(writer.toDeleteFile()).withReferencedDataFile(dataFile).build();
   }
 
-  private static Table load(SparkSession spark, String tableName) throws Exception {
+  static Table load(SparkSession spark, String tableName) throws Exception {
     // The name resolves in the session's current catalog, which Spark reads from the calling
     // thread's active session: a py4j thread has none, and would get spark_catalog.
     SparkSession.setActiveSession(spark);
     return Spark3Util.loadIcebergTable(spark, tableName);
   }
 
-  /** The branch's live data files by Spark's xxhash64 of their path; null for a hash two of them share. */
-  private static Map<Long, DataFile> liveDataFilesByHash(Table table, String branch) throws IOException {
+  /** The scan's live data files by Spark's xxhash64 of their path; null for a hash two of them share. */
+  private static Map<Long, DataFile> liveDataFilesByHash(TableScan scan) throws IOException {
     Map<Long, DataFile> files = new HashMap<>();
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().useRef(branch).planFiles()) {
+    try (CloseableIterable<FileScanTask> tasks = scan.planFiles()) {
       for (FileScanTask task : tasks) {
         UTF8String path = UTF8String.fromString(task.file().location());
         long hash = XXH64.hashUnsafeBytes(path.getBaseObject(), path.getBaseOffset(), path.numBytes(), SPARK_HASH_SEED);

@@ -1,0 +1,163 @@
+package cdc_merge.iceberg;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.MetricsConfig;
+import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.io.DataWriter;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.parquet.Parquet;
+import org.apache.iceberg.spark.SparkSchemaUtil;
+import org.apache.iceberg.spark.data.SparkParquetWriters;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A small batch applied to a mirror in one Iceberg commit on main: the stored rows it replaces
+ * deleted by position and its new rows added as one data file, both written in the driver.
+ *
+ * <p>The branch path (a branch, deletes by position committed to it, an INSERT committed to it, a
+ * fast-forward of main, the branch dropped) costs five statements and four metadata commits per
+ * batch, most of a small mirror's run (docs/apply_design.md). For a batch of at most a few
+ * thousand rows this writes the same files in the driver and commits them as one RowDelta, which
+ * readers see at once or not at all. {@link #write} writes the files; {@link #commit} adds them,
+ * validated against the snapshot the batch was classified at, so that a data file removed since
+ * (compaction by another process) fails the commit instead of leaving a row undeleted;
+ * {@link #abort} removes them. Called from the cdc_spark adapter (position_deletes.py).
+ */
+public final class OneCommitBatch {
+  private final Table table;
+  private final String tableName;
+  private final long classifiedAt;
+  private final List<String> referenced;
+  private final List<DeleteFile> deletes;
+  private final DataFile rows;
+
+  private OneCommitBatch(
+      Table table, String tableName, long classifiedAt, List<String> referenced, List<DeleteFile> deletes, DataFile rows) {
+    this.table = table;
+    this.tableName = tableName;
+    this.classifiedAt = classifiedAt;
+    this.referenced = referenced;
+    this.deletes = deletes;
+    this.rows = rows;
+  }
+
+  /**
+   * Writes the batch's files. positionsByFile: as {@link PositionDeletes#commit} takes it, the
+   * positions the classification read at snapshot classifiedAt of main, expectedPositions of them.
+   * newRows: the rows to add, by column name (columns of the table it lacks are null), expectedRows of them.
+   */
+  public static OneCommitBatch write(
+      SparkSession spark, String tableName, long classifiedAt, Dataset<Row> positionsByFile, long expectedPositions,
+      Dataset<Row> newRows, long expectedRows) throws Exception {
+    Table table = PositionDeletes.load(spark, tableName);
+    Snapshot current = table.currentSnapshot();
+    if (current == null || current.snapshotId() != classifiedAt) {
+      throw new IllegalStateException(tableName + " was written since its batch was classified at snapshot " + classifiedAt
+          + " (now " + (current == null ? "none" : current.snapshotId()) + "): run again");
+    }
+    PositionDeletes.Positions positions = PositionDeletes.Positions.of(
+        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positionsByFile, expectedPositions);
+    List<DeleteFile> deletes = positions.dataFiles.isEmpty()
+        ? Collections.emptyList()
+        : PositionDeletes.writeAll(table, positions.dataFiles, positions.positionsOfFiles);
+    try {
+      DataFile rows = expectedRows == 0 ? null : writeRows(table, tableName, newRows, expectedRows);
+      return new OneCommitBatch(table, tableName, classifiedAt, positions.dataFiles, deletes, rows);
+    } catch (Exception failed) {
+      PositionDeletes.removeAll(table, deletes);
+      throw failed;
+    }
+  }
+
+  /** Adds the files to main in one commit; the files are removed if it fails for sure. */
+  public void commit() {
+    RowDelta delta = table.newRowDelta().validateFromSnapshot(classifiedAt);
+    deletes.forEach(delta::addDeletes);
+    if (rows != null) {
+      delta.addRows(rows);
+    }
+    try {
+      delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.apply", "one-commit").commit();
+    } catch (CommitStateUnknownException unknown) {
+      throw unknown; // the files may be part of the table now
+    } catch (RuntimeException notAdded) {
+      abort();
+      throw notAdded;
+    }
+  }
+
+  /** Removes the files written, none of which was committed. */
+  public void abort() {
+    PositionDeletes.removeAll(table, deletes);
+    if (rows != null) {
+      table.io().deleteFile(rows.location());
+    }
+  }
+
+  public int deleteFiles() {
+    return deletes.size();
+  }
+
+  public long rowsAdded() {
+    return rows == null ? 0 : rows.recordCount();
+  }
+
+  /** The rows as one Parquet data file of the table, its columns cast to the table's types. */
+  private static DataFile writeRows(Table table, String tableName, Dataset<Row> newRows, long expectedRows) throws IOException {
+    StructType tableType = SparkSchemaUtil.convert(table.schema());
+    Map<String, String> given = new HashMap<>();
+    for (String column : newRows.columns()) {
+      given.put(column.toLowerCase(Locale.ROOT), column);
+    }
+    List<Column> columns = new ArrayList<>();
+    for (StructField field : tableType.fields()) {
+      String name = given.get(field.name().toLowerCase(Locale.ROOT));
+      Column value = name == null ? functions.lit(null) : functions.col("`" + name.replace("`", "``") + "`");
+      columns.add(value.cast(field.dataType()).as(field.name()));
+    }
+    InternalRow[] collected = (InternalRow[]) newRows.select(columns.toArray(new Column[0]))
+        .queryExecution().executedPlan().executeCollect();
+    if (collected.length != expectedRows) {
+      throw new IllegalStateException("the rows to add to " + tableName + " are " + collected.length + ", expected " + expectedRows);
+    }
+    String name = "cdc-merge-rows-" + UUID.randomUUID();
+    OutputFile out = table.io().newOutputFile(table.locationProvider().newDataLocation(FileFormat.PARQUET.addExtension(name)));
+    DataWriter<InternalRow> writer = Parquet.writeData(out)
+        .schema(table.schema())
+        .createWriterFunc(messageType -> SparkParquetWriters.buildWriter(tableType, messageType))
+        .setAll(table.properties())
+        .metricsConfig(MetricsConfig.forTable(table))
+        .withSpec(table.spec())
+        .overwrite()
+        .build();
+    try (DataWriter<InternalRow> closing = writer) {
+      for (InternalRow row : collected) {
+        closing.write(row);
+      }
+    } catch (IOException | RuntimeException failed) {
+      table.io().deleteFile(out.location());
+      throw failed;
+    }
+    return writer.toDataFile();
+  }
+}
