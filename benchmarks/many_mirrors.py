@@ -14,8 +14,9 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
 - events: each of the N mirrors with --events-per-mirror (20-50) new events, in one new raw
   snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read. Measured
   --repeat times on the shared path (one pass over the range for all mirrors, the offsets and runs
-  rows written once per run: docs/apply_design.md), alternating with the per-mirror path (each
-  mirror plans its range and writes its bookkeeping rows itself) in the same process.
+  rows written once per run, a small batch in one commit: docs/apply_design.md), alternating with
+  the per-mirror path (each mirror plans its range, writes its bookkeeping rows itself and applies
+  through a branch) in the same process.
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
@@ -246,17 +247,20 @@ class ManyMirrors:
 
 @contextlib.contextmanager
 def per_mirror_path():
-    """The baseline of the shared pass: each mirror plans its range with its own queries and writes its
-    offset and runs rows itself (cdc_merge.sql takes that path where the adapter says no to both)."""
+    """The baseline of the shared pass: each mirror plans its range with its own queries, writes its
+    offset and runs rows itself, and applies its batch through a branch (cdc_merge.sql takes that path
+    where the adapter says no to all three)."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
 
-    originals = CdcSparkAdapter.cdc_keeps_rows, CdcSparkAdapter.cdc_range_plan
-    CdcSparkAdapter.cdc_keeps_rows = lambda *_args, **_kwargs: False
-    CdcSparkAdapter.cdc_range_plan = lambda *_args, **_kwargs: None
+    names = ("cdc_keeps_rows", "cdc_range_plan", "cdc_one_commit")
+    originals = {name: getattr(CdcSparkAdapter, name) for name in names}
+    for name, refusal in zip(names, (False, None, False)):
+        setattr(CdcSparkAdapter, name, lambda *_args, _refusal=refusal, **_kwargs: _refusal)
     try:
         yield
     finally:
-        CdcSparkAdapter.cdc_keeps_rows, CdcSparkAdapter.cdc_range_plan = originals
+        for name, original in originals.items():
+            setattr(CdcSparkAdapter, name, original)
 
 
 @contextlib.contextmanager

@@ -203,11 +203,26 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}
 
 
+# Tables whose current snapshot is asked often (the offsets table, once per mirror), kept loaded:
+# (Spark application, table) -> Iceberg table. Refreshing one reads its metadata pointer only.
+_loaded: Dict[Tuple[str, str], Any] = {}
+
+
 def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
-    """current_snapshot, or None when the table cannot be loaded (not created yet)."""
+    """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
+    None when the table cannot be loaded (not created yet)."""
+    key = (spark.sparkContext.applicationId, table)
     try:
-        return current_snapshot(spark, table)
-    except Exception:  # the query that follows says what is wrong, if anything is
+        iceberg_table = _loaded.get(key)
+        if iceberg_table is None:
+            iceberg_table = _loaded[key] = _iceberg_table(spark, table)
+        if iceberg_table is None:
+            return None
+        iceberg_table.refresh()
+        snapshot = iceberg_table.currentSnapshot()
+        return str(snapshot.snapshotId()) if snapshot is not None else None
+    except Exception:  # dropped or not created yet: the query that follows says what is wrong, if anything is
+        _loaded.pop(key, None)
         return None
 
 
