@@ -13,8 +13,6 @@ logger = AdapterLogger("cdc_spark")
 # an empty value turns the helpers off (the apply then deletes with a MERGE and keeps every key range).
 JAR = Path(__file__).parent / "jars" / "cdc-merge-iceberg.jar"
 KEY_RANGES_CLASS = "cdc_merge.iceberg.KeyRanges"
-# (Spark application, jar) added to its session already: ADD JAR is a statement, asked per mirror.
-_ADDED: set = set()
 
 
 def jar_path() -> str:
@@ -28,10 +26,10 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
     jar = jar_path()
     if not jar:
         return None
-    added = (spark.sparkContext.applicationId, jar)
-    if os.path.isfile(jar) and added not in _ADDED:
+    if os.path.isfile(jar):
+        # Also on every call, not once: ADD JAR sets the calling JVM thread's class loader, and each
+        # dbt thread calls from a JVM thread of its own.
         spark.sql(f"add jar '{jar}'")
-        _ADDED.add(added)
     java_class = spark._jvm
     for part in class_name.split("."):
         java_class = getattr(java_class, part)
