@@ -10,6 +10,7 @@ import random
 import shutil
 import sys
 import tempfile
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -255,11 +256,22 @@ def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
     config = CaptureConfig(host="127.0.0.1", port=mariadb.port, user="root", password="",
                            tables=("shop.accounts",), out=tmp_path / "out", state=tmp_path / "state.json")
     capture_mysql.run(config)
+    state_file = json.loads((tmp_path / "state.json").read_text())["file"]
     with connection.cursor() as cursor:
         cursor.execute("flush binary logs")
         cursor.execute("show master status")
         (current, _, *_) = cursor.fetchone()
-        cursor.execute(f"purge binary logs to '{current}'")
+        # The server ends the capture's binlog dump thread a moment after the capture disconnects;
+        # until then PURGE keeps the file it reads (and a busy machine made that moment long).
+        deadline = time.monotonic() + 30
+        while True:
+            cursor.execute(f"purge binary logs to '{current}'")
+            cursor.execute("show binary logs")
+            if state_file not in {row[0] for row in cursor.fetchall()} or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        cursor.execute("show binary logs")
+        assert state_file not in {row[0] for row in cursor.fetchall()}, f"{state_file} was not purged"
 
     with pytest.raises(CaptureError, match=r"is purged.*remove .*state.json.*--full-refresh"):
         capture_mysql.run(config)
