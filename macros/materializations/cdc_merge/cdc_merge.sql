@@ -239,8 +239,10 @@
         one_commit (with by_position): the classification reads main at its current snapshot, and the
         deletes and new rows are committed to main together (write.sql write_one_commit), no branch.
     -#}
+    {#- A mirror with no snapshot yet has nothing to classify against at one: the branch path. -#}
+    {% set classified_at = adapter.cdc_current_snapshot(target_relation) if one_commit else none %}
+    {% set one_commit = one_commit and classified_at is not none %}
     {% if one_commit %}
-        {% set classified_at = adapter.cdc_current_snapshot(target_relation) %}
         {% set classified = cdc_merge.relation_at_snapshot(target_relation, classified_at) %}
     {% else %}
         {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}

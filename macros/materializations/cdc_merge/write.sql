@@ -107,16 +107,19 @@
 {% endmacro %}
 
 
+{% macro replaced_positions_sql(changes) %}
+    {#- Where the stored rows of the batch's updated and deleted keys are, as the classification found them. -#}
+    select
+        _cdc_stored_file_hash as file_hash,
+        _cdc_stored_pos as pos
+    from {{ changes }}
+    where _cdc_change in ('update', 'delete')
+{% endmacro %}
+
+
 {% macro delete_replaced_rows_by_position(target_relation, changes, expected_positions) %}
     {#- The stored rows of updated and deleted keys, on the branch; insert_mirror_sql then writes the new rows. -#}
-    {% set positions_sql %}
-        select
-            _cdc_stored_file_hash as file_hash,
-            _cdc_stored_pos as pos
-        from {{ changes }}
-        where _cdc_change in ('update', 'delete')
-    {% endset %}
-    {% set files = adapter.delete_rows_by_position(target_relation, cdc_merge.mirror_branch(), positions_sql, expected_positions) %}
+    {% set files = adapter.delete_rows_by_position(target_relation, cdc_merge.mirror_branch(), cdc_merge.replaced_positions_sql(changes), expected_positions) %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ expected_positions ~ " replaced rows deleted by position (" ~ files ~ " delete files)") }}
 {% endmacro %}
 
@@ -223,14 +226,7 @@
     {% if positions + rows == 0 %}
         {{ return(none) }}
     {% endif %}
-    {% set positions_sql %}
-        select
-            _cdc_stored_file_hash as file_hash,
-            _cdc_stored_pos as pos
-        from {{ changes }}
-        where _cdc_change in ('update', 'delete')
-    {% endset %}
-    {% set files = adapter.cdc_commit_one_batch(target_relation, classified_at, positions_sql, positions,
+    {% set files = adapter.cdc_commit_one_batch(target_relation, classified_at, cdc_merge.replaced_positions_sql(changes), positions,
         cdc_merge.inserted_rows_sql(changes, columns, cfg, true), rows) %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ positions ~ " replaced rows deleted by position (" ~ files
         ~ " delete files) and " ~ rows ~ " rows added in one commit") }}
