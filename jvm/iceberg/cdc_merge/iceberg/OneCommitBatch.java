@@ -96,6 +96,9 @@ public final class OneCommitBatch {
     if (rows != null) {
       delta.addRows(rows);
     }
+    if (!deletes.isEmpty()) {
+      delta.set("cdc-merge.deletes", "by-position"); // as PositionDeletes marks its commits
+    }
     try {
       delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.apply", "one-commit").commit();
     } catch (CommitStateUnknownException unknown) {
