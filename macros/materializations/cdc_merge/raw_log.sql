@@ -80,6 +80,9 @@
         oldest first; decided in python_jobs/apply/chunk_plan.py. An offset no longer in the raw
         table's history is refused rather than skip events.
     -#}
+    {% if adapter.type() not in ('cdc_spark', 'cdc_databend') %}
+        {{ return(cdc_merge.pending_raw_snapshots_in_jinja(raw_relation, offset_snapshot, snapshot_log)) }}
+    {% endif %}
     {% set plan = adapter.cdc_pending_snapshots(snapshot_log, offset_snapshot) %}
     {% if plan.expired %}
         {% do exceptions.raise_compiler_error(
@@ -97,7 +100,77 @@
         pending in chunks of at most max_events raw events, {'after', 'through', 'events',
         'buckets'}; decided in python_jobs/apply/chunk_plan.py.
     -#}
+    {% if adapter.type() not in ('cdc_spark', 'cdc_databend') %}
+        {{ return(cdc_merge.chunks_of_in_jinja(pending, max_events, offset_snapshot)) }}
+    {% endif %}
     {{ return(adapter.cdc_chunks_of(pending, max_events, offset_snapshot)) }}
+{% endmacro %}
+
+
+{#- A plain dbt-spark target (type: spark) has no cdc adapter plugin to ask: the same plan in Jinja. -#}
+{% macro pending_raw_snapshots_in_jinja(raw_relation, offset_snapshot, snapshot_log) %}
+    {#-
+        The snapshots after offset_snapshot up to the current one of snapshot_log (raw_snapshot_log),
+        oldest first, found by walking parent links back from current. An offset that is not on
+        that path has been expired (or the raw table was rebuilt): refuse rather than skip events.
+    -#}
+    {% set current_snapshot = snapshot_log.current %}
+    {% if current_snapshot is none %}
+        {{ return([]) }}
+    {% endif %}
+    {% set rows = snapshot_log.snapshots %}
+    {% set by_id = {} %}
+    {% for row in rows %}
+        {% do by_id.update({row['snapshot_id']: row}) %}
+    {% endfor %}
+    {% set walk = namespace(cursor=current_snapshot, found=(offset_snapshot is none)) %}
+    {% set newest_first = [] %}
+    {% for _ in range(rows | length) %}
+        {% if walk.cursor is not none and walk.cursor != offset_snapshot %}
+            {% set snapshot = by_id.get(walk.cursor) %}
+            {% if snapshot is none %}
+                {% set walk.cursor = none %}
+            {% else %}
+                {% do newest_first.append({'snapshot_id': snapshot['snapshot_id'], 'added_records': snapshot['added_records'] | int}) %}
+                {% set walk.cursor = snapshot['parent_id'] %}
+            {% endif %}
+        {% endif %}
+    {% endfor %}
+    {% if offset_snapshot is not none and walk.cursor != offset_snapshot %}
+        {% do exceptions.raise_compiler_error(
+            "cdc_merge model '" ~ model.name ~ "': its offset, snapshot " ~ offset_snapshot ~ " of " ~ raw_relation
+            ~ ", is no longer in that table's history (expired snapshots, or the raw table was recreated), so the events"
+            ~ " after it cannot be read incrementally. Rebuild the mirror from the whole log: dbt run --full-refresh --select "
+            ~ model.name) %}
+    {% endif %}
+    {{ return(newest_first | reverse | list) }}
+{% endmacro %}
+
+
+{% macro chunks_of_in_jinja(pending, max_events, offset_snapshot) %}
+    {#-
+        Consecutive snapshots grouped into chunks of at most max_events raw events; a single
+        snapshot larger than that is split into key-hash buckets of about max_events each.
+        Each chunk reads the snapshots after 'after' (exclusive) through 'through'.
+    -#}
+    {% set chunks = [] %}
+    {% set current = namespace(after=offset_snapshot, through=none, events=0) %}
+    {% for snapshot in pending %}
+        {% if current.through is not none and current.events + snapshot.added_records > max_events %}
+            {% do chunks.append({'after': current.after, 'through': current.through, 'events': current.events}) %}
+            {% set current.after = current.through %}
+            {% set current.events = 0 %}
+        {% endif %}
+        {% set current.through = snapshot.snapshot_id %}
+        {% set current.events = current.events + snapshot.added_records %}
+    {% endfor %}
+    {% if current.through is not none %}
+        {% do chunks.append({'after': current.after, 'through': current.through, 'events': current.events}) %}
+    {% endif %}
+    {% for chunk in chunks %}
+        {% do chunk.update({'buckets': [1, ((chunk.events + max_events - 1) // max_events)] | max}) %}
+    {% endfor %}
+    {{ return(chunks) }}
 {% endmacro %}
 
 
