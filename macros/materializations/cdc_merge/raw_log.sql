@@ -85,13 +85,19 @@
     {% endif %}
     {% set plan = adapter.cdc_pending_snapshots(snapshot_log, offset_snapshot) %}
     {% if plan.expired %}
-        {% do exceptions.raise_compiler_error(
-            "cdc_merge model '" ~ model.name ~ "': its offset, snapshot " ~ offset_snapshot ~ " of " ~ raw_relation
-            ~ ", is no longer in that table's history (expired snapshots, or the raw table was recreated), so the events"
-            ~ " after it cannot be read incrementally. Rebuild the mirror from the whole log: dbt run --full-refresh --select "
-            ~ model.name) %}
+        {% do cdc_merge.raise_expired_offset(raw_relation, offset_snapshot) %}
     {% endif %}
     {{ return(plan.pending) }}
+{% endmacro %}
+
+
+{% macro raise_expired_offset(raw_relation, offset_snapshot) %}
+    {#- The mirror's offset is not on the raw table's history: refuse rather than skip events. -#}
+    {% do exceptions.raise_compiler_error(
+        "cdc_merge model '" ~ model.name ~ "': its offset, snapshot " ~ offset_snapshot ~ " of " ~ raw_relation
+        ~ ", is no longer in that table's history (expired snapshots, or the raw table was recreated), so the events"
+        ~ " after it cannot be read incrementally. Rebuild the mirror from the whole log: dbt run --full-refresh --select "
+        ~ model.name) %}
 {% endmacro %}
 
 
@@ -137,11 +143,7 @@
         {% endif %}
     {% endfor %}
     {% if offset_snapshot is not none and walk.cursor != offset_snapshot %}
-        {% do exceptions.raise_compiler_error(
-            "cdc_merge model '" ~ model.name ~ "': its offset, snapshot " ~ offset_snapshot ~ " of " ~ raw_relation
-            ~ ", is no longer in that table's history (expired snapshots, or the raw table was recreated), so the events"
-            ~ " after it cannot be read incrementally. Rebuild the mirror from the whole log: dbt run --full-refresh --select "
-            ~ model.name) %}
+        {% do cdc_merge.raise_expired_offset(raw_relation, offset_snapshot) %}
     {% endif %}
     {{ return(newest_first | reverse | list) }}
 {% endmacro %}
