@@ -3,7 +3,7 @@
 import os
 import traceback
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
@@ -13,14 +13,26 @@ from dbt_common.exceptions import DbtRuntimeError
 RESULT_MESSAGE_VARIABLE = "dbt_model_result_message"
 
 
+_built: Dict[Tuple[Tuple[str, str], ...], Any] = {}
+
+
 def dbt_spark_session(server_side_parameters: Dict[str, str]) -> Any:
-    """The same builder as dbt-spark's session cursor, so this is the session its SQL runs in."""
+    """The same builder as dbt-spark's session cursor, so this is the session its SQL runs in.
+
+    The builder sets every parameter again through the JVM on each call (about 3 ms each, many
+    calls per mirror), so the session it gave is handed out again while it is still the live one.
+    """
     from pyspark.sql import SparkSession
 
+    parameters = tuple(sorted(server_side_parameters.items()))
+    session = _built.get(parameters)
+    if session is not None and session is SparkSession._instantiatedSession and session._sc._jsc is not None:
+        return session
     builder = SparkSession.builder.enableHiveSupport()
     for parameter, value in server_side_parameters.items():
         builder = builder.config(parameter, value)
-    return builder.getOrCreate()
+    _built[parameters] = session = builder.getOrCreate()
+    return session
 
 
 @dataclass(frozen=True)

@@ -149,12 +149,31 @@ def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     now_ms = dt.datetime.now(dt.timezone.utc).timestamp() * 1000
     older = [snapshot.timestampMillis() for snapshot in iceberg_table.snapshots() if snapshot.snapshotId() != current.snapshotId()]
     return {
-        "small_data_files": _small_data_files(iceberg_table),
+        "small_data_files": _small_data_files_at(iceberg_table, current.snapshotId()),
         "data_files": int(data_files),
         "delete_files": int(delete_files),
         "older_snapshot_ages_seconds": [max(0.0, now_ms - millis) / 1000 for millis in older],
         "model_checksum": iceberg_table.properties().get(MODEL_CHECKSUM_PROPERTY),
     }
+
+
+_small_files_at: Dict[Tuple[str, int], int] = {}
+_small_files_lock = threading.Lock()
+
+
+def _small_data_files_at(iceberg_table: Any, snapshot_id: int) -> int:
+    """_small_data_files, kept per (table, snapshot): a snapshot's files never change, and listing
+    them costs three JVM calls per file, on every idle check and every maintenance decision."""
+    key = (str(iceberg_table.location()), int(snapshot_id))
+    with _small_files_lock:
+        if key in _small_files_at:
+            return _small_files_at[key]
+    small = _small_data_files(iceberg_table)
+    with _small_files_lock:
+        if len(_small_files_at) > 10_000:
+            _small_files_at.clear()
+        _small_files_at[key] = small
+    return small
 
 
 def _small_data_files(iceberg_table: Any) -> int:
