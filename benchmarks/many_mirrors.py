@@ -16,7 +16,8 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
   --repeat times on the shared path (one pass over the range for all mirrors, the offsets and runs
   rows written once per run, a small batch in one commit: docs/apply_design.md), alternating with
   the per-mirror path (each mirror plans its range, writes its bookkeeping rows itself and applies
-  through a branch) in the same process.
+  through a branch, one mirror at a time: dbt --threads 1) in the same process. The shared path
+  runs with the profile's threads (4: mirrors apply side by side).
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
@@ -65,7 +66,7 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--events-per-mirror", default="20:50", help="new events per mirror in the events run, MIN:MAX (default 20:50)")
     parser.add_argument("--demo-events", type=int, default=300, help="events per demo cycle (default 300)")
     parser.add_argument("--repeat", type=int, default=3, help="measurements of each idle run; the figure is their median")
-    parser.add_argument("--threads", type=int, default=4, help="also run idle and events with dbt --threads T (0: skip)")
+    parser.add_argument("--threads", type=int, default=0, help="also run idle and events with dbt --threads T (default 0: skip; the profile has 4)")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
@@ -186,7 +187,7 @@ class ManyMirrors:
         for number in range(self.args.repeat):
             shared.append(self.events(10 + 2 * number))
             with per_mirror_path():
-                per_mirror.append(self.events(11 + 2 * number, label="per-mirror path"))
+                per_mirror.append(self.events(11 + 2 * number, threads=1, label="per-mirror path"))
         middle = len(shared) // 2
         by_seconds = sorted(shared, key=lambda run: run["seconds"]), sorted(per_mirror, key=lambda run: run["seconds"])
         figure = {"shared": {**by_seconds[0][middle], "all_seconds": [run["seconds"] for run in shared]},

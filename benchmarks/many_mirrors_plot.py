@@ -1,7 +1,7 @@
 """Plot seconds per run against the number of mirrors, the shared path beside the per-mirror path,
 from the results of benchmarks/many_mirrors.py at several sizes.
 
-    .venv/bin/pip install "matplotlib>=3.8,<3.11"     # benchmark-only dependency
+    .venv/bin/pip install -e ".[bench]"       # matplotlib, benchmark-only
     .venv/bin/python benchmarks/many_mirrors_plot.py benchmarks/results/many_mirrors_10.json benchmarks/results/many_mirrors_50.json
 
 Writes benchmarks/results/many_mirrors.png (--out).
@@ -30,8 +30,8 @@ def main(argv=None) -> int:
     mirrors = [run["mirrors"] for run in runs]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     series = [
-        ("events, per-mirror path", lambda run: run["events"]["per_mirror"]["seconds"], "s-", "tab:orange"),
-        ("events, shared path", lambda run: run["events"]["shared"]["seconds"], "o-", "tab:blue"),
+        ("events, per-mirror path (one thread)", lambda run: run["events"]["per_mirror"]["seconds"], "s-", "tab:orange"),
+        ("events, shared path (four threads)", lambda run: run["events"]["shared"]["seconds"], "o-", "tab:blue"),
         ("idle, idle check", lambda run: run["idle"]["mirrors"]["seconds"], "^--", "tab:green"),
         ("no-op models (dbt's own cost)", lambda run: run["idle"]["noop"]["seconds"], "v:", "tab:gray"),
     ]

@@ -109,6 +109,7 @@
         The model's output columns, from the first chunk's batch (or an empty one; never from
         a stream: reading it here, outside the chunk's transaction, could consume it).
     -#}
+    {% do cdc_merge.enter_large_batch(chunks) %}
     {% if chunks | length and chunks[0].stream is not defined %}
         {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
         {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}

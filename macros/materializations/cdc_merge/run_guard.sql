@@ -2,6 +2,8 @@
     What guards one mirror's apply against other runs and tests it against crashes:
     lock_mirror / unlock_mirror  one process applies a mirror at a time; another waits for it
                                  (python_jobs/run_locks.py), so both never insert the same new key
+    enter_large_batch            with dbt --threads, one mirror with a large chunk at a time in this
+                                 process (python_jobs/apply/large_batch_gate.py); unlock_mirror ends it
     try_lock_raw_table / unlock_raw_table
                                  maintenance writes the raw table only while no landing does: two
                                  processes committing to one Iceberg table of the Hadoop catalog at
@@ -21,6 +23,13 @@
 {% macro unlock_mirror(target_relation) %}
     {% if target.type == 'cdc_spark' %}
         {% do adapter.cdc_unlock_mirror(target_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro enter_large_batch(chunks) %}
+    {% if target.type == 'cdc_spark' and chunks | length %}
+        {% do adapter.cdc_enter_large_batch(chunks) %}
     {% endif %}
 {% endmacro %}
 

@@ -2,7 +2,7 @@
 writes the raw table only while no landing does, and the named crash points
 (python_jobs/run_locks.py, python_jobs/crash_points.py, RELIABILITY.md). A mixin of CdcSparkAdapter."""
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
@@ -13,6 +13,7 @@ from dbt.adapters.cdc_spark import run_state
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points, run_locks
+from python_jobs.apply.large_batch_gate import GATE
 
 
 class RunGuardMethods(metaclass=AdapterMeta):
@@ -39,9 +40,22 @@ class RunGuardMethods(metaclass=AdapterMeta):
     def cdc_unlock_mirror(self, target_table: str) -> str:
         """At the end of the mirror's run; a mirror whose offset row is kept (kept_rows.py) stays
         locked until that row is written (cdc_write_kept_rows)."""
+        GATE.release_held()
         if not run_state.STATE.kept.holds_offset(target_table):
             self.cdc_release_mirror(target_table)
         return ""
+
+    @available
+    def cdc_enter_large_batch(self, chunks: List[Dict[str, Any]]) -> str:
+        """Before a mirror reads its chunks: wait while another dbt thread applies a large chunk, if
+        one of these is large (python_jobs/apply/large_batch_gate.py)."""
+        GATE.enter(max((int(chunk.get("events") or 0) for chunk in chunks), default=0))
+        return ""
+
+    def release_connection(self) -> None:
+        """dbt releases a node's connection when the node ends, failed or not: its gate goes too."""
+        GATE.release_held()
+        super().release_connection()
 
     def cdc_release_mirror(self, target_table: str) -> None:
         warehouse = self._warehouse()
