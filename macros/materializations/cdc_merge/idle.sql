@@ -16,6 +16,9 @@
     on Databend), its maintenance state, and its cdc_merge_runs row. The embedded Databend cannot
     join these reads into one statement (scalar subqueries with a limit, and system tables beside
     fuse_snapshot, fail in its planner).
+
+    Both ask the adapter plugin for the decision (python_jobs/apply/idle_decision.py, with unit
+    tests); a plain dbt-spark target, which has no plugin, decides the same in Jinja here.
 #}
 
 {% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
@@ -32,15 +35,14 @@
         {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
     {% endif %}
     {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_left_unwritten(invocation_id)) %}
-    {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
+    {% if cdc_merge.full_path_before_offsets(existing_relation, cfg) %}
         {{ return(false) }}
     {% endif %}
     {% set state = adapter.cdc_idle_state(invocation_id, offsets | string, cfg.raw_relation | string, target_relation | string) %}
-    {% if state is none or state.offset_snapshot is none or state.offset_snapshot != state.current_snapshot %}
+    {% if state is none %}
         {{ return(false) }}
     {% endif %}
-    {% if state.mirror.model_checksum != cdc_merge.model_checksum(model_sql, cfg) %}
-        {{ log("cdc_merge " ~ target_relation ~ ": model SQL changed since the mirror's columns were checked", info=False) }}
+    {% if cdc_merge.full_path_at_offsets(target_relation, state.offset_snapshot, state.current_snapshot, state.mirror.model_checksum, model_sql, cfg) %}
         {{ return(false) }}
     {% endif %}
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance, state.mirror) %}
@@ -58,6 +60,12 @@
 {% endmacro %}
 
 
+{% macro has_cdc_adapter() %}
+    {#- A plain dbt-spark target has no adapter plugin to ask: idle.sql decides the same in Jinja there. -#}
+    {{ return(adapter.type() in ('cdc_spark', 'cdc_databend')) }}
+{% endmacro %}
+
+
 {% macro in_process_session() %}
     {#- dbt's SparkSession is in this process (cdc_spark, method session): its metadata is read in the JVM. -#}
     {{ return(adapter.type() == 'cdc_spark' and target.method == 'session') }}
@@ -65,7 +73,7 @@
 
 
 {% macro nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {% if existing_relation is none or existing_relation.is_view or should_full_refresh() or cfg.change_source != 'changes' %}
+    {% if cdc_merge.full_path_before_offsets(existing_relation, cfg) %}
         {{ return(false) }}
     {% endif %}
     {#- Bookkeeping tables a mirror from before them lacks: its full path creates them. -#}
@@ -76,12 +84,13 @@
     {% endfor %}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
     {% set offset_snapshot = latest[0]['offset_snapshot'] if latest | length else none %}
-    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)).rows %}
-    {% if offset_snapshot is none or not current | length or offset_snapshot != current[0]['snapshot_id'] %}
+    {% if offset_snapshot is none %}
         {{ return(false) }}
     {% endif %}
-    {% if cdc_merge.stored_model_checksum(target_relation) != cdc_merge.model_checksum(model_sql, cfg) %}
-        {{ log("cdc_merge " ~ target_relation ~ ": model SQL changed since the mirror's columns were checked", info=False) }}
+    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)).rows %}
+    {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
+    {% set stored_checksum = cdc_merge.stored_model_checksum(target_relation) if offset_snapshot == current_snapshot else none %}
+    {% if cdc_merge.full_path_at_offsets(target_relation, offset_snapshot, current_snapshot, stored_checksum, model_sql, cfg) %}
         {{ return(false) }}
     {% endif %}
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance) %}
@@ -91,6 +100,32 @@
     {% do cdc_merge.record_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ offset_snapshot ~ ")", info=True) }}
     {{ return(true) }}
+{% endmacro %}
+
+
+{% macro full_path_before_offsets(existing_relation, cfg) %}
+    {#- Why the mirror takes the full path whatever its offsets say, or none (python_jobs/apply/idle_decision.py). -#}
+    {% set kind = none if existing_relation is none else ('view' if existing_relation.is_view else 'table') %}
+    {% if not cdc_merge.has_cdc_adapter() %}
+        {{ return(none if kind == 'table' and not should_full_refresh() and cfg.change_source == 'changes' else 'no idle check') }}
+    {% endif %}
+    {{ return(adapter.cdc_full_path_before_offsets(kind, should_full_refresh(), cfg.change_source)) }}
+{% endmacro %}
+
+
+{% macro full_path_at_offsets(target_relation, offset_snapshot, current_snapshot, stored_checksum, model_sql, cfg) %}
+    {#- Why the mirror takes the full path at its offset and the raw table's current snapshot, or none (idle_decision.py). -#}
+    {% set model_checksum = cdc_merge.model_checksum(model_sql, cfg) %}
+    {% if cdc_merge.has_cdc_adapter() %}
+        {% set reason = adapter.cdc_full_path_at_offsets(offset_snapshot, current_snapshot, stored_checksum, model_checksum) %}
+    {% else %}
+        {% set idle = offset_snapshot is not none and (offset_snapshot | string) == (current_snapshot | string) and stored_checksum == model_checksum %}
+        {% set reason = none if idle else 'not idle' %}
+    {% endif %}
+    {% if reason %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ reason ~ ": full path", info=False) }}
+    {% endif %}
+    {{ return(reason) }}
 {% endmacro %}
 
 

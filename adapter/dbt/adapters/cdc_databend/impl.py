@@ -1,7 +1,7 @@
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import agate
 from dbt.adapters.base import available
@@ -12,11 +12,11 @@ from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_spark.run_state import STATE
 
-from python_jobs.apply import chunk_plan
 
 
 # databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
@@ -53,7 +53,7 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             ) from None
 
 
-class CdcDatabendAdapter(DatabendAdapter):
+class CdcDatabendAdapter(ApplyMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
 
     @available
@@ -65,16 +65,6 @@ class CdcDatabendAdapter(DatabendAdapter):
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
         """The landing config's format and captured tables, for the mirror models' config check."""
         return landing_tables(path)
-
-    @available
-    def cdc_pending_snapshots(self, snapshot_log: Mapping[str, Any], offset_snapshot: Optional[str]) -> Dict[str, Any]:
-        """As on Spark: raw_log.sql's pending_raw_snapshots (python_jobs/apply/chunk_plan.py)."""
-        return chunk_plan.pending_or_expired(snapshot_log, offset_snapshot)
-
-    @available
-    def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str]) -> List[Dict[str, Any]]:
-        """As on Spark: raw_log.sql's chunks_of (python_jobs/apply/chunk_plan.py)."""
-        return chunk_plan.chunks_of(pending, int(max_events), offset_snapshot)
 
     @classmethod
     def type(cls) -> str:
