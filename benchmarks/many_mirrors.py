@@ -22,7 +22,8 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
 
-Writes benchmarks/results/many_mirrors.json and .log (--results, --log).
+Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
+plots the results of several N.
 """
 
 from __future__ import annotations
@@ -70,13 +71,14 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
-    parser.add_argument("--results", type=Path, default=HERE / "results" / "many_mirrors.json")
+    parser.add_argument("--results", type=Path, default=None, help="default: benchmarks/results/many_mirrors_<N>.json")
     parser.add_argument("--log", default=None, help="copy of what the run prints; default: --results with .log")
     args = parser.parse_args(argv)
     low, _, high = args.events_per_mirror.partition(":")
     args.events_range = (int(low), int(high or low))
     if args.small > args.mirrors:
         parser.error("--small cannot exceed --mirrors")
+    args.results = args.results or HERE / "results" / f"many_mirrors_{args.mirrors}.json"
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
 

@@ -1,7 +1,7 @@
 """One large batch at a time per process: with `dbt run --threads N` mirrors apply side by side.
 
 Small batches are bound by latency (Spark job scheduling, Iceberg commits), not by the two cores,
-so mirrors applied by four dbt threads finish 1.75x sooner (BENCHMARKS.md, "Many mirrors"). A
+so mirrors applied by four dbt threads finish 1.7x sooner (docs/operating.md). A
 large chunk needs memory in the one driver instead: 1M events into a 10M-row mirror peak near
 5 GB. So a mirror whose chunk has at least LARGE_BATCH_EVENTS events waits here until no other
 mirror of this process applies a large one; small chunks never wait. A thread holds the gate
