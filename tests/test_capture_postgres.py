@@ -283,3 +283,17 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_and_unsent_toast_is_mar
         {"id": "7:32", "total_order": 1, "data_collection_order": 1},
         {"id": "7:32", "total_order": 2, "data_collection_order": 2},
     ]
+
+
+def test_data_collection_order_counts_the_events_of_each_table_in_the_transaction():
+    def insert(table, lsn, key):
+        return {"action": "I", "lsn": lsn, "schema": "shop", "table": table,
+                "columns": [{"name": "id", "type": "bigint", "value": str(key)}], "pk": [{"name": "id", "type": "bigint"}]}
+
+    changes = [insert("orders", "0/10", 1), insert("order_lines", "0/11", 1), insert("order_lines", "0/12", 2), insert("orders", "0/13", 2)]
+    transaction = Transaction(xid=9, commit_ts_ms=1000, commit_lsn=64, changes=changes)
+    events = change_events(transaction, "db", {"shop.orders": ["id"], "shop.order_lines": ["id"]}, processed_ms=2000)
+
+    assert [(e["source"]["table"], e["transaction"]["total_order"], e["transaction"]["data_collection_order"]) for e in events] == [
+        ("orders", 1, 1), ("order_lines", 2, 1), ("order_lines", 3, 2), ("orders", 4, 2),
+    ]

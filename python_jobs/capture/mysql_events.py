@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping
 
-from python_jobs.capture.output import debezium_event
+from python_jobs.capture.output import TransactionOrder, debezium_event
 
 _SET_MEMBER = re.compile(r"'((?:[^']|'')*)'")
 
@@ -110,6 +110,7 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
     """
     events: list[dict[str, Any]] = []
+    order = TransactionOrder()
     for change in transaction.changes:
         table = change.table
         source = {
@@ -126,6 +127,6 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
         for op, before_image, after_image in operations:
             events.append(debezium_event(
                 op=op, before=before_image, after=after_image, source=source,
-                transaction_id=transaction.id, total_order=len(events) + 1, processed_ms=processed_ms,
+                transaction_id=transaction.id, processed_ms=processed_ms, **order.next(f"{table.schema}.{table.name}"),
             ))
     return events

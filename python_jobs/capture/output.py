@@ -4,8 +4,9 @@ Both write Debezium-compatible JSON (no schema, one event per line) that the lan
 job reads with `format: debezium`:
 - `source` carries the exact position: Postgres `lsn`; MySQL/MariaDB `file`, `pos`, `row`;
   snapshot rows have `snapshot: "true"` and the position streaming starts from.
-- Every event carries Debezium's `transaction` block (id, total_order), and a transaction is
-  never split across files, so a landing batch holds whole transactions.
+- Every event carries Debezium's `transaction` block (id, total_order: its order in the
+  transaction; data_collection_order: its order among the transaction's events of its table),
+  and a transaction is never split across files, so a landing batch holds whole transactions.
 - Values as Debezium writes them with `decimal.handling.mode=string`: exact decimals as
   strings, timestamps with a zone as ISO-8601 UTC (`...Z`), other dates and times as ISO text.
 
@@ -21,7 +22,7 @@ import json
 import logging
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -43,6 +44,7 @@ def debezium_event(
     transaction_id: str | None,
     total_order: int,
     processed_ms: int,
+    data_collection_order: int | None = None,
 ) -> dict[str, Any]:
     """One change in Debezium's envelope; `source` holds connector, db/schema/table, position, ts_ms."""
     event: dict[str, Any] = {
@@ -53,8 +55,23 @@ def debezium_event(
         "ts_ms": processed_ms,
     }
     if transaction_id is not None:
-        event["transaction"] = {"id": transaction_id, "total_order": total_order, "data_collection_order": total_order}
+        event["transaction"] = {"id": transaction_id, "total_order": total_order,
+                                "data_collection_order": total_order if data_collection_order is None else data_collection_order}
     return event
+
+
+@dataclass
+class TransactionOrder:
+    """Debezium's order of the next event of a transaction: among all its events (total_order) and
+    among its events of one table (data_collection_order), both from 1."""
+
+    total: int = 0
+    per_table: dict[str, int] = field(default_factory=dict)
+
+    def next(self, table: str) -> dict[str, int]:
+        self.total += 1
+        self.per_table[table] = self.per_table.get(table, 0) + 1
+        return {"total_order": self.total, "data_collection_order": self.per_table[table]}
 
 
 @dataclass(frozen=True)

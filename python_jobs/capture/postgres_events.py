@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from python_jobs.capture.output import CaptureError, debezium_event
+from python_jobs.capture.output import CaptureError, TransactionOrder, debezium_event
 from python_jobs.formats.wal2json import json_value, parse_lsn
 
 CONNECTOR = "postgresql"
@@ -66,6 +66,7 @@ def change_events(
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
     """
     events: list[dict[str, Any]] = []
+    order = TransactionOrder()
     for change in transaction.changes:
         action = change["action"]
         table = f"{change['schema']}.{change['table']}"
@@ -105,6 +106,6 @@ def change_events(
             events.append(debezium_event(
                 op=op, before=before, after=image, source=source,
                 transaction_id=f"{transaction.xid}:{transaction.commit_lsn}",
-                total_order=len(events) + 1, processed_ms=processed_ms,
+                processed_ms=processed_ms, **order.next(table),
             ))
     return events
