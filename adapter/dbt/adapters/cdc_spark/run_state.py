@@ -133,7 +133,7 @@ def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     job): the numbers of table_maintenance_state (macros/maintenance/table_state.sql) and the
     model checksum property; None when the table cannot be read so."""
     try:
-        iceberg_table = _iceberg_table(spark, table)
+        iceberg_table = _refreshed_table(spark, table)
     except Exception as error:  # not an Iceberg table, or not loadable: the caller takes the full path
         logger.debug(f"{table}: no Iceberg metadata for the idle check: {str(error).splitlines()[0][:300]}")
         return None
@@ -206,7 +206,7 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     """The table's current snapshot and every snapshot it keeps (id, parent, operation, records
     added), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
     metadata in the JVM; None when the table is not an Iceberg table this session loads."""
-    iceberg_table = _iceberg_table(spark, table)
+    iceberg_table = _refreshed_table(spark, table)
     if iceberg_table is None:
         return None
     current = iceberg_table.currentSnapshot()
@@ -222,31 +222,50 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}
 
 
-# Tables whose current snapshot is asked often (the offsets table, once per mirror), kept loaded:
-# (Spark application, table) -> Iceberg table. Refreshing one reads its metadata pointer only.
+# Tables asked about on every run (the offsets table once per mirror, the raw table and each
+# mirror by the idle check and the chunk plan), kept loaded: (Spark application, table) -> Iceberg
+# table. Refreshing one reads its metadata pointer only; loading it again through Spark's analyzer
+# re-reads and parses its whole metadata (0.02-0.05 s a table).
 _loaded: Dict[Tuple[str, str], Any] = {}
+_loaded_lock = threading.Lock()
+
+
+def _refreshed_table(spark: Any, table: str) -> Optional[Any]:
+    """The Iceberg table behind a name at its newest metadata, or None when it is not an Iceberg
+    table. Raises what loading raises (not created yet, dropped)."""
+    key = (spark.sparkContext.applicationId, table)
+    with _loaded_lock:
+        iceberg_table = _loaded.get(key)
+    if iceberg_table is not None:
+        try:
+            iceberg_table.refresh()
+            # A Hadoop table dropped since refreshes to no metadata instead of failing.
+            if iceberg_table.operations().current() is not None:
+                return iceberg_table
+        except Exception:  # noqa: BLE001 - dropped since, perhaps re-created: load it again by name
+            pass
+        with _loaded_lock:
+            _loaded.pop(key, None)
+    iceberg_table = _iceberg_table(spark, table)
+    if iceberg_table is not None:
+        with _loaded_lock:
+            _loaded[key] = iceberg_table
+    return iceberg_table
 
 
 def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
     None when the table cannot be loaded (not created yet)."""
-    key = (spark.sparkContext.applicationId, table)
     try:
-        iceberg_table = _loaded.get(key)
-        if iceberg_table is None:
-            iceberg_table = _loaded[key] = _iceberg_table(spark, table)
-        if iceberg_table is None:
-            return None
-        iceberg_table.refresh()
-        snapshot = iceberg_table.currentSnapshot()
-        return str(snapshot.snapshotId()) if snapshot is not None else None
+        iceberg_table = _refreshed_table(spark, table)
     except Exception:  # dropped or not created yet: the query that follows says what is wrong, if anything is
-        _loaded.pop(key, None)
         return None
+    snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
+    return str(snapshot.snapshotId()) if snapshot is not None else None
 
 
 def current_snapshot(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id (its main branch), as the refs metadata table gives it."""
-    iceberg_table = _iceberg_table(spark, table)
+    iceberg_table = _refreshed_table(spark, table)
     snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
     return str(snapshot.snapshotId()) if snapshot is not None else None
