@@ -89,7 +89,7 @@
     {% endif %}
     {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)).rows %}
     {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
-    {% set stored_checksum = cdc_merge.stored_model_checksum(target_relation) if offset_snapshot == current_snapshot else none %}
+    {% set stored_checksum = cdc_merge.stored_model_checksum(target_relation) if (offset_snapshot | string) == (current_snapshot | string) else none %}
     {% if cdc_merge.full_path_at_offsets(target_relation, offset_snapshot, current_snapshot, stored_checksum, model_sql, cfg) %}
         {{ return(false) }}
     {% endif %}

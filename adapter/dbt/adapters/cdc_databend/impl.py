@@ -18,7 +18,6 @@ from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_spark.run_state import STATE
 
 
-
 # databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
 _REFUSED_LOGIN = re.compile(r"status code 401\b")
 _SERVER_MESSAGE = re.compile(r'"message": "([^"]*)"')
