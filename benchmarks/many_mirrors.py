@@ -24,6 +24,7 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
 
 Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
 plots the results of several N.
+One file over 300 lines: every phase works on the one process's session, project and SQL clock.
 """
 
 from __future__ import annotations
