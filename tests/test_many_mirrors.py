@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from python_jobs.demo.generate import KEYS, Wave, build_waves, replay
 from conftest import PROJECT_DIR
 from test_oracle import MODEL_OF
 
 SHARDS = 17
+SEED = 41
 WAVES = 2
 THREADS = "4"  # small Spark jobs wait on latency more than on the two cores: 1.6x faster with four
 
@@ -78,12 +77,11 @@ def mismatches(project, delivered: dict[int, list]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("seed", [41])
-def test_fifty_one_mirrors_of_one_raw_table_equal_their_replay_after_every_run(conformance_project, seed):
+def test_fifty_one_mirrors_of_one_raw_table_equal_their_replay_after_every_run(conformance_project):
     project = conformance_project
     models = write_shard_models(project.project_dir)
     shard_waves = {
-        shard: build_waves(seed * 100 + shard, events=90, waves=WAVES, connector="postgresql", snapshot_rows=4,
+        shard: build_waves(SEED * 100 + shard, events=90, waves=WAVES, connector="postgresql", snapshot_rows=4,
                            late_fraction=0.15, duplicate_fraction=0.1, garbage_lines=0)[1]
         for shard in range(SHARDS)
     }
