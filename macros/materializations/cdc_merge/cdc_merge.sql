@@ -57,6 +57,7 @@
     {% endif %}
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
+    {% set existing_relation = cdc_merge.loadable_mirror(existing_relation) %}
 
     {% set rebuilding = existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
     {% if rebuilding %}

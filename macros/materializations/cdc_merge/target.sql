@@ -9,6 +9,27 @@
 {% endmacro %}
 
 
+{% macro loadable_mirror(existing_relation) %}
+    {#- The stored mirror, or none when there is none to apply to: it is then built from the start of the log. -#}
+    {{ return(adapter.dispatch('loadable_mirror', 'cdc_merge')(existing_relation)) }}
+{% endmacro %}
+
+{% macro default__loadable_mirror(existing_relation) %}
+    {{ return(existing_relation) }}
+{% endmacro %}
+
+{% macro spark__loadable_mirror(existing_relation) %}
+    {#- A Hadoop catalog lists a table whose CREATE was killed half way, and cannot load it. -#}
+    {% if existing_relation is none or existing_relation.is_view or not cdc_merge.in_process_session()
+        or adapter.cdc_table_loads(existing_relation) %}
+        {{ return(existing_relation) }}
+    {% endif %}
+    {% do exceptions.warn("cdc_merge " ~ existing_relation ~ ": listed by the catalog but without a committed version"
+        ~ " (a process killed while creating it); rebuilt from the start of the raw log.") %}
+    {{ return(none) }}
+{% endmacro %}
+
+
 {% macro merge_on_read_tblproperties(cfg) -%}
     {#- Iceberg format 2, merge-on-read, plus the model's table_properties: mirrors and histories alike. -#}
     {%- set properties = {

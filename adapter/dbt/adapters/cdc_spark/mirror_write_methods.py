@@ -142,6 +142,12 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         )
 
     @available
+    def cdc_table_loads(self, relation: BaseRelation) -> bool:
+        """Whether a table the catalog lists can be loaded (run_state.table_loads)."""
+        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        return run_state.table_loads(spark, f"{relation.schema}.{relation.identifier}")
+
+    @available
     def cdc_current_snapshot(self, relation: BaseRelation) -> Optional[str]:
         """The Iceberg table's current snapshot id, from its metadata in the JVM (no statement)."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)

@@ -253,6 +253,18 @@ def _refreshed_table(spark: Any, table: str) -> Optional[Any]:
     return iceberg_table
 
 
+def table_loads(spark: Any, table: str) -> bool:
+    """False when the catalog lists the table but cannot load it: a process killed inside a Hadoop
+    catalog's CREATE leaves the table's directory with an uncommitted metadata file and no version."""
+    try:
+        _refreshed_table(spark, table)
+    except Exception as error:  # noqa: BLE001 - only "not found" means a table without a version
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(error):
+            return False
+        raise
+    return True
+
+
 def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
     None when the table cannot be loaded (not created yet)."""
