@@ -44,7 +44,10 @@
         source_ts timestamp comment 'commit time in the source',
         landed_file string comment 'input file',
         landed_line int comment 'line in the input file, from 1',
-        landed_at timestamp comment 'when the landing job appended the event'
+        landed_at timestamp comment 'when the landing job appended the event',
+        tx_id string comment 'source transaction id, where the format gives it',
+        tx_order bigint comment 'order of the event in its transaction, where the format gives it',
+        tx_events bigint comment 'on a transaction end marker: its event count, where known'
     )
     using iceberg
     partitioned by (table_name)
@@ -94,7 +97,10 @@
         source_ts timestamp null comment 'commit time in the source',
         landed_file string null comment 'input file',
         landed_line int null comment 'line in the input file, from 1',
-        landed_at timestamp null comment 'when the landing job appended the event'
+        landed_at timestamp null comment 'when the landing job appended the event',
+        tx_id string null comment 'source transaction id, where the format gives it',
+        tx_order bigint null comment 'order of the event in its transaction, where the format gives it',
+        tx_events bigint null comment 'on a transaction end marker: its event count, where known'
     )
     change_tracking = true
 {% endmacro %}

@@ -295,8 +295,9 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_at_its_binlog_position(
     transaction = Transaction(gtid="0-1-9", begin_file="binlog.000007", begin_position=4000, commit_ts_ms=1000,
                               changes=[change])
 
-    events = change_events(transaction, processed_ms=2000)
+    *events, end = change_events(transaction, processed_ms=2000)
 
+    assert (end["status"], end["id"], end["event_count"]) == ("END", "0-1-9", 2)
     assert [(e["op"], e["before"], e["after"]) for e in events] == [
         ("d", {"id": 1, "name": "a"}, None),
         ("c", None, {"id": 2, "name": "b"}),

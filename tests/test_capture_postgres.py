@@ -237,7 +237,7 @@ def test_pg_recvlogical_wal2json_files_land_as_they_are(postgres, dbt_project):
     subprocess.run(
         [str(PG_BIN / "pg_recvlogical"), "-d", postgres.dsn, "--slot", "recv", "--start", "--no-loop",
          "-E", end, "-f", str(dbt_project.inbox / "recv.json"), "-o", "format-version=2", "-o", "include-lsn=true",
-         "-o", "include-pk=true", "-o", "include-timestamp=true", "-o", "include-transaction=false"],
+         "-o", "include-pk=true", "-o", "include-timestamp=true", "-o", "include-xids=true"],
         check=True, timeout=60,
     )
     dbt_project.write_model("accounts", *ACCOUNTS_MODEL)
@@ -272,8 +272,10 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_and_unsent_toast_is_mar
     transaction = Transaction(xid=7, commit_ts_ms=1000, commit_lsn=32, changes=[change])
     table_columns = {"shop.accounts": ["id", "name", "note"]}
 
-    events = change_events(transaction, "db", table_columns, processed_ms=2000)
+    *events, end = change_events(transaction, "db", table_columns, processed_ms=2000)
 
+    assert end == {"status": "END", "id": "7:32", "ts_ms": 1000, "event_count": 2,
+                   "data_collections": [{"data_collection": "shop.accounts", "event_count": 2}]}
     assert [(e["op"], e["before"], e["after"]) for e in events] == [
         ("d", {"id": 1}, None),
         ("c", None, {"id": 2, "name": "b", "note": "__debezium_unavailable_value"}),
@@ -292,8 +294,10 @@ def test_data_collection_order_counts_the_events_of_each_table_in_the_transactio
 
     changes = [insert("orders", "0/10", 1), insert("order_lines", "0/11", 1), insert("order_lines", "0/12", 2), insert("orders", "0/13", 2)]
     transaction = Transaction(xid=9, commit_ts_ms=1000, commit_lsn=64, changes=changes)
-    events = change_events(transaction, "db", {"shop.orders": ["id"], "shop.order_lines": ["id"]}, processed_ms=2000)
+    *events, end = change_events(transaction, "db", {"shop.orders": ["id"], "shop.order_lines": ["id"]}, processed_ms=2000)
 
     assert [(e["source"]["table"], e["transaction"]["total_order"], e["transaction"]["data_collection_order"]) for e in events] == [
         ("orders", 1, 1), ("order_lines", 2, 1), ("order_lines", 3, 2), ("orders", 4, 2),
     ]
+    assert (end["event_count"], end["data_collections"]) == (
+        4, [{"data_collection": "shop.orders", "event_count": 2}, {"data_collection": "shop.order_lines", "event_count": 2}])

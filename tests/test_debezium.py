@@ -164,19 +164,35 @@ def test_replica_identity_default_delete_fixture_is_rejected_with_a_reason():
     assert "REPLICA IDENTITY" in rejected[0].reason
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        '{"status":"BEGIN","id":"571:53195829","ts_ms":1486500577125,"event_count":null,"data_collections":null}',
-        '{"schema":{},"payload":{"status":"END","id":"571:53195832","ts_ms":1486500577691,"event_count":2}}',
-    ],
-)
-def test_transaction_markers_are_kept_aside_not_rejected(line):
+def test_a_transaction_begin_is_kept_aside_and_its_end_lands_as_a_marker_with_the_counts():
     from python_jobs.formats.detect import parse_line as parse_any
     from python_jobs.formats.records import STATUS_IGNORED
+    from python_jobs.formats.transactions import ACTION_TX_END, TX_MARKER_TABLE
 
-    (parsed,) = parse_any(line, KEYS)
-    assert parsed.status == STATUS_IGNORED and "Debezium transaction" in parsed.reason
+    begin, end = (FIXTURES / "debezium" / "docs" / "postgresql.adoc.transaction-begin-end.json.txt").read_text().split("\n\n")
+    (parsed,) = parse_any(json.dumps(json.loads(begin)), KEYS)
+    assert parsed.status == STATUS_IGNORED and "Debezium transaction BEGIN" in parsed.reason
+    for line in (json.dumps(json.loads(end)), json.dumps({"schema": {}, "payload": json.loads(end)})):
+        (marker,) = parse_any(line, KEYS)
+        assert (marker.table_name, marker.action, marker.key) == (TX_MARKER_TABLE, ACTION_TX_END, "[]")
+        assert (marker.tx_id, marker.tx_events, marker.tx_order) == ("571:53195832", 2, None)
+        assert json.loads(marker.raw_data) == {"tables": {"s1.a": 1, "s2.a": 1}}
+        assert marker.source_ts_ms == 1486500577691
+
+
+def test_an_event_carries_its_transaction_id_and_order():
+    envelope = json.loads(mysql_event(op="c", after={"id": 1, "name": "a"}))
+    envelope["transaction"] = {"id": "file.000003:1234", "total_order": 3, "data_collection_order": 1}
+    parsed = parse_line(json.dumps(envelope), KEYS)
+    assert (parsed.status, parsed.tx_id, parsed.tx_order, parsed.tx_events) == (STATUS_EVENT, "file.000003:1234", 3, None)
+    # As Debezium's documentation writes the orders: numbers as strings.
+    envelope["transaction"] = {"id": "571:53195832", "total_order": "1", "data_collection_order": "1"}
+    assert parse_line(json.dumps(envelope), KEYS).tx_order == 1
+    envelope["transaction"] = {"id": "571:53195832", "total_order": -1}
+    rejected = parse_line(json.dumps(envelope), KEYS)
+    assert rejected.status == STATUS_REJECTED and "transaction.total_order" in rejected.reason
+    del envelope["transaction"]
+    assert parse_line(json.dumps(envelope), KEYS).tx_id is None
 
 
 def with_schema(after: dict, columns: list[dict]) -> str:

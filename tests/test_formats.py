@@ -86,3 +86,38 @@ def test_a_connector_whose_position_is_not_read_is_still_quarantined():
     line = FLINK_DEBEZIUM.replace('"db"', '"connector":"sqlserver","db"')
     (event,) = parsed(line)
     assert event.status == STATUS_REJECTED and "no supported source position" in event.reason
+
+
+def test_maxwell_rows_carry_their_xid_and_xoffset_and_the_commit_row_ends_the_transaction():
+    from python_jobs.formats.transactions import ACTION_TX_END, TX_MARKER_TABLE
+
+    record = {"database": "inventory", "table": "products", "type": "insert", "ts": 1596684893, "xid": 7152,
+              "position": "master.000006:800911", "data": {"id": 1}}
+    (first,) = parsed(json.dumps({**record, "xoffset": 0}))
+    assert (first.tx_id, first.tx_order) == ("7152", 0)
+    last, marker = parsed(json.dumps({**record, "commit": True}))
+    assert (last.status, last.tx_id, last.tx_order) == (STATUS_EVENT, "7152", None)
+    assert (marker.table_name, marker.action, marker.tx_id, marker.tx_events) == (TX_MARKER_TABLE, ACTION_TX_END, "7152", None)
+    assert marker.seq == last.seq
+    (untracked,) = parsed(json.dumps({key: value for key, value in record.items() if key != "xid"}))
+    assert untracked.tx_id is None
+
+
+def test_wal2json_with_xids_keeps_each_change_s_transaction_and_lands_the_commit_as_its_end():
+    from python_jobs.formats.records import STATUS_IGNORED
+    from python_jobs.formats.transactions import ACTION_TX_END, TX_MARKER_TABLE
+
+    keys = {"shop.accounts": ["id"]}
+    change = {"action": "I", "xid": 751, "lsn": "0/1527660", "schema": "shop", "table": "accounts",
+              "columns": [{"name": "id", "type": "bigint", "value": 3}]}
+    (begin,) = parsed('{"action":"B","xid":751}', keys)
+    assert begin.status == STATUS_IGNORED and "transaction begin" in begin.reason
+    (event,) = parsed(json.dumps(change), keys)
+    assert (event.status, event.tx_id) == (STATUS_EVENT, "751")
+    (commit,) = parsed('{"action":"C","xid":751,"lsn":"0/1527700","timestamp":"2026-11-22 14:05:16.05+00"}', keys)
+    assert (commit.table_name, commit.action, commit.tx_id) == (TX_MARKER_TABLE, ACTION_TX_END, "751")
+    assert commit.seq > event.seq and commit.source_ts_ms == 1795356316050
+    (without_xid,) = parsed('{"action":"C","lsn":"0/1527700"}', keys)
+    assert without_xid.status == STATUS_IGNORED and "include-xids" in without_xid.reason
+    (odd,) = parsed(json.dumps({**change, "xid": [1]}), keys)
+    assert odd.status == STATUS_REJECTED and "'xid'" in odd.reason

@@ -44,7 +44,7 @@ OTHER_FIXTURES = [
     "flink/maxwell-data.txt",
     "flink/ogg-data.txt",
 ]
-EVENT_FIELDS = ["table_name", "key", "action", "raw_data", "before_data", "seq", "source_ts_ms"]
+EVENT_FIELDS = ["table_name", "key", "action", "raw_data", "before_data", "seq", "source_ts_ms", "tx_id", "tx_order", "tx_events"]
 
 
 def fixture_lines(names: list[str]) -> list[str]:
@@ -112,6 +112,12 @@ def edge_cases() -> list[str]:
         '{"before":null,"after":{"id":1},"op":"c","source":{"db":"inventory","table":"products","connector":7}}',
         '{"before":null,"after":{"id":1},"op":"c","source":{"db":"inventory","table":"products","snapshot":"true"}}',
         '{"before":null,"after":{"id":1},"op":"c"}',
+        # Debezium's transaction block: taken when its id is a string or an integer and its order a number.
+        *(postgres_event()[:-1] + ', "transaction": ' + block + "}" for block in (
+            '{"id":"571:53195832","total_order":2,"data_collection_order":1}', '{"id":"0-1-9","total_order":1}',
+            '{"id":42}', '{"id":"a","total_order":null}', 'null', '{"id":"a","total_order":"1"}',
+            '{"id":"a","total_order":-1}', '{"id":"","total_order":1}', '{"total_order":1}', '{"id":[1]}', '[]',
+            '{"id":"a","total_order":1.5}', '{"id":"a","id":"b"}')),
         # Truncates: table events, left to Python.
         '{"source":{"connector":"postgresql","schema":"inventory","table":"products","lsn":9,"snapshot":"false"},"op":"t"}',
         '{"source":{"connector":"mysql","db":"inventory","table":"products","file":"mysql-bin.000003","pos":4,"row":0},'
@@ -158,6 +164,12 @@ def test_edge_cases_agree_with_python(spark):
     lines = edge_cases()
     counts = compare_with_python(spark, lines)
     assert counts["taken"] >= 25 and counts["left"] >= 25, counts
+
+
+def test_events_with_a_transaction_block_are_parsed_in_the_jvm_too(spark):
+    lines = [line for line in edge_cases() if '"transaction": {"id":"571' in line or '"transaction": {"id":42}' in line]
+    assert len(lines) == 2
+    assert compare_with_python(spark, lines) == {"taken": 2, "left": 0}
 
 
 def test_envelopes_without_a_connector_are_parsed_in_the_jvm_too(spark):

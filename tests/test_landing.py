@@ -6,6 +6,8 @@ import os
 import shutil
 import time
 
+import json
+
 import pytest
 
 from conftest import FIXTURES
@@ -58,7 +60,8 @@ def test_a_file_is_never_landed_twice(dbt_project, spark):
 
 def test_a_retried_batch_is_not_appended_again(dbt_project, spark):
     table = f"{dbt_project.raw_schema}.raw_events"
-    rows = spark.createDataFrame([("t.x", '["1"]', "insert", "{}", None, "1", None, "f", 1, None)], RAW_EVENT_SCHEMA)
+    rows = spark.createDataFrame([("t.x", '["1"]', "insert", "{}", None, "1", None, "f", 1, None, None, None, None)],
+                                 RAW_EVENT_SCHEMA)
     assert io.append_once(rows, table, "query-1/7") is True
     assert io.append_once(rows, table, "query-1/7") is False
     assert io.append_once(rows, table, "query-1/8") is True
@@ -103,3 +106,31 @@ def test_only_a_batch_an_earlier_run_planned_is_checked_for_an_earlier_commit(sp
     assert [list(place.file_ranks) for place in places] == [[(inbox / name).as_uri().replace("file:///", "file:/")]
                                                             for name in ("a.json", "b.json", "b.json", "c.json")]
     assert {name: spark.conf.get(name, None) for name in settings} == settings, "the landing's scan settings are put back"
+
+
+def test_a_raw_table_from_before_the_transaction_columns_gets_them_and_transaction_ends_land(conformance_project):
+    project = conformance_project
+    raw = f"{project.raw_schema}.raw_events"
+    for column in ("tx_id", "tx_order", "tx_events"):
+        project.execute(f"alter table {raw} drop column {column}")
+    source = {"connector": "postgresql", "schema": "shop", "table": "orders", "ts_ms": 1700000000000}
+
+    def event(key, lsn, order):
+        return {"before": None, "after": {"id": key}, "source": {**source, "lsn": lsn}, "op": "c",
+                "transaction": {"id": "571:90", "total_order": order, "data_collection_order": order}}
+
+    lines = [{"status": "BEGIN", "id": "571:90", "event_count": None, "data_collections": None},
+             event(1, 80, 1), event(2, 85, 2),
+             {"status": "END", "id": "571:90", "ts_ms": 1700000000001, "event_count": 2,
+              "data_collections": [{"data_collection": "shop.orders", "event_count": 2}]}]
+    (project.inbox / "part-1.json").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+    summary = project.land({"shop.orders": ["id"]})
+
+    assert (summary.counts["event"], summary.counts["ignored"]) == (3, 1)
+    rows = project.query(f"select table_name, action, tx_id, tx_order, tx_events from {raw} order by landed_line")
+    assert [tuple(row.values()) for row in rows] == [
+        ("shop.orders", "insert", "571:90", 1, None),
+        ("shop.orders", "insert", "571:90", 2, None),
+        ("_cdc_merge.transactions", "tx_end", "571:90", None, 2),
+    ]

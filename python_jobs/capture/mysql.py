@@ -41,6 +41,7 @@ from python_jobs.capture.mysql_server import MysqlCapture, binlog_file_number
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
+    change_event_count,
     lost_connection,
     read_state,
     run_command,
@@ -98,7 +99,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             capture.output.write("mysql", _position_name(first["file"], first["pos"]), _position_name(*pending.end),
                                  pending.events)
             capture.summary.files += 1
-            capture.summary.events += len(pending.events)
+            capture.summary.events += change_event_count(pending.events)
         capture.summary.transactions += pending.transactions
         # Only now, with the file on disk, may capture move past these transactions.
         binlog_file, position = pending.end

@@ -129,4 +129,6 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
                 op=op, before=before_image, after=after_image, source=source,
                 transaction_id=transaction.id, processed_ms=processed_ms, **order.next(f"{table.schema}.{table.name}"),
             ))
+    if events:
+        events.append(order.end_record(transaction.id, transaction.commit_ts_ms))
     return events

@@ -6,7 +6,8 @@ job reads with `format: debezium`:
   snapshot rows have `snapshot: "true"` and the position streaming starts from.
 - Every event carries Debezium's `transaction` block (id, total_order: its order in the
   transaction; data_collection_order: its order among the transaction's events of its table),
-  and a transaction is never split across files, so a landing batch holds whole transactions.
+  each transaction ends with Debezium's END record (its event count, in all and per table), and a
+  transaction is never split across files, so a landing batch holds whole transactions.
 - Values as Debezium writes them with `decimal.handling.mode=string`: exact decimals as
   strings, timestamps with a zone as ISO-8601 UTC (`...Z`), other dates and times as ISO text.
 
@@ -72,6 +73,19 @@ class TransactionOrder:
         self.total += 1
         self.per_table[table] = self.per_table.get(table, 0) + 1
         return {"total_order": self.total, "data_collection_order": self.per_table[table]}
+
+    def end_record(self, transaction_id: str, commit_ms: int | None) -> dict[str, Any]:
+        """Debezium's END record of the transaction whose events this numbered: its event count,
+        in all and per table, which tells a reader of the raw log that the transaction is whole."""
+        return {
+            "status": "END", "id": transaction_id, "ts_ms": commit_ms, "event_count": self.total,
+            "data_collections": [{"data_collection": table, "event_count": count} for table, count in self.per_table.items()],
+        }
+
+
+def change_event_count(events: Iterable[Mapping[str, Any]]) -> int:
+    """The change events among a file's records (not the transactions' END records)."""
+    return sum("op" in event for event in events)
 
 
 @dataclass(frozen=True)

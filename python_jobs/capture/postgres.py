@@ -32,6 +32,7 @@ from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
     OutputFolder,
+    change_event_count,
     debezium_event,
     lost_connection,
     read_state,
@@ -199,7 +200,7 @@ class PostgresCapture:
             first = events[0]["source"]["lsn"]
             self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
             self.summary.files += 1
-            self.summary.events += len(events)
+            self.summary.events += change_event_count(events)
         if unwritten:
             self.write_state({**self.state, "written_lsn": lsn_text(last_commit)})
         self.summary.transactions += len(unwritten)

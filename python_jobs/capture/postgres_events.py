@@ -108,4 +108,6 @@ def change_events(
                 transaction_id=f"{transaction.xid}:{transaction.commit_lsn}",
                 processed_ms=processed_ms, **order.next(table),
             ))
+    if events:
+        events.append(order.end_record(f"{transaction.xid}:{transaction.commit_lsn}", transaction.commit_ts_ms))
     return events

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.debezium_types import decode_image, image_column_schemas
@@ -26,6 +27,7 @@ from python_jobs.formats.records import (
     short,
     truncate_event,
 )
+from python_jobs.formats.transactions import order_in_transaction, per_table_counts, transaction_id, tx_end_marker
 
 ACTIONS = {"c": "insert", "u": "update", "d": "delete", "r": "read"}
 NOT_ROW_CHANGES = {
@@ -58,8 +60,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     op = envelope.get("op")
     if op is None and ("ddl" in envelope or "tableChanges" in envelope):
         return _schema_change(envelope, key_columns)
-    if op is None and envelope.get("status") in ("BEGIN", "END"):
-        raise IgnoredRecord(f"Debezium transaction {envelope['status']} {short(envelope.get('id'))}")
+    if op is None and envelope.get("status") == "END":
+        return _transaction_end(envelope)
+    if op is None and envelope.get("status") == "BEGIN":
+        raise IgnoredRecord(f"Debezium transaction BEGIN {short(envelope.get('id'))}")
     if op is None:
         raise RejectedRecord("field 'op' is missing: not a Debezium change event")
     if not isinstance(op, str):
@@ -73,9 +77,10 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         raise RejectedRecord("field 'source' is missing or not an object")
 
     table_name = _table_name(source)
+    transaction = _transaction(envelope.get("transaction"))
     if op == "t":
         key_columns_for(table_name, key_columns)
-        return truncate_event(table_name, _seq(source, op), _source_ts_ms(source, envelope.get("ts_ms")))
+        return replace(truncate_event(table_name, _seq(source, op), _source_ts_ms(source, envelope.get("ts_ms"))), **transaction)
     image_field = "before" if op == "d" else "after"
     image = envelope.get(image_field)
     if not isinstance(image, dict):
@@ -97,6 +102,28 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         before_data=images["before"][1],
         seq=_seq(source, op),
         source_ts_ms=_source_ts_ms(source, envelope.get("ts_ms")),
+        **transaction,
+    )
+
+
+def _transaction(block: Any) -> dict[str, Any]:
+    """tx_id and tx_order of Debezium's transaction block (provide.transaction.metadata), if any."""
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise RejectedRecord(f"field 'transaction' is {short(block)}, not an object")
+    return {
+        "tx_id": transaction_id(block.get("id"), "transaction.id"),
+        "tx_order": order_in_transaction(block.get("total_order"), "transaction.total_order"),
+    }
+
+
+def _transaction_end(envelope: Mapping[str, Any]) -> ParsedLine:
+    """Debezium's END record: the transaction's event count, in all and per table. It carries no
+    source position, so the line's place orders it (records.line_ordered_seq)."""
+    return tx_end_marker(
+        transaction_id(envelope.get("id"), "id"), line_ordered_seq(1), positive_ms(envelope.get("ts_ms")),
+        envelope.get("event_count"), per_table_counts(envelope.get("data_collections")),
     )
 
 

@@ -35,7 +35,7 @@ def detect(members: Members) -> str:
     if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
     # A truncate ("action": "T") has no column lists; without include-lsn, only its table.
-    wal2json_fields = ("lsn", "columns", "identity", "schema")
+    wal2json_fields = ("lsn", "columns", "identity", "schema", "xid")
     if "action" in members and any(name in members for name in wal2json_fields):
         return "wal2json"
     raise RejectedRecord(

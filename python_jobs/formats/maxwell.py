@@ -28,6 +28,7 @@ from python_jobs.formats.records import (
     configured_table,
     schema_event,
 )
+from python_jobs.formats.transactions import order_in_transaction, transaction_id, tx_end_marker
 
 ACTIONS = {"insert": "insert", "update": "update", "delete": "delete", "bootstrap-insert": "read"}
 BOOTSTRAP_MARKERS = {"bootstrap-start", "bootstrap-complete"}
@@ -36,7 +37,16 @@ LAST_ROW = 10**10 - 1
 _POSITION = re.compile(r"^.*?(\d+):(\d+)$")
 
 
-def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
+def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> list[ParsedLine]:
+    """The row's event; the row with "commit": true also ends its transaction (a marker)."""
+    event = _row_event(text, members, key_columns)
+    record = {name: value for name, (value, _, _) in members.items()}
+    if event.tx_id is None or record.get("commit") is not True:
+        return [event]
+    return [event, tx_end_marker(event.tx_id, event.seq, event.source_ts_ms)]
+
+
+def _row_event(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
     record = {name: value for name, (value, _, _) in members.items()}
     kind = record.get("type")
     if not isinstance(kind, str):
@@ -79,6 +89,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         before_data=before_data,
         seq=_seq(record, kind),
         source_ts_ms=_ts_ms(record),
+        tx_id=transaction_id(record["xid"], "xid") if record.get("xid") is not None else None,
+        tx_order=order_in_transaction(record.get("xoffset"), "xoffset"),
     )
 
 

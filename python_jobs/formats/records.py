@@ -77,6 +77,11 @@ class ParsedLine:
     seq: str | None = None
     source_ts_ms: int | None = None
     reason: str | None = None
+    # The source transaction, where the format says (python_jobs/formats/transactions.py): its id,
+    # the event's order in it, and on an end marker the transaction's event count.
+    tx_id: str | None = None
+    tx_order: int | None = None
+    tx_events: int | None = None
 
 
 Members = Mapping[str, tuple[Any, str, int]]
@@ -116,7 +121,7 @@ def _printable(reason: str) -> str:
 
 def _require_encodable(event: ParsedLine) -> None:
     """JSON may escape a lone UTF-16 surrogate ("\\ud800"); no table can store it as text."""
-    for name in ("table_name", "key", "raw_data", "before_data"):
+    for name in ("table_name", "key", "raw_data", "before_data", "tx_id"):
         value = getattr(event, name)
         if value is None:
             continue

@@ -1,11 +1,15 @@
 """Parse one wal2json format-version 2 line, as pg_recvlogical writes it, into raw events.
 
     pg_recvlogical -d shop --slot cdc --start -f changes.json -o format-version=2 \
-        -o include-lsn=true -o include-pk=true -o include-timestamp=true -o include-transaction=false
+        -o include-lsn=true -o include-pk=true -o include-timestamp=true -o include-xids=true
 
     {"action":"U","lsn":"0/1527660","timestamp":"2026-11-22 14:05:16.05+00","schema":"shop",
      "table":"accounts","columns":[{"name":"id","type":"bigint","value":3},...],
      "identity":[{"name":"id","type":"bigint","value":1}],"pk":[{"name":"id","type":"bigint"}]}
+
+With include-xids=true each change carries its transaction's xid and the commit record ("C")
+lands as the transaction's end marker (python_jobs/formats/transactions.py); begin records are
+kept in the quarantine table as not a row change.
 
 Also the value conventions shared with python_jobs/capture/postgres.py: values become what
 Debezium writes (exact decimals, ISO-8601 UTC timestamps), so one mirror model reads both.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from python_jobs.formats.records import (
@@ -33,13 +38,13 @@ from python_jobs.formats.records import (
     short,
     truncate_event,
 )
+from python_jobs.formats.transactions import transaction_id, tx_end_marker
 
 _INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
 _FLOAT_TYPES = {"real", "double precision"}
 NOT_ROW_CHANGES = {
-    "B": "not a row change: wal2json transaction begin (use -o include-transaction=false)",
-    "C": "not a row change: wal2json transaction commit (use -o include-transaction=false)",
-    "M": "not a row change: logical decoding message",
+    "B": "wal2json transaction begin",
+    "M": "logical decoding message",
 }
 
 
@@ -86,6 +91,14 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     action = record.get("action")
     if action in NOT_ROW_CHANGES:
         raise IgnoredRecord(NOT_ROW_CHANGES[action])
+    # With include-xids=true every record carries its transaction's xid; a commit ends it.
+    tx = {"tx_id": transaction_id(record["xid"], "xid")} if record.get("xid") is not None else {}
+    if action == "C":
+        if not tx:
+            raise IgnoredRecord("wal2json transaction commit without its xid (use -o include-xids=true)")
+        seq = format_seq(parse_lsn(record["lsn"]), 0, 0, 1) if "lsn" in record else line_ordered_seq(1)
+        yield tx_end_marker(tx["tx_id"], seq, _timestamp_ms(record.get("timestamp")))
+        return
     if action not in ("I", "U", "D", "T"):
         raise RejectedRecord(f"field 'action' is {short(action)}; expected I, U, D or T")
     schema, table = record.get("schema"), record.get("table")
@@ -97,7 +110,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     source_ts_ms = _timestamp_ms(record.get("timestamp"))
     if action == "T":
         key_columns_for(table_name, key_columns)
-        yield truncate_event(table_name, seq, source_ts_ms)
+        yield replace(truncate_event(table_name, seq, source_ts_ms), **tx)
         return
     identity = _image(text, members, "identity")
     after = _image(text, members, "columns")
@@ -114,6 +127,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
             before_data=_text(before),
             seq=seq,
             source_ts_ms=source_ts_ms,
+            **tx,
         )
 
     if action in ("I", "U") and not after:

@@ -11,6 +11,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+# The source transaction of an event, where its format says (python_jobs/formats/transactions.py).
+TRANSACTION_FIELDS = [
+    StructField("tx_id", StringType()),
+    StructField("tx_order", LongType()),
+    StructField("tx_events", LongType()),
+]
+
 # One row per file found in the input folder.
 INPUT_FILE_SCHEMA = StructType(
     [
@@ -42,6 +49,7 @@ PARSED_LINE_SCHEMA = StructType(
         StructField("seq", StringType()),
         StructField("source_ts_ms", LongType()),
         StructField("reason", StringType()),
+        *TRANSACTION_FIELDS,
     ]
 )
 
@@ -69,6 +77,8 @@ RAW_EVENT_SCHEMA = StructType(
         StructField("landed_file", StringType()),
         StructField("landed_line", IntegerType()),
         StructField("landed_at", TimestampType()),
+        # Last, as ALTER TABLE adds them to a raw table created before them (io/sinks.py).
+        *TRANSACTION_FIELDS,
     ]
 )
 

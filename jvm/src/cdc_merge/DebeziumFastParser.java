@@ -22,7 +22,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * (as Flink CDC writes it), whose events the landing orders by their line.
  *
  * <p>It returns exactly what python_jobs/formats/debezium.py returns for such a line (table_name, key,
- * action, raw_data, before_data, seq, source_ts_ms), with the row images cut out of the line as
+ * action, raw_data, before_data, seq, source_ts_ms, tx_id, tx_order, tx_events), with the row images cut out of the line as
  * exact text (UTF-8 bytes, never decoded). For any other line, or anything it is not sure about,
  * it returns null and the Python parser decides, so every rejection reason still comes from one
  * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
@@ -118,10 +118,14 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         return 3;
       case "ts_ms":
         return 4;
+      case "transaction":
+        return 5;
       default:
         return -1;
     }
   }
+
+  private static final Set<String> TRANSACTION_MEMBERS = new HashSet<>(Arrays.asList("id", "total_order"));
 
   /**
    * A scalar member value as Python's json module would see it: strings with their text, integers
@@ -178,6 +182,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     JsonToken beforeToken = null;
     JsonToken afterToken = null;
     Value envelopeTsMs = null;
+    String txId = null;
+    Long txOrder = null;
     // A repeated envelope member is left to Python (its dict keeps the last one).
     int seen = 0;
     try (JsonParser parser = FACTORY.createParser(line, 0, length)) {
@@ -217,6 +223,28 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
             break;
           case "ts_ms":
             envelopeTsMs = scalar(parser, token);
+            break;
+          case "transaction":
+            // Debezium's transaction block (python_jobs/formats/transactions.py); anything odd is left to Python.
+            if (token == JsonToken.VALUE_NULL) {
+              break;
+            }
+            if (token != JsonToken.START_OBJECT) {
+              return null;
+            }
+            Map<String, Value> transaction = members(parser, TRANSACTION_MEMBERS);
+            Value id = transaction.get("id");
+            if (id == null || !(id.isString() || id.integer() != null) || id.text().isEmpty()) {
+              return null;
+            }
+            txId = id.text();
+            Value order = transaction.get("total_order");
+            if (order != null && !order.isNull()) {
+              txOrder = order.integer();
+              if (txOrder == null || txOrder < 0) {
+                return null;
+              }
+            }
             break;
           // Members of other formats' envelopes, or of Debezium's {schema, payload} one.
           case "payload":
@@ -265,7 +293,10 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         afterToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, after.start, after.end) : null,
         beforeToken == JsonToken.START_OBJECT ? Arrays.copyOfRange(line, before.start, before.end) : null,
         seq,
-        sourceTsMs);
+        sourceTsMs,
+        txId,
+        txOrder,
+        null);
   }
 
   private static boolean isJsonWhitespace(byte c) {

@@ -12,7 +12,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from python_jobs import crash_points
 from python_jobs.landing.io.errors import LandingError
-from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
+from pyspark.sql.types import StructField
+
+from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA, TRANSACTION_FIELDS
 
 log = logging.getLogger("cdc_merge")
 
@@ -21,7 +23,8 @@ LANDING_BATCH_PROPERTY = "cdc-merge.landing-batch"
 
 
 def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -> None:
-    """The raw and quarantine tables come from dbt's DDL macros; check they match our schemas."""
+    """The raw and quarantine tables come from dbt's DDL macros; check they match our schemas. A
+    raw table created before the transaction columns gets them (null for the events it holds)."""
     for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
         if not spark.catalog.tableExists(table):
             raise LandingError(
@@ -30,8 +33,21 @@ def require_tables(spark: SparkSession, raw_table: str, quarantine_table: str) -
             )
         actual = [(f.name, f.dataType) for f in spark.table(table).schema.fields]
         expected = [(f.name, f.dataType) for f in schema.fields]
+        missing = columns_to_add([name for name, _ in actual])
+        if missing:
+            columns = ", ".join(f"{field.name} {field.dataType.simpleString()}" for field in missing)
+            spark.sql(f"alter table {table} add columns ({columns})")
+            log.info("%s: added the columns %s", table, columns)
+            actual = [(f.name, f.dataType) for f in spark.table(table).schema.fields]
         if actual != expected:
             raise LandingError(f"table {table} has columns {actual}, expected {expected}")
+
+
+def columns_to_add(names: list[str]) -> list[StructField]:
+    """The transaction columns a raw table created before them lacks: only when it has exactly the
+    columns before them, so that any other difference is still reported, not papered over."""
+    before = [field.name for field in RAW_EVENT_SCHEMA.fields if field not in TRANSACTION_FIELDS]
+    return list(TRANSACTION_FIELDS) if sorted(names) == sorted(before) else []
 
 
 def append_once(
@@ -130,6 +146,12 @@ class DatabendSink:
                     f"table {table} does not exist in Databend: create it with "
                     "'dbt run-operation create_raw_tables --target <your databend target>'"
                 )
+            missing = columns_to_add(actual)
+            for field in missing:
+                self.connection.exec(f"alter table {table} add column {field.name} {field.dataType.simpleString()} null")
+            if missing:
+                log.info("%s: added the columns %s", table, ", ".join(field.name for field in missing))
+                actual = sorted(actual + [field.name for field in missing])
             if actual != sorted(field.name for field in schema.fields):
                 raise LandingError(f"table {table} has columns {actual}, expected {schema.fieldNames()}")
 
