@@ -28,6 +28,7 @@
         metrics.sql        one row per run in cdc_merge_runs
         kept_rows.sql      the last offset and the runs row of every mirror of a run, written once for all
         run_guard.sql      one process applies a mirror at a time; the named crash points
+        consistency.sql    a consistency group's horizon: whole transactions only; the group's cut
 #}
 
 {% materialization cdc_merge, default %}
@@ -93,10 +94,15 @@
         stream) the snapshots are read as in 'changes' mode.
     -#}
     {% set stream = cdc_merge.change_stream_relation(target_relation) if cfg.change_source == 'stream' else none %}
+    {#- A consistency group's mirrors apply whole source transactions only, through one horizon (consistency.sql). -#}
+    {% set horizon = cdc_merge.group_horizon(cfg, offsets) if cfg.consistency_group is not none else none %}
     {% if stream is not none and offset_snapshot == 'stream' %}
         {% set chunks = [{'after': none, 'through': 'stream', 'buckets': 1, 'stream': stream}] %}
     {% else %}
         {% set snapshot_log = cdc_merge.raw_snapshot_log(cfg.raw_relation) %}
+        {% if horizon is not none %}
+            {% set snapshot_log = cdc_merge.group_snapshot_log(snapshot_log, horizon) %}
+        {% endif %}
         {% set current_snapshot = snapshot_log.current %}
         {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, snapshot_log) %}
         {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
@@ -162,40 +168,43 @@
             {#- The first chunk's raw events were read above, for the model's columns. -#}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
+        {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
-        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg) %}
-        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, raw_changes_view, cfg, truncated.seq, chunk_plan) %}
+        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg) if chunk_view == raw_changes_view else none %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}
         {% for bucket in range(chunk.buckets) %}
-            {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
-            {% set rounds = cdc_merge.bucket_rounds(raw_changes_view, cfg.source_table, bucket, chunk.buckets, plan) %}
+            {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
             {% set key_range = cdc_merge.key_range_of(plan) %}
             {% set key_range = key_range if cdc_merge.key_range_skips_files(target_relation, key_range) else none %}
-            {% set batch_keys_sql = cdc_merge.batch_keys_sql(raw_changes_view, cfg.source_table, bucket, chunk.buckets) %}
+            {% set batch_keys_sql = cdc_merge.batch_keys_sql(chunk_view, cfg.source_table, bucket, chunk.buckets) %}
             {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
             {% set one_commit = adapter.type() == 'cdc_spark' and adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
-                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
+                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, chunk_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
                 {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do cdc_merge.crash_point('apply-before-offset') %}
+        {#- A group's mirror goes back to the group's tail start: the next run reads the deferred transactions again. -#}
+        {% set offset_to = horizon.tail_start if (horizon is not none and loop.last) else chunk.through %}
         {% if keeps_rows and loop.last and chunk.stream is not defined %}
-            {% do cdc_merge.keep_offset(offsets, target_relation, cfg, chunk.through, chunk_stats) %}
+            {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats) %}
         {% else %}
-            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, chunk_stats)) %}
+            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}
         {% endif %}
-        {% set ordinal.snapshot = chunk.through %}
+        {% set ordinal.snapshot = offset_to %}
         {% if chunk.stream is defined %}
             {% do run_query('commit') %}
         {% endif %}
         {% do cdc_merge.add_counts(totals, chunk_stats) %}
         {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ " (" ~ chunk.buckets ~ " bucket(s)): "
             ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
-            ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ chunk.through, info=True) }}
+            ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ offset_to, info=True) }}
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% if stream is not none and offset_snapshot != 'stream' %}
@@ -214,6 +223,9 @@
         {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
     {% endif %}
 
+    {% if horizon is not none %}
+        {% do cdc_merge.finish_group_member(cfg, target_relation, offsets, horizon) %}
+    {% endif %}
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% do cdc_merge.unlock_mirror(target_relation) %}

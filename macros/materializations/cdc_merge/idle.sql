@@ -83,7 +83,7 @@
         {% endif %}
     {% endfor %}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
-    {% set offset_snapshot = latest[0]['offset_snapshot'] if latest | length else none %}
+    {% set offset_snapshot = (latest[0]['offset_snapshot'] or none) if latest | length else none %}
     {% if offset_snapshot is none %}
         {{ return(false) }}
     {% endif %}

@@ -58,8 +58,9 @@
 
 
 {% macro latest_offset_sql(offsets, target_relation) %}
+    {#- '' for null, the start of the log: the embedded Databend's driver hands a NULL over as the string 'NULL'. -#}
     select
-        cast(offset_snapshot as string) as offset_snapshot,
+        coalesce(cast(offset_snapshot as string), '') as offset_snapshot,
         offset_ordinal
     from {{ offsets }}
     where target_table = '{{ target_relation }}'
@@ -79,7 +80,7 @@
         {{ return(known) }}
     {% endif %}
     {% set rows = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
-    {{ return({'offset_snapshot': rows[0]['offset_snapshot'] if rows | length else none,
+    {{ return({'offset_snapshot': (rows[0]['offset_snapshot'] or none) if rows | length else none,
                'offset_ordinal': (rows[0]['offset_ordinal'] | int) if rows | length else 0}) }}
 {% endmacro %}
 

@@ -40,7 +40,7 @@
     {% set offset_snapshot = none %}
     {% if scope == 'pending' and mirror is not none and offsets_table is not none %}
         {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, this.incorporate(type='table'))) %}
-        {% set offset_snapshot = latest.rows[0]['offset_snapshot'] if latest.rows | length else none %}
+        {% set offset_snapshot = (latest.rows[0]['offset_snapshot'] or none) if latest.rows | length else none %}
     {% endif %}
     {% if offset_snapshot == 'stream' %}
         {#- A Databend stream is read once, by the run that applies it: a preview must not consume it. -#}

@@ -235,6 +235,7 @@
         source_ts,
         landed_file,
         landed_line,
+        tx_id,
         'INSERT' as _change_type
 {% endmacro %}
 

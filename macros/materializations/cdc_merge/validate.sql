@@ -20,6 +20,18 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "change_source='stream' is for Databend targets; on " ~ target.type ~ " remove it (the raw table's snapshots are read incrementally).") %}
     {% endif %}
 
+    {#- Mirrors of one group are read together at their latest consistent cut (consistency.sql). -#}
+    {% set consistency_group = config.get('consistency_group') %}
+    {% if consistency_group is not none and (consistency_group is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', consistency_group)) %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "consistency_group must be a name (letters, digits, _), e.g. consistency_group='shop', got " ~ consistency_group ~ ".") %}
+    {% endif %}
+    {% if consistency_group is not none and target.type not in ['cdc_spark', 'cdc_databend'] %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "consistency_group needs a cdc_spark or cdc_databend target (the adapter keeps the group's horizon for the run); this one is " ~ target.type ~ ".") %}
+    {% endif %}
+    {% if consistency_group is not none and change_source == 'stream' %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "consistency_group needs change_source='changes': a stream cannot leave a transaction's events for the next run.") %}
+    {% endif %}
+
     {#- dbt's own setting for incremental models; the project sets append_new_columns for mirrors (dbt_project.yml). -#}
     {% set on_schema_change = config.get('on_schema_change', 'ignore') %}
     {% if on_schema_change not in ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] %}
@@ -34,6 +46,7 @@
         'table_properties': common.table_properties,
         'offsets_schema': common.offsets_schema,
         'change_source': change_source,
+        'consistency_group': consistency_group,
         'on_schema_change': on_schema_change,
         'raw_relation': common.raw_relation,
         'maintenance': cdc_merge.maintenance_validated_config(config, fail_prefix),

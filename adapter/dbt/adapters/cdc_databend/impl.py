@@ -13,6 +13,7 @@ from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
+from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_spark.run_state import STATE
@@ -52,7 +53,7 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             ) from None
 
 
-class CdcDatabendAdapter(ApplyMethods, DatabendAdapter):
+class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
 
     @available

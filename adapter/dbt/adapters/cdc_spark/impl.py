@@ -21,6 +21,7 @@ from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
+from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
@@ -40,7 +41,7 @@ _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(ApplyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
+class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None

@@ -1,0 +1,66 @@
+"""What the mirrors of a consistency group share within one dbt invocation: the horizon the first
+of them decides (consistency_horizon.py), and which of them have applied through it. When the last
+one has, its node writes the group's cut. Thread-safe: dbt runs mirrors on several threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+Key = Tuple[str, str]
+
+
+class GroupRuns:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._horizons: Dict[Key, Dict[str, Any]] = {}
+        self._done: Dict[Key, Dict[str, Optional[str]]] = {}
+        self._read_cuts: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+
+    def horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
+        with self._lock:
+            return self._horizons.get((invocation_id, group))
+
+    def keep_horizon(self, invocation_id: str, group: str, decide: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
+        """The horizon kept for the invocation's group: the first one decided; mirrors that decided
+        at the same time take it, so that every mirror of the group applies through one horizon."""
+        horizon = decide()
+        with self._lock:
+            if invocation_id not in {key[0] for key in self._horizons}:
+                self._forget_other_invocations(invocation_id)
+            return self._horizons.setdefault((invocation_id, group), horizon)
+
+    def member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
+                    members: Sequence[str]) -> Optional[Dict[str, Optional[str]]]:
+        """Record that mirror applied through the group's horizon; every member's snapshot once all
+        members have (the caller writes the cut), else None."""
+        with self._lock:
+            done = self._done.setdefault((invocation_id, group), {})
+            done[mirror] = snapshot
+            if set(members) - set(done):
+                return None
+            del self._done[(invocation_id, group)]
+            return {member: done[member] for member in sorted(members)}
+
+    def reader_cut(self, invocation_id: str, reader: str, group: str) -> Optional[Dict[str, Any]]:
+        """The cut a model compiling in this invocation reads the group at, once it looked it up."""
+        with self._lock:
+            return self._read_cuts.get((invocation_id, reader, group))
+
+    def keep_reader_cut(self, invocation_id: str, reader: str, group: str, cut: Dict[str, Any]) -> Dict[str, Any]:
+        """Every consistent() of one model reads the first cut it looked up."""
+        with self._lock:
+            if invocation_id not in {key[0] for key in self._read_cuts}:
+                for key in [key for key in self._read_cuts if key[0] != invocation_id]:
+                    del self._read_cuts[key]
+            return self._read_cuts.setdefault((invocation_id, reader, group), dict(cut))
+
+    def _forget_other_invocations(self, invocation_id: str) -> None:
+        # A long-lived process (cdc-run) runs many invocations: keep only the current one's.
+        for store in (self._horizons, self._done):
+            for key in [key for key in store if key[0] != invocation_id]:
+                del store[key]
+
+
+# One per process, like the dbt invocations it serves.
+GROUP_RUNS = GroupRuns()

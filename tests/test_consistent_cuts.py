@@ -1,0 +1,182 @@
+"""Consistency groups (macros/materializations/cdc_merge/consistency.sql, macros/consistent.sql):
+readers at the group's cut see whole source transactions across mirrors, also when the landing
+files split them; plain reads of the mirrors do not.
+
+The workload is Debezium with transaction metadata, as Kafka topics dumped per table: transfers
+between bank accounts (each one transaction: a debit, a credit and a transfers row). The accounts
+topic's files end in the middle of a transaction, the transfers topic lags one wave behind, and
+the END records come on their own topic. Invariants: the balances always sum to the same total,
+and each account's balance is its opening balance plus what the transfers table says it got.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+ACCOUNTS = 8
+OPENING = 1000
+WAVES = 4
+TRANSFERS_PER_WAVE = 12
+KEYS = {"bank.accounts": ["id"], "bank.transfers": ["id"]}
+GROUP_CONFIG = "consistency_group='bank', "
+CHECK_MODEL = """
+{{ config(materialized='table') }}
+
+with
+
+accounts as (
+
+    select * from {{ cdc_merge.consistent(ref('accounts')) }}
+
+),
+
+transfers as (
+
+    select * from {{ cdc_merge.consistent(ref('transfers')) }}
+
+),
+
+moved as (
+
+    select account_id, sum(amount) as net
+    from (
+        select to_id as account_id, amount from transfers
+        union all
+        select from_id as account_id, -amount as amount from transfers
+    ) as legs
+    group by account_id
+
+),
+
+final as (
+
+    select
+        (select sum(balance) from accounts) as total,
+        (select count(*) from transfers) as transfers,
+        (
+            select count(*)
+            from accounts
+            left join moved on accounts.id = moved.account_id
+            where accounts.balance <> {opening} + coalesce(moved.net, 0)
+        ) as unbalanced_accounts
+
+)
+
+select * from final
+"""
+
+
+class BankTopics:
+    """The three topics' events, in source order, with their LSNs and transaction ids."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.lsn = 1000
+        self.balances = {account: OPENING for account in range(1, ACCOUNTS + 1)}
+        self.accounts: list[dict] = []
+        self.transfers: list[dict] = []
+        self.ends: list[dict] = []
+        self.transfer_rows: list[dict] = []
+        self._transaction([("accounts", "c", {"id": account, "balance": OPENING}) for account in self.balances])
+
+    def transfer(self) -> None:
+        source, target = self.rng.sample(sorted(self.balances), 2)
+        amount = self.rng.randint(1, 50)
+        self.balances[source] -= amount
+        self.balances[target] += amount
+        row = {"id": len(self.transfer_rows) + 1, "from_id": source, "to_id": target, "amount": amount}
+        self.transfer_rows.append(row)
+        self._transaction([
+            ("accounts", "u", {"id": source, "balance": self.balances[source]}),
+            ("transfers", "c", row),
+            ("accounts", "u", {"id": target, "balance": self.balances[target]}),
+        ])
+
+    def _transaction(self, changes: list[tuple[str, str, dict]]) -> None:
+        tx_id = f"{len(self.ends) + 500}:{self.lsn + 10 * len(changes)}"
+        counts: dict[str, int] = {}
+        for order, (table, op, after) in enumerate(changes, start=1):
+            self.lsn += 10
+            counts[f"bank.{table}"] = counts.get(f"bank.{table}", 0) + 1
+            event = {
+                "before": None, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + self.lsn,
+                "source": {"connector": "postgresql", "schema": "bank", "table": table, "lsn": self.lsn,
+                           "ts_ms": 1_700_000_000_000 + self.lsn, "snapshot": "false"},
+                "transaction": {"id": tx_id, "total_order": order, "data_collection_order": counts[f"bank.{table}"]},
+            }
+            getattr(self, table).append(event)
+        self.ends.append({"status": "END", "id": tx_id, "ts_ms": 1_700_000_000_000 + self.lsn, "event_count": len(changes),
+                          "data_collections": [{"data_collection": table, "event_count": count} for table, count in counts.items()]})
+
+
+def write(path, events: list[dict]) -> None:
+    path.write_text("".join(json.dumps(event) + "\n" for event in events))
+
+
+def check_at_cut(project) -> dict:
+    project.dbt("run", "--select", "bank_check")
+    return project.query(f"select * from {project.schema}.bank_check")[0]
+
+
+def check_plain(project, prefix: str) -> dict:
+    """The invariants on the newest state of a pair of mirrors."""
+    accounts = {row["id"]: row["balance"] for row in project.query(f"select id, balance from {project.schema}.{prefix}accounts")}
+    net: dict[int, int] = {}
+    for row in project.query(f"select from_id, to_id, amount from {project.schema}.{prefix}transfers"):
+        net[row["from_id"]] = net.get(row["from_id"], 0) - row["amount"]
+        net[row["to_id"]] = net.get(row["to_id"], 0) + row["amount"]
+    unbalanced = sum(balance != OPENING + net.get(account, 0) for account, balance in accounts.items())
+    return {"total": sum(accounts.values()), "unbalanced_accounts": unbalanced}
+
+
+def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_reads_do_not(conformance_project):
+    project = conformance_project
+    columns = "{{{{ cdc_merge.cdc_column('id', 'bigint') }}}}, {cols}, {{{{ cdc_merge.cdc_metadata_columns() }}}}"
+    accounts = columns.format(cols="{{ cdc_merge.cdc_column('balance', 'bigint') }}")
+    transfers = columns.format(cols="{{ cdc_merge.cdc_column('from_id', 'bigint') }}, "
+                               "{{ cdc_merge.cdc_column('to_id', 'bigint') }}, {{ cdc_merge.cdc_column('amount', 'bigint') }}")
+    # The group's mirrors, and the same tables mirrored without a group: those apply whatever landed.
+    for prefix, group in (("", GROUP_CONFIG), ("plain_", "")):
+        project.write_model(f"{prefix}accounts", group + "unique_key='id', source_table='bank.accounts'", accounts)
+        project.write_model(f"{prefix}transfers", group + "unique_key='id', source_table='bank.transfers'", transfers)
+    (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL.replace("{opening}", str(OPENING)))
+
+    topics = BankTopics(seed=33)
+    total = ACCOUNTS * OPENING
+    landed = {"accounts": 0, "transfers": 0, "ends": 0}
+    plain_violations, cut_transfers = 0, []
+    for wave in range(1, WAVES + 2):
+        last = wave == WAVES + 1
+        if not last:
+            for _ in range(TRANSFERS_PER_WAVE):
+                topics.transfer()
+        # The accounts topic's file ends after a debit, before its credit; the transfers topic lags
+        # a wave; the END records are all there. The last wave delivers what is left.
+        through = {
+            "accounts": len(topics.accounts) if last else len(topics.accounts) - 1,
+            "transfers": len(topics.transfers) if last else landed["transfers"] + (TRANSFERS_PER_WAVE if wave > 1 else 0),
+            "ends": len(topics.ends),
+        }
+        for topic, upto in through.items():
+            write(project.inbox / f"w{wave:02d}-{topic}.json", getattr(topics, topic)[landed[topic]:upto])
+            landed[topic] = upto
+        project.land(KEYS)
+        project.dbt("run", "--select", "accounts", "transfers", "plain_accounts", "plain_transfers")
+
+        plain = check_plain(project, "plain_")
+        plain_violations += (plain["total"] != total) + plain["unbalanced_accounts"]
+        # Between runs the group's mirrors hold whole transactions themselves; during one, only the cut does.
+        assert check_plain(project, "") == {"total": total, "unbalanced_accounts": 0}, wave
+        cut = check_at_cut(project)
+        assert (cut["total"], cut["unbalanced_accounts"]) == (total, 0), (wave, cut)
+        cut_transfers.append(cut["transfers"])
+
+    # The mirrors without a group showed half transactions: the check can fail.
+    assert plain_violations > 0
+    # The cut moved forward every run, and reached the end once everything landed.
+    assert cut_transfers == sorted(cut_transfers) and cut_transfers[0] < cut_transfers[-1] == len(topics.transfer_rows)
+    assert check_plain(project, "plain_") == {"total": total, "unbalanced_accounts": 0}
+    assert {row["id"]: row["balance"] for row in project.query(f"select id, balance from {project.schema}.accounts")} == topics.balances
+    cuts = project.query(f"select distinct cut_ordinal from {project.schema}.cdc_merge_cuts where consistency_group = 'bank'")
+    assert len(cuts) == WAVES + 1

@@ -1,0 +1,35 @@
+"""What a consistency group's mirrors share in one invocation (python_jobs/apply/consistency_runs.py)."""
+
+from __future__ import annotations
+
+from python_jobs.apply.consistency_runs import GroupRuns
+
+
+def test_every_mirror_of_a_group_gets_the_first_horizon_decided_in_its_invocation():
+    runs = GroupRuns()
+    assert runs.horizon("inv-1", "shop") is None
+    first = runs.keep_horizon("inv-1", "shop", lambda: {"through": "s2"})
+    # A mirror that decided at the same time (the raw table moved on meanwhile) takes the first.
+    assert runs.keep_horizon("inv-1", "shop", lambda: {"through": "s3"}) is first
+    assert runs.horizon("inv-1", "shop") == {"through": "s2"}
+    # The next invocation decides again, and forgets the one before.
+    assert runs.keep_horizon("inv-2", "shop", lambda: {"through": "s3"}) == {"through": "s3"}
+    assert runs.horizon("inv-1", "shop") is None
+
+
+def test_the_cut_is_returned_once_when_the_last_member_is_done():
+    runs = GroupRuns()
+    members = ["m.orders", "m.lines"]
+    assert runs.member_done("inv-1", "shop", "m.orders", "11", members) is None
+    assert runs.member_done("inv-1", "bank", "m.accounts", "5", ["m.accounts"]) == {"m.accounts": "5"}
+    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"m.lines": "22", "m.orders": "11"}
+    # The next invocation starts from no member done.
+    assert runs.member_done("inv-2", "shop", "m.lines", "23", members) is None
+
+
+def test_every_consistent_read_of_one_model_reads_the_cut_it_looked_up_first():
+    runs = GroupRuns()
+    assert runs.reader_cut("inv-1", "model.p.report", "shop") is None
+    assert runs.keep_reader_cut("inv-1", "model.p.report", "shop", {"m.orders": "11"}) == {"m.orders": "11"}
+    assert runs.keep_reader_cut("inv-1", "model.p.report", "shop", {"m.orders": "12"}) == {"m.orders": "11"}
+    assert runs.keep_reader_cut("inv-1", "model.p.other", "shop", {"m.orders": "12"}) == {"m.orders": "12"}
