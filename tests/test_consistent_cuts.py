@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import time
 
 ACCOUNTS = 8
 OPENING = 1000
@@ -20,20 +22,19 @@ WAVES = 4
 TRANSFERS_PER_WAVE = 12
 KEYS = {"bank.accounts": ["id"], "bank.transfers": ["id"]}
 GROUP_CONFIG = "consistency_group='bank', "
-CHECK_MODEL = """
-{{ config(materialized='table') }}
-
+# The invariants at the cut, from two reads in one query: {accounts} and {transfers} name each mirror at the cut.
+CHECK_SQL = """
 with
 
 accounts as (
 
-    select * from {{ cdc_merge.consistent(ref('accounts')) }}
+    select * from {accounts}
 
 ),
 
 transfers as (
 
-    select * from {{ cdc_merge.consistent(ref('transfers')) }}
+    select * from {transfers}
 
 ),
 
@@ -65,6 +66,8 @@ final as (
 
 select * from final
 """
+CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
+    opening=OPENING, accounts="{{ cdc_merge.consistent(ref('accounts')) }}", transfers="{{ cdc_merge.consistent(ref('transfers')) }}")
 
 
 class BankTopics:
@@ -110,6 +113,42 @@ class BankTopics:
                           "data_collections": [{"data_collection": table, "event_count": count} for table, count in counts.items()]})
 
 
+class CutReader(threading.Thread):
+    """Reads beside the runs, as a report would: the latest cut in one query, then both mirrors at
+    it in one query, checking the invariants; and the group's mirrors as they are (plain reads)."""
+
+    def __init__(self, project, total: int) -> None:
+        super().__init__(daemon=True)
+        self.project, self.total = project, total
+        self.stopped = threading.Event()
+        self.reads = self.violations = self.plain_reads = self.plain_violations = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        schema = self.project.schema
+        latest_cut = (f"select target_table, mirror_snapshot from {schema}.cdc_merge_cuts where consistency_group = 'bank' "
+                      f"and cut_ordinal = (select max(cut_ordinal) from {schema}.cdc_merge_cuts where consistency_group = 'bank')")
+        while not self.stopped.is_set():
+            try:
+                cut = {row["target_table"]: row["mirror_snapshot"] for row in self.project.query(latest_cut)}
+                if len(cut) == 2:
+                    at_cut = {name: self.at_snapshot(f"{schema}.{name}", cut[f"{schema}.{name}"]) for name in ("accounts", "transfers")}
+                    check = self.project.query(CHECK_SQL.format(opening=OPENING, **at_cut))[0]
+                    self.reads += 1
+                    self.violations += (check["total"], check["unbalanced_accounts"]) != (self.total, 0)
+                plain = check_plain(self.project, "")
+                self.plain_reads += 1
+                self.plain_violations += plain != {"total": self.total, "unbalanced_accounts": 0}
+            except Exception as error:  # noqa: BLE001 - every error is a failure, reported at the end
+                self.errors.append(repr(error)[:300])
+                time.sleep(0.2)
+
+    def at_snapshot(self, relation: str, snapshot: str) -> str:
+        if self.project.on_databend:
+            return f"{relation} at (snapshot => '{snapshot}')"
+        return f"{relation} version as of {snapshot}"
+
+
 def write(path, events: list[dict]) -> None:
     path.write_text("".join(json.dumps(event) + "\n" for event in events))
 
@@ -140,10 +179,11 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     for prefix, group in (("", GROUP_CONFIG), ("plain_", "")):
         project.write_model(f"{prefix}accounts", group + "unique_key='id', source_table='bank.accounts'", accounts)
         project.write_model(f"{prefix}transfers", group + "unique_key='id', source_table='bank.transfers'", transfers)
-    (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL.replace("{opening}", str(OPENING)))
+    (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL)
 
     topics = BankTopics(seed=33)
     total = ACCOUNTS * OPENING
+    reader = CutReader(project, total)
     landed = {"accounts": 0, "transfers": 0, "ends": 0}
     plain_violations, cut_transfers = 0, []
     for wave in range(1, WAVES + 2):
@@ -171,7 +211,15 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         cut = check_at_cut(project)
         assert (cut["total"], cut["unbalanced_accounts"]) == (total, 0), (wave, cut)
         cut_transfers.append(cut["transfers"])
+        if wave == 1:
+            # Once the first run made the group's tables and cut, a reader checks beside the runs.
+            reader.start()
 
+    reader.stopped.set()
+    reader.join(timeout=60)
+    # Every read at the cut, beside the runs, saw whole transactions.
+    print(f"reads at the cut: {reader.reads}, plain reads: {reader.plain_reads} ({reader.plain_violations} violations)")
+    assert reader.errors == [] and reader.reads >= 20 and reader.violations == 0, vars(reader)
     # The mirrors without a group showed half transactions: the check can fail.
     assert plain_violations > 0
     # The cut moved forward every run, and reached the end once everything landed.
