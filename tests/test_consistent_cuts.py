@@ -214,6 +214,14 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         if wave == 1:
             # Once the first run made the group's tables and cut, a reader checks beside the runs.
             reader.start()
+        if wave == 2:
+            # Maintenance that expires every snapshot it may keeps the two latest cuts' and the raw tail.
+            project.dbt("run-operation", "cdc_maintain", "--args", json.dumps(
+                {"models": ["accounts", "transfers"], "settings": {"snapshot_retention_hours": 0, "raw_retention_hours": 0}}))
+            previous = project.query(f"select target_table, mirror_snapshot from {project.schema}.cdc_merge_cuts "
+                                     "where consistency_group = 'bank' and cut_ordinal = 1")
+            for row in previous:
+                project.query(f"select count(*) as n from {reader.at_snapshot(row['target_table'], row['mirror_snapshot'])}")
 
     reader.stopped.set()
     reader.join(timeout=60)

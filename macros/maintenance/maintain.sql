@@ -31,8 +31,10 @@
     {% do counts.update({'offsets_removed': cdc_merge.trim_offsets(offsets, target_relation, settings)}) %}
     {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
 
+    {#- A consistency group's latest cuts read the mirror at its snapshots then (consistency.sql). -#}
+    {% set cut_snapshots = cdc_merge.snapshots_cuts_need(offsets, target_relation=target_relation) %}
     {% for relation in own_tables + shared_tables %}
-        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(relation, [], settings)) %}
+        {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.expire_snapshots(relation, cut_snapshots if relation == target_relation else [], settings)) %}
         {% if remove_orphans %}
             {% do counts.update({'orphan_files_removed': counts.orphan_files_removed + cdc_merge.remove_orphan_files(relation, settings)}) %}
         {% endif %}

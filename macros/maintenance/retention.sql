@@ -39,6 +39,10 @@
         {% for row in rows %}
             {% do offsets.append({'target_table': row['target_table'], 'offset_snapshot': row['offset_snapshot'] | string}) %}
         {% endfor %}
+        {#- A consistency group's next scan starts at its latest cut's tail start (consistency.sql). -#}
+        {% for snapshot_id in cdc_merge.snapshots_cuts_need(relation, raw_relation=raw_relation) %}
+            {% do offsets.append({'target_table': 'cut tail start', 'offset_snapshot': snapshot_id}) %}
+        {% endfor %}
     {% endfor %}
     {{ return(offsets) }}
 {% endmacro %}

@@ -27,6 +27,7 @@
         cut_seq string,
         tail_start string,
         settled string,
+        raw_table string,
         raw_snapshot string,
         target_table string,
         mirror_snapshot string,
@@ -44,6 +45,7 @@
         cut_seq string null,
         tail_start string null,
         settled string null,
+        raw_table string null,
         raw_snapshot string null,
         target_table string null,
         mirror_snapshot string null,
@@ -118,9 +120,11 @@
     {% endif %}
     {% set view = 'cdc_merge_transaction_scan' %}
     {% do run_query(cdc_merge.create_raw_changes_view(view, raw_relation, tail_start, window[-1])) %}
+    {#- Only appended rows: raw retention's deletes show in the changelog too. -#}
     {% set rows = run_query(cdc_merge.transaction_scan_columns('cast(_commit_snapshot_id as string)') ~ '
         from ' ~ view ~ '
         where tx_id is not null
+            and _change_type = \'INSERT\'
         group by tx_id, table_name, _commit_snapshot_id').rows %}
     {% do run_query('drop view if exists ' ~ view) %}
     {{ return(rows) }}
@@ -220,14 +224,14 @@
     {% set cut = adapter.cdc_group_member_done(invocation_id, cfg.consistency_group, cdc_merge.mirror_name(target_relation),
         cdc_merge.mirror_snapshot(target_relation), group.members) %}
     {% if cut is not none %}
-        {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, horizon, cut)) %}
+        {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, cfg.raw_relation, horizon, cut)) %}
         {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " cut " ~ horizon.ordinal ~ " at " ~ horizon.cut_seq ~ " ("
             ~ horizon.deferred | length ~ " transactions left for the next run)", info=True) }}
     {% endif %}
 {% endmacro %}
 
 
-{% macro insert_cut_sql(cuts, group, horizon, cut) %}
+{% macro insert_cut_sql(cuts, group, raw_relation, horizon, cut) %}
     {#- One INSERT: the cut's rows become visible together. -#}
     insert into {{ cuts }}
     {%- for target_table, mirror_snapshot in cut.items() %}
@@ -237,6 +241,7 @@
         {{ "'" ~ horizon.cut_seq ~ "'" if horizon.cut_seq is not none else 'cast(null as string)' }} as cut_seq,
         {{ "'" ~ horizon.tail_start ~ "'" if horizon.tail_start is not none else 'cast(null as string)' }} as tail_start,
         '{{ horizon.settled | tojson }}' as settled,
+        '{{ raw_relation }}' as raw_table,
         {{ "'" ~ horizon.through ~ "'" if horizon.through is not none else 'cast(null as string)' }} as raw_snapshot,
         '{{ target_table }}' as target_table,
         {{ "'" ~ mirror_snapshot ~ "'" if mirror_snapshot is not none else 'cast(null as string)' }} as mirror_snapshot,
@@ -244,4 +249,28 @@
         '{{ invocation_id }}' as invocation_id
     {{ 'union all' if not loop.last }}
     {%- endfor %}
+{% endmacro %}
+
+
+{% macro snapshots_cuts_need(offsets, raw_relation=none, target_relation=none) %}
+    {#-
+        What maintenance must keep for consistency groups whose cuts are in offsets' schema: of a
+        mirror (target_relation), its snapshots in its group's two latest cuts (a reader may still be
+        reading the one before); of a raw table, each group's latest tail start, where the next run's
+        scan starts ('None' for the start of the log, which keeps every raw snapshot).
+    -#}
+    {% set cuts = cdc_merge.cuts_relation(offsets) %}
+    {% if adapter.get_relation(database=cuts.database, schema=cuts.schema, identifier=cuts.identifier) is none %}
+        {{ return([]) }}
+    {% endif %}
+    {% if target_relation is not none %}
+        {% set rows = run_query("select mirror_snapshot as snapshot_id from " ~ cuts ~ " as cut where target_table = '"
+            ~ cdc_merge.mirror_name(target_relation) ~ "' and cut_ordinal >= (select max(cut_ordinal) - 1 from " ~ cuts
+            ~ " where consistency_group = cut.consistency_group)").rows %}
+    {% else %}
+        {% set rows = run_query("select coalesce(tail_start, 'None') as snapshot_id from " ~ cuts ~ " as cut where raw_table = '"
+            ~ raw_relation ~ "' and cut_ordinal = (select max(cut_ordinal) from " ~ cuts
+            ~ " where consistency_group = cut.consistency_group)").rows %}
+    {% endif %}
+    {{ return(rows | map(attribute='snapshot_id') | map('string') | unique | list) }}
 {% endmacro %}
