@@ -234,5 +234,8 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     assert cut_transfers == sorted(cut_transfers) and cut_transfers[0] < cut_transfers[-1] == len(topics.transfer_rows)
     assert check_plain(project, "plain_") == {"total": total, "unbalanced_accounts": 0}
     assert {row["id"]: row["balance"] for row in project.query(f"select id, balance from {project.schema}.accounts")} == topics.balances
-    cuts = project.query(f"select distinct cut_ordinal from {project.schema}.cdc_merge_cuts where consistency_group = 'bank'")
+    cuts = project.query(f"select cut_ordinal, max(cut_lag_seconds) as lag from {project.schema}.cdc_merge_cuts "
+                         "where consistency_group = 'bank' group by cut_ordinal order by cut_ordinal")
     assert len(cuts) == WAVES + 1
+    # The cut's lag: positive while transactions wait, none once everything landed.
+    assert all(row["lag"] > 0 for row in cuts[:-1]) and cuts[-1]["lag"] == 0, cuts

@@ -23,6 +23,7 @@ Events without a transaction id are applied as they come (formats that do not te
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
@@ -39,6 +40,8 @@ class ScanRow:
     marker_seq: Optional[str] = None
     marker_events: Optional[int] = None
     marker_tables: Optional[str] = None
+    # The newest source commit time of the rows ('YYYY-MM-DD HH:MM:SS[.f]'), when known.
+    source_ts: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,16 @@ class Horizon:
     # of them, and must not take them for open ones.
     settled: tuple = ()
     applied_transactions: int = 0
+    # The cut's lag: the newest source commit among the window's transactions minus the newest
+    # among those applied (0 when none waits); None when the source gives no commit times.
+    cut_source_ts: Optional[str] = None
+    lag_seconds: Optional[float] = None
 
     def as_dict(self) -> dict:
         return {"through": self.through, "cut_seq": self.cut_seq, "deferred": list(self.deferred),
                 "tail_start": self.tail_start, "settled": list(self.settled),
-                "applied_transactions": self.applied_transactions}
+                "applied_transactions": self.applied_transactions, "cut_source_ts": self.cut_source_ts,
+                "lag_seconds": self.lag_seconds}
 
 
 @dataclass
@@ -67,6 +75,7 @@ class _Transaction:
     marker_seq: Optional[str] = None
     marker_events: Optional[int] = None
     marker_tables: Optional[dict] = None
+    source_ts: Optional[str] = None
 
     def whole(self) -> bool:
         if self.marker_seq is None:
@@ -102,6 +111,9 @@ def decide(window: Sequence[str], tail_start: Optional[str], previous_cut_seq: O
     else:
         next_tail = window[last_settled]
         next_settled = {tx_id for tx_id in applied if any(position > last_settled for position in spans[tx_id])}
+    cut_source_ts = max((transactions[tx_id].source_ts for tx_id in applied if transactions[tx_id].source_ts),
+                        key=_instant, default=None)
+    newest_source_ts = max((tx.source_ts for tx in transactions.values() if tx.source_ts), key=_instant, default=None)
     return Horizon(
         through=window[-1] if window else tail_start,
         cut_seq=cut_seq,
@@ -109,7 +121,19 @@ def decide(window: Sequence[str], tail_start: Optional[str], previous_cut_seq: O
         tail_start=next_tail,
         settled=tuple(sorted(next_settled)),
         applied_transactions=len(applied),
+        cut_source_ts=cut_source_ts,
+        lag_seconds=_seconds_between(cut_source_ts, newest_source_ts) if deferred else (0.0 if transactions else None),
     )
+
+
+def _instant(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text)
+
+
+def _seconds_between(older: Optional[str], newer: Optional[str]) -> Optional[float]:
+    if older is None or newer is None:
+        return None
+    return max(0.0, (_instant(newer) - _instant(older)).total_seconds())
 
 
 def _transactions(rows: Sequence[ScanRow]) -> dict:
@@ -117,6 +141,8 @@ def _transactions(rows: Sequence[ScanRow]) -> dict:
     for row in rows:
         tx = transactions.setdefault(row.tx_id, _Transaction())
         tx.snapshots.add(row.snapshot_id)
+        if row.source_ts is not None and (tx.source_ts is None or _instant(row.source_ts) > _instant(tx.source_ts)):
+            tx.source_ts = row.source_ts
         if row.marker_seq is not None:
             tx.marker_seq = max(tx.marker_seq or "", row.marker_seq)
             tx.marker_events = row.marker_events if row.marker_events is not None else tx.marker_events
@@ -140,6 +166,7 @@ def scan_rows(rows: Sequence[Mapping[str, Any]]) -> list:
             tx_id=str(row["tx_id"]), table_name=str(row["table_name"]), snapshot_id=str(row["snapshot_id"]),
             events=int(row["events"] or 0), marker_seq=text(row["marker_seq"]),
             marker_events=count(row["marker_events"]), marker_tables=text(row["marker_tables"]),
+            source_ts=text(row["source_ts"]) if "source_ts" in row.keys() else None,
         )
         for row in rows
     ]

@@ -93,3 +93,14 @@ def test_scan_rows_reads_query_rows_with_numbers_as_text_or_decimals_and_empty_f
     (row,) = scan_rows([{"tx_id": "t", "table_name": "a.b", "snapshot_id": "s", "events": 3,
                          "marker_seq": "", "marker_events": -1, "marker_tables": ""}])
     assert row == ScanRow("t", "a.b", "s", 3)
+
+
+def test_the_cut_lag_is_the_newest_commit_in_the_window_minus_the_newest_applied():
+    rows = [ScanRow("t1", "shop.orders", "s1", 1, source_ts="2026-11-26 08:00:00.5"),
+            ScanRow("t1", MARKERS, "s1", 1, marker_seq="001", marker_events=1, source_ts="2026-11-26 08:00:01"),
+            ScanRow("t2", "shop.orders", "s1", 1, source_ts="2026-11-26 08:00:09.25")]
+    horizon = decide(["s1"], None, None, rows)
+    assert (horizon.cut_source_ts, horizon.lag_seconds) == ("2026-11-26 08:00:01", 8.25)
+    rows.append(ScanRow("t2", MARKERS, "s1", 1, marker_seq="002", marker_events=1, source_ts="2026-11-26 08:00:10"))
+    assert decide(["s1"], None, None, rows).lag_seconds == 0.0
+    assert decide(["s1"], None, None, []).lag_seconds is None

@@ -29,6 +29,8 @@
         settled string,
         raw_table string,
         raw_snapshot string,
+        cut_source_ts timestamp,
+        cut_lag_seconds double,
         target_table string,
         mirror_snapshot string,
         cut_at timestamp,
@@ -47,6 +49,8 @@
         settled string null,
         raw_table string null,
         raw_snapshot string null,
+        cut_source_ts timestamp null,
+        cut_lag_seconds double null,
         target_table string null,
         mirror_snapshot string null,
         cut_at timestamp null,
@@ -110,7 +114,8 @@
         count(distinct case when action <> 'tx_end' then concat(key, '|', seq) end) as events,
         coalesce(max(case when action = 'tx_end' then seq end), '') as marker_seq,
         coalesce(max(case when action = 'tx_end' then tx_events end), -1) as marker_events,
-        coalesce(max(case when action = 'tx_end' then cast(raw_data as string) end), '') as marker_tables
+        coalesce(max(case when action = 'tx_end' then cast(raw_data as string) end), '') as marker_tables,
+        coalesce(cast(max(source_ts) as string), '') as source_ts
 {% endmacro %}
 
 {% macro spark__transaction_scan(raw_relation, tail_start, window) %}
@@ -225,8 +230,9 @@
         cdc_merge.mirror_snapshot(target_relation), group.members) %}
     {% if cut is not none %}
         {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, cfg.raw_relation, horizon, cut)) %}
-        {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " cut " ~ horizon.ordinal ~ " at " ~ horizon.cut_seq ~ " ("
-            ~ horizon.deferred | length ~ " transactions left for the next run)", info=True) }}
+        {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " cut " ~ horizon.ordinal ~ " through source commit "
+            ~ horizon.cut_source_ts ~ "; " ~ horizon.deferred | length ~ " transactions wait for the next run; cut lag "
+            ~ (horizon.lag_seconds if horizon.lag_seconds is not none else 'unknown') ~ " s", info=True) }}
     {% endif %}
 {% endmacro %}
 
@@ -243,6 +249,8 @@
         '{{ horizon.settled | tojson }}' as settled,
         '{{ raw_relation }}' as raw_table,
         {{ "'" ~ horizon.through ~ "'" if horizon.through is not none else 'cast(null as string)' }} as raw_snapshot,
+        {{ "cast('" ~ horizon.cut_source_ts ~ "' as timestamp)" if horizon.cut_source_ts is not none else 'cast(null as timestamp)' }} as cut_source_ts,
+        {{ horizon.lag_seconds if horizon.lag_seconds is not none else 'cast(null as double)' }} as cut_lag_seconds,
         '{{ target_table }}' as target_table,
         {{ "'" ~ mirror_snapshot ~ "'" if mirror_snapshot is not none else 'cast(null as string)' }} as mirror_snapshot,
         current_timestamp() as cut_at,
