@@ -12,15 +12,15 @@ and each account's balance is its opening balance plus what the transfers table 
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
+
+from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery
 
 ACCOUNTS = 8
 OPENING = 1000
 WAVES = 4
 TRANSFERS_PER_WAVE = 12
-KEYS = {"bank.accounts": ["id"], "bank.transfers": ["id"]}
 GROUP_CONFIG = "consistency_group='bank', "
 # The invariants at the cut, from two reads in one query: {accounts} and {transfers} name each mirror at the cut.
 CHECK_SQL = """
@@ -68,49 +68,6 @@ select * from final
 """
 CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
     opening=OPENING, accounts="{{ cdc_merge.consistent(ref('accounts')) }}", transfers="{{ cdc_merge.consistent(ref('transfers')) }}")
-
-
-class BankTopics:
-    """The three topics' events, in source order, with their LSNs and transaction ids."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
-        self.lsn = 1000
-        self.balances = {account: OPENING for account in range(1, ACCOUNTS + 1)}
-        self.accounts: list[dict] = []
-        self.transfers: list[dict] = []
-        self.ends: list[dict] = []
-        self.transfer_rows: list[dict] = []
-        self._transaction([("accounts", "c", {"id": account, "balance": OPENING}) for account in self.balances])
-
-    def transfer(self) -> None:
-        source, target = self.rng.sample(sorted(self.balances), 2)
-        amount = self.rng.randint(1, 50)
-        self.balances[source] -= amount
-        self.balances[target] += amount
-        row = {"id": len(self.transfer_rows) + 1, "from_id": source, "to_id": target, "amount": amount}
-        self.transfer_rows.append(row)
-        self._transaction([
-            ("accounts", "u", {"id": source, "balance": self.balances[source]}),
-            ("transfers", "c", row),
-            ("accounts", "u", {"id": target, "balance": self.balances[target]}),
-        ])
-
-    def _transaction(self, changes: list[tuple[str, str, dict]]) -> None:
-        tx_id = f"{len(self.ends) + 500}:{self.lsn + 10 * len(changes)}"
-        counts: dict[str, int] = {}
-        for order, (table, op, after) in enumerate(changes, start=1):
-            self.lsn += 10
-            counts[f"bank.{table}"] = counts.get(f"bank.{table}", 0) + 1
-            event = {
-                "before": None, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + self.lsn,
-                "source": {"connector": "postgresql", "schema": "bank", "table": table, "lsn": self.lsn,
-                           "ts_ms": 1_700_000_000_000 + self.lsn, "snapshot": "false"},
-                "transaction": {"id": tx_id, "total_order": order, "data_collection_order": counts[f"bank.{table}"]},
-            }
-            getattr(self, table).append(event)
-        self.ends.append({"status": "END", "id": tx_id, "ts_ms": 1_700_000_000_000 + self.lsn, "event_count": len(changes),
-                          "data_collections": [{"data_collection": table, "event_count": count} for table, count in counts.items()]})
 
 
 class CutReader(threading.Thread):
@@ -181,26 +138,15 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         project.write_model(f"{prefix}transfers", group + "unique_key='id', source_table='bank.transfers'", transfers)
     (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL)
 
-    topics = BankTopics(seed=33)
-    total = ACCOUNTS * OPENING
+    topics = BankTopics(ACCOUNTS, OPENING, seed=33)
+    delivery = SplitDelivery(topics)
+    total = topics.total
     reader = CutReader(project, total)
-    landed = {"accounts": 0, "transfers": 0, "ends": 0}
     plain_violations, cut_transfers = 0, []
     for wave in range(1, WAVES + 2):
         last = wave == WAVES + 1
-        if not last:
-            for _ in range(TRANSFERS_PER_WAVE):
-                topics.transfer()
-        # The accounts topic's file ends after a debit, before its credit; the transfers topic lags
-        # a wave; the END records are all there. The last wave delivers what is left.
-        through = {
-            "accounts": len(topics.accounts) if last else len(topics.accounts) - 1,
-            "transfers": len(topics.transfers) if last else landed["transfers"] + (TRANSFERS_PER_WAVE if wave > 1 else 0),
-            "ends": len(topics.ends),
-        }
-        for topic, upto in through.items():
-            write(project.inbox / f"w{wave:02d}-{topic}.json", getattr(topics, topic)[landed[topic]:upto])
-            landed[topic] = upto
+        for topic, events in delivery.wave(0 if last else TRANSFERS_PER_WAVE, everything=last).items():
+            write(project.inbox / f"w{wave:02d}-{topic}.json", events)
         project.land(KEYS)
         project.dbt("run", "--select", "accounts", "transfers", "plain_accounts", "plain_transfers")
 
