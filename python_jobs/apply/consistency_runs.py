@@ -1,34 +1,52 @@
 """What the mirrors of a consistency group share within one dbt invocation: the horizon the first
-of them decides (consistency_horizon.py), and which of them have applied through it. When the last
-one has, its node writes the group's cut. Thread-safe: dbt runs mirrors on several threads."""
+of them decides (consistency_horizon.py; the others wait for it rather than scan again), and which
+of them have applied through it. When the last one has, its node writes the group's cut.
+Thread-safe: dbt runs mirrors on several threads."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 Key = Tuple[str, str]
 
 
 class GroupRuns:
-    def __init__(self) -> None:
+    def __init__(self, wait_seconds: float = 120.0) -> None:
         self._lock = threading.Lock()
+        self._decided = threading.Condition(self._lock)
+        self._wait_seconds = wait_seconds
+        self._deciding: Dict[Key, float] = {}
         self._horizons: Dict[Key, Dict[str, Any]] = {}
         self._done: Dict[Key, Dict[str, Optional[str]]] = {}
         self._read_cuts: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
 
     def horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
+        """The group's horizon of this invocation. None tells the caller to decide it: the first
+        caller, or one that waited wait_seconds for another that has not decided (it failed)."""
+        key = (invocation_id, group)
         with self._lock:
-            return self._horizons.get((invocation_id, group))
+            while key not in self._horizons:
+                started = self._deciding.get(key)
+                now = time.monotonic()
+                if started is None or now - started > self._wait_seconds:
+                    self._deciding[key] = now
+                    return None
+                self._decided.wait(timeout=self._wait_seconds - (now - started))
+            return self._horizons[key]
 
     def keep_horizon(self, invocation_id: str, group: str, decide: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
-        """The horizon kept for the invocation's group: the first one decided; mirrors that decided
-        at the same time take it, so that every mirror of the group applies through one horizon."""
+        """The horizon kept for the invocation's group: the first one decided, so that every mirror
+        of the group applies through one horizon."""
         horizon = decide()
         with self._lock:
             if invocation_id not in {key[0] for key in self._horizons}:
                 self._forget_other_invocations(invocation_id)
-            return self._horizons.setdefault((invocation_id, group), horizon)
+            self._deciding.pop((invocation_id, group), None)
+            kept = self._horizons.setdefault((invocation_id, group), horizon)
+            self._decided.notify_all()
+            return kept
 
     def member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
                     members: Sequence[str]) -> Optional[Dict[str, Optional[str]]]:
@@ -57,7 +75,7 @@ class GroupRuns:
 
     def _forget_other_invocations(self, invocation_id: str) -> None:
         # A long-lived process (cdc-run) runs many invocations: keep only the current one's.
-        for store in (self._horizons, self._done):
+        for store in (self._horizons, self._done, self._deciding):
             for key in [key for key in store if key[0] != invocation_id]:
                 del store[key]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from python_jobs.apply.consistency_runs import GroupRuns
 
 
@@ -9,7 +12,7 @@ def test_every_mirror_of_a_group_gets_the_first_horizon_decided_in_its_invocatio
     runs = GroupRuns()
     assert runs.horizon("inv-1", "shop") is None
     first = runs.keep_horizon("inv-1", "shop", lambda: {"through": "s2"})
-    # A mirror that decided at the same time (the raw table moved on meanwhile) takes the first.
+    # A mirror that decided at the same time (after the first one's wait ran out) takes the first.
     assert runs.keep_horizon("inv-1", "shop", lambda: {"through": "s3"}) is first
     assert runs.horizon("inv-1", "shop") == {"through": "s2"}
     # The next invocation decides again, and forgets the one before.
@@ -33,3 +36,22 @@ def test_every_consistent_read_of_one_model_reads_the_cut_it_looked_up_first():
     assert runs.keep_reader_cut("inv-1", "model.p.report", "shop", {"m.orders": "11"}) == {"m.orders": "11"}
     assert runs.keep_reader_cut("inv-1", "model.p.report", "shop", {"m.orders": "12"}) == {"m.orders": "11"}
     assert runs.keep_reader_cut("inv-1", "model.p.other", "shop", {"m.orders": "12"}) == {"m.orders": "12"}
+
+
+def test_a_mirror_waits_for_the_one_deciding_and_takes_over_when_it_never_does():
+    runs = GroupRuns(wait_seconds=5)
+    assert runs.horizon("inv-1", "shop") is None  # this caller decides
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(runs.horizon("inv-1", "shop")))
+    waiter.start()
+    time.sleep(0.2)
+    assert got == []  # still waiting
+    runs.keep_horizon("inv-1", "shop", lambda: {"through": "s2"})
+    waiter.join(timeout=5)
+    assert got == [{"through": "s2"}]
+
+    impatient = GroupRuns(wait_seconds=0.2)
+    assert impatient.horizon("inv-1", "shop") is None
+    started = time.monotonic()
+    assert impatient.horizon("inv-1", "shop") is None  # the first never decided: this one does
+    assert 0.15 < time.monotonic() - started < 2

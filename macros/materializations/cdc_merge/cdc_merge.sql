@@ -170,7 +170,7 @@
         {% endif %}
         {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
-        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg) if chunk_view == raw_changes_view else none %}
+        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
         {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}

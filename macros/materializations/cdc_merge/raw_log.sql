@@ -188,7 +188,7 @@
 {% endmacro %}
 
 
-{% macro chunk_plan(chunk, cfg) %}
+{% macro chunk_plan(chunk, cfg, raw_changes_view=none, chunk_view=none) %}
     {#-
         What the mirror needs to know of a chunk read by read_chunk before applying it, from one pass
         over the range for every source table (the cdc_spark adapter's range_plan.py): {'events',
@@ -198,6 +198,10 @@
     -#}
     {% if adapter.type() != 'cdc_spark' or chunk.stream is defined %}
         {{ return(none) }}
+    {% endif %}
+    {% if chunk_view is not none and chunk_view != raw_changes_view %}
+        {#- A consistency group's chunk without its deferred transactions (consistency.sql): one pass over that view. -#}
+        {{ return(adapter.cdc_view_plan(chunk_view, cfg.source_table)) }}
     {% endif %}
     {{ return(adapter.cdc_range_plan(cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, cfg.source_table)) }}
 {% endmacro %}

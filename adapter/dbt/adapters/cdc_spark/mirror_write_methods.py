@@ -11,7 +11,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import iceberg_jvm, position_deletes, raw_ranges, run_state
+from dbt.adapters.cdc_spark import iceberg_jvm, position_deletes, range_plan, raw_ranges, run_state
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
@@ -63,6 +63,19 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
         return raw_ranges.RANGES.plan(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot, source_table)
+
+    @available
+    def cdc_view_plan(self, view_name: str, source_table: str) -> Optional[Dict[str, Any]]:
+        """range_plan.py's plan of source_table's events in a view of dbt's session (a chunk without a
+        consistency group's deferred transactions), in one pass; None when the session is elsewhere."""
+        from pyspark.sql import functions as F
+
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        events = dbt_spark_session(credentials.server_side_parameters).table(view_name).where(F.col("table_name") == source_table)
+        plans = range_plan.plans_by_table(range_plan.range_plan_frame(events).collect())
+        return dict(plans.get(source_table) or range_plan.empty_plan())
 
     @available
     def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None) -> Optional[Dict[str, Any]]:

@@ -1,0 +1,155 @@
+"""What a consistency group costs per run, and how far its cut lags, against the same mirrors without one.
+
+    .venv/bin/python benchmarks/consistent_cuts.py                      # 20 waves of 50 transfers
+    .venv/bin/python benchmarks/consistent_cuts.py --waves 6 --transfers 20
+
+One warm process, as cdc-run runs it (benchmarks/warm.py). The bank workload of
+python_jobs/demo/bank_source.py (Debezium with transaction metadata, one topic per table, the
+accounts topic's files ending mid-transaction, the transfers topic a wave behind) is landed wave
+by wave; after each landing two pairs of mirrors of the same two tables apply it: one pair in a
+consistency group, one without. Their `dbt run`s alternate which goes first. Per wave: each
+pair's run time and statements, and the group's cut: its lag (newest landed commit minus the
+cut's, in source time) and how many transactions wait for the next run.
+
+Writes benchmarks/results/consistent_cuts.json and .log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import warm  # noqa: E402
+import yaml  # noqa: E402
+from measure import install_sql_clock, tee_stdout  # noqa: E402
+from project import BenchProject  # noqa: E402
+
+from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery  # noqa: E402
+
+MIRROR = """{{{{ config(unique_key='id', source_table='{table}'{group}) }}}}
+
+with
+
+events as (
+
+    select * from {{{{ cdc_merge.cdc_events(ref('raw_events')) }}}}
+
+),
+
+final as (
+
+    select
+        {columns},
+        {{{{ cdc_merge.cdc_metadata_columns() }}}}
+    from events
+
+)
+
+select * from final
+"""
+COLUMNS = {
+    "accounts": "{{ cdc_merge.cdc_columns({'id': 'bigint', 'balance': 'bigint'}) }}",
+    "transfers": "{{ cdc_merge.cdc_columns({'id': 'bigint', 'from_id': 'bigint', 'to_id': 'bigint', 'amount': 'bigint'}) }}",
+}
+GROUP = ("accounts", "transfers")
+PLAIN = ("plain_accounts", "plain_transfers")
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--waves", type=int, default=20, help="landings, each followed by both pairs' runs (default 20)")
+    parser.add_argument("--transfers", type=int, default=50, help="transfers (transactions) per wave (default 50)")
+    parser.add_argument("--accounts", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_consistent_cuts"), help="deleted first")
+    parser.add_argument("--results", type=Path, default=HERE / "results" / "consistent_cuts.json")
+    return parser.parse_args(argv)
+
+
+def make_project(work: Path) -> BenchProject:
+    project = BenchProject(work / "project", "bench_cuts", "bench_cuts_raw", work / "inbox")
+    landing = yaml.safe_load((project.dir / "landing.yml").read_text())
+    landing["tables"] = {table: {"key": key} for table, key in KEYS.items()}
+    (project.dir / "landing.yml").write_text(yaml.safe_dump(landing))
+    for name in GROUP + PLAIN:
+        table = name.removeprefix("plain_")
+        group = ", consistency_group='bank'" if name in GROUP else ""
+        sql = MIRROR.format(table=f"bank.{table}", group=group, columns=COLUMNS[table])
+        (project.dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
+    return project
+
+
+def timed(project: BenchProject, clock, models: tuple) -> dict:
+    with clock.measuring():
+        outcome = warm.invoke(project, "run", "--select", *models)
+    return {"seconds": round(outcome.seconds, 3), "statements": clock.statements,
+            "by_kind": {kind: count for kind, (count, _) in sorted(clock.by_kind.items())}}
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    shutil.rmtree(args.work_dir, ignore_errors=True)
+    log = args.results.with_suffix(".log")
+    with tee_stdout(log):
+        spark = warm.session(args.work_dir / "warehouse", driver_memory="2g")
+        project = make_project(args.work_dir)
+        clock = install_sql_clock()
+        warm.invoke(project, "run-operation", "create_raw_tables")
+        topics = BankTopics(args.accounts, 1000, seed=args.seed)
+        delivery = SplitDelivery(topics)
+        waves = []
+        print(f"{args.waves} waves of {args.transfers} transfers; {os.cpu_count()} cores", flush=True)
+        for wave in range(1, args.waves + 1):
+            for topic, events in delivery.wave(args.transfers).items():
+                (project.dir.parent / "inbox" / f"w{wave:03d}-{topic}.json").write_text("".join(json.dumps(e) + "\n" for e in events))
+            warm.invoke(project, "run", "--select", "raw_events")
+            order = (GROUP, PLAIN) if wave % 2 else (PLAIN, GROUP)
+            runs = {models: timed(project, clock, models) for models in order}
+            cut = spark.sql(
+                f"select max(cut_lag_seconds) as lag from {project.schema}.cdc_merge_cuts "
+                f"where cut_ordinal = (select max(cut_ordinal) from {project.schema}.cdc_merge_cuts)").first()
+            at_cut = spark.sql(f"select count(*) from {project.schema}.transfers").first()[0]
+            entry = {"wave": wave, "group": runs[GROUP], "plain": runs[PLAIN], "cut_lag_seconds": cut["lag"],
+                     "transactions_waiting": len(topics.transfer_rows) - at_cut}
+            waves.append(entry)
+            print(f"  wave {wave:3d}: group {entry['group']['seconds']:.2f} s ({entry['group']['statements']} statements), "
+                  f"without {entry['plain']['seconds']:.2f} s ({entry['plain']['statements']}); cut lag "
+                  f"{entry['cut_lag_seconds']} s, {entry['transactions_waiting']} transactions waiting", flush=True)
+        # The first wave creates the mirrors: left out of the figures.
+        steady = waves[1:]
+        figures = {
+            "command": "benchmarks/consistent_cuts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "machine": f"{os.cpu_count()} cores",
+            "waves": args.waves, "transfers_per_wave": args.transfers,
+            "group_seconds_median": statistics.median(w["group"]["seconds"] for w in steady),
+            "plain_seconds_median": statistics.median(w["plain"]["seconds"] for w in steady),
+            "group_statements_median": statistics.median(w["group"]["statements"] for w in steady),
+            "plain_statements_median": statistics.median(w["plain"]["statements"] for w in steady),
+            "cut_lag_seconds_median": statistics.median(w["cut_lag_seconds"] for w in steady),
+            "transactions_waiting_median": statistics.median(w["transactions_waiting"] for w in steady),
+            "waves_measured": waves,
+        }
+        figures["group_over_plain"] = round(figures["group_seconds_median"] / figures["plain_seconds_median"], 2)
+        print(f"median per run: group {figures['group_seconds_median']:.2f} s, without {figures['plain_seconds_median']:.2f} s "
+              f"({figures['group_over_plain']}x); statements {figures['group_statements_median']} vs "
+              f"{figures['plain_statements_median']}; cut lag {figures['cut_lag_seconds_median']} s of source time, "
+              f"{figures['transactions_waiting_median']} transactions waiting", flush=True)
+        args.results.write_text(json.dumps(figures, indent=2) + "\n")
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
