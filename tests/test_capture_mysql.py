@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_DIR
+from test_consistent_cuts import assert_cut_is_the_newest_state
 from mariadb_server import start_mariadb
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import mysql as capture_mysql
@@ -193,8 +194,9 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(mar
     create_tables(connection)
     workload = Workload(connection, seed=20261123)
     workload.run(80)  # rows that exist before capture starts: only the snapshot has them
-    dbt_project.write_model("accounts", *ACCOUNTS_MODEL)
-    dbt_project.write_model("order_lines", *ORDER_LINES_MODEL)
+    # One consistency group: the capture's END records let both mirrors apply whole transactions only.
+    dbt_project.write_model("accounts", "consistency_group='shop', " + ACCOUNTS_MODEL[0], ACCOUNTS_MODEL[1])
+    dbt_project.write_model("order_lines", "consistency_group='shop', " + ORDER_LINES_MODEL[0], ORDER_LINES_MODEL[1])
     config = CaptureConfig(
         host="127.0.0.1", port=mariadb.port, user="root", password="", tables=tuple(KEYS),
         out=dbt_project.inbox, state=tmp_path / "capture-state.json", max_changes_per_file=50,
@@ -205,6 +207,7 @@ def test_mirrors_equal_the_source_tables_through_rounds_and_a_killed_capture(mar
         assert summary.counts["rejected"] == 0
         dbt_project.dbt("run", "--select", "accounts", "order_lines")
         assert mirror_rows(dbt_project) == source_rows(connection)
+        assert_cut_is_the_newest_state(dbt_project, "shop", ["accounts", "order_lines"])
 
     first = capture_mysql.run(config)
     assert first.snapshot_rows > 0

@@ -106,6 +106,18 @@ class CutReader(threading.Thread):
         return f"{relation} version as of {snapshot}"
 
 
+def assert_cut_is_the_newest_state(project, group: str, models: list[str]) -> None:
+    """After a run in which every transaction landed whole (a capture writes each one whole, with its
+    END record): the group's latest cut holds each mirror's current snapshot, and no transaction waits."""
+    rows = project.query(
+        f"select target_table, mirror_snapshot, cut_lag_seconds from {project.schema}.cdc_merge_cuts "
+        f"where consistency_group = '{group}' and cut_ordinal = "
+        f"(select max(cut_ordinal) from {project.schema}.cdc_merge_cuts where consistency_group = '{group}')")
+    assert {row["target_table"]: row["mirror_snapshot"] for row in rows} == {
+        f"{project.schema}.{model}": project.table_version(f"{project.schema}.{model}") for model in models}
+    assert all(row["cut_lag_seconds"] in (0, None) for row in rows), rows
+
+
 def write(path, events: list[dict]) -> None:
     path.write_text("".join(json.dumps(event) + "\n" for event in events))
 
