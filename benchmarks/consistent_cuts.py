@@ -38,30 +38,9 @@ from project import BenchProject  # noqa: E402
 
 from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery  # noqa: E402
 
-MIRROR = """{{{{ config(unique_key='id', source_table='{table}'{group}) }}}}
-
-with
-
-events as (
-
-    select * from {{{{ cdc_merge.cdc_events(ref('raw_events')) }}}}
-
-),
-
-final as (
-
-    select
-        {columns},
-        {{{{ cdc_merge.cdc_metadata_columns() }}}}
-    from events
-
-)
-
-select * from final
-"""
 COLUMNS = {
-    "accounts": "{{ cdc_merge.cdc_columns({'id': 'bigint', 'balance': 'bigint'}) }}",
-    "transfers": "{{ cdc_merge.cdc_columns({'id': 'bigint', 'from_id': 'bigint', 'to_id': 'bigint', 'amount': 'bigint'}) }}",
+    "accounts": "        {{ cdc_merge.cdc_columns({'id': 'bigint', 'balance': 'bigint'}) }}",
+    "transfers": "        {{ cdc_merge.cdc_columns({'id': 'bigint', 'from_id': 'bigint', 'to_id': 'bigint', 'amount': 'bigint'}) }}",
 }
 GROUP = ("accounts", "transfers")
 PLAIN = ("plain_accounts", "plain_transfers")
@@ -85,9 +64,7 @@ def make_project(work: Path) -> BenchProject:
     (project.dir / "landing.yml").write_text(yaml.safe_dump(landing))
     for name in GROUP + PLAIN:
         table = name.removeprefix("plain_")
-        group = ", consistency_group='bank'" if name in GROUP else ""
-        sql = MIRROR.format(table=f"bank.{table}", group=group, columns=COLUMNS[table])
-        (project.dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
+        project.write_mirror(name, f"bank.{table}", COLUMNS[table], ", consistency_group='bank'" if name in GROUP else "")
     return project
 
 

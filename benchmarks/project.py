@@ -18,7 +18,7 @@ from datagen import COLUMNS, SOURCE_TABLE
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
-MIRROR_MODEL = """{{{{ config(unique_key='id', source_table='{source_table}') }}}}
+MIRROR_MODEL = """{{{{ config(unique_key='id', source_table='{source_table}'{more_config}) }}}}
 
 with
 
@@ -145,8 +145,9 @@ class BenchProject:
         project_yml = root / "dbt_project.yml"
         project_yml.write_text(project_yml.read_text().replace("'landing.yml'", repr(str(root / "landing.yml"))))
 
-    def write_mirror(self, name: str, source_table: str = SOURCE_TABLE) -> None:
-        sql = MIRROR_MODEL.format(source_table=source_table, columns=model_columns_sql())
+    def write_mirror(self, name: str, source_table: str = SOURCE_TABLE, columns: str | None = None, more_config: str = "") -> None:
+        """columns: the model's column list (default: datagen's COLUMNS); more_config: e.g. ", deletes='soft'"."""
+        sql = MIRROR_MODEL.format(source_table=source_table, columns=columns or model_columns_sql(), more_config=more_config)
         (self.dir / "models" / "mirrors" / f"{name}.sql").write_text(sql)
 
     def write_builtin(self, name: str, alias: str) -> None:
