@@ -207,6 +207,9 @@
             ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ offset_to, info=True) }}
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
+    {% if horizon is not none %}
+        {% do cdc_merge.drop_scratch(raw_changes_view ~ '__whole') %}
+    {% endif %}
     {% if stream is not none and offset_snapshot != 'stream' %}
         {% do run_query('drop stream if exists ' ~ stream) %}
         {% do run_query(cdc_merge.create_change_stream_sql(stream, cfg.raw_relation, current_snapshot)) %}

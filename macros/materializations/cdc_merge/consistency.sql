@@ -90,16 +90,16 @@
     {% set tail_start = (latest[0]['tail_start'] or none) if latest | length else none %}
     {% set snapshot_log = cdc_merge.raw_snapshot_log(cfg.raw_relation) %}
     {% set window = cdc_merge.pending_raw_snapshots(cfg.raw_relation, tail_start, snapshot_log) | map(attribute='snapshot_id') | list %}
-    {% set rows = cdc_merge.transaction_scan(cfg.raw_relation, tail_start, window) %}
+    {% set rows = cdc_merge.transaction_scan(cfg.raw_relation, tail_start, window, group) %}
     {{ return(adapter.cdc_decide_group_horizon(invocation_id, group, window, tail_start,
         (latest[0]['cut_seq'] or none) if latest | length else none, (latest[0]['cut_ordinal'] | int) if latest | length else 0,
         (latest[0]['settled'] or none) if latest | length else none, rows)) }}
 {% endmacro %}
 
 
-{% macro transaction_scan(raw_relation, tail_start, window) %}
-    {#- Rows of (tx_id, table_name, snapshot_id, events, marker_seq, marker_events, marker_tables) over the window. -#}
-    {{ return(adapter.dispatch('transaction_scan', 'cdc_merge')(raw_relation, tail_start, window)) }}
+{% macro transaction_scan(raw_relation, tail_start, window, group) %}
+    {#- Rows of (tx_id, table_name, snapshot_id, events, marker_seq, marker_events, marker_tables, source_ts) over the window. -#}
+    {{ return(adapter.dispatch('transaction_scan', 'cdc_merge')(raw_relation, tail_start, window, group)) }}
 {% endmacro %}
 
 {% macro transaction_scan_columns(snapshot_id) %}
@@ -118,12 +118,12 @@
         coalesce(cast(max(source_ts) as string), '') as source_ts
 {% endmacro %}
 
-{% macro spark__transaction_scan(raw_relation, tail_start, window) %}
+{% macro spark__transaction_scan(raw_relation, tail_start, window, group) %}
     {#- Iceberg's changelog view tells each row's snapshot (_commit_snapshot_id): one scan of the window. -#}
     {% if not window %}
         {{ return([]) }}
     {% endif %}
-    {% set view = 'cdc_merge_transaction_scan' %}
+    {% set view = 'cdc_merge_transaction_scan_' ~ group %}
     {% do run_query(cdc_merge.create_raw_changes_view(view, raw_relation, tail_start, window[-1])) %}
     {#- Only appended rows: raw retention's deletes show in the changelog too. -#}
     {% set rows = run_query(cdc_merge.transaction_scan_columns('cast(_commit_snapshot_id as string)') ~ '
@@ -135,7 +135,7 @@
     {{ return(rows) }}
 {% endmacro %}
 
-{% macro databend__transaction_scan(raw_relation, tail_start, window) %}
+{% macro databend__transaction_scan(raw_relation, tail_start, window, group) %}
     {#- Databend's CHANGES does not tell a row's snapshot: one scan per snapshot of the window (usually one or two). -#}
     {% set rows = [] %}
     {% set previous = namespace(snapshot=tail_start) %}
