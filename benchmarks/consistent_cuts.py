@@ -9,7 +9,9 @@ accounts topic's files ending mid-transaction, the transfers topic a wave behind
 by wave; after each landing two pairs of mirrors of the same two tables apply it: one pair in a
 consistency group, one without. Their `dbt run`s alternate which goes first. Per wave: each
 pair's run time and statements, and the group's cut: its lag (newest landed commit minus the
-cut's, in source time) and how many transactions wait for the next run.
+cut's, in source time) and how many transactions wait for the next run. A reader beside the runs
+(python_jobs/demo/bank_checks.py) checks the invariants at every read at the cut, and counts the
+violations of plain reads of the group's mirrors; it loads both pairs' runs alike.
 
 Writes benchmarks/results/consistent_cuts.json and .log.
 """
@@ -36,6 +38,7 @@ import yaml  # noqa: E402
 from measure import install_sql_clock, tee_stdout  # noqa: E402
 from project import BenchProject  # noqa: E402
 
+from python_jobs.demo.bank_checks import CutReader  # noqa: E402
 from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery  # noqa: E402
 
 COLUMNS = {
@@ -86,6 +89,8 @@ def main(argv=None) -> int:
         warm.invoke(project, "run-operation", "create_raw_tables")
         topics = BankTopics(args.accounts, 1000, seed=args.seed)
         delivery = SplitDelivery(topics)
+        reader = CutReader(lambda sql: [row.asDict() for row in spark.sql(sql).collect()], project.schema, "bank",
+                           1000, topics.total, on_databend=False)
         waves = []
         print(f"{args.waves} waves of {args.transfers} transfers; {os.cpu_count()} cores", flush=True)
         for wave in range(1, args.waves + 1):
@@ -101,9 +106,15 @@ def main(argv=None) -> int:
             entry = {"wave": wave, "group": runs[GROUP], "plain": runs[PLAIN], "cut_lag_seconds": cut["lag"],
                      "transactions_waiting": len(topics.transfer_rows) - at_cut}
             waves.append(entry)
+            if wave == 1:
+                reader.start()
             print(f"  wave {wave:3d}: group {entry['group']['seconds']:.2f} s ({entry['group']['statements']} statements), "
                   f"without {entry['plain']['seconds']:.2f} s ({entry['plain']['statements']}); cut lag "
                   f"{entry['cut_lag_seconds']} s, {entry['transactions_waiting']} transactions waiting", flush=True)
+        reads = reader.stop()
+        print(f"reader beside the runs: {reads['reads_at_cut']} reads at the cut, {reads['violations_at_cut']} violations; "
+              f"{reads['plain_reads']} plain reads of the group's mirrors, {reads['plain_violations']} violations; "
+              f"{len(reads['errors'])} errors", flush=True)
         # The first wave creates the mirrors: left out of the figures.
         steady = waves[1:]
         figures = {
@@ -116,6 +127,7 @@ def main(argv=None) -> int:
             "plain_statements_median": statistics.median(w["plain"]["statements"] for w in steady),
             "cut_lag_seconds_median": statistics.median(w["cut_lag_seconds"] for w in steady),
             "transactions_waiting_median": statistics.median(w["transactions_waiting"] for w in steady),
+            "reader": reads,
             "waves_measured": waves,
         }
         figures["group_over_plain"] = round(figures["group_seconds_median"] / figures["plain_seconds_median"], 2)

@@ -12,9 +12,8 @@ and each account's balance is its opening balance plus what the transfers table 
 from __future__ import annotations
 
 import json
-import threading
-import time
 
+from python_jobs.demo.bank_checks import CHECK_SQL, CutReader, at_snapshot, newest_state
 from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery
 
 ACCOUNTS = 8
@@ -22,88 +21,8 @@ OPENING = 1000
 WAVES = 4
 TRANSFERS_PER_WAVE = 12
 GROUP_CONFIG = "consistency_group='bank', "
-# The invariants at the cut, from two reads in one query: {accounts} and {transfers} name each mirror at the cut.
-CHECK_SQL = """
-with
-
-accounts as (
-
-    select * from {accounts}
-
-),
-
-transfers as (
-
-    select * from {transfers}
-
-),
-
-moved as (
-
-    select account_id, sum(amount) as net
-    from (
-        select to_id as account_id, amount from transfers
-        union all
-        select from_id as account_id, -amount as amount from transfers
-    ) as legs
-    group by account_id
-
-),
-
-final as (
-
-    select
-        (select sum(balance) from accounts) as total,
-        (select count(*) from transfers) as transfers,
-        (
-            select count(*)
-            from accounts
-            left join moved on accounts.id = moved.account_id
-            where accounts.balance <> {opening} + coalesce(moved.net, 0)
-        ) as unbalanced_accounts
-
-)
-
-select * from final
-"""
 CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
     opening=OPENING, accounts="{{ cdc_merge.consistent(ref('accounts')) }}", transfers="{{ cdc_merge.consistent(ref('transfers')) }}")
-
-
-class CutReader(threading.Thread):
-    """Reads beside the runs, as a report would: the latest cut in one query, then both mirrors at
-    it in one query, checking the invariants; and the group's mirrors as they are (plain reads)."""
-
-    def __init__(self, project, total: int) -> None:
-        super().__init__(daemon=True)
-        self.project, self.total = project, total
-        self.stopped = threading.Event()
-        self.reads = self.violations = self.plain_reads = self.plain_violations = 0
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        schema = self.project.schema
-        latest_cut = (f"select target_table, mirror_snapshot from {schema}.cdc_merge_cuts where consistency_group = 'bank' "
-                      f"and cut_ordinal = (select max(cut_ordinal) from {schema}.cdc_merge_cuts where consistency_group = 'bank')")
-        while not self.stopped.is_set():
-            try:
-                cut = {row["target_table"]: row["mirror_snapshot"] for row in self.project.query(latest_cut)}
-                if len(cut) == 2:
-                    at_cut = {name: self.at_snapshot(f"{schema}.{name}", cut[f"{schema}.{name}"]) for name in ("accounts", "transfers")}
-                    check = self.project.query(CHECK_SQL.format(opening=OPENING, **at_cut))[0]
-                    self.reads += 1
-                    self.violations += (check["total"], check["unbalanced_accounts"]) != (self.total, 0)
-                plain = check_plain(self.project, "")
-                self.plain_reads += 1
-                self.plain_violations += plain != {"total": self.total, "unbalanced_accounts": 0}
-            except Exception as error:  # noqa: BLE001 - every error is a failure, reported at the end
-                self.errors.append(repr(error)[:300])
-                time.sleep(0.2)
-
-    def at_snapshot(self, relation: str, snapshot: str) -> str:
-        if self.project.on_databend:
-            return f"{relation} at (snapshot => '{snapshot}')"
-        return f"{relation} version as of {snapshot}"
 
 
 def assert_cut_is_the_newest_state(project, group: str, models: list[str]) -> None:
@@ -128,14 +47,7 @@ def check_at_cut(project) -> dict:
 
 
 def check_plain(project, prefix: str) -> dict:
-    """The invariants on the newest state of a pair of mirrors."""
-    accounts = {row["id"]: row["balance"] for row in project.query(f"select id, balance from {project.schema}.{prefix}accounts")}
-    net: dict[int, int] = {}
-    for row in project.query(f"select from_id, to_id, amount from {project.schema}.{prefix}transfers"):
-        net[row["from_id"]] = net.get(row["from_id"], 0) - row["amount"]
-        net[row["to_id"]] = net.get(row["to_id"], 0) + row["amount"]
-    unbalanced = sum(balance != OPENING + net.get(account, 0) for account, balance in accounts.items())
-    return {"total": sum(accounts.values()), "unbalanced_accounts": unbalanced}
+    return newest_state(project.query, project.schema, prefix, OPENING)
 
 
 def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_reads_do_not(conformance_project):
@@ -153,7 +65,7 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     topics = BankTopics(ACCOUNTS, OPENING, seed=33)
     delivery = SplitDelivery(topics)
     total = topics.total
-    reader = CutReader(project, total)
+    reader = CutReader(project.query, project.schema, "bank", OPENING, total, project.on_databend)
     plain_violations, cut_transfers = 0, []
     for wave in range(1, WAVES + 2):
         last = wave == WAVES + 1
@@ -179,13 +91,12 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
             previous = project.query(f"select target_table, mirror_snapshot from {project.schema}.cdc_merge_cuts "
                                      "where consistency_group = 'bank' and cut_ordinal = 1")
             for row in previous:
-                project.query(f"select count(*) as n from {reader.at_snapshot(row['target_table'], row['mirror_snapshot'])}")
+                project.query(f"select count(*) as n from {at_snapshot(row['target_table'], row['mirror_snapshot'], project.on_databend)}")
 
-    reader.stopped.set()
-    reader.join(timeout=60)
+    reads = reader.stop()
+    print(f"reads at the cut: {reads['reads_at_cut']}, plain reads: {reads['plain_reads']} ({reads['plain_violations']} violations)")
     # Every read at the cut, beside the runs, saw whole transactions.
-    print(f"reads at the cut: {reader.reads}, plain reads: {reader.plain_reads} ({reader.plain_violations} violations)")
-    assert reader.errors == [] and reader.reads >= 20 and reader.violations == 0, vars(reader)
+    assert reads["errors"] == [] and reads["reads_at_cut"] >= 20 and reads["violations_at_cut"] == 0, reads
     # The mirrors without a group showed half transactions: the check can fail.
     assert plain_violations > 0
     # The cut moved forward every run, and reached the end once everything landed.

@@ -1,0 +1,112 @@
+"""The bank workload's invariants (bank_source.py), checked as a report reads the mirrors: at the
+consistency group's latest cut (both mirrors pinned to their cut snapshots, in one query), and
+on the mirrors' newest state. CutReader does both in a loop beside the runs; the test
+(tests/test_consistent_cuts.py) and the benchmark (benchmarks/consistent_cuts.py) use it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Dict, List
+
+Query = Callable[[str], List[Dict]]
+
+# The invariants from two reads in one query: {accounts} and {transfers} name each mirror as read.
+CHECK_SQL = """
+with
+
+accounts as (
+
+    select * from {accounts}
+
+),
+
+transfers as (
+
+    select * from {transfers}
+
+),
+
+moved as (
+
+    select account_id, sum(amount) as net
+    from (
+        select to_id as account_id, amount from transfers
+        union all
+        select from_id as account_id, -amount as amount from transfers
+    ) as legs
+    group by account_id
+
+),
+
+final as (
+
+    select
+        (select sum(balance) from accounts) as total,
+        (select count(*) from transfers) as transfers,
+        (
+            select count(*)
+            from accounts
+            left join moved on accounts.id = moved.account_id
+            where accounts.balance <> {opening} + coalesce(moved.net, 0)
+        ) as unbalanced_accounts
+
+)
+
+select * from final
+"""
+
+
+def newest_state(query: Query, schema: str, prefix: str, opening: int) -> dict:
+    """The invariants on the newest state of a pair of mirrors ({prefix}accounts, {prefix}transfers)."""
+    accounts = {row["id"]: row["balance"] for row in query(f"select id, balance from {schema}.{prefix}accounts")}
+    net: dict = {}
+    for row in query(f"select from_id, to_id, amount from {schema}.{prefix}transfers"):
+        net[row["from_id"]] = net.get(row["from_id"], 0) - row["amount"]
+        net[row["to_id"]] = net.get(row["to_id"], 0) + row["amount"]
+    unbalanced = sum(balance != opening + net.get(account, 0) for account, balance in accounts.items())
+    return {"total": sum(accounts.values()), "unbalanced_accounts": unbalanced}
+
+
+def at_snapshot(relation: str, snapshot: str, on_databend: bool) -> str:
+    return f"{relation} at (snapshot => '{snapshot}')" if on_databend else f"{relation} version as of {snapshot}"
+
+
+class CutReader(threading.Thread):
+    """Reads beside the runs until stopped: the group's latest cut in one query, then both mirrors at
+    it in one query (reads, violations); and the group's mirrors as they are (plain_reads,
+    plain_violations). Every error is kept in errors."""
+
+    def __init__(self, query: Query, schema: str, group: str, opening: int, total: int, on_databend: bool) -> None:
+        super().__init__(daemon=True)
+        self.query, self.schema, self.group, self.opening, self.total = query, schema, group, opening, total
+        self.on_databend = on_databend
+        self.stopped = threading.Event()
+        self.reads = self.violations = self.plain_reads = self.plain_violations = 0
+        self.errors: list = []
+
+    def run(self) -> None:
+        cuts = f"{self.schema}.cdc_merge_cuts"
+        latest_cut = (f"select target_table, mirror_snapshot from {cuts} where consistency_group = '{self.group}' "
+                      f"and cut_ordinal = (select max(cut_ordinal) from {cuts} where consistency_group = '{self.group}')")
+        whole = {"total": self.total, "unbalanced_accounts": 0}
+        while not self.stopped.is_set():
+            try:
+                cut = {row["target_table"]: row["mirror_snapshot"] for row in self.query(latest_cut)}
+                if len(cut) == 2:
+                    pinned = {name: at_snapshot(f"{self.schema}.{name}", cut[f"{self.schema}.{name}"], self.on_databend)
+                              for name in ("accounts", "transfers")}
+                    check = self.query(CHECK_SQL.format(opening=self.opening, **pinned))[0]
+                    self.reads += 1
+                    self.violations += {"total": check["total"], "unbalanced_accounts": check["unbalanced_accounts"]} != whole
+                self.plain_reads += 1
+                self.plain_violations += newest_state(self.query, self.schema, "", self.opening) != whole
+            except Exception as error:  # noqa: BLE001 - every error is a failure, reported by the caller
+                self.errors.append(repr(error)[:300])
+                time.sleep(0.2)
+
+    def stop(self) -> dict:
+        self.stopped.set()
+        self.join(timeout=60)
+        return {"reads_at_cut": self.reads, "violations_at_cut": self.violations, "plain_reads": self.plain_reads,
+                "plain_violations": self.plain_violations, "errors": self.errors}
