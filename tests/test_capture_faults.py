@@ -72,7 +72,8 @@ def captured_ids(out: Path) -> list[int]:
     for path in sorted(out.glob("*.json")):
         for line in path.read_text().splitlines():
             event = json.loads(line)
-            ids.append(int((event["after"] or event["before"])["id"]))
+            if "op" in event:  # not a transaction's END record
+                ids.append(int((event["after"] or event["before"])["id"]))
     return ids
 
 
@@ -90,7 +91,10 @@ def positions(out: Path) -> list[str]:
     found = []
     for path in sorted(out.glob("*.json")):
         for line in path.read_text().splitlines():
-            source = json.loads(line)["source"]
+            event = json.loads(line)
+            if "op" not in event:  # a transaction's END record
+                continue
+            source = event["source"]
             found.append(f"{source.get('file')}:{source.get('pos')}:{source.get('row')}:{source.get('lsn')}")
     return found
 
