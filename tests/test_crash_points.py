@@ -7,15 +7,11 @@ Each point is a real process with its own SparkSession, killed with SIGKILL with
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from python_jobs import crash_points
 from reliability.crashes import crash_and_heal
 from reliability.workload import LANDING_AND_MIRRORS, Workload
-from test_idle_runs import applied_once
-from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
 
 
 @pytest.fixture(scope="module")
@@ -58,18 +54,3 @@ def test_a_crash_point_is_reached_only_when_named_and_at_the_visit_asked(monkeyp
     assert [crash_points.armed("apply-before-offset") for _ in range(4)] == [False, False, True, False]
     assert not crash_points.armed("maintenance")
 
-
-def test_a_mirror_left_half_created_by_a_killed_process_is_rebuilt_by_the_next_run(dbt_project, warehouse):
-    """A process killed inside a Hadoop catalog's CREATE leaves the table's directory with an
-    uncommitted metadata file and no version: SHOW TABLES lists it, nothing can load it. The next
-    run must rebuild that mirror from the start of the log, not fail on it."""
-    project = applied_once(dbt_project)
-    metadata = warehouse / project.schema / "shop_orders" / "metadata"
-    for path in metadata.iterdir():
-        if path.name == "version-hint.text" or path.name.startswith(("v", ".v")):
-            path.unlink() if path.name != "v1.metadata.json" else path.rename(metadata / f"{uuid.uuid4()}.metadata.json")
-    assert "shop_orders" in [row["tableName"] for row in project.query(f"show tables in {project.schema}")]
-
-    project.dbt("run", "--select", *SHOP_MODELS)
-    assert "shop_orders: listed by the catalog but without a committed version" in project.dbt_log()
-    assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")

@@ -7,6 +7,7 @@ full path."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from dbt.adapters.cdc_spark.raw_ranges import RANGES
@@ -174,3 +175,21 @@ def test_an_idle_run_on_databend_takes_a_few_statements_per_mirror_and_writes_no
     logged = len(project.dbt_log())
     project.dbt("run", "--select", "shop_orders")
     assert "nothing new" in project.dbt_log()[logged:]
+
+
+def test_a_mirror_left_half_created_by_a_killed_process_is_rebuilt_by_the_next_run(dbt_project, warehouse):
+    """A process killed inside a Hadoop catalog's CREATE leaves the table's directory with an
+    uncommitted metadata file and no version: SHOW TABLES lists it, nothing can load it. The next
+    run must rebuild that mirror from the start of the log, not fail on it."""
+    project = applied_once(dbt_project)
+    # As a new process finds it: nothing of the table kept loaded by this session's catalog.
+    project.spark.sql(f"refresh table {project.schema}.shop_orders")
+    metadata = warehouse / project.schema / "shop_orders" / "metadata"
+    for path in metadata.iterdir():
+        if path.name == "version-hint.text" or path.name.startswith(("v", ".v")):
+            path.unlink() if path.name != "v1.metadata.json" else path.rename(metadata / f"{uuid.uuid4()}.metadata.json")
+    assert "shop_orders" in [row["tableName"] for row in project.query(f"show tables in {project.schema}")]
+
+    project.dbt("run", "--select", *SHOP_MODELS)
+    assert "shop_orders: listed by the catalog but without a committed version" in project.dbt_log()
+    assert_mirrors_equal_replay(project, project.waves[0].delivered, "hard")
