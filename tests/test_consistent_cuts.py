@@ -58,7 +58,9 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
                                "{{ cdc_merge.cdc_column('to_id', 'bigint') }}, {{ cdc_merge.cdc_column('amount', 'bigint') }}")
     # The group's mirrors, and the same tables mirrored without a group: those apply whatever landed.
     for prefix, group in (("", GROUP_CONFIG), ("plain_", "")):
-        project.write_model(f"{prefix}accounts", group + "unique_key='id', source_table='bank.accounts'", accounts)
+        # The group's accounts mirror applies each landing in several chunks and key-hash buckets.
+        chunked = "max_events_per_chunk=10, " if group else ""
+        project.write_model(f"{prefix}accounts", group + chunked + "unique_key='id', source_table='bank.accounts'", accounts)
         project.write_model(f"{prefix}transfers", group + "unique_key='id', source_table='bank.transfers'", transfers)
     (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL)
 

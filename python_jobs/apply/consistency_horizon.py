@@ -136,6 +136,14 @@ def _seconds_between(older: Optional[str], newer: Optional[str]) -> Optional[flo
     return max(0.0, (_instant(newer) - _instant(older)).total_seconds())
 
 
+def offset_after_chunk(pending: Sequence[str], tail_start: Optional[str], through: str) -> Optional[str]:
+    """A group's mirror's offset once a chunk through `through` is applied: never past the tail start,
+    so that a run that dies between chunks still reads the deferred transactions again.
+    pending: the raw snapshots the mirror reads in this run, oldest first."""
+    tail = pending.index(tail_start) if tail_start in pending else -1
+    return through if pending.index(through) <= tail else tail_start
+
+
 def _transactions(rows: Sequence[ScanRow]) -> dict:
     transactions: dict = {}
     for row in rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from python_jobs.apply.consistency_horizon import ScanRow, decide, scan_rows
+from python_jobs.apply.consistency_horizon import ScanRow, decide, offset_after_chunk, scan_rows
 
 MARKERS = "_cdc_merge.transactions"
 
@@ -104,3 +104,11 @@ def test_the_cut_lag_is_the_newest_commit_in_the_window_minus_the_newest_applied
     rows.append(ScanRow("t2", MARKERS, "s1", 1, marker_seq="002", marker_events=1, source_ts="2026-11-26 08:00:10"))
     assert decide(["s1"], None, None, rows).lag_seconds == 0.0
     assert decide(["s1"], None, None, []).lag_seconds is None
+
+
+def test_a_chunk_never_moves_the_offset_past_the_tail_start():
+    pending = ["s1", "s2", "s3", "s4"]
+    assert [offset_after_chunk(pending, "s2", through) for through in pending] == ["s1", "s2", "s2", "s2"]
+    # A tail start before the mirror's offset, or the start of the log: every chunk stays there.
+    assert {offset_after_chunk(pending, tail, "s1") for tail in ("s0", None)} == {"s0", None}
+    assert offset_after_chunk(pending, "s4", "s3") == "s3"

@@ -190,8 +190,9 @@
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do cdc_merge.crash_point('apply-before-offset') %}
-        {#- A group's mirror goes back to the group's tail start: the next run reads the deferred transactions again. -#}
-        {% set offset_to = horizon.tail_start if (horizon is not none and loop.last) else chunk.through %}
+        {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
+        {% set offset_to = adapter.cdc_group_offset(pending | map(attribute='snapshot_id') | list, horizon.tail_start, chunk.through)
+            if horizon is not none else chunk.through %}
         {% if keeps_rows and loop.last and chunk.stream is not defined %}
             {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats) %}
         {% else %}

@@ -49,3 +49,8 @@ class ConsistencyMethods(metaclass=AdapterMeta):
     def cdc_keep_reader_cut(self, invocation_id: str, reader: str, group: str, cut: Dict[str, Any]) -> Dict[str, Any]:
         """consistent(): the first cut the compiling model looked up, for all its reads of the group."""
         return GROUP_RUNS.keep_reader_cut(invocation_id, reader, group, {str(k): (None if v is None else str(v)) for k, v in cut.items()})
+
+    @available
+    def cdc_group_offset(self, pending: List[str], tail_start: Optional[str], through: str) -> Optional[str]:
+        """A group's mirror's offset after a chunk through `through` (consistency_horizon.offset_after_chunk)."""
+        return consistency_horizon.offset_after_chunk([str(s) for s in pending], tail_start, str(through))
