@@ -77,7 +77,9 @@ def _partitions(rows: int, per_partition: int = 1_000_000) -> int:
 
 
 def _raw(df: DataFrame) -> DataFrame:
-    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in RAW_EVENT_SCHEMA.fields])
+    """df in the raw table's columns; the ones it lacks (the transaction columns) null."""
+    return df.select(*[(F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                       for f in RAW_EVENT_SCHEMA.fields])
 
 
 def snapshot_events(spark: SparkSession, target_rows: int, table_name: str = SOURCE_TABLE) -> DataFrame:

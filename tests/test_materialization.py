@@ -519,7 +519,7 @@ def test_cdc_columns_parse_each_row_once_on_spark(dbt_project, spark):
     # Rows from a table, not literals: the optimizer would fold a literal row into constants.
     spark.sql(f"""insert into {dbt_project.raw_schema}.raw_events
                   select 'public.docs', concat('["', id, '"]'), 'insert', concat('{{"id": ', id, '}}'), null,
-                      cast(id as string), null, 'items.json', cast(id as int), current_timestamp()
+                      cast(id as string), null, 'items.json', cast(id as int), current_timestamp(), null, null, null
                   from range(1, 3)""")
     # dbt compile puts the pending events' query in place of cdc_events() (preview.sql).
     dbt_project.dbt("compile", "--select", "items")
