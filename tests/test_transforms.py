@@ -38,10 +38,10 @@ def test_landed_events_keep_provenance_and_exact_images(spark):
         [
             ("shop.orders", '["1"]', "insert", '{"id":1,"amount":10.50}', None,
              "00000000000000000100.00000000000000000000.0000000000.1", dt.datetime(2026, 1, 1, 0, 0, 0),
-             "a.json", 1, LANDED_AT),
+             "a.json", 1, LANDED_AT, None, None, None),
             ("shop.orders", '["1"]', "delete", None, '{"id":1}',
              "00000000000000000200.00000000000000000000.0000000000.1", dt.datetime(2026, 1, 1, 0, 0, 1),
-             "a.json", 4, LANDED_AT),
+             "a.json", 4, LANDED_AT, None, None, None),
         ],
         RAW_EVENT_SCHEMA,
     )

@@ -63,9 +63,12 @@ class RawRanges:
             return dict(self._plans[key].get(source_table) or range_plan.empty_plan())
 
     def _forget_older(self, session_id: str, table: str) -> None:
+        # Not freed here: a mirror on another thread may still read an older range through its view
+        # (mirrors at other offsets, or applying in smaller chunks); Spark frees the blocks once no
+        # view holds them.
         same_table = [key for key in self._kept if key[:2] == (session_id, table)]
         for key in same_table[:-KEPT_PER_TABLE]:
-            _free(self._kept.pop(key))
+            self._kept.pop(key)
             self._plans.pop(key, None)
         # Ranges of an earlier SparkSession (tests start several in one process) are gone with it.
         for key in [key for key in self._kept if key[0] != session_id]:
