@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from python_jobs.formats.records import STATUS_EVENT, TABLE_KEY, ParsedLine, RejectedRecord, short
 
 ACTION_TX_END = "tx_end"
-# Not a source table: schema-qualified names of real tables have no leading underscore schema here.
+# The table_name of markers: no source table's (a source schema named _cdc_merge is not expected).
 TX_MARKER_TABLE = "_cdc_merge.transactions"
 
 
