@@ -110,3 +110,9 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     assert len(cuts) == WAVES + 1
     # The cut's lag: positive while transactions wait, none once everything landed.
     assert all(row["lag"] > 0 for row in cuts[:-1]) and cuts[-1]["lag"] == 0, cuts
+    # cdc_merge_runs reports it for the group's mirrors, run by run, and for no other.
+    runs = project.query(f"select target_table, consistency_group, cut_lag_seconds from {project.schema}.cdc_merge_runs "
+                         "order by finished_at")
+    lags = [row["cut_lag_seconds"] for row in runs if row["target_table"] == f"{project.schema}.transfers"]
+    assert lags == [row["lag"] for row in cuts], (lags, cuts)
+    assert {row["consistency_group"] for row in runs if row["target_table"].split(".")[1].startswith("plain_")} == {None}

@@ -79,3 +79,24 @@ def test_when_a_mirror_fails_the_others_offsets_are_written_as_the_run_ends(shop
     assert after[f"{project.schema}.shop_orders"] == before[f"{project.schema}.shop_orders"] != current
     assert after[f"{project.schema}.shop_customers"] == after[f"{project.schema}.shop_order_lines"] == current
     assert not [path for path in run_locks._held if "mirror-" in str(path)], run_locks._held
+
+
+def test_a_runs_table_made_before_the_cut_lag_columns_gets_them_and_keeps_its_rows(dbt_project):
+    project = dbt_project
+    runs = f"{project.schema}.cdc_merge_runs"
+    project.query(f"create namespace if not exists {project.schema}")
+    project.query(
+        f"create table {runs} (target_table string, invocation_id string, raw_table string, source_table string, "
+        "started_at timestamp, finished_at timestamp, run_seconds double, chunks bigint, events_read bigint, "
+        "rows_inserted bigint, rows_updated bigint, rows_deleted bigint, events_skipped bigint, lines_quarantined bigint, "
+        "offset_snapshot string, newest_source_ts timestamp, lag_seconds double, maintenance string, files_added bigint, "
+        "files_removed bigint, snapshots_expired bigint, orphan_files_removed bigint, raw_events_removed bigint, "
+        "tombstones_removed bigint, offsets_removed bigint) using iceberg")
+    project.query(f"insert into {runs} select 'old.mirror', 'old', " + ", ".join(["null"] * 23))
+
+    applied_once(project)
+
+    rows = project.query(f"select target_table, consistency_group, cut_lag_seconds from {runs} order by target_table")
+    assert [row["target_table"] for row in rows] == sorted(["old.mirror"] + [f"{project.schema}.{model}" for model in SHOP_MODELS])
+    # The shop mirrors are in no consistency group.
+    assert all(row["consistency_group"] is None and row["cut_lag_seconds"] is None for row in rows), rows

@@ -210,6 +210,7 @@
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% if horizon is not none %}
         {% do cdc_merge.drop_scratch(raw_changes_view ~ '__whole') %}
+        {% do totals.update({'cut_lag_seconds': horizon.lag_seconds}) %}
     {% endif %}
     {% if stream is not none and offset_snapshot != 'stream' %}
         {% do run_query('drop stream if exists ' ~ stream) %}

@@ -18,6 +18,7 @@
             {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
         {% else %}
             {% do statements.append(cdc_merge.create_runs_table(table)) %}
+            {% do cdc_merge.upgrade_runs_table(table) %}
             {% set by_quarantine = {} %}
             {% for row in group.rows %}
                 {% do by_quarantine.setdefault(row.quarantine, []).append(row) %}

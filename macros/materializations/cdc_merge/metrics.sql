@@ -43,7 +43,9 @@
         orphan_files_removed bigint,
         raw_events_removed bigint,
         tombstones_removed bigint,
-        offsets_removed bigint
+        offsets_removed bigint,
+        consistency_group string,
+        cut_lag_seconds double
     )
     using iceberg
     tblproperties ('format-version' = '2')
@@ -75,8 +77,33 @@
         orphan_files_removed bigint null,
         raw_events_removed bigint null,
         tombstones_removed bigint null,
-        offsets_removed bigint null
+        offsets_removed bigint null,
+        consistency_group string null,
+        cut_lag_seconds double null
     )
+{% endmacro %}
+
+
+{% macro runs_columns_added() %}
+    {#- Columns cdc_merge_runs got after its first version, in order: an older table gets them (upgrade_runs_table). -#}
+    {{ return([('consistency_group', 'string'), ('cut_lag_seconds', 'double')]) }}
+{% endmacro %}
+
+
+{% macro upgrade_runs_table(relation) %}
+    {#-
+        A cdc_merge_runs made before the newer columns gets them, checked once per process (a warm
+        cdc-run process checks once). Only a table the invocation found (dbt's relation cache): one
+        created since has them all.
+    -#}
+    {% if not adapter.cdc_first_time_in_process('runs-columns:' ~ relation)
+        or adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set present = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list %}
+    {% for column, data_type in cdc_merge.runs_columns_added() if column not in present %}
+        {% do run_query(cdc_merge.add_column_sql(relation, column, data_type)) %}
+    {% endfor %}
 {% endmacro %}
 
 
@@ -114,12 +141,37 @@
         'offset_snapshot': offset_snapshot,
         'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
         'maintenance': 'maintained' if maintained is not none else '',
+        'consistency_group': cfg.consistency_group,
+        'cut_lag_seconds': cdc_merge.run_cut_lag(cfg, totals),
     } %}
     {% for name in cdc_merge.maintenance_count_columns() %}
         {% do values.update({name: counts.get(name, 0) | int}) %}
     {% endfor %}
     {% do adapter.cdc_keep_row('run', invocation_id, cdc_merge.runs_relation(offsets) | string, target_relation | string, values) %}
 {% endmacro %}
+
+
+{% macro run_cut_lag(cfg, totals) %}
+    {#-
+        A group mirror's cut lag: the newest landed source commit minus the newest its run applied
+        (the horizon's, the group's cut once every mirror of the group applied it); 0 for a run that
+        found nothing new, as then no transaction waits. None outside a group.
+    -#}
+    {% if cfg.consistency_group is none %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(totals.get('cut_lag_seconds', 0)) }}
+{% endmacro %}
+
+
+{% macro string_or_null(value) -%}
+    {{ "'" ~ value ~ "'" if value is not none else 'cast(null as string)' }}
+{%- endmacro %}
+
+
+{% macro double_or_null(value) -%}
+    {{ 'cast(' ~ value ~ ' as double)' if value is not none else 'cast(null as double)' }}
+{%- endmacro %}
 
 
 {% macro maintenance_count_columns() %}
@@ -144,12 +196,14 @@
              {{ "'" ~ row.offset_snapshot ~ "'" if row.offset_snapshot is not none else 'cast(null as string)' }},
              {{ "timestamp '" ~ row.newest_source_ts ~ "'" if row.newest_source_ts else 'cast(null as timestamp)' }},
              cast({{ row.seconds_since_kept }} as double), '{{ row.maintenance }}'
-             {%- for name in cdc_merge.maintenance_count_columns() %}, {{ row[name] }}{% endfor %}){{ ',' if not loop.last }}
+             {%- for name in cdc_merge.maintenance_count_columns() %}, {{ row[name] }}{% endfor %},
+             {{ cdc_merge.string_or_null(row.consistency_group) }}, {{ cdc_merge.double_or_null(row.cut_lag_seconds) }}){{ ',' if not loop.last }}
         {%- endfor %}
         as kept (
             target_table, invocation_id, raw_table, source_table, started_at, finished_at, run_seconds,
             chunks, events_read, rows_inserted, rows_updated, rows_deleted, events_skipped, offset_snapshot,
-            newest_source_ts, seconds_since_kept, maintenance, {{ cdc_merge.maintenance_count_columns() | join(', ') }}
+            newest_source_ts, seconds_since_kept, maintenance, {{ cdc_merge.maintenance_count_columns() | join(', ') }},
+            consistency_group, cut_lag_seconds
         )
     ),
 
@@ -198,8 +252,10 @@
             {{ cdc_merge.seconds_since_sql('kept.newest_source_ts') }} - kept.seconds_since_kept as lag_seconds,
             kept.maintenance,
             {%- for name in cdc_merge.maintenance_count_columns() %}
-            cast(kept.{{ name }} as bigint) as {{ name }}{{ ',' if not loop.last }}
+            cast(kept.{{ name }} as bigint) as {{ name }},
             {%- endfor %}
+            kept.consistency_group,
+            kept.cut_lag_seconds
         from kept
         left join quarantined on kept.target_table = quarantined.target_table
     )
@@ -216,6 +272,7 @@
         table, so every mirror of the raw table counts it). offset_snapshot: the mirror's newest offset.
     -#}
     {% set runs = cdc_merge.runs_relation(offsets) %}
+    {% do cdc_merge.upgrade_runs_table(runs) %}
     {% set quarantine = adapter.get_relation(database=none, schema=cfg.raw_relation.schema, identifier='quarantine') %}
     {% set seconds = (modules.datetime.datetime.utcnow() - run_started).total_seconds() %}
     {% set counts = maintained if maintained is not none else {} %}
@@ -250,9 +307,11 @@
             {{ newest }} as newest_source_ts,
             {{ cdc_merge.seconds_since_sql(newest) if totals.max_source_ts else 'cast(null as double)' }} as lag_seconds,
             '{{ 'maintained' if maintained is not none else '' }}' as maintenance,
-            {%- for name in ['files_added', 'files_removed', 'snapshots_expired', 'orphan_files_removed', 'raw_events_removed', 'tombstones_removed', 'offsets_removed'] %}
-            {{ counts.get(name, 0) }} as {{ name }}{{ ',' if not loop.last }}
+            {%- for name in cdc_merge.maintenance_count_columns() %}
+            {{ counts.get(name, 0) }} as {{ name }},
             {%- endfor %}
+            {{ cdc_merge.string_or_null(cfg.consistency_group) }} as consistency_group,
+            {{ cdc_merge.double_or_null(cdc_merge.run_cut_lag(cfg, totals)) }} as cut_lag_seconds
     {% endcall %}
 {% endmacro %}
 

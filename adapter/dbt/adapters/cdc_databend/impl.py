@@ -62,6 +62,10 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, DatabendAdapter):
         return STATE.first_time(invocation_id, key)
 
     @available
+    def cdc_first_time_in_process(self, key: str) -> bool:
+        return STATE.first_time_in_process(key)
+
+    @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
         """The landing config's format and captured tables, for the mirror models' config check."""
         return landing_tables(path)

@@ -45,6 +45,7 @@ class InvocationState:
         self._finished_mirrors = 0
         self.kept = KeptRows()
         self._done: set = set()
+        self._done_in_process: set = set()
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten rows stay."""
@@ -62,6 +63,15 @@ class InvocationState:
             if key in self._done:
                 return False
             self._done.add(key)
+            return True
+
+    def first_time_in_process(self, key: str) -> bool:
+        """True for the first caller in this process with this key: checks whose answer cannot change
+        while the process runs (a bookkeeping table's columns, once upgraded)."""
+        with self._lock:
+            if key in self._done_in_process:
+                return False
+            self._done_in_process.add(key)
             return True
 
     def newest_offset(self, invocation_id: str, offsets_table: str, target_table: str, query: Query,

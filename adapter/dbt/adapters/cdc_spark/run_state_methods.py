@@ -65,6 +65,10 @@ class RunStateMethods(metaclass=AdapterMeta):
         return run_state.STATE.first_time(invocation_id, key)
 
     @available
+    def cdc_first_time_in_process(self, key: str) -> bool:
+        return run_state.STATE.first_time_in_process(key)
+
+    @available
     def cdc_keeps_rows(self) -> bool:
         """Whether a mirror's last offset row and its runs row are kept to be written with the other
         mirrors' (kept_rows.py): where dbt's SparkSession is in this process."""
