@@ -2,27 +2,37 @@
 readers at the group's cut see whole source transactions across mirrors, also when the landing
 files split them; plain reads of the mirrors do not.
 
-The workload is Debezium with transaction metadata, as Kafka topics dumped per table: transfers
-between bank accounts (each one transaction: a debit, a credit and a transfers row). The accounts
-topic's files end in the middle of a transaction, the transfers topic lags one wave behind, and
+The workload is Debezium with transaction metadata, as Kafka topics dumped per table
+(python_jobs/demo/transaction_source.py): transfers between bank accounts (each one transaction:
+a debit, a credit and a transfers row) and shop orders whose header carries its line count and
+total (new orders, one more line, cancels), in one commit order. The accounts and order lines
+topics' files end in the middle of a transaction, the transfers topic lags one wave behind, and
 the END records come on their own topic. Invariants: the balances always sum to the same total,
-and each account's balance is its opening balance plus what the transfers table says it got.
+each account's balance is its opening balance plus what the transfers table says it got, and
+every order's lines match its header.
 """
 
 from __future__ import annotations
 
 import json
 
-from python_jobs.demo.bank_checks import CHECK_SQL, CutReader, at_snapshot, newest_state
-from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery
+from python_jobs.demo.transaction_checks import CHECK_SQL, MIRRORS, CutReader, at_snapshot, newest_state, violations
+from python_jobs.demo.transaction_source import KEYS, SCHEMA_OF, SplitDelivery, TransactionTopics
 
 ACCOUNTS = 8
 OPENING = 1000
 WAVES = 4
 TRANSFERS_PER_WAVE = 12
+ORDERS_PER_WAVE = 8
 GROUP_CONFIG = "consistency_group='bank', "
 CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
-    opening=OPENING, accounts="{{ cdc_merge.consistent(ref('accounts')) }}", transfers="{{ cdc_merge.consistent(ref('transfers')) }}")
+    opening=OPENING, **{name: f"{{{{ cdc_merge.consistent(ref('{name}')) }}}}" for name in MIRRORS})
+COLUMNS = {
+    "accounts": {"balance": "bigint"},
+    "transfers": {"from_id": "bigint", "to_id": "bigint", "amount": "bigint"},
+    "orders": {"line_count": "bigint", "total": "bigint"},
+    "order_lines": {"order_id": "bigint", "amount": "bigint"},
+}
 
 
 def assert_cut_is_the_newest_state(project, group: str, models: list[str]) -> None:
@@ -42,46 +52,51 @@ def write(path, events: list[dict]) -> None:
 
 
 def check_at_cut(project) -> dict:
-    project.dbt("run", "--select", "bank_check")
-    return project.query(f"select * from {project.schema}.bank_check")[0]
+    project.dbt("run", "--select", "cut_check")
+    return project.query(f"select * from {project.schema}.cut_check")[0]
 
 
 def check_plain(project, prefix: str) -> dict:
     return newest_state(project.query, project.schema, prefix, OPENING)
 
 
+def mirror_sql(table: str) -> str:
+    columns = ", ".join(f"{{{{ cdc_merge.cdc_column('{name}', '{data_type}') }}}}" for name, data_type in COLUMNS[table].items())
+    return f"{{{{ cdc_merge.cdc_column('id', 'bigint') }}}}, {columns}, {{{{ cdc_merge.cdc_metadata_columns() }}}}"
+
+
 def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_reads_do_not(conformance_project):
     project = conformance_project
-    columns = "{{{{ cdc_merge.cdc_column('id', 'bigint') }}}}, {cols}, {{{{ cdc_merge.cdc_metadata_columns() }}}}"
-    accounts = columns.format(cols="{{ cdc_merge.cdc_column('balance', 'bigint') }}")
-    transfers = columns.format(cols="{{ cdc_merge.cdc_column('from_id', 'bigint') }}, "
-                               "{{ cdc_merge.cdc_column('to_id', 'bigint') }}, {{ cdc_merge.cdc_column('amount', 'bigint') }}")
     # The group's mirrors, and the same tables mirrored without a group: those apply whatever landed.
     for prefix, group in (("", GROUP_CONFIG), ("plain_", "")):
-        # The group's accounts mirror applies each landing in several chunks and key-hash buckets.
-        chunked = "max_events_per_chunk=10, " if group else ""
-        project.write_model(f"{prefix}accounts", group + chunked + "unique_key='id', source_table='bank.accounts'", accounts)
-        project.write_model(f"{prefix}transfers", group + "unique_key='id', source_table='bank.transfers'", transfers)
-    (project.project_dir / "models" / "bank_check.sql").write_text(CHECK_MODEL)
+        for table in MIRRORS:
+            # The group's accounts mirror applies each landing in several chunks and key-hash buckets.
+            chunked = "max_events_per_chunk=10, " if group and table == "accounts" else ""
+            project.write_model(f"{prefix}{table}", f"{group}{chunked}unique_key='id', source_table='{SCHEMA_OF[table]}.{table}'",
+                                mirror_sql(table))
+    (project.project_dir / "models" / "cut_check.sql").write_text(CHECK_MODEL)
+    mirrors = [prefix + table for prefix in ("", "plain_") for table in MIRRORS]
 
-    topics = BankTopics(ACCOUNTS, OPENING, seed=33)
+    topics = TransactionTopics(ACCOUNTS, OPENING, seed=33)
     delivery = SplitDelivery(topics)
     total = topics.total
+    whole = {"total": total, "unbalanced_accounts": 0, "broken_orders": 0}
     reader = CutReader(project.query, project.schema, "bank", OPENING, total, project.on_databend)
-    plain_violations, cut_transfers = 0, []
+    plain_broken, cut_transfers = {"unbalanced_accounts": 0, "broken_orders": 0}, []
     for wave in range(1, WAVES + 2):
         last = wave == WAVES + 1
-        for topic, events in delivery.wave(0 if last else TRANSFERS_PER_WAVE, everything=last).items():
+        for topic, events in delivery.wave(0 if last else TRANSFERS_PER_WAVE, 0 if last else ORDERS_PER_WAVE, everything=last).items():
             write(project.inbox / f"w{wave:02d}-{topic}.json", events)
         project.land(KEYS)
-        project.dbt("run", "--select", "accounts", "transfers", "plain_accounts", "plain_transfers")
+        project.dbt("run", "--select", *mirrors)
 
         plain = check_plain(project, "plain_")
-        plain_violations += (plain["total"] != total) + plain["unbalanced_accounts"]
+        for name in plain_broken:
+            plain_broken[name] += plain[name] > 0
         # Between runs the group's mirrors hold whole transactions themselves; during one, only the cut does.
-        assert check_plain(project, "") == {"total": total, "unbalanced_accounts": 0}, wave
+        assert check_plain(project, "") == whole, wave
         cut = check_at_cut(project)
-        assert (cut["total"], cut["unbalanced_accounts"]) == (total, 0), (wave, cut)
+        assert violations(cut, total) == 0, (wave, cut)
         cut_transfers.append(cut["transfers"])
         if wave == 1:
             # Once the first run made the group's tables and cut, a reader checks beside the runs.
@@ -89,7 +104,7 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         if wave == 2:
             # Maintenance that expires every snapshot it may keeps the two latest cuts' and the raw tail.
             project.dbt("run-operation", "cdc_maintain", "--args", json.dumps(
-                {"models": ["accounts", "transfers"], "settings": {"snapshot_retention_hours": 0, "raw_retention_hours": 0}}))
+                {"models": list(MIRRORS), "settings": {"snapshot_retention_hours": 0, "raw_retention_hours": 0}}))
             previous = project.query(f"select target_table, mirror_snapshot from {project.schema}.cdc_merge_cuts "
                                      "where consistency_group = 'bank' and cut_ordinal = 1")
             for row in previous:
@@ -99,12 +114,14 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     print(f"reads at the cut: {reads['reads_at_cut']}, plain reads: {reads['plain_reads']} ({reads['plain_violations']} violations)")
     # Every read at the cut, beside the runs, saw whole transactions.
     assert reads["errors"] == [] and reads["reads_at_cut"] >= 20 and reads["violations_at_cut"] == 0, reads
-    # The mirrors without a group showed half transactions: the check can fail.
-    assert plain_violations > 0
+    # The mirrors without a group showed half transactions of both kinds: the check can fail.
+    assert all(waves > 0 for waves in plain_broken.values()), plain_broken
     # The cut moved forward every run, and reached the end once everything landed.
     assert cut_transfers == sorted(cut_transfers) and cut_transfers[0] < cut_transfers[-1] == len(topics.transfer_rows)
-    assert check_plain(project, "plain_") == {"total": total, "unbalanced_accounts": 0}
+    assert check_plain(project, "plain_") == whole
     assert {row["id"]: row["balance"] for row in project.query(f"select id, balance from {project.schema}.accounts")} == topics.balances
+    assert {row["id"]: (row["line_count"], row["total"]) for row in project.query(
+        f"select id, line_count, total from {project.schema}.orders")} == topics.order_state()
     cuts = project.query(f"select cut_ordinal, max(cut_lag_seconds) as lag from {project.schema}.cdc_merge_cuts "
                          "where consistency_group = 'bank' group by cut_ordinal order by cut_ordinal")
     assert len(cuts) == WAVES + 1

@@ -1,6 +1,6 @@
-"""The bank workload's invariants (bank_source.py), checked as a report reads the mirrors: at the
-consistency group's latest cut (both mirrors pinned to their cut snapshots, in one query), and
-on the mirrors' newest state. CutReader does both in a loop beside the runs; the test
+"""The invariants of the bank and the shop (transaction_source.py), checked as a report reads the
+mirrors: at the consistency group's latest cut (every mirror pinned to its cut snapshot, in one
+query), and on the mirrors' newest state. CutReader does both in a loop beside the runs; the test
 (tests/test_consistent_cuts.py) and the benchmark (benchmarks/consistent_cuts.py) use it."""
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from typing import Callable, Dict, List
 
 Query = Callable[[str], List[Dict]]
 
-# The invariants from two reads in one query: {accounts} and {transfers} name each mirror as read.
+MIRRORS = ("accounts", "transfers", "orders", "order_lines")
+
+# The invariants from one read of each mirror in one query: {accounts} and the others name each
+# mirror as read. broken_orders: headers whose lines do not match them, and lines without a header.
 CHECK_SQL = """
 with
 
@@ -24,6 +27,26 @@ accounts as (
 transfers as (
 
     select * from {transfers}
+
+),
+
+orders as (
+
+    select * from {orders}
+
+),
+
+order_lines as (
+
+    select * from {order_lines}
+
+),
+
+lines_per_order as (
+
+    select order_id, count(*) as line_count, sum(amount) as total
+    from order_lines
+    group by order_id
 
 ),
 
@@ -49,7 +72,19 @@ final as (
             from accounts
             left join moved on accounts.id = moved.account_id
             where accounts.balance <> {opening} + coalesce(moved.net, 0)
-        ) as unbalanced_accounts
+        ) as unbalanced_accounts,
+        (
+            select count(*)
+            from orders
+            left join lines_per_order on orders.id = lines_per_order.order_id
+            where orders.line_count <> coalesce(lines_per_order.line_count, 0)
+                or orders.total <> coalesce(lines_per_order.total, 0)
+        ) + (
+            select count(*)
+            from lines_per_order
+            left join orders on lines_per_order.order_id = orders.id
+            where orders.id is null
+        ) as broken_orders
 
 )
 
@@ -58,14 +93,28 @@ select * from final
 
 
 def newest_state(query: Query, schema: str, prefix: str, opening: int) -> dict:
-    """The invariants on the newest state of a pair of mirrors ({prefix}accounts, {prefix}transfers)."""
+    """The invariants on the newest state of the mirrors ({prefix}accounts and the others), each read
+    by a query of its own, as a report that reads one table after another does."""
     accounts = {row["id"]: row["balance"] for row in query(f"select id, balance from {schema}.{prefix}accounts")}
     net: dict = {}
     for row in query(f"select from_id, to_id, amount from {schema}.{prefix}transfers"):
         net[row["from_id"]] = net.get(row["from_id"], 0) - row["amount"]
         net[row["to_id"]] = net.get(row["to_id"], 0) + row["amount"]
     unbalanced = sum(balance != opening + net.get(account, 0) for account, balance in accounts.items())
-    return {"total": sum(accounts.values()), "unbalanced_accounts": unbalanced}
+    headers = {row["id"]: (row["line_count"], row["total"])
+               for row in query(f"select id, line_count, total from {schema}.{prefix}orders")}
+    lines: dict = {}
+    for row in query(f"select order_id, amount from {schema}.{prefix}order_lines"):
+        count, total = lines.get(row["order_id"], (0, 0))
+        lines[row["order_id"]] = (count + 1, total + row["amount"])
+    broken = sum(lines.get(order, (0, 0)) != header for order, header in headers.items())
+    broken += sum(order not in headers for order in lines)
+    return {"total": sum(accounts.values()), "unbalanced_accounts": unbalanced, "broken_orders": broken}
+
+
+def violations(check: dict, total: int) -> int:
+    """How many invariants a check's figures break (0 when the read saw whole transactions)."""
+    return (check["total"] != total) + (check["unbalanced_accounts"] > 0) + (check["broken_orders"] > 0)
 
 
 def at_snapshot(relation: str, snapshot: str, on_databend: bool) -> str:
@@ -73,7 +122,7 @@ def at_snapshot(relation: str, snapshot: str, on_databend: bool) -> str:
 
 
 class CutReader(threading.Thread):
-    """Reads beside the runs until stopped: the group's latest cut in one query, then both mirrors at
+    """Reads beside the runs until stopped: the group's latest cut in one query, then every mirror at
     it in one query (reads, violations); and the group's mirrors as they are (plain_reads,
     plain_violations). Every error is kept in errors."""
 
@@ -89,18 +138,17 @@ class CutReader(threading.Thread):
         cuts = f"{self.schema}.cdc_merge_cuts"
         latest_cut = (f"select target_table, mirror_snapshot from {cuts} where consistency_group = '{self.group}' "
                       f"and cut_ordinal = (select max(cut_ordinal) from {cuts} where consistency_group = '{self.group}')")
-        whole = {"total": self.total, "unbalanced_accounts": 0}
         while not self.stopped.is_set():
             try:
                 cut = {row["target_table"]: row["mirror_snapshot"] for row in self.query(latest_cut)}
-                if len(cut) == 2:
+                if len(cut) == len(MIRRORS):
                     pinned = {name: at_snapshot(f"{self.schema}.{name}", cut[f"{self.schema}.{name}"], self.on_databend)
-                              for name in ("accounts", "transfers")}
+                              for name in MIRRORS}
                     check = self.query(CHECK_SQL.format(opening=self.opening, **pinned))[0]
                     self.reads += 1
-                    self.violations += {"total": check["total"], "unbalanced_accounts": check["unbalanced_accounts"]} != whole
+                    self.violations += violations(check, self.total) > 0
                 self.plain_reads += 1
-                self.plain_violations += newest_state(self.query, self.schema, "", self.opening) != whole
+                self.plain_violations += violations(newest_state(self.query, self.schema, "", self.opening), self.total) > 0
             except Exception as error:  # noqa: BLE001 - every error is a failure, reported by the caller
                 self.errors.append(repr(error)[:300])
                 time.sleep(0.2)
