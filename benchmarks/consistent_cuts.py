@@ -1,17 +1,19 @@
 """What a consistency group costs per run, and how far its cut lags, against the same mirrors without one.
 
-    .venv/bin/python benchmarks/consistent_cuts.py                      # 20 waves of 50 transfers
-    .venv/bin/python benchmarks/consistent_cuts.py --waves 6 --transfers 20
+    .venv/bin/python benchmarks/consistent_cuts.py                      # 20 waves of 50 transfers, 25 orders
+    .venv/bin/python benchmarks/consistent_cuts.py --waves 6 --transfers 20 --orders 10
 
-One warm process, as cdc-run runs it (benchmarks/warm.py). The bank workload of
-python_jobs/demo/bank_source.py (Debezium with transaction metadata, one topic per table, the
-accounts topic's files ending mid-transaction, the transfers topic a wave behind) is landed wave
-by wave; after each landing two pairs of mirrors of the same two tables apply it: one pair in a
-consistency group, one without. Their `dbt run`s alternate which goes first. Per wave: each
-pair's run time and statements, and the group's cut: its lag (newest landed commit minus the
-cut's, in source time) and how many transactions wait for the next run. A reader beside the runs
-(python_jobs/demo/bank_checks.py) checks the invariants at every read at the cut, and counts the
-violations of plain reads of the group's mirrors; it loads both pairs' runs alike.
+One warm process, as cdc-run runs it (benchmarks/warm.py). The workload of
+python_jobs/demo/transaction_source.py (Debezium with transaction metadata, one topic per table:
+bank transfers and shop orders in one commit order, the accounts and order lines topics' files
+ending mid-transaction, the transfers topic a wave behind) is landed wave by wave; after each
+landing two sets of mirrors of the same four tables apply it: one in a consistency group, one
+without. Their `dbt run`s alternate which goes first. Per wave: each set's run time and
+statements, and the group's cut: its lag (newest landed commit minus the cut's, in source time)
+and how many transfers wait for the next run. A reader beside the runs
+(python_jobs/demo/transaction_checks.py) checks the invariants at every read at the cut, and
+counts the violations of plain reads of the group's mirrors; it loads both sets' runs alike.
+benchmarks/reads_at_cut.py runs the reader beside a cdc-run process instead.
 
 Writes benchmarks/results/consistent_cuts.json and .log.
 """
@@ -38,21 +40,25 @@ import yaml  # noqa: E402
 from measure import install_sql_clock, tee_stdout  # noqa: E402
 from project import BenchProject  # noqa: E402
 
-from python_jobs.demo.bank_checks import CutReader  # noqa: E402
-from python_jobs.demo.bank_source import KEYS, BankTopics, SplitDelivery  # noqa: E402
+from python_jobs.demo.transaction_checks import MIRRORS, CutReader  # noqa: E402
+from python_jobs.demo.transaction_source import KEYS, SCHEMA_OF, SplitDelivery, TransactionTopics  # noqa: E402
 
 COLUMNS = {
-    "accounts": "        {{ cdc_merge.cdc_columns({'id': 'bigint', 'balance': 'bigint'}) }}",
-    "transfers": "        {{ cdc_merge.cdc_columns({'id': 'bigint', 'from_id': 'bigint', 'to_id': 'bigint', 'amount': 'bigint'}) }}",
+    "accounts": {"id": "bigint", "balance": "bigint"},
+    "transfers": {"id": "bigint", "from_id": "bigint", "to_id": "bigint", "amount": "bigint"},
+    "orders": {"id": "bigint", "line_count": "bigint", "total": "bigint"},
+    "order_lines": {"id": "bigint", "order_id": "bigint", "amount": "bigint"},
 }
-GROUP = ("accounts", "transfers")
-PLAIN = ("plain_accounts", "plain_transfers")
+GROUP = MIRRORS
+PLAIN = tuple(f"plain_{name}" for name in MIRRORS)
+OPENING = 1000
 
 
 def arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--waves", type=int, default=20, help="landings, each followed by both pairs' runs (default 20)")
-    parser.add_argument("--transfers", type=int, default=50, help="transfers (transactions) per wave (default 50)")
+    parser.add_argument("--transfers", type=int, default=50, help="transfers per wave (default 50)")
+    parser.add_argument("--orders", type=int, default=25, help="shop transactions per wave (default 25)")
     parser.add_argument("--accounts", type=int, default=100)
     parser.add_argument("--seed", type=int, default=33)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_consistent_cuts"), help="deleted first")
@@ -60,15 +66,23 @@ def arguments(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def make_project(work: Path) -> BenchProject:
+def make_project(work: Path, mirrors: tuple = GROUP + PLAIN) -> BenchProject:
+    """A project copy with the workload's tables in its landing config and the given mirrors
+    (names as in MIRRORS; a plain_ prefix for one without a group)."""
     project = BenchProject(work / "project", "bench_cuts", "bench_cuts_raw", work / "inbox")
     landing = yaml.safe_load((project.dir / "landing.yml").read_text())
     landing["tables"] = {table: {"key": key} for table, key in KEYS.items()}
     (project.dir / "landing.yml").write_text(yaml.safe_dump(landing))
-    for name in GROUP + PLAIN:
+    for name in mirrors:
         table = name.removeprefix("plain_")
-        project.write_mirror(name, f"bank.{table}", COLUMNS[table], ", consistency_group='bank'" if name in GROUP else "")
+        columns = f"        {{{{ cdc_merge.cdc_columns({COLUMNS[table]!r}) }}}}"
+        project.write_mirror(name, f"{SCHEMA_OF[table]}.{table}", columns, ", consistency_group='bank'" if name in GROUP else "")
     return project
+
+
+def write_wave(project: BenchProject, wave: int, delivered: dict) -> None:
+    for topic, events in delivered.items():
+        (project.dir.parent / "inbox" / f"w{wave:04d}-{topic}.json").write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
 def timed(project: BenchProject, clock, models: tuple) -> dict:
@@ -87,15 +101,15 @@ def main(argv=None) -> int:
         project = make_project(args.work_dir)
         clock = install_sql_clock()
         warm.invoke(project, "run-operation", "create_raw_tables")
-        topics = BankTopics(args.accounts, 1000, seed=args.seed)
+        topics = TransactionTopics(args.accounts, OPENING, seed=args.seed)
         delivery = SplitDelivery(topics)
         reader = CutReader(lambda sql: [row.asDict() for row in spark.sql(sql).collect()], project.schema, "bank",
-                           1000, topics.total, on_databend=False)
+                           OPENING, topics.total, on_databend=False)
         waves = []
-        print(f"{args.waves} waves of {args.transfers} transfers; {os.cpu_count()} cores", flush=True)
+        print(f"{args.waves} waves of {args.transfers} transfers and {args.orders} shop transactions; "
+              f"{os.cpu_count()} cores", flush=True)
         for wave in range(1, args.waves + 1):
-            for topic, events in delivery.wave(args.transfers).items():
-                (project.dir.parent / "inbox" / f"w{wave:03d}-{topic}.json").write_text("".join(json.dumps(e) + "\n" for e in events))
+            write_wave(project, wave, delivery.wave(args.transfers, args.orders))
             warm.invoke(project, "run", "--select", "raw_events")
             order = (GROUP, PLAIN) if wave % 2 else (PLAIN, GROUP)
             runs = {models: timed(project, clock, models) for models in order}
@@ -104,13 +118,13 @@ def main(argv=None) -> int:
                 f"where cut_ordinal = (select max(cut_ordinal) from {project.schema}.cdc_merge_cuts)").first()
             at_cut = spark.sql(f"select count(*) from {project.schema}.transfers").first()[0]
             entry = {"wave": wave, "group": runs[GROUP], "plain": runs[PLAIN], "cut_lag_seconds": cut["lag"],
-                     "transactions_waiting": len(topics.transfer_rows) - at_cut}
+                     "transfers_waiting": len(topics.transfer_rows) - at_cut}
             waves.append(entry)
             if wave == 1:
                 reader.start()
             print(f"  wave {wave:3d}: group {entry['group']['seconds']:.2f} s ({entry['group']['statements']} statements), "
                   f"without {entry['plain']['seconds']:.2f} s ({entry['plain']['statements']}); cut lag "
-                  f"{entry['cut_lag_seconds']} s, {entry['transactions_waiting']} transactions waiting", flush=True)
+                  f"{entry['cut_lag_seconds']} s, {entry['transfers_waiting']} transfers waiting", flush=True)
         reads = reader.stop()
         print(f"reader beside the runs: {reads['reads_at_cut']} reads at the cut, {reads['violations_at_cut']} violations; "
               f"{reads['plain_reads']} plain reads of the group's mirrors, {reads['plain_violations']} violations; "
@@ -120,13 +134,13 @@ def main(argv=None) -> int:
         figures = {
             "command": "benchmarks/consistent_cuts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "machine": f"{os.cpu_count()} cores",
-            "waves": args.waves, "transfers_per_wave": args.transfers,
+            "waves": args.waves, "transfers_per_wave": args.transfers, "shop_transactions_per_wave": args.orders,
             "group_seconds_median": statistics.median(w["group"]["seconds"] for w in steady),
             "plain_seconds_median": statistics.median(w["plain"]["seconds"] for w in steady),
             "group_statements_median": statistics.median(w["group"]["statements"] for w in steady),
             "plain_statements_median": statistics.median(w["plain"]["statements"] for w in steady),
             "cut_lag_seconds_median": statistics.median(w["cut_lag_seconds"] for w in steady),
-            "transactions_waiting_median": statistics.median(w["transactions_waiting"] for w in steady),
+            "transfers_waiting_median": statistics.median(w["transfers_waiting"] for w in steady),
             "reader": reads,
             "waves_measured": waves,
         }
@@ -134,7 +148,7 @@ def main(argv=None) -> int:
         print(f"median per run: group {figures['group_seconds_median']:.2f} s, without {figures['plain_seconds_median']:.2f} s "
               f"({figures['group_over_plain']}x); statements {figures['group_statements_median']} vs "
               f"{figures['plain_statements_median']}; cut lag {figures['cut_lag_seconds_median']} s of source time, "
-              f"{figures['transactions_waiting_median']} transactions waiting", flush=True)
+              f"{figures['transfers_waiting_median']} transfers waiting", flush=True)
         args.results.write_text(json.dumps(figures, indent=2) + "\n")
         spark.stop()
     return 0
