@@ -18,6 +18,8 @@ import pytest
 
 from conftest import PROJECT_DIR
 from test_consistent_cuts import assert_cut_is_the_newest_state
+from capture_invariants import assert_whole_transactions_through_capture
+from python_jobs.demo.transaction_source import KEYS as TRANSACTION_KEYS
 from mariadb_server import start_mariadb
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import mysql as capture_mysql
@@ -308,3 +310,12 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_at_its_binlog_position(
     assert {json.dumps([e["source"]["file"], e["source"]["pos"], e["source"]["row"]]) for e in events} == {
         '["binlog.000007", 4242, 3]'}
     assert [e["transaction"]["id"] for e in events] == ["0-1-9", "0-1-9"]
+
+
+def test_a_group_read_at_its_cut_sees_whole_transactions_the_capture_wrote(mariadb, dbt_project, tmp_path):
+    connection = mariadb.connect()
+    config = CaptureConfig(host="127.0.0.1", port=mariadb.port, user="root", password="", tables=tuple(TRANSACTION_KEYS),
+                           out=tmp_path / "captured", state=tmp_path / "capture-state.json")
+    assert_whole_transactions_through_capture(dbt_project, connection, "create database",
+                                              lambda out: capture_mysql.run(config), config.out)
+    connection.close()

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import PROJECT_DIR
 from test_consistent_cuts import assert_cut_is_the_newest_state
+from capture_invariants import assert_whole_transactions_through_capture
+from python_jobs.demo.transaction_source import KEYS as TRANSACTION_KEYS
 from postgres_server import PG_BIN, start_postgres
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import postgres as capture_postgres
@@ -304,3 +306,12 @@ def test_data_collection_order_counts_the_events_of_each_table_in_the_transactio
     ]
     assert (end["event_count"], end["data_collections"]) == (
         4, [{"data_collection": "shop.orders", "event_count": 2}, {"data_collection": "shop.order_lines", "event_count": 2}])
+
+
+def test_a_group_read_at_its_cut_sees_whole_transactions_the_capture_wrote(postgres, dbt_project, tmp_path):
+    connection = postgres.connect()
+    config = CaptureConfig(dsn=postgres.dsn, tables=tuple(TRANSACTION_KEYS), slot="cuts_test", out=tmp_path / "captured",
+                           state=tmp_path / "capture-state.json")
+    assert_whole_transactions_through_capture(dbt_project, connection, "create schema",
+                                              lambda out: capture_postgres.run(config), config.out)
+    connection.close()

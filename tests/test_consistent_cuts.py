@@ -27,6 +27,15 @@ ORDERS_PER_WAVE = 8
 GROUP_CONFIG = "consistency_group='bank', "
 CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
     opening=OPENING, **{name: f"{{{{ cdc_merge.consistent(ref('{name}')) }}}}" for name in MIRRORS})
+CUT_LAG_TEST = """
+version: 2
+models:
+  - name: transfers
+    data_tests:
+      - cdc_cut_lag_within:
+          arguments:
+            max_cut_lag_seconds: 0
+"""
 COLUMNS = {
     "accounts": {"balance": "bigint"},
     "transfers": {"from_id": "bigint", "to_id": "bigint", "amount": "bigint"},
@@ -75,6 +84,7 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
             project.write_model(f"{prefix}{table}", f"{group}{chunked}unique_key='id', source_table='{SCHEMA_OF[table]}.{table}'",
                                 mirror_sql(table))
     (project.project_dir / "models" / "cut_check.sql").write_text(CHECK_MODEL)
+    (project.project_dir / "models" / "cut_lag.yml").write_text(CUT_LAG_TEST)
     mirrors = [prefix + table for prefix in ("", "plain_") for table in MIRRORS]
 
     topics = TransactionTopics(ACCOUNTS, OPENING, seed=33)
@@ -98,6 +108,8 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         cut = check_at_cut(project)
         assert violations(cut, total) == 0, (wave, cut)
         cut_transfers.append(cut["transfers"])
+        # The lag check fails while transactions wait, and passes once everything landed.
+        assert project.dbt("test", "--select", "test_name:cdc_cut_lag_within", expect_success=last).success == last
         if wave == 1:
             # Once the first run made the group's tables and cut, a reader checks beside the runs.
             reader.start()

@@ -121,6 +121,19 @@ def at_snapshot(relation: str, snapshot: str, on_databend: bool) -> str:
     return f"{relation} at (snapshot => '{snapshot}')" if on_databend else f"{relation} version as of {snapshot}"
 
 
+def check_at_latest_cut(query: Query, schema: str, group: str, opening: int, on_databend: bool) -> dict | None:
+    """The invariants' figures at the group's latest cut: the cut looked up in one query, every
+    mirror read at it in one more; None before the group has a cut of every mirror."""
+    cuts = f"{schema}.cdc_merge_cuts"
+    cut = {row["target_table"]: row["mirror_snapshot"] for row in query(
+        f"select target_table, mirror_snapshot from {cuts} where consistency_group = '{group}' "
+        f"and cut_ordinal = (select max(cut_ordinal) from {cuts} where consistency_group = '{group}')")}
+    if len(cut) != len(MIRRORS):
+        return None
+    pinned = {name: at_snapshot(f"{schema}.{name}", cut[f"{schema}.{name}"], on_databend) for name in MIRRORS}
+    return query(CHECK_SQL.format(opening=opening, **pinned))[0]
+
+
 class CutReader(threading.Thread):
     """Reads beside the runs until stopped: the group's latest cut in one query, then every mirror at
     it in one query (reads, violations); and the group's mirrors as they are (plain_reads,
@@ -135,16 +148,10 @@ class CutReader(threading.Thread):
         self.errors: list = []
 
     def run(self) -> None:
-        cuts = f"{self.schema}.cdc_merge_cuts"
-        latest_cut = (f"select target_table, mirror_snapshot from {cuts} where consistency_group = '{self.group}' "
-                      f"and cut_ordinal = (select max(cut_ordinal) from {cuts} where consistency_group = '{self.group}')")
         while not self.stopped.is_set():
             try:
-                cut = {row["target_table"]: row["mirror_snapshot"] for row in self.query(latest_cut)}
-                if len(cut) == len(MIRRORS):
-                    pinned = {name: at_snapshot(f"{self.schema}.{name}", cut[f"{self.schema}.{name}"], self.on_databend)
-                              for name in MIRRORS}
-                    check = self.query(CHECK_SQL.format(opening=self.opening, **pinned))[0]
+                check = check_at_latest_cut(self.query, self.schema, self.group, self.opening, self.on_databend)
+                if check is not None:
                     self.reads += 1
                     self.violations += violations(check, self.total) > 0
                 self.plain_reads += 1

@@ -15,6 +15,10 @@ separate topics, as Debezium writes them, so landing files may split a transacti
 from __future__ import annotations
 
 import random
+from typing import Callable, Optional
+
+# One change of a transaction: (topic, Debezium op, row after, row before).
+Change = tuple
 
 ACCOUNTS_TABLE = "bank.accounts"
 TRANSFERS_TABLE = "bank.transfers"
@@ -31,8 +35,12 @@ START_MS = 1_700_000_000_000
 class TransactionTopics:
     """The topics' events, in source order: PostgreSQL LSNs and transaction ids."""
 
-    def __init__(self, accounts: int, opening: int, seed: int, ms_per_transaction: int = 100) -> None:
+    def __init__(self, accounts: int, opening: int, seed: int, ms_per_transaction: int = 100,
+                 on_transaction: Optional[Callable[[list], None]] = None) -> None:
+        """on_transaction: called with each transaction's changes as it commits, e.g. to run them as
+        SQL on a real server whose capture then writes the topics (tests/capture_invariants.py)."""
         self.rng = random.Random(seed)
+        self.on_transaction = on_transaction
         self.opening = opening
         self.ms_per_transaction = ms_per_transaction
         self.lsn = 1000
@@ -101,7 +109,9 @@ class TransactionTopics:
         lines = self.orders.pop(order_id)
         self._transaction([("order_lines", "d", None, line) for line in lines] + [("orders", "d", None, header)])
 
-    def _transaction(self, changes: list[tuple[str, str, dict | None, dict | None]]) -> None:
+    def _transaction(self, changes: list[Change]) -> None:
+        if self.on_transaction is not None:
+            self.on_transaction(changes)
         commit_ms = START_MS + len(self.topics["ends"]) * self.ms_per_transaction
         tx_id = f"{len(self.topics['ends']) + 500}:{self.lsn + 10 * len(changes)}"
         counts: dict[str, int] = {}
