@@ -108,8 +108,9 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
         cut = check_at_cut(project)
         assert violations(cut, total) == 0, (wave, cut)
         cut_transfers.append(cut["transfers"])
-        # The lag check fails while transactions wait, and passes once everything landed.
-        assert project.dbt("test", "--select", "test_name:cdc_cut_lag_within", expect_success=last).success == last
+        if wave == 1 or last:
+            # The lag check fails while transactions wait, and passes once everything landed.
+            assert project.dbt("test", "--select", "test_name:cdc_cut_lag_within", expect_success=last).success == last
         if wave == 1:
             # Once the first run made the group's tables and cut, a reader checks beside the runs.
             reader.start()
