@@ -5,7 +5,10 @@ between the mirrors' commits and these rows is tests/test_crash_points.py's appl
 
 from __future__ import annotations
 
+import threading
+
 from python_jobs import run_locks
+from python_jobs.commit_race import run_idempotent
 from python_jobs.demo.generate import KEYS, write_wave
 from test_idle_runs import applied_once
 from test_materialization import record_statements
@@ -100,3 +103,45 @@ def test_a_runs_table_made_before_the_cut_lag_columns_gets_them_and_keeps_its_ro
     assert [row["target_table"] for row in rows] == sorted(["old.mirror"] + [f"{project.schema}.{model}" for model in SHOP_MODELS])
     # The shop mirrors are in no consistency group.
     assert all(row["consistency_group"] is None and row["cut_lag_seconds"] is None for row in rows), rows
+    # And the table got the bookkeeping tables' properties (snapshot isolation for maintenance's trims).
+    assert {row["key"]: row["value"] for row in project.query(f"show tblproperties {runs}")}[
+        "write.delete.isolation-level"] == "snapshot"
+
+
+def test_a_trim_of_the_offsets_table_does_not_fail_on_rows_another_mirror_appends_meanwhile(shop):
+    """Maintenance trims one mirror's old offset rows while other mirrors' rows are appended (dbt
+    --threads, or another process): with the offsets table's snapshot isolation an append is no
+    conflict, and a trim whose table changed while it was planned runs again (commit_race.py), as
+    the adapter runs it (cdc_delete_from_shared_table)."""
+    project = shop
+    offsets = f"{project.schema}.cdc_merge_offsets"
+    project.query(f"insert into {offsets} select 'other.mirror', id, null, null, null, 0, 0, 0, 0, 0, null, null, null "
+                  "from range(1, 200)")
+    properties = {row["key"]: row["value"] for row in project.query(f"show tblproperties {offsets}")}
+    assert properties["write.delete.isolation-level"] == "snapshot"
+    stop, appended, retried = threading.Event(), [], []
+
+    def append_rows() -> None:
+        ordinal = 1000
+        while not stop.is_set():
+            project.query(f"insert into {offsets} select 'another.mirror', {ordinal}, null, null, null, 0, 0, 0, 0, 0, "
+                          "null, null, null")
+            appended.append(ordinal)
+            ordinal += 1
+            # Another mirror's offset row every half second or so: busier than many mirrors' runs.
+            stop.wait(0.3)
+
+    appender = threading.Thread(target=append_rows)
+    appender.start()
+    try:
+        for keep_after in range(30, 200, 30):
+            retried.append(run_idempotent(
+                project.query, f"delete from {offsets} where target_table = 'other.mirror' and offset_ordinal <= {keep_after}"))
+    finally:
+        stop.set()
+        appender.join()
+    assert len(appended) > 3
+    print(f"{len(appended)} appends beside {len(retried)} trims, which ran {sum(retried)} times more")
+    rows = project.query(f"select target_table, count(*) as n from {offsets} where target_table like '%other.mirror' "
+                         "group by target_table")
+    assert {row["target_table"]: row["n"] for row in rows} == {"other.mirror": 199 - 180, "another.mirror": len(appended)}

@@ -177,7 +177,8 @@
     {% set count_sql = "select count(*) as offsets from " ~ offsets ~ " where target_table = '" ~ target_relation ~ "' and offset_ordinal <= " ~ keep_after %}
     {% set removed = run_query(count_sql).rows[0]['offsets'] | int %}
     {% if removed > 0 %}
-        {% do run_query("delete from " ~ offsets ~ " where target_table = '" ~ target_relation ~ "' and offset_ordinal <= " ~ keep_after) %}
+        {% do cdc_merge.delete_from_shared_table(offsets, "delete from " ~ offsets ~ " where target_table = '" ~ target_relation
+            ~ "' and offset_ordinal <= " ~ keep_after) %}
     {% endif %}
     {{ return(removed) }}
 {% endmacro %}

@@ -25,7 +25,7 @@
         counts.sql         change counts per batch and chunk, and the run's summary line
         idle.sql           a mirror with nothing new: one cheap check instead of the steps below
         maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
-        metrics.sql        one row per run in cdc_merge_runs
+        metrics.sql        one row per run in cdc_merge_runs (its columns: runs_table.sql)
         kept_rows.sql      the last offset and the runs row of every mirror of a run, written once for all
         run_guard.sql      one process applies a mirror at a time; the named crash points
         consistency.sql    a consistency group's horizon: whole transactions only; the group's cut

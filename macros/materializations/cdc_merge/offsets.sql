@@ -34,7 +34,7 @@
         invocation_id string
     )
     using iceberg
-    tblproperties ('format-version' = '2')
+    tblproperties ({{ cdc_merge.bookkeeping_table_properties() }})
 {% endmacro %}
 
 
@@ -177,6 +177,16 @@
 {% endmacro %}
 
 
+{% macro bookkeeping_table_properties() -%}
+    {#-
+        Deletes from the offsets and runs tables (maintenance's trims) remove old rows that no
+        writer appends again, so an append committed meanwhile (another mirror's rows) is no
+        conflict: snapshot isolation, not Iceberg's default serializable, which fails the trim.
+    -#}
+    'format-version' = '2', 'write.delete.isolation-level' = 'snapshot'
+{%- endmacro %}
+
+
 {% macro ensure_bookkeeping_tables(offsets, with_runs=true) %}
     {#-
         The offsets table (and cdc_merge_runs), created if missing. dbt's relation cache, filled when the
@@ -191,6 +201,9 @@
         {% if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
             {% do run_query(cdc_merge.create_schema_if_missing(relation)) %}
             {% do run_query(create(relation)) %}
+        {% elif target.type == 'cdc_spark' and adapter.cdc_first_time_in_process('properties:' ~ relation) %}
+            {#- A table made by an earlier version gets the properties too; once per process. -#}
+            {% do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ cdc_merge.bookkeeping_table_properties() ~ ')') %}
         {% endif %}
     {% endfor %}
 {% endmacro %}

@@ -4,6 +4,8 @@
                                  (python_jobs/run_locks.py), so both never insert the same new key
     enter_large_batch            with dbt --threads, one mirror with a large chunk at a time in this
                                  process (python_jobs/apply/large_batch_gate.py); unlock_mirror ends it
+    delete_from_shared_table     maintenance's trims of the offsets and runs tables: one at a time in
+                                 this process, run again when another writer's commit won
     try_lock_raw_table / unlock_raw_table
                                  maintenance writes the raw table only while no landing does: two
                                  processes committing to one Iceberg table of the Hadoop catalog at
@@ -46,6 +48,16 @@
 {% macro unlock_raw_table(raw_relation) %}
     {% if target.type == 'cdc_spark' %}
         {% do adapter.cdc_unlock_table(raw_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro delete_from_shared_table(table, sql) %}
+    {#- sql, a DELETE by predicate from a table the mirrors share: one at a time, again after a lost commit race. -#}
+    {% if target.type == 'cdc_spark' %}
+        {% do adapter.cdc_delete_from_shared_table(table | string, sql) %}
+    {% else %}
+        {% do run_query(sql) %}
     {% endif %}
 {% endmacro %}
 

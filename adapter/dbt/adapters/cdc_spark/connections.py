@@ -19,9 +19,9 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
+from python_jobs.commit_race import lost_commit_race
+
 logger = AdapterLogger("cdc_spark")
-# Iceberg's optimistic commits: another writer committed first, and this statement committed nothing.
-_LOST_COMMIT_RACE = ("CommitFailedException", "ValidationException", "Cannot fast-forward", "CommitStateUnknownException")
 
 # What Spark's Thrift server describes a statement without rows with (DDL, INSERT, MERGE): one
 # string column "Result" (SparkExecuteStatementOperation), whose row set then has no columns.
@@ -168,7 +168,7 @@ def engine_error_message(error: BaseException) -> "str | None":
     origin = getattr(error, "_origin", None)
     if origin is not None:
         message = java_error_message(origin)
-        if any(marker in message for marker in _LOST_COMMIT_RACE):
+        if lost_commit_race(message):
             return message
     return None
 
@@ -181,7 +181,7 @@ def java_error_message(java: Any) -> str:
         lines.append(str(cause.toString()))
         cause = cause.getCause()
     message = "\n  caused by: ".join(lines)
-    if any(marker in message for marker in _LOST_COMMIT_RACE):
+    if lost_commit_race(message):
         message += (
             "\nAnother run committed to the same table at the same moment and this statement's commit lost "
             "(Iceberg's optimistic commit check). Nothing of this statement was committed and the mirror's "

@@ -2,18 +2,26 @@
 writes the raw table only while no landing does, and the named crash points
 (python_jobs/run_locks.py, python_jobs/crash_points.py, RELIABILITY.md). A mixin of CdcSparkAdapter."""
 
+import threading
 from typing import Any, Dict, List, Optional
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import run_state
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
-from python_jobs import crash_points, run_locks
+from python_jobs import commit_race, crash_points, run_locks
 from python_jobs.apply.large_batch_gate import GATE
+
+logger = AdapterLogger("cdc_spark")
+
+# Deletes from a shared table that threads of this process run one at a time, by table.
+_SERIALIZED: Dict[str, threading.Lock] = {}
+_SERIALIZED_GUARD = threading.Lock()
 
 
 class RunGuardMethods(metaclass=AdapterMeta):
@@ -61,6 +69,20 @@ class RunGuardMethods(metaclass=AdapterMeta):
         warehouse = self._warehouse()
         if warehouse is not None:
             run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
+
+    @available
+    def cdc_delete_from_shared_table(self, table: str, sql: str) -> str:
+        """A DELETE by predicate from a table the mirrors share (maintenance's trims of the offsets and
+        runs tables): one at a time in this process, since two such rewrites of the same files
+        committed at once fail the second, and run again when it loses the commit race to an append
+        (python_jobs/commit_race.py)."""
+        with _SERIALIZED_GUARD:
+            lock = _SERIALIZED.setdefault(table, threading.Lock())
+        with lock:
+            retried = commit_race.run_idempotent(lambda statement: self.execute(statement), sql)
+        if retried:
+            logger.info(f"cdc_merge {table}: a delete ran {retried + 1} times (another writer committed meanwhile)")
+        return ""
 
     @available
     def cdc_try_lock_table(self, table: str) -> bool:
