@@ -83,15 +83,29 @@
 {% macro upgrade_runs_table(relation) %}
     {#-
         A cdc_merge_runs made before the newer columns gets them, checked once per process (a warm
-        cdc-run process checks once). Only a table the invocation found (dbt's relation cache): one
-        created since has them all.
+        cdc-run process checks once; on adapters without the plugin's state, every run). Only a
+        table the invocation found (dbt's relation cache): one created since has them all.
     -#}
-    {% if not adapter.cdc_first_time_in_process('runs-columns:' ~ relation)
+    {% if not cdc_merge.first_time_in_process('runs-columns:' ~ relation)
         or adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
         {{ return(none) }}
     {% endif %}
-    {% set present = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list %}
+    {#- In dbt's own SparkSession from Iceberg's metadata, without a statement. -#}
+    {% set names = adapter.cdc_column_names(relation) if cdc_merge.in_process_session() else none %}
+    {% if names is none %}
+        {% set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | list %}
+    {% endif %}
+    {% set present = names | map('lower') | list %}
     {% for column, data_type in cdc_merge.runs_columns_added() if column not in present %}
         {% do run_query(cdc_merge.add_column_sql(relation, column, data_type)) %}
     {% endfor %}
+{% endmacro %}
+
+
+{% macro first_time_in_process(key) %}
+    {#- True for the first caller with this key in this process (run_state.py); always on adapters without the plugin's state. -#}
+    {% if target.type not in ['cdc_spark', 'cdc_databend'] %}
+        {{ return(true) }}
+    {% endif %}
+    {{ return(adapter.cdc_first_time_in_process(key)) }}
 {% endmacro %}

@@ -161,6 +161,12 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return run_state.table_loads(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
+    def cdc_column_names(self, relation: BaseRelation) -> Optional[List[str]]:
+        """The Iceberg table's column names, from its metadata in the JVM (no statement); None when it cannot be loaded."""
+        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        return run_state.column_names(spark, f"{relation.schema}.{relation.identifier}")
+
+    @available
     def cdc_current_snapshot(self, relation: BaseRelation) -> Optional[str]:
         """The Iceberg table's current snapshot id, from its metadata in the JVM (no statement)."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)

@@ -275,6 +275,18 @@ def table_loads(spark: Any, table: str) -> bool:
     return True
 
 
+def column_names(spark: Any, table: str) -> Optional[List[str]]:
+    """The table's column names from its Iceberg schema (no statement); None when it cannot be loaded."""
+    try:
+        iceberg_table = _refreshed_table(spark, table)
+    except Exception:  # noqa: BLE001 - dropped or not created yet: the caller asks by SQL
+        return None
+    if iceberg_table is None:
+        return None
+    columns = iceberg_table.schema().columns()
+    return [str(columns.get(index).name()) for index in range(columns.size())]
+
+
 def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
     None when the table cannot be loaded (not created yet)."""
