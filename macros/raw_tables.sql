@@ -3,13 +3,28 @@
     columns as StructType constants; tests/test_landing.py checks they agree.
 #}
 
+{#
+    dbt run-operation create_raw_tables: the raw log and quarantine table of every cdc_landing model
+    of the project, for a standalone landing job (cdc-land) that writes them before any dbt run.
+#}
 {% macro create_raw_tables() %}
-    {% set raw_events = ref('raw_events') %}
-    {% set quarantine = source('cdc_raw', 'quarantine') %}
-    {% do run_query(cdc_merge.create_schema_if_missing(raw_events)) %}
-    {% do run_query(cdc_merge.raw_events_ddl(raw_events)) %}
-    {% do run_query(cdc_merge.quarantine_ddl(quarantine)) %}
-    {{ log('cdc_merge: raw tables ready: ' ~ raw_events ~ ', ' ~ quarantine, info=True) }}
+    {% set landing_models = [] %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_landing' %}
+        {% do landing_models.append(node) %}
+    {% endfor %}
+    {% if landing_models | length == 0 %}
+        {% do exceptions.raise_compiler_error("create_raw_tables: the project has no enabled model with materialized='cdc_landing' (the landing model, e.g. models/landing/raw_events.py; docs/your_project.md).") %}
+    {% endif %}
+    {% for node in landing_models %}
+        {% set raw_events = ref(node.package_name, node.name) %}
+        {% set quarantine_table = node.config.get('quarantine_table') or (raw_events.schema ~ '.quarantine') %}
+        {% set quarantine = api.Relation.create(database=raw_events.database, schema=quarantine_table.split('.')[0], identifier=quarantine_table.split('.')[1], type='table') %}
+        {% do run_query(cdc_merge.create_schema_if_missing(raw_events)) %}
+        {% do run_query(cdc_merge.raw_events_ddl(raw_events)) %}
+        {% do run_query(cdc_merge.create_schema_if_missing(quarantine)) %}
+        {% do run_query(cdc_merge.quarantine_ddl(quarantine)) %}
+        {{ log('cdc_merge: raw tables ready: ' ~ raw_events ~ ', ' ~ quarantine, info=True) }}
+    {% endfor %}
 {% endmacro %}
 
 

@@ -21,7 +21,7 @@
     {% do run_query(cdc_merge.quarantine_ddl(cfg.quarantine_relation)) %}
 
     {% call statement('main', language='python') -%}
-        {{ cdc_merge.cdc_landing_python(compiled_code) }}
+        {{ cdc_merge.cdc_landing_python(compiled_code, cfg) }}
     {%- endcall %}
 
     {{ run_hooks(post_hooks) }}
@@ -30,8 +30,10 @@
 {% endmaterialization %}
 
 
-{% macro cdc_landing_python(compiled_code) -%}
+{% macro cdc_landing_python(compiled_code, cfg) -%}
 {{ compiled_code }}
+# --- cdc_landing: the settings as validated, defaults included (config_dict is dbt's, above). --- #
+config_dict.update({"landing_config": {{ tojson(cfg.landing_config) }}, "quarantine_table": {{ tojson(cfg.quarantine_table) }}})
 # --- cdc_landing: run the model; it appends to {{ this }} itself. --- #
 from python_jobs.landing.land import LandingSummary
 

@@ -21,18 +21,20 @@
         ) %}
     {% endif %}
 
-    {% set landing_config = config.get('landing_config') %}
+    {#- Defaults for a project that installs cdc_merge as a package (docs/your_project.md). -#}
+    {% set landing_config = config.get('landing_config') or var('cdc_merge_landing_config', 'landing.yml') %}
     {% if landing_config is not string or landing_config | trim | length == 0 %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "set landing_config to the landing YAML (relative to where dbt runs), e.g. +landing_config: landing.yml in dbt_project.yml.") %}
     {% endif %}
 
-    {% set quarantine_table = config.get('quarantine_table') %}
+    {% set quarantine_table = config.get('quarantine_table') or (this.schema ~ '.quarantine') %}
     {% if quarantine_table is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$', quarantine_table) %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "set quarantine_table to schema.table for lines that are not events, e.g. cdc_raw.quarantine (got " ~ quarantine_table ~ ").") %}
     {% endif %}
 
     {{ return({
         'landing_config': landing_config,
+        'quarantine_table': quarantine_table,
         'quarantine_relation': api.Relation.create(
             database=this.database,
             schema=quarantine_table.split('.')[0],
