@@ -117,17 +117,17 @@ def model_yaml(table: SourceTable) -> str:
         f"  - name: {table.model_name}",
         f"    description: Mirror of {table.qualified}.",
         "    data_tests:",
-        "      - cdc_mirror_matches_log:",
+        "      - cdc_merge.cdc_mirror_matches_log:",
         "          arguments:",
         f"            source_table: {table.qualified}",
         "            raw_relation: ref('raw_events')",
-        "      - cdc_unmapped_columns:",
+        "      - cdc_merge.cdc_unmapped_columns:",
         "          arguments:",
         f"            source_table: {table.qualified}",
         "            raw_relation: ref('raw_events')",
     ]
     if len(table.primary_key) > 1:
-        lines += ["      - cdc_unique_combination:", "          arguments:", f"            columns: [{', '.join(table.primary_key)}]"]
+        lines += ["      - cdc_merge.cdc_unique_combination:", "          arguments:", f"            columns: [{', '.join(table.primary_key)}]"]
     lines.append("    columns:")
     for column in table.columns:
         lines.append(f"      - name: {column.name}")
@@ -219,12 +219,29 @@ def write(tables: Sequence[SourceTable], out: Path, yaml_file: Path | None, over
     return written
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="cdc-scaffold", description=__doc__.split("\n\n")[0])
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The source catalog's options, shared with cdc-init."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--postgres", metavar="DSN", help="libpq connection string of the source database")
     source.add_argument("--mysql", metavar="USER@HOST:PORT", help="MySQL/MariaDB server (password from MYSQL_PWD)")
     parser.add_argument("--tables", required=True, help="comma-separated schema.table (database.table) names")
+
+
+def source_tables(args: argparse.Namespace) -> list[SourceTable]:
+    """The tables named by add_source_arguments' options, read from the source's information_schema."""
+    names = [name.strip() for name in args.tables.split(",") if name.strip()]
+    if args.postgres:
+        return postgres_tables(args.postgres, names)
+    match = re.fullmatch(r"(?:([^@]+)@)?([^:]+)(?::(\d+))?", args.mysql)
+    if match is None:
+        raise ScaffoldError(f"--mysql {args.mysql!r} is not USER@HOST:PORT")
+    return mysql_tables(match.group(2), int(match.group(3) or 3306), match.group(1) or "root",
+                        os.environ.get("MYSQL_PWD", ""), names)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="cdc-scaffold", description=__doc__.split("\n\n")[0])
+    add_source_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("models/mirrors"), help="folder of the model files")
     parser.add_argument("--yaml", type=Path, help="append the models' YAML to this file instead of printing it")
     parser.add_argument("--overwrite", action="store_true", help="replace model files that exist")
@@ -233,16 +250,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    names = [name.strip() for name in args.tables.split(",") if name.strip()]
     try:
-        if args.postgres:
-            tables = postgres_tables(args.postgres, names)
-        else:
-            match = re.fullmatch(r"(?:([^@]+)@)?([^:]+)(?::(\d+))?", args.mysql)
-            if match is None:
-                raise ScaffoldError(f"--mysql {args.mysql!r} is not USER@HOST:PORT")
-            tables = mysql_tables(match.group(2), int(match.group(3) or 3306), match.group(1) or "root",
-                                  os.environ.get("MYSQL_PWD", ""), names)
+        tables = source_tables(args)
         written = write(tables, args.out, args.yaml, args.overwrite)
     except ScaffoldError as error:
         print(f"cdc-scaffold: {error}", file=sys.stderr)

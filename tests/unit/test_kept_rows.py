@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from dbt.adapters.cdc_spark.kept_rows import OFFSET, RUN, KeptRow, KeptRows, grouped, mirrors_to_release
@@ -48,6 +50,30 @@ def test_rows_of_an_earlier_invocation_are_taken_by_the_next_one_and_its_own_sta
 
     assert [r.target_table for r in earlier] == ["m.a"]
     assert [r.target_table for r in kept.take_all()] == ["m.b"]
+
+
+def test_a_reader_waits_until_rows_taken_by_another_thread_are_written():
+    kept = KeptRows()
+    kept.keep(row(OFFSET, target="m.a"))
+    assert kept.wait_for_writes(timeout=0)  # nothing taken: no wait
+    assert len(kept.take_all()) == 1
+
+    assert not kept.wait_for_writes(timeout=0.01)  # taken, not yet written
+    writer = threading.Timer(0.05, kept.written)
+    writer.start()
+    assert kept.wait_for_writes(timeout=5)
+    writer.join()
+
+
+def test_an_empty_take_leaves_nothing_to_wait_for_and_the_invocations_end_forgets_a_failed_writer():
+    kept = KeptRows()
+    assert kept.take_all() == [] and kept.take_earlier("i2") == []
+    assert kept.wait_for_writes(timeout=0)
+
+    kept.keep(row(OFFSET, invocation="i1"))
+    assert kept.take_earlier("i2")
+    kept.forget_writes()
+    assert kept.wait_for_writes(timeout=0)
 
 
 def test_an_unknown_kind_is_refused():

@@ -9,6 +9,7 @@
 
 {% test cdc_cut_lag_within(model, max_cut_lag_seconds, offsets_schema=none) %}
 
+{%- do cdc_merge.write_kept_rows_for_readers() %}
 {%- set runs = api.Relation.create(schema=offsets_schema or model.schema, identifier='cdc_merge_runs', type='table') %}
 
 with

@@ -11,6 +11,7 @@
 
 {% test cdc_lag_within(model, max_lag_seconds, source_table=none, raw_relation=none, offsets_schema=none) %}
 
+{%- do cdc_merge.write_kept_rows_for_readers() %}
 {%- set runs = api.Relation.create(schema=offsets_schema or model.schema, identifier='cdc_merge_runs', type='table') %}
 
 with

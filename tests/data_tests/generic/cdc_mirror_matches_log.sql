@@ -13,6 +13,7 @@
 
 {% test cdc_mirror_matches_log(model, source_table, raw_relation, deletes='hard', offsets_schema=none) %}
 
+{%- do cdc_merge.write_kept_rows_for_readers() %}
 {%- set log = namespace(relation=raw_relation) %}
 {%- if execute %}
     {%- set offsets = adapter.get_relation(database=none, schema=offsets_schema or model.schema, identifier='cdc_merge_offsets') %}

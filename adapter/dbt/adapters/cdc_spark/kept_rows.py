@@ -46,6 +46,10 @@ class KeptRows:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: List[KeptRow] = []
+        # Rows taken and not yet written: a reader of the offsets (a data test under `dbt build`)
+        # waits for them, or it would see a finished mirror's older offset.
+        self._written = threading.Condition(self._lock)
+        self._in_flight = 0
 
     def keep(self, row: KeptRow) -> None:
         if row.kind not in (OFFSET, RUN):
@@ -58,12 +62,31 @@ class KeptRows:
         with self._lock:
             earlier = [row for row in self._rows if row.invocation_id != invocation_id]
             self._rows = [row for row in self._rows if row.invocation_id == invocation_id]
+            self._in_flight += bool(earlier)
             return earlier
 
     def take_all(self) -> List[KeptRow]:
+        """Every row, to be written now; the taker calls written() once it has (or has failed to)."""
         with self._lock:
             rows, self._rows = self._rows, []
+            self._in_flight += bool(rows)
             return rows
+
+    def written(self) -> None:
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+            self._written.notify_all()
+
+    def wait_for_writes(self, timeout: float) -> bool:
+        """Until every taken row is written; False when timeout passed first."""
+        with self._lock:
+            return self._written.wait_for(lambda: self._in_flight == 0, timeout)
+
+    def forget_writes(self) -> None:
+        """At the invocation's end: a taker that failed before writing waits for nothing any more."""
+        with self._lock:
+            self._in_flight = 0
+            self._written.notify_all()
 
     def holds_offset(self, target_table: str) -> bool:
         """Whether an offset row of this mirror waits to be written (its lock is kept until then)."""

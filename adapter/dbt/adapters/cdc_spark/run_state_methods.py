@@ -16,6 +16,8 @@ from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 from python_jobs import run_locks
 
 logger = AdapterLogger("cdc_spark")
+# How long a data test waits for another thread to finish writing the rows it took (one INSERT each).
+_WAIT_FOR_KEPT_ROWS_SECONDS = 120
 
 
 class RunStateMethods(metaclass=AdapterMeta):
@@ -85,6 +87,17 @@ class RunStateMethods(metaclass=AdapterMeta):
         return _to_write(run_state.STATE.rows_left_unwritten(invocation_id))
 
     @available
+    def cdc_kept_rows_for_readers(self) -> Dict[str, Any]:
+        """Before a data test reads offsets or runs rows: the rows of the mirrors that have finished
+        (a row is kept only when its mirror ends), so `dbt build`'s tests of a mirror see its run while
+        other mirrors of the invocation still apply."""
+        kept = run_state.STATE.kept
+        if not kept.wait_for_writes(timeout=_WAIT_FOR_KEPT_ROWS_SECONDS):
+            logger.warning("cdc_merge: another thread's offsets and runs rows were not written within "
+                           f"{_WAIT_FOR_KEPT_ROWS_SECONDS} s; this test may see a mirror's previous run")
+        return _to_write(kept.take_all())
+
+    @available
     def cdc_kept_rows_to_write(self, invocation_id: str, selected: List[str], nodes: Dict[str, Any]) -> Dict[str, Any]:
         """At a mirror's end: every kept row when it is the last mirror of the invocation to finish."""
         return _to_write(run_state.STATE.rows_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes)))
@@ -103,6 +116,7 @@ class RunStateMethods(metaclass=AdapterMeta):
             logger.warning(f"cdc_merge: the offsets and runs rows of this run were not written ({error}); "
                            "the next run applies their mirrors' events again, which changes nothing")
         finally:
+            run_state.STATE.kept.forget_writes()
             run_locks.release_all()
             super().cleanup_connections()
 
@@ -114,6 +128,7 @@ class RunStateMethods(metaclass=AdapterMeta):
             for sql in statements:
                 self.execute(sql)
         finally:
+            run_state.STATE.kept.written()
             for target_table in release:
                 self.cdc_release_mirror(target_table)
         return ""

@@ -1,0 +1,158 @@
+"""A project of its own: cdc-init writes it, `dbt deps` installs this repository as a package with
+`local:`, the real capture and landing feed it, `dbt build` applies and tests it; as a new user types
+the commands, in processes of their own, reading nothing outside the new folder and this clone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from postgres_server import start_postgres
+from python_jobs.scaffold import SourceColumn, SourceTable
+from python_jobs.starter import init
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SOURCE_SCHEMA = """
+create schema shop;
+create table shop.customers (id int primary key, name text, tier smallint);
+create table shop.order_lines (order_id int, line_no int, sku text, qty int, price numeric(10,2),
+    primary key (order_id, line_no));
+insert into shop.customers values (1, 'Ada', 1), (2, 'Grace', 2), (3, 'Edsger', 1);
+insert into shop.order_lines values (10, 1, 'a', 2, 1.50), (10, 2, 'b', 1, 20.00), (11, 1, 'c', 5, 0.99);
+"""
+MIRRORED_ROWS = """
+select 'shop.customers' as source, to_json(named_struct('id', id, 'name', name, 'tier', tier)) as image
+from mirror.shop_customers
+union all
+select 'shop.order_lines', to_json(named_struct('order_id', order_id, 'line_no', line_no, 'sku', sku, 'qty', qty,
+    'price', cast(price as string)))
+from mirror.shop_order_lines
+"""
+CHANGES = """
+update shop.customers set tier = 3, name = 'Ada L.' where id = 1;
+delete from shop.customers where id = 2;
+insert into shop.customers values (4, 'Barbara', 2);
+update shop.order_lines set qty = 7 where order_id = 10 and line_no = 2;
+delete from shop.order_lines where order_id = 11;
+insert into shop.order_lines values (12, 1, 'd', 1, 3.25);
+"""
+
+
+@pytest.fixture
+def postgres():
+    directory = Path(tempfile.mkdtemp(prefix="cdc-merge-starter-"))
+    server = start_postgres(directory)
+    yield server
+    server.stop()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def run(command: list[str], cwd: Path, home: Path) -> str:
+    """A command as a user types it: its own process, a clean environment, this venv's bin on PATH."""
+    environment = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "TZ": "UTC",
+                   "DBT_PROFILES_DIR": str(cwd), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    if "JAVA_HOME" in os.environ:
+        environment["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    result = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+    return result.stdout
+
+
+def source_rows(server) -> list[tuple]:
+    connection = server.connect()
+    with connection.cursor() as cursor:
+        cursor.execute("select 'shop.customers', id, name, tier from shop.customers")
+        rows = [tuple(row) for row in cursor.fetchall()]
+        cursor.execute("select 'shop.order_lines', order_id, line_no, sku, qty, price::text from shop.order_lines")
+        rows += [tuple(row) for row in cursor.fetchall()]
+    connection.close()
+    return rows
+
+
+def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(postgres, tmp_path):
+    connection = postgres.connect()
+    with connection.cursor() as cursor:
+        cursor.execute(SOURCE_SCHEMA)
+    connection.commit()
+    project, home = tmp_path / "my_shop", tmp_path / "home"
+    home.mkdir()
+    tables = "shop.customers,shop.order_lines"
+
+    run(["cdc-init", str(project), "--postgres", postgres.dsn, "--tables", tables,
+         "--package-local", str(PROJECT_DIR)], tmp_path, home)
+    assert yaml.safe_load((project / "packages.yml").read_text()) == {"packages": [{"local": str(PROJECT_DIR)}]}
+    run(["dbt", "deps"], project, home)
+    capture = ["cdc-capture-postgres", "--dsn", postgres.dsn, "--tables", tables, "--slot", "my_shop",
+               "--out", "data/inbox", "--state", "data/capture-state.json"]
+    run(capture, project, home)  # the snapshot
+    run(["dbt", "build"], project, home)
+    with connection.cursor() as cursor:
+        cursor.execute(CHANGES)
+    connection.commit()
+    connection.close()
+    run(capture, project, home)  # the changes
+    run(["dbt", "build"], project, home)
+
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    ran = {result["unique_id"]: result["status"] for result in results}
+    assert {uid for uid in ran if uid.startswith("model.")} == {
+        "model.my_shop.raw_events", "model.my_shop.shop_customers", "model.my_shop.shop_order_lines"}
+    assert all(status in ("success", "pass") for status in ran.values()), ran
+    assert sum(uid.startswith("test.my_shop.") and "cdc_mirror_matches_log" in uid for uid in ran) == 2
+
+    # Read back as a user would, with dbt show in the project (the warehouse's paths are relative to it).
+    shown = run(["dbt", "--quiet", "show", "--output", "json", "--limit", "1000", "--inline", MIRRORED_ROWS],
+                project, home)
+    mirrored = sorted((row["source"], *json.loads(row["image"]).values()) for row in json.loads(shown)["show"])
+    assert mirrored == sorted(source_rows(postgres))
+
+    # Nothing outside the new folder and this clone: every file dbt parsed is under one of them.
+    manifest = json.loads((project / "target" / "manifest.json").read_text())
+    for node in [*manifest["nodes"].values(), *manifest["macros"].values()]:
+        if node["package_name"] in ("my_shop", "cdc_merge"):
+            path = (project / node["original_file_path"]) if node["package_name"] == "my_shop" else (
+                project / "dbt_packages" / "cdc_merge" / node["original_file_path"])
+            assert path.resolve().is_relative_to(project) or path.resolve().is_relative_to(PROJECT_DIR), path
+
+
+def test_the_tests_read_nothing_outside_the_clone():
+    """The fixtures live in the repository (tests/fixtures/SOURCES.md); no test reads a sibling folder."""
+    sibling = "shared" + "/fixtures"  # spelled apart, so that this file does not name it
+    outside = [path.name for path in PROJECT_DIR.glob("**/*.py") if ".venv" not in path.parts
+               and sibling in path.read_text(errors="replace")]
+    assert outside == []
+    assert (PROJECT_DIR / "tests" / "fixtures" / "SOURCES.md").is_file()
+
+
+def test_the_starter_writes_a_project_in_the_demo_projects_shape(tmp_path):
+    table = SourceTable("shop", "items", (SourceColumn("id", "bigint", 64, 0), SourceColumn("name", "text", None, None)),
+                        ("id",))
+    files = init.project_files("my_shop", "local: '/src/cdc_merge'", [table], "/jars/iceberg.jar")
+    assert (files["models/landing/raw_events.py"]
+            == (PROJECT_DIR / "models" / "landing" / "raw_events.py").read_text())
+    assert yaml.safe_load(files["landing.yml"])["tables"] == {"shop.items": {"key": ["id"]}}
+    profile = yaml.safe_load(files["profiles.yml"])["my_shop"]["outputs"]
+    ours = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())["cdc_merge"]["outputs"]
+    # The starter's targets are this project's, but for where the Iceberg jar is.
+    starter_local = dict(profile["local"]["server_side_parameters"], **{"spark.jars": None})
+    assert starter_local == dict(ours["local"]["server_side_parameters"], **{"spark.jars": None})
+    assert "/jars/iceberg.jar" in profile["local"]["server_side_parameters"]["spark.jars"]
+    assert profile["databend"] == ours["databend_local"]
+    assert {path for path in files if path.startswith("models/mirrors/")} == {
+        "models/mirrors/shop_items.sql", "models/mirrors/_mirrors__models.yml"}
+
+    init.write_project(tmp_path / "p", files)
+    with pytest.raises(init.ScaffoldError, match="not empty"):
+        init.write_project(tmp_path / "p", files)
+    assert init.main([str(tmp_path / "cdc_merge"), "--postgres", "x", "--tables", "a.b"]) == 2
+    assert init.main([str(tmp_path / "q"), "--postgres", "x", "--tables", "a.b", "--package-local",
+                      str(tmp_path)]) == 2
