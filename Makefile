@@ -2,6 +2,7 @@
 # make cluster-up / cluster-down / cluster-status: a Spark standalone cluster on this machine for the
 #   `cluster` profile target (cdc-cluster, python_jobs/cluster/); make cluster-demo: the demo on one.
 # make test: pytest (Spark, Iceberg, dbt) and sqlfluff lint.
+# make wheel: dist/cdc_merge-<version>-py3-none-any.whl, jars included, for your own project (docs/your_project.md).
 # Both create .venv first from pyproject.toml.
 
 PYTHON ?= python3.11
@@ -27,11 +28,15 @@ DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libp
 # Logs, pids, chosen ports, the catalog database and the warehouse of `make cluster-up`.
 CLUSTER_DIR ?= $(CURDIR)/cluster
 
-.PHONY: demo test lint pytest venv jvm javac check-java test-dbs clean reliability cluster-up cluster-down cluster-status cluster-demo
+.PHONY: demo test lint pytest venv jvm wheel javac check-java test-dbs clean reliability cluster-up cluster-down cluster-status cluster-demo
 
 venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
 
 jvm: $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
+
+wheel: venv
+	rm -rf dist && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	@ls dist/*.whl
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
@@ -110,4 +115,4 @@ lint: venv
 test: pytest lint
 
 clean:
-	rm -rf build warehouse data target logs dbt_packages .pytest_cache
+	rm -rf build dist warehouse data target logs dbt_packages .pytest_cache

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,38 @@ def test_the_starter_writes_a_project_in_the_demo_projects_shape(tmp_path):
     assert init.main([str(tmp_path / "cdc_merge"), "--postgres", "x", "--tables", "a.b"]) == 2
     assert init.main([str(tmp_path / "q"), "--postgres", "x", "--tables", "a.b", "--package-local",
                       str(tmp_path)]) == 2
+
+
+def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tmp_path):
+    """pip install of the built wheel is all the Python side needs: nothing is read from this checkout."""
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(PROJECT_DIR / "pyproject.toml", source)
+    for name in ("python_jobs", "devtools", "adapter"):
+        shutil.copytree(PROJECT_DIR / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "-w", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("cdc_merge-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("python_jobs/jars/cdc-merge-parsers.jar", "dbt/adapters/cdc_spark/jars/cdc-merge-iceberg.jar",
+                   "dbt/include/cdc_spark/dbt_project.yml", "dbt/include/cdc_databend/dbt_project.yml",
+                   "python_jobs/starter/templates/profiles.yml", "python_jobs/landing/land.py",
+                   "devtools/databend_local/__main__.py"):
+        assert needed in names, needed
+    (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+    commands = zipfile.ZipFile(wheel).read(entry_points).decode()
+    for command in ("cdc-init", "cdc-land", "cdc-run", "cdc-scaffold", "cdc-capture-postgres", "cdc-capture-mysql",
+                    "cdc-cluster", "cdc-generate-demo"):
+        assert f"{command} =" in commands, command
+
+    installed = tmp_path / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(installed),
+                    str(wheel)], check=True, capture_output=True)
+    # Without site-packages (-S), so that the checkout's editable install cannot answer instead.
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import python_jobs; from python_jobs.starter import init;"
+              "assert python_jobs.__file__.startswith(sys.argv[1]), python_jobs.__file__;"
+              "print(len(init.project_files('my_shop', \"local: '/x'\", [], '/iceberg.jar')))")
+    result = subprocess.run([sys.executable, "-S", "-c", script, str(installed)], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == len(init.PROJECT_FILES) + 1  # and the mirrors' YAML
