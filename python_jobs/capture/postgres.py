@@ -21,7 +21,9 @@ import argparse
 import json
 import logging
 import re
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,8 @@ from python_jobs.capture.output import (
     run_command,
     write_state,
 )
-from python_jobs.capture.postgres_events import CONNECTOR, change_events, lsn_text, transactions
+from python_jobs.capture.postgres_events import CONNECTOR, Transaction, change_events, lsn_text, transactions
+from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.formats.wal2json import json_value, parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
@@ -57,7 +60,9 @@ class CaptureConfig:
     state: Path
     max_changes_per_file: int = 10_000
     follow: bool = False
-    poll_seconds: float = 1.0
+    # With follow: the longest a received change waits before its file is written; a progress line's interval.
+    max_wait_seconds: float = 1.0
+    progress_seconds: float = 5.0
 
 
 class PostgresCapture:
@@ -175,6 +180,12 @@ class PostgresCapture:
             "add-tables", ",".join(self.config.tables),
         ]
 
+    def follow(self, stop: threading.Event) -> None:
+        """Stream the slot's changes until stop is set (postgres_stream.py)."""
+        options = dict(zip(self._decoding_options()[::2], self._decoding_options()[1::2]))
+        PostgresStream(self, {**options, "include-xids": "true"}, self.config.max_wait_seconds,
+                       self.config.progress_seconds, stop).run()
+
     def stream_once(self) -> int:
         """Move one file's worth of whole transactions from the slot to a file; returns how many."""
         options = self._decoding_options()
@@ -187,24 +198,7 @@ class PostgresCapture:
             peeked = list(transactions(cursor.fetchall()))
         if not peeked:
             return 0
-        # A capture stopped between its file and the slot's confirm sees these transactions again.
-        written_through = parse_lsn(self.state["written_lsn"]) if self.state.get("written_lsn") else 0
-        unwritten = [tx for tx in peeked if tx.commit_lsn > written_through]
-        processed_ms = int(time.time() * 1000)
-        # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
-        self.table_columns = self._table_columns()
-        names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
-        events = [event for tx in unwritten for event in change_events(tx, self.database, names, processed_ms)]
-        last_commit = peeked[-1].commit_lsn
-        if events:
-            first = events[0]["source"]["lsn"]
-            self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
-            self.summary.files += 1
-            self.summary.events += change_event_count(events)
-        if unwritten:
-            self.write_state({**self.state, "written_lsn": lsn_text(last_commit)})
-        self.summary.transactions += len(unwritten)
-        crash_points.crash_point("capture-before-confirm")
+        last_commit = self.write_transactions(peeked)
         # Only now, with the file on disk, may the slot forget these transactions.
         with self.connection.cursor() as cursor:
             cursor.execute(
@@ -212,6 +206,30 @@ class PostgresCapture:
                 (self.config.slot, lsn_text(last_commit), *options),
             )
         return len(peeked)
+
+    def write_transactions(self, committed: list[Transaction], following: dict | None = None) -> int:
+        """The transactions not yet in a file, as one durable file, recorded in the state; returns the
+        last commit's LSN, which the caller may then confirm to the slot (and not before)."""
+        # A capture stopped between its file and the slot's confirm sees these transactions again.
+        written_through = parse_lsn(self.state["written_lsn"]) if self.state.get("written_lsn") else 0
+        unwritten = [tx for tx in committed if tx.commit_lsn > written_through]
+        processed_ms = int(time.time() * 1000)
+        # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
+        self.table_columns = self._table_columns()
+        names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
+        events = [event for tx in unwritten for event in change_events(tx, self.database, names, processed_ms)]
+        last_commit = committed[-1].commit_lsn
+        if events:
+            first = events[0]["source"]["lsn"]
+            self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
+            self.summary.files += 1
+            self.summary.events += change_event_count(events)
+        if unwritten:
+            # following: a streaming capture's figures (postgres_stream.StreamProgress), for whoever watches it.
+            self.write_state({**self.state, "written_lsn": lsn_text(last_commit), **({"following": following} if following else {})})
+        self.summary.transactions += len(unwritten)
+        crash_points.crash_point("capture-before-confirm")
+        return last_commit
 
     def write_state(self, state: dict) -> None:
         write_state(self.config.state, state)
@@ -237,7 +255,7 @@ def run(config: CaptureConfig) -> CaptureSummary:
 
     try:
         return _run(config)
-    except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+    except (psycopg2.DatabaseError, psycopg2.InterfaceError) as error:
         where = f"PostgreSQL ({dsn_without_secrets(config.dsn)})"
         # An error the server sent has its SQLSTATE; a broken connection has none.
         if getattr(error, "pgcode", None):
@@ -263,17 +281,25 @@ def _run(config: CaptureConfig) -> CaptureSummary:
                 f"replication slot {config.slot} is gone, so changes since the last capture are lost to it: "
                 f"remove {config.state} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
             )
-        while True:
-            if capture.stream_once():
-                continue
-            if not config.follow:
-                break
-            time.sleep(config.poll_seconds)
+        if config.follow:
+            capture.follow(_stop_on_signals())
+        else:
+            while capture.stream_once():
+                pass
     finally:
         if not capture.connection.closed:
             capture.close()
     log.info("%s", capture.summary.line(f"slot {config.slot}"))
     return capture.summary
+
+
+def _stop_on_signals() -> threading.Event:
+    """Set by SIGTERM or SIGINT (in the main thread): the stream writes what it holds and stops."""
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    return stop
 
 
 def parse_args(argv: list[str] | None) -> CaptureConfig:
@@ -285,7 +311,10 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser.add_argument("--out", required=True, help="folder the landing job reads")
     parser.add_argument("--state", required=True, help="state file (snapshot done, slot)")
     parser.add_argument("--max-changes-per-file", type=int, default=10_000)
-    parser.add_argument("--follow", action="store_true", help="keep capturing; default: stop when caught up")
+    parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
+    parser.add_argument("--max-wait-seconds", type=float, default=1.0,
+                        help="with --follow: the longest a change waits before its file is written")
+    parser.add_argument("--progress-seconds", type=float, default=5.0, help="with --follow: seconds between progress lines")
     args = parser.parse_args(argv)
     tables = tuple(table.strip().lower() for table in args.tables.split(",") if table.strip())
     for table in tables:
@@ -298,9 +327,12 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
         parser.error("--slot: lower-case letters, digits and _ only, at most 63")
     if args.max_changes_per_file < 1:
         parser.error("--max-changes-per-file must be positive")
+    if args.max_wait_seconds <= 0 or args.progress_seconds <= 0:
+        parser.error("--max-wait-seconds and --progress-seconds must be positive")
     return CaptureConfig(
         dsn=args.dsn, tables=tables, slot=args.slot, out=Path(args.out), state=Path(args.state),
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
+        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds,
     )
 
 

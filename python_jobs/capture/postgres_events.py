@@ -32,23 +32,36 @@ class Transaction:
     changes: list[Mapping[str, Any]] = field(default_factory=list)
 
 
-def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
-    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
-    current: Transaction | None = None
-    for lsn, xid, data in rows:
-        change = json.loads(data, parse_float=str, parse_int=str)
+class TransactionAssembler:
+    """wal2json format-version 2 records, one at a time, into committed transactions."""
+
+    def __init__(self) -> None:
+        self.current: Transaction | None = None
+
+    def add(self, lsn: int, xid: int, change: Mapping[str, Any]) -> Transaction | None:
+        """The transaction this record commits (lsn: the commit's), else None."""
         action = change["action"]
         if action == "B":
-            current = Transaction(xid=xid)
+            self.current = Transaction(xid=xid)
         elif action == "C":
-            if current is None:
-                raise CaptureError(f"commit of transaction {xid} at {lsn} without its begin")
-            current.commit_lsn = parse_lsn(lsn)
-            current.commit_ts_ms = _commit_ms(change.get("timestamp"))
-            yield current
-            current = None
-        elif current is not None:
-            current.changes.append(change)
+            if self.current is None:
+                raise CaptureError(f"commit of transaction {xid} at {lsn_text(lsn)} without its begin")
+            committed, self.current = self.current, None
+            committed.commit_lsn = lsn
+            committed.commit_ts_ms = _commit_ms(change.get("timestamp"))
+            return committed
+        elif self.current is not None:
+            self.current.changes.append(change)
+        return None
+
+
+def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
+    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
+    assembler = TransactionAssembler()
+    for lsn, xid, data in rows:
+        committed = assembler.add(parse_lsn(lsn), xid, json.loads(data, parse_float=str, parse_int=str))
+        if committed is not None:
+            yield committed
 
 
 def _commit_ms(timestamp: str | None) -> int | None:
