@@ -7,10 +7,47 @@ import json
 import random
 import signal
 import time
+from dataclasses import dataclass
+from typing import Callable
 
-from test_capture_faults import capture, captured_ids, pg_args, pg_insert, pg_setup, postgres, wait_for  # noqa: F401
+import pytest
+
+from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtures
+    capture,
+    captured_ids,
+    mariadb,
+    my_args,
+    my_insert,
+    my_setup,
+    pg_args,
+    pg_insert,
+    pg_setup,
+    postgres,
+    wait_for,
+)
 
 FOLLOW = ["--max-wait-seconds", "0.3", "--progress-seconds", "0.5"]
+
+
+@dataclass(frozen=True)
+class Source:
+    command: str
+    setup: Callable
+    insert: Callable
+    args: Callable
+    name: str  # in the progress line
+
+
+SOURCES = {
+    "postgres": Source("postgres", pg_setup, pg_insert, pg_args, "slot faults"),
+    "mariadb": Source("mysql", my_setup, my_insert, my_args, "binlog 127.0.0.1"),
+}
+
+
+@pytest.fixture(params=sorted(SOURCES))
+def source(request):
+    server = request.getfixturevalue(request.param)
+    return SOURCES[request.param], server
 
 
 def events_by_position(out) -> dict[str, list[str]]:
@@ -20,20 +57,23 @@ def events_by_position(out) -> dict[str, list[str]]:
         for line in path.read_text().splitlines():
             event = json.loads(line)
             if "op" in event:
-                found.setdefault(str(event["source"]["lsn"]), []).append(json.dumps(
+                where = event["source"]
+                position = f"{where.get('lsn')}:{where.get('file')}:{where.get('pos')}:{where.get('row')}"
+                found.setdefault(position, []).append(json.dumps(
                     {key: event[key] for key in ("before", "after", "op")}, sort_keys=True))
     return found
 
 
-def test_postgres_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(postgres, tmp_path):
-    pg_setup(postgres, 10)
-    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
-    following = capture("postgres", *pg_args(postgres, tmp_path), *FOLLOW, follow=True)
+def test_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(source, tmp_path):
+    kind, server = source
+    kind.setup(server, 10)
+    assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
+    following = capture(kind.command, *kind.args(server, tmp_path), *FOLLOW, follow=True)
     try:
         waits = []
         for first in range(11, 111, 20):
             committed = time.monotonic()
-            pg_insert(postgres, first, first + 19)
+            kind.insert(server, first, first + 19)
             wait_for(lambda: first + 19 in captured_ids(tmp_path / "out"), timeout=30)
             waits.append(time.monotonic() - committed)
         time.sleep(1.2)  # a progress line's interval, twice
@@ -44,39 +84,40 @@ def test_postgres_follow_streams_each_commit_within_its_wait_and_stops_on_sigter
             following.kill()
     assert following.returncode == 0, stderr
     assert "Traceback" not in stderr
-    assert "following slot faults: 100 changes in 5 transactions" in stderr
-    assert "changes/s" in stderr and "bytes behind the server" in stderr
+    assert f"following {kind.name}" in stderr and ": 100 changes in 5 transactions" in stderr, stderr
+    assert "changes/s" in stderr and "behind the server" in stderr
     assert max(waits) < 5, waits  # each commit in a file within seconds (0.3 s wait, a busy machine)
     state = json.loads((tmp_path / "state.json").read_text())
     assert state["following"]["changes"] == 100 and state["following"]["transactions"] == 5
 
-    # Confirmed as it went: a catch-up run afterwards finds nothing to write again.
-    pg_insert(postgres, 111, 115)
-    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    # Recorded as it went: a catch-up run afterwards writes nothing again.
+    kind.insert(server, 111, 115)
+    assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
     assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 116))  # each once
 
 
-def test_postgres_follow_killed_at_random_points_loses_no_change(postgres, tmp_path):
-    pg_setup(postgres, 0)
-    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+def test_follow_killed_at_random_points_loses_no_change(source, tmp_path):
+    kind, server = source
+    kind.setup(server, 0)
+    assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
     chance = random.Random(7)
     inserted = 0
     for _ in range(4):
-        following = capture("postgres", *pg_args(postgres, tmp_path), *FOLLOW, follow=True)
+        following = capture(kind.command, *kind.args(server, tmp_path), *FOLLOW, follow=True)
         try:
             for _ in range(chance.randint(3, 8)):
-                pg_insert(postgres, inserted + 1, inserted + 50)
+                kind.insert(server, inserted + 1, inserted + 50)
                 inserted += 50
                 time.sleep(chance.uniform(0, 0.3))
             time.sleep(chance.uniform(0, 1.0))
         finally:
             following.kill()  # SIGKILL, wherever it is
             following.wait(timeout=30)
-    result = capture("postgres", *pg_args(postgres, tmp_path))  # the catch-up run takes the rest
+    result = capture(kind.command, *kind.args(server, tmp_path))  # the catch-up run takes the rest
     assert result.returncode == 0, result.stderr
 
     assert sorted(set(captured_ids(tmp_path / "out"))) == list(range(1, inserted + 1))
-    # A change is in a file twice only when a kill fell between its file and the confirm: then it
-    # is the same event (same position, same images), which the landing writes once.
+    # A change is in a file twice only when a kill fell between its file and the recorded position:
+    # then it is the same event (same position, same images), which the landing writes once.
     written = events_by_position(tmp_path / "out")
     assert all(len(set(texts)) == 1 for texts in written.values())

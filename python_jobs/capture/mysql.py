@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,12 @@ from python_jobs.capture.mysql_server import MysqlCapture, binlog_file_number
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
+    FollowProgress,
     change_event_count,
     lost_connection,
     read_state,
     run_command,
+    stop_on_signals,
     write_state,
 )
 
@@ -66,7 +69,9 @@ class CaptureConfig:
     server_id: int = 5_491
     max_changes_per_file: int = 10_000
     follow: bool = False
-    poll_seconds: float = 1.0
+    # With follow: the longest a received change waits before its file is written; a progress line's interval.
+    max_wait_seconds: float = 1.0
+    progress_seconds: float = 5.0
 
     @property
     def connection_settings(self) -> dict[str, Any]:
@@ -84,11 +89,17 @@ class _PendingFile:
         self.events: list[dict[str, Any]] = []
         self.transactions = 0
         self.end: tuple[str, int] | None = None
+        self.since: float | None = None  # when its first transaction came
+        self.newest_commit_ms: int | None = None
 
 
-def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int) -> tuple[str, int]:
-    """Write the binlog from a position to files; returns the position after the last commit."""
+def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int,
+           stop: threading.Event | None = None) -> tuple[str, int]:
+    """Write the binlog from a position to files; returns the position after the last commit.
+    With stop (--follow): block at the binlog's end, write a file at the latest max_wait_seconds after
+    its first transaction came, until stop is set (SIGTERM)."""
     pending = _PendingFile()
+    progress = FollowProgress()
 
     def flush() -> None:
         nonlocal binlog_file, position, pending
@@ -101,20 +112,34 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             capture.summary.files += 1
             capture.summary.events += change_event_count(pending.events)
         capture.summary.transactions += pending.transactions
+        progress.written(change_event_count(pending.events), pending.transactions, f"{pending.end[0]}:{pending.end[1]}",
+                         pending.newest_commit_ms)
         # Only now, with the file on disk, may capture move past these transactions.
         binlog_file, position = pending.end
         write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
-                                   "server_id": config.server_id})
+                                   "server_id": config.server_id, **({"following": progress.as_state()} if stop else {})})
         pending = _PendingFile()
 
-    for transaction, end_file, end_position in capture.transactions(binlog_file, position):
-        processed_ms = int(time.time() * 1000)
-        pending.events.extend(change_events(transaction, processed_ms))
-        pending.transactions += bool(transaction.changes)
-        pending.end = (end_file, end_position)
-        if len(pending.events) >= config.max_changes_per_file:
+    heartbeat = min(config.max_wait_seconds, 1.0) if stop is not None else None
+    for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
+        now = time.monotonic()
+        if transaction is not None:
+            pending.events.extend(change_events(transaction, int(time.time() * 1000)))
+            pending.transactions += bool(transaction.changes)
+            pending.end = (end_file, end_position)
+            pending.since = pending.since or now
+            pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
+        if len(pending.events) >= config.max_changes_per_file or (
+                stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
             flush()
+        if stop is not None:
+            if progress.line_due(config.progress_seconds):
+                log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
+            if stop.is_set():
+                break
     flush()
+    if stop is not None:
+        log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
     return binlog_file, position
 
 
@@ -146,11 +171,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         else:
             binlog_file, position = state["file"], int(state["pos"])
             _check_binlog_still_there(capture, binlog_file, config.state)
-        while True:
-            binlog_file, position = stream(capture, config, binlog_file, position)
-            if not config.follow:
-                break
-            time.sleep(config.poll_seconds)
+        stream(capture, config, binlog_file, position, stop_on_signals() if config.follow else None)
     finally:
         capture.close()
     log.info("%s", capture.summary.line(f"binlog {config.host}:{config.port}"))
@@ -180,7 +201,10 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
     parser.add_argument("--state", required=True, help="state file (snapshot done, binlog position)")
     parser.add_argument("--server-id", type=int, default=5_491, help="replica id, unique among the server's replicas")
     parser.add_argument("--max-changes-per-file", type=int, default=10_000)
-    parser.add_argument("--follow", action="store_true", help="keep capturing; default: stop when caught up")
+    parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
+    parser.add_argument("--max-wait-seconds", type=float, default=1.0,
+                        help="with --follow: the longest a change waits before its file is written")
+    parser.add_argument("--progress-seconds", type=float, default=5.0, help="with --follow: seconds between progress lines")
     args = parser.parse_args(argv)
     tables = tuple(table.strip() for table in args.tables.split(",") if table.strip())
     for table in tables:
@@ -188,12 +212,15 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
             parser.error(f"--tables: {table!r} is not database.table")
     if args.max_changes_per_file < 1:
         parser.error("--max-changes-per-file must be positive")
+    if args.max_wait_seconds <= 0 or args.progress_seconds <= 0:
+        parser.error("--max-wait-seconds and --progress-seconds must be positive")
     if not 1 <= args.server_id < 2**32:
         parser.error("--server-id must be between 1 and 4294967295")
     return CaptureConfig(
         host=args.host, port=args.port, user=args.user, password=os.environ.get("MYSQL_PWD", ""),
         tables=tables, out=Path(args.out), state=Path(args.state), server_id=args.server_id,
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
+        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds,
     )
 
 

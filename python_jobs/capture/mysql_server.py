@@ -105,6 +105,17 @@ class MysqlCapture:
             raise CaptureError("show master status returned nothing: is log_bin on?")
         return row[0], int(row[1])
 
+    def behind(self, binlog_file: str, position: int) -> str:
+        """How far the server's binlog is ahead of a position, for a following capture's progress line."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("show master status")
+            row = cursor.fetchone()
+        if not row:
+            return "the server's binlog position unknown"
+        if row[0] == binlog_file:
+            return f"{max(0, int(row[1]) - position):,} bytes behind the server"
+        return f"the server at {row[0]}:{row[1]}"
+
     def _snapshot_table(self, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
         names = [column.name for column in table.columns]
         column_list = ", ".join(f"`{name}`" for name in names)
@@ -127,26 +138,41 @@ class MysqlCapture:
             self.summary.files += 1
             self.summary.snapshot_rows += len(events)
 
-    def transactions(self, binlog_file: str, position: int) -> Iterator[tuple[Transaction, str, int]]:
+    def transactions(self, binlog_file: str, position: int,
+                     heartbeat_seconds: float | None = None) -> Iterator[tuple[Transaction | None, str, int]]:
         """Committed transactions from a position: (transaction, file, position after its commit).
 
         Transactions that touch no captured table come out empty, so their end still advances
-        the stored position.
+        the stored position. With heartbeat_seconds the stream blocks at the binlog's end instead
+        of ending, and the server's heartbeat, that often while nothing is written, comes out as
+        (None, file, 0): a following capture's chance to close a file or stop.
         """
         from pymysqlreplication import BinLogStreamReader
-        from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
+        from pymysqlreplication.event import (
+            GtidEvent,
+            HeartbeatLogEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            RotateEvent,
+            XidEvent,
+        )
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+        following = heartbeat_seconds is not None
         stream = BinLogStreamReader(
             connection_settings=self.config.connection_settings, server_id=self.config.server_id,
-            log_file=binlog_file, log_pos=position, resume_stream=True, blocking=False,
+            log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,
+            slave_heartbeat=heartbeat_seconds,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
-                         RotateEvent, GtidEvent, MariadbGtidEvent],
+                         RotateEvent, GtidEvent, MariadbGtidEvent, *([HeartbeatLogEvent] if following else [])],
         )
         captured = {(table.schema, table.name): table for table in self.tables.values()}
         current: Transaction | None = None
         try:
             for event in stream:
+                if isinstance(event, HeartbeatLogEvent):
+                    yield None, stream.log_file, 0
+                    continue
                 start = event.packet.log_pos - event.event_size
                 if isinstance(event, (GtidEvent, MariadbGtidEvent)):
                     current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start)

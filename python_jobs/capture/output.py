@@ -22,7 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -138,6 +141,43 @@ class CaptureSummary:
         )
 
 
+@dataclass
+class FollowProgress:
+    """A following capture's figures: its progress line every few seconds, and the state file's
+    "following" entry (changes, transactions, rate, position, newest commit)."""
+
+    started: float = field(default_factory=time.monotonic)
+    changes: int = 0
+    transactions: int = 0
+    position: str = ""
+    newest_commit_ms: int | None = None
+    last_line_at: float = field(default_factory=time.monotonic)
+    changes_at_last_line: int = 0
+
+    def written(self, changes: int, transactions: int, position: str, newest_commit_ms: int | None) -> None:
+        self.changes += changes
+        self.transactions += transactions
+        self.position = position
+        self.newest_commit_ms = newest_commit_ms or self.newest_commit_ms
+
+    def line_due(self, every_seconds: float) -> bool:
+        return time.monotonic() - self.last_line_at >= every_seconds
+
+    def line(self, name: str, behind: str) -> str:
+        now = time.monotonic()
+        rate = (self.changes - self.changes_at_last_line) / max(now - self.last_line_at, 1e-6)
+        self.last_line_at, self.changes_at_last_line = now, self.changes
+        lag = "" if self.newest_commit_ms is None else f", newest commit {time.time() - self.newest_commit_ms / 1000:.1f} s ago"
+        return (f"following {name}: {self.changes} changes in {self.transactions} transactions, {rate:,.0f} changes/s, "
+                f"written through {self.position or 'nothing yet'}, {behind}{lag}")
+
+    def as_state(self) -> dict[str, Any]:
+        seconds = time.monotonic() - self.started
+        return {"changes": self.changes, "transactions": self.transactions, "seconds": round(seconds, 1),
+                "changes_per_second": round(self.changes / max(seconds, 1e-6), 1), "position": self.position,
+                "newest_commit_ms": self.newest_commit_ms}
+
+
 def read_state(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
@@ -167,6 +207,15 @@ def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def stop_on_signals() -> threading.Event:
+    """Set by SIGTERM or SIGINT (in the main thread): a following capture writes what it holds and stops."""
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    return stop
 
 
 def lost_connection(source: str, error: Exception, resumes_from: str) -> CaptureError:

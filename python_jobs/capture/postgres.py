@@ -21,7 +21,6 @@ import argparse
 import json
 import logging
 import re
-import signal
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from python_jobs.capture.output import (
     lost_connection,
     read_state,
     run_command,
+    stop_on_signals,
     write_state,
 )
 from python_jobs.capture.postgres_events import CONNECTOR, Transaction, change_events, lsn_text, transactions
@@ -282,7 +282,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
                 f"remove {config.state} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
             )
         if config.follow:
-            capture.follow(_stop_on_signals())
+            capture.follow(stop_on_signals())
         else:
             while capture.stream_once():
                 pass
@@ -291,15 +291,6 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             capture.close()
     log.info("%s", capture.summary.line(f"slot {config.slot}"))
     return capture.summary
-
-
-def _stop_on_signals() -> threading.Event:
-    """Set by SIGTERM or SIGINT (in the main thread): the stream writes what it holds and stops."""
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
-    return stop
 
 
 def parse_args(argv: list[str] | None) -> CaptureConfig:

@@ -15,41 +15,12 @@ import logging
 import select
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from python_jobs.capture.output import FollowProgress
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text
 
 log = logging.getLogger("cdc_merge.capture")
-
-
-@dataclass
-class StreamProgress:
-    """What the progress line and the state file say of a following capture."""
-
-    started: float = field(default_factory=time.monotonic)
-    changes: int = 0
-    transactions: int = 0
-    confirmed_lsn: int = 0
-    newest_commit_ms: int | None = None
-    last_line_at: float = field(default_factory=time.monotonic)
-    changes_at_last_line: int = 0
-
-    def line(self, slot: str, server_lsn: int) -> str:
-        now = time.monotonic()
-        rate = (self.changes - self.changes_at_last_line) / max(now - self.last_line_at, 1e-6)
-        self.last_line_at, self.changes_at_last_line = now, self.changes
-        behind = max(0, server_lsn - self.confirmed_lsn) if server_lsn else 0
-        lag = "" if self.newest_commit_ms is None else f", newest commit {time.time() - self.newest_commit_ms / 1000:.1f} s ago"
-        return (f"following slot {slot}: {self.changes} changes in {self.transactions} transactions, "
-                f"{rate:,.0f} changes/s, confirmed {lsn_text(self.confirmed_lsn)}, "
-                f"{behind:,} bytes behind the server{lag}")
-
-    def as_state(self) -> dict[str, Any]:
-        seconds = time.monotonic() - self.started
-        return {"changes": self.changes, "transactions": self.transactions, "seconds": round(seconds, 1),
-                "changes_per_second": round(self.changes / max(seconds, 1e-6), 1),
-                "confirmed_lsn": lsn_text(self.confirmed_lsn), "newest_commit_ms": self.newest_commit_ms}
 
 
 class PostgresStream:
@@ -66,7 +37,8 @@ class PostgresStream:
         self.pending: list[Transaction] = []
         self.pending_changes = 0
         self.pending_since: float | None = None
-        self.progress = StreamProgress()
+        self.progress = FollowProgress()
+        self.confirmed_lsn = 0
 
     def run(self) -> None:
         import psycopg2
@@ -86,14 +58,14 @@ class PostgresStream:
                 if self.pending and (self.pending_changes >= config.max_changes_per_file
                                      or now - self.pending_since >= self.max_wait_seconds):
                     self._roll(cursor)
-                if now - self.progress.last_line_at >= self.progress_seconds:
-                    log.info("%s", self.progress.line(config.slot, cursor.wal_end))
+                if self.progress.line_due(self.progress_seconds):
+                    log.info("%s", self._progress_line(cursor))
                 if message is None:
                     select.select([cursor], [], [], self._seconds_to_wait(now))
             # Stopped: the whole transactions received so far; one received in part is sent again next time.
             if self.pending:
                 self._roll(cursor)
-            log.info("%s", self.progress.line(config.slot, cursor.wal_end))
+            log.info("%s", self._progress_line(cursor))
         finally:
             connection.close()
 
@@ -114,10 +86,14 @@ class PostgresStream:
 
     def _roll(self, cursor: Any) -> None:
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None
-        self.progress.changes += sum(len(tx.changes) for tx in pending)
-        self.progress.transactions += len(pending)
-        self.progress.confirmed_lsn = pending[-1].commit_lsn
-        self.progress.newest_commit_ms = pending[-1].commit_ts_ms or self.progress.newest_commit_ms
+        self.progress.written(sum(len(tx.changes) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
+                              pending[-1].commit_ts_ms)
         last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())
         # Only now, with the file durable and in the state, may the server forget these transactions.
         cursor.send_feedback(flush_lsn=last_commit, force=True)
+        self.confirmed_lsn = last_commit
+
+    def _progress_line(self, cursor: Any) -> str:
+        # wal_end: the server's WAL end, as its last message or keepalive said.
+        behind = max(0, cursor.wal_end - self.confirmed_lsn) if cursor.wal_end and self.confirmed_lsn else 0
+        return self.progress.line(f"slot {self.capture.config.slot}", f"{behind:,} bytes behind the server")
