@@ -3,6 +3,8 @@
     cdc-run --every 60                                  # dbt run every minute, until stopped
     cdc-run --every 60 --runs 10 -- run --select raw_events+
     cdc-run --every 300 --keep-going -- run --project-dir . --profiles-dir profiles
+    cdc-run --every 10 --capture 'cdc-capture-postgres --dsn "host=db dbname=shop" --tables shop.orders \
+        --out data/inbox --state data/capture.json' -- build     # capture, landing and apply as one service
 
 Everything after `--` goes to dbt as it is (default: `run`). A new `dbt run` process starts a JVM
 and a SparkSession and compiles Spark's code again: 16.5 s for an idle project of 10 mirrors, against
@@ -26,6 +28,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+
+from python_jobs.scheduler.captures import Captures
 
 log = logging.getLogger("cdc_merge")
 
@@ -126,6 +130,10 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--every", type=float, required=True, help="seconds from the start of one run to the start of the next")
     parser.add_argument("--runs", type=int, default=0, help="stop after this many runs (default 0: until stopped)")
     parser.add_argument("--keep-going", action="store_true", help="after a failed run, go on (the exit status is still 1)")
+    parser.add_argument("--capture", action="append", default=[], metavar="COMMAND",
+                        help="a capture command to keep running beside the runs, streaming (--follow is added), e.g. "
+                        "--capture 'cdc-capture-postgres --dsn \"host=db\" --tables shop.orders --out data/inbox "
+                        "--state data/capture.json'; repeat it for several sources")
     parser.add_argument("dbt_args", nargs="*", help="the dbt command and its options (default: run)")
     args = parser.parse_args(argv)
     if args.every < 0:
@@ -147,9 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, request_stop)
-    summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop)
-    log.info("cdc-run: %s", summary.line())
-    return 1 if summary.failed else 0
+    # A capture that ends stops the loop too (after the run in progress).
+    captures = Captures(args.capture, ended=stop)
+    captures.start()
+    try:
+        summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop)
+    finally:
+        captures.stop()
+    failed_captures = captures.failed()
+    log.info("cdc-run: %s%s", summary.line(),
+             "".join(f"; capture {capture.name} failed: {capture.tail[-1] if capture.tail else 'no output'}"
+                     for capture in failed_captures))
+    return 1 if summary.failed or failed_captures else 0
 
 
 if __name__ == "__main__":

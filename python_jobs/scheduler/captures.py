@@ -1,0 +1,85 @@
+"""The capture commands `cdc-run --capture` keeps running beside its dbt runs: capture, landing and
+apply as one service. Each capture runs as a child process (`--follow` streams); one that ends
+stops the service with its last words; stopping the service stops the captures with SIGTERM, which
+write the whole transactions they hold before they exit."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Sequence
+
+log = logging.getLogger("cdc_merge")
+
+
+@dataclass
+class RunningCapture:
+    command: str
+    process: subprocess.Popen
+    # The end of its output (its progress lines and, if it fails, why), kept for the message.
+    tail: deque = field(default_factory=lambda: deque(maxlen=20))
+    ended_by_itself: bool = False
+
+    @property
+    def name(self) -> str:
+        return shlex.split(self.command)[0]
+
+
+class Captures:
+    """Started together; a watcher per capture sets `ended` when one exits while the service runs."""
+
+    def __init__(self, commands: Sequence[str], ended: threading.Event) -> None:
+        self.commands = list(commands)
+        self.ended = ended
+        self.running: list[RunningCapture] = []
+        self.watchers: list[threading.Thread] = []
+        self.stopping = False
+
+    def start(self) -> None:
+        for command in self.commands:
+            argv = shlex.split(command)
+            if "--follow" not in argv:
+                argv.append("--follow")
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            capture = RunningCapture(command, process)
+            self.running.append(capture)
+            watcher = threading.Thread(target=self._watch, args=(capture,), daemon=True, name=f"capture {capture.name}")
+            watcher.start()
+            self.watchers.append(watcher)
+            log.info("capture started (pid %d): %s", process.pid, command)
+
+    def _watch(self, capture: RunningCapture) -> None:
+        for line in capture.process.stdout:
+            capture.tail.append(line.rstrip())
+            log.info("%s: %s", capture.name, line.rstrip())
+        code = capture.process.wait()
+        if not self.stopping:
+            capture.ended_by_itself = True
+            last = capture.tail[-1] if capture.tail else "no output"
+            log.error("capture %s ended with exit status %d: %s; stopping after the run in progress",
+                      capture.name, code, last)
+            self.ended.set()
+
+    def failed(self) -> list[RunningCapture]:
+        """The captures that ended by themselves with a non-zero status (not those stop() ended)."""
+        return [capture for capture in self.running if capture.ended_by_itself and capture.process.returncode != 0]
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM to each (it writes what it holds), SIGKILL after timeout (it resumes without loss)."""
+        self.stopping = True
+        for capture in self.running:
+            if capture.process.poll() is None:
+                capture.process.terminate()
+        for capture in self.running:
+            try:
+                capture.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("capture %s did not stop within %.0f s: killed", capture.name, timeout)
+                capture.process.kill()
+                capture.process.wait()
+        for watcher in self.watchers:  # their last lines logged
+            watcher.join(timeout=5)

@@ -1,0 +1,48 @@
+"""cdc-run --capture's supervision of capture processes (scheduler/captures.py), with small Python
+children standing in for the capture commands: milliseconds to a second, no database."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+
+from python_jobs.scheduler.captures import Captures
+
+# Prints its arguments, then waits for SIGTERM and exits 0, as a following capture does.
+FOLLOWING = (
+    "import signal, sys, threading; print(' '.join(sys.argv[1:]), flush=True); stop = threading.Event();"
+    "signal.signal(signal.SIGTERM, lambda *_: stop.set()); stop.wait(30); print('stopped cleanly', flush=True)"
+)
+FAILING = "import sys; print('cdc-capture-postgres: replication slot x is gone', flush=True); sys.exit(2)"
+
+
+def command(code: str, *args: str) -> str:
+    return shlex.join([sys.executable, "-c", code, *args])
+
+
+def test_a_capture_that_ends_stops_the_service_with_its_last_words():
+    ended = threading.Event()
+    captures = Captures([command(FOLLOWING, "--out", "inbox"), command(FAILING)], ended)
+    captures.start()
+    try:
+        assert ended.wait(timeout=20)
+    finally:
+        captures.stop(timeout=20)
+    (failed,) = captures.failed()
+    assert failed.process.returncode == 2
+    assert failed.tail[-1] == "cdc-capture-postgres: replication slot x is gone"
+    following = captures.running[0]
+    assert following.process.returncode == 0 and following.tail[-1] == "stopped cleanly"
+    assert following.tail[0] == "--out inbox --follow"  # streaming, whether the command said so or not
+
+
+def test_stopping_the_service_stops_its_captures_cleanly():
+    ended = threading.Event()
+    captures = Captures([command(FOLLOWING, "--follow")], ended)
+    captures.start()
+    while not captures.running[0].tail:  # started, its SIGTERM handler set
+        threading.Event().wait(0.01)
+    captures.stop(timeout=20)
+    assert not ended.is_set() and captures.failed() == []
+    assert captures.running[0].process.returncode == 0
