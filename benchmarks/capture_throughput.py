@@ -66,16 +66,24 @@ def count_changes(out: Path) -> tuple[int, int]:
     return events, len(positions)
 
 
-def timed_follow(command: list[str], out: Path, expected: int) -> float:
-    """Seconds from the start of a --follow capture until expected change events are in its files."""
+def timed_follow(command: list[str], state: Path, expected: int) -> float:
+    """Seconds from the start of a --follow capture until its state says expected changes are in files
+    (read from the state file, which it writes with each file: cheap to poll)."""
     started = time.monotonic()
     process = subprocess.Popen([*command, "--follow", "--max-wait-seconds", "1"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
+
+    def written() -> int:
+        try:
+            return json.loads(state.read_text()).get("following", {}).get("changes", 0)
+        except (OSError, ValueError):
+            return 0
+
     try:
-        while count_changes(out)[0] < expected:
+        while written() < expected:
             if process.poll() is not None:
                 raise RuntimeError(f"{command[0]} --follow ended: {process.stderr.read()[-2000:]}")
-            time.sleep(0.2)
+            time.sleep(0.05)
         return time.monotonic() - started
     finally:
         process.send_signal(signal.SIGTERM)
@@ -127,7 +135,7 @@ def postgres(work: Path, args: argparse.Namespace) -> dict:
             command = [str(BIN / "cdc-capture-postgres"), "--dsn", server.dsn, "--tables", "shop.items",
                        "--slot", slot, "--out", str(out), "--state", str(state)]
             if follow:
-                seconds = timed_follow(command, out, recv_changes)
+                seconds = timed_follow(command, state, recv_changes)
             else:
                 started = time.monotonic()
                 subprocess.run(command, check=True, capture_output=True, timeout=3600)
@@ -188,7 +196,7 @@ def mariadb(work: Path, args: argparse.Namespace) -> dict:
             shutil.copy(work / "my-state.json", state)
             command = [str(BIN / "cdc-capture-mysql"), *base, "--out", str(out), "--state", str(state)]
             if follow:
-                seconds = timed_follow(command, out, args.changes)
+                seconds = timed_follow(command, state, args.changes)
             else:
                 started = time.monotonic()
                 subprocess.run(command, check=True, capture_output=True, timeout=3600)

@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterable, Mapping
 log = logging.getLogger("cdc_merge.capture")
 
 CAPTURE_VERSION = "cdc_merge-capture-1"
+# One encoder for every event (json.dumps with options builds one a call).
+_EVENT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class CaptureError(RuntimeError):
@@ -99,7 +101,7 @@ class OutputFolder:
 
     def write(self, prefix: str, first_position: str, last_position: str, events: Iterable[Mapping[str, Any]]) -> Path | None:
         """Write events as one file, atomically; returns its path (None when there were none)."""
-        lines = [json.dumps(event, ensure_ascii=False, separators=(",", ":")) for event in events]
+        lines = [_EVENT_ENCODER.encode(event) for event in events]
         if not lines:
             return None
         final = self.path / f"{prefix}-{first_position}-{last_position}.json"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from python_jobs.capture.output import CaptureError, TransactionOrder, debezium_event
-from python_jobs.formats.wal2json import json_value, parse_lsn
+from python_jobs.formats.wal2json import parse_lsn, value_converter
 
 CONNECTOR = "postgresql"
 # Debezium's marker for a TOAST column an update did not change (wal2json leaves it out).
@@ -21,7 +21,19 @@ def lsn_text(position: int) -> str:
 
 
 def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return {column["name"]: json_value(column["type"], column.get("value")) for column in columns}
+    image = {}
+    for column in columns:
+        value = column.get("value")
+        image[column["name"]] = None if value is None else value_converter(column["type"])(value)
+    return image
+
+
+# Numbers as their exact text; one decoder for every record (json.loads with options builds one a call).
+_RECORD_DECODER = json.JSONDecoder(parse_float=str, parse_int=str)
+
+
+def wal2json_record(text: str) -> dict[str, Any]:
+    return _RECORD_DECODER.decode(text)
 
 
 @dataclass
@@ -59,7 +71,7 @@ def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
     """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
     assembler = TransactionAssembler()
     for lsn, xid, data in rows:
-        committed = assembler.add(parse_lsn(lsn), xid, json.loads(data, parse_float=str, parse_int=str))
+        committed = assembler.add(parse_lsn(lsn), xid, wal2json_record(data))
         if committed is not None:
             yield committed
 

@@ -10,7 +10,6 @@ simply sent again. SIGTERM or SIGINT writes the whole transactions received so f
 
 from __future__ import annotations
 
-import json
 import logging
 import select
 import threading
@@ -18,7 +17,7 @@ import time
 from typing import Any
 
 from python_jobs.capture.output import FollowProgress
-from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text
+from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text, wal2json_record
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -70,7 +69,7 @@ class PostgresStream:
             connection.close()
 
     def _take(self, message: Any, now: float) -> None:
-        change = json.loads(message.payload, parse_float=str, parse_int=str)
+        change = wal2json_record(message.payload)
         committed = self.assembler.add(message.data_start, int(change.get("xid") or 0), change)
         if committed is None:
             return

@@ -18,10 +18,11 @@ Debezium writes (exact decimals, ISO-8601 UTC timestamps), so one mirror model r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from dataclasses import replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from python_jobs.formats.records import (
     STATUS_EVENT,
@@ -65,22 +66,38 @@ def json_value(pg_type: str, value: Any) -> Any:
     Numbers arrive as their exact text (json parse_float/parse_int=str), so decimals and
     bigints are never rounded through a float.
     """
-    if value is None:
-        return None
+    return None if value is None else value_converter(pg_type)(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def value_converter(pg_type: str) -> Callable[[Any], Any]:
+    """json_value's conversion for one column type, chosen once per type (captures convert millions)."""
     base_type = pg_type.split("(")[0].strip()
     if base_type in _INTEGER_TYPES:
-        return int(value)
+        return int
     if base_type in _FLOAT_TYPES:
-        number = float(value)
-        return value if number != number or number in (float("inf"), float("-inf")) else number
+        return _float_value
     if base_type == "timestamp with time zone":
-        try:
-            instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
-        except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
-            return value
-        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return _utc_timestamp
     if base_type == "timestamp without time zone":
-        return value.replace(" ", "T", 1)
+        return lambda value: value.replace(" ", "T", 1)
+    return _text_or_json
+
+
+def _float_value(value: Any) -> Any:
+    number = float(value)
+    return value if number != number or number in (float("inf"), float("-inf")) else number
+
+
+def _utc_timestamp(value: str) -> str:
+    try:
+        instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
+    except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
+        return value
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _text_or_json(value: Any) -> Any:
     if isinstance(value, (dict, list)):  # json/jsonb from row_to_json: the same text wal2json sends
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return value
