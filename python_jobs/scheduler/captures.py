@@ -11,6 +11,7 @@ import subprocess
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 log = logging.getLogger("cdc_merge")
@@ -26,7 +27,7 @@ class RunningCapture:
 
     @property
     def name(self) -> str:
-        return shlex.split(self.command)[0]
+        return Path(shlex.split(self.command)[0]).name
 
 
 class Captures:

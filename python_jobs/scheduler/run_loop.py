@@ -147,6 +147,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # py4j logs every call between Python and the JVM at INFO: a long-running service's log would be little else.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     stop = threading.Event()
 
     def request_stop(signum, _frame) -> None:

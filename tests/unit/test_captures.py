@@ -11,8 +11,8 @@ from python_jobs.scheduler.captures import Captures
 
 # Prints its arguments, then waits for SIGTERM and exits 0, as a following capture does.
 FOLLOWING = (
-    "import signal, sys, threading; print(' '.join(sys.argv[1:]), flush=True); stop = threading.Event();"
-    "signal.signal(signal.SIGTERM, lambda *_: stop.set()); stop.wait(30); print('stopped cleanly', flush=True)"
+    "import signal, sys, threading; stop = threading.Event(); signal.signal(signal.SIGTERM, lambda *_: stop.set());"
+    "print(' '.join(sys.argv[1:]), flush=True); stop.wait(30); print('stopped cleanly', flush=True)"
 )
 FAILING = "import sys; print('cdc-capture-postgres: replication slot x is gone', flush=True); sys.exit(2)"
 
@@ -21,12 +21,22 @@ def command(code: str, *args: str) -> str:
     return shlex.join([sys.executable, "-c", code, *args])
 
 
+def wait_until_started(capture) -> None:
+    """Until its first line: its SIGTERM handler is set."""
+    for _ in range(2000):
+        if capture.tail:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("the capture printed nothing in 20 s")
+
+
 def test_a_capture_that_ends_stops_the_service_with_its_last_words():
     ended = threading.Event()
     captures = Captures([command(FOLLOWING, "--out", "inbox"), command(FAILING)], ended)
     captures.start()
     try:
         assert ended.wait(timeout=20)
+        wait_until_started(captures.running[0])
     finally:
         captures.stop(timeout=20)
     (failed,) = captures.failed()
@@ -41,8 +51,7 @@ def test_stopping_the_service_stops_its_captures_cleanly():
     ended = threading.Event()
     captures = Captures([command(FOLLOWING, "--follow")], ended)
     captures.start()
-    while not captures.running[0].tail:  # started, its SIGTERM handler set
-        threading.Event().wait(0.01)
+    wait_until_started(captures.running[0])
     captures.stop(timeout=20)
     assert not ended.is_set() and captures.failed() == []
     assert captures.running[0].process.returncode == 0
