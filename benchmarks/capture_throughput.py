@@ -90,6 +90,20 @@ def timed_follow(command: list[str], state: Path, expected: int) -> float:
         process.wait(timeout=120)
 
 
+def timed_capture(command: list[str], out: Path, state: Path, follow_until: int | None) -> dict:
+    """A one-shot catch-up run, or with follow_until a --follow run until that many changes are written;
+    its rate, and its files' change events checked one per source position."""
+    if follow_until is not None:
+        seconds = timed_follow(command, state, follow_until)
+    else:
+        started = time.monotonic()
+        subprocess.run(command, check=True, capture_output=True, timeout=3600)
+        seconds = time.monotonic() - started
+    events, distinct = count_changes(out)
+    return {"seconds": round(seconds, 2), "events": events, "distinct_positions": distinct,
+            "changes_per_second": round(events / seconds)}
+
+
 def postgres(work: Path, args: argparse.Namespace) -> dict:
     # Not under work: the server runs as another user, who cannot enter it.
     server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-bench-postgres-")))
@@ -134,15 +148,7 @@ def postgres(work: Path, args: argparse.Namespace) -> dict:
             state.write_text((work / "pg-state.json").read_text().replace('"bench"', f'"{slot}"'))
             command = [str(BIN / "cdc-capture-postgres"), "--dsn", server.dsn, "--tables", "shop.items",
                        "--slot", slot, "--out", str(out), "--state", str(state)]
-            if follow:
-                seconds = timed_follow(command, state, recv_changes)
-            else:
-                started = time.monotonic()
-                subprocess.run(command, check=True, capture_output=True, timeout=3600)
-                seconds = time.monotonic() - started
-            events, distinct = count_changes(out)
-            result[name] = {"seconds": round(seconds, 2), "events": events, "distinct_positions": distinct,
-                            "changes_per_second": round(events / seconds)}
+            result[name] = timed_capture(command, out, state, recv_changes if follow else None)
         return result
     finally:
         server.stop()
@@ -195,15 +201,7 @@ def mariadb(work: Path, args: argparse.Namespace) -> dict:
             out, state = work / f"my-{name}", work / f"my-{name}-state.json"
             shutil.copy(work / "my-state.json", state)
             command = [str(BIN / "cdc-capture-mysql"), *base, "--out", str(out), "--state", str(state)]
-            if follow:
-                seconds = timed_follow(command, state, args.changes)
-            else:
-                started = time.monotonic()
-                subprocess.run(command, check=True, capture_output=True, timeout=3600)
-                seconds = time.monotonic() - started
-            events, distinct = count_changes(out)
-            result[name] = {"seconds": round(seconds, 2), "events": events, "distinct_positions": distinct,
-                            "changes_per_second": round(events / seconds)}
+            result[name] = timed_capture(command, out, state, args.changes if follow else None)
         return result
     finally:
         server.stop()

@@ -94,7 +94,8 @@ def lags(spark, warehouse: Path, windows: dict[int, tuple[float, float]]) -> dic
     entries = spark.read.format("iceberg").load(f"{table}#entries").selectExpr("data_file.file_path as file", "snapshot_id")
     snapshots = spark.read.format("iceberg").load(f"{table}#snapshots").selectExpr("snapshot_id", "committed_at")
     joined = (rows.join(entries, "file").join(snapshots, "snapshot_id")
-              .selectExpr("unix_millis(_cdc_source_ts) / 1000.0 as source", "unix_millis(committed_at) / 1000.0 as mirror")
+              .selectExpr("cast(unix_millis(_cdc_source_ts) as double) / 1000 as source",
+                          "cast(unix_millis(committed_at) as double) / 1000 as mirror")
               .collect())
     out = {}
     for rate, (start, end) in windows.items():

@@ -9,15 +9,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from postgres_server import start_postgres
 from python_jobs.scaffold import SourceColumn, SourceTable
+from test_capture_faults import postgres  # noqa: F401 - a fixture
 from python_jobs.starter import init
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -46,15 +45,6 @@ update shop.order_lines set qty = 7 where order_id = 10 and line_no = 2;
 delete from shop.order_lines where order_id = 11;
 insert into shop.order_lines values (12, 1, 'd', 1, 3.25);
 """
-
-
-@pytest.fixture
-def postgres():
-    directory = Path(tempfile.mkdtemp(prefix="cdc-merge-starter-"))
-    server = start_postgres(directory)
-    yield server
-    server.stop()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def run(command: list[str], cwd: Path, home: Path) -> str:
