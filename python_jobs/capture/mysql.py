@@ -14,7 +14,8 @@ as a snapshot read (`op: r`) at that position, and streaming starts there. Then 
 later run) it reads the binlog from the stored position, writes whole committed transactions
 to a file, and only after the file is on disk stores the position after the last commit it
 holds: a capture killed at any point resumes without loss (python_jobs/capture/output.py says why
-repeats are harmless).
+repeats are harmless). With --follow it keeps the binlog dump open (blocking, with the server's
+heartbeat) and writes a file at the latest --max-wait-seconds after its first transaction.
 
 Positions: `source.file`/`source.pos` are the binlog file and the start of the rows event,
 `source.row` the row within it, so every row change of a key has its own position, in log

@@ -9,7 +9,8 @@ at the slot's consistent point, so snapshot + stream is exactly the table's hist
 there. Then (and on every later run) it peeks whole transactions from the slot, writes them
 to a file, and only after the file is on disk consumes them from the slot: a capture killed
 at any point resumes from the slot without loss (python_jobs/capture/output.py says why repeats
-are harmless). The server needs `wal_level=logical` and the wal2json output plugin.
+are harmless). With --follow it streams instead, over the replication protocol
+(postgres_stream.py). The server needs `wal_level=logical` and the wal2json output plugin.
 
 This module is the command and all its database I/O; postgres_events.py holds what the
 slot's changes become.
@@ -225,7 +226,7 @@ class PostgresCapture:
             self.summary.files += 1
             self.summary.events += change_event_count(events)
         if unwritten:
-            # following: a streaming capture's figures (postgres_stream.StreamProgress), for whoever watches it.
+            # following: a streaming capture's figures (output.FollowProgress), for whoever watches it.
             self.write_state({**self.state, "written_lsn": lsn_text(last_commit), **({"following": following} if following else {})})
         self.summary.transactions += len(unwritten)
         crash_points.crash_point("capture-before-confirm")

@@ -17,6 +17,10 @@ from typing import Sequence
 log = logging.getLogger("cdc_merge")
 
 
+class CaptureStartError(RuntimeError):
+    """A --capture command that cannot be started; the message names it."""
+
+
 @dataclass
 class RunningCapture:
     command: str
@@ -45,7 +49,11 @@ class Captures:
             argv = shlex.split(command)
             if "--follow" not in argv:
                 argv.append("--follow")
-            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            try:
+                process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            except OSError as error:
+                self.stop()  # the ones already started
+                raise CaptureStartError(f"--capture {command!r}: cannot start {argv[0]}: {error.strerror or error}") from None
             capture = RunningCapture(command, process)
             self.running.append(capture)
             watcher = threading.Thread(target=self._watch, args=(capture,), daemon=True, name=f"capture {capture.name}")

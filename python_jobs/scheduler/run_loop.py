@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from python_jobs.scheduler.captures import Captures
+from python_jobs.scheduler.captures import Captures, CaptureStartError
 
 log = logging.getLogger("cdc_merge")
 
@@ -140,6 +140,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--every must be 0 or more seconds, got {args.every:g}")
     if args.runs < 0:
         parser.error(f"--runs must be 0 (no limit) or more, got {args.runs}")
+    if any(not capture.strip() for capture in args.capture):
+        parser.error("--capture needs the capture command, e.g. --capture 'cdc-capture-postgres --dsn ... --out data/inbox'")
     args.dbt_args = args.dbt_args or ["run"]
     return args
 
@@ -159,7 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, request_stop)
     # A capture that ends stops the loop too (after the run in progress).
     captures = Captures(args.capture, ended=stop)
-    captures.start()
+    try:
+        captures.start()
+    except CaptureStartError as error:
+        print(f"cdc-run: {error}", file=sys.stderr)
+        return 2
     try:
         summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop)
     finally:

@@ -7,7 +7,9 @@ import shlex
 import sys
 import threading
 
-from python_jobs.scheduler.captures import Captures
+import pytest
+
+from python_jobs.scheduler.captures import Captures, CaptureStartError
 
 # Prints its arguments, then waits for SIGTERM and exits 0, as a following capture does.
 FOLLOWING = (
@@ -55,3 +57,10 @@ def test_stopping_the_service_stops_its_captures_cleanly():
     captures.stop(timeout=20)
     assert not ended.is_set() and captures.failed() == []
     assert captures.running[0].process.returncode == 0
+
+
+def test_a_capture_command_that_cannot_start_is_named_and_the_others_are_stopped():
+    captures = Captures([command(FOLLOWING), "/no/such/cdc-capture-postgres --out inbox"], threading.Event())
+    with pytest.raises(CaptureStartError, match="cannot start /no/such/cdc-capture-postgres"):
+        captures.start()
+    assert captures.running[0].process.poll() is not None
