@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,13 +116,18 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
             assert path.resolve().is_relative_to(project) or path.resolve().is_relative_to(PROJECT_DIR), path
 
 
-def test_the_tests_read_nothing_outside_the_clone():
-    """The fixtures live in the repository (tests/fixtures/SOURCES.md); no test reads a sibling folder."""
-    sibling = "shared" + "/fixtures"  # spelled apart, so that this file does not name it
-    outside = [path.name for path in PROJECT_DIR.glob("**/*.py") if ".venv" not in path.parts
-               and sibling in path.read_text(errors="replace")]
-    assert outside == []
-    assert (PROJECT_DIR / "tests" / "fixtures" / "SOURCES.md").is_file()
+def test_the_tests_read_their_fixtures_inside_the_clone():
+    """The fixtures live in the repository (tests/fixtures/SOURCES.md, with their provenance), and
+    every file a test opens by name under them is there."""
+    from conftest import FIXTURES
+
+    assert FIXTURES.resolve().is_relative_to(PROJECT_DIR)
+    assert (FIXTURES / "SOURCES.md").is_file()
+    named = set()
+    for path in (PROJECT_DIR / "tests").glob("*.py"):
+        named |= set(re.findall(r'FIXTURES / "([^"]+)" / "([^"]+)"', path.read_text()))
+    assert named, "no test names a fixture file: this check would pass whatever the tests read"
+    assert [f"{folder}/{name}" for folder, name in sorted(named) if not (FIXTURES / folder / name).exists()] == []
 
 
 def test_the_starter_writes_a_project_in_the_demo_projects_shape(tmp_path):
