@@ -24,7 +24,7 @@ OPENING = 1000
 WAVES = 4
 TRANSFERS_PER_WAVE = 12
 ORDERS_PER_WAVE = 8
-# The reader shares the runs' JVM: reading without a pause made the test 3x slower.
+# The reader shares the runs' JVM: reading without a pause made the test 2.5x slower.
 READER_PAUSE_SECONDS = 1.5
 GROUP_CONFIG = "consistency_group='bank', "
 CHECK_MODEL = "{{ config(materialized='table') }}\n" + CHECK_SQL.format(
