@@ -148,3 +148,7 @@ def test_reads_at_the_cut_see_whole_transactions_across_mirrors_while_plain_read
     lags = [row["cut_lag_seconds"] for row in runs if row["target_table"] == f"{project.schema}.transfers"]
     assert lags == [row["lag"] for row in cuts], (lags, cuts)
     assert {row["consistency_group"] for row in runs if row["target_table"].split(".")[1].startswith("plain_")} == {None}
+    # The chunked mirror did apply a run in several chunks.
+    (chunked,) = project.query(f"select max(chunks) as chunks from {project.schema}.cdc_merge_runs "
+                               f"where target_table = '{project.schema}.accounts'")
+    assert chunked["chunks"] > 1

@@ -448,6 +448,38 @@ def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(
     assert sorted(rows) == sorted((code, "v2") for code in codes if code not in ends)
 
 
+def test_a_chunked_mirror_on_a_shared_raw_table_chunks_its_own_events(dbt_project):
+    """The raw snapshots' added records count every source table's events; a chunked mirror plans
+    with its own table's (snapshot_events.py), so the landings of other tables make no chunks."""
+    project = dbt_project
+    project.write_model(
+        "docs", "unique_key='id', source_table='public.docs', max_events_per_chunk=15",
+        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    tables = {"public.docs": ["id"], "public.notes": ["id"]}
+    lsn = iter(range(100, 10_000))
+
+    def land(table: str, title: str) -> None:
+        lines = [postgres_line("c", next(lsn), {"id": i, "title": title}) for i in range(10)]
+        if table == "notes":
+            lines = [line.replace('"table": "docs"', '"table": "notes"') for line in lines]
+        (project.inbox / f"{next(lsn)}.json").write_text("\n".join(lines) + "\n")
+        project.land(tables)
+
+    land("docs", "v1")
+    for _ in range(5):
+        land("notes", "n")
+    land("docs", "v2")
+    project.dbt("run", "--select", "docs")
+
+    # 70 raw events in 7 snapshots, 20 of them the mirror's: 2 chunks, not one per snapshot.
+    chunks = project.query(f"select offset_ordinal, rows_inserted, rows_updated from {project.schema}.cdc_merge_offsets "
+                           f"where target_table = '{project.schema}.docs' order by offset_ordinal")
+    assert [(row["rows_inserted"], row["rows_updated"]) for row in chunks] == [(10, 0), (0, 10)]
+    rows = project.query(f"select id, title from {project.schema}.docs order by id")
+    assert [tuple(row.values()) for row in rows] == [(i, "v2") for i in range(10)]
+
+
 def test_the_batch_key_range_bounds_the_mirrors_reads_only_where_it_skips_data_files(dbt_project, monkeypatch):
     """Spark checks the key range on every stored key it reads: it is added only where Iceberg's
     file bounds say it skips a data file of the mirror."""

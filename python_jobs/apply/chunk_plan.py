@@ -10,6 +10,11 @@ The pending snapshots are applied in chunks of at most max_events raw events, so
 MERGE's work stays bounded; a single snapshot larger than that is one chunk split into
 key-hash buckets of about max_events events each.
 
+On a raw table that several source tables share, a snapshot's added-records counts every table's
+events. A chunked mirror then counts its own table's events where the adapter can tell them apart
+(own_events; the raw table is partitioned by table_name), so that its chunks hold its events and not
+the other tables': without that, most chunks of a mirror on a shared raw log are empty.
+
 The rows come from raw_log.sql's raw_snapshot_log: dicts (cdc_spark, from Iceberg's metadata in
 the JVM) or agate rows (the metadata queries); both are read as row['column'].
 """
@@ -43,7 +48,7 @@ def event_count(added_records: Any) -> int:
 
 def pending_snapshots(snapshot_log: Mapping[str, Any], offset_snapshot: str | None) -> list[dict]:
     """The snapshots after offset_snapshot (all when None) through snapshot_log's current one,
-    oldest first, as {'snapshot_id', 'added_records'}. snapshot_log is {'current': id or None,
+    oldest first, as {'snapshot_id', 'operation', 'added_records'}. snapshot_log is {'current': id or None,
     'snapshots': rows of snapshot_id, parent_id, operation, added_records}, in any order."""
     current_snapshot = snapshot_log["current"]
     if current_snapshot is None:
@@ -60,32 +65,68 @@ def pending_snapshots(snapshot_log: Mapping[str, Any], offset_snapshot: str | No
         if snapshot is None:
             cursor = None
             break
-        newest_first.append({"snapshot_id": snapshot["snapshot_id"], "added_records": event_count(snapshot["added_records"])})
+        newest_first.append({
+            "snapshot_id": snapshot["snapshot_id"],
+            "operation": snapshot["operation"],
+            "added_records": event_count(snapshot["added_records"]),
+        })
         cursor = snapshot["parent_id"]
     if offset_snapshot is not None and cursor != offset_snapshot:
         raise ExpiredOffset(offset_snapshot, current_snapshot)
     return newest_first[::-1]
 
 
+# The partition value under which the adapter counts records whose table it cannot tell
+# (a data file of a spec without the table_name partition): they count for every table.
+ANY_TABLE = "*"
+
+
+def needs_own_events(pending: Sequence[Mapping[str, Any]], max_events: int) -> bool:
+    """Whether counting the mirror's own events can change its chunks: only when all tables' events
+    together are more than one chunk holds."""
+    return sum(snapshot["added_records"] for snapshot in pending) > max_events
+
+
+def own_events(pending: Sequence[Mapping[str, Any]], added_by_table: Mapping[str, Mapping[str, int]], source_table: str) -> list[dict]:
+    """pending with the added_records of each append snapshot that added_by_table lists
+    ({snapshot_id: {table_name: records}}) replaced by the records it added for source_table. Other
+    snapshots keep their count: a snapshot that is not an append (a rewrite, a delete) or that the
+    adapter could not read may hold any table's events, so it still counts them all. Each snapshot
+    keeps all tables' count as 'range_records'."""
+    counted = []
+    for snapshot in pending:
+        by_table = added_by_table.get(snapshot["snapshot_id"])
+        if snapshot.get("operation") == "append" and by_table is not None:
+            added = int(by_table.get(source_table, 0)) + int(by_table.get(ANY_TABLE, 0))
+            snapshot = {**snapshot, "added_records": added, "range_records": snapshot["added_records"]}
+        counted.append(dict(snapshot))
+    return counted
+
+
 def chunks_of(pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: str | None) -> list[dict]:
     """Consecutive pending snapshots grouped into chunks of at most max_events events (a single
-    larger snapshot is a chunk of its own). Each chunk {'after', 'through', 'events', 'buckets'}
-    reads the snapshots after 'after' (exclusive; None: from the start) through 'through', in
-    'buckets' key-hash buckets: ceil(events / max_events), at least 1."""
+    larger snapshot is a chunk of its own). Each chunk {'after', 'through', 'events', 'buckets',
+    'range_events'} reads the snapshots after 'after' (exclusive; None: from the start) through
+    'through', in 'buckets' key-hash buckets: ceil(events / max_events), at least 1. 'range_events'
+    counts every table's events of the range (what reading it holds), 'events' the mirror's own
+    where own_events counted them."""
     chunks: list[dict] = []
-    after, through, events = offset_snapshot, None, 0
+    after, through, events, range_events = offset_snapshot, None, 0, 0
     for snapshot in pending:
         added = snapshot["added_records"]
         if through is not None and events + added > max_events:
-            chunks.append({"after": after, "through": through, "events": events})
-            after, events = through, 0
+            chunks.append({"after": after, "through": through, "events": events, "range_events": range_events})
+            after, events, range_events = through, 0, 0
         through = snapshot["snapshot_id"]
         events += added
+        range_events += snapshot.get("range_records", added)
     if through is not None:
-        chunks.append({"after": after, "through": through, "events": events})
-    for chunk in chunks:
-        chunk["buckets"] = max(1, (chunk["events"] + max_events - 1) // max_events)
-    return chunks
+        chunks.append({"after": after, "through": through, "events": events, "range_events": range_events})
+    return [
+        {"after": chunk["after"], "through": chunk["through"], "events": chunk["events"],
+         "buckets": max(1, (chunk["events"] + max_events - 1) // max_events), "range_events": chunk["range_events"]}
+        for chunk in chunks
+    ]
 
 
 def plan_chunks(snapshot_log: Mapping[str, Any], offset_snapshot: str | None, max_events: int) -> list[dict]:

@@ -7,7 +7,15 @@ from decimal import Decimal
 
 import pytest
 
-from python_jobs.apply.chunk_plan import ExpiredOffset, chunks_of, pending_or_expired, pending_snapshots, plan_chunks
+from python_jobs.apply.chunk_plan import (
+    ExpiredOffset,
+    chunks_of,
+    needs_own_events,
+    own_events,
+    pending_or_expired,
+    pending_snapshots,
+    plan_chunks,
+)
 
 
 def log(current, *snapshots):
@@ -57,7 +65,7 @@ def test_an_offset_off_the_current_path_is_expired(snapshot_log, offset):
 
 
 def test_a_known_offset_is_not_expired_for_the_macro():
-    assert pending_or_expired(CHAIN, "s3") == {"expired": False, "pending": [{"snapshot_id": "s4", "added_records": 40}]}
+    assert pending_or_expired(CHAIN, "s3") == {"expired": False, "pending": [{"snapshot_id": "s4", "operation": "append", "added_records": 40}]}
 
 
 def pending(*sizes):
@@ -81,13 +89,14 @@ def test_chunks_of(snapshots, max_events, offset, expected):
     chunks = chunks_of(snapshots, max_events, offset)
 
     assert [(chunk["after"], chunk["through"], chunk["events"], chunk["buckets"]) for chunk in chunks] == expected
-    assert all(list(chunk) == ["after", "through", "events", "buckets"] for chunk in chunks)
+    assert all(list(chunk) == ["after", "through", "events", "buckets", "range_events"] for chunk in chunks)
+    assert all(chunk["range_events"] == chunk["events"] for chunk in chunks)
 
 
 def test_plan_chunks_walks_then_chunks():
     assert plan_chunks(BRANCHED, "s1", 50) == [
-        {"after": "s1", "through": "s3", "events": 50, "buckets": 1},
-        {"after": "s3", "through": "s4", "events": 40, "buckets": 1},
+        {"after": "s1", "through": "s3", "events": 50, "buckets": 1, "range_events": 50},
+        {"after": "s3", "through": "s4", "events": 40, "buckets": 1, "range_events": 40},
     ]
     with pytest.raises(ExpiredOffset):
         plan_chunks(BRANCHED, "b3", 50)
@@ -102,4 +111,47 @@ def test_agate_rows_of_the_metadata_queries_are_read_as_dicts():
         [agate.Text(), agate.Text(), agate.Text(), agate.Number()],
     )
 
-    assert pending_snapshots({"current": "s2", "snapshots": table.rows}, "s1") == [{"snapshot_id": "s2", "added_records": 20}]
+    assert pending_snapshots({"current": "s2", "snapshots": table.rows}, "s1") == [{"snapshot_id": "s2", "operation": "append", "added_records": 20}]
+
+
+def test_own_events_are_counted_only_when_all_tables_overflow_a_chunk():
+    assert not needs_own_events(pending(40, 60), 100)
+    assert needs_own_events(pending(40, 61), 100)
+    assert not needs_own_events([], 100)
+
+
+SHARED = [
+    {"snapshot_id": "s1", "operation": "append", "added_records": 100},
+    {"snapshot_id": "s2", "operation": "append", "added_records": 100},
+    {"snapshot_id": "s3", "operation": "replace", "added_records": 500},
+    {"snapshot_id": "s4", "operation": "append", "added_records": 100},
+    {"snapshot_id": "s5", "operation": "append", "added_records": 100},
+]
+BY_TABLE = {
+    "s1": {"shop.orders": 10, "shop.lines": 90},
+    "s2": {"shop.lines": 100},
+    "s3": {"shop.orders": 250, "shop.lines": 250},
+    "s4": {"shop.lines": 95, "*": 5},
+}
+
+
+def test_own_events_count_the_mirrors_table_in_append_snapshots_it_can_tell():
+    counted = own_events(SHARED, BY_TABLE, "shop.orders")
+
+    # s2 holds none of the table's events, s3 is a rewrite (counted whole), s4's unknown file counts,
+    # s5 was not read (counted whole).
+    assert [snapshot["added_records"] for snapshot in counted] == [10, 0, 500, 5, 100]
+    assert [snapshot["added_records"] for snapshot in SHARED] == [100, 100, 500, 100, 100], "pending is not changed"
+
+
+def test_snapshots_without_the_mirrors_events_join_a_chunk_instead_of_making_their_own():
+    orders = [{"snapshot_id": f"s{n}", "operation": "append", "added_records": 50} for n in range(1, 11)]
+    by_table = {f"s{n}": ({"shop.orders": 50} if n in (3, 8) else {"shop.lines": 50}) for n in range(1, 11)}
+
+    assert len(chunks_of(orders, 60, "s0")) == 10
+    own_chunks = chunks_of(own_events(orders, by_table, "shop.orders"), 60, "s0")
+
+    assert [(chunk["after"], chunk["through"], chunk["events"], chunk["range_events"]) for chunk in own_chunks] == [
+        ("s0", "s7", 50, 350),
+        ("s7", "s10", 50, 150),
+    ]

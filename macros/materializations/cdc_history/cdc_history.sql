@@ -60,7 +60,7 @@
     {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
     {% set offset_snapshot = (latest.rows[0]['offset_snapshot'] or none) if (latest.rows | length and existing_relation is not none) else none %}
     {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, cdc_merge.raw_snapshot_log(cfg.raw_relation)) %}
-    {% set chunks = [] if flags.EMPTY else cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+    {% set chunks = [] if flags.EMPTY else cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot, cfg.raw_relation, cfg.source_table) %}
 
     {#- The model's output columns, from the first chunk's events (or none). -#}
     {% if chunks | length %}

@@ -105,7 +105,7 @@
         {% endif %}
         {% set current_snapshot = snapshot_log.current %}
         {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, snapshot_log) %}
-        {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot) %}
+        {% set chunks = cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot, cfg.raw_relation, cfg.source_table) %}
     {% endif %}
     {% if flags.EMPTY %}
         {#- dbt run --empty: the mirror and its tables are created, no event is applied, the offset stays. -#}

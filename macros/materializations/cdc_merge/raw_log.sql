@@ -101,15 +101,17 @@
 {% endmacro %}
 
 
-{% macro chunks_of(pending, max_events, offset_snapshot) %}
+{% macro chunks_of(pending, max_events, offset_snapshot, raw_relation=none, source_table=none) %}
     {#-
         pending in chunks of at most max_events raw events, {'after', 'through', 'events',
-        'buckets'}; decided in python_jobs/apply/chunk_plan.py.
+        'buckets'}; decided in python_jobs/apply/chunk_plan.py, which counts only source_table's
+        events of raw_relation where the adapter can tell the tables apart.
     -#}
     {% if adapter.type() not in ('cdc_spark', 'cdc_databend') %}
         {{ return(cdc_merge.chunks_of_in_jinja(pending, max_events, offset_snapshot)) }}
     {% endif %}
-    {{ return(adapter.cdc_chunks_of(pending, max_events, offset_snapshot)) }}
+    {% set raw_table = raw_relation.schema ~ '.' ~ raw_relation.identifier if raw_relation is not none else none %}
+    {{ return(adapter.cdc_chunks_of(pending, max_events, offset_snapshot, raw_table, source_table)) }}
 {% endmacro %}
 
 
@@ -180,7 +182,7 @@
     {#- The raw events of one chunk, as the scratch relation raw_changes_view. -#}
     {% if chunk.stream is defined %}
         {% do run_query(cdc_merge.create_raw_changes_from_stream_sql(raw_changes_view, cfg.raw_relation, chunk.stream)) %}
-    {% elif adapter.type() == 'cdc_spark' and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, chunk.events) %}
+    {% elif adapter.type() == 'cdc_spark' and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, chunk.get('range_events', chunk.events)) %}
         {#- Made by the adapter in dbt's own SparkSession: an incremental append scan, no changelog sort; a small range read once for every mirror. -#}
     {% else %}
         {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}

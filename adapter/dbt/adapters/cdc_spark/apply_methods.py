@@ -19,9 +19,20 @@ class ApplyMethods(metaclass=AdapterMeta):
         return chunk_plan.pending_or_expired(snapshot_log, offset_snapshot)
 
     @available
-    def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str]) -> List[Dict[str, Any]]:
-        """raw_log.sql's chunks_of (chunk_plan.py)."""
-        return chunk_plan.chunks_of(pending, int(max_events), offset_snapshot)
+    def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str],
+                      raw_table: Optional[str] = None, source_table: Optional[str] = None) -> List[Dict[str, Any]]:
+        """raw_log.sql's chunks_of (chunk_plan.py), of source_table's own events where the engine
+        can count them per table and all tables' events are more than one chunk."""
+        max_events = int(max_events)
+        if raw_table and source_table and chunk_plan.needs_own_events(pending, max_events):
+            appends = [snapshot["snapshot_id"] for snapshot in pending if snapshot.get("operation") == "append"]
+            pending = chunk_plan.own_events(pending, self._raw_added_by_table(raw_table, appends), source_table)
+        return chunk_plan.chunks_of(pending, max_events, offset_snapshot)
+
+    def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
+        """{snapshot_id: {table_name: events added}} for the snapshots the engine can count per
+        table; none here (Databend), so every snapshot counts all its events."""
+        return {}
 
     @available
     def cdc_one_commit(self, by_position: bool, plan: Optional[Dict[str, Any]], buckets: int) -> bool:

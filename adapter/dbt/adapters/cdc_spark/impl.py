@@ -16,14 +16,14 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog
+from dbt.adapters.cdc_spark import catalog, snapshot_events
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
-from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
+from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
@@ -50,6 +50,17 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
         """The landing config's format and captured tables, for the mirror models' config check."""
         return landing_tables(path)
+
+    def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
+        """Iceberg's manifests count each raw snapshot's events per table (snapshot_events.py)."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION or not snapshot_ids:
+            return {}
+        try:
+            return snapshot_events.added_by_table(dbt_spark_session(credentials.server_side_parameters), raw_table, snapshot_ids)
+        except Exception as error:  # noqa: BLE001 - the plan then counts every table's events, as before
+            logger.debug(f"{raw_table}: no per-table event counts: {str(error).splitlines()[0][:300]}")
+            return {}
 
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)

@@ -143,7 +143,7 @@ def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     job): the numbers of table_maintenance_state (macros/maintenance/table_state.sql) and the
     model checksum property; None when the table cannot be read so."""
     try:
-        iceberg_table = _refreshed_table(spark, table)
+        iceberg_table = refreshed_table(spark, table)
     except Exception as error:  # not an Iceberg table, or not loadable: the caller takes the full path
         logger.debug(f"{table}: no Iceberg metadata for the idle check: {str(error).splitlines()[0][:300]}")
         return None
@@ -216,7 +216,7 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     """The table's current snapshot and every snapshot it keeps (id, parent, operation, records
     added), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
     metadata in the JVM; None when the table is not an Iceberg table this session loads."""
-    iceberg_table = _refreshed_table(spark, table)
+    iceberg_table = refreshed_table(spark, table)
     if iceberg_table is None:
         return None
     current = iceberg_table.currentSnapshot()
@@ -240,7 +240,7 @@ _loaded: Dict[Tuple[str, str], Any] = {}
 _loaded_lock = threading.Lock()
 
 
-def _refreshed_table(spark: Any, table: str) -> Optional[Any]:
+def refreshed_table(spark: Any, table: str) -> Optional[Any]:
     """The Iceberg table behind a name at its newest metadata, or None when it is not an Iceberg
     table. Raises what loading raises (not created yet, dropped)."""
     key = (spark.sparkContext.applicationId, table)
@@ -267,7 +267,7 @@ def table_loads(spark: Any, table: str) -> bool:
     """False when the catalog lists the table but cannot load it: a process killed inside a Hadoop
     catalog's CREATE leaves the table's directory with an uncommitted metadata file and no version."""
     try:
-        _refreshed_table(spark, table)
+        refreshed_table(spark, table)
     except Exception as error:  # noqa: BLE001 - only "not found" means a table without a version
         if "TABLE_OR_VIEW_NOT_FOUND" in str(error):
             return False
@@ -278,7 +278,7 @@ def table_loads(spark: Any, table: str) -> bool:
 def column_names(spark: Any, table: str) -> Optional[List[str]]:
     """The table's column names from its Iceberg schema (no statement); None when it cannot be loaded."""
     try:
-        iceberg_table = _refreshed_table(spark, table)
+        iceberg_table = refreshed_table(spark, table)
     except Exception:  # noqa: BLE001 - dropped or not created yet: the caller asks by SQL
         return None
     if iceberg_table is None:
@@ -291,7 +291,7 @@ def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
     None when the table cannot be loaded (not created yet)."""
     try:
-        iceberg_table = _refreshed_table(spark, table)
+        iceberg_table = refreshed_table(spark, table)
     except Exception:  # dropped or not created yet: the query that follows says what is wrong, if anything is
         return None
     snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
@@ -300,6 +300,6 @@ def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
 
 def current_snapshot(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id (its main branch), as the refs metadata table gives it."""
-    iceberg_table = _refreshed_table(spark, table)
+    iceberg_table = refreshed_table(spark, table)
     snapshot = iceberg_table.currentSnapshot() if iceberg_table is not None else None
     return str(snapshot.snapshotId()) if snapshot is not None else None
