@@ -391,37 +391,56 @@ def test_the_mirrors_merge_runs_with_settings_that_prune_the_mirror_by_bloom_fil
         assert "might_contain" not in spark.sql(join)._jdf.queryExecution().optimizedPlan().toString()
 
 
-def test_tombstones_are_inserted_until_a_key_of_the_batch_has_one_then_merged(dbt_project, monkeypatch):
+@pytest.mark.parametrize("path", ["one-commit", "branch"])
+def test_tombstones_are_inserted_until_a_key_of_the_batch_has_one_then_merged(dbt_project, monkeypatch, path):
     """A batch none of whose keys has a tombstone adds its deletes' tombstones with an INSERT; one
     that meets a tombstone needs the MERGE, which moves it forward, drops it when the key comes back,
-    and keeps an older event from bringing a deleted key back."""
+    and keeps an older event from bringing a deleted key back. A small batch (one commit) writes the
+    same by position in one commit of the tombstones, once they have a snapshot to classify against."""
     project = dbt_project
+    if path == "branch":
+        monkeypatch.setattr(one_commit, "ONE_COMMIT_MAX_EVENTS", 0)
     mirror = docs_mirror_with_a_pending_batch(project)
     tombstones = f"{mirror}__cdc_tombstones"
     keys = {row["id"]: row["_cdc_key"] for row in project.query(f"select id, _cdc_key from {mirror}")}
+
+    def newest_commit():
+        rows = project.query(f"select snapshot_id, summary['cdc-merge.apply'] as apply from {tombstones}.snapshots "
+                             "order by committed_at desc limit 1")
+        return rows[0] if rows else None
 
     def run_batch(lines=None):
         if lines:
             (project.inbox / f"{len(list(project.inbox.iterdir())) + 1}.json").write_text("\n".join(lines) + "\n")
             project.land({"public.docs": ["id"]})
+        before = newest_commit()
         with monkeypatch.context() as patch:
             statements = record_statements(patch)
             project.dbt("run", "--select", "docs")
         writes = [sql.split(" ", 1)[0] for sql in statements if f"into {tombstones} " in sql]
+        after = newest_commit()
+        if after != before and after["apply"] == "one-commit":
+            writes.append("one-commit")
         ids = [row["id"] for row in project.query(f"select id from {mirror} order by id")]
         stored = {row["_cdc_key"] for row in project.query(f"select _cdc_key from {tombstones}")}
         return writes, ids, stored
 
-    # The pending batch deletes 2: no key of it has a tombstone.
+    # The pending batch deletes 2: no key of it has a tombstone, and the tombstones no snapshot yet.
     assert run_batch() == (["insert"], [1, 3, 4], {keys[2]})
     # 2 comes back and 4 goes: the MERGE drops 2's tombstone and adds 4's.
     keys[4] = project.query(f"select _cdc_key from {mirror} where id = 4")[0]["_cdc_key"]
     assert run_batch([
         postgres_line("c", 300, {"id": 2, "title": "v3"}),
         postgres_line("d", 310, {"id": 4, "title": "v1"}),
-    ]) == (["merge"], [1, 2, 3], {keys[4]})
+    ]) == (["merge" if path == "branch" else "one-commit"], [1, 2, 3], {keys[4]})
     # An update of 4 older than its delete arrives late: its tombstone skips it, and stays.
     assert run_batch([postgres_line("u", 305, {"id": 4, "title": "late"})]) == ([], [1, 2, 3], {keys[4]})
+    # 4 is deleted again, later: its tombstone moves forward, and an event between the two deletes stays skipped.
+    assert run_batch([postgres_line("d", 400, {"id": 4, "title": "v1"})])[::2] == (
+        ["merge" if path == "branch" else "one-commit"], {keys[4]})
+    assert project.query(f"select _cdc_seq from {tombstones}") == project.query(
+        f"select max(seq) as _cdc_seq from {project.raw_schema}.raw_events where action = 'delete'")
+    assert run_batch([postgres_line("u", 350, {"id": 4, "title": "late"})]) == ([], [1, 2, 3], {keys[4]})
 
 
 def test_text_keys_of_any_characters_find_their_rows_inside_the_batch_key_range(conformance_project):

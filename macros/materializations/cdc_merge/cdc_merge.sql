@@ -266,16 +266,22 @@
     {% else %}
         {% set classified = cdc_merge.begin_mirror_writes(target_relation) if by_position else target_relation %}
     {% endif %}
-    {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, tombstones, by_position) %}
+    {#- With one commit, the tombstones too are classified at their current snapshot and written by position. -#}
+    {% set tombstones_at = adapter.cdc_current_snapshot(tombstones) if (one_commit and tombstones is not none) else none %}
+    {% set classified_tombstones = cdc_merge.relation_at_snapshot(tombstones, tombstones_at) if tombstones_at is not none else tombstones %}
+    {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position, tombstones_at is not none) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position) %}
     {% set batch_changes = created.changes %}
     {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}
-    {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived', 'stored_tombstones'] %}
+    {% for name in ['events_read', 'inserted', 'updated', 'partial_updates', 'deleted', 'tombstoned', 'skipped', 'revived', 'stored_tombstones',
+                    'tombstones_replaced', 'tombstones_added'] %}
         {% do counts.update({name: row[name] | int}) %}
     {% endfor %}
     {% do counts.update({'max_source_ts': row['max_source_ts']}) %}
-    {% if tombstones is not none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
+    {% if tombstones_at is not none and (counts.tombstones_replaced + counts.tombstones_added) > 0 %}
+        {% do cdc_merge.write_tombstones_one_commit(tombstones, tombstones_at, batch_changes, counts) %}
+    {% elif tombstones is not none and tombstones_at is none and (counts.deleted + counts.tombstoned + counts.revived) > 0 %}
         {% do run_query(cdc_merge.write_tombstones_sql(tombstones, batch_changes, counts.stored_tombstones)) %}
     {% endif %}
     {% set replaced_rows = cdc_merge.replaces_rows(cfg, counts.partial_updates > 0) %}

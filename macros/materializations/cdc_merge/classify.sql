@@ -5,14 +5,16 @@
     statements that apply it (create_changes).
 #}
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
         reading only the key and seq columns; the keys come straight from the raw events
         (batch_keys_sql), not through the model's dedup and parsing; their range
         (key_in_range_sql) lets the engine skip data files. with_positions: also where each
-        stored row is (_cdc_stored_file_hash, _cdc_stored_pos), to delete it there.
+        stored row is (_cdc_stored_file_hash, _cdc_stored_pos), to delete it there;
+        tombstone_positions: where each stored tombstone is (_cdc_tombstone_file_hash,
+        _cdc_tombstone_pos), to write the tombstones by position (write_tombstones_one_commit).
     -#}
     with
 
@@ -30,7 +32,7 @@
 
     {% if tombstones is not none -%}
     tombstone_keys as (
-        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, false) }}
+        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions) }}
     ),
     {%- endif %}
 
@@ -40,6 +42,10 @@
             {%- if with_positions %}
             mirror_keys._cdc_stored_file_hash,
             mirror_keys._cdc_stored_pos,
+            {%- endif %}
+            {%- if tombstone_positions %}
+            tombstone_keys._cdc_stored_file_hash as _cdc_tombstone_file_hash,
+            tombstone_keys._cdc_stored_pos as _cdc_tombstone_pos,
             {%- endif %}
             {{ 'tombstone_keys._cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
             case

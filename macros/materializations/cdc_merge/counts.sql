@@ -15,6 +15,8 @@
         "count_if(_cdc_change = 'skip') as skipped",
         "count_if(_cdc_change = 'insert' and _cdc_tombstone_seq is not null) as revived",
         "count_if(_cdc_tombstone_seq is not null) as stored_tombstones",
+        "count_if(" ~ cdc_merge.tombstone_replaced_sql() ~ ") as tombstones_replaced",
+        "count_if(" ~ cdc_merge.tombstone_added_sql() ~ ") as tombstones_added",
         "coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts",
     ]) }}
     {#- '' rather than null for max_source_ts: databend-py hands a NULL over as the string 'NULL'. #}

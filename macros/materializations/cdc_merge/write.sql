@@ -17,6 +17,38 @@
 {% endmacro %}
 
 
+{#-
+    Which changes the tombstones' MERGE changes, as conditions on a classified row, for writing the
+    same by position (write_tombstones_one_commit): the stored tombstone it replaces (moved forward
+    by a newer delete, or dropped as the key comes back), and the tombstone it adds (a delete newer
+    than any stored one).
+-#}
+{% macro tombstone_replaced_sql() -%}
+    _cdc_tombstone_seq is not null and _cdc_seq > _cdc_tombstone_seq
+{%- endmacro %}
+
+{% macro tombstone_added_sql() -%}
+    _cdc_action = 'delete'
+    and (_cdc_change in ('delete', 'tombstone') or _cdc_tombstone_seq is not null)
+    and (_cdc_tombstone_seq is null or _cdc_seq > _cdc_tombstone_seq)
+{%- endmacro %}
+
+
+{% macro write_tombstones_one_commit(tombstones, classified_at, changes_view, counts) %}
+    {#-
+        What merge_tombstones_sql writes, as one commit of the tombstones table (the cdc_spark
+        adapter's OneCommitBatch, as write_one_commit for the mirror): the replaced tombstones
+        deleted at the positions the classification read them at (snapshot classified_at), the new
+        ones added.
+    -#}
+    {% do adapter.cdc_commit_one_batch(tombstones, classified_at,
+        'select _cdc_tombstone_file_hash as file_hash, _cdc_tombstone_pos as pos from ' ~ changes_view
+            ~ ' where ' ~ cdc_merge.tombstone_replaced_sql(), counts.tombstones_replaced,
+        'select _cdc_key, _cdc_seq, _cdc_source_ts from ' ~ changes_view ~ ' where ' ~ cdc_merge.tombstone_added_sql(),
+        counts.tombstones_added, false) %}
+{% endmacro %}
+
+
 {% macro insert_tombstones_sql(tombstones, changes_view) %}
     insert into {{ tombstones }} (_cdc_key, _cdc_seq, _cdc_source_ts)
     select

@@ -174,10 +174,12 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_commit_one_batch(self, relation: BaseRelation, classified_at: str, positions_sql: str, expected_positions: int,
-                             rows_sql: str, expected_rows: int) -> int:
+                             rows_sql: str, expected_rows: int, mirror: bool = True) -> int:
         """A batch's deletes by position and new rows in one commit on main (OneCommitBatch.java); the
-        delete files added. Crash point apply-before-publish: its files are written, not committed."""
+        delete files added. Of the mirror (not its tombstones), crash point apply-before-publish: its
+        files are written, not committed."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        before_commit = (lambda: crash_points.crash_point("apply-before-publish")) if mirror else (lambda: None)
         return position_deletes.commit_one_batch(
             spark, f"{relation.schema}.{relation.identifier}", classified_at, positions_sql, int(expected_positions),
-            rows_sql, int(expected_rows), lambda: crash_points.crash_point("apply-before-publish"))
+            rows_sql, int(expected_rows), before_commit)
