@@ -19,6 +19,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
 
 logger = AdapterLogger("cdc_spark")
@@ -141,6 +142,15 @@ class CdcSparkConnectionManager(SparkConnectionManager):
                 handle.handle, credentials.poll_interval, handle.query_timeout, handle.query_retries
             )
         return connection
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> Tuple[Connection, Any]:
+        """Every statement; one that drops or replaces a table the adapter keeps loaded makes it
+        forget that table, before and after (loaded_tables.forget_dropped)."""
+        loaded_tables.forget_dropped(sql)
+        try:
+            return super().add_query(sql, *args, **kwargs)
+        finally:
+            loaded_tables.forget_dropped(sql)
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

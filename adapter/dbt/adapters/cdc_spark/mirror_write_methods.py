@@ -11,7 +11,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import iceberg_jvm, position_deletes, range_plan, raw_ranges, run_state
+from dbt.adapters.cdc_spark import iceberg_jvm, loaded_tables, position_deletes, range_plan, raw_ranges
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
@@ -156,21 +156,21 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_table_loads(self, relation: BaseRelation) -> bool:
-        """Whether a table the catalog lists can be loaded (run_state.table_loads)."""
+        """Whether a table the catalog lists can be loaded (loaded_tables.table_loads)."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
-        return run_state.table_loads(spark, f"{relation.schema}.{relation.identifier}")
+        return loaded_tables.table_loads(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
     def cdc_column_names(self, relation: BaseRelation) -> Optional[List[str]]:
         """The Iceberg table's column names, from its metadata in the JVM (no statement); None when it cannot be loaded."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
-        return run_state.column_names(spark, f"{relation.schema}.{relation.identifier}")
+        return loaded_tables.column_names(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
     def cdc_current_snapshot(self, relation: BaseRelation) -> Optional[str]:
         """The Iceberg table's current snapshot id, from its metadata in the JVM (no statement)."""
         spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
-        return run_state.current_snapshot(spark, f"{relation.schema}.{relation.identifier}")
+        return loaded_tables.current_snapshot(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
     def cdc_commit_one_batch(self, relation: BaseRelation, classified_at: str, positions_sql: str, expected_positions: int,

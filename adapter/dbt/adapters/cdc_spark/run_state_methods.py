@@ -9,7 +9,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import run_state
+from dbt.adapters.cdc_spark import loaded_tables, run_state
 from dbt.adapters.cdc_spark.kept_rows import KeptRow, grouped, mirrors_to_release
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
@@ -38,10 +38,10 @@ class RunStateMethods(metaclass=AdapterMeta):
             return None
         state = run_state.STATE
         newest = state.newest_offset(invocation_id, offsets_table, target_table, self._query_rows,
-                                     lambda: run_state.current_snapshot_or_none(spark, offsets_table))
+                                     lambda: loaded_tables.current_snapshot_or_none(spark, offsets_table))
         return {
             "offset_snapshot": newest["offset_snapshot"] if newest else None,
-            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, lambda: run_state.current_snapshot(spark, raw_table)),
+            "current_snapshot": state.raw_snapshot(invocation_id, raw_table, lambda: loaded_tables.current_snapshot(spark, raw_table)),
             "mirror": mirror,
         }
 
@@ -55,7 +55,7 @@ class RunStateMethods(metaclass=AdapterMeta):
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
         newest = run_state.STATE.newest_offset(invocation_id, offsets_table, target_table, self._query_rows,
-                                               lambda: run_state.current_snapshot_or_none(spark, offsets_table))
+                                               lambda: loaded_tables.current_snapshot_or_none(spark, offsets_table))
         return dict(newest) if newest else {"offset_snapshot": None, "offset_ordinal": 0}
 
     def _query_rows(self, sql: str) -> List[Dict[str, Any]]:

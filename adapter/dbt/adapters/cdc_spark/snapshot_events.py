@@ -9,7 +9,7 @@ table and every later run reuses them."""
 import threading
 from typing import Any, Dict, List, Sequence, Tuple
 
-from dbt.adapters.cdc_spark import run_state
+from dbt.adapters.cdc_spark import loaded_tables
 from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 
 SNAPSHOT_EVENTS_CLASS = "cdc_merge.iceberg.SnapshotEvents"
@@ -35,7 +35,7 @@ def added_by_table(spark: Any, table: str, snapshot_ids: Sequence[str]) -> Dict[
     if not missing:
         return known
     java_class = jvm_class(spark, SNAPSHOT_EVENTS_CLASS)
-    iceberg_table = run_state.refreshed_table(spark, table) if java_class is not None else None
+    iceberg_table = loaded_tables.refreshed_table(spark, table) if java_class is not None else None
     if iceberg_table is None:
         return known
     read = parse_lines(java_class.addedRecordsByValue(iceberg_table, ",".join(missing), PARTITION_COLUMN), missing)
