@@ -2,6 +2,7 @@
 SparkSession: deletes by position (position_deletes.py) and the key range check below."""
 
 import os
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,6 +20,11 @@ def jar_path() -> str:
     return os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR", str(JAR))
 
 
+# Per Python thread (py4j pins each to a JVM thread of its own): the jar that thread's JVM thread
+# loads classes from, and the classes found there.
+_thread = threading.local()
+
+
 def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
     """The JVM class, its jar added to the session first; None when the jar is missing or turned off."""
     from py4j.java_gateway import JavaClass
@@ -26,17 +32,22 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
     jar = jar_path()
     if not jar:
         return None
-    if os.path.isfile(jar):
-        # Also on every call, not once: ADD JAR sets the calling JVM thread's class loader, and each
+    if getattr(_thread, "jar", None) != jar or getattr(_thread, "session", None) is not spark:
+        # Once per thread, not once: ADD JAR sets the calling JVM thread's class loader, and each
         # dbt thread calls from a JVM thread of its own.
-        spark.sql(f"add jar '{jar}'")
-    java_class = spark._jvm
-    for part in class_name.split("."):
-        java_class = getattr(java_class, part)
-    if not isinstance(java_class, JavaClass):
-        logger.warning(f"{jar} not found (build it with 'make jvm'): cdc_merge applies without its Iceberg helpers")
-        return None
-    return java_class
+        _thread.jar, _thread.session, _thread.found = jar, spark, {}
+        if os.path.isfile(jar):
+            spark.sql(f"add jar '{jar}'")
+    found = _thread.found
+    if class_name not in found:
+        # Looked up by its packages once: py4j looks each package up on the whole classpath.
+        java_class = spark._jvm
+        for part in class_name.split("."):
+            java_class = getattr(java_class, part)
+        if not isinstance(java_class, JavaClass):
+            logger.warning(f"{jar} not found (build it with 'make jvm'): cdc_merge applies without its Iceberg helpers")
+        found[class_name] = isinstance(java_class, JavaClass)
+    return JavaClass(class_name, spark._sc._gateway._gateway_client) if found[class_name] else None
 
 
 def key_range_skips_files(spark: Any, table: str, column: str, lower: str, upper: str) -> Optional[bool]:

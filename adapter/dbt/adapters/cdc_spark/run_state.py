@@ -16,19 +16,10 @@ applies them."""
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from dbt.adapters.events.logging import AdapterLogger
-
 from dbt.adapters.cdc_spark.kept_rows import KeptRow, KeptRows
-from dbt.adapters.cdc_spark.loaded_tables import refreshed_table
-
-logger = AdapterLogger("cdc_spark")
-
-# The mirror table property that records the model SQL the mirror's columns were checked against.
-MODEL_CHECKSUM_PROPERTY = "cdc-merge.model-sql-md5"
 
 Query = Callable[[str], List[Dict[str, Any]]]
 
@@ -133,90 +124,3 @@ def expected_mirrors(selected: List[str], nodes: Dict[str, Any]) -> int:
         for unique_id in selected
         if (nodes.get(unique_id) or {}).get("config", {}).get("materialized") == "cdc_merge"
     )
-
-
-# 3/4 of Iceberg's default target file size (write.target-file-size-bytes, 512 MB).
-SMALL_DATA_FILE_BYTES = 402653184
-
-
-def mirror_metadata(spark: Any, table: str) -> Optional[Dict[str, Any]]:
-    """What the idle check needs of a mirror, read from its Iceberg metadata in the JVM (no Spark
-    job): the numbers of table_maintenance_state (macros/maintenance/table_state.sql) and the
-    model checksum property; None when the table cannot be read so."""
-    try:
-        iceberg_table = refreshed_table(spark, table)
-    except Exception as error:  # not an Iceberg table, or not loadable: the caller takes the full path
-        logger.debug(f"{table}: no Iceberg metadata for the idle check: {str(error).splitlines()[0][:300]}")
-        return None
-    if iceberg_table is None:
-        return None
-    current = iceberg_table.currentSnapshot()
-    if current is None:
-        return None
-    summary = current.summary()
-    data_files, delete_files = summary.get("total-data-files"), summary.get("total-delete-files")
-    if data_files is None or delete_files is None:
-        return None
-    now_ms = dt.datetime.now(dt.timezone.utc).timestamp() * 1000
-    older = [snapshot.timestampMillis() for snapshot in iceberg_table.snapshots() if snapshot.snapshotId() != current.snapshotId()]
-    return {
-        "small_data_files": _small_data_files_at(iceberg_table, current.snapshotId()),
-        "data_files": int(data_files),
-        "delete_files": int(delete_files),
-        "older_snapshot_ages_seconds": [max(0.0, now_ms - millis) / 1000 for millis in older],
-        "model_checksum": iceberg_table.properties().get(MODEL_CHECKSUM_PROPERTY),
-    }
-
-
-_small_files_at: Dict[Tuple[str, int], int] = {}
-_small_files_lock = threading.Lock()
-
-
-def _small_data_files_at(iceberg_table: Any, snapshot_id: int) -> int:
-    """_small_data_files, kept per (table, snapshot): a snapshot's files never change, and listing
-    them costs three JVM calls per file, on every idle check and every maintenance decision."""
-    key = (str(iceberg_table.location()), int(snapshot_id))
-    with _small_files_lock:
-        if key in _small_files_at:
-            return _small_files_at[key]
-    small = _small_data_files(iceberg_table)
-    with _small_files_lock:
-        if len(_small_files_at) > 10_000:
-            _small_files_at.clear()
-        _small_files_at[key] = small
-    return small
-
-
-def _small_data_files(iceberg_table: Any) -> int:
-    """Data files under 3/4 of Iceberg's 512 MB target size: the files compaction would rewrite,
-    as table_maintenance_state counts them (macros/maintenance/table_state.sql)."""
-    tasks = iceberg_table.newScan().planFiles()
-    try:
-        files = tasks.iterator()
-        small = 0
-        while files.hasNext():
-            if files.next().file().fileSizeInBytes() < SMALL_DATA_FILE_BYTES:
-                small += 1
-        return small
-    finally:
-        tasks.close()
-
-
-def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
-    """The table's current snapshot and every snapshot it keeps (id, parent, operation, records
-    added), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
-    metadata in the JVM; None when the table is not an Iceberg table this session loads."""
-    iceberg_table = refreshed_table(spark, table)
-    if iceberg_table is None:
-        return None
-    current = iceberg_table.currentSnapshot()
-    snapshots = []
-    for snapshot in iceberg_table.snapshots():
-        parent = snapshot.parentId()
-        snapshots.append({
-            "snapshot_id": str(snapshot.snapshotId()),
-            "parent_id": str(parent) if parent is not None else None,
-            "operation": snapshot.operation(),
-            "added_records": int(snapshot.summary().get("added-records") or 0),
-        })
-    return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}

@@ -9,7 +9,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import loaded_tables, run_state
+from dbt.adapters.cdc_spark import loaded_tables, run_state, table_metadata
 from dbt.adapters.cdc_spark.kept_rows import KeptRow, grouped, mirrors_to_release
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
@@ -33,7 +33,7 @@ class RunStateMethods(metaclass=AdapterMeta):
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
-        mirror = run_state.mirror_metadata(spark, target_table)
+        mirror = table_metadata.mirror_metadata(spark, target_table)
         if mirror is None:
             return None
         state = run_state.STATE
@@ -136,22 +136,22 @@ class RunStateMethods(metaclass=AdapterMeta):
     @available
     def cdc_table_metadata(self, table: str) -> Optional[Dict[str, Any]]:
         """A table's files, snapshots and model checksum from Iceberg's metadata in the JVM
-        (run_state.mirror_metadata): what maintenance_due needs, without a statement; None when
+        (table_metadata.mirror_metadata): what maintenance_due needs, without a statement; None when
         the SparkSession is not in this process or the table cannot be read so."""
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
-        return run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), table)
+        return table_metadata.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), table)
 
     @available
     def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:
-        """The table's current snapshot and its snapshots, without a statement (run_state.snapshot_log);
+        """The table's current snapshot and its snapshots, without a statement (table_metadata.snapshot_log);
         None when the SparkSession is not in this process or the table cannot be read so."""
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
         try:
-            return run_state.snapshot_log(dbt_spark_session(credentials.server_side_parameters), table)
+            return table_metadata.snapshot_log(dbt_spark_session(credentials.server_side_parameters), table)
         except Exception as error:  # the caller falls back to the metadata tables
             logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
             return None
@@ -162,7 +162,7 @@ class RunStateMethods(metaclass=AdapterMeta):
         credentials = self.connections.profile.credentials
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
-        mirror = run_state.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
+        mirror = table_metadata.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
         return mirror["model_checksum"] if mirror else None
 
 

@@ -1,0 +1,65 @@
+"""A table's Iceberg metadata as the idle check, maintenance and the chunk plan read it
+(adapter/dbt/adapters/cdc_spark/table_metadata.py), on real Iceberg tables: the helper jar's one
+call (jvm/iceberg/cdc_merge/iceberg/MetadataSummary.java) gives what py4j reads object by object,
+and what the metadata tables say."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from dbt.adapters.cdc_spark import iceberg_jvm, table_metadata
+
+_tables = itertools.count(1)
+
+
+@pytest.fixture
+def table_with_history(spark):
+    """An Iceberg table with appends, a delete and the model checksum property."""
+    name = f"table_metadata.t{next(_tables)}"
+    spark.sql("create namespace if not exists table_metadata")
+    spark.sql(f"create table {name} (id bigint, note string) using iceberg "
+              f"tblproperties ('format-version' = '2', '{table_metadata.MODEL_CHECKSUM_PROPERTY}' = 'abc123')")
+    for first in (0, 10, 20):
+        spark.range(first, first + 10).selectExpr("id", "cast(id as string) as note").writeTo(name).append()
+    spark.sql(f"delete from {name} where id < 5")
+    return name
+
+
+def test_the_helper_reads_what_py4j_reads(spark, table_with_history, monkeypatch):
+    with_helper = table_metadata.snapshot_log(spark, table_with_history), table_metadata.mirror_metadata(spark, table_with_history)
+    monkeypatch.setenv("CDC_MERGE_ICEBERG_JVM_JAR", "")
+    assert iceberg_jvm.jvm_class(spark, table_metadata.METADATA_SUMMARY_CLASS) is None
+    without = table_metadata.snapshot_log(spark, table_with_history), table_metadata.mirror_metadata(spark, table_with_history)
+
+    assert with_helper[0] == without[0]
+    ages = [metadata.pop("older_snapshot_ages_seconds") for metadata in (with_helper[1], without[1])]
+    assert with_helper[1] == without[1]
+    assert len(ages[0]) == len(ages[1]) == 3 and all(age >= 0 for age in ages[0])
+
+
+def test_the_snapshot_log_is_what_the_metadata_tables_say(spark, table_with_history):
+    log = table_metadata.snapshot_log(spark, table_with_history)
+    rows = spark.sql(f"select snapshot_id, parent_id, operation, cast(summary['added-records'] as bigint) as added "
+                     f"from {table_with_history}.snapshots order by committed_at").collect()
+
+    assert log["current"] == str(rows[-1].snapshot_id)
+    assert log["snapshots"] == [
+        {"snapshot_id": str(row.snapshot_id), "parent_id": str(row.parent_id) if row.parent_id is not None else None,
+         "operation": row.operation, "added_records": row.added or 0}
+        for row in rows]
+    metadata = table_metadata.mirror_metadata(spark, table_with_history)
+    files = spark.sql(f"select count(*) as n from {table_with_history}.files where content = 0").first().n
+    deletes = spark.sql(f"select count(*) as n from {table_with_history}.files where content > 0").first().n
+    assert (metadata["data_files"], metadata["delete_files"], metadata["small_data_files"]) == (files, deletes, files)
+    assert metadata["model_checksum"] == "abc123"
+
+
+def test_a_table_without_snapshots_has_no_idle_facts(spark):
+    name = f"table_metadata.t{next(_tables)}"
+    spark.sql("create namespace if not exists table_metadata")
+    spark.sql(f"create table {name} (id bigint) using iceberg")
+
+    assert table_metadata.mirror_metadata(spark, name) is None
+    assert table_metadata.snapshot_log(spark, name) == {"current": None, "snapshots": []}
