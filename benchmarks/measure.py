@@ -199,12 +199,12 @@ def install_sql_clock() -> SqlClock:
 
     original_checkpoint = CdcSparkAdapter.create_checkpoint_view
 
-    def timed_checkpoint(self, view_name, sql, *observed):
+    def timed_checkpoint(self, view_name, sql, *observed, **kept):
         """The classified batch, kept as a checkpoint by the adapter: recorded as a statement too (its
         observed counts are not replayed)."""
         started = time.perf_counter()
         try:
-            return original_checkpoint(self, view_name, sql, *observed)
+            return original_checkpoint(self, view_name, sql, *observed, **kept)
         finally:
             SQL_CLOCK.add(CHECKPOINT + json.dumps([view_name, sql]), time.perf_counter() - started)
 

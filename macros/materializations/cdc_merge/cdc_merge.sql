@@ -117,20 +117,27 @@
         a stream: reading it here, outside the chunk's transaction, could consume it).
     -#}
     {% do cdc_merge.enter_large_batch(chunks) %}
+    {#- The batch view's statement: a batch's own is not run again when it is this one. -#}
+    {% set batch_view_sql = namespace(value=none) %}
+    {% set first_plan = none %}
     {% if chunks | length and chunks[0].stream is not defined %}
         {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
-        {% do run_query(cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}
+        {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) %}
+        {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
+        {% set first_rounds = 1 if (first_plan is not none and chunks[0].buckets == 1 and (first_plan['placeholder_events'] | int) == 0) else none %}
+        {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1, 1, first_rounds) %}
     {% else %}
-        {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
+        {% set batch_view_sql.value = cdc_merge.create_empty_batch_view_sql(batch_view) %}
     {% endif %}
-    {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
+    {% do run_query(batch_view_sql.value) %}
+    {% set model_described = cdc_merge.query_columns(model_sql) %}
+    {% set model_columns = model_described | map(attribute='0') | list %}
     {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {% set schema_note = '' %}
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
-    {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) if (chunks | length and chunks[0].stream is not defined) else none %}
     {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if (chunks | length and chunks[0].stream is not defined) else [] %}
     {% if unmapped %}
         {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
@@ -145,14 +152,18 @@
         {% endif %}
     {% else %}
         {#- A stored mirror whose columns differ from the model's is changed as on_schema_change says (schema_change.sql). -#}
-        {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, columns, cfg) %}
+        {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, model_described, cfg) %}
         {% set columns = evolved.columns %}
         {% set model_sql = evolved.model_sql %}
         {% set schema_note = evolved.note ~ ('; ' ~ schema_note if schema_note else '') %}
+        {% if evolved.batch_view_replaced %}
+            {% set batch_view_sql.value = none %}
+        {% endif %}
     {% endif %}
     {#- The model as compiled, not as evolve_mirror rewrote it: the idle check compares the compiled code. -#}
     {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg) %}
-    {% if tombstones is not none %}
+    {#- Created with a new mirror, or when the run's list of relations does not have them. -#}
+    {% if tombstones is not none and (existing_relation is none or load_cached_relation(tombstones) is none) %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
     {% endif %}
     {% set by_position = cdc_merge.deletes_by_position(target_relation, cfg) %}
@@ -183,7 +194,11 @@
             {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
             {% set one_commit = adapter.type() == 'cdc_spark' and adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
-                {% do run_query(cdc_merge.create_batch_view_sql(batch_view, chunk_view, cfg.source_table, bucket, chunk.buckets, round, rounds)) %}
+                {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, chunk_view, cfg.source_table, bucket, chunk.buckets, round, rounds) %}
+                {% if view_sql != batch_view_sql.value %}
+                    {% do run_query(view_sql) %}
+                    {% set batch_view_sql.value = view_sql %}
+                {% endif %}
                 {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
@@ -219,7 +234,7 @@
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, 'stream', {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none})) %}
         {% set ordinal.snapshot = 'stream' %}
     {% endif %}
-    {% do run_query('drop view if exists ' ~ batch_view) %}
+    {% do cdc_merge.drop_temporary_view(batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
     {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
     {% if keeps_rows %}
@@ -235,14 +250,8 @@
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}
-    {% call statement('main') %}
-        select
-            {{ totals.events_read }} as keys_changed,
-            {{ totals.inserted }} as rows_inserted,
-            {{ totals.updated }} as rows_updated,
-            {{ totals.deleted }} as rows_deleted,
-            {{ totals.skipped }} as events_skipped
-    {% endcall %}
+    {#- The run's result without a statement; its counts are in the summary line above and in cdc_merge_runs. -#}
+    {% do store_raw_result('main', message='OK', code='OK', rows_affected=totals.inserted + totals.updated + totals.deleted) %}
 
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
@@ -270,7 +279,7 @@
     {% set tombstones_at = adapter.cdc_current_snapshot(tombstones) if (one_commit and tombstones is not none) else none %}
     {% set classified_tombstones = cdc_merge.relation_at_snapshot(tombstones, tombstones_at) if tombstones_at is not none else tombstones %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position, tombstones_at is not none) %}
-    {% set created = cdc_merge.create_changes(changes, classified_sql, by_position) %}
+    {% set created = cdc_merge.create_changes(changes, classified_sql, by_position, one_commit) %}
     {% set batch_changes = created.changes %}
     {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}

@@ -9,8 +9,11 @@
 {% endmacro %}
 
 
-{% macro column_types(describe_rows) %}
-    {#- [(name, type)] from the rows of a describe, up to the first blank or '#' row (Spark's partitioning section). -#}
+{% macro column_types(describe_rows, spelled=false) %}
+    {#-
+        [(name, type)] from the rows of a describe, up to the first blank or '#' row (Spark's
+        partitioning section); the names in lower case, or as spelled.
+    -#}
     {% set columns = [] %}
     {% set done = namespace(value=false) %}
     {% for row in describe_rows %}
@@ -19,7 +22,7 @@
             {% set done.value = true %}
         {% endif %}
         {% if not done.value %}
-            {% do columns.append((name | lower, cdc_merge.normalized_type(row[1] | string))) %}
+            {% do columns.append((name if spelled else name | lower, cdc_merge.normalized_type(row[1] | string))) %}
         {% endif %}
     {% endfor %}
     {{ return(columns) }}
@@ -31,8 +34,18 @@
 {% endmacro %}
 
 {% macro spark__relation_column_types(relation) %}
-    {#- dbt-spark's own describe of the table, the one it runs for any relation's columns. -#}
+    {#-
+        From the Iceberg schema the cdc_spark adapter keeps loaded (no statement), else dbt-spark's
+        own describe of the table, the one it runs for any relation's columns.
+    -#}
+    {% set stored = adapter.cdc_stored_column_types(relation) if adapter.type() == 'cdc_spark' else none %}
     {% set columns = [] %}
+    {% if stored is not none %}
+        {% for name, data_type in stored %}
+            {% do columns.append((name | lower, cdc_merge.normalized_type(data_type))) %}
+        {% endfor %}
+        {{ return(columns) }}
+    {% endif %}
     {% for column in adapter.get_columns_in_relation(relation) %}
         {% do columns.append((column.name | lower, cdc_merge.normalized_type(column.dtype))) %}
     {% endfor %}
@@ -44,22 +57,32 @@
 {% endmacro %}
 
 
-{% macro query_column_types(sql) %}
-    {#- The names and types of a query's output columns, without running it. -#}
-    {{ return(adapter.dispatch('query_column_types', 'cdc_merge')(sql)) }}
+{% macro query_columns(sql) %}
+    {#- The names (as the query spells them) and types of a query's output columns, without running it. -#}
+    {{ return(adapter.dispatch('query_columns', 'cdc_merge')(sql)) }}
 {% endmacro %}
 
-{% macro spark__query_column_types(sql) %}
-    {{ return(cdc_merge.column_types(run_query('describe query ' ~ sql).rows)) }}
+{% macro spark__query_columns(sql) %}
+    {{ return(cdc_merge.column_types(run_query('describe query ' ~ sql).rows, true)) }}
 {% endmacro %}
 
-{% macro databend__query_column_types(sql) %}
+{% macro databend__query_columns(sql) %}
     {#- Databend describes tables and views, not queries. -#}
     {% set shape_view = model.name ~ '__cdc_shape' %}
     {% do run_query('create or replace view ' ~ shape_view ~ ' as ' ~ sql) %}
-    {% set columns = cdc_merge.column_types(run_query('desc ' ~ shape_view).rows) %}
+    {% set columns = cdc_merge.column_types(run_query('desc ' ~ shape_view).rows, true) %}
     {% do run_query('drop view if exists ' ~ shape_view) %}
     {{ return(columns) }}
+{% endmacro %}
+
+
+{% macro lower_names(columns) %}
+    {#- (name, type) pairs with the names in lower case, as the mirror's columns are compared. -#}
+    {% set lowered = [] %}
+    {% for name, data_type in columns %}
+        {% do lowered.append((name | lower, data_type)) %}
+    {% endfor %}
+    {{ return(lowered) }}
 {% endmacro %}
 
 

@@ -272,9 +272,17 @@
 {% endmacro %}
 
 {% macro spark__drop_scratch(name) %}
-    {% do run_query('drop view if exists ' ~ name) %}
+    {% do cdc_merge.drop_temporary_view(name) %}
 {% endmacro %}
 
 {% macro databend__drop_scratch(name) %}
     {% do run_query('drop table if exists ' ~ name) %}
+{% endmacro %}
+
+
+{% macro drop_temporary_view(name) %}
+    {#- A view of this run only (Spark's temporary views; the batch view, a view on Databend). -#}
+    {% if not (adapter.type() == 'cdc_spark' and adapter.cdc_drop_temporary_view(name)) %}
+        {% do run_query('drop view if exists ' ~ name) %}
+    {% endif %}
 {% endmacro %}

@@ -74,15 +74,17 @@
 {% endmacro %}
 
 
-{% macro evolve_mirror(target_relation, model_sql, model_columns, cfg) %}
+{% macro evolve_mirror(target_relation, model_sql, model_described, cfg) %}
     {#-
+        model_described: the model's output columns and types (query_columns).
         Returns {'columns': the mirror's columns the run writes, 'model_sql': the model shaped to them,
-        'note': what changed, for the run's summary ('' when nothing did)}.
+        'note': what changed, for the run's summary ('' when nothing did), 'batch_view_replaced': whether
+        a backfill defined the batch view anew}.
     -#}
     {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
     {% set bookkeeping = cdc_merge.bookkeeping_columns() %}
     {% set mirror_types = cdc_merge.relation_column_types(target_relation) | rejectattr('0', 'in', bookkeeping) | list %}
-    {% set model_types = cdc_merge.query_column_types(model_sql) | rejectattr('0', 'in', ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable']) | list %}
+    {% set model_types = cdc_merge.lower_names(model_described) | rejectattr('0', 'in', ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable']) | list %}
     {% set differences = cdc_merge.schema_differences(mirror_types, model_types) %}
     {% set changed = (differences.added + differences.removed + differences.widened + differences.incompatible) | length > 0 %}
     {% set mode = cfg.on_schema_change %}
@@ -171,7 +173,7 @@
     {% if note %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ note, info=True) }}
     {% endif %}
-    {{ return({'columns': written | map(attribute='0') | list, 'model_sql': shaped_sql, 'note': note}) }}
+    {{ return({'columns': written | map(attribute='0') | list, 'model_sql': shaped_sql, 'note': note, 'batch_view_replaced': pending | length > 0}) }}
 {% endmacro %}
 
 

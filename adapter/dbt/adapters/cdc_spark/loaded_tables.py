@@ -76,6 +76,25 @@ def column_names(spark: Any, table: str) -> Optional[List[str]]:
     return [str(columns.get(index).name()) for index in range(columns.size())]
 
 
+def column_types(spark: Any, table: str) -> Optional[List[Tuple[str, str]]]:
+    """The table's columns and their Spark types as DESCRIBE spells them, from its Iceberg schema (no
+    statement); None when it cannot be loaded."""
+    import json
+
+    from py4j.java_gateway import JavaClass
+    from pyspark.sql.types import StructType
+
+    try:
+        iceberg_table = refreshed_table(spark, table)
+    except Exception:  # noqa: BLE001 - dropped or not created yet: the caller asks by SQL
+        return None
+    if iceberg_table is None:
+        return None
+    schema_util = JavaClass("org.apache.iceberg.spark.SparkSchemaUtil", spark._sc._gateway._gateway_client)
+    spark_type = StructType.fromJson(json.loads(schema_util.convert(iceberg_table.schema()).json()))
+    return [(field.name, field.dataType.simpleString()) for field in spark_type.fields]
+
+
 def current_snapshot_or_none(spark: Any, table: str) -> Optional[str]:
     """The table's current snapshot id, its metadata refreshed (a file read, no Spark analysis), or
     None when the table cannot be loaded (not created yet)."""

@@ -54,12 +54,9 @@ def commit_one_batch(spark: Any, table: str, classified_at: str, positions_sql: 
     from pyspark.sql import functions as F
 
     java_class = jvm_class(spark, ONE_COMMIT_BATCH_CLASS)
-    positions_by_file = (
-        spark.sql(positions_sql)
-        .groupBy("file_hash")
-        .agg(F.sort_array(F.collect_list(F.col("pos").cast("long"))).alias("positions"))
-    )
-    batch = java_class.write(spark._jsparkSession, table, int(classified_at), positions_by_file._jdf, int(expected_positions),
+    # Grouped by file in the driver: the batch is small, and kept there (create_checkpoint_view).
+    positions = spark.sql(positions_sql).select("file_hash", F.col("pos").cast("long").alias("pos"))
+    batch = java_class.write(spark._jsparkSession, table, int(classified_at), positions._jdf, int(expected_positions),
                              spark.sql(rows_sql)._jdf, int(expected_rows))
     try:
         before_commit()

@@ -62,12 +62,13 @@ public final class OneCommitBatch {
   }
 
   /**
-   * Writes the batch's files. positionsByFile: as {@link PositionDeletes#commit} takes it, the
-   * positions the classification read at snapshot classifiedAt of main, expectedPositions of them.
+   * Writes the batch's files. positions: a row per position to delete ({@code file_hash}, {@code pos},
+   * as {@link PositionDeletes#commit} takes them but not grouped by file), as the classification read
+   * them at snapshot classifiedAt of main, expectedPositions of them.
    * newRows: the rows to add, by column name (columns of the table it lacks are null), expectedRows of them.
    */
   public static OneCommitBatch write(
-      SparkSession spark, String tableName, long classifiedAt, Dataset<Row> positionsByFile, long expectedPositions,
+      SparkSession spark, String tableName, long classifiedAt, Dataset<Row> positions, long expectedPositions,
       Dataset<Row> newRows, long expectedRows) throws Exception {
     Table table = PositionDeletes.load(spark, tableName);
     Snapshot current = table.currentSnapshot();
@@ -75,14 +76,14 @@ public final class OneCommitBatch {
       throw new IllegalStateException(tableName + " was written since its batch was classified at snapshot " + classifiedAt
           + " (now " + (current == null ? "none" : current.snapshotId()) + "): run again");
     }
-    PositionDeletes.Positions positions = PositionDeletes.Positions.of(
-        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positionsByFile, expectedPositions);
-    List<DeleteFile> deletes = positions.dataFiles.isEmpty()
+    PositionDeletes.Positions byFile = PositionDeletes.Positions.ofRows(
+        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positions, expectedPositions);
+    List<DeleteFile> deletes = byFile.dataFiles.isEmpty()
         ? Collections.emptyList()
-        : PositionDeletes.writeAll(table, positions.dataFiles, positions.positionsOfFiles);
+        : PositionDeletes.writeAll(table, byFile.dataFiles, byFile.positionsOfFiles);
     try {
       DataFile rows = expectedRows == 0 ? null : writeRows(table, tableName, newRows, expectedRows);
-      return new OneCommitBatch(table, tableName, classifiedAt, positions.dataFiles, deletes, rows);
+      return new OneCommitBatch(table, tableName, classifiedAt, byFile.dataFiles, deletes, rows);
     } catch (Exception failed) {
       PositionDeletes.removeAll(table, deletes);
       throw failed;

@@ -2,7 +2,9 @@ package cdc_merge.iceberg;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -118,15 +120,41 @@ public final class PositionDeletes {
     /** positionsByFile as commit takes it; where names the scanned ref in messages. */
     static Positions of(String tableName, String where, TableScan scan, Dataset<Row> positionsByFile, long expectedPositions)
         throws IOException {
+      Map<Long, List<Long>> byFile = new LinkedHashMap<>();
+      for (Row file : positionsByFile.collectAsList()) {
+        Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
+        byFile.put(fileHash, file.getList(file.fieldIndex("positions")));
+      }
+      return checked(tableName, where, scan, byFile, expectedPositions);
+    }
+
+    /**
+     * positions with a row per position ({@code file_hash}, {@code pos}), grouped and sorted here
+     * in the driver: for a small batch kept in the driver (OneCommitBatch), where a Spark
+     * aggregation would cost a job with a shuffle.
+     */
+    static Positions ofRows(String tableName, String where, TableScan scan, Dataset<Row> positions, long expectedPositions)
+        throws IOException {
+      Map<Long, List<Long>> byFile = new LinkedHashMap<>();
+      for (Row row : positions.collectAsList()) {
+        Long fileHash = row.isNullAt(0) ? null : row.getLong(0);
+        byFile.computeIfAbsent(fileHash, hash -> new ArrayList<>()).add(row.isNullAt(1) ? null : ((Number) row.get(1)).longValue());
+      }
+      for (List<Long> filePositions : byFile.values()) {
+        filePositions.sort(Comparator.nullsFirst(Comparator.naturalOrder()));
+      }
+      return checked(tableName, where, scan, byFile, expectedPositions);
+    }
+
+    private static Positions checked(
+        String tableName, String where, TableScan scan, Map<Long, List<Long>> byFile, long expectedPositions) throws IOException {
       Map<Long, DataFile> liveFiles = liveDataFilesByHash(scan);
       Positions found = new Positions();
       long positions = 0;
-      for (Row file : positionsByFile.collectAsList()) {
-        Long fileHash = file.isNullAt(file.fieldIndex("file_hash")) ? null : file.getLong(file.fieldIndex("file_hash"));
-        List<Long> rowPositions = file.getList(file.fieldIndex("positions"));
-        found.dataFiles.add(checkPositions(tableName, where, fileHash, rowPositions, liveFiles));
-        found.positionsOfFiles.add(rowPositions);
-        positions += rowPositions.size();
+      for (Map.Entry<Long, List<Long>> file : byFile.entrySet()) {
+        found.dataFiles.add(checkPositions(tableName, where, file.getKey(), file.getValue(), liveFiles));
+        found.positionsOfFiles.add(file.getValue());
+        positions += file.getValue().size();
       }
       if (positions != expectedPositions) {
         throw new IllegalStateException(
