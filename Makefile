@@ -18,6 +18,9 @@ PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
 ICEBERG_JVM_JAR := adapter/dbt/adapters/cdc_spark/jars/cdc-merge-iceberg.jar
 ICEBERG_JAVA_SOURCES := $(wildcard jvm/iceberg/cdc_merge/iceberg/*.java)
+# A local file system that forks no process per file created (python_jobs/landing/io/session.py).
+LOCAL_FS_JAR := adapter/dbt/adapters/cdc_spark/jars/cdc-merge-local-fs.jar
+LOCAL_FS_JAVA_SOURCES := $(wildcard jvm/hadoop/cdc_merge/hadoop/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
 SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
 
@@ -30,9 +33,9 @@ CLUSTER_DIR ?= $(CURDIR)/cluster
 
 .PHONY: demo test lint pytest venv jvm wheel javac check-java test-dbs clean reliability cluster-up cluster-down cluster-status cluster-demo
 
-venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
+venv: $(STAMP) $(PARSERS_JAR) $(ICEBERG_JVM_JAR) $(LOCAL_FS_JAR)
 
-jvm: $(PARSERS_JAR) $(ICEBERG_JVM_JAR)
+jvm: $(PARSERS_JAR) $(ICEBERG_JVM_JAR) $(LOCAL_FS_JAR)
 
 wheel: venv
 	rm -rf dist && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w dist .
@@ -58,6 +61,11 @@ $(ICEBERG_JVM_JAR): $(ICEBERG_JAVA_SOURCES) $(STAMP) | javac
 		-cp "$(SPARK_JARS):$$($(BIN)/python -c 'from python_jobs.landing.io import iceberg_jar; print(iceberg_jar())')" \
 		$(ICEBERG_JAVA_SOURCES)
 	jar --create --file $@ -C build/jvm-iceberg-classes .
+
+$(LOCAL_FS_JAR): $(LOCAL_FS_JAVA_SOURCES) $(STAMP) | javac
+	rm -rf build/jvm-local-fs-classes && mkdir -p build/jvm-local-fs-classes $(dir $@)
+	javac --release 8 -Xlint:-options -d build/jvm-local-fs-classes -cp "$(SPARK_JARS)" $(LOCAL_FS_JAVA_SOURCES)
+	jar --create --file $@ -C build/jvm-local-fs-classes .
 
 javac:
 	@command -v javac >/dev/null || { \

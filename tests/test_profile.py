@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 import yaml
@@ -32,10 +33,59 @@ def local_parameters(environment: dict[str, str]) -> dict[str, str]:
 def test_profile_sets_the_same_catalog_as_the_landing_job():
     parameters = local_parameters({"CDC_MERGE_WAREHOUSE": "/lake"})
     landing = io.iceberg_spark_conf("/lake")
-    session_only = {"spark.jars", "spark.jars.packages", "spark.master"}
+    # The local file system's settings reach dbt's session as its connection opens (below).
+    session_only = {"spark.jars", "spark.jars.packages", "spark.master", "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
     assert {k: v for k, v in parameters.items() if k not in session_only} == {
         k: v for k, v in landing.items() if k not in session_only
     }
+
+
+def test_dbt_and_the_landing_job_set_the_same_local_file_system(monkeypatch):
+    from dbt.adapters.cdc_spark.connections import with_local_file_system
+
+    monkeypatch.delenv("CDC_MERGE_LOCAL_FS_JAR", raising=False)
+    monkeypatch.delenv("CDC_MERGE_SPARK_MASTER", raising=False)
+    credentials = SimpleNamespace(server_side_parameters=local_parameters({}))
+    with_local_file_system(credentials)
+    landing = io.iceberg_spark_conf("/lake")
+
+    wanted = {"spark.driver.extraClassPath": os.path.abspath(io.local_file_system_jar()), "spark.hadoop.fs.file.impl": "cdc_merge.hadoop.LocalFileSystem"}
+    assert os.path.isfile(io.local_file_system_jar())
+    assert {name: credentials.server_side_parameters[name] for name in wanted} == {name: landing[name] for name in wanted} == wanted
+
+
+def test_the_local_file_system_is_set_only_where_it_can_load(monkeypatch, tmp_path):
+    monkeypatch.delenv("CDC_MERGE_LOCAL_FS_JAR", raising=False)
+    assert io.local_file_system_conf("spark://master:7077") == {}
+    assert set(io.local_file_system_conf("local[2]")) == {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
+    assert io.local_file_system_conf("local", "/opt/a.jar")["spark.driver.extraClassPath"] == f"/opt/a.jar:{os.path.abspath(io.local_file_system_jar())}"
+    monkeypatch.setenv("CDC_MERGE_LOCAL_FS_JAR", str(tmp_path / "not-built.jar"))
+    assert io.local_file_system_conf("local[2]") == {}
+    monkeypatch.setenv("CDC_MERGE_LOCAL_FS_JAR", "")
+    assert io.local_file_system_conf("local[2]") == {}
+
+
+def test_the_session_creates_files_without_a_process_each(spark, tmp_path):
+    """Hadoop's local file system forks `chmod` for every file it creates; the session's sets the
+    same permissions in the JVM, and writes the same checksum files beside them."""
+    hadoop = spark._jvm.org.apache.hadoop.fs
+    file_system = hadoop.Path(tmp_path.as_uri()).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    assert file_system.getClass().getName() == "cdc_merge.hadoop.LocalFileSystem"
+
+    def forks() -> int:
+        return int(next(line for line in open("/proc/stat") if line.startswith("processes")).split()[1])
+
+    started = forks()
+    for number in range(50):
+        stream = file_system.create(hadoop.Path((tmp_path / f"file-{number}").as_uri()), True)
+        stream.write(bytearray(b"x" * 100))
+        stream.close()
+    # Other processes of the machine fork too, but not 50 times in these few milliseconds.
+    assert forks() - started < 25
+    umask = os.umask(0)
+    os.umask(umask)
+    assert oct((tmp_path / "file-0").stat().st_mode & 0o777) == oct(0o666 & ~umask & 0o777)
+    assert (tmp_path / ".file-0.crc").is_file()
 
 
 def test_default_jar_is_the_one_the_landing_job_finds(monkeypatch):

@@ -49,6 +49,47 @@ def iceberg_jar() -> str:
     return found[0]
 
 
+# The apply's Java helpers (jvm/iceberg/, `make jvm`) and the local file system (jvm/hadoop/), in
+# the cdc_spark adapter's package.
+ICEBERG_HELPER_JAR = "cdc-merge-iceberg.jar"
+LOCAL_FILE_SYSTEM_JAR = "cdc-merge-local-fs.jar"
+LOCAL_FILE_SYSTEM_CLASS = "cdc_merge.hadoop.LocalFileSystem"
+
+
+def _adapter_jar(name: str, variable: str) -> str:
+    """$variable (empty turns it off), else the jar of that name in the adapter's package."""
+    configured = os.environ.get(variable)
+    if configured is not None:
+        return configured
+    import importlib.util
+
+    adapter = importlib.util.find_spec("dbt.adapters.cdc_spark")  # located, not imported: it imports this package
+    folders = list(adapter.submodule_search_locations or []) if adapter is not None else []
+    return os.path.join(folders[0], "jars", name) if folders else ""
+
+
+def iceberg_helper_jar() -> str:
+    """The apply's Iceberg helpers: $CDC_MERGE_ICEBERG_JVM_JAR (empty turns them off), else the adapter's."""
+    return _adapter_jar(ICEBERG_HELPER_JAR, "CDC_MERGE_ICEBERG_JVM_JAR")
+
+
+def local_file_system_jar() -> str:
+    """The local file system's jar: $CDC_MERGE_LOCAL_FS_JAR (empty: Hadoop's own), else the adapter's."""
+    return _adapter_jar(LOCAL_FILE_SYSTEM_JAR, "CDC_MERGE_LOCAL_FS_JAR")
+
+
+def local_file_system_conf(master: str, class_path: str | None = None) -> dict[str, str]:
+    """A local session's file:// as Hadoop's, but without forking `chmod` for every file it creates
+    (jvm/hadoop/cdc_merge/hadoop/LocalFileSystem.java: 10-15 ms a file, a dozen files a commit),
+    its jar added to class_path (the driver's extra class path); {} when its jar is missing or
+    turned off, or the master is not local."""
+    jar = local_file_system_jar()
+    if not master.startswith("local") or not jar or not os.path.isfile(jar):
+        return {}
+    return {"spark.driver.extraClassPath": os.pathsep.join(filter(None, [class_path, os.path.abspath(jar)])),
+            "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM_CLASS}
+
+
 def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
     """Session settings for the local Iceberg catalog; profiles/profiles.yml sets the same ones."""
     conf = {
@@ -69,6 +110,7 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
     }
+    conf.update(local_file_system_conf(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]")))
     packages = os.environ.get("CDC_MERGE_ICEBERG_PACKAGES")
     if packages:
         conf["spark.jars.packages"] = packages

@@ -21,6 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
+from python_jobs.landing.io.session import local_file_system_conf
 
 logger = AdapterLogger("cdc_spark")
 
@@ -104,6 +105,16 @@ def require_writable_warehouses(settings: Mapping[str, str]) -> None:
             ) from None
 
 
+def with_local_file_system(credentials: SparkCredentials) -> None:
+    """The session's settings, with those of a local file system that forks no process per file
+    (session.local_file_system_conf) unless the profile names a file system; in place, so that the
+    session dbt-spark's cursor builds and the adapter's own (python_session.py) are the same."""
+    parameters = credentials.server_side_parameters
+    if parameters is None or "spark.hadoop.fs.file.impl" in parameters:
+        return
+    parameters.update(local_file_system_conf(str(parameters.get("spark.master", "local")), parameters.get("spark.driver.extraClassPath")))
+
+
 @dataclass
 class CdcSparkCredentials(SparkCredentials):
     @property
@@ -126,6 +137,7 @@ class CdcSparkConnectionManager(SparkConnectionManager):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             if connection.state != "open":
                 require_writable_warehouses(connection.credentials.server_side_parameters or {})
+                with_local_file_system(connection.credentials)
         if connection.credentials.method != SparkConnectionMethod.THRIFT:
             return super().open(connection)
         credentials = connection.credentials

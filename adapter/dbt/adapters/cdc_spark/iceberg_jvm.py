@@ -3,21 +3,22 @@ SparkSession: deletes by position (position_deletes.py) and the key range check 
 
 import os
 import threading
-from pathlib import Path
 from typing import Any, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from python_jobs.landing.io.session import iceberg_helper_jar
+
 logger = AdapterLogger("cdc_spark")
 
-# Built by `make jvm` against the Iceberg runtime jar; $CDC_MERGE_ICEBERG_JVM_JAR overrides it and
-# an empty value turns the helpers off (the apply then deletes with a MERGE and keeps every key range).
-JAR = Path(__file__).parent / "jars" / "cdc-merge-iceberg.jar"
 KEY_RANGES_CLASS = "cdc_merge.iceberg.KeyRanges"
 
 
 def jar_path() -> str:
-    return os.environ.get("CDC_MERGE_ICEBERG_JVM_JAR", str(JAR))
+    """Built by `make jvm` against the Iceberg runtime jar into this package's jars/;
+    $CDC_MERGE_ICEBERG_JVM_JAR overrides it and an empty value turns the helpers off (the apply then
+    deletes with a MERGE and keeps every key range)."""
+    return iceberg_helper_jar()
 
 
 # Per Python thread (py4j pins each to a JVM thread of its own): the jar that thread's JVM thread
