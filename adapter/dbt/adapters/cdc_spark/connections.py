@@ -107,8 +107,9 @@ def require_writable_warehouses(settings: Mapping[str, str]) -> None:
 
 def with_local_file_system(credentials: SparkCredentials) -> None:
     """The session's settings, with those of a local file system that forks no process per file
-    (session.local_file_system_conf) unless the profile names a file system; in place, so that the
-    session dbt-spark's cursor builds and the adapter's own (python_session.py) are the same."""
+    (session.local_file_system_conf) unless the profile names a file system. In place, so that the
+    session dbt-spark's cursor builds and the adapter's own (python_session.py) are the same: by the
+    adapter as it is made, before any thread reads them."""
     parameters = credentials.server_side_parameters
     if parameters is None or "spark.hadoop.fs.file.impl" in parameters:
         return
@@ -137,7 +138,6 @@ class CdcSparkConnectionManager(SparkConnectionManager):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             if connection.state != "open":
                 require_writable_warehouses(connection.credentials.server_side_parameters or {})
-                with_local_file_system(connection.credentials)
         if connection.credentials.method != SparkConnectionMethod.THRIFT:
             return super().open(connection)
         credentials = connection.credentials

@@ -20,7 +20,7 @@ from dbt.adapters.cdc_spark import catalog, snapshot_events
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
-from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager
+from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_file_system
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
@@ -65,6 +65,8 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
     def __init__(self, config: Any, mp_context: Any) -> None:
         super().__init__(config, mp_context)
         self._checkpoints: Dict[str, Any] = {}
+        if config.credentials.method == SparkConnectionMethod.SESSION:
+            with_local_file_system(config.credentials)
 
     def list_schemas(self, database: str) -> List[str]:
         try:
