@@ -2,7 +2,9 @@
 
 Mirrors of one raw table usually stand at the same offset, so in one run they all read the same
 range (after, through) and keep only their own source table's rows. The first to read a small
-range keeps its rows in Spark's block store (a local checkpoint); the others, in this invocation
+range keeps its rows in Spark's block store (a local checkpoint), or, when it is smaller still, in
+the driver (a local relation), where Spark's planner keeps a mirror's own rows without a job or a
+scan of the whole range; the others, in this invocation
 or a later one of the same process (cdc-run), use those rows. A snapshot id names content that
 never changes, so a kept range is never stale. Large ranges are not kept (each mirror reads its
 own), and a raw table keeps only its newest few ranges. A kept range also answers, in one pass
@@ -19,6 +21,8 @@ from dbt.adapters.cdc_spark import range_plan
 
 # Above this many events a range is read by each mirror, not held in memory (about 1 KB each).
 MAX_KEPT_EVENTS = 100_000
+# At most this many events a range is kept in the driver (about 20 MB).
+MAX_DRIVER_EVENTS = 20_000
 # Ranges kept per raw table: the newest run's, and the one before for mirrors that lag one run.
 KEPT_PER_TABLE = 2
 
@@ -45,7 +49,7 @@ class RawRanges:
             rows = read()
             if events is None or int(events) > MAX_KEPT_EVENTS:
                 return rows
-            rows = rows.localCheckpoint(eager=True)
+            rows = in_driver(rows) if int(events) <= MAX_DRIVER_EVENTS else rows.localCheckpoint(eager=True)
             self._kept[key] = rows
             self._forget_older(session_id, table)
             return rows
@@ -83,8 +87,18 @@ class RawRanges:
             self._plans.clear()
 
 
+def in_driver(rows: Any) -> Any:
+    """rows computed now and kept in the driver's memory as a local relation."""
+    from pyspark.sql import DataFrame
+
+    computed = rows._jdf
+    spark = rows.sparkSession
+    return DataFrame(spark._jsparkSession.createDataFrame(computed.collectAsList(), computed.schema()), spark)
+
+
 def _free(rows: Any) -> None:
-    """Frees a local checkpoint's blocks now, not at the JVM's next garbage collection."""
+    """Frees a local checkpoint's blocks now, not at the JVM's next garbage collection (a local
+    relation holds none)."""
     try:
         rows._jdf.logicalPlan().rdd().unpersist(True)
     except Exception:  # the session may be stopped already; its blocks went with it

@@ -1,0 +1,54 @@
+"""Where a raw range read once for all the mirrors of a run is kept (adapter/.../raw_ranges.py): a
+small one in the driver, where a mirror's filter on its own source table runs no Spark job and
+scans nothing; a larger one in Spark's block store; a large one not at all."""
+
+from __future__ import annotations
+
+import uuid
+
+from dbt.adapters.cdc_spark import raw_ranges
+
+
+def jobs_run_by(spark, action) -> int:
+    group = f"raw_ranges_{uuid.uuid4().hex}"
+    spark.sparkContext.setJobGroup(group, "counted")
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_a_small_range_is_kept_in_the_driver_a_larger_in_the_block_store_a_large_not_at_all(spark, monkeypatch):
+    monkeypatch.setattr(raw_ranges, "MAX_DRIVER_EVENTS", 10)
+    monkeypatch.setattr(raw_ranges, "MAX_KEPT_EVENTS", 20)
+    events = spark.range(30).selectExpr("cast(id as string) as key", "concat('shop.t', id % 3) as table_name")
+    ranges = raw_ranges.RawRanges()
+    reads = []
+
+    def read():
+        reads.append(1)
+        return events
+
+    session = spark.sparkContext.applicationId
+    small = ranges.rows(session, "raw", None, "1", 10, read)
+    larger = ranges.rows(session, "raw", None, "2", 20, read)
+    large = ranges.rows(session, "raw", None, "3", 21, read)
+    assert small._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LocalRelation"
+    assert larger._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LogicalRDD"
+    assert large._jdf.queryExecution().analyzed().getClass().getSimpleName() not in ("LocalRelation", "LogicalRDD")
+
+    def own_table(rows):
+        return sorted(row["key"] for row in rows.where("table_name = 'shop.t1'").collect())
+
+    expected = sorted(str(n) for n in range(1, 30, 3))
+    assert own_table(small) == own_table(larger) == own_table(large) == expected
+    assert jobs_run_by(spark, lambda: own_table(small)) == 0
+    assert jobs_run_by(spark, lambda: own_table(larger)) >= 1
+
+    # The kept ones are read once, the large one at every ask.
+    assert ranges.rows(session, "raw", None, "1", 10, read) is small
+    assert ranges.rows(session, "raw", None, "2", 20, read) is larger
+    ranges.rows(session, "raw", None, "3", 21, read)
+    assert len(reads) == 4
+    ranges.forget()
