@@ -100,7 +100,9 @@ def _free(rows: Any) -> None:
     """Frees a local checkpoint's blocks now, not at the JVM's next garbage collection (a local
     relation holds none)."""
     try:
-        rows._jdf.logicalPlan().rdd().unpersist(True)
+        plan = rows._jdf.logicalPlan()
+        if plan.getClass().getSimpleName() == "LogicalRDD":
+            plan.rdd().unpersist(True)
     except Exception:  # the session may be stopped already; its blocks went with it
         pass
 
