@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -256,10 +257,12 @@ def per_mirror_path():
     where the adapter says no to all three)."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
 
-    names = ("cdc_keeps_rows", "cdc_range_plan", "cdc_one_commit")
+    names = ("cdc_connection_capabilities", "cdc_range_plan", "cdc_one_commit")
     originals = {name: getattr(CdcSparkAdapter, name) for name in names}
-    for name, refusal in zip(names, (False, None, False)):
+    for name, refusal in zip(names, (None, None, False)):
         setattr(CdcSparkAdapter, name, lambda *_args, _refusal=refusal, **_kwargs: _refusal)
+    CdcSparkAdapter.cdc_connection_capabilities = lambda self: dataclasses.replace(
+        originals["cdc_connection_capabilities"](self), keeps_offset_rows=False, keeps_run_rows=False)
     try:
         yield
     finally:

@@ -24,6 +24,7 @@
         publish.sql        a batch's writes to the mirror made visible in one commit
         counts.sql         change counts per batch and chunk, and the run's summary line
         idle.sql           a mirror with nothing new: one cheap check instead of the steps below
+        capabilities.sql   what the connection's adapter can do, asked in one place
         maintenance.sql    maintenance after the run when a threshold is crossed (macros/maintenance/)
         metrics.sql        one row per run in cdc_merge_runs (its columns: runs_table.sql)
         kept_rows.sql      the last offset and the runs row of every mirror of a run, written once for all
@@ -86,7 +87,7 @@
     {% set ordinal = namespace(value=latest.offset_ordinal, snapshot=latest.offset_snapshot) %}
     {% set offset_snapshot = latest.offset_snapshot if existing_relation is not none else none %}
     {#- The run's last offset and its runs row are written with the other mirrors' (kept_rows.sql). -#}
-    {% set keeps_rows = adapter.type() == 'cdc_spark' and adapter.cdc_keeps_rows() %}
+    {% set can = cdc_merge.capabilities() %}
     {#-
         change_source='stream': once the mirror has caught up through the snapshots, a stream
         created at the snapshot it reached holds everything after, and its offset row says
@@ -208,7 +209,7 @@
         {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
         {% set offset_to = adapter.cdc_group_offset(pending | map(attribute='snapshot_id') | list, horizon.tail_start, chunk.through)
             if horizon is not none else chunk.through %}
-        {% if keeps_rows and loop.last and chunk.stream is not defined %}
+        {% if can.keeps_offset_rows and loop.last and chunk.stream is not defined %}
             {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats) %}
         {% else %}
             {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}
@@ -237,7 +238,7 @@
     {% do cdc_merge.drop_temporary_view(batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
     {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
-    {% if keeps_rows %}
+    {% if can.keeps_run_rows %}
         {% do cdc_merge.keep_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
     {% else %}
         {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}

@@ -1,21 +1,23 @@
 {#
     The idle check: a mirror with nothing new costs one cheap check, not the statements of a run.
 
-    On Spark in dbt's own session (the cdc_spark adapter, run_state.py): the newest offset of every
-    mirror and the raw table's current snapshot are read once per dbt invocation, the mirror's
-    files, snapshots and model checksum from its Iceberg metadata without a statement. A mirror
-    whose offset is the raw table's current snapshot is done, unless it is missing, a view, being
-    full-refreshed, its model SQL is not the one its columns were last checked against, or one of
-    its maintenance thresholds is crossed: those take the full path. The idle run's
-    cdc_merge_runs row is written with the invocation's other rows in one INSERT, by the last
-    mirror of the invocation to finish (finish_mirror_run, kept_rows.sql).
+    Where the adapter reads the facts once per invocation (capabilities().idle_state:
+    nothing_new_by_state), an idle mirror runs no statement of its own. In dbt's own SparkSession
+    (run_state.py) the newest offset of every mirror is one query per invocation, and the raw
+    table's current snapshot and the mirror's files, snapshots and model checksum come from
+    Iceberg's metadata in the JVM. On Databend (cdc_databend/mirror_facts.py) one query of
+    system.tables and one over the fuse_snapshot of every mirror of the invocation give the same,
+    with the model checksum in the table comment. A mirror whose offset is the raw table's current
+    snapshot is done, unless it is missing, a view, being full-refreshed, its model SQL is not the
+    one its columns were last checked against, or one of its maintenance thresholds is crossed:
+    those take the full path. The idle run's cdc_merge_runs row is written with the invocation's
+    other rows in one INSERT, by the last mirror of the invocation to finish (finish_mirror_run,
+    kept_rows.sql).
 
-    Elsewhere (Databend, a Thrift server, a plain spark target) the same conditions take a few
+    Elsewhere (a Thrift server, a plain spark or databend target) the same conditions take a few
     small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
     table's current snapshot, the model checksum (a table property on Iceberg, the table comment
-    on Databend), its maintenance state, and its cdc_merge_runs row. The embedded Databend cannot
-    join these reads into one statement (scalar subqueries with a limit, and system tables beside
-    fuse_snapshot, fail in its planner).
+    on Databend), its maintenance state, and its cdc_merge_runs row.
 
     Both ask the adapter plugin for the decision (python_jobs/apply/idle_decision.py, with unit
     tests); a plain dbt-spark target, which has no plugin, decides the same in Jinja here.
@@ -23,22 +25,20 @@
 
 {% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
     {#- True when the mirror had nothing to apply and its run is done. -#}
-    {{ return(adapter.dispatch('nothing_new', 'cdc_merge')(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
-{% endmacro %}
-
-{% macro default__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {{ return(false) }}
-{% endmacro %}
-
-{% macro spark__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {% if not cdc_merge.in_process_session() %}
-        {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
+    {% if cdc_merge.capabilities().idle_state %}
+        {{ return(cdc_merge.nothing_new_by_state(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
     {% endif %}
+    {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
+{% endmacro %}
+
+
+{% macro nothing_new_by_state(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+    {#- The adapter's facts, read once per invocation for all its mirrors: no statement of the mirror's own. -#}
     {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_left_unwritten(invocation_id)) %}
     {% if cdc_merge.full_path_before_offsets(existing_relation, cfg) %}
         {{ return(false) }}
     {% endif %}
-    {% set state = adapter.cdc_idle_state(invocation_id, offsets | string, cfg.raw_relation | string, target_relation | string) %}
+    {% set state = adapter.cdc_idle_state(invocation_id, offsets | string, cfg.raw_relation | string, target_relation | string, selected_resources, graph.nodes) %}
     {% if state is none %}
         {{ return(false) }}
     {% endif %}
@@ -52,23 +52,6 @@
     {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, state.offset_snapshot) %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ state.current_snapshot ~ ")", info=True) }}
     {{ return(true) }}
-{% endmacro %}
-
-
-{% macro databend__nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
-{% endmacro %}
-
-
-{% macro has_cdc_adapter() %}
-    {#- A plain dbt-spark target has no adapter plugin to ask: idle.sql decides the same in Jinja there. -#}
-    {{ return(adapter.type() in ('cdc_spark', 'cdc_databend')) }}
-{% endmacro %}
-
-
-{% macro in_process_session() %}
-    {#- dbt's SparkSession is in this process (cdc_spark, method session): its metadata is read in the JVM. -#}
-    {{ return(adapter.type() == 'cdc_spark' and target.method == 'session') }}
 {% endmacro %}
 
 
@@ -184,7 +167,8 @@
 
 {% macro finish_mirror_run() %}
     {#- The last mirror of the invocation to finish writes the kept rows of all (kept_rows.sql). -#}
-    {% if target.type == 'cdc_spark' %}
+    {% set can = cdc_merge.capabilities() %}
+    {% if can.keeps_offset_rows or can.keeps_run_rows %}
         {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_to_write(invocation_id, selected_resources, graph.nodes)) %}
     {% endif %}
 {% endmacro %}

@@ -44,7 +44,8 @@
     {#- Data tests that read the offsets or runs tables call this first: under `dbt build` a mirror's
         test runs once the mirror has finished, possibly before the invocation's last mirror writes
         the rows of all (the rows written now are those of finished mirrors only). -#}
-    {% if execute and adapter.type() == 'cdc_spark' and adapter.cdc_keeps_rows() %}
+    {% set can = cdc_merge.capabilities() if execute else {} %}
+    {% if can.keeps_offset_rows or can.keeps_run_rows %}
         {% do cdc_merge.write_kept_rows(adapter.cdc_kept_rows_for_readers()) %}
     {% endif %}
 {% endmacro %}

@@ -94,7 +94,8 @@
     with
 
     kept as (
-        select * from values
+        {#- (values ...) as kept (...): the form both Spark and Databend read. -#}
+        select * from (values
         {%- for row in rows %}
             ('{{ row.target_table }}', '{{ row.invocation_id }}', '{{ row.raw_table }}', '{{ row.source_table }}',
              timestamp '{{ row.started_at }}', timestamp '{{ row.finished_at }}', cast({{ row.run_seconds }} as double),
@@ -105,7 +106,7 @@
              {%- for name in cdc_merge.maintenance_count_columns() %}, {{ row[name] }}{% endfor %},
              {{ cdc_merge.string_or_null(row.consistency_group) }}, {{ cdc_merge.double_or_null(row.cut_lag_seconds) }}){{ ',' if not loop.last }}
         {%- endfor %}
-        as kept (
+        ) as kept (
             target_table, invocation_id, raw_table, source_table, started_at, finished_at, run_seconds,
             chunks, events_read, rows_inserted, rows_updated, rows_deleted, events_skipped, offset_snapshot,
             newest_source_ts, seconds_since_kept, maintenance, {{ cdc_merge.maintenance_count_columns() | join(', ') }},

@@ -110,7 +110,8 @@
     with
 
     kept as (
-        select * from values
+        {#- (values ...) as kept (...): the form both Spark and Databend read. -#}
+        select * from (values
         {%- for row in rows %}
             ('{{ row.target_table }}', {{ loop.index }}, '{{ row.raw_table }}', '{{ row.source_table }}',
              {{ "'" ~ row.offset_snapshot ~ "'" if row.offset_snapshot is not none else 'cast(null as string)' }},
@@ -118,7 +119,7 @@
              {{ "timestamp'" ~ row.max_source_ts ~ "'" if row.max_source_ts else 'cast(null as timestamp)' }},
              '{{ row.invocation_id }}'){{ ',' if not loop.last }}
         {%- endfor %}
-        as kept (
+        ) as kept (
             target_table, kept_order, raw_table, source_table, offset_snapshot, events_read, rows_inserted,
             rows_updated, rows_deleted, events_skipped, max_source_ts, invocation_id
         )

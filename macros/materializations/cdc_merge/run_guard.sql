@@ -16,21 +16,21 @@
 #}
 
 {% macro lock_mirror(target_relation) %}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_lock_mirror(target_relation | string) %}
     {% endif %}
 {% endmacro %}
 
 
 {% macro unlock_mirror(target_relation) %}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_unlock_mirror(target_relation | string) %}
     {% endif %}
 {% endmacro %}
 
 
 {% macro enter_large_batch(chunks) %}
-    {% if target.type == 'cdc_spark' and chunks | length %}
+    {% if cdc_merge.capabilities().guards and chunks | length %}
         {% do adapter.cdc_enter_large_batch(chunks) %}
     {% endif %}
 {% endmacro %}
@@ -38,7 +38,7 @@
 
 {% macro try_lock_raw_table(raw_relation) %}
     {#- true when this run may write the raw table now (no landing holds it); never waits. -#}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {{ return(adapter.cdc_try_lock_table(raw_relation | string)) }}
     {% endif %}
     {{ return(true) }}
@@ -46,7 +46,7 @@
 
 
 {% macro unlock_raw_table(raw_relation) %}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_unlock_table(raw_relation | string) %}
     {% endif %}
 {% endmacro %}
@@ -54,7 +54,7 @@
 
 {% macro delete_from_shared_table(table, sql) %}
     {#- sql, a DELETE by predicate from a table the mirrors share: one at a time, again after a lost commit race. -#}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_delete_from_shared_table(table | string, sql) %}
     {% else %}
         {% do run_query(sql) %}
@@ -63,7 +63,7 @@
 
 
 {% macro crash_point(name) %}
-    {% if target.type == 'cdc_spark' %}
+    {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_crash_point(name) %}
     {% endif %}
 {% endmacro %}

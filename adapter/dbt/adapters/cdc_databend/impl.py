@@ -12,16 +12,21 @@ from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.cdc_spark import capabilities
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
+from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
-from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_spark.run_state import STATE
+from dbt.adapters.cdc_databend.__version__ import version
+from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 
 
 # databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
 _REFUSED_LOGIN = re.compile(r"status code 401\b")
 _SERVER_MESSAGE = re.compile(r'"message": "([^"]*)"')
+# One per process, as run_state.STATE: the idle check's facts of the current invocation's tables.
+FACTS = InvocationFacts()
 
 
 @dataclass
@@ -53,17 +58,37 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             ) from None
 
 
-class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, DatabendAdapter):
+class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
 
-    @available
-    def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
-        """As on Spark: work the mirrors of an invocation share is done by the first (run_state.py)."""
-        return STATE.first_time(invocation_id, key)
+    def cdc_connection_capabilities(self) -> capabilities.Capabilities:
+        return capabilities.DATABEND
 
     @available
-    def cdc_first_time_in_process(self, key: str) -> bool:
-        return STATE.first_time_in_process(key)
+    def cdc_idle_state(self, invocation_id: str, offsets_table: str, raw_table: str, target_table: str,
+                       selected: List[str], nodes: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """What idle.sql decides on, as on Spark: the mirror's newest offset, the raw table's current
+        snapshot and the mirror's maintenance numbers and model checksum. All of it is read once per
+        invocation for every mirror it runs (mirror_facts.py, run_state.py), so an idle mirror runs
+        no statement of its own. None when the mirror or the offsets table does not exist yet."""
+        def tables() -> List[str]:
+            return [raw_table, *invocation_mirrors(selected, nodes)]
+
+        raw = FACTS.facts(invocation_id, raw_table, tables, self._rows, listed_only=[offsets_table])
+        if FACTS.facts(invocation_id, offsets_table, tables, self._rows, listed_only=[offsets_table]) is None:
+            return None
+        mirror = FACTS.facts(invocation_id, target_table, tables, self._rows)
+        state = mirror.mirror_state() if mirror is not None else None
+        if state is None:
+            return None
+        # The offsets of the invocation's mirrors are read once (version None: never again). An old
+        # one is safe here: it only makes the mirror take the full path, which reads its own.
+        newest = STATE.newest_offset(invocation_id, offsets_table, target_table, self._rows, lambda: None)
+        return {
+            "offset_snapshot": newest["offset_snapshot"] if newest else None,
+            "current_snapshot": raw.current_snapshot if raw is not None else None,
+            "mirror": state,
+        }
 
     @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
@@ -131,8 +156,10 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, DatabendAdapter):
         return catalog
 
     def _rows(self, sql: str) -> List[Dict[str, Any]]:
+        """Rows as dicts; the embedded engine's driver may hand a NULL over as the string 'NULL'."""
         _, table = self.execute(sql, fetch=True)
-        return [dict(zip(table.column_names, row.values())) for row in table]
+        return [{name: None if value == "NULL" else value for name, value in zip(table.column_names, row.values())}
+                for row in table]
 
 
 def _stats(table: Dict[str, Any]) -> Dict[str, Any]:

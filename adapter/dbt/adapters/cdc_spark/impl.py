@@ -1,7 +1,8 @@
 """The cdc_spark adapter: dbt-spark plus what the cdc_merge macros call in Python. The
-methods of the idle check and shared run state (run_state_methods.py), of the run guards
-(run_guard_methods.py), of the apply's decisions (apply_methods.py) and of the raw range reads and
-mirror writes (mirror_write_methods.py) are mixins of their own."""
+methods of the idle check (run_state_methods.py), of what both adapters share for an invocation
+(invocation_methods.py), of the run guards (run_guard_methods.py), of the apply's decisions
+(apply_methods.py) and of the raw range reads and mirror writes (mirror_write_methods.py) are
+mixins of their own."""
 
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Type
@@ -16,12 +17,13 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import catalog, snapshot_events
+from dbt.adapters.cdc_spark import capabilities, catalog, snapshot_events
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_file_system
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
+from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
@@ -41,10 +43,17 @@ _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods, SparkAdapter):
+class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods,
+                      InvocationMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
+
+    def cdc_connection_capabilities(self) -> capabilities.Capabilities:
+        return capabilities.spark(self.connections.profile.credentials.method == SparkConnectionMethod.SESSION)
+
+    def _release_kept_mirror(self, target_table: str) -> None:
+        self.cdc_release_mirror(target_table)
 
     @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:

@@ -1,0 +1,108 @@
+"""The adapter methods both plugins share for the mirrors of one invocation
+(macros/materializations/cdc_merge/idle.sql, kept_rows.sql, capabilities.sql): what the macros may
+ask of the connection (capabilities.py), work done once per invocation or process, and the offsets
+and runs rows kept to be written once for all mirrors (kept_rows.py). A mixin of CdcSparkAdapter and
+CdcDatabendAdapter; the state itself is run_state.py."""
+
+from typing import Any, Dict, List
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.cdc_spark import run_state
+from dbt.adapters.cdc_spark.capabilities import Capabilities
+from dbt.adapters.cdc_spark.kept_rows import KeptRow, grouped, mirrors_to_release
+
+from python_jobs import run_locks
+
+logger = AdapterLogger("cdc_merge")
+# How long a data test waits for another thread to finish writing the rows it took (one INSERT each).
+_WAIT_FOR_KEPT_ROWS_SECONDS = 120
+
+
+class InvocationMethods(metaclass=AdapterMeta):
+    """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    def cdc_connection_capabilities(self) -> Capabilities:
+        """Each adapter's own (dbt's BaseAdapter.capabilities is another thing: dbt's features)."""
+        raise NotImplementedError
+
+    @available
+    def cdc_capabilities(self) -> Dict[str, bool]:
+        """What the macros may ask of this connection (capabilities.sql)."""
+        return self.cdc_connection_capabilities().as_dict()
+
+    @available
+    def cdc_first_time_in_invocation(self, invocation_id: str, key: str) -> bool:
+        """Work the mirrors of an invocation share is done by the first (run_state.py)."""
+        return run_state.STATE.first_time(invocation_id, key)
+
+    @available
+    def cdc_first_time_in_process(self, key: str) -> bool:
+        return run_state.STATE.first_time_in_process(key)
+
+    def _release_kept_mirror(self, target_table: str) -> None:
+        """Once a mirror's kept offset row is written: its lock, where the adapter keeps one."""
+
+    @available
+    def cdc_keep_row(self, kind: str, invocation_id: str, table: str, target_table: str, values: Dict[str, Any]) -> str:
+        run_state.STATE.kept.keep(KeptRow(kind, invocation_id, table, target_table, dict(values)))
+        return ""
+
+    @available
+    def cdc_kept_rows_left_unwritten(self, invocation_id: str) -> Dict[str, Any]:
+        """At a mirror's start: the kept rows of earlier invocations, to write now (write_kept_rows)."""
+        return _to_write(run_state.STATE.rows_left_unwritten(invocation_id))
+
+    @available
+    def cdc_kept_rows_for_readers(self) -> Dict[str, Any]:
+        """Before a data test reads offsets or runs rows: the rows of the mirrors that have finished
+        (a row is kept only when its mirror ends), so `dbt build`'s tests of a mirror see its run while
+        other mirrors of the invocation still apply."""
+        kept = run_state.STATE.kept
+        if not kept.wait_for_writes(timeout=_WAIT_FOR_KEPT_ROWS_SECONDS):
+            logger.warning("cdc_merge: another thread's offsets and runs rows were not written within "
+                           f"{_WAIT_FOR_KEPT_ROWS_SECONDS} s; this test may see a mirror's previous run")
+        return _to_write(kept.take_all())
+
+    @available
+    def cdc_kept_rows_to_write(self, invocation_id: str, selected: List[str], nodes: Dict[str, Any]) -> Dict[str, Any]:
+        """At a mirror's end: every kept row when it is the last mirror of the invocation to finish."""
+        return _to_write(run_state.STATE.rows_to_write(invocation_id, lambda: run_state.expected_mirrors(selected, nodes)))
+
+    def cleanup_connections(self) -> None:
+        """At the end of every dbt invocation (dbt calls it in a finally): the rows still kept (a mirror
+        failed, so the last one never finished) are written before the connections close; if that
+        fails they are dropped, their mirrors' offsets stay where they were, and the next run replays
+        those events harmlessly. Then every lock this process took is released, a failed mirror's too."""
+        try:
+            if len(run_state.STATE.kept):
+                to_write = _to_write(run_state.STATE.kept.take_all())
+                with self.connection_named("cdc_merge_kept_rows"):
+                    self.execute_macro("write_kept_rows", kwargs={"to_write": to_write})
+        except Exception as error:  # noqa: BLE001 - dbt's own cleanup must still run
+            logger.warning(f"cdc_merge: the offsets and runs rows of this run were not written ({error}); "
+                           "the next run applies their mirrors' events again, which changes nothing")
+        finally:
+            run_state.STATE.kept.forget_writes()
+            run_locks.release_all()
+            super().cleanup_connections()  # type: ignore[misc]
+
+    @available
+    def cdc_write_kept_rows(self, statements: List[str], release: List[str]) -> str:
+        """Runs the INSERTs of the kept rows, then releases the locks their mirrors kept until their
+        offsets were written, whether the INSERTs succeeded or not."""
+        try:
+            for sql in statements:
+                self.execute(sql)
+        finally:
+            run_state.STATE.kept.written()
+            for target_table in release:
+                self._release_kept_mirror(target_table)
+        return ""
+
+
+def _to_write(rows: List[KeptRow]) -> Dict[str, Any]:
+    """Kept rows as write_kept_rows reads them: one group per INSERT, and the mirrors to release after."""
+    return {"groups": grouped(rows), "release": mirrors_to_release(rows)}
