@@ -94,7 +94,7 @@ def snapshot_events_sql(raw: str, rows: int) -> str:
     row = row_sql("k", "0")
     return f"""insert into {raw} select '{SOURCE_TABLE}', concat('["', k::string, '"]'), 'read', {json_sql(row)},
         null, {seq_sql(str(SNAPSHOT_LSN), 0)}, {row['updated_at']}, concat('bench://snapshot/part-', (k div 100000)::string),
-        (k % 100000 + 1)::int, '2026-01-02 00:00:00'::timestamp from (select number::bigint as k from numbers({rows}))"""
+        (k % 100000 + 1)::int, '2026-01-02 00:00:00'::timestamp, null, null, null from (select number::bigint as k from numbers({rows}))"""
 
 
 def mirror_rows_sql(mirror: str, rows: int) -> str:
@@ -115,7 +115,7 @@ def batch_events_sql(raw: str, rows: int, events: int, batch: int) -> str:
             if(action != 'delete', {json_sql(row_sql('k', 'v'))}, null),
             if(action = 'delete', parse_json(concat('{{"id":', k::string, '}}')), null),
             {seq_sql(f'{batch} * 1000000000000 + i * 10', 1)}, to_timestamp({BASE_EPOCH_S} + 86400 * {batch} + i div 1000),
-            concat('bench://batch-{batch}/part-', (i div 100000)::string), (i % 100000 + 1)::int, '2026-01-02 00:00:00'::timestamp
+            concat('bench://batch-{batch}/part-', (i div 100000)::string), (i % 100000 + 1)::int, '2026-01-02 00:00:00'::timestamp, null, null, null
         from (select *, {action} as action, {version} as v
               from (select *, if(j % 10 < 2, {rows} + j, (j * {PRIME}) % {rows}) as k
                     from (select i, {j} as j from (select number::bigint as i from numbers({events})))))"""
