@@ -42,7 +42,14 @@ from python_jobs.capture.output import (
     stop_on_signals,
     write_state,
 )
-from python_jobs.capture.postgres_events import CONNECTOR, Transaction, change_events, lsn_text, transactions
+from python_jobs.capture.postgres_events import (
+    CONNECTOR,
+    DECODING_OPTIONS,
+    Transaction,
+    change_events,
+    lsn_text,
+    transactions,
+)
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.formats.wal2json import json_value, parse_lsn
 
@@ -175,11 +182,8 @@ class PostgresCapture:
             self.summary.snapshot_rows += len(events)
 
     def _decoding_options(self) -> list[str]:
-        return [
-            "format-version", "2", "include-lsn", "true", "include-timestamp", "true",
-            "include-pk", "true", "include-transaction", "true",
-            "add-tables", ",".join(self.config.tables),
-        ]
+        options = {**DECODING_OPTIONS, "add-tables": ",".join(self.config.tables)}
+        return [text for option in options.items() for text in option]
 
     def follow(self, stop: threading.Event) -> None:
         """Stream the slot's changes until stop is set (postgres_stream.py)."""

@@ -48,7 +48,8 @@ class PostgresStream:
         try:
             cursor = connection.cursor()
             # From the slot's confirmed position: everything after the last file confirmed.
-            cursor.start_replication(slot_name=config.slot, decode=True, options=self.options, status_interval=5)
+            # decode=False: the records as bytes, which the JSON decoder reads without a str of each.
+            cursor.start_replication(slot_name=config.slot, decode=False, options=self.options, status_interval=5)
             while not self.stop.is_set():
                 message = cursor.read_message()
                 now = time.monotonic()
