@@ -73,7 +73,7 @@ def test_a_missing_table_a_view_and_a_table_never_written_take_the_full_path():
 
 
 def test_a_comment_that_is_not_a_checksum_gives_none():
-    assert TableFacts("FUSE", "a note", 1, 1, SNAPSHOTS).mirror_state()["model_checksum"] is None
+    assert TableFacts("FUSE", "a note", 1, SNAPSHOTS).mirror_state()["model_checksum"] is None
 
 
 def test_one_invocation_reads_all_its_mirrors_at_the_first_question_in_at_most_two_queries():

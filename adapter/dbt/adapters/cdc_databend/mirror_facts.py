@@ -31,7 +31,6 @@ class TableFacts:
     engine: str
     comment: str
     blocks: int
-    data_bytes: int
     # (snapshot_id, previous_snapshot_id, age in seconds) of each snapshot; empty before the first write.
     snapshots: Tuple[Tuple[str, Optional[str], float], ...] = ()
     # Sizes of the blocks, read only where some may not be small (see the module's docstring).
@@ -128,7 +127,6 @@ def read_facts(tables: Iterable[str], query: Query, listed_only: Iterable[str] =
             engine=str(row["engine"]),
             comment=_text(row["comment"]) or "",
             blocks=int(row["number_of_blocks"] or 0),
-            data_bytes=int(row["data_size"] or 0),
             snapshots=tuple(snapshots.get(table, ())),
             block_sizes=tuple(sizes[table]) if table in sizes else None,
         )
