@@ -70,6 +70,8 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--demo-events", type=int, default=300, help="events per demo cycle (default 300)")
     parser.add_argument("--repeat", type=int, default=3, help="measurements of each idle run; the figure is their median")
     parser.add_argument("--threads", type=int, default=0, help="also run idle and events with dbt --threads T (default 0: skip; the profile has 4)")
+    parser.add_argument("--idle-only", action="store_true",
+                        help="the idle runs and dbt's own cost only (default results: many_mirrors_<N>_idle.json)")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
@@ -80,7 +82,7 @@ def arguments(argv=None) -> argparse.Namespace:
     args.events_range = (int(low), int(high or low))
     if args.small > args.mirrors:
         parser.error("--small cannot exceed --mirrors")
-    args.results = args.results or HERE / "results" / f"many_mirrors_{args.mirrors}.json"
+    args.results = args.results or HERE / "results" / f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else ''}.json"
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
 
@@ -296,24 +298,29 @@ def main(argv=None) -> int:
         print(f"many mirrors: {results['machine']}", flush=True)
         bench.setup()
         results["idle"] = bench.idle()
+        if args.idle_only:
+            return finish(results, started, args)
         bench.events(1, label="warm-up")
         results["events"] = bench.events_compared()
         if args.threads:
             results["threads"] = {"threads": args.threads, "idle": bench.idle(threads=args.threads),
                                   "events": bench.events(2, threads=args.threads)}
         results["demo"] = bench.demo()
-        results["seconds"] = round(time.perf_counter() - started, 1)
-        results["load_average_at_end"] = os.getloadavg()
-        summary(results)
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(results, indent=2, default=str))
-        print(f"\ntotal {results['seconds']:.0f} s; figures in {args.results}" + (f", log in {args.log}" if args.log else ""))
+        return finish(results, started, args)
+
+
+def finish(results: dict, started: float, args: argparse.Namespace) -> int:
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    results["load_average_at_end"] = os.getloadavg()
+    summary(results)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2, default=str))
+    print(f"\ntotal {results['seconds']:.0f} s; figures in {args.results}" + (f", log in {args.log}" if args.log else ""))
     return 0
 
 
 def summary(results: dict) -> None:
-    idle, compared, demo = results["idle"], results["events"], results["demo"]
-    events = compared["shared"]
+    idle = results["idle"]
     n, small = results["mirrors"], results["small"]
     def met(ok: bool, at_size: bool = True) -> str:
         return ("yes" if ok else "no") if at_size else "n/a (the goal is for 200 mirrors)"
@@ -326,6 +333,13 @@ def summary(results: dict) -> None:
         f"idle run of {small} mirrors <= 1 s beyond dbt's own | {idle['beyond_dbt']['small']:.2f} s beyond {idle['noop_small']['seconds']:.2f} s "
         f"(dbt parse {idle['parse_seconds']:.2f} s); with the idle check off {idle['small_full_path']['seconds']:.2f} s, "
         f"{idle['small_full_path']['statements']} statements | {'yes' if idle['beyond_dbt']['small'] <= 1 else 'no'}",
+    ]
+    if "events" not in results:
+        print("\n".join(lines), flush=True)
+        return
+    compared, demo = results["events"], results["demo"]
+    events = compared["shared"]
+    lines += [
         f"200 mirrors with 20-50 events each <= 60 s | {n} mirrors {events['seconds']:.2f} s, {events['statements']} statements "
         f"(per-mirror path {compared['per_mirror']['seconds']:.2f} s, {compared['per_mirror']['statements']} statements: "
         f"{compared['ratio']:.2f}x) | "
