@@ -22,9 +22,12 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
 
+- --idle-only: the setup and the idle runs alone (many_mirrors_<N>_idle.json).
+
 Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
 plots the results of several N.
-One file over 300 lines: every phase works on the one process's session, project and SQL clock.
+One file over 300 lines: every phase works on the one process's session, project and SQL clock,
+which a split into modules would have to pass around.
 """
 
 from __future__ import annotations
