@@ -6,6 +6,7 @@ between the mirrors' commits and these rows is tests/test_crash_points.py's appl
 from __future__ import annotations
 
 import threading
+import time
 
 from python_jobs import run_locks
 from python_jobs.commit_race import run_idempotent
@@ -120,6 +121,7 @@ def test_a_trim_of_the_offsets_table_does_not_fail_on_rows_another_mirror_append
     properties = {row["key"]: row["value"] for row in project.query(f"show tblproperties {offsets}")}
     assert properties["write.delete.isolation-level"] == "snapshot"
     stop, appended, retried = threading.Event(), [], []
+    trim = f"delete from {offsets} where target_table = 'other.mirror' and offset_ordinal <= {{keep_after}}"
 
     def append_rows() -> None:
         ordinal = 1000
@@ -134,9 +136,16 @@ def test_a_trim_of_the_offsets_table_does_not_fail_on_rows_another_mirror_append
     appender = threading.Thread(target=append_rows)
     appender.start()
     try:
-        for keep_after in range(30, 200, 30):
-            retried.append(run_idempotent(
-                project.query, f"delete from {offsets} where target_table = 'other.mirror' and offset_ordinal <= {keep_after}"))
+        # Trims start once appends run, and the last one runs again (deleting nothing more) until
+        # several appends happened beside them: on a busy machine six trims can outpace two appends.
+        deadline = time.monotonic() + 120
+        while not appended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bounds = list(range(30, 200, 30))
+        for keep_after in bounds:
+            retried.append(run_idempotent(project.query, trim.format(keep_after=keep_after)))
+        while len(appended) <= 3 and time.monotonic() < deadline:
+            retried.append(run_idempotent(project.query, trim.format(keep_after=bounds[-1])))
     finally:
         stop.set()
         appender.join()
