@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from dbt_common.tests import enable_test_caching
 
 from python_jobs.cluster import thrift
 from python_jobs.landing import io, land
@@ -44,6 +45,9 @@ final as (
 
 select * from final
 """
+# dbt's Jinja parses of a source text are kept for the process, as in dbt's own test fixtures
+# (dbt.tests.fixtures.project): each test's copy of the project parses the same 900 macros again.
+enable_test_caching()
 # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
 os.environ["TZ"] = "UTC"
 time.tzset()
