@@ -61,10 +61,14 @@ class Comparison:
 
 
 class Workload:
-    def __init__(self, work_dir: Path, seed: int = 27, events_per_wave: int = 400, waves: int = 80) -> None:
+    def __init__(self, work_dir: Path, seed: int = 27, events_per_wave: int = 400, waves: int = 80,
+                 warehouse: Path | None = None, schema: str = "mirror", raw_schema: str = "cdc_raw") -> None:
+        """warehouse: another than the work folder's own, e.g. a test session's, so that run_here can
+        rerun in that session; schema, raw_schema: the mirrors' and the raw table's."""
         self.work_dir = work_dir
         self.project_dir = work_dir / "project"
-        self.warehouse = work_dir / "warehouse"
+        self.warehouse = warehouse or work_dir / "warehouse"
+        self.schema, self.raw_schema = schema, raw_schema
         self.inbox = work_dir / "inbox"
         _, self.waves = generate.build_waves(seed=seed, events=events_per_wave * waves, waves=waves, snapshot_rows=30)
         self.delivered_waves = 0
@@ -90,7 +94,8 @@ class Workload:
         }
         (self.project_dir / "dbt_project.yml").write_text(yaml.safe_dump(project, sort_keys=False))
         landing = yaml.safe_load((PROJECT_DIR / "landing.yml").read_text())
-        landing.update(input=str(self.inbox), checkpoint=str(self.work_dir / "checkpoint"), max_files_per_batch=2)
+        landing.update(input=str(self.inbox), checkpoint=str(self.work_dir / "checkpoint"), max_files_per_batch=2,
+                       raw_table=f"{self.raw_schema}.raw_events", quarantine_table=f"{self.raw_schema}.quarantine")
         landing["tables"] = {table: {"key": list(KEYS[table])} for table in MIRRORS}
         (self.work_dir / "landing.yml").write_text(yaml.safe_dump(landing))
         self.inbox.mkdir()
@@ -99,8 +104,8 @@ class Workload:
         env = {
             **os.environ,
             "CDC_MERGE_WAREHOUSE": str(self.warehouse),
-            "CDC_MERGE_SCHEMA": "mirror",
-            "CDC_MERGE_RAW_SCHEMA": "cdc_raw",
+            "CDC_MERGE_SCHEMA": self.schema,
+            "CDC_MERGE_RAW_SCHEMA": self.raw_schema,
             "CDC_MERGE_DRIVER_MEMORY": os.environ.get("CDC_MERGE_DRIVER_MEMORY", "2g"),
             "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
             # The profile's default jar path is relative to the project this copies.
@@ -141,12 +146,18 @@ class Workload:
 
     def run_here(self, dbt_args: list[str]) -> Outcome:
         """dbt in this process, on this process's SparkSession (as cdc-run runs it): a rerun without
-        a JVM to start. Only where this process's session is this warehouse's (not in pytest)."""
+        a JVM to start. Only where this process's session is this warehouse's (its own, or a test
+        session's given as warehouse). The process's environment is put back after."""
         from python_jobs.scheduler.run_loop import invoke_dbt
 
         self.spark()
+        saved = dict(os.environ)
         os.environ.update(self.env())
-        outcome = invoke_dbt([*dbt_args, "--project-dir", str(self.project_dir)])
+        try:
+            outcome = invoke_dbt([*dbt_args, "--project-dir", str(self.project_dir)])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
         return Outcome(0 if outcome.success else 1, outcome.seconds, outcome.error or "")
 
     def deliver(self, waves: int = 1) -> None:
@@ -187,7 +198,7 @@ class Workload:
             comparison = Comparison()
             keys = list(KEYS[table])
             try:
-                rows = spark.sql(f"select * from {self.table('mirror.' + model)}").collect()
+                rows = spark.sql(f"select * from {self.table(f'{self.schema}.{model}')}").collect()
             except Exception as error:  # a mirror that a rerun did not bring back is all lost
                 rows = []
                 comparison.details.append(f"{model}: cannot read: {str(error).splitlines()[0]}")
@@ -211,7 +222,7 @@ class Workload:
         return result
 
     def offsets(self) -> list[dict]:
-        return [row.asDict() for row in self.spark().sql(f"select * from {self.table('mirror.cdc_merge_offsets')}").collect()]
+        return [row.asDict() for row in self.spark().sql(f"select * from {self.table(f'{self.schema}.cdc_merge_offsets')}").collect()]
 
     def close(self) -> None:
         if self._spark is not None and self._own_session:

@@ -2,7 +2,9 @@
 `cdc-run` process killed at a named crash point (python_jobs/crash_points.py), then one plain
 `dbt run`, leaves every mirror equal to the oracle of the delivered events.
 
-Each point is a real process with its own SparkSession, killed with SIGKILL with its JVM.
+Each point is a real process with its own SparkSession, killed with SIGKILL with its JVM. The
+workload lives in the suite's warehouse, so that the first run and each rerun are dbt in this
+process, on the suite's SparkSession (as cdc-run reruns), without a JVM to start.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from reliability.workload import LANDING_AND_MIRRORS, Workload
 
 
 @pytest.fixture(scope="module")
-def workload(tmp_path_factory):
-    workload = Workload(tmp_path_factory.mktemp("crashes") / "suite", waves=6)
+def workload(tmp_path_factory, spark, warehouse):
+    workload = Workload(tmp_path_factory.mktemp("crashes") / "suite", waves=6, warehouse=warehouse,
+                        schema="crash_mirror", raw_schema="crash_raw")
     workload.deliver()
-    first = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    first = workload.run_here(["run", *LANDING_AND_MIRRORS])
     assert first.returncode == 0, first.output[-3000:]
     assert all(comparison.ok for comparison in workload.compare().values())
     yield workload
@@ -40,7 +43,7 @@ def workload(tmp_path_factory):
     ],
 )
 def test_a_run_killed_at_a_crash_point_is_healed_by_the_next_run(workload, point, driver):
-    trial = crash_and_heal(workload, point, driver)
+    trial = crash_and_heal(workload, point, driver, rerun_here=True)
 
     assert trial.interrupted, f"the run was not killed at {point}"
     assert trial.heal_succeeded, trial.details
