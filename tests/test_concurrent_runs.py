@@ -1,7 +1,8 @@
 """Runs at the same time (python_jobs/run_locks.py): two `dbt run` processes on one project, a
 landing while the mirrors apply, and a run that finds a mirror or the landing taken by another.
 One wins, the other waits or stops with a message naming the holder; the mirrors and their offsets
-stay correct.
+stay correct. The workload lives in the suite's warehouse: the runs that only set the scene or heal
+are dbt in this process (Workload.run_here); the runs that race are processes of their own.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ MIRRORS_ONLY = ["--select", *MIRRORS.values()]
 
 
 @pytest.fixture(scope="module")
-def workload(tmp_path_factory):
-    workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6)
+def workload(tmp_path_factory, spark, warehouse):
+    workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6, warehouse=warehouse,
+                        schema="concurrency_mirror", raw_schema="concurrency_raw")
     workload.deliver()
-    first = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    first = workload.run_here(["run", *LANDING_AND_MIRRORS])
     assert first.returncode == 0, first.output[-3000:]
     yield workload
     workload.close()
@@ -54,7 +56,7 @@ def test_two_dbt_runs_at_once_land_and_apply_each_change_once(workload):
 
 def test_the_landing_running_while_mirrors_apply_loses_nothing(workload):
     workload.deliver()
-    landed = workload.run("dbt", ["run", "--select", "raw_events"])
+    landed = workload.run_here(["run", "--select", "raw_events"])
     assert landed.returncode == 0, landed.output[-3000:]
     workload.deliver()
     applying = workload.start("dbt", ["run", *MIRRORS_ONLY])
@@ -67,7 +69,7 @@ def test_the_landing_running_while_mirrors_apply_loses_nothing(workload):
 
     assert landing.returncode == 0, landing.stderr[-3000:]
     assert applying.returncode == 0, applied_output[-3000:]
-    again = workload.run("dbt", ["run", *MIRRORS_ONLY])
+    again = workload.run_here(["run", *MIRRORS_ONLY])
     assert again.returncode == 0, again.output[-3000:]
     comparisons = workload.compare()
     assert all(c.ok for c in comparisons.values()), [c.details for c in comparisons.values()]
@@ -77,9 +79,10 @@ def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload,
     workload.deliver()
     offsets_before = offsets_by_mirror(workload)
     monkeypatch.setenv(run_locks.LOCK_WAIT, "2")
-    mirror_lock = run_locks.lock_file("mirror", str(workload.warehouse), "mirror.shop_orders")
+    mirror = f"{workload.schema}.shop_orders"
+    mirror_lock = run_locks.lock_file("mirror", str(workload.warehouse), mirror)
     landing_lock = run_locks.lock_file("landing", str(workload.work_dir / "checkpoint"), "checkpoint")
-    run_locks.acquire(mirror_lock, "mirror.shop_orders in the test")
+    run_locks.acquire(mirror_lock, f"{mirror} in the test")
     run_locks.acquire(landing_lock, "the landing in the test")
     try:
         env = {**workload.env(), run_locks.LOCK_WAIT: "2"}
@@ -98,21 +101,22 @@ def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload,
     assert landing.returncode == 2
     assert f"the landing checkpoint {workload.work_dir / 'checkpoint'} is in use by another run (pid {os.getpid()}" in landing.stderr
     assert process.returncode != 0
-    assert f"mirror mirror.shop_orders is in use by another run (pid {os.getpid()}" in process.stdout
+    assert f"mirror {mirror} is in use by another run (pid {os.getpid()}" in process.stdout
     assert "this run changed nothing of it. Run again once that run ends" in process.stdout
     assert offsets_by_mirror(workload) == offsets_before
     # A landing holding the raw table: a mirror's maintenance leaves the raw table for later, and goes on.
     # (cdc_maintain, not a dbt run: with nothing new and no threshold crossed, a run would be idle.)
-    table_lock = run_locks.lock_file("table", str(workload.warehouse), "cdc_raw.raw_events")
+    raw_table = f"{workload.raw_schema}.raw_events"
+    table_lock = run_locks.lock_file("table", str(workload.warehouse), raw_table)
     run_locks.acquire(table_lock, "the raw table in the test")
     try:
         maintained = workload.run("dbt", ["run-operation", "cdc_maintain", "--args", "{models: [shop_orders]}"])
     finally:
         run_locks.release(table_lock)
     assert maintained.returncode == 0, maintained.output[-3000:]
-    assert "cdc_raw.raw_events: a landing is writing it; left for the next maintenance" in maintained.output
+    assert f"{raw_table}: a landing is writing it; left for the next maintenance" in maintained.output
     # Released, the next run lands and applies as usual.
-    healed = workload.run("dbt", ["run", *LANDING_AND_MIRRORS])
+    healed = workload.run_here(["run", *LANDING_AND_MIRRORS])
     assert healed.returncode == 0, healed.output[-3000:]
     assert all(c.ok for c in workload.compare().values())
 
