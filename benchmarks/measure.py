@@ -195,6 +195,17 @@ def install_sql_clock() -> SqlClock:
         finally:
             SQL_CLOCK.add(POSITION_DELETES + json.dumps(arguments), time.perf_counter() - started)
 
+    original_commit_one_batch = position_deletes.commit_one_batch
+
+    def timed_commit_one_batch(spark, *arguments):
+        """A small batch's deletes by position and new rows in one commit, written outside the cursor:
+        recorded as a statement that the replay lever runs again (all but its crash point, the last)."""
+        started = time.perf_counter()
+        try:
+            return original_commit_one_batch(spark, *arguments)
+        finally:
+            SQL_CLOCK.add(ONE_COMMIT_BATCH + json.dumps(arguments[:-1]), time.perf_counter() - started)
+
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
 
     original_checkpoint = CdcSparkAdapter.create_checkpoint_view
@@ -210,6 +221,7 @@ def install_sql_clock() -> SqlClock:
 
     SparkSession.sql = timed_sql
     position_deletes.delete_rows = timed_delete_rows
+    position_deletes.commit_one_batch = timed_commit_one_batch
     CdcSparkAdapter.create_checkpoint_view = timed_checkpoint
     cursor.execute = execute
     cursor.fetchall = fetch(original_fetchall)
@@ -223,15 +235,19 @@ _local = threading.local()
 POSITION_DELETES = "cdc_merge delete rows by position "
 # ... and a query the adapter kept as a checkpoint view: the JSON of [view name, query].
 CHECKPOINT = "cdc_merge checkpoint view "
+# ... and a small batch committed at once (position_deletes.commit_one_batch): its arguments after spark.
+ONE_COMMIT_BATCH = "cdc_merge one-commit batch "
 
 
 def run_recorded_call(spark, recorded: str) -> bool:
-    """Runs a delete by position or a checkpoint view as recorded by the SQL clock again; False for
-    a recorded SQL statement."""
+    """Runs a delete by position, a one-commit batch or a checkpoint view as recorded by the SQL clock
+    again; False for a recorded SQL statement."""
     from dbt.adapters.cdc_spark import position_deletes
 
     if recorded.startswith(POSITION_DELETES):
         position_deletes.delete_rows(spark, *json.loads(recorded[len(POSITION_DELETES):]))
+    elif recorded.startswith(ONE_COMMIT_BATCH):
+        position_deletes.commit_one_batch(spark, *json.loads(recorded[len(ONE_COMMIT_BATCH):]), lambda: None)
     elif recorded.startswith(CHECKPOINT):
         view_name, sql = json.loads(recorded[len(CHECKPOINT):])
         spark.sql(sql).localCheckpoint(eager=True).createOrReplaceTempView(view_name)
