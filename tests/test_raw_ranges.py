@@ -52,3 +52,16 @@ def test_a_small_range_is_kept_in_the_driver_a_larger_in_the_block_store_a_large
     ranges.rows(session, "raw", None, "3", 21, read)
     assert len(reads) == 4
     ranges.forget()
+
+
+def test_a_small_batch_in_the_driver_gives_its_key_hashes_without_a_job_others_none(spark):
+    events = spark.range(12).selectExpr("cast(id % 10 as string) as key", "concat('shop.t', id % 2) as table_name")
+    kept = raw_ranges.in_driver(events)
+    keys = kept.where("table_name = 'shop.t0'").select("key")
+    listed = []
+    assert jobs_run_by(spark, lambda: listed.extend(raw_ranges.key_hashes_in_driver(keys))) == 0
+    expected = [row[0] for row in events.where("table_name = 'shop.t0'").selectExpr("xxhash64(key)").collect()]
+    assert sorted(listed) == sorted(expected) and len(listed) == 6
+    # Over the limit, or not held in the driver: the classification broadcasts the hashes instead.
+    assert raw_ranges.key_hashes_in_driver(keys, limit=5) is None
+    assert raw_ranges.key_hashes_in_driver(events.select("key")) is None

@@ -279,7 +279,10 @@
     {#- With one commit, the tombstones too are classified at their current snapshot and written by position. -#}
     {% set tombstones_at = adapter.cdc_current_snapshot(tombstones) if (one_commit and tombstones is not none) else none %}
     {% set classified_tombstones = cdc_merge.relation_at_snapshot(tombstones, tombstones_at) if tombstones_at is not none else tombstones %}
-    {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position, tombstones_at is not none) %}
+    {#- A small batch held in the driver lists its keys' hashes instead of broadcasting them (classify.sql). -#}
+    {% set key_hashes = adapter.cdc_batch_key_hashes(batch_keys_sql) if one_commit else none %}
+    {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position,
+        tombstones_at is not none, key_hashes) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position, one_commit) %}
     {% set batch_changes = created.changes %}
     {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}

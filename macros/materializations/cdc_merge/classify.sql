@@ -5,7 +5,7 @@
     statements that apply it (create_changes).
 #}
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
@@ -15,6 +15,8 @@
         stored row is (_cdc_stored_file_hash, _cdc_stored_pos), to delete it there;
         tombstone_positions: where each stored tombstone is (_cdc_tombstone_file_hash,
         _cdc_tombstone_pos), to write the tombstones by position (write_tombstones_one_commit).
+        key_hashes: the batch keys' hashes when the driver holds them (a small batch), listed in
+        the stored keys' filter instead of broadcast.
     -#}
     with
 
@@ -27,12 +29,12 @@
     ),
 
     mirror_keys as (
-        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions) }}
+        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions, key_hashes) }}
     ),
 
     {% if tombstones is not none -%}
     tombstone_keys as (
-        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions) }}
+        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions, key_hashes) }}
     ),
     {%- endif %}
 
@@ -86,16 +88,17 @@
 {% endmacro %}
 
 
-{% macro stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+{% macro stored_keys_sql(relation, batch_keys, key_range, with_positions, key_hashes=none) %}
     {#-
         The rows of relation (mirror or tombstones) whose key is one of batch_keys: _cdc_key, _cdc_seq,
         and with_positions (Iceberg only) where each is: _cdc_stored_file_hash (xxhash64 of its data file's
         path: a path carried through the classification's join cost 1.5 s at 1M events) and _cdc_stored_pos.
+        key_hashes (Spark): the batch keys' hashes as a list, for a small batch the driver holds.
     -#}
-    {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range, with_positions)) }}
+    {{ return(adapter.dispatch('stored_keys_sql', 'cdc_merge')(relation, batch_keys, key_range, with_positions, key_hashes)) }}
 {% endmacro %}
 
-{% macro spark__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
+{% macro spark__stored_keys_sql(relation, batch_keys, key_range, with_positions, key_hashes=none) %}
     {#-
         The batch is the small side, so it is broadcast and the stored keys are not shuffled;
         without the hint Spark's far too high size estimate of a key list read from the raw
@@ -105,7 +108,23 @@
         (1M keys against 10M stored: 1.8 s instead of 2.8 s, BENCHMARKS.md, "Levers tried").
         A stored key whose hash is shared by a batch key it differs from is kept here and
         dropped by the classification's join on the keys themselves.
+        With key_hashes (a small batch the driver holds) the hashes are a list in the filter: the
+        broadcast was a Spark job of its own, a fifth of a 20-50 event batch's classification
+        (BENCHMARKS.md, "Levers tried").
     -#}
+    {%- if key_hashes is not none %}
+    select
+        stored._cdc_key,
+        {%- if with_positions %}
+        xxhash64(stored._file) as _cdc_stored_file_hash,
+        stored._pos as _cdc_stored_pos,
+        {%- endif %}
+        stored._cdc_seq
+    from {{ relation }} as stored
+    where
+        {{ 'xxhash64(stored._cdc_key) in (' ~ (key_hashes | join(', ')) ~ ')' if key_hashes else 'false' }}
+        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
+    {%- else %}
     select /*+ broadcast(batch_key_hashes) */
         stored._cdc_key,
         {%- if with_positions %}
@@ -120,10 +139,11 @@
     ) as batch_key_hashes
         on xxhash64(stored._cdc_key) = batch_key_hashes.key_hash
         {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
+    {%- endif %}
 {% endmacro %}
 
-{% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions) %}
-    {#- with_positions is never set on Databend (deletes_by_position). batch_keys may repeat a key. -#}
+{% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions, key_hashes=none) %}
+    {#- with_positions and key_hashes are never set on Databend (deletes_by_position, one commit). batch_keys may repeat a key. -#}
     select
         stored._cdc_key,
         stored._cdc_seq

@@ -117,6 +117,15 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return observed_values(observation, observed) if observation is not None else {}
 
     @available
+    def cdc_batch_key_hashes(self, batch_keys_sql: str) -> Optional[List[int]]:
+        """The hashes of a small batch's keys when the driver holds them (raw_ranges.key_hashes_in_driver),
+        else None (the classification broadcasts them)."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        return raw_ranges.key_hashes_in_driver(dbt_spark_session(credentials.server_side_parameters).sql(batch_keys_sql))
+
+    @available
     def cdc_drop_temporary_view(self, view_name: str) -> bool:
         """Drops a temporary view of dbt's session through its catalog (no statement to parse); False
         where the session is elsewhere."""

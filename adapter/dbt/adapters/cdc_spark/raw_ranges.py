@@ -96,6 +96,25 @@ def in_driver(rows: Any) -> Any:
     return DataFrame(spark._jsparkSession.createDataFrame(computed.collectAsList(), computed.schema()), spark)
 
 
+# At most this many keys of a batch are written into its classification as a list of hashes.
+MAX_LISTED_KEYS = 1_000
+
+
+def key_hashes_in_driver(keys: Any, limit: Optional[int] = None) -> Optional[List[int]]:
+    """Spark's xxhash64 of each key of keys (one string column), read without a Spark job: only
+    when the optimizer answers keys from a local relation (a range kept in the driver) of at most
+    limit rows; else None. A classification that lists them filters the stored keys by the list
+    instead of broadcasting the batch's hashes (a Spark job of its own)."""
+    from pyspark.sql import functions as F
+
+    limit = MAX_LISTED_KEYS if limit is None else limit
+    hashes = keys.select(F.xxhash64(keys.columns[0]).alias("key_hash"))
+    plan = hashes._jdf.queryExecution().optimizedPlan()
+    if plan.getClass().getSimpleName() != "LocalRelation" or plan.data().size() > limit:
+        return None
+    return [int(row[0]) for row in hashes.collect()]
+
+
 def _free(rows: Any) -> None:
     """Frees a local checkpoint's blocks now, not at the JVM's next garbage collection (a local
     relation holds none)."""
