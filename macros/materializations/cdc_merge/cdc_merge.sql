@@ -126,7 +126,10 @@
         {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) %}
         {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
         {% set first_rounds = 1 if (first_plan is not none and chunks[0].buckets == 1 and (first_plan['placeholder_events'] | int) == 0) else none %}
-        {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1, 1, first_rounds) %}
+        {#- A small range's newest events per key, deduplicated once for all its mirrors (dedup.sql newest_events_view). -#}
+        {% set first_newest = cdc_merge.newest_events_view(chunks[0], raw_changes_view, cfg, first_plan, horizon is none) %}
+        {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, first_newest or raw_changes_view, cfg.source_table, 0, 1, 1,
+            first_rounds, first_newest is not none) %}
     {% else %}
         {% set batch_view_sql.value = cdc_merge.create_empty_batch_view_sql(batch_view) %}
     {% endif %}
@@ -183,6 +186,7 @@
         {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
         {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
+        {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none) %}
         {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}
@@ -195,7 +199,8 @@
             {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
             {% set one_commit = adapter.type() == 'cdc_spark' and adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
-                {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, chunk_view, cfg.source_table, bucket, chunk.buckets, round, rounds) %}
+                {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, newest_view or chunk_view, cfg.source_table, bucket, chunk.buckets,
+                    round, rounds, newest_view is not none) %}
                 {% if view_sql != batch_view_sql.value %}
                     {% do run_query(view_sql) %}
                     {% set batch_view_sql.value = view_sql %}
@@ -224,6 +229,9 @@
             ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ offset_to, info=True) }}
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
+    {% if adapter.type() == 'cdc_spark' %}
+        {% do adapter.cdc_drop_temporary_view(raw_changes_view ~ '__newest') %}
+    {% endif %}
     {% if horizon is not none %}
         {% do cdc_merge.drop_scratch(raw_changes_view ~ '__whole') %}
         {% do totals.update({'cut_lag_seconds': horizon.lag_seconds}) %}

@@ -147,34 +147,61 @@
 {%- endmacro %}
 
 
-{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
-    {#- rounds: how many the bucket needs (bucket_plan_sql); none when not known. -#}
-    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round, rounds)) }}
+{% macro newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
+    {#-
+        The chunk's newest event per source table and key as a view (its name), deduplicated once
+        for all the mirrors of a small range the cdc_spark adapter keeps in the driver, where it
+        stands in for the mirror's own dedup (shared_dedup.py): the batch view then runs no window
+        and the classification no shuffle. none otherwise.
+    -#}
+    {% set view_name = raw_changes_view ~ '__newest' %}
+    {% if adapter.type() == 'cdc_spark' and chunk.stream is not defined and adapter.create_newest_events_view(view_name,
+            cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, plan, chunk.buckets, whole_range) %}
+        {{ return(view_name) }}
+    {% endif %}
+    {{ return(none) }}
 {% endmacro %}
 
-{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
+
+{% macro create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round=1, rounds=none, deduplicated=false) %}
+    {#-
+        rounds: how many the bucket needs (bucket_plan_sql); none when not known. deduplicated:
+        changes_view holds only the newest event per key already (the cdc_spark adapter's
+        create_newest_events_view, once for all the mirrors of a small range).
+    -#}
+    {{ return(adapter.dispatch('create_batch_view_sql', 'cdc_merge')(batch_view, changes_view, source_table, bucket, buckets, round, rounds, deduplicated)) }}
+{% endmacro %}
+
+{% macro spark__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds, deduplicated) %}
     create or replace temporary view {{ batch_view }} as
-    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) }}
+    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds, deduplicated) }}
 {% endmacro %}
 
-{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds) %}
+{% macro databend__create_batch_view_sql(batch_view, changes_view, source_table, bucket, buckets, round, rounds, deduplicated) %}
     {#- Views are not temporary on Databend: the view lives in the model's schema until the run drops it. -#}
     create or replace view {{ batch_view }} as
-    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) }}
+    {{ cdc_merge.batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds, deduplicated) }}
 {% endmacro %}
 
 
-{% macro batch_events_sql(changes_view, source_table, bucket, buckets, round=1, rounds=none) %}
+{% macro batch_events_sql(changes_view, source_table, bucket, buckets, round=1, rounds=none, deduplicated=false) %}
     {#- The batch view's query: also what dbt show and dbt compile put in place of cdc_events() (preview.sql). -#}
-    {{ return(adapter.dispatch('batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets, round, rounds)) }}
+    {{ return(adapter.dispatch('batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets, round, rounds, deduplicated)) }}
 {% endmacro %}
 
-{% macro spark__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) %}
+{% macro spark__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds, deduplicated) %}
     with
 
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
+    {% if deduplicated -%}
+    {#- Each key's newest event, deduplicated once for every mirror of the range: no window of the mirror's own. -#}
+    ranked as (
+        select * from table_events
+    ),
+    {%- else -%}
     {{ cdc_merge.ranked_events_cte(rounds) }},
+    {%- endif %}
 
     final as (
         select
@@ -192,14 +219,17 @@
                 else cast(array() as array<string>)
             end as _cdc_unavailable
         from ranked
+        {%- if not deduplicated %}
         where {{ cdc_merge.in_round_sql(round, rounds) }}
+        {%- endif %}
     )
 
     select * from final
 {% endmacro %}
 
 
-{% macro databend__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds) %}
+{% macro databend__batch_events_sql(changes_view, source_table, bucket, buckets, round, rounds, deduplicated) %}
+    {#- deduplicated is never set on Databend (the cdc_spark adapter's shared dedup). -#}
     {#- _cdc_unavailable is a string ',a,b,': a nullable array does not unify with array_contains there. -#}
     with
 

@@ -15,6 +15,7 @@ from dbt.adapters.cdc_spark import iceberg_jvm, loaded_tables, position_deletes,
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
+from python_jobs.apply import shared_dedup
 
 logger = AdapterLogger("cdc_spark")
 
@@ -60,6 +61,22 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
 
         session_id = spark.sparkContext.applicationId
         raw_ranges.RANGES.rows(session_id, table, after_snapshot, through_snapshot, events, read).createOrReplaceTempView(view_name)
+        return True
+
+    @available
+    def create_newest_events_view(self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str,
+                                  plan: Optional[Dict[str, Any]], buckets: int, whole_range: bool) -> bool:
+        """The newest event of each source table and key of a range create_appended_rows_view kept in
+        the driver, deduplicated once for all its mirrors, as the temporary view view_name, where it
+        stands in for the mirror's own dedup (shared_dedup.py); False otherwise."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
+            return False
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        newest = raw_ranges.RANGES.newest(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot)
+        if newest is None:
+            return False
+        newest.createOrReplaceTempView(view_name)
         return True
 
     @available

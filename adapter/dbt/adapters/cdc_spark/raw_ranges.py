@@ -34,6 +34,7 @@ class RawRanges:
         self._lock = threading.Lock()
         self._kept: "OrderedDict[RangeKey, Any]" = OrderedDict()
         self._plans: Dict[RangeKey, Dict[str, Dict[str, Any]]] = {}
+        self._newest: Dict[RangeKey, Any] = {}
         # Every read of a range from the raw table's files, for benchmarks/many_mirrors.py.
         self.reads: List[RangeKey] = []
 
@@ -66,6 +67,19 @@ class RawRanges:
                 self._plans[key] = range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
             return dict(self._plans[key].get(source_table) or range_plan.empty_plan())
 
+    def newest(self, session_id: str, table: str, after: Optional[str], through: str) -> Optional[Any]:
+        """The newest event of each source table and key of a range kept in the driver, deduplicated
+        at the first ask (one Spark job for all its mirrors) and kept in the driver too; None when the
+        range is not kept there."""
+        key = (session_id, table, after, through)
+        with self._lock:
+            rows = self._kept.get(key)
+            if rows is None or rows._jdf.queryExecution().analyzed().getClass().getSimpleName() != "LocalRelation":
+                return None
+            if key not in self._newest:
+                self._newest[key] = in_driver(newest_events(rows))
+            return self._newest[key]
+
     def _forget_older(self, session_id: str, table: str) -> None:
         # Not freed here: a mirror on another thread may still read an older range through its view
         # (mirrors at other offsets, or applying in smaller chunks); Spark frees the blocks once no
@@ -74,10 +88,12 @@ class RawRanges:
         for key in same_table[:-KEPT_PER_TABLE]:
             self._kept.pop(key)
             self._plans.pop(key, None)
+            self._newest.pop(key, None)
         # Ranges of an earlier SparkSession (tests start several in one process) are gone with it.
         for key in [key for key in self._kept if key[0] != session_id]:
             self._kept.pop(key)
             self._plans.pop(key, None)
+            self._newest.pop(key, None)
 
     def forget(self) -> None:
         with self._lock:
@@ -85,6 +101,21 @@ class RawRanges:
                 _free(rows)
             self._kept.clear()
             self._plans.clear()
+            self._newest.clear()
+
+
+def newest_events(rows: Any) -> Any:
+    """Each source table's key events of rows (a raw range), the newest per key: what a mirror's
+    batch view keeps of its own table's events in one round (dedup.sql: table_events_cte,
+    ranked_events_cte with rounds = 1), for every table at once."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest_first = Window.partitionBy("table_name", "key").orderBy(
+        F.col("seq").desc_nulls_last(), F.col("landed_file").desc_nulls_last(), F.col("landed_line").desc_nulls_last()
+    )
+    key_events = rows.where((F.col("_change_type") == "INSERT") & ~F.col("action").isin("truncate", "schema"))
+    return key_events.withColumn("_cdc_rank", F.row_number().over(newest_first)).where(F.col("_cdc_rank") == 1).drop("_cdc_rank")
 
 
 def in_driver(rows: Any) -> Any:

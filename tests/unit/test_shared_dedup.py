@@ -1,0 +1,21 @@
+"""When a mirror reads its range's newest events deduplicated once for all mirrors (shared_dedup.py)."""
+
+import pytest
+
+from python_jobs.apply import shared_dedup
+
+PLAN = {"events": 40, "placeholder_events": 0}
+
+
+@pytest.mark.parametrize(
+    ("plan", "buckets", "whole_range", "expected"),
+    [
+        (PLAN, 1, True, True),
+        (None, 1, True, False),  # a plan not known: the range is not kept
+        (PLAN, 2, True, False),  # key buckets: each bucket dedups its own keys
+        (PLAN, 1, False, False),  # a group's deferred transactions taken out: the mirror's own view
+        ({"events": 40, "placeholder_events": 3}, 1, True, False),  # TOAST rounds
+    ],
+)
+def test_the_shared_dedup_stands_in_only_where_the_mirror_needs_no_dedup_of_its_own(plan, buckets, whole_range, expected):
+    assert shared_dedup.applies(plan, buckets, whole_range) is expected
