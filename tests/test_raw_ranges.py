@@ -65,3 +65,30 @@ def test_a_small_batch_in_the_driver_gives_its_key_hashes_without_a_job_others_n
     # Over the limit, or not held in the driver: the classification broadcasts the hashes instead.
     assert raw_ranges.key_hashes_in_driver(keys, limit=5) is None
     assert raw_ranges.key_hashes_in_driver(events.select("key")) is None
+
+
+def test_a_range_in_the_driver_is_deduplicated_once_to_each_tables_newest_event_per_key(spark, monkeypatch):
+    monkeypatch.setattr(raw_ranges, "MAX_DRIVER_EVENTS", 10)
+    rows = [
+        # table, key, seq, landed_file, landed_line, action
+        ("shop.a", "1", "0003", "f1", 1, "update"),
+        ("shop.a", "1", "0005", "f1", 2, "update"),  # the newest of shop.a's key 1
+        ("shop.b", "1", "0004", "f1", 3, "delete"),  # the same key of another table: its own newest
+        ("shop.a", "2", "0007", "f1", 4, "insert"),
+        ("shop.a", "2", "0007", "f2", 1, "update"),  # a tie in seq: the later file wins
+        ("shop.a", "", "0009", "f2", 2, "truncate"),  # not a key's event
+    ]
+    schema = "table_name string, key string, seq string, landed_file string, landed_line int, action string"
+    events = spark.createDataFrame(rows, schema).selectExpr("*", "'INSERT' as _change_type")
+    ranges = raw_ranges.RawRanges()
+    session = spark.sparkContext.applicationId
+    ranges.rows(session, "raw", None, "1", len(rows), lambda: events)
+    newest = ranges.newest(session, "raw", None, "1")
+    assert newest is ranges.newest(session, "raw", None, "1")  # once for all mirrors
+    assert newest._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LocalRelation"
+    got = sorted((row.table_name, row.key, row.seq, row.landed_file) for row in newest.collect())
+    assert got == [("shop.a", "1", "0005", "f1"), ("shop.a", "2", "0007", "f2"), ("shop.b", "1", "0004", "f1")]
+    # A range kept in the block store, or not kept: each mirror deduplicates its own batch.
+    ranges.rows(session, "raw", "1", "2", 11, lambda: events)
+    assert ranges.newest(session, "raw", "1", "2") is None
+    assert ranges.newest(session, "raw", "2", "3") is None
