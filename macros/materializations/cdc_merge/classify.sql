@@ -109,11 +109,10 @@
         A stored key whose hash is shared by a batch key it differs from is kept here and
         dropped by the classification's join on the keys themselves.
         With key_hashes (a small batch the driver holds) the hashes are a list in the filter: the
-        broadcast was a Spark job of its own, a fifth of a 20-50 event batch's classification
-        (BENCHMARKS.md, "Levers tried").
+        broadcast was a Spark job of its own in every small batch's classification (BENCHMARKS.md,
+        "Levers tried").
     -#}
-    {%- if key_hashes is not none %}
-    select
+    select{{ ' /*+ broadcast(batch_key_hashes) */' if key_hashes is none }}
         stored._cdc_key,
         {%- if with_positions %}
         xxhash64(stored._file) as _cdc_stored_file_hash,
@@ -121,25 +120,17 @@
         {%- endif %}
         stored._cdc_seq
     from {{ relation }} as stored
+    {%- if key_hashes is not none %}
     where
         {{ 'xxhash64(stored._cdc_key) in (' ~ (key_hashes | join(', ')) ~ ')' if key_hashes else 'false' }}
-        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
     {%- else %}
-    select /*+ broadcast(batch_key_hashes) */
-        stored._cdc_key,
-        {%- if with_positions %}
-        xxhash64(stored._file) as _cdc_stored_file_hash,
-        stored._pos as _cdc_stored_pos,
-        {%- endif %}
-        stored._cdc_seq
-    from {{ relation }} as stored
     left semi join (
         select xxhash64(_cdc_key) as key_hash
         from {{ batch_keys }}
     ) as batch_key_hashes
         on xxhash64(stored._cdc_key) = batch_key_hashes.key_hash
-        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
     {%- endif %}
+        {{ cdc_merge.key_in_range_sql('stored._cdc_key', key_range) }}
 {% endmacro %}
 
 {% macro databend__stored_keys_sql(relation, batch_keys, key_range, with_positions, key_hashes=none) %}
