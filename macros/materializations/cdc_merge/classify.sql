@@ -3,9 +3,11 @@
     keys are stored (stored_keys_sql), inside which key range (key_range_of), and what each
     event does (classified_batch_sql); then the classified batch computed once for the
     statements that apply it (create_changes).
+    Over 300 lines: one concept, the classification, with its two ways to the stored keys (a
+    scan, or rows read in the driver) and the engines' versions side by side.
 #}
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none, stored_rows=none) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
@@ -17,9 +19,28 @@
         _cdc_tombstone_pos), to write the tombstones by position (write_tombstones_one_commit).
         key_hashes: the batch keys' hashes when the driver holds them (a small batch), listed in
         the stored keys' filter instead of broadcast.
+        stored_rows: {'mirror', 'tombstones'}, the stored rows of the batch's keys read in the driver
+        (adapter.cdc_stored_rows_in_driver): each batch row looks its own up (stored_row_sql), no
+        scan and no join, so a batch the driver holds is classified without a Spark job; the batch
+        then also carries the rows it looked up (_cdc_mirror_row, _cdc_tombstone_row).
     -#}
+    {%- set mirror = 'batch._cdc_mirror_row.' if stored_rows is not none else 'mirror_keys.' -%}
+    {%- set tombstone = 'batch._cdc_tombstone_row.' if stored_rows is not none else 'tombstone_keys.' -%}
     with
 
+    {% if stored_rows is not none -%}
+    batch as (
+        select
+            model_batch.*,
+            {%- if tombstones is not none %}
+            {{ cdc_merge.stored_row_sql(stored_rows.tombstones, tombstone_positions, 'model_batch._cdc_key') }} as _cdc_tombstone_row,
+            {%- endif %}
+            {{ cdc_merge.stored_row_sql(stored_rows.mirror, with_positions, 'model_batch._cdc_key') }} as _cdc_mirror_row
+        from (
+            {{ model_sql }}
+        ) as model_batch
+    ),
+    {%- else -%}
     batch as (
         {{ model_sql }}
     ),
@@ -37,40 +58,58 @@
         {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions, key_hashes) }}
     ),
     {%- endif %}
+    {%- endif %}
 
     final as (
         select
             batch.*,
             {%- if with_positions %}
-            mirror_keys._cdc_stored_file_hash,
-            mirror_keys._cdc_stored_pos,
+            {{ mirror }}_cdc_stored_file_hash as _cdc_stored_file_hash,
+            {{ mirror }}_cdc_stored_pos as _cdc_stored_pos,
             {%- endif %}
             {%- if tombstone_positions %}
-            tombstone_keys._cdc_stored_file_hash as _cdc_tombstone_file_hash,
-            tombstone_keys._cdc_stored_pos as _cdc_tombstone_pos,
+            {{ tombstone }}_cdc_stored_file_hash as _cdc_tombstone_file_hash,
+            {{ tombstone }}_cdc_stored_pos as _cdc_tombstone_pos,
             {%- endif %}
-            {{ 'tombstone_keys._cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
+            {{ tombstone ~ '_cdc_seq' if tombstones is not none else 'cast(null as string)' }} as _cdc_tombstone_seq,
             case
-                when mirror_keys._cdc_seq is not null and batch._cdc_seq <= mirror_keys._cdc_seq then 'skip'
-                when mirror_keys._cdc_seq is not null and batch._cdc_action = 'delete' then 'delete'
-                when mirror_keys._cdc_seq is not null then 'update'
+                when {{ mirror }}_cdc_seq is not null and batch._cdc_seq <= {{ mirror }}_cdc_seq then 'skip'
+                when {{ mirror }}_cdc_seq is not null and batch._cdc_action = 'delete' then 'delete'
+                when {{ mirror }}_cdc_seq is not null then 'update'
                 {%- if tombstones is not none %}
-                when batch._cdc_seq <= tombstone_keys._cdc_seq then 'skip'
+                when batch._cdc_seq <= {{ tombstone }}_cdc_seq then 'skip'
                 {%- endif %}
                 when batch._cdc_action = 'delete' then 'tombstone'
                 else 'insert'
             end as _cdc_change
         from batch
+        {%- if stored_rows is none %}
         left join mirror_keys
             on batch._cdc_key = mirror_keys._cdc_key
         {%- if tombstones is not none %}
         left join tombstone_keys
             on batch._cdc_key = tombstone_keys._cdc_key
         {%- endif %}
+        {%- endif %}
     )
 
     select * from final
 {% endmacro %}
+
+
+{% macro stored_row_sql(stored_rows_hex, with_positions, key) %}
+    {#-
+        The stored row of key in stored_rows_hex (the hex-encoded JSON of adapter.cdc_stored_rows_in_driver),
+        or null: a constant map Spark's optimizer decodes once, looked up per batch row.
+    -#}
+    try_element_at(
+        from_json(
+            cast(unhex('{{ stored_rows_hex }}') as string),
+            'map<string, struct<_cdc_seq: string{{ ", _cdc_stored_file_hash: bigint, _cdc_stored_pos: bigint" if with_positions }}>>'
+        ),
+        {{ key }}
+    )
+{%- endmacro %}
 
 
 {% macro batch_keys_sql(changes_view, source_table, bucket, buckets) %}
@@ -238,7 +277,8 @@
         where reading it costs no Spark job.
     -#}
     {% if in_memory and adapter.type() == 'cdc_spark' %}
-        {% set counts = adapter.create_checkpoint_view(changes.identifier, classified_sql, cdc_merge.change_counts_columns(), small) %}
+        {% set counts = adapter.create_checkpoint_view(changes.identifier, classified_sql, cdc_merge.change_counts_columns(), small,
+            cdc_merge.change_counts() if small else none) %}
         {% if counts is not none %}
             {{ return({'changes': changes.identifier, 'counts': counts}) }}
         {% endif %}

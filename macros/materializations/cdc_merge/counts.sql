@@ -3,23 +3,40 @@
     added up per chunk and run (add_counts) for the offsets log and the run's summary line.
 #}
 
-{% macro change_counts_columns() %}
-    {#- What apply_batch needs to know of a classified batch: its counts per change, as select-list items. -#}
+{% macro change_counts() %}
+    {#-
+        What apply_batch needs to know of a classified batch, as [name, aggregate, operand]: count
+        (rows), count_if (rows where the operand holds) or max (the newest of a timestamp, as a
+        string). change_counts_columns() writes them as select-list items; the rows of a batch the
+        driver holds are counted by the adapter instead, with no Spark job (driver_counts.py).
+    -#}
     {{ return([
-        "count(*) as events_read",
-        "count_if(_cdc_change = 'insert') as inserted",
-        "count_if(_cdc_change = 'update') as updated",
-        "count_if(_cdc_change = 'update' and " ~ cdc_merge.any_unavailable_sql('_cdc_unavailable') ~ ") as partial_updates",
-        "count_if(_cdc_change = 'delete') as deleted",
-        "count_if(_cdc_change = 'tombstone') as tombstoned",
-        "count_if(_cdc_change = 'skip') as skipped",
-        "count_if(_cdc_change = 'insert' and _cdc_tombstone_seq is not null) as revived",
-        "count_if(_cdc_tombstone_seq is not null) as stored_tombstones",
-        "count_if(" ~ cdc_merge.tombstone_replaced_sql() ~ ") as tombstones_replaced",
-        "count_if(" ~ cdc_merge.tombstone_added_sql() ~ ") as tombstones_added",
-        "coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts",
+        ['events_read', 'count', '*'],
+        ['inserted', 'count_if', "_cdc_change = 'insert'"],
+        ['updated', 'count_if', "_cdc_change = 'update'"],
+        ['partial_updates', 'count_if', "_cdc_change = 'update' and " ~ cdc_merge.any_unavailable_sql('_cdc_unavailable')],
+        ['deleted', 'count_if', "_cdc_change = 'delete'"],
+        ['tombstoned', 'count_if', "_cdc_change = 'tombstone'"],
+        ['skipped', 'count_if', "_cdc_change = 'skip'"],
+        ['revived', 'count_if', "_cdc_change = 'insert' and _cdc_tombstone_seq is not null"],
+        ['stored_tombstones', 'count_if', '_cdc_tombstone_seq is not null'],
+        ['tombstones_replaced', 'count_if', cdc_merge.tombstone_replaced_sql()],
+        ['tombstones_added', 'count_if', cdc_merge.tombstone_added_sql()],
+        ['max_source_ts', 'max', '_cdc_source_ts'],
     ]) }}
-    {#- '' rather than null for max_source_ts: databend-py hands a NULL over as the string 'NULL'. #}
+{% endmacro %}
+
+{% macro change_counts_columns() %}
+    {#- change_counts() as select-list items; '' rather than null for max_source_ts: databend-py hands a NULL over as the string 'NULL'. -#}
+    {% set columns = [] %}
+    {% for name, aggregate, operand in cdc_merge.change_counts() %}
+        {% if aggregate == 'max' %}
+            {% do columns.append("coalesce(cast(max(" ~ operand ~ ") as string), '') as " ~ name) %}
+        {% else %}
+            {% do columns.append(aggregate ~ "(" ~ operand ~ ") as " ~ name) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(columns) }}
 {% endmacro %}
 
 {% macro change_counts_sql(changes_view) %}

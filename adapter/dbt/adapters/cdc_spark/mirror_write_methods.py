@@ -1,8 +1,9 @@
 """The adapter methods through which the cdc_merge macros read a raw range and write a mirror in
 dbt's Spark session (or through a Thrift server's cdc_merge catalog): the range read once for all
 mirrors (raw_ranges.py) and its plan (range_plan.py), the classified batch kept in memory, deletes by
-position (position_deletes.py), key ranges (iceberg_jvm.py), and a small batch in one commit
-(OneCommitBatch.java). A mixin of CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns."""
+position (position_deletes.py), key ranges (iceberg_jvm.py), a small batch's stored keys read in the
+driver (stored_keys.py), and a small batch in one commit (OneCommitBatch.java). A mixin of
+CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns."""
 
 from typing import Any, Dict, List, Optional
 
@@ -11,7 +12,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import iceberg_jvm, loaded_tables, position_deletes, range_plan, raw_ranges
+from dbt.adapters.cdc_spark import driver_counts, iceberg_jvm, loaded_tables, position_deletes, range_plan, raw_ranges, stored_keys
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
@@ -104,7 +105,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
 
     @available
     def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None,
-                               in_driver: bool = False) -> Optional[Dict[str, Any]]:
+                               in_driver: bool = False, counts: Optional[List[List[str]]] = None) -> Optional[Dict[str, Any]]:
         """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the
         temporary view view_name: later statements read them without computing sql again, whatever
         happens to the tables it read. Returns the aggregates observed (select-list items such as
@@ -112,7 +113,10 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
 
         in_driver: for a small batch, the rows are kept in the driver instead (a local relation), where
         the statements that read them with filters and projections run without a Spark job: a one-commit
-        batch's two commits read them four times (about 0.2 s each from a checkpoint)."""
+        batch's two commits read them four times (about 0.2 s each from a checkpoint). counts (with
+        in_driver): the observed aggregates as counts.sql change_counts() gives them; where Spark
+        computes sql itself from local relations (classify.sql, stored_rows), the rows are kept and
+        counted with no Spark job at all (driver_counts.py)."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
@@ -121,6 +125,11 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
             return None
         spark = dbt_spark_session(credentials.server_side_parameters)
         rows = spark.sql(sql)
+        if in_driver and counts is not None and raw_ranges.rows_in_driver(rows, raw_ranges.MAX_DRIVER_EVENTS):
+            kept = raw_ranges.in_driver(rows)
+            kept.createOrReplaceTempView(view_name)
+            self._checkpoints[view_name] = None
+            return driver_counts.counts_in_driver(kept, counts)
         observation = Observation(f"{view_name}_observed") if observed else None
         if observation is not None:
             rows = rows.observe(observation, *(F.expr(item) for item in observed))
@@ -141,6 +150,25 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         if credentials.method != SparkConnectionMethod.SESSION:
             return None
         return raw_ranges.key_hashes_in_driver(dbt_spark_session(credentials.server_side_parameters).sql(batch_keys_sql))
+
+    @available
+    def cdc_stored_rows_in_driver(self, batch_keys_sql: str, mirror: BaseRelation, mirror_snapshot: Optional[str],
+                                  with_positions: bool, tombstones: Optional[BaseRelation] = None,
+                                  tombstones_snapshot: Optional[str] = None) -> Optional[Dict[str, Optional[str]]]:
+        """The stored rows of a small batch's keys in the mirror and its tombstones (with positions) at
+        their snapshots, read in the driver (stored_keys.py): {'mirror', 'tombstones'}, hex-encoded JSON;
+        None where they are not read so (the classification then joins the batch with scans)."""
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        spark = dbt_spark_session(credentials.server_side_parameters)
+        lookups = [(f"{mirror.schema}.{mirror.identifier}", mirror_snapshot, bool(with_positions))]
+        if tombstones is not None:
+            lookups.append((f"{tombstones.schema}.{tombstones.identifier}", tombstones_snapshot, True))
+        found = stored_keys.stored_rows_hex(spark, spark.sql(batch_keys_sql), lookups)
+        if found is None:
+            return None
+        return {"mirror": found[0], "tombstones": found[1] if tombstones is not None else None}
 
     @available
     def cdc_drop_temporary_view(self, view_name: str) -> bool:

@@ -138,12 +138,17 @@ def key_hashes_in_driver(keys: Any, limit: Optional[int] = None) -> Optional[Lis
     instead of broadcasting the batch's hashes (a Spark job of its own)."""
     from pyspark.sql import functions as F
 
-    limit = MAX_LISTED_KEYS if limit is None else limit
     hashes = keys.select(F.xxhash64(keys.columns[0]).alias("key_hash"))
-    plan = hashes._jdf.queryExecution().optimizedPlan()
-    if plan.getClass().getSimpleName() != "LocalRelation" or plan.data().size() > limit:
+    if not rows_in_driver(hashes, MAX_LISTED_KEYS if limit is None else limit):
         return None
     return [int(row[0]) for row in hashes.collect()]
+
+
+def rows_in_driver(frame: Any, limit: int) -> bool:
+    """Whether the optimizer answers frame from a local relation of at most limit rows: reading it
+    then runs no Spark job."""
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    return plan.getClass().getSimpleName() == "LocalRelation" and plan.data().size() <= limit
 
 
 def _free(rows: Any) -> None:

@@ -260,13 +260,18 @@ public final class PositionDeletes {
     return Spark3Util.loadIcebergTable(spark, tableName);
   }
 
+  /** Spark SQL's xxhash64 of a string: how the apply's queries name a data file (xxhash64(_file)). */
+  static long sparkXxhash64(String text) {
+    UTF8String bytes = UTF8String.fromString(text);
+    return XXH64.hashUnsafeBytes(bytes.getBaseObject(), bytes.getBaseOffset(), bytes.numBytes(), SPARK_HASH_SEED);
+  }
+
   /** The scan's live data files by Spark's xxhash64 of their path; null for a hash two of them share. */
   private static Map<Long, DataFile> liveDataFilesByHash(TableScan scan) throws IOException {
     Map<Long, DataFile> files = new HashMap<>();
     try (CloseableIterable<FileScanTask> tasks = scan.planFiles()) {
       for (FileScanTask task : tasks) {
-        UTF8String path = UTF8String.fromString(task.file().location());
-        long hash = XXH64.hashUnsafeBytes(path.getBaseObject(), path.getBaseOffset(), path.numBytes(), SPARK_HASH_SEED);
+        long hash = sparkXxhash64(task.file().location());
         DataFile known = files.get(hash);
         boolean same = known != null && known.location().equals(task.file().location());
         files.put(hash, files.containsKey(hash) && !same ? null : task.file().copyWithoutStats());

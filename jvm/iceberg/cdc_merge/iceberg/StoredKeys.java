@@ -1,0 +1,110 @@
+package cdc_merge.iceberg;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.expressions.Expressions;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Types;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * The stored rows of a small batch's keys, read from an Iceberg table in the driver.
+ *
+ * <p>A small batch's classification (macros/materializations/cdc_merge/classify.sql) needs, for
+ * each of its keys, the stored row's seq and, to delete it by position, its data file and position.
+ * Asked of Spark, that is a query with a scan and a join: a Spark job of its own in every mirror's
+ * run. Read here, with Iceberg's generic reader (its scan planning, file pruning and delete files),
+ * the answer is a JSON object the classification reads as a constant, and Spark's optimizer computes
+ * the classified batch without a job. Only for tables small enough for one thread: the caller
+ * gives the most records it reads so (adapter/dbt/adapters/cdc_spark/stored_keys.py).
+ */
+public final class StoredKeys {
+  private static final JsonFactory JSON = new JsonFactory();
+
+  private StoredKeys() {}
+
+  /**
+   * The rows of the table at snapshotId whose keyColumn is one of keys (the first column of keys,
+   * a local relation), as a JSON object from key to {"_cdc_seq", and with positions
+   * "_cdc_stored_file_hash" (Spark's xxhash64 of the data file's path) and "_cdc_stored_pos"};
+   * null when the snapshot holds more than maxRecords rows, or does not say how many.
+   */
+  public static String lookup(SparkSession spark, String tableName, long snapshotId, Dataset<Row> keys,
+      String keyColumn, String seqColumn, boolean withPositions, long maxRecords) throws Exception {
+    Table table = PositionDeletes.load(spark, tableName);
+    Snapshot snapshot = table.snapshot(snapshotId);
+    if (snapshot == null) {
+      throw new IllegalStateException(tableName + " has no snapshot " + snapshotId);
+    }
+    String records = snapshot.summary().get("total-records");
+    if (records == null || Long.parseLong(records) > maxRecords) {
+      return null;
+    }
+    Set<String> wanted = new HashSet<>();
+    for (Row row : keys.collectAsList()) {
+      if (!row.isNullAt(0)) {
+        wanted.add(row.getString(0));
+      }
+    }
+    StringWriter out = new StringWriter();
+    try (JsonGenerator json = JSON.createGenerator(out)) {
+      json.writeStartObject();
+      if (!wanted.isEmpty()) {
+        writeStoredRows(json, table, snapshotId, wanted, keyColumn, seqColumn, withPositions);
+      }
+      json.writeEndObject();
+    }
+    return out.toString();
+  }
+
+  private static void writeStoredRows(JsonGenerator json, Table table, long snapshotId, Set<String> wanted,
+      String keyColumn, String seqColumn, boolean withPositions) throws IOException {
+    List<Types.NestedField> columns = new ArrayList<>();
+    columns.add(table.schema().findField(keyColumn));
+    columns.add(table.schema().findField(seqColumn));
+    if (withPositions) {
+      columns.add(MetadataColumns.FILE_PATH);
+      columns.add(MetadataColumns.ROW_POSITION);
+    }
+    Set<String> seen = new HashSet<>();
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(table)
+        .useSnapshot(snapshotId)
+        .where(Expressions.in(keyColumn, wanted.toArray()))
+        .project(new Schema(columns))
+        .build()) {
+      for (Record row : rows) {
+        String key = (String) row.get(0);
+        // Another row of one key would be two answers to one lookup; the mirror holds one per key.
+        if (!seen.add(key)) {
+          throw new IllegalStateException(table.name() + " holds the key " + key + " more than once");
+        }
+        json.writeObjectFieldStart(key);
+        Object seq = row.get(1);
+        if (seq == null) {
+          json.writeNullField("_cdc_seq");
+        } else {
+          json.writeStringField("_cdc_seq", seq.toString());
+        }
+        if (withPositions) {
+          json.writeNumberField("_cdc_stored_file_hash", PositionDeletes.sparkXxhash64(row.get(2).toString()));
+          json.writeNumberField("_cdc_stored_pos", ((Number) row.get(3)).longValue());
+        }
+        json.writeEndObject();
+      }
+    }
+  }
+}
