@@ -110,6 +110,10 @@ class SqlClock:
     def add(self, sql: str, seconds: float, new_statement: bool = True) -> None:
         if not self.active:
             return
+        if sql.startswith(NEWEST_EVENTS):
+            # Kept for the replay, not counted: no statement, the view of rows the driver holds.
+            self.recorded.append([sql, seconds])
+            return
         words = strip_comment(sql).lower().split(None, 2)
         kind = " ".join(words[:2]) if words and words[0] in ("show", "describe", "create", "drop") else (words[0] if words else "?")
         self.seconds += seconds
@@ -219,10 +223,21 @@ def install_sql_clock() -> SqlClock:
         finally:
             SQL_CLOCK.add(CHECKPOINT + json.dumps([view_name, sql]), time.perf_counter() - started)
 
+    original_newest = CdcSparkAdapter.create_newest_events_view
+
+    def recorded_newest(self, view_name, table, after_snapshot, through_snapshot, *arguments):
+        """A range's events deduplicated once for all its mirrors, as a view the classification reads
+        and the run drops at its end: recorded, so that the replay lever makes the view again."""
+        created = original_newest(self, view_name, table, after_snapshot, through_snapshot, *arguments)
+        if created:
+            SQL_CLOCK.add(NEWEST_EVENTS + json.dumps([view_name, table, after_snapshot, through_snapshot]), 0.0)
+        return created
+
     SparkSession.sql = timed_sql
     position_deletes.delete_rows = timed_delete_rows
     position_deletes.commit_one_batch = timed_commit_one_batch
     CdcSparkAdapter.create_checkpoint_view = timed_checkpoint
+    CdcSparkAdapter.create_newest_events_view = recorded_newest
     cursor.execute = execute
     cursor.fetchall = fetch(original_fetchall)
     cursor.fetchone = fetch(original_fetchone)
@@ -237,17 +252,24 @@ POSITION_DELETES = "cdc_merge delete rows by position "
 CHECKPOINT = "cdc_merge checkpoint view "
 # ... and a small batch committed at once (position_deletes.commit_one_batch): its arguments after spark.
 ONE_COMMIT_BATCH = "cdc_merge one-commit batch "
+# ... and the view of a range's newest events per key (shared_dedup.py): [view name, table, after, through].
+NEWEST_EVENTS = "cdc_merge newest events view "
 
 
 def run_recorded_call(spark, recorded: str) -> bool:
-    """Runs a delete by position, a one-commit batch or a checkpoint view as recorded by the SQL clock
-    again; False for a recorded SQL statement."""
+    """Runs a delete by position, a one-commit batch, a newest events view or a checkpoint view as
+    recorded by the SQL clock again; False for a recorded SQL statement."""
     from dbt.adapters.cdc_spark import position_deletes
 
     if recorded.startswith(POSITION_DELETES):
         position_deletes.delete_rows(spark, *json.loads(recorded[len(POSITION_DELETES):]))
     elif recorded.startswith(ONE_COMMIT_BATCH):
         position_deletes.commit_one_batch(spark, *json.loads(recorded[len(ONE_COMMIT_BATCH):]), lambda: None)
+    elif recorded.startswith(NEWEST_EVENTS):
+        from dbt.adapters.cdc_spark.raw_ranges import RANGES
+
+        view_name, table, after, through = json.loads(recorded[len(NEWEST_EVENTS):])
+        RANGES.newest(spark.sparkContext.applicationId, table, after, through).createOrReplaceTempView(view_name)
     elif recorded.startswith(CHECKPOINT):
         view_name, sql = json.loads(recorded[len(CHECKPOINT):])
         spark.sql(sql).localCheckpoint(eager=True).createOrReplaceTempView(view_name)
