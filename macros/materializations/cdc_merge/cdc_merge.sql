@@ -287,11 +287,9 @@
     {#- With one commit, the tombstones too are classified at their current snapshot and written by position. -#}
     {% set tombstones_at = adapter.cdc_current_snapshot(tombstones) if (one_commit and tombstones is not none) else none %}
     {% set classified_tombstones = cdc_merge.relation_at_snapshot(tombstones, tombstones_at) if tombstones_at is not none else tombstones %}
-    {#- A small batch held in the driver lists its keys' hashes instead of broadcasting them (classify.sql). -#}
+    {#- A small batch held in the driver lists its keys' hashes, and where the tables are small reads their stored rows there (classify.sql). -#}
     {% set key_hashes = adapter.cdc_batch_key_hashes(batch_keys_sql) if one_commit else none %}
-    {#- ... and where the tables are small, the stored rows of its keys are read in the driver: no Spark job classifies it. -#}
-    {% set stored_rows = adapter.cdc_stored_rows_in_driver(batch_keys_sql, target_relation, classified_at, by_position, tombstones, tombstones_at)
-        if key_hashes is not none else none %}
+    {% set stored_rows = adapter.cdc_stored_rows_in_driver(batch_keys_sql, target_relation, classified_at, by_position, tombstones, tombstones_at) if key_hashes is not none else none %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position,
         tombstones_at is not none, key_hashes, stored_rows) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position, one_commit) %}

@@ -18,6 +18,7 @@ def counts_in_driver(rows: Any, counts: Sequence[Sequence[str]]) -> Dict[str, An
     """The counts [name, aggregate, operand] of rows, a frame over a local relation."""
     from pyspark.sql import functions as F
 
+    # At least one column, so that rows are read when every count is a plain count.
     columns: List[Any] = [F.lit(1).alias("_row")]
     for index, (name, aggregate, operand) in enumerate(counts):
         if aggregate not in AGGREGATES:

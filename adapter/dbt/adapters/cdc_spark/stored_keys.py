@@ -32,8 +32,11 @@ def stored_rows_hex(spark: Any, keys: Any, lookups: List[Tuple[str, Optional[str
         return None
     found = []
     for table, snapshot_id, with_positions in lookups:
-        rows = "{}" if snapshot_id is None else java_class.lookup(spark._jsparkSession, table, int(snapshot_id), keys._jdf, "_cdc_key", "_cdc_seq",
-                                 bool(with_positions), MAX_DRIVER_RECORDS)
+        if snapshot_id is None:
+            rows = "{}"
+        else:
+            rows = java_class.lookup(spark._jsparkSession, table, int(snapshot_id), keys._jdf, "_cdc_key", "_cdc_seq",
+                                     bool(with_positions), MAX_DRIVER_RECORDS)
         if rows is None:
             return None
         # Hex, so that no key's quotes or backslashes meet Spark's string literal rules (classify.sql decodes it).
