@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from python_jobs.landing.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
-from python_jobs.landing.transforms import BatchPlace, landed_events, parse_cdc_lines, quarantined_records, split_lines
+from python_jobs.landing.transforms import (
+    BatchPlace,
+    landed_events,
+    parse_cdc_lines,
+    parse_cdc_lines_in_driver,
+    quarantined_records,
+    split_lines,
+)
 
 LANDED_AT = dt.datetime(2026, 11, 22, 12, 0, 0)
 KEYS = {"shop.orders": ["id"]}
@@ -78,3 +86,24 @@ def test_quarantine_gets_the_rejected_line_with_file_line_and_reason(spark):
         [("a.json", 2, "not json", "invalid JSON: line is not a JSON object", LANDED_AT)], QUARANTINE_SCHEMA
     )
     assertDataFrameEqual(quarantined_records(parsed_sample(spark), LANDED_AT), expected)
+
+
+def test_few_lines_parsed_in_the_driver_equal_the_python_workers_parse(spark):
+    """The lines the JVM fast path leaves are parsed in the driver when few (land.py): the same rows
+    as the Python UDF's, for events of two formats, a Canal line of two rows, a {schema, payload}
+    envelope, a Kafka tombstone, a blank line, a line that is no JSON and one that is not UTF-8."""
+    canal = ('{"data":[{"id":"1","v":"a"},{"id":"2","v":"b"}],"database":"shop","table":"t","pkNames":["id"],'
+             '"isDdl":false,"type":"INSERT","es":1700000000000,"id":7,"ts":1700000000100}')
+    enveloped = '{"schema":{"type":"struct"},"payload":' + DELETE + '}'
+    text = f"{INSERT}\n{canal}\n{enveloped}\nnull\n\nnot json\n{{\"a\":\"\ufffd\"}}\n"
+    files = spark.createDataFrame([("a.json", text)], INPUT_FILE_SCHEMA)
+    lines = split_lines(files.select("landed_file", F.when(F.lit(True), F.col("content")).alias("content")))
+    lines = lines.withColumn("not_utf8", F.col("landed_line") == 7)
+    keys = {**KEYS, "shop.t": ["id"]}
+
+    in_driver = parse_cdc_lines_in_driver(lines, keys)
+
+    assert in_driver._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
+    assertDataFrameEqual(in_driver, parse_cdc_lines(lines, keys), checkRowOrder=False)
+    statuses = sorted(row["status"] for row in in_driver.collect())
+    assert statuses.count("event") == 4 and "tombstone" in statuses and statuses.count("rejected") == 2, statuses

@@ -32,6 +32,7 @@ from python_jobs.landing.transforms import (
     landed_events,
     left_for_python,
     parse_cdc_lines,
+    parse_cdc_lines_in_driver,
     parse_in_jvm,
     parsed_in_jvm,
     quarantined_records,
@@ -44,6 +45,9 @@ CHANGED_FILES = "changed_files"
 
 # The formats whose lines the JVM fast path may take (it takes only Debezium's).
 JVM_PARSED_FORMATS = ("auto", "debezium")
+# The lines the JVM fast path leaves (other formats, tombstones, lines to quarantine) are parsed
+# in the driver up to this many: a Python worker's job costs more than parsing them there.
+MAX_LINES_PARSED_IN_DRIVER = 2_000
 # Where python_jobs/crash_points.py may kill the landing: while the raw table's data files are written.
 RAW_WRITE = "landing-raw-write"
 
@@ -100,7 +104,8 @@ def land_files(
             if left != 0:
                 lines = left_for_python(parse_in_jvm(split_lines(files), jvm_parser))
                 left_counts: Counter = Counter()
-                parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached)
+                parsed = _parsed_in_python(lines.where(F.col("line_text") != ""), config, left_counts, cached,
+                                           in_driver=left is not None and left <= MAX_LINES_PARSED_IN_DRIVER)
                 _append_parsed(parsed, left_counts, config, append_once, batch_tag, place, [], landed_at, jvm_quoter)
                 counts.update(left_counts)
             notes = _changed_file_notes(files.sparkSession, place, landed_at, counts)
@@ -176,12 +181,20 @@ def _parse_batch(
     counts.update({records.STATUS_EVENT: tally["events"], records.STATUS_BLANK: tally["blank"]})
     if tally["left"]:
         lines = left_for_python(marked).where(F.col("line_text") != "")
-        parsed = parsed.unionByName(_parsed_in_python(lines, config, counts, cached))
+        in_driver = tally["left"] <= MAX_LINES_PARSED_IN_DRIVER
+        parsed = parsed.unionByName(_parsed_in_python(lines, config, counts, cached, in_driver))
     return parsed, sorted(tally["files"])
 
 
-def _parsed_in_python(lines: DataFrame, config: LandingConfig, counts: Counter, cached: list[DataFrame]) -> DataFrame:
-    """The lines parsed by the Python parsers, cached; their counts per status go to counts."""
+def _parsed_in_python(
+    lines: DataFrame, config: LandingConfig, counts: Counter, cached: list[DataFrame], in_driver: bool = False
+) -> DataFrame:
+    """The lines parsed by the Python parsers, cached (or, in_driver: a few lines the JVM fast path
+    left, parsed in the driver); their counts per status go to counts."""
+    if in_driver:
+        parsed = parse_cdc_lines_in_driver(lines, config.key_columns, config.format)
+        counts.update(row["status"] for row in parsed.select("status").collect())
+        return parsed
     with io.uncompressed_cache(lines.sparkSession):
         parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(parsed)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StructType
+from pyspark.sql.types import ArrayType, IntegerType, StructField, StructType
 
 from python_jobs.formats import detect as formats, records
 from python_jobs.landing.schemas import (
@@ -57,6 +57,38 @@ def parse_cdc_lines(
     """One row per parsed output of every line: its events (a Canal line may hold many), or its
     single status (blank, tombstone, ignored, rejected) with the reason; line_entry counts the
     outputs of a line from 0."""
+    parse = line_parser(key_columns, format_name)
+    parse_udf = F.udf(parse, ArrayType(PARSED_LINE_SCHEMA), useArrow=True)
+    return lines.select(
+        "landed_file", "landed_line", "line_text",
+        F.posexplode(parse_udf("line_text", _not_utf8(lines))).alias("line_entry", "parsed"),
+    ).select("landed_file", "landed_line", "line_text", "line_entry", "parsed.*")
+
+
+def parse_cdc_lines_in_driver(
+    lines: DataFrame, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto"
+) -> DataFrame:
+    """parse_cdc_lines for a few lines: collected and parsed by the same function in the driver,
+    the result a local relation. No Python worker, and no job but the lines' collect and one JVM copy."""
+    parse = line_parser(key_columns, format_name)
+    rows = [
+        (line["landed_file"], line["landed_line"], line["line_text"], entry, *parsed)
+        for line in lines.select("landed_file", "landed_line", "line_text", _not_utf8(lines).alias("not_utf8")).collect()
+        for entry, parsed in enumerate(parse(line["line_text"], line["not_utf8"]))
+    ]
+    schema = StructType([
+        *(lines.schema[name] for name in ("landed_file", "landed_line", "line_text")),
+        StructField("line_entry", IntegerType(), False),
+        *PARSED_LINE_SCHEMA.fields,
+    ])
+    spark = lines.sparkSession
+    # Kept as a local relation (as raw_ranges.in_driver does): each write reading it then runs no job.
+    parsed = spark.createDataFrame(rows, schema)._jdf
+    return DataFrame(spark._jsparkSession.createDataFrame(parsed.collectAsList(), parsed.schema()), spark)
+
+
+def line_parser(key_columns: Mapping[str, Sequence[str]], format_name: str) -> Callable[[str, bool], list[tuple]]:
+    """(line_text, not_utf8) -> the line's outputs as PARSED_LINE_SCHEMA tuples."""
     keys = {table: list(columns) for table, columns in key_columns.items()}
     fields = [field.name for field in PARSED_LINE_SCHEMA.fields]
 
@@ -67,11 +99,7 @@ def parse_cdc_lines(
         )
         return [tuple(getattr(parsed, name) for name in fields) for parsed in found]
 
-    parse_udf = F.udf(parse, ArrayType(PARSED_LINE_SCHEMA), useArrow=True)
-    return lines.select(
-        "landed_file", "landed_line", "line_text",
-        F.posexplode(parse_udf("line_text", _not_utf8(lines))).alias("line_entry", "parsed"),
-    ).select("landed_file", "landed_line", "line_text", "line_entry", "parsed.*")
+    return parse
 
 
 def parse_in_jvm(lines: DataFrame, jvm_debezium_parser: str) -> DataFrame:
