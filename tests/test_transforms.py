@@ -97,8 +97,8 @@ def test_few_lines_parsed_in_the_driver_equal_the_python_workers_parse(spark):
     enveloped = '{"schema":{"type":"struct"},"payload":' + DELETE + '}'
     text = f"{INSERT}\n{canal}\n{enveloped}\nnull\n\nnot json\n{{\"a\":\"\ufffd\"}}\n"
     files = spark.createDataFrame([("a.json", text)], INPUT_FILE_SCHEMA)
-    lines = split_lines(files.select("landed_file", F.when(F.lit(True), F.col("content")).alias("content")))
-    lines = lines.withColumn("not_utf8", F.col("landed_line") == 7)
+    # Line 7 stands for a line whose bytes were not UTF-8 (split_lines marks such lines).
+    lines = split_lines(files).withColumn("not_utf8", F.col("landed_line") == 7)
     keys = {**KEYS, "shop.t": ["id"]}
 
     in_driver = parse_cdc_lines_in_driver(lines, keys)
