@@ -37,7 +37,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import warm  # noqa: E402
 import yaml  # noqa: E402
-from measure import install_sql_clock, tee_stdout  # noqa: E402
+from measure import tee_stdout  # noqa: E402
+from sql_clock import install_sql_clock  # noqa: E402
 from project import BenchProject  # noqa: E402
 
 from python_jobs.demo.transaction_checks import MIRRORS, CutReader  # noqa: E402

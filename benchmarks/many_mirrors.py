@@ -10,7 +10,7 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
 - idle: `dbt run` of the N mirrors, and of --small of them, with no new events (and the --small
   with the idle check turned off: every mirror's full path, as before idle.sql); against dbt's
   own cost: `dbt run` of as many models whose materialization runs no SQL (bench_noop), and
-  `dbt parse`. Statements counted by measure.py's SQL clock.
+  `dbt parse`. Statements counted by sql_clock.py.
 - events: each of the N mirrors with --events-per-mirror (20-50) new events, in one new raw
   snapshot; how often the raw range is read (one view per mirror) and the bytes Spark read. Measured
   --repeat times on the shared path (one pass over the range for all mirrors, the offsets and runs
@@ -53,7 +53,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import datagen  # noqa: E402
 import warm  # noqa: E402
-from measure import install_sql_clock, strip_comment, tee_stdout  # noqa: E402
+from measure import tee_stdout  # noqa: E402
+from sql_clock import install_sql_clock, strip_comment  # noqa: E402
 from project import PROJECT_DIR, BenchProject  # noqa: E402
 
 NOOP_MATERIALIZATION = """{% materialization bench_noop, default %}

@@ -19,7 +19,7 @@ suite writes benchmarks/results/<suite>.json and .log (apply, idle, landing), a 
 benchmarks/results/full.json and .log, and --quick writes quick.json and .log in --work-dir.
 
 Longer than 300 lines because every suite runs in the one process and SparkSession this file
-sets up and resets between methods; what the suites share sits in datagen.py, measure.py,
+sets up and resets between methods; what the suites share sits in datagen.py, measure.py, sql_clock.py,
 methods.py and project.py.
 """
 
@@ -45,7 +45,8 @@ sys.path.insert(0, str(HERE))
 
 import datagen  # noqa: E402
 import methods  # noqa: E402
-from measure import CHECKPOINT, PeakMemory, format_table, install_sql_clock, run_recorded_call, strip_comment, tee_stdout, timed  # noqa: E402
+from measure import PeakMemory, format_table, tee_stdout, timed  # noqa: E402
+from sql_clock import CHECKPOINT, install_sql_clock, run_recorded_call, strip_comment  # noqa: E402
 from project import PROJECT_DIR, BenchProject, error_text  # noqa: E402
 
 GB = 1024**3

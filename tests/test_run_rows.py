@@ -1,5 +1,6 @@
 """The offsets and cdc_merge_runs rows of a run's mirrors, written once for all of them
-(adapter kept_rows.py, macros kept_rows.sql, docs/apply_design.md): one INSERT per table per run;
+(adapter kept_rows.py, macros kept_rows.sql, docs/apply_design.md): one commit per table per run,
+written in the driver (kept_rows_in_driver.py) or by an INSERT;
 a mirror that fails does not keep the others' rows from being written as the run ends; the crash
 between the mirrors' commits and these rows is tests/test_crash_points.py's apply-before-run-rows."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
+from dbt.adapters.cdc_spark import kept_rows_in_driver
 from python_jobs import run_locks
 from python_jobs.commit_race import run_idempotent
 from python_jobs.demo.generate import KEYS, write_wave
@@ -41,20 +43,34 @@ def ordinals(project, target_table: str) -> list[int]:
         f"select offset_ordinal from {project.schema}.cdc_merge_offsets where target_table = '{target_table}' order by 1")]
 
 
-def test_a_run_writes_every_mirrors_offset_and_runs_row_in_one_insert_each(shop, monkeypatch):
+def snapshots(project, table: str) -> list[dict]:
+    return project.query(f"select snapshot_id, summary['cdc-merge.apply'] as apply from {table}.snapshots")
+
+
+@pytest.mark.parametrize("in_driver", [True, False], ids=["in_driver", "insert"])
+def test_a_run_writes_every_mirrors_offset_and_runs_row_in_one_commit_each(shop, monkeypatch, in_driver):
+    """In the driver (kept_rows_in_driver.py: the tables the rows' SELECT reads are small), or by
+    one INSERT each when they are not."""
     project = shop
     orders = f"{project.schema}.shop_orders"
     ordinals_before = ordinals(project, orders)
+    tables = [f"{project.schema}.cdc_merge_offsets", f"{project.schema}.cdc_merge_runs"]
+    snapshots_before = {table: snapshots(project, table) for table in tables}
     write_wave(project.waves[1], project.inbox)
     project.land(KEYS)
 
     with monkeypatch.context() as patch:
         statements = record_statements(patch)
+        if not in_driver:
+            patch.setattr(kept_rows_in_driver, "MAX_DRIVER_RECORDS", -1)
         project.dbt("run", "--select", *SHOP_MODELS)
 
     inserts = [sql.split(" ")[2] for sql in statements if sql.startswith("insert into ")]
-    assert inserts.count(f"{project.schema}.cdc_merge_offsets") == 1, inserts
-    assert inserts.count(f"{project.schema}.cdc_merge_runs") == 1, inserts
+    for table in tables:
+        new = [row for row in snapshots(project, table) if row not in snapshots_before[table]]
+        assert len(new) == 1, (table, new)
+        assert (new[0]["apply"] == "rows-in-driver") == in_driver, (table, new)
+        assert inserts.count(table) == (0 if in_driver else 1), inserts
     current = current_raw_snapshot(project)
     assert {table: snapshot for table, snapshot in newest_offsets(project).items()} == {
         f"{project.schema}.{model}": current for model in SHOP_MODELS}

@@ -2,7 +2,9 @@
     The offsets and cdc_merge_runs rows of a run's mirrors, written once for all of them: each
     mirror keeps its last offset row (offsets.sql keep_offset) and its runs row (metrics.sql
     keep_run) in the adapter (kept_rows.py), and the last mirror of the invocation to finish (or the
-    adapter at the invocation's end, when one failed) writes them in one INSERT per table, offsets first.
+    adapter at the invocation's end, when one failed) writes them in one INSERT per table, offsets first;
+    in dbt's own Spark session, the tables those INSERTs read are read in the driver, and their rows
+    appended there, without a Spark job (kept_rows_in_driver.py).
     A mirror stays locked until its offset row is written (docs/apply_design.md).
 #}
 
@@ -12,10 +14,18 @@
         {{ return(none) }}
     {% endif %}
     {% set statements = [] %}
+    {% set in_driver = cdc_merge.capabilities().in_process_session %}
     {% for group in to_write.groups %}
         {% set table = cdc_merge.relation_of(group.table) %}
+        {% set targets = group.rows | map(attribute='target_table') | list %}
         {% if group.kind == 'offset' %}
-            {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
+            {% set read = adapter.cdc_kept_offsets_view(group.table, targets) if in_driver %}
+            {% if read %}
+                {% do statements.append({'append_to': group.table, 'select': cdc_merge.kept_offsets_sql(read, group.rows),
+                                         'rows': group.rows | length, 'views': [read]}) %}
+            {% else %}
+                {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
+            {% endif %}
         {% else %}
             {% do statements.append(cdc_merge.create_runs_table(table)) %}
             {% do cdc_merge.upgrade_runs_table(table) %}
@@ -24,7 +34,14 @@
                 {% do by_quarantine.setdefault(row.quarantine, []).append(row) %}
             {% endfor %}
             {% for quarantine, rows in by_quarantine.items() %}
-                {% do statements.append(cdc_merge.append_runs_sql(table, quarantine, rows)) %}
+                {% set views = adapter.cdc_kept_runs_views(group.table, quarantine, rows | map(attribute='target_table') | list)
+                   if in_driver %}
+                {% if views %}
+                    {% do statements.append({'append_to': group.table, 'rows': rows | length, 'views': views,
+                                             'select': cdc_merge.kept_runs_sql(views[0], views[1] if quarantine is not none else none, rows)}) %}
+                {% else %}
+                    {% do statements.append(cdc_merge.append_runs_sql(table, quarantine, rows)) %}
+                {% endif %}
             {% endfor %}
         {% endif %}
     {% endfor %}

@@ -86,11 +86,19 @@
 
 
 {% macro append_runs_sql(runs, quarantine, rows) %}
-    {#-
-        Kept runs rows (keep_run) in one INSERT. lines_quarantined as record_run counts it; lag_seconds
-        from the newest source commit to the mirror's commit, which was seconds_since_kept before now.
-    -#}
+    {#- Kept runs rows (keep_run) in one INSERT. -#}
     insert into {{ runs }}
+    {{ cdc_merge.kept_runs_sql(runs, quarantine, rows) }}
+{% endmacro %}
+
+
+{% macro kept_runs_sql(runs, quarantine, rows) %}
+    {#-
+        The rows of append_runs_sql, reading runs and quarantine (the tables, or views of the runs'
+        target_table and started_at and of the quarantine's landed_at). lines_quarantined as
+        record_run counts it; lag_seconds from the newest source commit to the mirror's commit, which
+        was seconds_since_kept before now.
+    -#}
     with
 
     kept as (

@@ -102,11 +102,17 @@
 
 
 {% macro append_offsets_sql(offsets, rows) %}
-    {#-
-        Kept offset rows of several mirrors (keep_offset) in one INSERT. Each takes the ordinal after
-        its mirror's newest one, in the order kept.
-    -#}
+    {#- Kept offset rows of several mirrors (keep_offset) in one INSERT. -#}
     insert into {{ offsets }}
+    {{ cdc_merge.kept_offsets_sql(offsets, rows) }}
+{% endmacro %}
+
+
+{% macro kept_offsets_sql(offsets, rows) %}
+    {#-
+        The rows of append_offsets_sql: each takes the ordinal after its mirror's newest one in
+        offsets (the table, or a view of its target_table and offset_ordinal), in the order kept.
+    -#}
     with
 
     kept as (

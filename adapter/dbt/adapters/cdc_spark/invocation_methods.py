@@ -42,6 +42,10 @@ class InvocationMethods(metaclass=AdapterMeta):
     def cdc_first_time_in_process(self, key: str) -> bool:
         return run_state.STATE.first_time_in_process(key)
 
+    def _append_rows_in_driver(self, statement: Dict[str, Any]) -> None:
+        """cdc_spark's (mirror_write_methods.py): asked only where cdc_kept_offsets_view or cdc_kept_runs_views made its views."""
+        raise NotImplementedError
+
     def _release_kept_mirror(self, target_table: str) -> None:
         """Once a mirror's kept offset row is written: its lock, where the adapter keeps one."""
 
@@ -90,12 +94,16 @@ class InvocationMethods(metaclass=AdapterMeta):
             super().cleanup_connections()  # type: ignore[misc]
 
     @available
-    def cdc_write_kept_rows(self, statements: List[str], release: List[str]) -> str:
-        """Runs the INSERTs of the kept rows, then releases the locks their mirrors kept until their
-        offsets were written, whether the INSERTs succeeded or not."""
+    def cdc_write_kept_rows(self, statements: List[Any], release: List[str]) -> str:
+        """Runs the INSERTs of the kept rows (or appends, in the driver, the rows of a statement given
+        as {'append_to', 'select', 'rows', 'views'}: write_kept_rows), then releases the locks their
+        mirrors kept until their offsets were written, whether the writes succeeded or not."""
         try:
-            for sql in statements:
-                self.execute(sql)
+            for statement in statements:
+                if isinstance(statement, dict):
+                    self._append_rows_in_driver(statement)
+                else:
+                    self.execute(statement)
         finally:
             run_state.STATE.kept.written()
             for target_table in release:

@@ -2,7 +2,8 @@
 dbt's Spark session (or through a Thrift server's cdc_merge catalog): the range read once for all
 mirrors (raw_ranges.py) and its plan (range_plan.py), the classified batch kept in memory, deletes by
 position (position_deletes.py), key ranges (iceberg_jvm.py), a small batch's stored keys read in the
-driver (stored_keys.py), and a small batch in one commit (OneCommitBatch.java). A mixin of
+driver (stored_keys.py), a small batch in one commit (OneCommitBatch.java), and the run's offsets
+and runs rows written in the driver (kept_rows_in_driver.py). A mixin of
 CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns."""
 
 from typing import Any, Dict, List, Optional
@@ -12,7 +13,16 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import driver_counts, iceberg_jvm, loaded_tables, position_deletes, range_plan, raw_ranges, stored_keys
+from dbt.adapters.cdc_spark import (
+    driver_counts,
+    iceberg_jvm,
+    kept_rows_in_driver,
+    loaded_tables,
+    position_deletes,
+    range_plan,
+    raw_ranges,
+    stored_keys,
+)
 from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
@@ -169,6 +179,28 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         if found is None:
             return None
         return {"mirror": found[0], "tombstones": found[1] if tombstones is not None else None}
+
+    @available
+    def cdc_kept_offsets_view(self, offsets: str, targets: List[str]) -> Optional[str]:
+        """The offsets rows the kept offsets' SELECT reads, read in the driver (kept_rows_in_driver.py)."""
+        spark = self._session_in_process()
+        return None if spark is None else kept_rows_in_driver.offsets_view(spark, offsets, list(targets))
+
+    @available
+    def cdc_kept_runs_views(self, runs: str, quarantine: Optional[str], targets: List[str]) -> Optional[List[str]]:
+        """The runs and quarantine rows the kept runs' SELECT reads, read in the driver."""
+        spark = self._session_in_process()
+        return None if spark is None else kept_rows_in_driver.runs_views(spark, runs, quarantine, list(targets))
+
+    def _session_in_process(self) -> Optional[Any]:
+        credentials = self.connections.profile.credentials
+        if credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        return dbt_spark_session(credentials.server_side_parameters)
+
+    def _append_rows_in_driver(self, statement: Dict[str, Any]) -> None:
+        credentials = self.connections.profile.credentials
+        kept_rows_in_driver.append(dbt_spark_session(credentials.server_side_parameters), statement)
 
     @available
     def cdc_drop_temporary_view(self, view_name: str) -> bool:

@@ -90,6 +90,27 @@ public final class OneCommitBatch {
     }
   }
 
+  /**
+   * newRows (by column name, as {@link #write} takes them, expectedRows of them) appended to main of
+   * tableName in one commit, as one data file written in the driver: a few bookkeeping rows
+   * (adapter/dbt/adapters/cdc_spark/kept_rows_in_driver.py) without a Spark write job.
+   */
+  public static void append(SparkSession spark, String tableName, Dataset<Row> newRows, long expectedRows) throws Exception {
+    if (expectedRows == 0) {
+      return;
+    }
+    Table table = PositionDeletes.load(spark, tableName);
+    DataFile rows = writeRows(table, tableName, newRows, expectedRows);
+    try {
+      table.newAppend().appendFile(rows).set("cdc-merge.apply", "rows-in-driver").commit();
+    } catch (CommitStateUnknownException unknown) {
+      throw unknown; // the file may be part of the table now
+    } catch (RuntimeException notAdded) {
+      table.io().deleteFile(rows.location());
+      throw notAdded;
+    }
+  }
+
   /** Adds the files to main in one commit; the files are removed if it fails for sure. */
   public void commit() {
     RowDelta delta = table.newRowDelta().validateFromSnapshot(classifiedAt);
