@@ -157,12 +157,12 @@ def install_sql_clock() -> SqlClock:
 
     original_rows_view, original_append = kept_rows_in_driver.rows_view, kept_rows_in_driver.append
 
-    def recorded_rows_view(spark, *arguments):
+    def recorded_rows_view(spark, *arguments, **options):
         """A small table read in the driver as a view, for the kept rows' append: recorded with its
         view's name, so that the replay lever makes the view again."""
         started = time.perf_counter()
-        view = original_rows_view(spark, *arguments)
-        SQL_CLOCK.add(ROWS_IN_DRIVER + json.dumps([view, *arguments]), time.perf_counter() - started)
+        view = original_rows_view(spark, *arguments, **options)
+        SQL_CLOCK.add(ROWS_IN_DRIVER + json.dumps([view, arguments, options]), time.perf_counter() - started)
         return view
 
     def timed_append(spark, statement):
@@ -219,9 +219,9 @@ def run_recorded_call(spark, recorded: str) -> bool:
     elif recorded.startswith(ROWS_IN_DRIVER):
         from dbt.adapters.cdc_spark import kept_rows_in_driver
 
-        view, *arguments = json.loads(recorded[len(ROWS_IN_DRIVER):])
+        view, arguments, options = json.loads(recorded[len(ROWS_IN_DRIVER):])
         if view is not None:
-            spark.table(kept_rows_in_driver.rows_view(spark, *arguments)).createOrReplaceTempView(view)
+            spark.table(kept_rows_in_driver.rows_view(spark, *arguments, **options)).createOrReplaceTempView(view)
     elif recorded.startswith(APPEND_IN_DRIVER):
         from dbt.adapters.cdc_spark import kept_rows_in_driver
 
