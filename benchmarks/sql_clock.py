@@ -30,7 +30,7 @@ class SqlClock:
             self.recorded.append([sql, seconds])
             return
         if sql.startswith(ROWS_IN_DRIVER):
-            # A table's rows read in the driver for the statement that follows: its time, no statement.
+            # A table's rows read in the driver for the append that follows: its time, no statement.
             self.recorded.append([sql, seconds])
             self.seconds += seconds
             return
@@ -155,15 +155,15 @@ def install_sql_clock() -> SqlClock:
 
     from dbt.adapters.cdc_spark import kept_rows_in_driver
 
-    original_rows_view, original_append = kept_rows_in_driver.rows_view, kept_rows_in_driver.append
+    original_read_rows, original_append = kept_rows_in_driver.read_rows, kept_rows_in_driver.append
 
-    def recorded_rows_view(spark, *arguments, **options):
-        """A small table read in the driver as a view, for the kept rows' append: recorded with its
-        view's name, so that the replay lever makes the view again."""
+    def timed_read_rows(*arguments, **options):
+        """A small table read in the driver for the kept rows: its time, no statement (nothing to replay)."""
         started = time.perf_counter()
-        view = original_rows_view(spark, *arguments, **options)
-        SQL_CLOCK.add(ROWS_IN_DRIVER + json.dumps([view, arguments, options]), time.perf_counter() - started)
-        return view
+        try:
+            return original_read_rows(*arguments, **options)
+        finally:
+            SQL_CLOCK.add(ROWS_IN_DRIVER + json.dumps(arguments[1:3]), time.perf_counter() - started)
 
     def timed_append(spark, statement):
         """The kept rows appended in the driver: a statement the replay lever runs again."""
@@ -173,7 +173,7 @@ def install_sql_clock() -> SqlClock:
         finally:
             SQL_CLOCK.add(APPEND_IN_DRIVER + json.dumps(statement), time.perf_counter() - started)
 
-    kept_rows_in_driver.rows_view, kept_rows_in_driver.append = recorded_rows_view, timed_append
+    kept_rows_in_driver.read_rows, kept_rows_in_driver.append = timed_read_rows, timed_append
     SparkSession.sql = timed_sql
     position_deletes.delete_rows = timed_delete_rows
     position_deletes.commit_one_batch = timed_commit_one_batch
@@ -195,7 +195,7 @@ CHECKPOINT = "cdc_merge checkpoint view "
 ONE_COMMIT_BATCH = "cdc_merge one-commit batch "
 # ... and the view of a range's newest events per key (shared_dedup.py): [view name, table, after, through].
 NEWEST_EVENTS = "cdc_merge newest events view "
-# ... and a small table read in the driver as a view (kept_rows_in_driver.rows_view): [view, its arguments] ...
+# ... and a small table read in the driver (kept_rows_in_driver.read_rows): [table, columns] ...
 ROWS_IN_DRIVER = "cdc_merge rows read in the driver "
 # ... and rows appended there (kept_rows_in_driver.append): its statement.
 APPEND_IN_DRIVER = "cdc_merge rows appended in the driver "
@@ -217,11 +217,7 @@ def run_recorded_call(spark, recorded: str) -> bool:
         view_name, table, after, through = json.loads(recorded[len(NEWEST_EVENTS):])
         RANGES.newest(spark.sparkContext.applicationId, table, after, through).createOrReplaceTempView(view_name)
     elif recorded.startswith(ROWS_IN_DRIVER):
-        from dbt.adapters.cdc_spark import kept_rows_in_driver
-
-        view, arguments, options = json.loads(recorded[len(ROWS_IN_DRIVER):])
-        if view is not None:
-            spark.table(kept_rows_in_driver.rows_view(spark, *arguments, **options)).createOrReplaceTempView(view)
+        pass  # what it read is in the recorded append's constants
     elif recorded.startswith(APPEND_IN_DRIVER):
         from dbt.adapters.cdc_spark import kept_rows_in_driver
 

@@ -34,44 +34,50 @@ def table(spark) -> str:
 
 
 def test_the_rows_are_what_spark_reads_without_a_job(spark, table):
-    views = []
-    jobs = jobs_run_by(spark, lambda: views.extend([
-        kept_rows_in_driver.rows_view(spark, table, ["target_table", "started_at", "lines", "lag"]),
-        kept_rows_in_driver.rows_view(spark, table, ["started_at", "target_table"], "target_table", ["a.m1", "a.m9"]),
+    read = []
+    columns = ["target_table", "started_at", "lines", "lag"]
+    jobs = jobs_run_by(spark, lambda: read.extend([
+        kept_rows_in_driver.read_rows(spark, table, columns, columns),
+        kept_rows_in_driver.read_rows(spark, table, ["started_at", "target_table"], ["cast(started_at as string)", "target_table"],
+                                      "target_table", ["a.m1", "a.m9"]),
     ]))
 
     assert jobs == 0
-    everything, filtered = (spark.table(view) for view in views)
-    assert sorted(everything.collect()) == sorted(spark.table(table).collect())
-    assert sorted(filtered.collect()) == sorted(spark.sql(f"select started_at, target_table from {table} where target_table = 'a.m1'").collect())
-    assert len(filtered.collect()) == 2
-    assert everything.schema == spark.table(table).schema
+    everything, filtered = read
+    assert sorted(everything, key=str) == sorted((tuple(row) for row in spark.table(table).collect()), key=str)
+    assert sorted(filtered) == sorted(tuple(row) for row in spark.sql(
+        f"select cast(started_at as string), target_table from {table} where target_table = 'a.m1'").collect())
+    assert len(filtered) == 2
 
 
 def test_only_rows_since_a_moment_and_every_value_found_or_none(spark, table):
     eleven = _micros(spark, "2026-11-27 11:00:00")
-    recent = kept_rows_in_driver.rows_view(spark, table, ["target_table", "lines"], "target_table", ["a.m1"],
-                                           ("started_at", eleven), every_value=True)
-    assert [tuple(row) for row in spark.table(recent).collect()] == [("a.m1", 2)]
+    columns = ["target_table", "lines"]
+    assert kept_rows_in_driver.read_rows(spark, table, columns, columns, "target_table", ["a.m1"], ("started_at", eleven),
+                                         every_value=True) == [("a.m1", 2)]
     # a.m2 has no row since eleven (its only one has no started_at): not every value found.
-    assert kept_rows_in_driver.rows_view(spark, table, ["target_table"], "target_table", ["a.m1", "a.m2"],
+    assert kept_rows_in_driver.read_rows(spark, table, columns, columns, "target_table", ["a.m1", "a.m2"],
                                          ("started_at", eleven), every_value=True) is None
 
 
-def test_runs_views_read_the_quarantine_since_the_earliest_previous_run(spark, table):
+def test_offset_ordinals_follow_each_mirrors_newest(spark):
+    offsets = f"kept_rows.offsets{next(_tables)}"
+    spark.sql(f"create table {offsets} (target_table string, offset_ordinal bigint) using iceberg")
+    spark.sql(f"insert into {offsets} values ('a.m1', 4), ('a.m1', 7), ('a.m2', 1)")
+
+    assert kept_rows_in_driver.offset_ordinals(spark, offsets, ["a.m1", "a.m3", "a.m1", "a.m2"]) == [8, 1, 9, 2]
+    assert kept_rows_in_driver.offset_ordinals(spark, "kept_rows.no_such_offsets", ["a.m1"]) is None
+
+
+def test_lines_quarantined_since_each_mirrors_previous_run(spark, table):
     quarantine = f"{table}_quarantine"
     spark.sql(f"create table {quarantine} (landed_at timestamp, reason string) using iceberg")
     spark.sql(f"insert into {quarantine} values (timestamp '2026-11-27 09:00:00', 'old'), "
-              "(timestamp '2026-11-27 10:30:00', 'since m1'), (timestamp '2026-11-27 11:30:00', 'since both')")
+              "(timestamp '2026-11-27 10:30:00', 'since m1'), (timestamp '2026-11-27 11:30:00', 'since both'), (null, 'no time')")
 
-    runs, lines = kept_rows_in_driver.runs_views(spark, table, quarantine, ["a.m1"])
-    assert sorted(row["target_table"] for row in spark.table(runs).collect()) == ["a.m1", "a.m1"]
-    # a.m1's newest run started at 11:00: the lines before are never counted, and not read.
-    assert [row[0] for row in spark.sql(f"select cast(landed_at as string) from {lines}").collect()] == ["2026-11-27 11:30:00"]
-    # a.m2 never started a run (its started_at is null): every line counts for it.
-    _, lines = kept_rows_in_driver.runs_views(spark, table, quarantine, ["a.m1", "a.m2"])
-    assert spark.table(lines).count() == 3
-    assert kept_rows_in_driver.runs_views(spark, table, None, ["a.m1"])[0]
+    # a.m1's newest run started at 11:00; a.m2's has no start and a.m4 never ran: every line counts.
+    assert kept_rows_in_driver.lines_quarantined(spark, table, quarantine, ["a.m1", "a.m2", "a.m4", "a.m1"]) == [1, 3, 3, 1]
+    assert kept_rows_in_driver.lines_quarantined(spark, table, None, ["a.m1"]) == [None]
 
 
 def _micros(spark, moment: str) -> int:
@@ -79,25 +85,27 @@ def _micros(spark, moment: str) -> int:
 
 
 def test_large_or_missing_tables_are_left_to_sql(spark, table, monkeypatch):
-    assert kept_rows_in_driver.rows_view(spark, "kept_rows.no_such_table", ["target_table"]) is None
+    assert kept_rows_in_driver.read_rows(spark, "kept_rows.no_such_table", ["target_table"], ["target_table"]) is None
     monkeypatch.setattr(kept_rows_in_driver, "MAX_DRIVER_RECORDS", 2)  # the table holds 3 live rows, a.m1 two
-    assert kept_rows_in_driver.rows_view(spark, table, ["target_table"]) is None
-    assert kept_rows_in_driver.rows_view(spark, table, ["target_table"], "target_table", ["a.m1"]) is not None
+    assert kept_rows_in_driver.read_rows(spark, table, ["target_table"], ["target_table"]) is None
+    assert kept_rows_in_driver.read_rows(spark, table, ["target_table"], ["target_table"], "target_table", ["a.m1"]) is not None
+    monkeypatch.setattr(kept_rows_in_driver, "MAX_DRIVER_RECORDS", 0)
+    assert kept_rows_in_driver.lines_quarantined(spark, table, "kept_rows.never_read", ["a.m1"]) is None
     with pytest.raises(Exception, match="lacks one of the columns"):
-        kept_rows_in_driver.rows_view(spark, table, ["target_table", "no_such_column"])
+        kept_rows_in_driver.read_rows(spark, table, ["target_table", "no_such_column"], ["target_table"])
 
 
-def test_rows_are_appended_in_one_commit_and_the_views_dropped(spark, table):
-    view = kept_rows_in_driver.rows_view(spark, table, ["target_table", "lines"], "target_table", ["a.m1"])
+def test_constant_rows_are_appended_in_one_commit_without_a_job(spark, table):
     snapshots = spark.sql(f"select count(*) from {table}.snapshots").first()[0]
-    select = f"select target_table, max(lines) + 1 as lines, current_timestamp() as started_at from {view} group by target_table"
+    # As kept_rows.sql's statements read their rows: a projection of (values ...).
+    select = ("select target_table, cast(lines as bigint) as lines, current_timestamp() as started_at "
+              "from (values ('a.m1', 3)) as kept (target_table, lines)")
 
-    kept_rows_in_driver.append(spark, {"append_to": table, "select": select, "rows": 1, "views": [view]})
+    assert jobs_run_by(spark, lambda: kept_rows_in_driver.append(spark, {"append_to": table, "select": select, "rows": 1})) == 0
 
     assert spark.sql(f"select count(*) from {table}.snapshots").first()[0] == snapshots + 1
     added = spark.sql(f"select target_table, lines, lag from {table} where lines = 3").collect()
     assert [tuple(row) for row in added] == [("a.m1", 3, None)]  # a column the select lacks is null
-    assert not spark.catalog.tableExists(view)
     with pytest.raises(Exception, match="are 1, expected 2"):
-        kept_rows_in_driver.append(spark, {"append_to": table, "select": "select 'a.m4' as target_table", "rows": 2, "views": []})
+        kept_rows_in_driver.append(spark, {"append_to": table, "select": "select * from (values ('a.m4')) as t (target_table)", "rows": 2})
     assert spark.sql(f"select count(*) from {table}.snapshots").first()[0] == snapshots + 1

@@ -16,6 +16,7 @@ from python_jobs.demo.generate import KEYS, write_wave
 from test_idle_runs import applied_once
 from test_materialization import record_statements
 from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
+from test_raw_ranges import jobs_run_by
 
 import pytest
 
@@ -59,11 +60,20 @@ def test_a_run_writes_every_mirrors_offset_and_runs_row_in_one_commit_each(shop,
     write_wave(project.waves[1], project.inbox)
     project.land(KEYS)
 
+    appended_jobs = []
+    append = kept_rows_in_driver.append
+
+    def counted(spark, statement):
+        appended_jobs.append(jobs_run_by(spark, lambda: append(spark, statement)))
+
     with monkeypatch.context() as patch:
         statements = record_statements(patch)
+        patch.setattr(kept_rows_in_driver, "append", counted)
         if not in_driver:
             patch.setattr(kept_rows_in_driver, "MAX_DRIVER_RECORDS", -1)
         project.dbt("run", "--select", *SHOP_MODELS)
+
+    assert appended_jobs == ([0, 0] if in_driver else []), appended_jobs  # no Spark job for either table
 
     inserts = [sql.split(" ")[2] for sql in statements if sql.startswith("insert into ")]
     for table in tables:

@@ -3,8 +3,8 @@
     mirror keeps its last offset row (offsets.sql keep_offset) and its runs row (metrics.sql
     keep_run) in the adapter (kept_rows.py), and the last mirror of the invocation to finish (or the
     adapter at the invocation's end, when one failed) writes them in one INSERT per table, offsets first;
-    in dbt's own Spark session, the tables those INSERTs read are read in the driver, and their rows
-    appended there, without a Spark job (kept_rows_in_driver.py).
+    in dbt's own Spark session, what those INSERTs compute from the tables they read is computed from
+    rows read in the driver, and the rows appended there, without a Spark job (kept_rows_in_driver.py).
     A mirror stays locked until its offset row is written (docs/apply_design.md).
 #}
 
@@ -19,10 +19,10 @@
         {% set table = cdc_merge.relation_of(group.table) %}
         {% set targets = group.rows | map(attribute='target_table') | list %}
         {% if group.kind == 'offset' %}
-            {% set read = adapter.cdc_kept_offsets_view(group.table, targets) if in_driver %}
-            {% if read %}
-                {% do statements.append({'append_to': group.table, 'select': cdc_merge.kept_offsets_sql(read, group.rows),
-                                         'rows': group.rows | length, 'views': [read]}) %}
+            {% set ordinals = adapter.cdc_kept_offset_ordinals(group.table, targets) if in_driver else none %}
+            {% if ordinals is not none %}
+                {% do statements.append({'append_to': group.table, 'rows': group.rows | length,
+                                         'select': cdc_merge.kept_offsets_sql(table, group.rows, ordinals)}) %}
             {% else %}
                 {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
             {% endif %}
@@ -34,11 +34,11 @@
                 {% do by_quarantine.setdefault(row.quarantine, []).append(row) %}
             {% endfor %}
             {% for quarantine, rows in by_quarantine.items() %}
-                {% set views = adapter.cdc_kept_runs_views(group.table, quarantine, rows | map(attribute='target_table') | list)
-                   if in_driver %}
-                {% if views %}
-                    {% do statements.append({'append_to': group.table, 'rows': rows | length, 'views': views,
-                                             'select': cdc_merge.kept_runs_sql(views[0], views[1] if quarantine is not none else none, rows)}) %}
+                {% set lines = adapter.cdc_kept_runs_lines(group.table, quarantine, rows | map(attribute='target_table') | list)
+                   if in_driver else none %}
+                {% if lines is not none %}
+                    {% do statements.append({'append_to': group.table, 'rows': rows | length,
+                                             'select': cdc_merge.kept_runs_sql(table, quarantine, rows, lines)}) %}
                 {% else %}
                     {% do statements.append(cdc_merge.append_runs_sql(table, quarantine, rows)) %}
                 {% endif %}

@@ -92,12 +92,13 @@
 {% endmacro %}
 
 
-{% macro kept_runs_sql(runs, quarantine, rows) %}
+{% macro kept_runs_sql(runs, quarantine, rows, lines=none) %}
     {#-
-        The rows of append_runs_sql, reading runs and quarantine (the tables, or views of the runs'
-        target_table and started_at and of the quarantine's landed_at). lines_quarantined as
-        record_run counts it; lag_seconds from the newest source commit to the mirror's commit, which
-        was seconds_since_kept before now.
+        The rows of append_runs_sql. lines_quarantined as record_run counts it, from runs (each
+        mirror's previous run) and quarantine; or, given lines (one per row, kept_rows_in_driver.py),
+        those, and neither is read: a projection of constants, which Spark computes without a job.
+        lag_seconds from the newest source commit to the mirror's commit, which was
+        seconds_since_kept before now.
     -#}
     with
 
@@ -112,15 +113,17 @@
              {{ "timestamp '" ~ row.newest_source_ts ~ "'" if row.newest_source_ts else 'cast(null as timestamp)' }},
              cast({{ row.seconds_since_kept }} as double), '{{ row.maintenance }}'
              {%- for name in cdc_merge.maintenance_count_columns() %}, {{ row[name] }}{% endfor %},
-             {{ cdc_merge.string_or_null(row.consistency_group) }}, {{ cdc_merge.double_or_null(row.cut_lag_seconds) }}){{ ',' if not loop.last }}
+             {{ cdc_merge.string_or_null(row.consistency_group) }}, {{ cdc_merge.double_or_null(row.cut_lag_seconds) }}
+             {%- if lines is not none %}, cast({{ lines[loop.index0] if lines[loop.index0] is not none else 'null' }} as bigint){% endif %}){{ ',' if not loop.last }}
         {%- endfor %}
         ) as kept (
             target_table, invocation_id, raw_table, source_table, started_at, finished_at, run_seconds,
             chunks, events_read, rows_inserted, rows_updated, rows_deleted, events_skipped, offset_snapshot,
             newest_source_ts, seconds_since_kept, maintenance, {{ cdc_merge.maintenance_count_columns() | join(', ') }},
-            consistency_group, cut_lag_seconds
+            consistency_group, cut_lag_seconds{{ ', lines_quarantined' if lines is not none }}
         )
     ),
+    {%- if lines is none %}
 
     previous as (
         select
@@ -145,6 +148,7 @@
         {%- endif %}
         group by previous.target_table
     ),
+    {%- endif %}
 
     final as (
         select
@@ -161,7 +165,7 @@
             cast(kept.rows_updated as bigint) as rows_updated,
             cast(kept.rows_deleted as bigint) as rows_deleted,
             cast(kept.events_skipped as bigint) as events_skipped,
-            quarantined.lines as lines_quarantined,
+            {{ 'kept.lines_quarantined' if lines is not none else 'quarantined.lines' }} as lines_quarantined,
             kept.offset_snapshot,
             kept.newest_source_ts,
             {{ cdc_merge.seconds_since_sql('kept.newest_source_ts') }} - kept.seconds_since_kept as lag_seconds,
@@ -172,7 +176,9 @@
             kept.consistency_group,
             kept.cut_lag_seconds
         from kept
+        {%- if lines is none %}
         left join quarantined on kept.target_table = quarantined.target_table
+        {%- endif %}
     )
 
     select * from final

@@ -108,10 +108,11 @@
 {% endmacro %}
 
 
-{% macro kept_offsets_sql(offsets, rows) %}
+{% macro kept_offsets_sql(offsets, rows, ordinals=none) %}
     {#-
         The rows of append_offsets_sql: each takes the ordinal after its mirror's newest one in
-        offsets (the table, or a view of its target_table and offset_ordinal), in the order kept.
+        offsets, in the order kept; or, given ordinals (one per row, kept_rows_in_driver.py), those,
+        and offsets is not read: a projection of constants, which Spark computes without a job.
     -#}
     with
 
@@ -119,17 +120,20 @@
         {#- (values ...) as kept (...): the form both Spark and Databend read. -#}
         select * from (values
         {%- for row in rows %}
-            ('{{ row.target_table }}', {{ loop.index }}, '{{ row.raw_table }}', '{{ row.source_table }}',
+            ('{{ row.target_table }}', {{ ordinals[loop.index0] if ordinals is not none else loop.index }},
+             '{{ row.raw_table }}', '{{ row.source_table }}',
              {{ "'" ~ row.offset_snapshot ~ "'" if row.offset_snapshot is not none else 'cast(null as string)' }},
              {{ row.events_read }}, {{ row.inserted }}, {{ row.updated }}, {{ row.deleted }}, {{ row.skipped }},
              {{ "timestamp'" ~ row.max_source_ts ~ "'" if row.max_source_ts else 'cast(null as timestamp)' }},
              '{{ row.invocation_id }}'){{ ',' if not loop.last }}
         {%- endfor %}
         ) as kept (
-            target_table, kept_order, raw_table, source_table, offset_snapshot, events_read, rows_inserted,
-            rows_updated, rows_deleted, events_skipped, max_source_ts, invocation_id
+            target_table, {{ 'offset_ordinal' if ordinals is not none else 'kept_order' }}, raw_table, source_table,
+            offset_snapshot, events_read, rows_inserted, rows_updated, rows_deleted, events_skipped, max_source_ts,
+            invocation_id
         )
     ),
+    {%- if ordinals is none %}
 
     newest as (
         select
@@ -139,12 +143,17 @@
         where target_table in (select target_table from kept)
         group by target_table
     ),
+    {%- endif %}
 
     final as (
         select
             kept.target_table,
+            {% if ordinals is not none -%}
+            cast(kept.offset_ordinal as bigint)
+            {%- else -%}
             coalesce(newest.offset_ordinal, 0)
-            + row_number() over (partition by kept.target_table order by kept.kept_order) as offset_ordinal,
+            + row_number() over (partition by kept.target_table order by kept.kept_order)
+            {%- endif %} as offset_ordinal,
             kept.raw_table,
             kept.source_table,
             kept.offset_snapshot,
@@ -157,8 +166,10 @@
             current_timestamp() as committed_at,
             kept.invocation_id
         from kept
+        {%- if ordinals is none %}
         left join newest
             on kept.target_table = newest.target_table
+        {%- endif %}
     )
 
     select * from final

@@ -43,7 +43,7 @@ class InvocationMethods(metaclass=AdapterMeta):
         return run_state.STATE.first_time_in_process(key)
 
     def _append_rows_in_driver(self, statement: Dict[str, Any]) -> None:
-        """cdc_spark's (mirror_write_methods.py): asked only where cdc_kept_offsets_view or cdc_kept_runs_views made its views."""
+        """cdc_spark's (mirror_write_methods.py): asked only where cdc_kept_offset_ordinals or cdc_kept_runs_lines answered."""
         raise NotImplementedError
 
     def _release_kept_mirror(self, target_table: str) -> None:
@@ -96,7 +96,7 @@ class InvocationMethods(metaclass=AdapterMeta):
     @available
     def cdc_write_kept_rows(self, statements: List[Any], release: List[str]) -> str:
         """Runs the INSERTs of the kept rows (or appends, in the driver, the rows of a statement given
-        as {'append_to', 'select', 'rows', 'views'}: write_kept_rows), then releases the locks their
+        as {'append_to', 'select', 'rows'}: write_kept_rows), then releases the locks their
         mirrors kept until their offsets were written, whether the writes succeeded or not."""
         try:
             for statement in statements:

@@ -181,16 +181,16 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return {"mirror": found[0], "tombstones": found[1] if tombstones is not None else None}
 
     @available
-    def cdc_kept_offsets_view(self, offsets: str, targets: List[str]) -> Optional[str]:
-        """The offsets rows the kept offsets' SELECT reads, read in the driver (kept_rows_in_driver.py)."""
+    def cdc_kept_offset_ordinals(self, offsets: str, targets: List[str]) -> Optional[List[int]]:
+        """The kept offset rows' ordinals, from offsets read in the driver (kept_rows_in_driver.py)."""
         spark = self._session_in_process()
-        return None if spark is None else kept_rows_in_driver.offsets_view(spark, offsets, list(targets))
+        return None if spark is None else kept_rows_in_driver.offset_ordinals(spark, offsets, list(targets))
 
     @available
-    def cdc_kept_runs_views(self, runs: str, quarantine: Optional[str], targets: List[str]) -> Optional[List[str]]:
-        """The runs and quarantine rows the kept runs' SELECT reads, read in the driver."""
+    def cdc_kept_runs_lines(self, runs: str, quarantine: Optional[str], targets: List[str]) -> Optional[List[Optional[int]]]:
+        """The kept runs rows' lines_quarantined, from runs and quarantine read in the driver."""
         spark = self._session_in_process()
-        return None if spark is None else kept_rows_in_driver.runs_views(spark, runs, quarantine, list(targets))
+        return None if spark is None else kept_rows_in_driver.lines_quarantined(spark, runs, quarantine, list(targets))
 
     def _session_in_process(self) -> Optional[Any]:
         credentials = self.connections.profile.credentials
