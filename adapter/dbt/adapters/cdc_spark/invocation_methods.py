@@ -43,7 +43,8 @@ class InvocationMethods(metaclass=AdapterMeta):
         return run_state.STATE.first_time_in_process(key)
 
     def _append_rows_in_driver(self, statement: Dict[str, Any]) -> None:
-        """cdc_spark's (mirror_write_methods.py): asked only where cdc_kept_offset_ordinals or cdc_kept_runs_lines answered."""
+        """cdc_spark's (mirror_write_methods.py): asked only where cdc_kept_offset_ordinals or
+        cdc_kept_runs_lines answered."""
         raise NotImplementedError
 
     def _release_kept_mirror(self, target_table: str) -> None:
