@@ -291,7 +291,7 @@
     {% set key_hashes = adapter.cdc_batch_key_hashes(batch_keys_sql) if one_commit else none %}
     {% set stored_rows = adapter.cdc_stored_rows_in_driver(batch_keys_sql, target_relation, classified_at, by_position, tombstones, tombstones_at) if key_hashes is not none else none %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position,
-        tombstones_at is not none, key_hashes, stored_rows) %}
+        tombstones_at is not none, key_hashes, stored_rows, one_commit) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position, one_commit) %}
     {% set batch_changes = created.changes %}
     {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}

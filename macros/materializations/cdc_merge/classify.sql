@@ -7,7 +7,7 @@
     scan, or rows read in the driver) and the engines' versions side by side.
 #}
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none, stored_rows=none) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none, stored_rows=none, small_batch=false) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
@@ -23,6 +23,10 @@
         (adapter.cdc_stored_rows_in_driver): each batch row looks its own up (stored_row_sql), no
         scan and no join, so a batch the driver holds is classified without a Spark job; the batch
         then also carries the rows it looked up (_cdc_mirror_row, _cdc_tombstone_row).
+        small_batch: a batch of one commit (at most one_commit.py's ONE_COMMIT_MAX_EVENTS events), so
+        the stored rows of its keys are few: they are broadcast to the batch (Spark), which is not
+        shuffled. Spark estimates them from the whole mirror and shuffled both sides instead (10k
+        events into 1M rows: BENCHMARKS.md, "Levers tried").
     -#}
     {%- set mirror = 'batch._cdc_mirror_row.' if stored_rows is not none else 'mirror_keys.' -%}
     {%- set tombstone = 'batch._cdc_tombstone_row.' if stored_rows is not none else 'tombstone_keys.' -%}
@@ -61,7 +65,7 @@
     {%- endif %}
 
     final as (
-        select
+        select{{ cdc_merge.broadcast_stored_keys_hint(tombstones) if small_batch and stored_rows is none }}
             batch.*,
             {%- if with_positions %}
             {{ mirror }}_cdc_stored_file_hash as _cdc_stored_file_hash,
@@ -94,6 +98,20 @@
     )
 
     select * from final
+{% endmacro %}
+
+
+{% macro broadcast_stored_keys_hint(tombstones) %}
+    {{ return(adapter.dispatch('broadcast_stored_keys_hint', 'cdc_merge')(tombstones)) }}
+{% endmacro %}
+
+{% macro spark__broadcast_stored_keys_hint(tombstones) %}
+    {{- ' /*+ broadcast(mirror_keys' ~ (', tombstone_keys' if tombstones is not none) ~ ') */' -}}
+{% endmacro %}
+
+{% macro databend__broadcast_stored_keys_hint(tombstones) %}
+    {#- Databend picks its own join order; its hints are not Spark's. -#}
+    {{- '' -}}
 {% endmacro %}
 
 
