@@ -18,7 +18,7 @@ from test_fuzz import mutate
 
 from python_jobs.formats import detect as formats
 from python_jobs.formats.records import STATUS_EVENT
-from python_jobs.landing import io, land
+from python_jobs.landing import io, land, small_batch
 from python_jobs.landing.config import load_config
 from python_jobs.landing.io import jvm_functions
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
@@ -252,12 +252,17 @@ def assert_same_tables(spark, landing_tables) -> None:
         assert jvm.count() == python.count() > 0
 
 
-def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, tmp_path, monkeypatch, landing_tables):
+@pytest.mark.parametrize("way", ["jvm fast path", "parsed in the driver"])
+def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, tmp_path, monkeypatch, landing_tables, way):
     rng = random.Random(11)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     for part in range(3):
         (inbox / f"part-{part}.json").write_text("\n".join(mixed_lines(rng, 400)) + "\n\n", encoding="utf-8")
+    if way == "jvm fast path":
+        monkeypatch.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
+    else:
+        assert small_batch.local_bytes(map(str, inbox.iterdir())) <= small_batch.MAX_BATCH_BYTES_PARSED_IN_DRIVER
 
     summaries = {"jvm": land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)}
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
@@ -266,15 +271,20 @@ def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, t
     assert summaries["jvm"].counts == summaries["python"].counts
     assert summaries["jvm"].counts["event"] > 500 and summaries["jvm"].counts["rejected"] > 50
     assert_same_tables(spark, landing_tables)
+    tags = [row.tag for row in spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag "
+                                         f"from {landing_tables['raw', 'jvm']}.snapshots").collect()]
+    assert [tag.endswith(small_batch.JVM_COMMIT_SUFFIX) for tag in tags] == ([True, False] if way == "jvm fast path" else [False])
 
 
 def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, tmp_path, monkeypatch, landing_tables):
     """The JVM's events are committed first; a crash before the Python parsers' commit must
-    neither lose their lines nor land the JVM's events twice when the batch is retried."""
+    neither lose their lines nor land the JVM's events twice when the batch is retried, also when
+    the retry would parse a batch of its size in the driver."""
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(5), 600)) + "\n", encoding="utf-8")
     parse_in_python = land._parsed_in_python
+    monkeypatch.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
 
     def crash(*args, **kwargs):
         raise RuntimeError("killed between the two commits")
@@ -286,6 +296,7 @@ def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, 
     assert spark.table(raw_jvm).count() > 0, "the JVM's commit came first"
     assert spark.table(landing_tables["quarantine", "jvm"]).count() == 0
     monkeypatch.setattr(land, "_parsed_in_python", parse_in_python)
+    monkeypatch.undo()
     retried = land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
     assert retried.counts["rejected"] > 0
 
@@ -294,6 +305,35 @@ def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, 
     assert_same_tables(spark, landing_tables)
     tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
     assert len(tags) == 2 and tags[0].tag.endswith("/jvm") and tags[1].tag == tags[0].tag[: -len("/jvm")]
+
+
+def test_a_batch_parsed_in_the_driver_that_dies_before_its_quarantine_commit_lands_every_line_once(
+    spark, tmp_path, monkeypatch, landing_tables
+):
+    """A small batch parsed in the driver commits its events, then its quarantine: retried after a
+    crash between the two, it keeps that way even where its size now says the JVM fast path."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(6), 600)) + "\n", encoding="utf-8")
+    quarantined = land.quarantined_records
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed between the two commits")
+
+    monkeypatch.setattr(land, "quarantined_records", crash)
+    with pytest.raises(Exception, match="killed between the two commits"):
+        land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
+    raw_jvm = landing_tables["raw", "jvm"]
+    assert spark.table(raw_jvm).count() > 0 and spark.table(landing_tables["quarantine", "jvm"]).count() == 0
+    monkeypatch.setattr(land, "quarantined_records", quarantined)
+    monkeypatch.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
+    assert land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark).counts["rejected"] > 0
+
+    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
+    land.run(landing_config(tmp_path, landing_tables, "python"), spark=spark)
+    assert_same_tables(spark, landing_tables)
+    tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
+    assert len(tags) == 1 and not tags[0].tag.endswith(small_batch.JVM_COMMIT_SUFFIX)
 
 
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):

@@ -22,7 +22,7 @@ from pyspark.storagelevel import StorageLevel
 
 from python_jobs import crash_points, run_locks
 from python_jobs.formats import records
-from python_jobs.landing import io
+from python_jobs.landing import io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.transforms import (
@@ -86,8 +86,9 @@ def land_files(
     """Parse one micro-batch of files; append its events, and its rejected or ignored lines.
 
     Into Iceberg with the JVM fast path, the events it parses are appended as it parses them, in
-    one commit; the lines it leaves, if any, are parsed in Python and appended in a second one.
-    Otherwise the batch's events are one commit. Every commit is tagged with the batch, so a
+    one commit; the lines it leaves, if any, are parsed in Python and appended in a second one;
+    a small batch is parsed whole in the driver instead (small_batch.py). Otherwise the batch's
+    events are one commit. Every commit is tagged with the batch, so a
     retried batch (may_be_retry) never appends a line twice. place: the batch's place in the order
     of landed files, which orders the events of formats without a log position.
     """
@@ -97,7 +98,14 @@ def land_files(
     counts: Counter = Counter()
     cached: list[DataFrame] = []
     try:
-        if jvm_parser and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit:
+        jvm_path = bool(jvm_parser) and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit
+        if jvm_path and small_batch.parse_in_driver(small_batch.local_bytes(place.listed_ms), batch_tag, may_be_retry,
+                                                    functools.partial(sink.committed, config.raw_table)):
+            parsed = _parsed_in_python(split_lines(files), config, counts, cached, in_driver=True)
+            file_count = len(place.listed_ms)
+            notes = _changed_file_notes(files.sparkSession, place, landed_at, counts)
+            _append_parsed(parsed, counts, config, append_once, batch_tag, place, [], landed_at, jvm_quoter, notes)
+        elif jvm_path:
             file_count, left = _append_events_parsed_in_jvm(
                 files, config, append_once, batch_tag, place, jvm_parser, landed_at, counts
             )
@@ -149,7 +157,8 @@ def _append_events_parsed_in_jvm(
         seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
     )
     events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
-    if not append_once(landed_events(events, landed_at, place), config.raw_table, f"{batch_tag}/jvm", [], crash_point=RAW_WRITE):
+    tag = batch_tag + small_batch.JVM_COMMIT_SUFFIX
+    if not append_once(landed_events(events, landed_at, place), config.raw_table, tag, [], crash_point=RAW_WRITE):
         return 0, None
     line_counts = seen_lines.get
     counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})

@@ -62,10 +62,7 @@ def append_once(
     data files are written, before the commit.
     """
     spark = df.sparkSession
-    already = may_be_retry and spark.sql(
-        f"select 1 from {table}.snapshots where summary['{LANDING_BATCH_PROPERTY}'] = '{batch_tag}' limit 1"
-    ).count()
-    if already:
+    if may_be_retry and committed(spark, table, batch_tag):
         log.info("%s: batch %s was committed before; not appending again", table, batch_tag)
         return False
     written = crash_points.crash_when_files_appear(crash_point, _table_folder(spark, table) / "data") if crash_point else None
@@ -73,6 +70,13 @@ def append_once(
     if written is not None:
         written.set()
     return True
+
+
+def committed(spark: SparkSession, table: str, batch_tag: str) -> bool:
+    """Whether table holds a commit tagged with batch_tag (append_once)."""
+    return spark.sql(
+        f"select 1 from {table}.snapshots where summary['{LANDING_BATCH_PROPERTY}'] = '{batch_tag}' limit 1"
+    ).count() > 0
 
 
 def local_warehouse(spark: SparkSession) -> str | None:
@@ -106,6 +110,9 @@ class IcebergSink:
         crash_point: str | None = None,
     ) -> bool:
         return append_once(df, table, batch_tag, may_be_retry, crash_point)
+
+    def committed(self, table: str, batch_tag: str) -> bool:
+        return committed(self.spark, table, batch_tag)
 
 
 class DatabendSink:
