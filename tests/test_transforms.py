@@ -7,12 +7,15 @@ import datetime as dt
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from python_jobs.landing import io
 from python_jobs.landing.schemas import INPUT_FILE_SCHEMA, QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA
 from python_jobs.landing.transforms import (
+    PARSED_LINES_SCHEMA,
     BatchPlace,
     landed_events,
+    lines_in_driver,
     parse_cdc_lines,
-    parse_cdc_lines_in_driver,
+    parsed_lines,
     quarantined_records,
     split_lines,
 )
@@ -101,9 +104,32 @@ def test_few_lines_parsed_in_the_driver_equal_the_python_workers_parse(spark):
     lines = split_lines(files).withColumn("not_utf8", F.col("landed_line") == 7)
     keys = {**KEYS, "shop.t": ["id"]}
 
-    in_driver = parse_cdc_lines_in_driver(lines, keys)
+    in_driver = io.local_relation(spark, parsed_lines(lines_in_driver(lines), keys), PARSED_LINES_SCHEMA)
 
     assert in_driver._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
     assertDataFrameEqual(in_driver, parse_cdc_lines(lines, keys), checkRowOrder=False)
     statuses = sorted(row["status"] for row in in_driver.collect())
     assert statuses.count("event") == 4 and "tombstone" in statuses and statuses.count("rejected") == 2, statuses
+
+
+def test_lines_read_in_the_driver_equal_split_lines_of_the_file_source(spark, tmp_path):
+    """A small batch's files read in the driver (input_files.lines_of_local_files) give the lines
+    split_lines gives of Spark's file source: names, numbers, texts, a last empty line, none of an
+    empty file; a file that is not UTF-8 is left to Spark."""
+    inbox = tmp_path / "in box"
+    inbox.mkdir()
+    (inbox / "a.json").write_text(f"{INSERT}\n\n{DELETE}\n", encoding="utf-8")
+    (inbox / "b c.json").write_bytes("caf\u00e9 \u2603\r\nlast line".encode("utf-8"))
+    (inbox / "empty.json").write_bytes(b"")
+    files = (spark.read.format("text").option("wholetext", "true").load(str(inbox))
+             .select(F.col("_metadata.file_path").alias("landed_file"), F.col("value").alias("content")))
+    names = [row.landed_file for row in files.select("landed_file").collect()] + [
+        "file:" + str(inbox / "empty.json").replace(" ", "%20")]
+
+    read = io.lines_of_local_files(names)
+
+    assert sorted(read) == sorted(lines_in_driver(split_lines(files)))
+    assert len(read) == 6 and not any(line[3] for line in read)
+    (inbox / "latin1.json").write_bytes("caf\u00e9".encode("latin-1"))
+    assert io.lines_of_local_files(names + ["file:" + str(inbox / "latin1.json").replace(" ", "%20")]) is None
+    assert io.lines_of_local_files(["s3a://bucket/a.json"]) is None

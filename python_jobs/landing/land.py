@@ -26,13 +26,15 @@ from python_jobs.landing import io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.transforms import (
+    PARSED_LINES_SCHEMA,
     BatchPlace,
     events_parsed_in_jvm,
     exact_numbers_for_variant,
     landed_events,
     left_for_python,
+    lines_in_driver,
     parse_cdc_lines,
-    parse_cdc_lines_in_driver,
+    parsed_lines,
     parse_in_jvm,
     parsed_in_jvm,
     quarantined_records,
@@ -101,7 +103,9 @@ def land_files(
         jvm_path = bool(jvm_parser) and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit
         if jvm_path and small_batch.parse_in_driver(small_batch.local_bytes(place.listed_ms), batch_tag, may_be_retry,
                                                     functools.partial(sink.committed, config.raw_table)):
-            parsed = _parsed_in_python(split_lines(files), config, counts, cached, in_driver=True)
+            # Read here, not by a Spark job, unless a file is elsewhere or not UTF-8 (split_lines marks its lines).
+            lines = io.lines_of_local_files(place.listed_ms)
+            parsed = _parsed_in_python(split_lines(files), config, counts, cached, in_driver=True, driver_lines=lines)
             file_count = len(place.listed_ms)
             notes = _changed_file_notes(files.sparkSession, place, landed_at, counts)
             _append_parsed(parsed, counts, config, append_once, batch_tag, place, [], landed_at, jvm_quoter, notes)
@@ -196,14 +200,15 @@ def _parse_batch(
 
 
 def _parsed_in_python(
-    lines: DataFrame, config: LandingConfig, counts: Counter, cached: list[DataFrame], in_driver: bool = False
+    lines: DataFrame, config: LandingConfig, counts: Counter, cached: list[DataFrame], in_driver: bool = False,
+    driver_lines: list[tuple] | None = None,
 ) -> DataFrame:
-    """The lines parsed by the Python parsers, cached (or, in_driver: a few lines the JVM fast path
-    left, parsed in the driver); their counts per status go to counts."""
+    """The lines parsed by the Python parsers, cached (or, in_driver: a few lines, parsed in the
+    driver: driver_lines when given, else lines collected); their counts per status go to counts."""
     if in_driver:
-        parsed = parse_cdc_lines_in_driver(lines, config.key_columns, config.format)
-        counts.update(row["status"] for row in parsed.select("status").collect())
-        return parsed
+        rows = parsed_lines(lines_in_driver(lines) if driver_lines is None else driver_lines, config.key_columns, config.format)
+        counts.update(row[PARSED_LINES_SCHEMA.fieldNames().index("status")] for row in rows)
+        return io.local_relation(lines.sparkSession, rows, PARSED_LINES_SCHEMA)
     with io.uncompressed_cache(lines.sparkSession):
         parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(parsed)

@@ -21,6 +21,13 @@ from python_jobs.landing.schemas import (
 )
 
 
+# What parse_cdc_lines gives: the line, then each of its outputs.
+PARSED_LINES_SCHEMA = StructType([
+    *(field for field in INPUT_LINE_SCHEMA.fields if field.name != "not_utf8"),
+    StructField("line_entry", IntegerType(), False),
+    *PARSED_LINE_SCHEMA.fields,
+])
+
 NOT_UTF8_REASON = "not valid UTF-8: bytes that are no UTF-8 character are shown as U+FFFD in raw_text"
 
 
@@ -65,26 +72,20 @@ def parse_cdc_lines(
     ).select("landed_file", "landed_line", "line_text", "line_entry", "parsed.*")
 
 
-def parse_cdc_lines_in_driver(
-    lines: DataFrame, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto"
-) -> DataFrame:
-    """parse_cdc_lines for a few lines: collected and parsed by the same function in the driver,
-    the result a local relation. No Python worker, and no job but the lines' collect and one JVM copy."""
+def lines_in_driver(lines: DataFrame) -> list[tuple]:
+    """lines (split_lines) collected as INPUT_LINE_SCHEMA tuples."""
+    return [tuple(line) for line in lines.select("landed_file", "landed_line", "line_text", _not_utf8(lines).alias("not_utf8")).collect()]
+
+
+def parsed_lines(lines: Sequence[tuple], key_columns: Mapping[str, Sequence[str]], format_name: str = "auto") -> list[tuple]:
+    """parse_cdc_lines in the driver, by the UDF's own function, for a few lines (INPUT_LINE_SCHEMA
+    tuples): PARSED_LINES_SCHEMA tuples, no Python worker."""
     parse = line_parser(key_columns, format_name)
-    rows = [
-        (line["landed_file"], line["landed_line"], line["line_text"], entry, *parsed)
-        for line in lines.select("landed_file", "landed_line", "line_text", _not_utf8(lines).alias("not_utf8")).collect()
-        for entry, parsed in enumerate(parse(line["line_text"], line["not_utf8"]))
+    return [
+        (landed_file, landed_line, line_text, entry, *parsed)
+        for landed_file, landed_line, line_text, not_utf8 in lines
+        for entry, parsed in enumerate(parse(line_text, not_utf8))
     ]
-    schema = StructType([
-        *(lines.schema[name] for name in ("landed_file", "landed_line", "line_text")),
-        StructField("line_entry", IntegerType(), False),
-        *PARSED_LINE_SCHEMA.fields,
-    ])
-    spark = lines.sparkSession
-    # Kept as a local relation (as raw_ranges.in_driver does): each write reading it then runs no job.
-    parsed = spark.createDataFrame(rows, schema)._jdf
-    return DataFrame(spark._jsparkSession.createDataFrame(parsed.collectAsList(), parsed.schema()), spark)
 
 
 def line_parser(key_columns: Mapping[str, Sequence[str]], format_name: str) -> Callable[[str, bool], list[tuple]]:

@@ -1,8 +1,10 @@
 """Every read and write of the landing job, in one package, one module per concern:
 
-    session.py        the Spark session with the Iceberg catalog; settings held for a block of work
+    session.py        the Spark session with the Iceberg catalog; settings held for a block of work;
+                      rows of the driver as a local relation
     jvm_functions.py  the parsers' jar and its functions (the Debezium fast path, the number quoter)
-    input_files.py    new input files in micro-batches, and each batch's place from the checkpoint
+    input_files.py    new input files in micro-batches, and each batch's place from the checkpoint;
+                      a small batch's lines read in the driver
     sinks.py          the raw and quarantine tables in Iceberg or Databend, each batch appended once
     errors.py         LandingError
 
@@ -15,6 +17,7 @@ from python_jobs.landing.io.input_files import (
     files_changed_since_listed,
     input_scan_conf,
     latest_planned_batch,
+    lines_of_local_files,
     read_new_files,
     require_readable_folder,
     run_available_batches,
@@ -39,6 +42,7 @@ from python_jobs.landing.io.session import (
     iceberg_spark_conf,
     local_file_system_conf,
     local_file_system_jar,
+    local_relation,
     require_java,
     session_conf,
     spark_session,
@@ -56,10 +60,10 @@ from python_jobs.landing.io.sinks import (
 
 __all__ = [
     "LandingError",
-    "batch_place", "files_changed_since_listed", "input_scan_conf", "latest_planned_batch", "read_new_files", "require_readable_folder", "run_available_batches",
+    "batch_place", "files_changed_since_listed", "input_scan_conf", "latest_planned_batch", "lines_of_local_files", "read_new_files", "require_readable_folder", "run_available_batches",
     "JVM_DEBEZIUM_PARSER", "JVM_DEBEZIUM_PARSER_CLASS", "JVM_NUMBER_QUOTER", "JVM_NUMBER_QUOTER_CLASS",
     "PARSERS_JAR", "parsers_jar", "register_jvm_number_quoter", "register_jvm_parser",
     "CATALOG", "ICEBERG_JAR_NAME", "ICEBERG_MAVEN_COORDINATES", "default_warehouse", "iceberg_jar",
-    "iceberg_spark_conf", "iceberg_helper_jar", "local_file_system_conf", "local_file_system_jar", "require_java", "session_conf", "spark_session", "uncompressed_cache",
+    "iceberg_spark_conf", "iceberg_helper_jar", "local_file_system_conf", "local_file_system_jar", "local_relation", "require_java", "session_conf", "spark_session", "uncompressed_cache",
     "LANDING_BATCH_PROPERTY", "DatabendSink", "IcebergSink", "append_once", "local_warehouse", "require_tables", "sink_for",
 ]

@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
-from typing import Callable
+from typing import Callable, Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -140,6 +140,25 @@ def files_changed_since_listed(place: BatchPlace) -> list[tuple[str, str]]:
                                   "ms): the lines landed are those it held when read, and a later change is never "
                                   "landed; write files once, under a name starting with '.', then rename them"))
     return changed
+
+
+def lines_of_local_files(names: Iterable[str]) -> list[tuple] | None:
+    """The lines of files (their names as the batch lists them, file: URIs) read in the driver, as
+    split_lines gives them (INPUT_LINE_SCHEMA tuples; an empty file has none); None when one is not
+    on this machine, is gone or is not valid UTF-8 (split_lines marks such lines)."""
+    lines: list[tuple] = []
+    for name in sorted(names):
+        address = urlparse(name)
+        if address.scheme not in ("", "file"):
+            return None
+        try:
+            with open(unquote(address.path), "rb") as handle:
+                text = handle.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if text:
+            lines.extend((name, number, line, False) for number, line in enumerate(text.split("\n"), 1))
+    return lines
 
 
 _FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")

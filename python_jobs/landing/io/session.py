@@ -1,5 +1,5 @@
 """The landing job's Spark session with the Iceberg catalog (profiles/profiles.yml sets the same),
-and session settings held for a block of work."""
+session settings held for a block of work, and rows of the driver as a local relation."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from python_jobs.landing.io.errors import LandingError
 
@@ -161,3 +162,18 @@ def uncompressed_cache(spark: SparkSession):
     than reading them twice (BENCHMARKS.md, landing).
     """
     return session_conf(spark, {"spark.sql.inMemoryColumnarStorage.compressed": "false"})
+
+
+def local_relation(spark: SparkSession, rows: Sequence[tuple], schema: StructType) -> DataFrame:
+    """rows as a DataFrame kept in the driver's memory (a local relation, as the apply's
+    raw_ranges.in_driver keeps one): each write that reads it then runs no job. Through Arrow: from
+    a Python list Spark starts a Python worker's job to convert the rows (0.2 s for a thousand lines,
+    0.04 s so; BENCHMARKS.md, "Levers tried")."""
+    import pandas as pd
+
+    # Object columns: pandas would turn a column of ints with nulls into floats.
+    frame = pd.DataFrame({field.name: pd.Series([row[index] for row in rows], dtype=object)
+                          for index, field in enumerate(schema.fields)})
+    with session_conf(spark, {"spark.sql.execution.arrow.pyspark.enabled": "true"}):
+        created = spark.createDataFrame(frame, schema)._jdf
+    return DataFrame(spark._jsparkSession.createDataFrame(created.collectAsList(), created.schema()), spark)
