@@ -19,6 +19,7 @@ from dbt_common.tests import enable_test_caching
 from python_jobs.cluster import thrift
 from python_jobs.landing import io, land
 from python_jobs.landing.config import load_config
+from python_jobs.landing.summary import LandingSummary
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The CDC fixtures the tests read, copied from upstream projects: tests/fixtures/SOURCES.md.
@@ -137,7 +138,7 @@ class DbtProject:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def land(self, tables: dict[str, list[str]], **settings) -> land.LandingSummary:
+    def land(self, tables: dict[str, list[str]], **settings) -> LandingSummary:
         self.inbox
         return land.run(self.landing_config(tables, **settings))
 

@@ -307,35 +307,6 @@ def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, 
     assert len(tags) == 2 and tags[0].tag.endswith("/jvm") and tags[1].tag == tags[0].tag[: -len("/jvm")]
 
 
-def test_a_batch_parsed_in_the_driver_that_dies_before_its_quarantine_commit_lands_every_line_once(
-    spark, tmp_path, monkeypatch, landing_tables
-):
-    """A small batch parsed in the driver commits its events, then its quarantine: retried after a
-    crash between the two, it keeps that way even where its size now says the JVM fast path."""
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(6), 600)) + "\n", encoding="utf-8")
-    quarantined = land.quarantined_records
-
-    def crash(*args, **kwargs):
-        raise RuntimeError("killed between the two commits")
-
-    monkeypatch.setattr(land, "quarantined_records", crash)
-    with pytest.raises(Exception, match="killed between the two commits"):
-        land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
-    raw_jvm = landing_tables["raw", "jvm"]
-    assert spark.table(raw_jvm).count() > 0 and spark.table(landing_tables["quarantine", "jvm"]).count() == 0
-    monkeypatch.setattr(land, "quarantined_records", quarantined)
-    monkeypatch.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
-    assert land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark).counts["rejected"] > 0
-
-    monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
-    land.run(landing_config(tmp_path, landing_tables, "python"), spark=spark)
-    assert_same_tables(spark, landing_tables)
-    tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
-    assert len(tags) == 1 and not tags[0].tag.endswith(small_batch.JVM_COMMIT_SUFFIX)
-
-
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):
     # A name and class this session has not seen: the real jar may already be on its classpath.
     monkeypatch.setattr(jvm_functions, "JVM_DEBEZIUM_PARSER", "cdc_merge_test_missing_parser")

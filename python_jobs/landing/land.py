@@ -13,7 +13,6 @@ import logging
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -25,6 +24,7 @@ from python_jobs.formats import records
 from python_jobs.landing import io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
+from python_jobs.landing.summary import CHANGED_FILES, LandingSummary
 from python_jobs.landing.transforms import (
     PARSED_LINES_SCHEMA,
     BatchPlace,
@@ -42,9 +42,6 @@ from python_jobs.landing.transforms import (
 )
 
 log = logging.getLogger("cdc_merge")
-# A count of the summary: files that changed or went away between listing and reading.
-CHANGED_FILES = "changed_files"
-
 # The formats whose lines the JVM fast path may take (it takes only Debezium's).
 JVM_PARSED_FORMATS = ("auto", "debezium")
 # The lines the JVM fast path leaves (other formats, tombstones, lines to quarantine) are parsed
@@ -52,33 +49,6 @@ JVM_PARSED_FORMATS = ("auto", "debezium")
 MAX_LINES_PARSED_IN_DRIVER = 2_000
 # Where python_jobs/crash_points.py may kill the landing: while the raw table's data files are written.
 RAW_WRITE = "landing-raw-write"
-
-
-@dataclass
-class LandingSummary:
-    batches: int = 0
-    files: int = 0
-    counts: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    def status(self) -> str:
-        """One short line for dbt's run log."""
-        return (
-            f"landed {self.counts[records.STATUS_EVENT]} events, quarantined "
-            f"{self.counts[records.STATUS_REJECTED] + self.counts[records.STATUS_IGNORED]} lines"
-        )
-
-    def line(self) -> str:
-        events = self.counts[records.STATUS_EVENT]
-        rate = events / self.seconds if self.seconds else 0.0
-        return (
-            f"landed {events} events from {self.files} files in {self.batches} batches "
-            f"({rate:,.0f} events/s); quarantined {self.counts[records.STATUS_REJECTED]} bad lines and "
-            f"{self.counts[records.STATUS_IGNORED]} records that are not row changes; "
-            f"skipped {self.counts[records.STATUS_TOMBSTONE]} tombstones"
-            + (f"; {self.counts[CHANGED_FILES]} files changed or went away while landed (see the quarantine)"
-               if self.counts[CHANGED_FILES] else "")
-        )
 
 
 def land_files(

@@ -35,7 +35,7 @@
 # --- cdc_landing: the settings as validated, defaults included (config_dict is dbt's, above). --- #
 config_dict.update({"landing_config": {{ tojson(cfg.landing_config) }}, "quarantine_table": {{ tojson(cfg.quarantine_table) }}})
 # --- cdc_landing: run the model; it appends to {{ this }} itself. --- #
-from python_jobs.landing.land import LandingSummary
+from python_jobs.landing.summary import LandingSummary
 
 dbt = dbtObj(spark.table)
 landing_summary = model(dbt, spark)
