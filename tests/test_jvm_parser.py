@@ -276,35 +276,48 @@ def test_landing_with_and_without_the_jvm_parser_writes_the_same_tables(spark, t
     assert [tag.endswith(small_batch.JVM_COMMIT_SUFFIX) for tag in tags] == ([True, False] if way == "jvm fast path" else [False])
 
 
-def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, tmp_path, monkeypatch, landing_tables):
-    """The JVM's events are committed first; a crash before the Python parsers' commit must
-    neither lose their lines nor land the JVM's events twice when the batch is retried, also when
-    the retry would parse a batch of its size in the driver."""
+def land_dying_after_its_first_commit(spark, tmp_path, monkeypatch, landing_tables, step: str, seed: int) -> str:
+    """Lands a file of mixed lines into the "jvm" tables with land.<step> raising, after the batch's
+    first commit; returns the raw table, which holds that commit while the quarantine holds nothing."""
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(5), 600)) + "\n", encoding="utf-8")
-    parse_in_python = land._parsed_in_python
-    monkeypatch.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
+    (inbox / "part-0.json").write_text("\n".join(mixed_lines(random.Random(seed), 600)) + "\n", encoding="utf-8")
 
     def crash(*args, **kwargs):
         raise RuntimeError("killed between the two commits")
 
-    monkeypatch.setattr(land, "_parsed_in_python", crash)
-    with pytest.raises(Exception, match="killed between the two commits"):
-        land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
-    raw_jvm = landing_tables["raw", "jvm"]
-    assert spark.table(raw_jvm).count() > 0, "the JVM's commit came first"
+    with monkeypatch.context() as patched:
+        patched.setattr(land, step, crash)
+        with pytest.raises(Exception, match="killed between the two commits"):
+            land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
+    raw = landing_tables["raw", "jvm"]
+    assert spark.table(raw).count() > 0, "the first commit came before"
     assert spark.table(landing_tables["quarantine", "jvm"]).count() == 0
-    monkeypatch.setattr(land, "_parsed_in_python", parse_in_python)
-    monkeypatch.undo()
-    retried = land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
-    assert retried.counts["rejected"] > 0
+    return raw
 
+
+def landing_tags_equal_to_python(spark, tmp_path, monkeypatch, landing_tables) -> list[str]:
+    """Lands the same files without the JVM parser into the "python" tables, checks that the "jvm"
+    ones hold the same rows, and returns the tags of the "jvm" raw table's commits."""
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
     land.run(landing_config(tmp_path, landing_tables, "python"), spark=spark)
     assert_same_tables(spark, landing_tables)
-    tags = spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw_jvm}.snapshots").collect()
-    assert len(tags) == 2 and tags[0].tag.endswith("/jvm") and tags[1].tag == tags[0].tag[: -len("/jvm")]
+    raw = landing_tables["raw", "jvm"]
+    return [row.tag for row in spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag from {raw}.snapshots").collect()]
+
+
+def test_a_batch_that_dies_between_its_two_commits_lands_every_line_once(spark, tmp_path, monkeypatch, landing_tables):
+    """The JVM's events are committed first; a crash before the Python parsers' commit must
+    neither lose their lines nor land the JVM's events twice when the batch is retried, also when
+    the retry would parse a batch of its size in the driver."""
+    with monkeypatch.context() as patched:
+        patched.setattr(small_batch, "MAX_BATCH_BYTES_PARSED_IN_DRIVER", -1)
+        land_dying_after_its_first_commit(spark, tmp_path, monkeypatch, landing_tables, "_parsed_in_python", seed=5)
+    retried = land.run(landing_config(tmp_path, landing_tables, "jvm"), spark=spark)
+    assert retried.counts["rejected"] > 0
+
+    tags = landing_tags_equal_to_python(spark, tmp_path, monkeypatch, landing_tables)
+    assert len(tags) == 2 and tags[0].endswith("/jvm") and tags[1] == tags[0][: -len("/jvm")]
 
 
 def test_without_the_jar_the_landing_parses_in_python_and_says_so(spark, monkeypatch, tmp_path, caplog):
