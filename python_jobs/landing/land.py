@@ -177,7 +177,8 @@ def _parsed_in_python(
     driver: driver_lines when given, else lines collected); their counts per status go to counts."""
     if in_driver:
         rows = parsed_lines(lines_in_driver(lines) if driver_lines is None else driver_lines, config.key_columns, config.format)
-        counts.update(row[PARSED_LINES_SCHEMA.fieldNames().index("status")] for row in rows)
+        status = PARSED_LINES_SCHEMA.fieldNames().index("status")
+        counts.update(row[status] for row in rows)
         return io.local_relation(lines.sparkSession, rows, PARSED_LINES_SCHEMA)
     with io.uncompressed_cache(lines.sparkSession):
         parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
