@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 Key = Tuple[str, str]
 
@@ -21,6 +21,8 @@ class GroupRuns:
         self._horizons: Dict[Key, Dict[str, Any]] = {}
         self._done: Dict[Key, Dict[str, Optional[str]]] = {}
         self._read_cuts: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+        # Groups whose mirrors stage their commits in one catalog transaction, until it is published.
+        self._open_transactions: List[Key] = []
 
     def horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
         """The group's horizon of this invocation. None tells the caller to decide it: the first
@@ -72,6 +74,28 @@ class GroupRuns:
                 for key in [key for key in self._read_cuts if key[0] != invocation_id]:
                     del self._read_cuts[key]
             return self._read_cuts.setdefault((invocation_id, reader, group), dict(cut))
+
+    def joined_transaction(self, invocation_id: str, group: str) -> None:
+        """A mirror of the group joined the invocation's catalog transaction of the group."""
+        with self._lock:
+            if (invocation_id, group) not in self._open_transactions:
+                self._open_transactions.append((invocation_id, group))
+
+    def transaction_open(self, invocation_id: str, group: str) -> bool:
+        with self._lock:
+            return (invocation_id, group) in self._open_transactions
+
+    def transaction_closed(self, invocation_id: str, group: str) -> None:
+        """Published, or failed to publish (then none of it was)."""
+        with self._lock:
+            if (invocation_id, group) in self._open_transactions:
+                self._open_transactions.remove((invocation_id, group))
+
+    def transactions_left_open(self) -> List[Key]:
+        """At the invocation's end: the transactions no cut published (a mirror of the group failed
+        or was not selected); the others' commits are published then, without a cut."""
+        with self._lock:
+            return list(self._open_transactions)
 
     def _forget_other_invocations(self, invocation_id: str) -> None:
         # A long-lived process (cdc-run) runs many invocations: keep only the current one's.

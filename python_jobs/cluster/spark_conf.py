@@ -18,6 +18,7 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 ICEBERG_HELPER_JAR = Path(__file__).resolve().parents[2] / "adapter" / "dbt" / "adapters" / "cdc_spark" / "jars" / "cdc-merge-iceberg.jar"
 # Iceberg's SparkCatalog plus the helpers as procedures (jvm/iceberg/cdc_merge/iceberg/).
 HELPERS_CATALOG_CLASS = "cdc_merge.iceberg.CdcMergeSparkCatalog"
+TRANSACTIONS_CATALOG_IMPL = "cdc_merge.iceberg.CdcMergeJdbcCatalog"
 
 
 def spark_home() -> Path:
@@ -62,10 +63,16 @@ def helper_jar() -> str | None:
 
 
 def thrift_server_catalog_conf(catalog: dict[str, str]) -> dict[str, str]:
-    """The catalog of the Thrift server: with the apply's helpers as procedures when their jar is there."""
+    """The catalog of the Thrift server: with the apply's helpers as procedures when their jar is
+    there, and a JDBC catalog whose sessions can stage a consistency group's commits in one catalog
+    transaction (docs/consistent_cuts.md)."""
     if helper_jar() is None:
         return catalog
-    return {**catalog, f"spark.sql.catalog.{CATALOG}": HELPERS_CATALOG_CLASS}
+    prefix = f"spark.sql.catalog.{CATALOG}"
+    conf = {**catalog, prefix: HELPERS_CATALOG_CLASS}
+    if conf.pop(f"{prefix}.type", None) == "jdbc":
+        conf[f"{prefix}.catalog-impl"] = TRANSACTIONS_CATALOG_IMPL
+    return conf
 
 
 def jdbc_catalog_conf(uri: str, user: str, warehouse: str, password: str = "") -> dict[str, str]:

@@ -55,3 +55,25 @@ def test_a_mirror_waits_for_the_one_deciding_and_takes_over_when_it_never_does()
     started = time.monotonic()
     assert impatient.horizon("inv-1", "shop") is None  # the first never decided: this one does
     assert 0.15 < time.monotonic() - started < 2
+
+
+def test_a_catalog_transaction_stays_open_until_published_or_failed():
+    runs = GroupRuns()
+    assert runs.transactions_left_open() == [] and not runs.transaction_open("inv", "bank")
+    runs.joined_transaction("inv", "bank")
+    runs.joined_transaction("inv", "bank")  # every mirror of the group joins
+    runs.joined_transaction("inv", "shop")
+    assert runs.transaction_open("inv", "bank") and not runs.transaction_open("other", "bank")
+    runs.transaction_closed("inv", "bank")  # the cut published it
+    # At the invocation's end only the group whose cut never came is left to publish.
+    assert runs.transactions_left_open() == [("inv", "shop")]
+    runs.transaction_closed("inv", "shop")
+    runs.transaction_closed("inv", "shop")
+    assert runs.transactions_left_open() == []
+
+
+def test_another_invocation_does_not_forget_a_transaction_left_open():
+    runs = GroupRuns()
+    runs.joined_transaction("first", "bank")
+    runs.keep_horizon("second", "bank", lambda: {"through": "2"})
+    assert runs.transactions_left_open() == [("first", "bank")]

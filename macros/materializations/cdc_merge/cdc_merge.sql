@@ -58,6 +58,7 @@
         {{ return({'relations': [target_relation]}) }}
     {% endif %}
 
+    {% do cdc_merge.join_catalog_transaction(cfg) %}
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
     {% set existing_relation = cdc_merge.loadable_mirror(existing_relation) %}
 

@@ -219,6 +219,14 @@
 {% endmacro %}
 
 
+{% macro join_catalog_transaction(cfg) %}
+    {#- On a catalog with transactions (the cluster's JDBC catalog) a group mirror's commits, its offsets' too, wait for the cut, which publishes them all at once. -#}
+    {% if cfg.consistency_group is not none %}
+        {% do adapter.cdc_join_catalog_transaction(invocation_id, cfg.consistency_group) %}
+    {% endif %}
+{% endmacro %}
+
+
 {% macro finish_group_member(cfg, target_relation, offsets, horizon) %}
     {#- The mirror applied through the horizon: when it is the group's last of the invocation, the cut is recorded. -#}
     {% set group = cdc_merge.group_members(cfg.consistency_group) %}
@@ -233,6 +241,10 @@
         {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " cut " ~ horizon.ordinal ~ " through source commit "
             ~ horizon.cut_source_ts ~ "; " ~ horizon.deferred | length ~ " transactions wait for the next run; cut lag "
             ~ (horizon.lag_seconds if horizon.lag_seconds is not none else 'unknown') ~ " s", info=True) }}
+        {% set published = adapter.cdc_publish_catalog_transaction(invocation_id, cfg.consistency_group) %}
+        {% if published %}
+            {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " published in one catalog transaction (" ~ published ~ " tables)", info=True) }}
+        {% endif %}
     {% endif %}
 {% endmacro %}
 

@@ -1,16 +1,20 @@
 """The adapter methods behind consistency groups (macros/materializations/cdc_merge/consistency.sql):
 the group's horizon, decided in python_jobs/apply/consistency_horizon.py and shared by the
 invocation's mirrors of the group (consistency_runs.py), and the cut recorded when they all applied
-through it. A mixin of both adapters, CdcSparkAdapter and CdcDatabendAdapter."""
+through it; on a catalog with transactions, the group's commits staged until the cut publishes them
+(docs/consistent_cuts.md). A mixin of both adapters, CdcSparkAdapter and CdcDatabendAdapter."""
 
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
 
 from python_jobs.apply import consistency_horizon
 from python_jobs.apply.consistency_runs import GROUP_RUNS
+
+logger = AdapterLogger("cdc_merge")
 
 
 class ConsistencyMethods(metaclass=AdapterMeta):
@@ -54,3 +58,40 @@ class ConsistencyMethods(metaclass=AdapterMeta):
     def cdc_group_offset(self, pending: List[str], tail_start: Optional[str], through: str) -> Optional[str]:
         """A group's mirror's offset after a chunk through `through` (consistency_horizon.offset_after_chunk)."""
         return consistency_horizon.offset_after_chunk([str(s) for s in pending], tail_start, str(through))
+
+    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> Optional[int]:
+        """step 'join' or 'publish' of the group's catalog transaction: the tables staged or published,
+        or None where the catalog has no transactions (cdc_spark's on a CdcMergeJdbcCatalog)."""
+        return None
+
+    @available
+    def cdc_join_catalog_transaction(self, invocation_id: str, group: str) -> bool:
+        """At a group mirror's start: from now on its commits wait in the group's catalog transaction,
+        where the catalog has them. False where it has none (the mirror commits as it goes)."""
+        if self._catalog_transaction_step("join", invocation_id, group) is None:
+            return False
+        GROUP_RUNS.joined_transaction(invocation_id, group)
+        return True
+
+    @available
+    def cdc_publish_catalog_transaction(self, invocation_id: str, group: str) -> int:
+        """Every commit the group's mirrors staged in this invocation, published in one catalog
+        transaction; the tables published (0 where none was joined)."""
+        if not GROUP_RUNS.transaction_open(invocation_id, group):
+            return 0
+        try:
+            return self._catalog_transaction_step("publish", invocation_id, group) or 0
+        finally:
+            GROUP_RUNS.transaction_closed(invocation_id, group)
+
+    def _publish_catalog_transactions_left_open(self) -> None:
+        """At the invocation's end, where no cut published a group's transaction (one of its mirrors
+        failed, or was not selected): the others' commits are published without a cut."""
+        for invocation_id, group in GROUP_RUNS.transactions_left_open():
+            try:
+                with self.connection_named("cdc_merge_catalog_transaction"):  # type: ignore[attr-defined]
+                    tables = self.cdc_publish_catalog_transaction(invocation_id, group)
+                logger.info(f"cdc_merge: group {group}'s catalog transaction published without a cut ({tables} tables)")
+            except Exception as error:  # noqa: BLE001 - dbt's own cleanup must still run
+                logger.warning(f"cdc_merge: group {group}'s catalog transaction was not published ({error}); "
+                               "none of it was applied, and the next run applies its mirrors again")

@@ -39,6 +39,8 @@ _EMPTY_HADOOP_CATALOG = re.compile(r"NoSuchNamespaceException: Namespace does no
 # server) also has the apply's helpers as procedures.
 _ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 _CDC_MERGE_CATALOG = "cdc_merge.iceberg.CdcMergeSparkCatalog"
+# The Thrift server's JDBC catalog whose sessions can stage commits in a group's catalog transaction.
+_TRANSACTIONS_CATALOG_IMPL = "cdc_merge.iceberg.CdcMergeJdbcCatalog"
 
 logger = AdapterLogger("cdc_spark")
 
@@ -162,6 +164,19 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
     def _thrift_procedures(self) -> bool:
         """Whether the Thrift server's catalog has the apply's helpers as procedures."""
         return self._on_thrift() and self._current_catalog()["class"] == _CDC_MERGE_CATALOG
+
+    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> Optional[int]:
+        """The Thrift server's CALL ...snapshot_catalog_transaction_<step> where its catalog has them."""
+        if not self._thrift_procedures():
+            return None
+        catalog = self._current_catalog()
+        if "impl" not in catalog:
+            _, setting = self.execute(f"set spark.sql.catalog.{catalog['name']}.catalog-impl", fetch=True)
+            catalog["impl"] = setting[0]["value"]
+        if catalog["impl"] != _TRANSACTIONS_CATALOG_IMPL:
+            return None
+        answer = self._call_procedure(f"snapshot_catalog_transaction_{step}", consistency_group=group, run_id=invocation_id)
+        return int(answer["tables"])
 
     def _call_procedure(self, name: str, **arguments: Any) -> Dict[str, Any]:
         """The one row of CALL <catalog>.system.<name>(...) on the Thrift server."""

@@ -47,6 +47,10 @@ class InvocationMethods(metaclass=AdapterMeta):
         cdc_kept_runs_lines answered."""
         raise NotImplementedError
 
+    def _publish_catalog_transactions_left_open(self) -> None:
+        """ConsistencyMethods' (both adapters)."""
+        raise NotImplementedError
+
     def _release_kept_mirror(self, target_table: str) -> None:
         """Once a mirror's kept offset row is written: its lock, where the adapter keeps one."""
 
@@ -80,7 +84,8 @@ class InvocationMethods(metaclass=AdapterMeta):
         """At the end of every dbt invocation (dbt calls it in a finally): the rows still kept (a mirror
         failed, so the last one never finished) are written before the connections close; if that
         fails they are dropped, their mirrors' offsets stay where they were, and the next run replays
-        those events harmlessly. Then every lock this process took is released, a failed mirror's too."""
+        those events harmlessly. A consistency group's catalog transaction no cut published is published
+        then. Then every lock this process took is released, a failed mirror's too."""
         try:
             if len(run_state.STATE.kept):
                 to_write = _to_write(run_state.STATE.kept.take_all())
@@ -90,6 +95,7 @@ class InvocationMethods(metaclass=AdapterMeta):
             logger.warning(f"cdc_merge: the offsets and runs rows of this run were not written ({error}); "
                            "the next run applies their mirrors' events again, which changes nothing")
         finally:
+            self._publish_catalog_transactions_left_open()
             run_state.STATE.kept.forget_writes()
             run_locks.release_all()
             super().cleanup_connections()  # type: ignore[misc]

@@ -28,6 +28,8 @@ public class CdcMergeSparkCatalog extends SparkCatalog {
   static final String POSITION_DELETES_UNSUPPORTED = "snapshot_position_deletes_unsupported";
   static final String DELETE_ROWS_BY_POSITION = "snapshot_position_deletes";
   static final String KEY_RANGE_SKIPS_FILES = "snapshot_key_range_skips_files";
+  static final String JOIN_CATALOG_TRANSACTION = "snapshot_catalog_transaction_join";
+  static final String PUBLISH_CATALOG_TRANSACTION = "snapshot_catalog_transaction_publish";
 
   @Override
   public Procedure loadProcedure(Identifier ident) throws NoSuchProcedureException {
@@ -40,6 +42,10 @@ public class CdcMergeSparkCatalog extends SparkCatalog {
           return new DeleteRowsByPosition();
         case KEY_RANGE_SKIPS_FILES:
           return new KeyRangeSkipsFiles();
+        case JOIN_CATALOG_TRANSACTION:
+          return new CatalogTransactionStep(this, false);
+        case PUBLISH_CATALOG_TRANSACTION:
+          return new CatalogTransactionStep(this, true);
         default:
           break;
       }
@@ -143,6 +149,49 @@ public class CdcMergeSparkCatalog extends SparkCatalog {
             KeyRanges.skipsDataFiles(
                 SparkSession.active(), text(args, 0), text(args, 1), text(args, 2), text(args, 3)));
       } catch (Exception e) {
+        throw new IllegalStateException(e.getMessage(), e);
+      }
+    }
+  }
+
+  /**
+   * (consistency_group, run_id) -> tables: joins this session to the group's catalog transaction
+   * of the run (the tables staged so far), or publishes it (the tables published), on a catalog
+   * that has them ({@link CdcMergeJdbcCatalog}).
+   */
+  static final class CatalogTransactionStep implements Procedure {
+    private final CdcMergeSparkCatalog catalog;
+    private final boolean publish;
+
+    CatalogTransactionStep(CdcMergeSparkCatalog catalog, boolean publish) {
+      this.catalog = catalog;
+      this.publish = publish;
+    }
+
+    @Override
+    public ProcedureParameter[] parameters() {
+      return new ProcedureParameter[] {
+        ProcedureParameter.required("consistency_group", DataTypes.StringType),
+        ProcedureParameter.required("run_id", DataTypes.StringType)
+      };
+    }
+
+    @Override
+    public StructType outputType() {
+      return new StructType().add("tables", DataTypes.IntegerType, false);
+    }
+
+    @Override
+    public InternalRow[] call(InternalRow args) {
+      if (!(catalog.icebergCatalog() instanceof CdcMergeJdbcCatalog)) {
+        throw new IllegalStateException(
+            "catalog transactions need the catalog's catalog-impl to be "
+                + CdcMergeJdbcCatalog.class.getName() + ", not " + catalog.icebergCatalog().getClass().getName());
+      }
+      CdcMergeJdbcCatalog jdbc = (CdcMergeJdbcCatalog) catalog.icebergCatalog();
+      try {
+        return oneRow(publish ? jdbc.publish(text(args, 0), text(args, 1)) : jdbc.join(text(args, 0), text(args, 1)));
+      } catch (java.sql.SQLException e) {
         throw new IllegalStateException(e.getMessage(), e);
       }
     }
