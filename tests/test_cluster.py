@@ -11,15 +11,21 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import make_project
-from python_jobs.cluster import cli, processes
+from python_jobs.cluster import cli, processes, thrift
 from python_jobs.cluster.processes import LOOPBACK, ClusterError
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
+from python_jobs.demo.transaction_checks import CHECK_SQL, newest_state, violations
+from python_jobs.demo.transaction_checks import MIRRORS as TX_MIRRORS
+from python_jobs.demo.transaction_source import KEYS as TX_KEYS
+from python_jobs.demo.transaction_source import SCHEMA_OF, SplitDelivery, TransactionTopics
+from test_consistent_cuts import GROUP_CONFIG, OPENING, mirror_sql, write
 from test_oracle import assert_mirrors_equal_replay, commits_deleting_by_position
 
 MIRRORS = {"shop.customers": "shop_customers", "shop.orders": "shop_orders"}
@@ -131,3 +137,164 @@ def test_procedure_arguments_reach_spark_as_written(spark):
     texts = ["select 1 as pos where x in ('update', 'delete')", "back\\slash \\' and 'quote'", "line\nbreak\ttab", "ü€𝄞", ""]
     assert [spark.sql(f"select {_sql_literal(text)} as v").first()["v"] for text in texts] == texts
     assert spark.sql(f"select {_sql_literal(2**40)} as v").first()["v"] == 2**40
+
+
+class CatalogRows(threading.Thread):
+    """Polls the cluster's catalog database: each distinct state of the tables' catalog rows
+    (table -> metadata location) of a schema, in the order seen, read in one query each time."""
+
+    def __init__(self, state: cli.ClusterState, schema: str) -> None:
+        super().__init__(daemon=True)
+        self.state, self.schema = state, schema
+        self.stopped = threading.Event()
+        self.states: list[dict[str, str]] = []
+
+    def run(self) -> None:
+        import psycopg2
+
+        with psycopg2.connect(host=LOOPBACK, port=self.state.catalog_port, dbname="iceberg_catalog",
+                              user=self.state.catalog_user) as connection:
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                while not self.stopped.is_set():
+                    cursor.execute("select table_name, metadata_location from iceberg_tables where table_namespace = %s",
+                                   (self.schema,))
+                    seen = dict(cursor.fetchall())
+                    if not self.states or seen != self.states[-1]:
+                        self.states.append(seen)
+                    self.stopped.wait(0.02)
+
+    def distinct_states(self, tables: list[str]) -> int:
+        """How many states the tables' rows went through together."""
+        kept = [tuple(state.get(table) for table in tables) for state in self.states]
+        return len([state for number, state in enumerate(kept) if number == 0 or state != kept[number - 1]])
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)
+
+
+class PlainReader(threading.Thread):
+    """Reads the group's mirrors as they are, all four in one query, beside the runs."""
+
+    def __init__(self, schema: str, total: int) -> None:
+        super().__init__(daemon=True)
+        self.sql = CHECK_SQL.format(opening=OPENING, **{name: f"{schema}.{name}" for name in TX_MIRRORS})
+        self.total = total
+        self.stopped = threading.Event()
+        self.reads = self.violations = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                self.violations += violations(thrift.rows(self.sql)[0], self.total) > 0
+                self.reads += 1
+            except Exception as error:  # noqa: BLE001 - every error is a failure, reported by the caller
+                self.errors.append(repr(error)[:300])
+            self.stopped.wait(0.3)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=60)
+
+
+def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path):
+    """On the cluster's JDBC catalog a consistency group's commits (mirrors, offsets, runs, cut) wait
+    in one catalog transaction that the cut publishes: the catalog rows of the group's mirrors change
+    together, once per run, so plain reads see whole transactions too. Mirrors outside the group
+    append to the same offsets table meanwhile, which the publish makes its appends again on top of."""
+    project = make_project(None, tmp_path, "cluster")
+    project.landing_config(TX_KEYS)
+    for prefix, group in (("", GROUP_CONFIG), ("plain_", "")):
+        for table in TX_MIRRORS:
+            project.write_model(f"{prefix}{table}", f"{group}unique_key='id', source_table='{SCHEMA_OF[table]}.{table}'",
+                                mirror_sql(table))
+    mirrors = [prefix + table for prefix in ("", "plain_") for table in TX_MIRRORS]
+    topics = TransactionTopics(8, OPENING, seed=35)
+    delivery = SplitDelivery(topics)
+    whole = {"total": topics.total, "unbalanced_accounts": 0, "broken_orders": 0}
+
+    def run_wave(wave: int, everything: bool = False) -> None:
+        for topic, events in delivery.wave(0 if everything else 10, 0 if everything else 6, everything=everything).items():
+            write(project.inbox / f"w{wave:02d}-{topic}.json", events)
+        project.dbt("run", "--select", "raw_events", *mirrors)
+
+    run_wave(1)  # makes the tables: their creation is not part of a transaction
+    rows, reader = CatalogRows(cluster, project.schema), PlainReader(project.schema, topics.total)
+    rows.start()
+    reader.start()
+    plain_broken = 0
+    for wave in (2, 3):
+        run_wave(wave, everything=wave == 3)
+        plain_broken += newest_state(project.query, project.schema, "plain_", OPENING) != whole
+        assert newest_state(project.query, project.schema, "", OPENING) == whole, wave
+    rows.stop()
+    reader.stop()
+    log = project.dbt_log()
+    assert log.count("published in one catalog transaction") == 3, "each run's cut published its group"
+    # Two runs: the group's mirrors changed together, once per run (one state more than the first);
+    # the same tables without a group went through states one mirror at a time: the check can fail.
+    group_states, plain_states = rows.distinct_states(TX_MIRRORS), rows.distinct_states(["plain_" + t for t in TX_MIRRORS])
+    print(f"catalog states: group {group_states}, plain {plain_states}; plain reads of the group {reader.reads} "
+          f"({reader.violations} violations)")
+    assert group_states <= 3 < plain_states
+    assert plain_broken > 0
+    assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0
+    assert newest_state(project.query, project.schema, "plain_", OPENING) == whole
+
+
+def test_a_catalog_transaction_is_seen_only_by_its_sessions_until_published(cluster):
+    """The Thrift server's catalog (CdcMergeJdbcCatalog): a session that joined a group's transaction
+    sees its own commits, others see none until it is published, from any session; a table another
+    process changed meanwhile fails the publish and nothing of it becomes visible, unless the
+    transaction only appended to it; a transaction another run of the group took over refuses commits."""
+    from pyhive import hive
+
+    def session():
+        return hive.connect(host=LOOPBACK, port=cluster.thrift_port, username="cdc_merge").cursor()
+
+    def run(cursor, sql: str) -> list:
+        cursor.execute(sql)
+        return cursor.fetchall() if cursor.description and cursor.description[0][0] != "Result" else []
+
+    def ids(cursor, table: str) -> list[int]:
+        return [row[0] for row in run(cursor, f"select id from tx_check.{table} order by id")]
+
+    def step(cursor, name: str, run_id: str) -> int:
+        return run(cursor, f"call lake.system.snapshot_catalog_transaction_{name}('bank', '{run_id}')")[0][0]
+
+    writer, reader, other_run = session(), session(), session()
+    run(reader, "create namespace if not exists tx_check")
+    for table in ("a", "b"):
+        run(reader, f"create table tx_check.{table} (id bigint) using iceberg")
+
+    assert step(writer, "join", "run-1") == 0
+    run(writer, "insert into tx_check.a values (1)")
+    run(writer, "insert into tx_check.b values (1)")
+    run(writer, "insert into tx_check.a values (2)")
+    assert (ids(writer, "a"), ids(writer, "b")) == ([1, 2], [1])
+    assert (ids(reader, "a"), ids(reader, "b")) == ([], [])
+    # Another process appends to a meanwhile: the transaction's appends are made again on top of it.
+    run(reader, "insert into tx_check.a values (100)")
+    assert step(reader, "publish", "run-1") == 2
+    assert (ids(reader, "a"), ids(reader, "b")) == ([1, 2, 100], [1])
+    assert step(reader, "publish", "run-1") == 0  # published once
+
+    # A delete cannot be made again on top of another commit: nothing of the transaction is published.
+    step(writer, "join", "run-2")
+    run(writer, "delete from tx_check.a where id = 1")
+    run(writer, "insert into tx_check.b values (2)")
+    run(reader, "insert into tx_check.a values (101)")
+    with pytest.raises(Exception, match="tx_check.a was committed by another process"):
+        step(writer, "publish", "run-2")
+    assert (ids(reader, "a"), ids(reader, "b")) == ([1, 2, 100, 101], [1])
+
+    # A run that died left its transaction open: the group's next run discards it.
+    step(writer, "join", "run-3")
+    run(writer, "insert into tx_check.b values (3)")
+    step(other_run, "join", "run-4")
+    with pytest.raises(Exception, match="transaction of lake/bank for run run-3 is closed"):
+        run(writer, "insert into tx_check.b values (4)")
+    assert step(other_run, "publish", "run-4") == 0
+    assert ids(reader, "b") == [1]

@@ -171,7 +171,7 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
             return None
         catalog = self._current_catalog()
         if "impl" not in catalog:
-            _, setting = self.execute(f"set spark.sql.catalog.{catalog['name']}.catalog-impl", fetch=True)
+            _, setting = self.execute(f"set `spark.sql.catalog.{catalog['name']}.catalog-impl`", fetch=True)
             catalog["impl"] = setting[0]["value"]
         if catalog["impl"] != _TRANSACTIONS_CATALOG_IMPL:
             return None

@@ -4,9 +4,12 @@ import java.sql.SQLException;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.jdbc.JdbcCatalog;
+import org.apache.iceberg.jdbc.JdbcClientPool;
 
 /**
  * Iceberg's JDBC catalog whose sessions can join a consistency group's catalog transaction
@@ -14,12 +17,33 @@ import org.apache.iceberg.jdbc.JdbcCatalog;
  * ({@code catalog-impl}, python_jobs/cluster/spark_conf.py). Each Spark session has its own
  * instance (Spark makes a session's catalogs), so a joined session stages its commits and every
  * other session, a reader's too, sees the catalog's published rows.
+ *
+ * <p>Spark never closes a session's catalogs, and a JDBC catalog keeps its pool of database
+ * connections open: with a pool per session, the Thrift server's sessions (dbt opens one per model,
+ * readers one per query) used up the database's connections. The sessions of this JVM share one pool
+ * per database instead.
  */
 public class CdcMergeJdbcCatalog extends JdbcCatalog {
+  private static final Map<String, JdbcClientPool> SHARED_POOLS = new ConcurrentHashMap<>();
+
   private String uri;
   private final Properties connectionProperties = new Properties();
   private boolean typedRows;
   private volatile CatalogTransaction joined;
+
+  public CdcMergeJdbcCatalog() {
+    super(
+        null,
+        properties ->
+            SHARED_POOLS.computeIfAbsent(
+                new TreeMap<>(properties).toString(),
+                key -> new JdbcClientPool(properties.get("uri"), properties)),
+        true);
+  }
+
+  /** The shared pool stays open for the JVM's other sessions (its FileIO, Hadoop's, holds nothing). */
+  @Override
+  public void close() {}
 
   @Override
   public void initialize(String name, Map<String, String> properties) {
