@@ -137,7 +137,8 @@ def check_at_latest_cut(query: Query, schema: str, group: str, opening: int, on_
 class CutReader(threading.Thread):
     """Reads beside the runs until stopped: the group's latest cut in one query, then every mirror at
     it in one query (reads, violations); and the group's mirrors as they are (plain_reads,
-    plain_violations). Every error is kept in errors. pause_seconds between reads leaves the runs
+    plain_violations); on Databend also the views at the cut, all four in one query (view_reads,
+    view_violations). Every error is kept in errors. pause_seconds between reads leaves the runs
     beside it the cores (a reader in the runs' own JVM slows them 2-3x on 2 cores)."""
 
     def __init__(self, query: Query, schema: str, group: str, opening: int, total: int, on_databend: bool,
@@ -147,6 +148,7 @@ class CutReader(threading.Thread):
         self.on_databend, self.pause_seconds = on_databend, pause_seconds
         self.stopped = threading.Event()
         self.reads = self.violations = self.plain_reads = self.plain_violations = 0
+        self.view_reads = self.view_violations = 0
         self.errors: list = []
 
     def run(self) -> None:
@@ -158,6 +160,10 @@ class CutReader(threading.Thread):
                     self.violations += violations(check, self.total) > 0
                 self.plain_reads += 1
                 self.plain_violations += violations(newest_state(self.query, self.schema, "", self.opening), self.total) > 0
+                if self.on_databend:
+                    self.view_reads += 1
+                    self.view_violations += violations(self.query(CHECK_SQL.format(
+                        opening=self.opening, **{name: f"{self.schema}.{name}_at_cut" for name in MIRRORS}))[0], self.total) > 0
                 self.stopped.wait(self.pause_seconds)
             except Exception as error:  # noqa: BLE001 - every error is a failure, reported by the caller
                 self.errors.append(repr(error)[:300])
@@ -167,4 +173,5 @@ class CutReader(threading.Thread):
         self.stopped.set()
         self.join(timeout=60)
         return {"reads_at_cut": self.reads, "violations_at_cut": self.violations, "plain_reads": self.plain_reads,
-                "plain_violations": self.plain_violations, "errors": self.errors}
+                "plain_violations": self.plain_violations, "view_reads": self.view_reads,
+                "view_violations": self.view_violations, "errors": self.errors}

@@ -237,6 +237,8 @@
     {% set cut = adapter.cdc_group_member_done(invocation_id, cfg.consistency_group, cdc_merge.mirror_name(target_relation),
         cdc_merge.mirror_snapshot(target_relation), group.members) %}
     {% if cut is not none %}
+        {#- The views at the cut first: they keep reading the previous cut until the INSERT (cut_views.sql). -#}
+        {% do cdc_merge.replace_cut_views(cdc_merge.cuts_relation(offsets), cfg.consistency_group, horizon.ordinal, cut) %}
         {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, cfg.raw_relation, horizon, cut)) %}
         {{ log("cdc_merge: group " ~ cfg.consistency_group ~ " cut " ~ horizon.ordinal ~ " through source commit "
             ~ horizon.cut_source_ts ~ "; " ~ horizon.deferred | length ~ " transactions wait for the next run; cut lag "
