@@ -58,9 +58,10 @@
         {{ return({'relations': [target_relation]}) }}
     {% endif %}
 
-    {% do cdc_merge.join_catalog_transaction(cfg) %}
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
     {% set existing_relation = cdc_merge.loadable_mirror(existing_relation) %}
+    {#- On a catalog with transactions a group mirror's commits wait for the group's publish from here on (consistency.sql). -#}
+    {% set transaction = cdc_merge.join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
 
     {% set rebuilding = existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}
     {% if rebuilding %}
@@ -246,7 +247,7 @@
     {% endif %}
     {% do cdc_merge.drop_temporary_view(batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
-    {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
+    {% set maintained = transaction.maintained if transaction.joined else cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
     {% if can.keeps_run_rows %}
         {% do cdc_merge.keep_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
     {% else %}

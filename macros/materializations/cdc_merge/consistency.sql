@@ -219,11 +219,19 @@
 {% endmacro %}
 
 
-{% macro join_catalog_transaction(cfg) %}
-    {#- On a catalog with transactions (the cluster's JDBC catalog) a group mirror's commits, its offsets' too, wait for the cut, which publishes them all at once. -#}
-    {% if cfg.consistency_group is not none %}
-        {% do adapter.cdc_join_catalog_transaction(invocation_id, cfg.consistency_group) %}
+{% macro join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
+    {#-
+        On a catalog with transactions (the cluster's JDBC catalog) a group mirror's commits, its
+        offsets' too, wait for the cut, which publishes them all at once. Its maintenance runs
+        first, outside the transaction: it deletes the files of what it replaces and expires,
+        which the published state, all that other sessions read until the publish, may still name.
+    -#}
+    {% if cfg.consistency_group is none or not adapter.cdc_catalog_has_transactions() %}
+        {{ return({'joined': false, 'maintained': none}) }}
     {% endif %}
+    {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) if existing_relation is not none else none %}
+    {% do adapter.cdc_join_catalog_transaction(invocation_id, cfg.consistency_group) %}
+    {{ return({'joined': true, 'maintained': maintained}) }}
 {% endmacro %}
 
 

@@ -59,19 +59,26 @@ class ConsistencyMethods(metaclass=AdapterMeta):
         """A group's mirror's offset after a chunk through `through` (consistency_horizon.offset_after_chunk)."""
         return consistency_horizon.offset_after_chunk([str(s) for s in pending], tail_start, str(through))
 
-    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> Optional[int]:
-        """step 'join' or 'publish' of the group's catalog transaction: the tables staged or published,
-        or None where the catalog has no transactions (cdc_spark's on a CdcMergeJdbcCatalog)."""
-        return None
+    def _catalog_has_transactions(self) -> bool:
+        """cdc_spark's: a Thrift server whose catalog is CdcMergeJdbcCatalog."""
+        return False
+
+    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> int:
+        """step 'join' or 'publish' of the group's catalog transaction: the tables staged or published
+        (cdc_spark's, asked only where _catalog_has_transactions)."""
+        raise NotImplementedError
 
     @available
-    def cdc_join_catalog_transaction(self, invocation_id: str, group: str) -> bool:
-        """At a group mirror's start: from now on its commits wait in the group's catalog transaction,
-        where the catalog has them. False where it has none (the mirror commits as it goes)."""
-        if self._catalog_transaction_step("join", invocation_id, group) is None:
-            return False
+    def cdc_catalog_has_transactions(self) -> bool:
+        return self._catalog_has_transactions()
+
+    @available
+    def cdc_join_catalog_transaction(self, invocation_id: str, group: str) -> str:
+        """At a group mirror's start, where the catalog has transactions: from now on its commits wait
+        in the group's catalog transaction."""
+        self._catalog_transaction_step("join", invocation_id, group)
         GROUP_RUNS.joined_transaction(invocation_id, group)
-        return True
+        return ""
 
     @available
     def cdc_publish_catalog_transaction(self, invocation_id: str, group: str) -> int:
@@ -80,7 +87,7 @@ class ConsistencyMethods(metaclass=AdapterMeta):
         if not GROUP_RUNS.transaction_open(invocation_id, group):
             return 0
         try:
-            return self._catalog_transaction_step("publish", invocation_id, group) or 0
+            return self._catalog_transaction_step("publish", invocation_id, group)
         finally:
             GROUP_RUNS.transaction_closed(invocation_id, group)
 

@@ -165,16 +165,17 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         """Whether the Thrift server's catalog has the apply's helpers as procedures."""
         return self._on_thrift() and self._current_catalog()["class"] == _CDC_MERGE_CATALOG
 
-    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> Optional[int]:
-        """The Thrift server's CALL ...snapshot_catalog_transaction_<step> where its catalog has them."""
+    def _catalog_has_transactions(self) -> bool:
+        """Whether the Thrift server's catalog can stage a group's commits (CdcMergeJdbcCatalog)."""
         if not self._thrift_procedures():
-            return None
+            return False
         catalog = self._current_catalog()
         if "impl" not in catalog:
             _, setting = self.execute(f"set `spark.sql.catalog.{catalog['name']}.catalog-impl`", fetch=True)
             catalog["impl"] = setting[0]["value"]
-        if catalog["impl"] != _TRANSACTIONS_CATALOG_IMPL:
-            return None
+        return catalog["impl"] == _TRANSACTIONS_CATALOG_IMPL
+
+    def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> int:
         answer = self._call_procedure(f"snapshot_catalog_transaction_{step}", consistency_group=group, run_id=invocation_id)
         return int(answer["tables"])
 
