@@ -2,7 +2,8 @@
 two workers and a Thrift server; `dbt run` lands events with a Python model spark-submitted to the
 master and applies them to two mirrors through the Thrift server; the mirrors equal the oracle's
 replay after each wave (deletes, late and duplicated events); `dbt test` passes; everything stops
-even when the test fails."""
+even when the test fails. A consistency group's catalog transaction is tested here too, on the same
+cluster (its start takes 20 s): hence one module of about 300 lines."""
 
 from __future__ import annotations
 

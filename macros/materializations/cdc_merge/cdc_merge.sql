@@ -30,6 +30,8 @@
         kept_rows.sql      the last offset and the runs row of every mirror of a run, written once for all
         run_guard.sql      one process applies a mirror at a time; the named crash points
         consistency.sql    a consistency group's horizon: whole transactions only; the group's cut
+        cut_views.sql      on Databend, a view per group mirror that reads it at the latest cut
+        catalog_transaction.sql  on the cluster, a group's run published in one catalog transaction
 #}
 
 {% materialization cdc_merge, default %}
@@ -60,7 +62,7 @@
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
     {% set existing_relation = cdc_merge.loadable_mirror(existing_relation) %}
-    {#- On a catalog with transactions a group mirror's commits wait for the group's publish from here on (consistency.sql). -#}
+    {#- On a catalog with transactions a group mirror's commits wait for the group's publish from here on (catalog_transaction.sql). -#}
     {% set transaction = cdc_merge.join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
 
     {% set rebuilding = existing_relation is not none and (should_full_refresh() or existing_relation.is_view) %}

@@ -219,22 +219,6 @@
 {% endmacro %}
 
 
-{% macro join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
-    {#-
-        On a catalog with transactions (the cluster's JDBC catalog) a group mirror's commits, its
-        offsets' too, wait for the cut, which publishes them all at once. Its maintenance runs
-        first, outside the transaction: it deletes the files of what it replaces and expires,
-        which the published state, all that other sessions read until the publish, may still name.
-    -#}
-    {% if cfg.consistency_group is none or not adapter.cdc_catalog_has_transactions() %}
-        {{ return({'joined': false, 'maintained': none}) }}
-    {% endif %}
-    {% set maintained = cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) if existing_relation is not none else none %}
-    {% do adapter.cdc_join_catalog_transaction(invocation_id, cfg.consistency_group) %}
-    {{ return({'joined': true, 'maintained': maintained}) }}
-{% endmacro %}
-
-
 {% macro finish_group_member(cfg, target_relation, offsets, horizon) %}
     {#- The mirror applied through the horizon: when it is the group's last of the invocation, the cut is recorded. -#}
     {% set group = cdc_merge.group_members(cfg.consistency_group) %}
