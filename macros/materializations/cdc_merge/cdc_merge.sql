@@ -6,8 +6,9 @@
     it against the mirror, MERGE, and only then append the new offset. A run that dies
     half way repeats its last chunk next time, which the seq guards make harmless.
 
-    This file runs the steps (the materialization, and apply_batch for one batch); each
-    step is a file of its own, with its spark__ and databend__ versions side by side:
+    This file runs the steps (the materialization, and apply_batch for one batch); it is long
+    because a dbt materialization is one block. Each step is a file of its own, with its
+    spark__ and databend__ versions side by side:
         validate.sql       every config, checked before any SQL runs
         offsets.sql        the offsets log: where a mirror stands, one row per applied chunk
         raw_log.sql        the raw snapshots after the offset, in chunks, read as raw events
