@@ -188,7 +188,26 @@ def test_a_dropped_replication_slot_is_a_clear_error(postgres, tmp_path):
         cursor.execute("select pg_drop_replication_slot('faults')")
     result = capture("postgres", *pg_args(postgres, tmp_path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "replication slot faults is gone" in result.stderr and "--full-refresh" in result.stderr
+    assert "replication slot faults is gone" in result.stderr and "--resnapshot" in result.stderr
+
+
+def test_a_new_state_file_on_an_existing_slot_is_refused_and_the_slot_kept(postgres, tmp_path):
+    pg_setup(postgres, 3)
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    pg_insert(postgres, 4, 6)  # held by the slot, not captured yet
+    (tmp_path / "state.json").rename(tmp_path / "state-of-the-slot.json")
+
+    result = capture("postgres", *pg_args(postgres, tmp_path))
+
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "replication slot faults already exists" in result.stderr and "--resnapshot" in result.stderr
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("select count(*) from pg_replication_slots where slot_name = 'faults'")
+        assert cursor.fetchone() == (1,)
+    # With the state file the slot was made with, the changes it held are all there.
+    (tmp_path / "state-of-the-slot.json").rename(tmp_path / "state.json")
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 7))
 
 
 def test_postgres_capture_into_a_full_folder_fails_clearly_and_the_next_run_loses_nothing(postgres, tmp_path):

@@ -278,7 +278,7 @@ def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
         cursor.execute("show binary logs")
         assert state_file not in {row[0] for row in cursor.fetchall()}, f"{state_file} was not purged"
 
-    with pytest.raises(CaptureError, match=r"is purged.*remove .*state.json.*--full-refresh"):
+    with pytest.raises(CaptureError, match=r"is purged.*--resnapshot"):
         capture_mysql.run(config)
 
 

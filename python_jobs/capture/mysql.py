@@ -73,6 +73,8 @@ class CaptureConfig:
     # With follow: the longest a received change waits before its file is written; a progress line's interval.
     max_wait_seconds: float = 1.0
     progress_seconds: float = 5.0
+    # Take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
+    resnapshot: bool = False
 
     @property
     def connection_settings(self) -> dict[str, Any]:
@@ -164,8 +166,12 @@ def _run(config: CaptureConfig) -> CaptureSummary:
     capture = MysqlCapture(config)
     try:
         state = read_state(config.state)
-        if not state.get("snapshot_done"):
-            binlog_file, position = capture.snapshot()
+        if config.resnapshot or not state.get("snapshot_done"):
+            # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
+            replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
+            if replaces_mirrors:
+                write_state(config.state, {"resnapshot": True})
+            binlog_file, position = capture.snapshot(replaces_mirrors)
             write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
                                        "server_id": config.server_id})
             log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
@@ -185,8 +191,9 @@ def _check_binlog_still_there(capture: MysqlCapture, binlog_file: str, state_pat
         files = {row[0] for row in cursor.fetchall()}
     if binlog_file not in files:
         raise CaptureError(
-            f"binlog {binlog_file} is purged, so changes since the last capture are lost to it: "
-            f"remove {state_path} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
+            f"binlog {binlog_file} is purged, so the changes since the last capture are lost to it: run the "
+            "capture once with --resnapshot, which takes a new snapshot that replaces what the mirrors hold of these "
+            "tables (rows deleted meanwhile go too)"
         )
 
 
@@ -202,6 +209,9 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
     parser.add_argument("--state", required=True, help="state file (snapshot done, binlog position)")
     parser.add_argument("--server-id", type=int, default=5_491, help="replica id, unique among the server's replicas")
     parser.add_argument("--max-changes-per-file", type=int, default=10_000)
+    parser.add_argument("--resnapshot", action="store_true",
+                        help="take a new snapshot that replaces what the mirrors hold of these tables: after the "
+                             "binlog to resume from was purged, or to start over")
     parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
     parser.add_argument("--max-wait-seconds", type=float, default=1.0,
                         help="with --follow: the longest a change waits before its file is written")
@@ -221,7 +231,7 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
         host=args.host, port=args.port, user=args.user, password=os.environ.get("MYSQL_PWD", ""),
         tables=tables, out=Path(args.out), state=Path(args.state), server_id=args.server_id,
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
-        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds,
+        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds, resnapshot=args.resnapshot,
     )
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import math
 import re
+import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping
@@ -14,6 +16,7 @@ from typing import Any, Mapping
 from python_jobs.capture.output import TransactionOrder, debezium_event
 
 _SET_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+_DATE_TYPES = {"date", "datetime", "timestamp"}
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,18 @@ class TableInfo:
 def json_value(column: Column, value: Any) -> Any:
     """A column value as Debezium writes it (decimal.handling.mode=string, ISO-8601 times).
 
-    The same for snapshot rows (PyMySQL) and binlog rows (python-mysql-replication), so a
-    row read both ways is equal. TIMESTAMP is UTC in both: the binlog stores epoch seconds
-    and the snapshot session runs with time_zone '+00:00'.
+    The same for snapshot rows (PyMySQL) and binlog rows (python-mysql-replication, after
+    mysql_binlog_values), so a row read both ways is equal. TIMESTAMP is UTC in both: the binlog
+    stores epoch seconds and the snapshot session runs with time_zone '+00:00'. Zero dates
+    ('0000-00-00', a zero month or day) are null, as Debezium writes them for nullable columns: no
+    mirror date type holds them. FLOAT is the shortest decimal that is the same 32-bit float.
     """
     if value is None:
         return None
+    if isinstance(value, str) and column.data_type in _DATE_TYPES:
+        return None  # a zero date ('0000-00-00', '2020-00-00'), which PyMySQL returns as text and the binlog as None
+    if column.data_type == "float" and isinstance(value, float):
+        return float32_value(value)
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, dt.datetime):
@@ -70,6 +79,19 @@ def json_value(column: Column, value: Any) -> Any:
         if column.data_type in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"):
             return bytes(value).decode("utf-8")
         return base64.b64encode(bytes(value)).decode("ascii")  # Debezium's binary.handling.mode=bytes
+    return value
+
+
+def float32_value(value: float) -> float:
+    """A FLOAT column's value, a 32-bit float (1.100000023841858 as the binlog gives it), as the
+    shortest decimal that is the same 32-bit float (1.1): what the server shows, to every digit."""
+    if not math.isfinite(value):
+        return value
+    single = struct.pack("<f", value)
+    for digits in range(1, 10):
+        shortest = float(f"{value:.{digits}g}")
+        if struct.pack("<f", shortest) == single:
+            return shortest
     return value
 
 

@@ -3,12 +3,12 @@ the consistent snapshot, and the binlog stream read as committed transactions.""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, row_image
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder, debezium_event
 
@@ -67,8 +67,10 @@ class MysqlCapture:
             raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
         return TableInfo(schema, name, columns, primary_key)
 
-    def snapshot(self) -> tuple[str, int]:
-        """Write every row as of one consistent snapshot; returns its binlog position."""
+    def snapshot(self, replaces_mirrors: bool = False) -> tuple[str, int]:
+        """Write every row as of one consistent snapshot; returns its binlog position. replaces_mirrors:
+        each table's rows come after a truncate just before that position, so the mirrors drop rows
+        deleted while the binlog was not read."""
         import pymysql
         import pymysql.cursors
 
@@ -79,6 +81,8 @@ class MysqlCapture:
                 cursor.execute("set session transaction isolation level repeatable read")
                 binlog_file, position = self._start_snapshot(cursor)
             for table in self.tables.values():
+                if replaces_mirrors:
+                    self._write_truncate_before(table, binlog_file, position)
                 with reader.cursor(pymysql.cursors.SSCursor) as rows:  # streams, not all rows in memory
                     self._snapshot_table(rows, table, binlog_file, position)
             reader.commit()
@@ -87,14 +91,24 @@ class MysqlCapture:
         return binlog_file, position
 
     def _start_snapshot(self, cursor: Any) -> tuple[str, int]:
+        import pymysql
+
         cursor.execute("start transaction with consistent snapshot, read only")
         cursor.execute("show status like 'binlog_snapshot_%'")
-        status = dict(cursor.fetchall())
+        # MariaDB names them Binlog_snapshot_file and Binlog_snapshot_position.
+        status = {name.lower(): value for name, value in cursor.fetchall()}
         if status.get("binlog_snapshot_file"):  # MariaDB: the snapshot's own position, no lock needed
             return status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
         # MySQL: hold off writers while the snapshot and the position are taken together.
         cursor.execute("rollback")
-        cursor.execute("flush tables with read lock")
+        try:
+            cursor.execute("flush tables with read lock")
+        except pymysql.err.OperationalError as error:
+            raise CaptureError(
+                f"the server has no lock-free snapshot position (MariaDB's Binlog_snapshot_file), and {error.args[-1]}: "
+                "on MySQL the first snapshot holds FLUSH TABLES WITH READ LOCK while it reads the binlog position, "
+                "which needs the RELOAD privilege (GRANT RELOAD ON *.* TO the capture user)"
+            ) from None
         try:
             cursor.execute("start transaction with consistent snapshot, read only")
             cursor.execute("show master status")
@@ -116,9 +130,21 @@ class MysqlCapture:
             return f"{max(0, int(row[1]) - position):,} bytes behind the server"
         return f"the server at {row[0]}:{row[1]}"
 
+    def _write_truncate_before(self, table: TableInfo, binlog_file: str, position: int) -> None:
+        # One byte before the snapshot's rows, which share the snapshot's position.
+        source = {"connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
+                  "file": binlog_file, "pos": position - 1, "row": 0, "ts_ms": None, "snapshot": "false"}
+        truncate = debezium_event(op="t", before=None, after=None, source=source, transaction_id=None, total_order=0,
+                                  processed_ms=int(time.time() * 1000))
+        self.output.write(f"mysql-snapshot-{table.schema}.{table.name}",
+                          f"{binlog_file_number(binlog_file)}-{position:012d}", "000000", [truncate])
+        self.summary.files += 1
+
     def _snapshot_table(self, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
         names = [column.name for column in table.columns]
-        column_list = ", ".join(f"`{name}`" for name in names)
+        # FLOAT as the double it is: the text protocol shows it with 6 digits, the binlog has all of it.
+        column_list = ", ".join(f"`{column.name}` + 0e0" if column.data_type == "float" else f"`{column.name}`"
+                                for column in table.columns)
         cursor.execute(f"select {column_list} from `{table.schema}`.`{table.name}`")
         source = {
             "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
@@ -263,28 +289,12 @@ def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_fil
             "set binlog_row_image=FULL and binlog_row_metadata=FULL (or the table changed since capture began)"
         )
     if isinstance(event, UpdateRowsEvent):
-        before, after = _fix_times(table, row["before_values"]), _fix_times(table, row["after_values"])
+        before = binlog_values(table, row["before_values"], row["before_none_sources"])
+        after = binlog_values(table, row["after_values"], row["after_none_sources"])
         return RowChange(table, "u", before, after, binlog_file, start, row_number)
     if isinstance(event, DeleteRowsEvent):
-        return RowChange(table, "d", _fix_times(table, row["values"]), None, binlog_file, start, row_number)
-    return RowChange(table, "c", None, _fix_times(table, row["values"]), binlog_file, start, row_number)
-
-
-def _fix_times(table: TableInfo, values: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Undo python-mysql-replication 1.0's decoding of negative TIME values with a fraction.
-
-    The server stores a negative TIME2 as the two's complement of the whole number, fraction
-    included; the library complements the seconds and the fraction separately and returns
-    -(12:34:56.22) for -12:34:56.78.
-    """
-    fixed = dict(values)
-    for column in table.columns:
-        value = fixed.get(column.name)
-        if column.data_type == "time" and isinstance(value, dt.timedelta) and value < dt.timedelta(0):
-            whole_seconds, fraction = divmod(-value, dt.timedelta(seconds=1))
-            if fraction:
-                fixed[column.name] = -(dt.timedelta(seconds=whole_seconds) + dt.timedelta(seconds=1) - fraction)
-    return fixed
+        return RowChange(table, "d", binlog_values(table, row["values"], row["none_sources"]), None, binlog_file, start, row_number)
+    return RowChange(table, "c", None, binlog_values(table, row["values"], row["none_sources"]), binlog_file, start, row_number)
 
 
 def binlog_file_number(binlog_file: str) -> str:

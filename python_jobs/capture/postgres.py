@@ -50,8 +50,10 @@ from python_jobs.capture.postgres_events import (
     lsn_text,
     transactions,
 )
+from python_jobs.capture.postgres_connection import connect, dsn_settings, dsn_without_secrets
+from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
-from python_jobs.formats.wal2json import json_value, parse_lsn
+from python_jobs.formats.wal2json import parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -71,6 +73,8 @@ class CaptureConfig:
     # With follow: the longest a received change waits before its file is written; a progress line's interval.
     max_wait_seconds: float = 1.0
     progress_seconds: float = 5.0
+    # Drop the slot and take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
+    resnapshot: bool = False
 
 
 class PostgresCapture:
@@ -85,7 +89,7 @@ class PostgresCapture:
         # The state as last written; its written_lsn is the last commit already in a file.
         self.state: dict = {}
         try:
-            self.connection = psycopg2.connect(config.dsn)
+            self.connection = connect(config.dsn)
         except psycopg2.Error as error:
             detail = " ".join(str(error).split())
             raise CaptureError(
@@ -99,11 +103,11 @@ class PostgresCapture:
             self.database, wal_level = cursor.fetchone()
         if wal_level != "logical":
             raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
-        self.table_columns = self._table_columns()
+        self.table_columns = self.read_table_columns()
 
-    def _table_columns(self) -> dict[str, list[tuple[str, str]]]:
+    def read_table_columns(self, connection: Any = None) -> dict[str, list[tuple[str, str]]]:
         columns: dict[str, list[tuple[str, str]]] = {}
-        with self.connection.cursor() as cursor:
+        with (connection or self.connection).cursor() as cursor:
             for table in self.config.tables:
                 cursor.execute(
                     "select attname, format_type(atttypid, atttypmod) from pg_attribute "
@@ -128,58 +132,9 @@ class PostgresCapture:
         with self.connection.cursor() as cursor:
             cursor.execute("select pg_drop_replication_slot(%s)", (self.config.slot,))
 
-    def snapshot(self) -> int:
-        """Create the slot and write every row as of its consistent point; returns that LSN."""
-        import psycopg2
-        import psycopg2.extras
-
-        replication = psycopg2.connect(self.config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
-        try:
-            with replication.cursor() as slot_cursor:
-                # The exported snapshot lives while this connection stays idle: read everything now.
-                slot_cursor.execute(f"CREATE_REPLICATION_SLOT {self.config.slot} LOGICAL wal2json EXPORT_SNAPSHOT")
-                _, consistent_point, snapshot_name, _ = slot_cursor.fetchone()
-                position = parse_lsn(consistent_point)
-                reader = psycopg2.connect(self.config.dsn)
-                try:
-                    with reader.cursor() as cursor:
-                        cursor.execute("begin isolation level repeatable read read only")
-                        cursor.execute("set transaction snapshot %s", (snapshot_name,))
-                        cursor.execute("set local timezone = 'UTC'")
-                        for table in self.config.tables:
-                            self._snapshot_table(cursor, table, position)
-                finally:
-                    reader.close()
-        finally:
-            replication.close()
-        return position
-
-    def _snapshot_table(self, cursor: Any, table: str, position: int) -> None:
-        types = dict(self.table_columns[table])
-        schema, name = table.split(".")
-        source = {
-            "connector": CONNECTOR, "name": "cdc_merge", "db": self.database, "schema": schema,
-            "table": name, "lsn": position, "ts_ms": None, "snapshot": "true",
-        }
-        cursor.execute(f"select row_to_json(t)::text from {table} as t")
-        part = 0
-        while True:
-            rows = cursor.fetchmany(self.config.max_changes_per_file)
-            if not rows:
-                break
-            part += 1
-            now_ms = int(time.time() * 1000)
-            events = []
-            for (row_json,) in rows:
-                row = json.loads(row_json, parse_float=str, parse_int=str)
-                image = {column: json_value(types[column], value) for column, value in row.items()}
-                events.append(debezium_event(
-                    op="r", before=None, after=image, source=source,
-                    transaction_id=None, total_order=0, processed_ms=now_ms,
-                ))
-            self.output.write(f"pg-{self.config.slot}-snapshot-{table}", f"{position:016X}", f"{part:06d}", events)
-            self.summary.files += 1
-            self.summary.snapshot_rows += len(events)
+    def snapshot(self, replaces_mirrors: bool = False) -> int:
+        """Create the slot and write every row as of its consistent point (postgres_snapshot.py)."""
+        return take_snapshot(self, replaces_mirrors)
 
     def _decoding_options(self) -> list[str]:
         options = {**DECODING_OPTIONS, "add-tables": ",".join(self.config.tables)}
@@ -220,7 +175,7 @@ class PostgresCapture:
         unwritten = [tx for tx in committed if tx.commit_lsn > written_through]
         processed_ms = int(time.time() * 1000)
         # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
-        self.table_columns = self._table_columns()
+        self.table_columns = self.read_table_columns()
         names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
         events = [event for tx in unwritten for event in change_events(tx, self.database, names, processed_ms)]
         last_commit = committed[-1].commit_lsn
@@ -244,17 +199,6 @@ class PostgresCapture:
         self.connection.close()
 
 
-def dsn_without_secrets(dsn: str) -> str:
-    """The DSN as it may be shown: every setting but the password."""
-    from psycopg2.extensions import parse_dsn
-
-    try:
-        settings = parse_dsn(dsn)
-    except Exception:  # noqa: BLE001 - an unparsable DSN is shown by its length only
-        return f"a DSN of {len(dsn)} characters that libpq cannot parse"
-    return " ".join(f"{name}={value}" for name, value in settings.items() if name != "password")
-
-
 def run(config: CaptureConfig) -> CaptureSummary:
     import psycopg2
 
@@ -275,16 +219,13 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         if state and state.get("slot") != config.slot:
             raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
         capture.state = state
-        if not state.get("snapshot_done"):
-            if capture.slot_exists():  # left by a capture that died during its snapshot
-                capture.drop_slot()
-            position = capture.snapshot()
-            capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
-            log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
+        if config.resnapshot or not state.get("snapshot_done"):
+            _take_snapshot(capture, config, state)
         elif not capture.slot_exists():
             raise CaptureError(
-                f"replication slot {config.slot} is gone, so changes since the last capture are lost to it: "
-                f"remove {config.state} to take a new snapshot, then rebuild the mirrors with dbt run --full-refresh"
+                f"replication slot {config.slot} is gone, so the changes since the last capture are lost to it: "
+                "run the capture once with --resnapshot, which takes a new snapshot that replaces what the mirrors "
+                "hold of these tables (rows deleted meanwhile go too)"
             )
         if config.follow:
             capture.follow(stop_on_signals())
@@ -298,6 +239,25 @@ def _run(config: CaptureConfig) -> CaptureSummary:
     return capture.summary
 
 
+def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict) -> None:
+    """The first snapshot, or with --resnapshot a new one. The state says a snapshot began before the
+    slot is made, so a slot this capture did not make is never dropped unasked."""
+    if capture.slot_exists():
+        if not (config.resnapshot or state.get("snapshot_started")):
+            raise CaptureError(
+                f"replication slot {config.slot} already exists, and {config.state} does not say this capture "
+                f"made it (a new or another state file), so nothing was done: dropping it would lose the changes "
+                f"it holds. If the slot is this pipeline's, run with the --state file it was made with; to start "
+                f"over, run once with --resnapshot, which drops the slot and takes a new snapshot that replaces what "
+                f"the mirrors hold of these tables"
+            )
+        capture.drop_slot()  # asked for, or made by this capture, which died during its snapshot
+    capture.write_state({"slot": config.slot, "snapshot_started": True, **({"resnapshot": True} if config.resnapshot else {})})
+    position = capture.snapshot(replaces_mirrors=config.resnapshot or bool(state.get("resnapshot")))
+    capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
+    log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
+
+
 def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser = argparse.ArgumentParser(description="Capture PostgreSQL changes (wal2json) as Debezium JSON files.")
     parser.add_argument("--dsn", required=True, help="libpq connection string of a user with REPLICATION, without "
@@ -307,6 +267,9 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser.add_argument("--out", required=True, help="folder the landing job reads")
     parser.add_argument("--state", required=True, help="state file (snapshot done, slot)")
     parser.add_argument("--max-changes-per-file", type=int, default=10_000)
+    parser.add_argument("--resnapshot", action="store_true",
+                        help="drop the slot (if any) and take a new snapshot that replaces what the mirrors hold of these "
+                             "tables: after the slot was lost, or to start over")
     parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
     parser.add_argument("--max-wait-seconds", type=float, default=1.0,
                         help="with --follow: the longest a change waits before its file is written")
@@ -316,7 +279,7 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     for table in tables:
         if not _QUALIFIED_TABLE.match(table):
             parser.error(f"--tables: {table!r} is not schema.table")
-    if "password" in _dsn_settings(args.dsn):
+    if "password" in dsn_settings(args.dsn):
         parser.error("--dsn holds a password: remove it and set PGPASSWORD (or use ~/.pgpass); "
                      "a command line is visible to every user of the machine")
     if not _SLOT_NAME.match(args.slot):
@@ -328,17 +291,8 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     return CaptureConfig(
         dsn=args.dsn, tables=tables, slot=args.slot, out=Path(args.out), state=Path(args.state),
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
-        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds,
+        max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds, resnapshot=args.resnapshot,
     )
-
-
-def _dsn_settings(dsn: str) -> dict[str, str]:
-    from psycopg2.extensions import parse_dsn
-
-    try:
-        return parse_dsn(dsn)
-    except Exception:  # noqa: BLE001 - libpq says what is wrong with it when connecting
-        return {}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from python_jobs.capture.output import FollowProgress
+from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text, wal2json_record
 
 log = logging.getLogger("cdc_merge.capture")
@@ -40,11 +41,10 @@ class PostgresStream:
         self.confirmed_lsn = 0
 
     def run(self) -> None:
-        import psycopg2
         import psycopg2.extras
 
         config = self.capture.config
-        connection = psycopg2.connect(config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+        connection = connect(config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
         try:
             cursor = connection.cursor()
             # From the slot's confirmed position: everything after the last file confirmed.

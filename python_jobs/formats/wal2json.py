@@ -43,6 +43,9 @@ from python_jobs.formats.transactions import transaction_id, tx_end_marker
 
 _INTEGER_TYPES = {"smallint", "integer", "bigint", "oid"}
 _FLOAT_TYPES = {"real", "double precision"}
+# The types wal2json writes as bare JSON numbers.
+_BARE_NUMBER_TYPES = _INTEGER_TYPES | _FLOAT_TYPES | {"numeric"}
+_NOT_FINITE = {"NaN", "Infinity", "-Infinity"}
 NOT_ROW_CHANGES = {
     "B": "wal2json transaction begin",
     "M": "logical decoding message",
@@ -81,7 +84,7 @@ def value_converter(pg_type: str) -> Callable[[Any], Any]:
         return _utc_timestamp
     if base_type == "timestamp without time zone":
         return lambda value: value.replace(" ", "T", 1)
-    return _text_or_json
+    return _as_sent
 
 
 def _float_value(value: Any) -> Any:
@@ -97,10 +100,25 @@ def _utc_timestamp(value: str) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _text_or_json(value: Any) -> Any:
-    if isinstance(value, (dict, list)):  # json/jsonb from row_to_json: the same text wal2json sends
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _as_sent(value: Any) -> Any:
+    """Text types, json, arrays, bytea, ...: the type's text output, as wal2json sends it."""
     return value
+
+
+def snapshot_converter(pg_type: str) -> Callable[[str], Any]:
+    """value_converter for a column read as its type's text output (`column::text`), as the capture's
+    snapshot reads it. wal2json sends that same text but for numbers and booleans, which it writes
+    bare (not-finite numbers as null), and bytea, whose hex it sends without the leading \\x; every
+    other type converts alike."""
+    if pg_type == "boolean":
+        return lambda text: text in ("t", "true")
+    if pg_type == "bytea":
+        return lambda text: text[2:] if text.startswith("\\x") else text
+    convert = value_converter(pg_type)
+    if pg_type.split("(")[0] in _BARE_NUMBER_TYPES:
+        # wal2json 2.5 sends NaN and +-Infinity of these types as null.
+        return lambda text: None if text in _NOT_FINITE else convert(text)
+    return convert
 
 
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> Iterator[ParsedLine]:

@@ -1,0 +1,95 @@
+"""The capture's first snapshot (and a --resnapshot): the slot created with an exported snapshot, and
+every row of the captured tables read in it and written as a snapshot read at the slot's
+consistent point, so that snapshot + stream is exactly each table's history from there."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from python_jobs.capture.output import debezium_event
+from python_jobs.capture.postgres_connection import connect
+from python_jobs.capture.postgres_events import CONNECTOR
+from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
+
+
+def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> int:
+    """Create the slot and write every row as of its consistent point; returns that LSN.
+    replaces_mirrors: each table's rows come after a truncate just before that point, so the
+    mirrors drop rows deleted while no slot kept the changes."""
+    import psycopg2
+    import psycopg2.extras
+
+    replication = connect(capture.config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+    try:
+        with replication.cursor() as slot_cursor:
+            # The exported snapshot lives while this connection stays idle: read everything now.
+            slot_cursor.execute(f"CREATE_REPLICATION_SLOT {capture.config.slot} LOGICAL wal2json EXPORT_SNAPSHOT")
+            _, consistent_point, snapshot_name, _ = slot_cursor.fetchone()
+            position = parse_lsn(consistent_point)
+            reader = connect(capture.config.dsn)
+            try:
+                reader.set_session(isolation_level="REPEATABLE READ", readonly=True)
+                with reader.cursor() as cursor:
+                    cursor.execute("set transaction snapshot %s", (snapshot_name,))
+                    cursor.execute("set local timezone = 'UTC'")
+                # The columns as of the snapshot, not as of the capture's start.
+                capture.table_columns = capture.read_table_columns(reader)
+                for table in capture.config.tables:
+                    if replaces_mirrors:
+                        _write_truncate_before(capture, table, position)
+                    _snapshot_table(capture, reader, table, position)
+            finally:
+                reader.close()
+    finally:
+        replication.close()
+    return position
+
+
+def _source_block(capture: Any, table: str, position: int, snapshot: bool) -> dict[str, Any]:
+    schema, name = table.split(".")
+    return {"connector": CONNECTOR, "name": "cdc_merge", "db": capture.database, "schema": schema, "table": name,
+            "lsn": position, "ts_ms": None, "snapshot": "true" if snapshot else "false"}
+
+
+def _write_truncate_before(capture: Any, table: str, position: int) -> None:
+    # One position before the snapshot's rows, which share the snapshot's own.
+    truncate = debezium_event(op="t", before=None, after=None, source=_source_block(capture, table, position - 1, False),
+                              transaction_id=None, total_order=0, processed_ms=int(time.time() * 1000))
+    capture.output.write(f"pg-{capture.config.slot}-snapshot-{table}", f"{position:016X}", "000000", [truncate])
+    capture.summary.files += 1
+
+
+def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> None:
+    """Every row as a snapshot read. Each column is read as its type's text output, which is what
+    wal2json sends for a streamed change, and converted by the same function, so a row reads the
+    same from the snapshot as from the stream (numbers, JSON, arrays, bytea, times alike)."""
+    columns = capture.table_columns[table]
+    converters = [(name, snapshot_converter(pg_type)) for name, pg_type in columns]
+    source = _source_block(capture, table, position, True)
+    column_list = ", ".join(f"{quote_identifier(name)}::text" for name, _ in columns)
+    # A named cursor streams the rows from the server instead of holding the table in memory.
+    with reader.cursor(name="cdc_merge_snapshot") as cursor:
+        cursor.itersize = capture.config.max_changes_per_file
+        cursor.execute(f"select {column_list} from {table}")
+        part = 0
+        while True:
+            rows = cursor.fetchmany(capture.config.max_changes_per_file)
+            if not rows:
+                break
+            part += 1
+            now_ms = int(time.time() * 1000)
+            events = [
+                debezium_event(
+                    op="r", before=None, source=source, transaction_id=None, total_order=0, processed_ms=now_ms,
+                    after={name: None if text is None else convert(text) for (name, convert), text in zip(converters, row)},
+                )
+                for row in rows
+            ]
+            capture.output.write(f"pg-{capture.config.slot}-snapshot-{table}", f"{position:016X}", f"{part:06d}", events)
+            capture.summary.files += 1
+            capture.summary.snapshot_rows += len(events)
+
+
+def quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
