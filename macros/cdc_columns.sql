@@ -42,8 +42,17 @@
 {% endmacro %}
 
 {% macro spark__cdc_column(name, data_type, json_field) %}
+    {{ cdc_merge.spark__cdc_value('_cdc_row', json_field, data_type) }} as {{ name }}
+{%- endmacro %}
+
+{% macro cdc_value(row, json_field, data_type) %}
+    {#- json_field of a row image (row: a string column or literal on Spark, a VARIANT on Databend) as data_type. -#}
+    {{ return(adapter.dispatch('cdc_value', 'cdc_merge')(row, json_field, data_type)) }}
+{% endmacro %}
+
+{% macro spark__cdc_value(row, json_field, data_type) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json(_cdc_row, '`{{ json_field }}` {{ data_type }}').{{ cdc_merge.spark_field_reference(json_field) }} as {{ name }}
+    from_json({{ row }}, '`{{ json_field }}` {{ data_type }}').{{ cdc_merge.spark_field_reference(json_field) }}
 {%- endmacro %}
 
 {% macro spark_field_reference(field) %}
@@ -51,13 +60,17 @@
 {% endmacro %}
 
 {% macro databend__cdc_column(name, data_type, json_field) %}
+    {{ cdc_merge.databend__cdc_value('_cdc_row', json_field, data_type) }} as {{ name }}
+{%- endmacro %}
+
+{% macro databend__cdc_value(row, json_field, data_type) %}
     {#-
         A JSON null is a VARIANT null, not SQL null. Decimals go through their text: a
         VARIANT does not cast to DECIMAL, and a JSON string "12.50" stays exact.
     -#}
-    {%- set field = "_cdc_row['" ~ json_field ~ "']" -%}
+    {%- set field = row ~ "['" ~ json_field ~ "']" -%}
     {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
-    case when is_null_value({{ field }}) then null else cast({{ value }} as {{ data_type }}) end as {{ name }}
+    case when is_null_value({{ field }}) then null else cast({{ value }} as {{ data_type }}) end
 {%- endmacro %}
 
 

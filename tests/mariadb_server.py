@@ -63,3 +63,17 @@ def start_mariadb(directory: Path) -> MariadbServer:
     server = MariadbServer(directory, port, process)
     wait_until_accepting(server.connect, process, directory / "server.log", "MariaDB")
     return server
+
+
+def create_mariadb_capture_user(server: MariadbServer, databases: list[str], name: str = "cdc") -> tuple[str, str]:
+    """The user the docs prescribe for the capture (docs/your_project.md): REPLICATION SLAVE,
+    REPLICATION CLIENT, and SELECT on the captured databases, nothing else; returns (user, password)."""
+    password = "capture-pw"
+    connection = server.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"create user {name}@'%%' identified by %s", (password,))
+        cursor.execute(f"grant replication slave, replication client on *.* to {name}@'%'")
+        for database in databases:
+            cursor.execute(f"grant select on `{database}`.* to {name}@'%'")
+    connection.close()
+    return name, password

@@ -68,3 +68,18 @@ def start_postgres(directory: Path) -> PostgresServer:
     server = PostgresServer(directory, port, process)
     wait_until_accepting(server.connect, process, directory / "server.log", "PostgreSQL")
     return server
+
+
+def create_capture_user(server: PostgresServer, schemas: list[str], name: str = "cdc") -> str:
+    """The user the docs prescribe for the capture (docs/your_project.md): LOGIN and REPLICATION, and
+    SELECT on the captured schemas' tables, nothing else; returns its DSN."""
+    connection = server.connect()
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute(f"create role {name} login replication")
+        for schema in schemas:
+            cursor.execute(f"grant usage on schema {schema} to {name}")
+            cursor.execute(f"grant select on all tables in schema {schema} to {name}")
+            cursor.execute(f"alter default privileges in schema {schema} grant select on tables to {name}")
+    connection.close()
+    return f"host=127.0.0.1 port={server.port} user={name} dbname=postgres"

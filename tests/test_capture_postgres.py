@@ -23,7 +23,7 @@ from postgres_server import PG_BIN, start_postgres
 from throwaway_server import kill_after_first_file
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.postgres import CaptureConfig
-from python_jobs.capture.postgres_events import Transaction, change_events
+from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
 from python_jobs.formats.wal2json import json_value
 
 KEYS = {"shop.accounts": ["id"], "shop.order_lines": ["order_id", "line_no"]}
@@ -275,9 +275,9 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_and_unsent_toast_is_mar
         "pk": [{"name": "id", "type": "bigint"}],
     }
     transaction = Transaction(xid=7, commit_ts_ms=1000, commit_lsn=32, changes=[change])
-    table_columns = {"shop.accounts": ["id", "name", "note"]}
+    shapes = {"shop.accounts": TableShape(frozenset({"id", "name", "note"}), toastable=frozenset({"name", "note"}))}
 
-    *events, end = change_events(transaction, "db", table_columns, processed_ms=2000)
+    *events, end = change_events(transaction, "db", shapes, processed_ms=2000)
 
     assert end == {"status": "END", "id": "7:32", "ts_ms": 1000, "event_count": 2,
                    "data_collections": [{"data_collection": "shop.accounts", "event_count": 2}]}
@@ -299,7 +299,8 @@ def test_data_collection_order_counts_the_events_of_each_table_in_the_transactio
 
     changes = [insert("orders", "0/10", 1), insert("order_lines", "0/11", 1), insert("order_lines", "0/12", 2), insert("orders", "0/13", 2)]
     transaction = Transaction(xid=9, commit_ts_ms=1000, commit_lsn=64, changes=changes)
-    *events, end = change_events(transaction, "db", {"shop.orders": ["id"], "shop.order_lines": ["id"]}, processed_ms=2000)
+    *events, end = change_events(transaction, "db", {"shop.orders": TableShape(frozenset({"id"})),
+                                                     "shop.order_lines": TableShape(frozenset({"id"}))}, processed_ms=2000)
 
     assert [(e["source"]["table"], e["transaction"]["total_order"], e["transaction"]["data_collection_order"]) for e in events] == [
         ("orders", 1, 1), ("order_lines", 2, 1), ("order_lines", 3, 2), ("orders", 4, 2),

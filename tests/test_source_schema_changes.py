@@ -1,6 +1,7 @@
-"""Real PostgreSQL and MariaDB tables change shape in the middle of a captured workload (a column
-added, types widened, a column dropped, the table truncated); the mirrors, on both engines, equal
-the source tables at the end without --full-refresh."""
+"""Real PostgreSQL and MariaDB tables change shape in the middle of a captured workload (columns
+added, one with a default the existing rows take, types widened, a column dropped, the table
+truncated); captured by the least-privileged user the docs prescribe, the mirrors, on both engines,
+equal the source tables at the end without --full-refresh."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mariadb_server import start_mariadb
-from postgres_server import start_postgres
+from mariadb_server import create_mariadb_capture_user, start_mariadb
+from postgres_server import create_capture_user, start_postgres
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 
 KEYS = {"shop.items": ["id"]}
 BEFORE = {"id": "bigint", "name": "string", "qty": "int", "price": "decimal(8,2)", "legacy": "string"}
-AFTER = {"id": "bigint", "name": "string", "qty": "bigint", "price": "decimal(12,2)", "note": "string"}
+AFTER = {"id": "bigint", "name": "string", "qty": "bigint", "price": "decimal(12,2)", "note": "string", "tier": "string"}
 
 
 def items_model(project, columns: dict[str, str], on_schema_change: str) -> None:
@@ -53,7 +54,7 @@ class Workload:
                         cursor.execute("insert into shop.items (id, name, qty, price, legacy) values (%s, %s, %s, %s, %s)",
                                        (self.next_id, f"item {self.next_id}", qty, price, "old"))
                 elif roll < 0.85:
-                    column = self.random.choice(["qty", "price", "note" if altered else "legacy"])
+                    column = self.random.choice(["qty", "price", *(["note", "tier"] if altered else ["legacy"])])
                     value = {"qty": qty, "price": price}.get(column, f"{column} {self.random.random():.3f}")
                     cursor.execute(f"update shop.items set {column} = %s where id = %s", (value, self.random.choice(ids)))
                 else:
@@ -63,7 +64,7 @@ class Workload:
 
 def source_rows(connection) -> list[tuple]:
     with connection.cursor() as cursor:
-        cursor.execute("select id, name, qty, price, note from shop.items order by id")
+        cursor.execute("select id, name, qty, price, note, tier from shop.items order by id")
         rows = [tuple(row) for row in cursor.fetchall()]
     connection.commit()
     return rows
@@ -71,7 +72,7 @@ def source_rows(connection) -> list[tuple]:
 
 def mirror_rows(project) -> list[tuple]:
     return [tuple(row.values()) for row in project.query(
-        f"select id, name, qty, price, note from {project.schema}.items order by id")]
+        f"select id, name, qty, price, note, tier from {project.schema}.items order by id")]
 
 
 def change_shape_in_the_middle(project, connection, capture, statements: dict[str, str]) -> None:
@@ -94,6 +95,8 @@ def change_shape_in_the_middle(project, connection, capture, statements: dict[st
         cursor.execute(statements["widen_qty"])
         cursor.execute(statements["widen_price"])
         cursor.execute(statements["drop"])
+        # Every row there is takes the default, without a row change in the log.
+        cursor.execute(statements["add_with_default"])
     connection.commit()
     workload.run(30, altered=True)
     capture()
@@ -108,7 +111,8 @@ def change_shape_in_the_middle(project, connection, capture, statements: dict[st
     # The model follows the source: no --full-refresh.
     items_model(project, AFTER, "sync_all_columns")
     project.dbt("run", "--select", "items")
-    assert mirror_rows(project) == source_rows(connection)
+    rows = source_rows(connection)
+    assert any(row[-1] == "gold" for row in rows) and mirror_rows(project) == rows
     assert "legacy" not in {name.lower() for name in project.query(f"select * from {project.schema}.items limit 1")[0]}
 
 
@@ -129,13 +133,14 @@ def test_postgres_source_changes_shape_and_the_mirrors_follow(conformance_projec
             cursor.execute("create table shop.items (id bigint primary key, name text, qty int, price numeric(8,2), legacy text)")
         connection.commit()
         config = capture_postgres.CaptureConfig(
-            dsn=server.dsn, tables=tuple(KEYS), slot="schema_changes", out=conformance_project.inbox,
+            dsn=create_capture_user(server, ["shop"]), tables=tuple(KEYS), slot="schema_changes", out=conformance_project.inbox,
             state=tmp_path / "capture-state.json", max_changes_per_file=25)
         change_shape_in_the_middle(conformance_project, connection, lambda: capture_postgres.run(config), {
             "add": "alter table shop.items add column note text",
             "widen_qty": "alter table shop.items alter column qty type bigint",
             "widen_price": "alter table shop.items alter column price type numeric(12,2)",
             "drop": "alter table shop.items drop column legacy",
+            "add_with_default": "alter table shop.items add column tier text default 'gold'",
             "truncate": "truncate shop.items",
         })
         connection.close()
@@ -152,14 +157,16 @@ def test_mariadb_source_changes_shape_and_the_mirrors_follow(conformance_project
             cursor.execute("create table shop.items (id bigint primary key, name varchar(50), qty int, "
                            "price decimal(8,2), legacy varchar(50))")
         connection.commit()
+        user, password = create_mariadb_capture_user(server, ["shop"])
         config = capture_mysql.CaptureConfig(
-            host="127.0.0.1", port=server.port, user="root", password="", tables=tuple(KEYS),
+            host="127.0.0.1", port=server.port, user=user, password=password, tables=tuple(KEYS),
             out=conformance_project.inbox, state=tmp_path / "capture-state.json", max_changes_per_file=25)
         change_shape_in_the_middle(conformance_project, connection, lambda: capture_mysql.run(config), {
             "add": "alter table shop.items add column note varchar(50)",
             "widen_qty": "alter table shop.items modify qty bigint",
             "widen_price": "alter table shop.items modify price decimal(12,2)",
             "drop": "alter table shop.items drop column legacy",
+            "add_with_default": "alter table shop.items add column tier varchar(10) not null default 'gold'",
             "truncate": "truncate table shop.items",
         })
         connection.close()

@@ -103,7 +103,8 @@
         One MERGE, so all or nothing. An event goes only if (1) it is in the raw snapshot every
         mirror of source_table has applied, (2) it landed more than raw_retention_hours ago, and
         (3) an event of the same key with a greater seq is in the log: the newest event of every
-        key stays, so a new mirror or a full refresh still rebuilds every row, and
+        key stays, so a new mirror or a full refresh still rebuilds every row (the table's own
+        events, truncates and schema changes, all stay), and
         cdc_mirror_matches_log compares the same newest events as before.
     -#}
     {% if settings.raw_retention_hours is none %}
@@ -139,6 +140,8 @@
         ) as newest
             on applied.key = newest.key and applied.seq < newest.newest_seq
         where applied.table_name = '{{ source_table }}'
+            {#- A table's own events (truncates, schema changes with older rows' values) are few and every rebuild needs them. #}
+            and applied.key != '[]'
             and applied.landed_at < {{ cdc_merge.timestamp_literal(cdc_merge.seconds_ago_sql(retention_seconds)) }}
     ) as removable
         on event.table_name = '{{ source_table }}'

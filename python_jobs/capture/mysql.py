@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from python_jobs.capture.mysql_events import change_events
-from python_jobs.capture.mysql_server import MysqlCapture, binlog_file_number
+from python_jobs.capture.mysql_events import binlog_file_number
+from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
@@ -120,7 +121,8 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         # Only now, with the file on disk, may capture move past these transactions.
         binlog_file, position = pending.end
         write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
-                                   "server_id": config.server_id, **({"following": progress.as_state()} if stop else {})})
+                                   "server_id": config.server_id, "columns": capture.known_columns,
+                                   **({"following": progress.as_state()} if stop else {})})
         pending = _PendingFile()
 
     heartbeat = min(config.max_wait_seconds, 1.0) if stop is not None else None
@@ -173,10 +175,11 @@ def _run(config: CaptureConfig) -> CaptureSummary:
                 write_state(config.state, {"resnapshot": True})
             binlog_file, position = capture.snapshot(replaces_mirrors)
             write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
-                                       "server_id": config.server_id})
+                                       "server_id": config.server_id, "columns": capture.known_columns})
             log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
         else:
             binlog_file, position = state["file"], int(state["pos"])
+            capture.known_columns.update(state.get("columns") or {})
             _check_binlog_still_there(capture, binlog_file, config.state)
         stream(capture, config, binlog_file, position, stop_on_signals() if config.follow else None)
     finally:

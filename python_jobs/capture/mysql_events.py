@@ -119,6 +119,8 @@ class Transaction:
     begin_position: int = 0
     commit_ts_ms: int | None = None
     changes: list[RowChange] = field(default_factory=list)
+    # Schema change events of columns its DDL added (mysql_columns.py): written before its changes.
+    schema_events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -131,7 +133,7 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
     An update that changes the primary key becomes a delete of the old key and an insert
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
     """
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = list(transaction.schema_events)
     order = TransactionOrder()
     for change in transaction.changes:
         table = change.table
@@ -151,6 +153,10 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
                 op=op, before=before_image, after=after_image, source=source,
                 transaction_id=transaction.id, processed_ms=processed_ms, **order.next(f"{table.schema}.{table.name}"),
             ))
-    if events:
+    if order.total:
         events.append(order.end_record(transaction.id, transaction.commit_ts_ms))
     return events
+
+
+def binlog_file_number(binlog_file: str) -> str:
+    return binlog_file.rsplit(".", 1)[-1]

@@ -6,11 +6,15 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
+from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, schema_event
+from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, row_image
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder, debezium_event
+from python_jobs.capture.schema_events import warn_unknown_values
 
 if TYPE_CHECKING:
     from python_jobs.capture.mysql import CaptureConfig
@@ -36,6 +40,9 @@ class MysqlCapture:
             ) from None
         self._check_binlog_settings()
         self.tables = {table: self._table_info(table) for table in config.tables}
+        # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
+        # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
+        self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
 
     def _variables(self, *names: str) -> dict[str, str]:
         with self.connection.cursor() as cursor:
@@ -68,56 +75,8 @@ class MysqlCapture:
         return TableInfo(schema, name, columns, primary_key)
 
     def snapshot(self, replaces_mirrors: bool = False) -> tuple[str, int]:
-        """Write every row as of one consistent snapshot; returns its binlog position. replaces_mirrors:
-        each table's rows come after a truncate just before that position, so the mirrors drop rows
-        deleted while the binlog was not read."""
-        import pymysql
-        import pymysql.cursors
-
-        reader = pymysql.connect(**self.config.connection_settings)
-        try:
-            with reader.cursor() as cursor:
-                cursor.execute("set session time_zone = '+00:00'")
-                cursor.execute("set session transaction isolation level repeatable read")
-                binlog_file, position = self._start_snapshot(cursor)
-            for table in self.tables.values():
-                if replaces_mirrors:
-                    self._write_truncate_before(table, binlog_file, position)
-                with reader.cursor(pymysql.cursors.SSCursor) as rows:  # streams, not all rows in memory
-                    self._snapshot_table(rows, table, binlog_file, position)
-            reader.commit()
-        finally:
-            reader.close()
-        return binlog_file, position
-
-    def _start_snapshot(self, cursor: Any) -> tuple[str, int]:
-        import pymysql
-
-        cursor.execute("start transaction with consistent snapshot, read only")
-        cursor.execute("show status like 'binlog_snapshot_%'")
-        # MariaDB names them Binlog_snapshot_file and Binlog_snapshot_position.
-        status = {name.lower(): value for name, value in cursor.fetchall()}
-        if status.get("binlog_snapshot_file"):  # MariaDB: the snapshot's own position, no lock needed
-            return status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-        # MySQL: hold off writers while the snapshot and the position are taken together.
-        cursor.execute("rollback")
-        try:
-            cursor.execute("flush tables with read lock")
-        except pymysql.err.OperationalError as error:
-            raise CaptureError(
-                f"the server has no lock-free snapshot position (MariaDB's Binlog_snapshot_file), and {error.args[-1]}: "
-                "on MySQL the first snapshot holds FLUSH TABLES WITH READ LOCK while it reads the binlog position, "
-                "which needs the RELOAD privilege (GRANT RELOAD ON *.* TO the capture user)"
-            ) from None
-        try:
-            cursor.execute("start transaction with consistent snapshot, read only")
-            cursor.execute("show master status")
-            row = cursor.fetchone()
-        finally:
-            cursor.execute("unlock tables")
-        if not row:
-            raise CaptureError("show master status returned nothing: is log_bin on?")
-        return row[0], int(row[1])
+        """Write every row as of one consistent snapshot; returns its binlog position (mysql_snapshot.py)."""
+        return take_snapshot(self, replaces_mirrors)
 
     def behind(self, binlog_file: str, position: int) -> str:
         """How far the server's binlog is ahead of a position, for a following capture's progress line."""
@@ -129,40 +88,6 @@ class MysqlCapture:
         if row[0] == binlog_file:
             return f"{max(0, int(row[1]) - position):,} bytes behind the server"
         return f"the server at {row[0]}:{row[1]}"
-
-    def _write_truncate_before(self, table: TableInfo, binlog_file: str, position: int) -> None:
-        # One byte before the snapshot's rows, which share the snapshot's position.
-        source = {"connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
-                  "file": binlog_file, "pos": position - 1, "row": 0, "ts_ms": None, "snapshot": "false"}
-        truncate = debezium_event(op="t", before=None, after=None, source=source, transaction_id=None, total_order=0,
-                                  processed_ms=int(time.time() * 1000))
-        self.output.write(f"mysql-snapshot-{table.schema}.{table.name}",
-                          f"{binlog_file_number(binlog_file)}-{position:012d}", "000000", [truncate])
-        self.summary.files += 1
-
-    def _snapshot_table(self, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
-        names = [column.name for column in table.columns]
-        # FLOAT as the double it is: the text protocol shows it with 6 digits, the binlog has all of it.
-        column_list = ", ".join(f"`{column.name}` + 0e0" if column.data_type == "float" else f"`{column.name}`"
-                                for column in table.columns)
-        cursor.execute(f"select {column_list} from `{table.schema}`.`{table.name}`")
-        source = {
-            "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
-            "file": binlog_file, "pos": position, "row": 0, "ts_ms": None, "snapshot": "true",
-        }
-        part = 0
-        while rows := cursor.fetchmany(self.config.max_changes_per_file):
-            part += 1
-            now_ms = int(time.time() * 1000)
-            events = [
-                debezium_event(op="r", before=None, after=row_image(table, dict(zip(names, row))), source=source,
-                               transaction_id=None, total_order=0, processed_ms=now_ms)
-                for row in rows
-            ]
-            prefix = f"mysql-snapshot-{table.schema}.{table.name}"
-            self.output.write(prefix, f"{binlog_file_number(binlog_file)}-{position:012d}", f"{part:06d}", events)
-            self.summary.files += 1
-            self.summary.snapshot_rows += len(events)
 
     def transactions(self, binlog_file: str, position: int,
                      heartbeat_seconds: float | None = None) -> Iterator[tuple[Transaction | None, str, int]]:
@@ -218,6 +143,14 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
+                    elif (altered := self._added_columns(event, captured, stream.log_file, start)) is not None:
+                        # DDL is a transaction of its own (after its GTID event, if any).
+                        current = current if current is not None and not current.changes else Transaction(
+                            begin_file=stream.log_file, begin_position=start)
+                        current.schema_events.append(altered)
+                        current.commit_ts_ms = event.timestamp * 1000
+                        yield current, stream.log_file, event.packet.log_pos
+                        current = None
                     elif current is not None and current.gtid and not current.changes:
                         # A statement outside a transaction (DDL): its GTID event came first.
                         self._warn_on_captured_ddl(event, captured)
@@ -240,6 +173,26 @@ class MysqlCapture:
                         current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
         finally:
             stream.close()
+
+    def _added_columns(self, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
+                       start: int) -> dict[str, Any] | None:
+        """An ALTER TABLE of a captured table that added columns: its schema change event, with the values
+        the rows that existed then hold (mysql_columns.py); the table's info read again."""
+        named = altered_table(event.query, event.schema)
+        table = captured.get(named) if named else None
+        if table is None:
+            return None
+        qualified = f"{table.schema}.{table.name}"
+        refreshed = self._table_info(qualified)
+        self.tables[qualified] = captured[named] = refreshed
+        added, self.known_columns[qualified] = added_columns(self.known_columns.get(qualified, ()), refreshed, event.query)
+        if not added:
+            return None
+        values = existing_rows(self.connection, refreshed, added)
+        warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
+        # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
+        logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in self.known_columns[qualified]))
+        return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000))
 
     def _table_as_logged(self, table: TableInfo, event: Any) -> TableInfo:
         """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
@@ -295,7 +248,3 @@ def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_fil
     if isinstance(event, DeleteRowsEvent):
         return RowChange(table, "d", binlog_values(table, row["values"], row["none_sources"]), None, binlog_file, start, row_number)
     return RowChange(table, "c", None, binlog_values(table, row["values"], row["none_sources"]), binlog_file, start, row_number)
-
-
-def binlog_file_number(binlog_file: str) -> str:
-    return binlog_file.rsplit(".", 1)[-1]

@@ -45,11 +45,13 @@ from python_jobs.capture.output import (
 from python_jobs.capture.postgres_events import (
     CONNECTOR,
     DECODING_OPTIONS,
+    TableShape,
     Transaction,
     change_events,
     lsn_text,
     transactions,
 )
+from python_jobs.capture.postgres_columns import MESSAGE_PREFIX, CatalogColumn, ColumnAdditions, read_catalog
 from python_jobs.capture.postgres_connection import connect, dsn_settings, dsn_without_secrets
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
@@ -103,22 +105,17 @@ class PostgresCapture:
             self.database, wal_level = cursor.fetchone()
         if wal_level != "logical":
             raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
-        self.table_columns = self.read_table_columns()
+        self.catalog = self.read_catalog()
+        # Columns added to the tables while capturing (postgres_columns.py); from the state, in _run.
+        self.additions = ColumnAdditions()
 
-    def read_table_columns(self, connection: Any = None) -> dict[str, list[tuple[str, str]]]:
-        columns: dict[str, list[tuple[str, str]]] = {}
-        with (connection or self.connection).cursor() as cursor:
-            for table in self.config.tables:
-                cursor.execute(
-                    "select attname, format_type(atttypid, atttypmod) from pg_attribute "
-                    "where attrelid = to_regclass(%s) and attnum > 0 and not attisdropped order by attnum",
-                    (table,),
-                )
-                found = cursor.fetchall()
-                if not found:
-                    raise CaptureError(f"table {table} does not exist in database {self.database}")
-                columns[table] = found
-        return columns
+    def read_catalog(self, connection: Any = None) -> dict[str, list[CatalogColumn]]:
+        """The captured tables' columns, as of now or as of the snapshot connection's snapshot."""
+        catalog = read_catalog(connection or self.connection, self.config.tables)
+        for table in self.config.tables:
+            if table not in catalog:
+                raise CaptureError(f"table {table} does not exist in database {self.database}")
+        return catalog
 
     def slot_exists(self) -> bool:
         with self.connection.cursor() as cursor:
@@ -174,10 +171,13 @@ class PostgresCapture:
         written_through = parse_lsn(self.state["written_lsn"]) if self.state.get("written_lsn") else 0
         unwritten = [tx for tx in committed if tx.commit_lsn > written_through]
         processed_ms = int(time.time() * 1000)
-        # Read again: an ALTER TABLE since the last file adds or drops the columns an update may leave out.
-        self.table_columns = self.read_table_columns()
-        names = {table: [column for column, _ in columns] for table, columns in self.table_columns.items()}
-        events = [event for tx in unwritten for event in change_events(tx, self.database, names, processed_ms)]
+        # Read again: an ALTER TABLE since the last file adds, renames or drops columns.
+        self.catalog = self.read_catalog()
+        noticed = self.additions.notice(self.catalog)
+        shapes = {table: TableShape(frozenset(column.name for column in columns),
+                                    frozenset(column.name for column in columns if column.toastable))
+                  for table, columns in self.catalog.items()}
+        events = [event for tx in unwritten for event in change_events(tx, self.database, shapes, processed_ms, self.additions)]
         last_commit = committed[-1].commit_lsn
         if events:
             first = events[0]["source"]["lsn"]
@@ -186,10 +186,19 @@ class PostgresCapture:
             self.summary.events += change_event_count(events)
         if unwritten:
             # following: a streaming capture's figures (output.FollowProgress), for whoever watches it.
-            self.write_state({**self.state, "written_lsn": lsn_text(last_commit), **({"following": following} if following else {})})
+            self.write_state({**self.state, "written_lsn": lsn_text(last_commit), "columns": self.additions.state(),
+                              **({"following": following} if following else {})})
         self.summary.transactions += len(unwritten)
+        self.mark_additions({table: columns for table, columns in noticed.items() if table in self.additions.pending})
         crash_points.crash_point("capture-before-confirm")
         return last_commit
+
+    def mark_additions(self, noticed: dict[str, list[str]]) -> None:
+        """A logical message after the ALTER TABLEs of columns noticed but not yet carried by a change, at
+        which their schema change events are written if no change carries them first (postgres_columns.py)."""
+        if noticed:
+            with self.connection.cursor() as cursor:
+                cursor.execute("select pg_logical_emit_message(true, %s, %s)", (MESSAGE_PREFIX, json.dumps(noticed)))
 
     def write_state(self, state: dict) -> None:
         write_state(self.config.state, state)
@@ -219,6 +228,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         if state and state.get("slot") != config.slot:
             raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
         capture.state = state
+        capture.additions = ColumnAdditions.from_state(state)
         if config.resnapshot or not state.get("snapshot_done"):
             _take_snapshot(capture, config, state)
         elif not capture.slot_exists():
@@ -254,7 +264,10 @@ def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict)
         capture.drop_slot()  # asked for, or made by this capture, which died during its snapshot
     capture.write_state({"slot": config.slot, "snapshot_started": True, **({"resnapshot": True} if config.resnapshot else {})})
     position = capture.snapshot(replaces_mirrors=config.resnapshot or bool(state.get("resnapshot")))
-    capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True})
+    capture.additions = ColumnAdditions()
+    capture.additions.notice(capture.catalog)  # the columns as of the snapshot
+    capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True,
+                         "columns": capture.additions.state()})
     log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
 
 

@@ -8,7 +8,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
@@ -125,19 +125,35 @@ def _commit_ms(timestamp: str | None) -> int | None:
     return int(dt.datetime.fromisoformat(timestamp).timestamp() * 1000)
 
 
+@dataclass(frozen=True)
+class TableShape:
+    """A captured table's columns as the catalog has them now (postgres_columns.py reads them)."""
+
+    columns: frozenset[str]
+    # The columns whose value may be stored out of line (TOAST): an update that leaves one unchanged leaves it out.
+    toastable: frozenset[str] = frozenset()
+
+
 def change_events(
-    transaction: Transaction, database: str, table_columns: Mapping[str, Sequence[str]], processed_ms: int
+    transaction: Transaction, database: str, shapes: Mapping[str, TableShape], processed_ms: int,
+    additions: Any = None,
 ) -> list[dict[str, Any]]:
     """Debezium events of one committed transaction, in commit order.
 
     An update that changes the primary key becomes a delete of the old key and an insert
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
+    additions (postgres_columns.ColumnAdditions): the columns added but not said yet, whose schema
+    change events go before the first change that carries them (or at the capture's message).
     """
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
     transaction_id = f"{transaction.xid}:{transaction.commit_lsn}"
     for change in transaction.changes:
         action = change["action"]
+        if additions is not None:
+            events.extend(additions.before_change(change, database, processed_ms))
+        if action == "M":  # logical messages are not row changes
+            continue
         table = f"{change['schema']}.{change['table']}"
         source = {
             "version": CAPTURE_VERSION,
@@ -154,10 +170,8 @@ def change_events(
         identity = columns_image(change.get("identity") or [])
         after = columns_image(change.get("columns") or [])
         if action == "U":
-            # Unchanged TOAST values are not in the new tuple. With REPLICA IDENTITY FULL the old
-            # tuple has them; otherwise say so (Debezium's marker) instead of writing null.
-            for column in table_columns.get(table, ()):
-                after.setdefault(column, identity.get(column, UNAVAILABLE_VALUE))
+            unchanged_toast(after, identity, shapes.get(table), lambda column: additions is not None
+                            and additions.is_pending(table, column))
         pk_columns = [column["name"] for column in change.get("pk") or []]
         changes: list[tuple[str, dict | None, dict | None]]
         if action == "I":
@@ -168,15 +182,29 @@ def change_events(
             old_key = [identity.get(name) for name in pk_columns] if identity else None
             new_key = [after.get(name) for name in pk_columns]
             changes = [("d", identity, None), ("c", None, after)] if old_key and old_key != new_key else [("u", None, after)]
-        elif action == "T":
+        else:
             changes = [("t", None, None)]
-        else:  # M (logical messages) are not row changes
-            continue
         for op, before, image in changes:
             events.append(debezium_event(
                 op=op, before=before, after=image, source=source, transaction_id=transaction_id,
                 processed_ms=processed_ms, **order.next(table),
             ))
-    if events:
+    if order.total:
         events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events
+
+
+def unchanged_toast(after: dict[str, Any], identity: Mapping[str, Any], shape: TableShape | None,
+                    added_since: Callable[[str], bool]) -> None:
+    """Fill in the columns an update left out of its new tuple: wal2json leaves out a TOAST value
+    the update did not change. With REPLICA IDENTITY FULL the old tuple has it; otherwise Debezium's
+    marker says so, and only for a column that can hold such a value and that the change's table
+    had when it was decoded (not one added since, nor any when the change names a column the
+    catalog no longer has: a rename or drop since), so that it never stands for a value it is not."""
+    for column, value in identity.items():
+        after.setdefault(column, value)
+    if shape is None or not set(after) <= shape.columns:
+        return
+    for column in shape.toastable:
+        if column not in after and not added_since(column):
+            after[column] = UNAVAILABLE_VALUE

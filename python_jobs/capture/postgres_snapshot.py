@@ -34,7 +34,7 @@ def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> int:
                     cursor.execute("set transaction snapshot %s", (snapshot_name,))
                     cursor.execute("set local timezone = 'UTC'")
                 # The columns as of the snapshot, not as of the capture's start.
-                capture.table_columns = capture.read_table_columns(reader)
+                capture.catalog = capture.read_catalog(reader)
                 for table in capture.config.tables:
                     if replaces_mirrors:
                         _write_truncate_before(capture, table, position)
@@ -64,7 +64,7 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
     """Every row as a snapshot read. Each column is read as its type's text output, which is what
     wal2json sends for a streamed change, and converted by the same function, so a row reads the
     same from the snapshot as from the stream (numbers, JSON, arrays, bytea, times alike)."""
-    columns = capture.table_columns[table]
+    columns = [(column.name, column.type_name) for column in capture.catalog[table]]
     converters = [(name, snapshot_converter(pg_type)) for name, pg_type in columns]
     source = _source_block(capture, table, position, True)
     column_list = ", ".join(f"{quote_identifier(name)}::text" for name, _ in columns)

@@ -13,6 +13,7 @@ from python_jobs.formats.records import (
     IgnoredRecord,
     Members,
     ParsedLine,
+    array_elements,
     RejectedRecord,
     canonical_key,
     format_seq,
@@ -59,7 +60,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
 
     op = envelope.get("op")
     if op is None and ("ddl" in envelope or "tableChanges" in envelope):
-        return _schema_change(envelope, key_columns)
+        return _schema_change(envelope, key_columns, _existing_rows_texts(text, members))
     if op is None and envelope.get("status") == "END":
         return _transaction_end(envelope)
     if op is None and envelope.get("status") == "BEGIN":
@@ -127,14 +128,27 @@ def _transaction_end(envelope: Mapping[str, Any]) -> ParsedLine:
     )
 
 
-def _schema_change(envelope: Mapping[str, Any], key_columns: Mapping[str, Sequence[str]]) -> list[ParsedLine]:
+def _existing_rows_texts(text: str, members: Members) -> list[str | None]:
+    """The exact JSON text of each tableChanges entry's existingRows (the captures' addition), or None."""
+    value, _, start = members.get("tableChanges", (None, None, 0))
+    if not isinstance(value, list):
+        return []
+    texts = []
+    for element, _, element_start in array_elements(text, start, "field 'tableChanges'"):
+        found = object_members(text, element_start, "tableChanges entry").get("existingRows") if isinstance(element, dict) else None
+        texts.append(found[1] if found is not None and isinstance(found[0], dict) else None)
+    return texts
+
+
+def _schema_change(envelope: Mapping[str, Any], key_columns: Mapping[str, Sequence[str]],
+                   existing_rows: Sequence[str | None]) -> list[ParsedLine]:
     """A schema change event: one schema event per changed table with configured keys, at its source position."""
     source = envelope.get("source")
     if not isinstance(source, dict):
         raise RejectedRecord("field 'source' is missing or not an object")
     changes = envelope.get("tableChanges") if isinstance(envelope.get("tableChanges"), list) else []
     events = []
-    for change in changes:
+    for index, change in enumerate(changes):
         if not isinstance(change, dict) or not isinstance(change.get("id"), str):
             continue
         parts = [part.strip('"') for part in re.findall(r'"(?:[^"]|"")*"|[^."]+', change["id"])]
@@ -147,7 +161,8 @@ def _schema_change(envelope: Mapping[str, Any], key_columns: Mapping[str, Sequen
             for column in table.get("columns") or [] if isinstance(column, dict)
         ] if change.get("type") != "DROP" else None
         events.append(schema_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")),
-                                   envelope.get("ddl"), None, columns))
+                                   envelope.get("ddl"), None, columns,
+                                   existing_rows[index] if index < len(existing_rows) else None))
     if not events:
         raise IgnoredRecord(f"Debezium schema change of no configured table: {short(envelope.get('ddl'))}")
     return events

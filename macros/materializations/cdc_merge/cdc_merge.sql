@@ -19,6 +19,7 @@
         column_types.sql   the mirror's and the model's column types, and the ALTER TABLEs that widen them
         schema_changes_log.sql  the log of a mirror's column changes, pending backfills found again
         truncate.sql       truncates of the source table: a barrier before the chunk's batches
+        column_defaults.sql  columns the source added with a value for its older rows: set after the chunk's batches
         unmapped.sql       source columns the model does not read: a warning in the run's summary
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
@@ -176,6 +177,12 @@
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
     {% endif %}
     {% set by_position = cdc_merge.deletes_by_position(target_relation, cfg) %}
+    {#- The written columns' types, for the values the source gave older rows in columns it added (column_defaults.sql). -#}
+    {% set column_types = {} %}
+    {% for name, data_type in cdc_merge.lower_names(model_described) if name in columns %}
+        {% do column_types.update({name: data_type}) %}
+    {% endfor %}
+    {% set defaulted = [] %}
 
     {% set totals = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': chunks | length, 'max_source_ts': none} %}
     {% for chunk in chunks %}
@@ -214,6 +221,7 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
+        {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan), column_types)) %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do cdc_merge.crash_point('apply-before-offset') %}
         {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
@@ -261,6 +269,7 @@
         {% do cdc_merge.finish_group_member(cfg, target_relation, offsets, horizon) %}
     {% endif %}
     {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
+    {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ 'set in older rows as the source added them: ' ~ defaulted | unique | join(', ') if defaulted else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
     {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}

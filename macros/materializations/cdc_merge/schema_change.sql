@@ -162,6 +162,12 @@
     {% set pending = to_backfill | select('in', model_names) | list %}
     {% if pending %}
         {% set backfilled = cdc_merge.backfill_columns(target_relation, shaped_sql, pending, cfg) %}
+        {#- Columns the source added with a value for the rows it had: those rows older than the addition (column_defaults.sql). -#}
+        {% set pending_types = {} %}
+        {% for name in pending %}
+            {% do pending_types.update({name: model_names[name]}) %}
+        {% endfor %}
+        {% do cdc_merge.apply_column_defaults(target_relation, cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table), pending_types) %}
         {% for name in pending %}
             {% set ordinal.value = ordinal.value + 1 %}
             {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none, model_names[name], backfilled.rows)) %}

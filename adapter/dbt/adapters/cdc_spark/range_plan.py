@@ -2,8 +2,9 @@
 for all the source tables of the range (docs/apply_design.md).
 
 Per source table: its keyed events, their key range (hex, as bucket_plan_sql gives it), how many
-carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), and the fields of
-its row images (as unmapped.sql samples them). A mirror otherwise runs three statements over the
+carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), its schema events
+that say what added columns hold in older rows (as chunk_column_defaults_sql gives them), and the
+fields of its row images (as unmapped.sql samples them). A mirror otherwise runs three statements over the
 range for these; here one Spark job answers them for every mirror that reads the range.
 """
 
@@ -17,13 +18,17 @@ UNAVAILABLE_MARKER = "__debezium_unavailable_value"
 TABLE_ACTIONS = ("truncate", "schema")
 IMAGE_ACTIONS = ("insert", "update", "read")
 
-PLAN_COLUMNS = ("events", "min_key_hex", "max_key_hex", "placeholder_events", "truncate_seq", "truncate_source_ts", "fields")
+PLAN_COLUMNS = ("events", "min_key_hex", "max_key_hex", "placeholder_events", "truncate_seq", "truncate_source_ts",
+                "column_defaults", "fields")
+# A schema event of a capture's added columns carries their values in older rows (column_defaults.sql).
+EXISTING_ROWS_MEMBER = '"existing_rows":'
+
 
 
 def empty_plan() -> Dict[str, Any]:
     """The plan of a source table with no event in the range."""
     return {"events": 0, "min_key_hex": "", "max_key_hex": "", "placeholder_events": 0,
-            "truncate_seq": "", "truncate_source_ts": "", "fields": []}
+            "truncate_seq": "", "truncate_source_ts": "", "column_defaults": [], "fields": []}
 
 
 def range_plan_frame(events: Any) -> Any:
@@ -36,6 +41,7 @@ def range_plan_frame(events: Any) -> Any:
     truncate = action == F.lit("truncate")
     placeholder = F.coalesce(F.col("raw_data"), F.lit("")).contains(UNAVAILABLE_MARKER)
     image = action.isin(*IMAGE_ACTIONS) & F.col("raw_data").isNotNull()
+    defaults = (action == F.lit("schema")) & F.coalesce(F.col("raw_data"), F.lit("")).contains(EXISTING_ROWS_MEMBER)
     return (
         events.where(F.col("_change_type") == F.lit("INSERT"))
         .groupBy("table_name")
@@ -46,6 +52,7 @@ def range_plan_frame(events: Any) -> Any:
             F.count(F.when(keyed & placeholder, F.lit(1))).alias("placeholder_events"),
             F.coalesce(F.max(F.when(truncate, F.col("seq"))), F.lit("")).alias("truncate_seq"),
             F.coalesce(F.max(F.when(truncate, F.col("source_ts"))).cast("string"), F.lit("")).alias("truncate_source_ts"),
+            F.collect_list(F.when(defaults, F.array(F.col("seq"), F.col("raw_data")))).alias("column_defaults"),
             # Rows of one table mostly share one set of fields: distinct sets are few.
             F.array_distinct(F.flatten(F.collect_set(F.when(image, F.json_object_keys(F.col("raw_data")))))).alias("fields"),
         )
@@ -59,5 +66,6 @@ def plans_by_table(rows: List[Any]) -> Dict[str, Dict[str, Any]]:
         values = row.asDict()
         plan = {name: values[name] for name in PLAN_COLUMNS}
         plan["fields"] = sorted(field for field in (plan["fields"] or []) if field is not None)
+        plan["column_defaults"] = sorted([seq, raw_data] for seq, raw_data in plan["column_defaults"] or [])
         plans[values["table_name"]] = plan
     return plans

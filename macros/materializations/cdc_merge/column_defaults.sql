@@ -1,0 +1,83 @@
+{#
+    Columns the source added with a value for the rows it already had (ALTER TABLE ... ADD COLUMN
+    ... DEFAULT 0), which no row change carries: the captures write it in their schema change event
+    (raw_data's existing_rows), and the mirror's rows older than that event take it
+    (python_jobs/apply/column_defaults.py says why that is right whatever the order). Applied after a
+    chunk's batches, for the chunk's events; and after a backfill, for every such event in the raw
+    log, when the model adds the column later. A row keeps its _cdc_seq: the value is of that version.
+#}
+
+{% macro chunk_column_defaults(chunk_view, cfg, chunk_plan) %}
+    {#- [seq, raw_data] of the chunk's schema events that carry existing_rows; from the chunk plan where it has them. -#}
+    {% if chunk_plan is not none and chunk_plan.get('column_defaults') is not none %}
+        {{ return(chunk_plan['column_defaults']) }}
+    {% endif %}
+    {{ return(cdc_merge.column_default_events(chunk_view, cfg.source_table, "_change_type = 'INSERT'")) }}
+{% endmacro %}
+
+
+{% macro column_default_events(relation, source_table, condition='true') %}
+    {% set found = run_query(adapter.dispatch('column_default_events_sql', 'cdc_merge')(relation, source_table, condition)) %}
+    {{ return(found.rows | map('list') | list) }}
+{% endmacro %}
+
+{% macro spark__column_default_events_sql(relation, source_table, condition) %}
+    select
+        seq,
+        raw_data
+    from {{ relation }}
+    where
+        {{ condition }}
+        and table_name = '{{ source_table }}'
+        and action = 'schema'
+        and raw_data like '%"existing_rows":%'
+{% endmacro %}
+
+{% macro databend__column_default_events_sql(relation, source_table, condition) %}
+    select
+        seq,
+        raw_data::string as raw_data
+    from {{ relation }}
+    where
+        {{ condition }}
+        and table_name = '{{ source_table }}'
+        and action = 'schema'
+        and raw_data['existing_rows'] is not null
+{% endmacro %}
+
+
+{% macro apply_column_defaults(target_relation, events, column_types) %}
+    {#-
+        events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
+        columns that the mirror has are set in its rows older than the event. Returns the columns set.
+    -#}
+    {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list) if events else [] %}
+    {% set set_columns = [] %}
+    {% for event in plan %}
+        {% set assignments = [] %}
+        {% for column in event.columns %}
+            {% set row = cdc_merge.json_literal(column.image) %}
+            {% do assignments.append(column.name ~ ' = ' ~ cdc_merge.cdc_value(row, column.name, column_types[column.name])) %}
+            {% do set_columns.append(column.name) %}
+        {% endfor %}
+        {% do run_query('update ' ~ target_relation ~ ' set ' ~ assignments | join(', ') ~ " where _cdc_seq < '" ~ event.seq ~ "'") %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | map(attribute='name') | join(', ')
+            ~ " added to the source at " ~ event.seq ~ ": set in the rows older than that to the value the source gave them", info=True) }}
+    {% endfor %}
+    {{ return(set_columns) }}
+{% endmacro %}
+
+
+{% macro json_literal(json_text) %}
+    {#- A JSON text as a row image cdc_value() reads: a string literal on Spark, a VARIANT on Databend. -#}
+    {{ return(adapter.dispatch('json_literal', 'cdc_merge')(json_text)) }}
+{% endmacro %}
+
+{% macro spark__json_literal(json_text) %}
+    {#- Spark's string literals take backslash escapes. -#}
+    {{- return("'" ~ json_text | replace('\\', '\\\\') | replace("'", "\\'") ~ "'") -}}
+{% endmacro %}
+
+{% macro databend__json_literal(json_text) %}
+    {{- return("parse_json('" ~ json_text | replace('\\', '\\\\') | replace("'", "''") ~ "')") -}}
+{% endmacro %}

@@ -1,0 +1,46 @@
+"""Columns the source added with a value for the rows it already had (ALTER TABLE ... ADD COLUMN
+... DEFAULT 0): the captures' schema change events carry that value (raw_data's "existing_rows",
+python_jobs/capture/schema_events.py), and a mirror's rows older than the event take it in the
+columns the mirror has (macros/materializations/cdc_merge/column_defaults.sql renders the SQL).
+
+An event older than the addition cannot carry the column, and a row whose newest event is older
+than it held the value from then on; an event after it carries the column itself. So every mirror
+row older than the event gets the value, whatever the order in which the mirror learned of the
+column: in the chunk that holds the event, after the chunk's batches, or when the mirror's model
+adds the column later, after its backfill.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Sequence
+
+from python_jobs.formats.records import RejectedRecord, object_members
+
+EXISTING_ROWS = "existing_rows"
+
+
+def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[str]) -> list[dict[str, Any]]:
+    """events: (seq, raw_data) of schema events. Returns, in seq order, each event that sets columns the
+    mirror has: {'seq', 'columns': [{'name': the mirror's column, 'image': '{"<field>":<exact JSON value>}'}]}
+    (an image the column's cdc_column() conversion reads, so the value is typed as the model types it)."""
+    mirror = {str(name).lower(): str(name) for name in mirror_columns}
+    plan = []
+    for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
+        columns = [{"name": mirror[field.lower()], "image": "{" + json.dumps(field) + ":" + value_text + "}"}
+                   for field, value_text in existing_rows(raw_data) if field.lower() in mirror]
+        if columns:
+            plan.append({"seq": seq, "columns": columns})
+    return plan
+
+
+def existing_rows(raw_data: str) -> list[tuple[str, str]]:
+    """(field, exact JSON text of its value) of a schema event's existing_rows; none when it has none."""
+    try:
+        members = object_members(raw_data, 0, "raw_data")
+        value, _, start = members.get(EXISTING_ROWS, (None, None, 0))
+        if not isinstance(value, dict):
+            return []
+        return [(field, text) for field, (_, text, _) in object_members(raw_data, start, EXISTING_ROWS).items()]
+    except RejectedRecord:
+        return []

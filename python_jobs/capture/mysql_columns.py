@@ -1,0 +1,142 @@
+"""Columns added to a captured MariaDB/MySQL table: which columns an ALTER TABLE in the binlog added,
+and the value the rows that existed then hold in them (python_jobs/capture/schema_events.py says
+why that needs an event of its own). The binlog has the ALTER TABLE at its exact place, so the
+schema change event is written there."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any, Sequence
+
+from python_jobs.capture.mysql_events import Column, TableInfo, json_value
+from python_jobs.capture.schema_events import AddedColumn, schema_change_event
+
+_ALTER = re.compile(r"^\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:`?([^`.\s]+)`?\.)?`?([^`.\s]+)`?", re.IGNORECASE)
+_INTEGER_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
+_BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+_TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json"}
+_ENUM_MEMBER = re.compile(r"'((?:[^']|'')*)'")
+# A default that is a literal: a number, a quoted string, or a bit or hex literal.
+_LITERAL = re.compile(r"^(?:[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?|'(?:[^']|'')*'|b'[01]*'|0x[0-9a-f]+)$", re.IGNORECASE)
+
+
+def altered_table(query: str, default_schema: Any) -> tuple[str, str] | None:
+    """(database, table) of an ALTER TABLE statement, else None."""
+    match = _ALTER.match(query)
+    if match is None:
+        return None
+    schema = match.group(1) or (default_schema.decode() if isinstance(default_schema, bytes) else default_schema)
+    return schema, match.group(2)
+
+
+def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[list[Column], list[str]]:
+    """The columns an ALTER TABLE added: those of after that the log did not have (known), that the
+    statement names and did not rename into being; and the columns the log has after it. Only the
+    columns the statement names count: a capture far behind reads the table's newest columns."""
+    named = {word.lower() for word in re.findall(r"[A-Za-z0-9_$]+", ddl)}
+    renamed = {name.lower() for name in re.findall(
+        r"\b(?:rename\s+column\s+`?[^`\s]+`?\s+to|change\s+(?:column\s+)?`?[^`\s]+`?)\s+`?([^`\s,]+)`?", ddl, re.IGNORECASE)}
+    old = set(known)
+    added = [column for column in after.columns
+             if column.name not in old and column.name.lower() in named and column.name.lower() not in renamed]
+    return added, [column.name for column in after.columns if column.name in old or column.name.lower() in named]
+
+
+def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column]) -> list[AddedColumn]:
+    """What the rows that existed before the columns were added hold in them, from the catalog's defaults."""
+    with connection.cursor() as cursor:
+        cursor.execute("select version()")
+        mariadb = "mariadb" in cursor.fetchone()[0].lower()
+        cursor.execute(
+            "select column_name, column_default, is_nullable, extra from information_schema.columns "
+            "where table_schema = %s and table_name = %s", (table.schema, table.name))
+        catalog = {row[0]: row[1:] for row in cursor.fetchall()}
+        added = []
+        for column in columns:
+            default, nullable, extra = catalog.get(column.name, (None, "YES", ""))
+            added.append(_existing_value(cursor, column, default, nullable == "YES", (extra or "").lower(), mariadb))
+    return added
+
+
+def _existing_value(cursor: Any, column: Column, default: str | None, nullable: bool, extra: str, mariadb: bool) -> AddedColumn:
+    def known(value: Any) -> AddedColumn:
+        return AddedColumn(column.name, column.column_type, json_value(column, value))
+
+    if "generated" in extra:  # a generated column, or MySQL's expression default: computed per row
+        return AddedColumn(column.name, column.column_type, known=False)
+    if default is None or (mariadb and default == "NULL"):
+        return known(None) if nullable else known(_implicit_default(column))
+    literal = default if mariadb else _mysql_literal(column, default)
+    if not _LITERAL.match(literal):  # current_timestamp(), uuid(), ...: computed when the rows were changed
+        return AddedColumn(column.name, column.column_type, known=False)
+    cast = _cast_type(column)
+    cursor.execute(f"select cast({literal} as {cast})" if cast else f"select {literal} + 0")
+    value = cursor.fetchone()[0]
+    if column.data_type == "binary" and isinstance(value, bytes):
+        value = value.ljust(_length(column), b"\0")
+    return known(value)
+
+
+def _mysql_literal(column: Column, default: str) -> str:
+    """MySQL's information_schema has a literal default unquoted."""
+    if column.data_type in _INTEGER_TYPES | {"decimal", "float", "double", "year"} or column.data_type == "bit":
+        return default
+    return "'" + default.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _cast_type(column: Column) -> str | None:
+    data_type = column.data_type
+    if data_type in _INTEGER_TYPES or data_type == "year":
+        return "unsigned" if "unsigned" in column.column_type else "signed"
+    if data_type == "decimal":
+        return re.sub(r"\s+(unsigned|zerofill)", "", column.column_type)
+    if data_type in ("float", "double"):
+        return "double"
+    if data_type == "date":
+        return "date"
+    if data_type in ("datetime", "timestamp"):
+        return "datetime(6)"
+    if data_type == "time":
+        return "time(6)"
+    if data_type == "bit":
+        return None
+    if data_type in _BINARY_TYPES:
+        return "binary"
+    return "char"
+
+
+def _implicit_default(column: Column) -> Any:
+    """What ADD COLUMN ... NOT NULL without a default gives existing rows."""
+    data_type = column.data_type
+    if data_type in _INTEGER_TYPES | {"decimal", "float", "double", "year", "bit"}:
+        return 0.0 if data_type in ("float", "double") else 0
+    if data_type == "enum":
+        members = _ENUM_MEMBER.findall(column.column_type)
+        return members[0].replace("''", "'") if members else ""
+    if data_type == "binary":
+        return b"\0" * _length(column)
+    if data_type in _BINARY_TYPES:
+        return b""
+    if data_type == "time":
+        return dt.timedelta(0)
+    if data_type in ("date", "datetime", "timestamp"):
+        return None  # the zero date, which the captures write as null
+    return ""
+
+
+def _length(column: Column) -> int:
+    match = re.search(r"\((\d+)\)", column.column_type)
+    return int(match.group(1)) if match else 0
+
+
+def schema_event(table: TableInfo, added: Sequence[AddedColumn], binlog_file: str, position: int, ts_ms: int | None,
+                 ddl: str, processed_ms: int) -> dict[str, Any]:
+    """The schema change event at the ALTER TABLE's place in the binlog."""
+    source = {"connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
+              "file": binlog_file, "pos": position, "row": 0, "ts_ms": ts_ms, "snapshot": "false"}
+    return schema_change_event(
+        source=source, table_id=f'"{table.schema}"."{table.name}"',
+        columns=[(column.name, column.column_type) for column in table.columns], primary_key=table.primary_key,
+        added=added, processed_ms=processed_ms, ddl=ddl,
+    )

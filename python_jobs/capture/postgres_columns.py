@@ -1,0 +1,153 @@
+"""The captured tables' columns as PostgreSQL's catalog has them, and the columns added while the
+capture runs (python_jobs/capture/schema_events.py says why they need an event of their own).
+
+DDL is not in the logical decoding stream, so the capture notices an added column in the catalog,
+which it reads for every file. The addition's schema change event must sit after every change
+decoded without the column and before the first one with it, for the mirror's rows older than it
+take its value. The capture therefore holds the addition until the stream delivers either a
+change of the table that carries the column, or a logical message the capture wrote when it
+noticed it (pg_logical_emit_message, which is in the log after the ALTER TABLE committed), and
+writes the event at the first of the two.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from python_jobs.capture.schema_events import AddedColumn, schema_change_event, warn_unknown_values
+from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
+
+MESSAGE_PREFIX = "cdc_merge.columns_added"
+
+_CATALOG_SQL = """
+select
+    a.attnum,
+    a.attname,
+    format_type(a.atttypid, a.atttypmod),
+    a.attstorage <> 'p',
+    a.atthasmissing,
+    case when a.atthasmissing then (a.attmissingval::text::text[])[1] end,
+    a.atthasdef,
+    coalesce(a.attnum = any(i.indkey), false)
+from pg_attribute as a
+left join pg_index as i on i.indrelid = a.attrelid and i.indisprimary
+where a.attrelid = to_regclass(%s) and a.attnum > 0 and not a.attisdropped
+order by a.attnum
+"""
+
+
+@dataclass(frozen=True)
+class CatalogColumn:
+    attnum: int
+    name: str
+    type_name: str  # format_type(): numeric(10,2), text[], timestamp with time zone, ...
+    # Whether the value may be stored out of line, where an update that does not change it leaves it out.
+    toastable: bool = False
+    # ADD COLUMN with a default the server computed once: every row that existed then has it (pg_attribute.attmissingval).
+    has_missing_value: bool = False
+    missing_value_text: str | None = None
+    has_default: bool = False
+    in_primary_key: bool = False
+
+    def added(self) -> AddedColumn:
+        """The column as added to a table with rows: what those rows hold in it."""
+        if self.has_missing_value:
+            text = self.missing_value_text
+            return AddedColumn(self.name, self.type_name, None if text is None else snapshot_converter(self.type_name)(text))
+        # A default but no value kept for old rows: the server rewrote the table with a value per row
+        # (or the default was set later, when the old rows kept null: said as unknown either way).
+        return AddedColumn(self.name, self.type_name, None, known=not self.has_default)
+
+
+def read_catalog(connection: Any, tables: Iterable[str]) -> dict[str, list[CatalogColumn]]:
+    """Each table's columns, in order; a table that does not exist is missing from the result."""
+    found = {}
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(_CATALOG_SQL, (table,))
+            rows = cursor.fetchall()
+            if rows:
+                found[table] = [CatalogColumn(*row) for row in rows]
+    return found
+
+
+@dataclass
+class ColumnAdditions:
+    """Which columns of each table the written log has (the state's "columns": {table: {attnum: name}}),
+    and the additions noticed in the catalog but not written yet."""
+
+    known: dict[str, dict[str, str]] = field(default_factory=dict)
+    pending: dict[str, dict[str, CatalogColumn]] = field(default_factory=dict)
+    catalog: dict[str, list[CatalogColumn]] = field(default_factory=dict)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> ColumnAdditions:
+        return cls(known={table: dict(columns) for table, columns in (state.get("columns") or {}).items()})
+
+    def state(self) -> dict[str, dict[str, str]]:
+        return {table: dict(columns) for table, columns in self.known.items()}
+
+    def notice(self, catalog: Mapping[str, list[CatalogColumn]]) -> dict[str, list[str]]:
+        """Compare the catalog with the log; returns the tables with newly noticed additions, and their
+        columns, for the capture's logical message. A table not known yet (a new capture or state) is
+        taken as it is; a renamed or dropped column only changes what is known."""
+        self.catalog = dict(catalog)
+        noticed: dict[str, list[str]] = {}
+        for table, columns in catalog.items():
+            by_attnum = {str(column.attnum): column for column in columns}
+            if table not in self.known:
+                self.known[table] = {attnum: column.name for attnum, column in by_attnum.items()}
+                continue
+            known = self.known[table]
+            for attnum in [attnum for attnum in known if attnum not in by_attnum]:
+                del known[attnum]
+            for attnum, column in by_attnum.items():
+                if attnum in known:
+                    known[attnum] = column.name
+                elif column.name not in self.pending.get(table, {}):
+                    self.pending.setdefault(table, {})[column.name] = column
+                    noticed.setdefault(table, []).append(column.name)
+        return noticed
+
+    def is_pending(self, table: str, column: str) -> bool:
+        return column in self.pending.get(table, {})
+
+    def before_change(self, change: Mapping[str, Any], database: str, processed_ms: int) -> list[dict[str, Any]]:
+        """The schema change events to write before a wal2json change: the pending additions its
+        table's insert or update carries, or that the capture's message names."""
+        if change.get("action") == "M":
+            if change.get("prefix") != MESSAGE_PREFIX:
+                return []
+            named = json.loads(change.get("content") or "{}")
+            return [event for table, columns in named.items()
+                    for event in self._written(table, columns, change, database, processed_ms)]
+        table = f"{change.get('schema')}.{change.get('table')}"
+        if table not in self.pending or change.get("action") not in ("I", "U"):
+            return []
+        carried = {column.get("name") for column in change.get("columns") or ()}
+        return self._written(table, [name for name in self.pending[table] if name in carried], change, database, processed_ms)
+
+    def _written(self, table: str, names: list[str], change: Mapping[str, Any], database: str,
+                 processed_ms: int) -> list[dict[str, Any]]:
+        waiting = self.pending.get(table, {})
+        columns = [waiting.pop(name) for name in names if name in waiting]
+        if not waiting:
+            self.pending.pop(table, None)
+        if not columns:
+            return []
+        for column in columns:
+            self.known.setdefault(table, {})[str(column.attnum)] = column.name
+        added = [column.added() for column in columns]
+        warn_unknown_values(table, added, "run the capture once with --resnapshot to read them")
+        schema, name = table.split(".")
+        catalog = self.catalog.get(table, columns)
+        source = {"connector": "postgresql", "name": "cdc_merge", "db": database, "schema": schema, "table": name,
+                  "lsn": parse_lsn(change["lsn"]), "ts_ms": None, "snapshot": "false"}
+        return [schema_change_event(
+            source=source, table_id=f'"{schema}"."{name}"',
+            columns=[(column.name, column.type_name) for column in catalog],
+            primary_key=[column.name for column in catalog if column.in_primary_key],
+            added=added, processed_ms=processed_ms,
+        )]
