@@ -49,7 +49,8 @@ class SourceTable:
         return re.sub(r"[^a-z0-9_]", "_", f"{self.schema}_{self.name}".lower())
 
 
-_INTEGERS = {"smallint": "int", "integer": "int", "int": "int", "tinyint": "int", "mediumint": "int", "bigint": "bigint"}
+_INTEGERS = {"smallint": "int", "integer": "int", "int": "int", "tinyint": "int", "mediumint": "int", "bigint": "bigint",
+             "year": "int"}
 _FLOATS = {"real": "float", "float": "float", "double precision": "double", "double": "double"}
 _TIMESTAMPS = {"timestamp with time zone", "timestamp without time zone", "timestamp", "datetime"}
 
@@ -165,11 +166,12 @@ _POSTGRES_COLUMNS = (
     "select column_name, data_type, numeric_precision, numeric_scale, false from information_schema.columns "
     "where table_schema = %s and table_name = %s order by ordinal_position"
 )
+# From pg_catalog: information_schema's constraint views list only the tables the user owns or may
+# change, and the capture's user may only read them.
 _POSTGRES_KEY = (
-    "select kcu.column_name from information_schema.table_constraints tc "
-    "join information_schema.key_column_usage kcu on tc.constraint_name = kcu.constraint_name "
-    "and tc.table_schema = kcu.table_schema and tc.table_name = kcu.table_name "
-    "where tc.constraint_type = 'PRIMARY KEY' and tc.table_schema = %s and tc.table_name = %s order by kcu.ordinal_position"
+    "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any(i.indkey) "
+    "where i.indisprimary and i.indrelid = to_regclass(format('%%I.%%I', %s, %s)) "
+    "order by array_position(i.indkey::int2[], a.attnum)"
 )
 _MYSQL_COLUMNS = (
     "select column_name, data_type, numeric_precision, numeric_scale, column_type like '%%unsigned%%' "

@@ -63,11 +63,13 @@ def _write_truncate_before(capture: Any, table: str, position: int) -> None:
 def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> None:
     """Every row as a snapshot read. Each column is read as its type's text output, which is what
     wal2json sends for a streamed change, and converted by the same function, so a row reads the
-    same from the snapshot as from the stream (numbers, JSON, arrays, bytea, times alike)."""
+    same from the snapshot as from the stream (numbers, JSON, arrays, bytea, char(n), times alike)."""
     columns = [(column.name, column.type_name) for column in capture.catalog[table]]
     converters = [(name, snapshot_converter(pg_type)) for name, pg_type in columns]
     source = _source_block(capture, table, position, True)
-    column_list = ", ".join(f"{quote_identifier(name)}::text" for name, _ in columns)
+    # format('%s') is the type's output function, as wal2json calls it (a cast to text may differ: char(n), inet).
+    column_list = ", ".join(f"case when {quote_identifier(name)} is not null then format('%s', {quote_identifier(name)}) end"
+                            for name, _ in columns)
     # A named cursor streams the rows from the server instead of holding the table in memory.
     with reader.cursor(name="cdc_merge_snapshot") as cursor:
         cursor.itersize = capture.config.max_changes_per_file

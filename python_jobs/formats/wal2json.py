@@ -106,8 +106,8 @@ def _as_sent(value: Any) -> Any:
 
 
 def snapshot_converter(pg_type: str) -> Callable[[str], Any]:
-    """value_converter for a column read as its type's text output (`column::text`), as the capture's
-    snapshot reads it. wal2json sends that same text but for numbers and booleans, which it writes
+    """value_converter for a column read as its type's text output (format('%s', column)), as the
+    capture's snapshot reads it. wal2json sends that same text but for numbers and booleans, which it writes
     bare (not-finite numbers as null), and bytea, whose hex it sends without the leading \\x; every
     other type converts alike."""
     if pg_type == "boolean":

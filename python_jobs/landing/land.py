@@ -21,7 +21,7 @@ from pyspark.storagelevel import StorageLevel
 
 from python_jobs import crash_points, run_locks
 from python_jobs.formats import records
-from python_jobs.landing import io, small_batch
+from python_jobs.landing import dbt_target, io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.summary import CHANGED_FILES, LandingSummary
@@ -219,10 +219,12 @@ def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, count
     return spark.createDataFrame([(name, 0, None, why, landed_at) for name, why in changed], QUARANTINE_SCHEMA)
 
 
-def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None) -> LandingSummary:
+def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None,
+        databend_dsn: str | None = None) -> LandingSummary:
     io.require_readable_folder(config.input_dir)  # before Spark, which would fail with a stack trace
     spark = spark or io.spark_session("cdc_merge_landing", warehouse)
-    sink = io.sink_for(config, spark)
+    sink = io.sink_for(config, spark, databend_dsn)
+    io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
     sink.require_tables(config.raw_table, config.quarantine_table)
     jvm_parser = io.register_jvm_parser(spark, config.key_columns)
     jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
@@ -268,7 +270,14 @@ def run_for_dbt(spark: SparkSession, config_path: str, raw_table: str, quarantin
                 f"{config.source_file}: field '{setting}' is {getattr(config, setting)} but the dbt landing "
                 f"model writes {from_dbt}; make them the same so spark-submit and dbt land into one table"
             )
-    return run(config, spark=spark)
+    target = dbt_target.current()
+    if target is not None and config.sink != target.sink:
+        raise ConfigError(
+            f"{config.source_file}: field 'sink' is {config.sink} but the dbt target ({target.name}) reads its raw "
+            f"log from {target.sink}: give that target a landing config of its own with sink: {target.sink} (and a "
+            "checkpoint of its own), e.g. +landing_config in dbt_project.yml chosen by target (docs/your_project.md)"
+        )
+    return run(config, spark=spark, databend_dsn=target.databend_dsn if target is not None else None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,7 @@ PROJECT_FILES = {
     "packages.yml": "packages.yml",
     "profiles.yml": "profiles.yml",
     "landing.yml": "landing.yml",
+    "landing-databend.yml": "landing-databend.yml",
     ".gitignore": "gitignore",
     "macros/generate_schema_name.sql": "generate_schema_name.sql",
     "models/landing/raw_events.py": "raw_events.py",

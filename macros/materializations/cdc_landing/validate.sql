@@ -10,10 +10,11 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_landing runs the Python landing model (models/landing/raw_events.py); this model is " ~ model.language ~ ".") %}
     {% endif %}
 
-    {% if target.type != 'cdc_spark' or target.method not in ('session', 'thrift') %}
+    {% if not (target.type == 'cdc_databend' or (target.type == 'cdc_spark' and target.method in ('session', 'thrift'))) %}
         {% do exceptions.raise_compiler_error(
-            fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session) "
-            ~ "or as a Spark application on the cluster of a Thrift server (type cdc_spark, method thrift); target '"
+            fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session), "
+            ~ "as a Spark application on the cluster of a Thrift server (type cdc_spark, method thrift), or in a local "
+            ~ "SparkSession that loads into Databend (type cdc_databend); target '"
             ~ target.name ~ "' is type " ~ target.type ~ " with method " ~ target.get('method', 'none') ~ ". "
             ~ "Run the standalone landing job instead: "
             ~ "spark-submit --jars <iceberg runtime jar> --py-files python_jobs.zip python_jobs/landing/land.py --config landing.yml, "
@@ -24,8 +25,10 @@
     {#- Defaults for a project that installs cdc_merge as a package (docs/your_project.md). -#}
     {% set landing_config = config.get('landing_config') or var('cdc_merge_landing_config', 'landing.yml') %}
     {% if landing_config is not string or landing_config | trim | length == 0 %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "set landing_config to the landing YAML (relative to where dbt runs), e.g. +landing_config: landing.yml in dbt_project.yml.") %}
+        {% do exceptions.raise_compiler_error(fail_prefix ~ "set landing_config to the landing YAML (relative to the project's folder), e.g. +landing_config: landing.yml in dbt_project.yml.") %}
     {% endif %}
+    {#- Relative to the project's folder, wherever dbt runs (--project-dir). -#}
+    {% set landing_config = adapter.cdc_project_path(landing_config) %}
 
     {% set quarantine_table = config.get('quarantine_table') or (this.schema ~ '.quarantine') %}
     {% if quarantine_table is not string or not modules.re.match('^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$', quarantine_table) %}

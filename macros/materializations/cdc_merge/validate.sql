@@ -33,7 +33,11 @@
     {% endif %}
 
     {#- dbt's own setting for incremental models; the project sets append_new_columns for mirrors (dbt_project.yml). -#}
-    {% set on_schema_change = config.get('on_schema_change', 'ignore') %}
+    {#-
+        The package's default is append_new_columns wherever it is used: dbt gives every model
+        'ignore' when nothing sets it, so only a setting the project or the model makes counts.
+    -#}
+    {% set on_schema_change = config.get('on_schema_change') if 'on_schema_change' in (model.unrendered_config or {}) else 'append_new_columns' %}
     {% if on_schema_change not in ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "on_schema_change must be 'append_new_columns' (add new columns, backfilled from the raw log; widen types; keep columns no longer selected), 'sync_all_columns' (also drop them), 'fail' or 'ignore', got " ~ on_schema_change ~ ".") %}
     {% endif %}
@@ -107,7 +111,10 @@
 
     {#- With format: debezium the landing model's config lands only the tables under 'tables:' (Debezium values carry no key). -#}
     {% for node_id in model.depends_on.nodes %}
-        {% set landing_config = (graph.nodes.get(node_id) or {}).get('config', {}).get('landing_config') %}
+        {% set node_config = (graph.nodes.get(node_id) or {}).get('config', {}) %}
+        {#- The landing model's own setting, or the project's var, as the cdc_landing materialization reads them. -#}
+        {% set landing_config = node_config.get('landing_config') or (var('cdc_merge_landing_config', 'landing.yml')
+            if node_config.get('materialized') == 'cdc_landing' else none) %}
         {% set landing = adapter.cdc_landing_tables(landing_config) if (landing_config and target.type in ['cdc_spark', 'cdc_databend']) else none %}
         {% if landing is not none and landing.format == 'debezium' and landing.tables and source_table | lower not in landing.tables %}
             {% do exceptions.raise_compiler_error(fail_prefix ~ "source_table " ~ source_table ~ " is not captured by the landing config " ~ landing.path ~ " (format debezium lands only the tables under 'tables:': " ~ landing.tables | join(', ') ~ "): add " ~ source_table ~ " there with its key columns, or fix source_table.") %}

@@ -14,6 +14,7 @@ The landing job and its tests use them through this package (`from python_jobs.l
 from python_jobs.landing.io.errors import LandingError
 from python_jobs.landing.io.input_files import (
     batch_place,
+    claim_checkpoint,
     files_changed_since_listed,
     input_scan_conf,
     latest_planned_batch,

@@ -99,6 +99,29 @@ def run_available_batches(
         query.awaitTermination()
 
 
+# The checkpoint's own record of where it lands (beside Spark's offsets, commits and sources).
+_DESTINATION_FILE = "cdc_merge_destination"
+
+
+def claim_checkpoint(checkpoint_dir: Path, destination: str) -> None:
+    """A checkpoint records which files were landed into one destination (a sink's table): used for
+    another, it would skip every file landed into the first. The first landing records its
+    destination; a landing into another one is refused before anything is read."""
+    record = checkpoint_dir / _DESTINATION_FILE
+    try:
+        recorded = record.read_text().strip()
+    except FileNotFoundError:
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        record.write_text(destination + "\n")
+        return
+    if recorded != destination:
+        raise LandingError(
+            f"the landing checkpoint {checkpoint_dir} belongs to {recorded}: it lists the files landed there, so "
+            f"landing into {destination} with it would skip them all. Give this landing config a checkpoint of its "
+            f"own (e.g. checkpoint: {checkpoint_dir.name}-{destination.split()[0]})"
+        )
+
+
 def batch_place(checkpoint_dir: Path, batch_id: int) -> BatchPlace:
     """A micro-batch's place in the order of landed files, as the checkpoint recorded it when
     the batch was planned, so a retried batch gets the same one: the batch's start time

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from urllib.parse import urlparse
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -102,6 +103,13 @@ class IcebergSink:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
+    def destination(self, raw_table: str) -> str:
+        """Where events land, as a landing checkpoint records it (input_files.claim_checkpoint)."""
+        catalog = self.spark.conf.get("spark.sql.defaultCatalog", "lake")
+        where = self.spark.conf.get(f"spark.sql.catalog.{catalog}.warehouse", None) or self.spark.conf.get(
+            f"spark.sql.catalog.{catalog}.uri", None) or catalog
+        return f"iceberg table {raw_table.lower()} in {where}"
+
     def require_tables(self, raw_table: str, quarantine_table: str) -> None:
         require_tables(self.spark, raw_table, quarantine_table)
 
@@ -127,10 +135,10 @@ class DatabendSink:
     # A load is known by its input files: one batch must be one load per table.
     tags_each_commit = False
 
-    def __init__(self, dsn_env: str, stage_dir: Path) -> None:
+    def __init__(self, dsn_env: str, stage_dir: Path, target_dsn: str | None = None) -> None:
         import databend_driver
 
-        dsn = os.environ.get(dsn_env)
+        dsn = os.environ.get(dsn_env) or target_dsn
         if not dsn:
             raise LandingError(
                 f"sink databend: set {dsn_env} to the Databend DSN, e.g. databend://root:@localhost:8000/?sslmode=disable"
@@ -140,6 +148,12 @@ class DatabendSink:
         except Exception as error:
             raise LandingError(f"sink databend: cannot connect with ${dsn_env}: {error}") from None
         self.stage_dir = stage_dir
+        address = urlparse(dsn)
+        self.server = f"{address.hostname}:{address.port}"
+
+    def destination(self, raw_table: str) -> str:
+        """Where events land, as a landing checkpoint records it (input_files.claim_checkpoint)."""
+        return f"databend table {raw_table.lower()} at {self.server}"
 
     def require_tables(self, raw_table: str, quarantine_table: str) -> None:
         for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
@@ -187,7 +201,8 @@ class DatabendSink:
         return int(count) > 0
 
 
-def sink_for(config, spark: SparkSession) -> IcebergSink | DatabendSink:
+def sink_for(config, spark: SparkSession, databend_dsn: str | None = None) -> IcebergSink | DatabendSink:
+    """The config's sink; databend_dsn: the dbt target's server, when the config's DSN variable is unset."""
     if config.sink == "databend":
-        return DatabendSink(config.databend_dsn_env, config.databend_stage_dir)
+        return DatabendSink(config.databend_dsn_env, config.databend_stage_dir, databend_dsn)
     return IcebergSink(spark)

@@ -6,6 +6,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 import agate
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.databend.connections import DatabendConnectionManager, DatabendCredentials
 from dbt.adapters.databend.impl import DatabendAdapter
 from dbt.adapters.exceptions.connection import FailedToConnectError
@@ -20,6 +21,8 @@ from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.run_state import STATE
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
+from dbt.adapters.cdc_databend.null_values import keep_nulls
+from dbt.adapters.cdc_databend.python_landing import LocalSparkPythonJobHelper
 
 
 # databend-py reports a refused login as "Unexpected status code 401 when post query, content: ...".
@@ -38,6 +41,14 @@ class CdcDatabendCredentials(DatabendCredentials):
 
 class CdcDatabendConnectionManager(DatabendConnectionManager):
     TYPE = "cdc_databend"
+
+    @classmethod
+    def open(cls, connection: Any) -> Any:
+        was_open = connection.state == "open"
+        connection = super().open(connection)
+        if not was_open and connection.state == "open":
+            keep_nulls(connection.handle, connection.credentials.schema)
+        return connection
 
     @contextmanager
     def exception_handler(self, sql: str):
@@ -93,7 +104,22 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Da
     @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
         """The landing config's format and captured tables, for the mirror models' config check."""
-        return landing_tables(path)
+        return landing_tables(self.cdc_project_path(path))
+
+    @property
+    def default_python_submission_method(self) -> str:
+        return "session"
+
+    @property
+    def python_submission_helpers(self) -> Dict[str, Any]:
+        return {"session": LocalSparkPythonJobHelper}
+
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
+        # The helper compiles the code under the model file's real path and keeps Spark's files in the project.
+        return super().submit_python_job({**parsed_model, "root_path": self.config.project_root}, compiled_code)
+
+    def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
+        return AdapterResponse(_message=submission_result.message)
 
     @classmethod
     def type(cls) -> str:
@@ -156,10 +182,8 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Da
         return catalog
 
     def _rows(self, sql: str) -> List[Dict[str, Any]]:
-        """Rows as dicts; the embedded engine's driver may hand a NULL over as the string 'NULL'."""
         _, table = self.execute(sql, fetch=True)
-        return [{name: None if value == "NULL" else value for name, value in zip(table.column_names, row.values())}
-                for row in table]
+        return [dict(zip(table.column_names, row.values())) for row in table]
 
 
 def _stats(table: Dict[str, Any]) -> Dict[str, Any]:

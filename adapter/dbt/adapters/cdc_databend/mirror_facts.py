@@ -96,8 +96,7 @@ def blocks_sql(tables: Sequence[str]) -> str:
 
 
 def _text(value: Any) -> Optional[str]:
-    """The embedded engine's driver may hand a NULL over as the string 'NULL'."""
-    return None if value is None or value in ("NULL", "") else str(value)
+    return None if value is None or value == "" else str(value)
 
 
 def read_facts(tables: Iterable[str], query: Query, listed_only: Iterable[str] = ()) -> Dict[str, Optional[TableFacts]]:

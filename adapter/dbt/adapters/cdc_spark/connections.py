@@ -105,6 +105,22 @@ def require_writable_warehouses(settings: Mapping[str, str]) -> None:
             ) from None
 
 
+def with_project_paths(credentials: SparkCredentials, project_root: str) -> None:
+    """Local folders of the session's settings (each catalog's warehouse, Spark's own warehouse) as
+    absolute paths, a relative one taken from the project's folder: Iceberg writes the path it is
+    given into every table's metadata, and a relative one makes the tables unreadable from anywhere
+    else (another folder, another process, `dbt --project-dir` from outside). In place, as
+    with_local_file_system."""
+    parameters = credentials.server_side_parameters
+    if parameters is None:
+        return
+    parameters.setdefault("spark.sql.warehouse.dir", os.path.join("target", "spark-warehouse"))
+    for name, value in list(parameters.items()):
+        address = urlparse(str(value))
+        if (_WAREHOUSE_SETTING.match(name) or name == "spark.sql.warehouse.dir") and address.scheme == "" and value:
+            parameters[name] = os.path.normpath(os.path.join(project_root, os.path.expanduser(str(value))))
+
+
 def with_local_file_system(credentials: SparkCredentials) -> None:
     """The session's settings, with those of a local file system that forks no process per file
     (session.local_file_system_conf) unless the profile names a file system. In place, so that the

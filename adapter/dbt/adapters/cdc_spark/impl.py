@@ -21,7 +21,7 @@ from dbt.adapters.cdc_spark import capabilities, catalog, snapshot_events
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
-from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_file_system
+from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_file_system, with_project_paths
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
@@ -60,7 +60,7 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
     @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:
         """The landing config's format and captured tables, for the mirror models' config check."""
-        return landing_tables(path)
+        return landing_tables(self.cdc_project_path(path))
 
     def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
         """Iceberg's manifests count each raw snapshot's events per table (snapshot_events.py)."""
@@ -77,6 +77,7 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         super().__init__(config, mp_context)
         self._checkpoints: Dict[str, Any] = {}
         if config.credentials.method == SparkConnectionMethod.SESSION:
+            with_project_paths(config.credentials, config.project_root)
             with_local_file_system(config.credentials)
 
     def list_schemas(self, database: str) -> List[str]:

@@ -4,6 +4,7 @@ ask of the connection (capabilities.py), work done once per invocation or proces
 and runs rows kept to be written once for all mirrors (kept_rows.py). A mixin of CdcSparkAdapter and
 CdcDatabendAdapter; the state itself is run_state.py."""
 
+import os
 from typing import Any, Dict, List
 
 from dbt.adapters.base import available
@@ -27,6 +28,12 @@ class InvocationMethods(metaclass=AdapterMeta):
     def cdc_connection_capabilities(self) -> Capabilities:
         """Each adapter's own (dbt's BaseAdapter.capabilities is another thing: dbt's features)."""
         raise NotImplementedError
+
+    @available
+    def cdc_project_path(self, path: str) -> str:
+        """A file the project names (its landing config) as the project's folder has it, as dbt reads the
+        project's own files: not relative to where dbt runs (--project-dir from another folder)."""
+        return os.path.normpath(os.path.join(self.config.project_root, os.path.expanduser(str(path))))
 
     @available
     def cdc_capabilities(self) -> Dict[str, bool]:

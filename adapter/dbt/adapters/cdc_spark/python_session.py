@@ -63,9 +63,13 @@ class SessionPythonJobHelper(PythonJobHelper):
         return dbt_spark_session(self.server_side_parameters)
 
     def submit(self, compiled_code: str) -> SessionRunResult:
+        from python_jobs.landing.dbt_target import LandingTarget, landing_into
+
         namespace: Dict[str, Any] = {"__name__": f"dbt_model_{self.model_name}", "spark": self.session()}
         try:
-            exec(compile(compiled_code, self.model_path, "exec"), namespace)
+            # A landing model here lands into the session's Iceberg catalog (python_jobs/landing/dbt_target.py).
+            with landing_into(LandingTarget("iceberg", "a cdc_spark session")):
+                exec(compile(compiled_code, self.model_path, "exec"), namespace)
         except Exception as error:
             frames = traceback.format_exception(error)
             raise DbtRuntimeError(

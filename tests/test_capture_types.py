@@ -1,0 +1,250 @@
+"""Every column type reads the same from a capture's snapshot and from its stream, and lands in the
+mirror as the source holds it. One table per server with a column per type; each row is inserted
+before the snapshot and again after it, so one copy reaches the mirror through the snapshot and
+the other through the stream. Captured by the least-privileged user the docs prescribe, modelled
+by cdc-scaffold, landed, applied, and compared with the source table itself (docs/type_mapping.md
+says how each type is written)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import struct
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from mariadb_server import create_mariadb_capture_user, start_mariadb
+from postgres_server import create_capture_user, start_postgres
+from python_jobs import scaffold
+from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture import postgres as capture_postgres
+
+STREAMED = 100  # the stream's copy of row n is row n + STREAMED
+
+# (column, type, a typical value, an edge value); a third row is all null.
+POSTGRES_COLUMNS = [
+    ("j", "jsonb", """'{"k": 5, "x": [1, 2.50], "s": "b5"}'""", "'null'"),
+    ("js", "json", """'{"k":  5}'""", "'[]'"),
+    ("a", "text[]", """'{a,b5,"c d"}'""", "'{}'"),
+    ("ia", "int[]", "'{1,2}'", "'{NULL}'"),
+    ("n", "numeric(10,2)", "12.5", "'NaN'"),
+    ("nn", "numeric", "123456789012345678901234.5678", "-0.000001"),
+    ("f", "real", "1.1", "'Infinity'"),
+    ("d", "double precision", "0.1", "-1e-300"),
+    ("b", "boolean", "true", "false"),
+    ("ts", "timestamptz", "'2026-01-02 03:04:05.123456+05:30'", "'infinity'"),
+    ("lt", "timestamp", "'2026-01-02 03:04:05'", "'1970-01-01 00:00:00'"),
+    ("dt", "date", "'2026-01-02'", "'-infinity'"),
+    ("tm", "time", "'12:34:56.5'", "'24:00'"),
+    ("iv", "interval", "'1 day 02:00:00'", "'-1 mon'"),
+    ("by", "bytea", r"'\x0102ff'", r"'\x'"),
+    ("u", "uuid", "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'00000000-0000-0000-0000-000000000000'"),
+    ("e", "shop.mood", "'ok'", "'sad'"),
+    ("m", "money", "12.34", "-1"),
+    ("big", "bigint", "9223372036854775807", "-9223372036854775808"),
+    ("sm", "smallint", "-32768", "0"),
+    ("tx", "text", "'zoë \"q\" \\ 東京'", "''"),
+    ("ch", "char(4)", "'ab'", "''"),
+    ("ip", "inet", "'10.0.0.1/32'", "'::1'"),
+]
+MARIADB_COLUMNS = [
+    ("s", "set('a','b','c')", "'a,c'", "''"),
+    ("e", "enum('x','y')", "'y'", "''"),
+    ("d", "date", "'2026-01-02'", "'0000-00-00'"),
+    ("dtm", "datetime(6)", "'2026-01-02 03:04:05.123456'", "'2026-00-00 00:00:00'"),
+    ("ts", "timestamp(3) null", "'2026-01-02 03:04:05.5'", "'0000-00-00 00:00:00'"),
+    ("f", "float", "1.1", "-3.4e38"),
+    ("f2", "float(10,3)", "3.14159", "1.2345678"),
+    ("db", "double", "0.1", "1e308"),
+    ("dc", "decimal(12,4)", "12.5", "-0.0001"),
+    ("ui", "int unsigned", "4294967295", "0"),
+    ("bu", "bigint unsigned", "18446744073709551615", "0"),
+    ("ti", "tinyint", "-128", "127"),
+    ("bt", "bit(5)", "b'10101'", "b'0'"),
+    ("j", "json", """'{"b": 1, "a": [1, 2.50]}'""", "'null'"),
+    ("bi", "binary(3)", "'ab'", "''"),
+    ("vb", "varbinary(10)", "'xyz'", "''"),
+    ("tx", "text", "'zoë \"q\" 東京'", "''"),
+    ("tm", "time(3)", "'-12:34:56.789'", "'838:59:59'"),
+    ("y", "year", "2026", "0"),
+    ("ch", "char(3)", "'ab'", "''"),
+]
+
+
+@pytest.fixture
+def server_directory():
+    # Not under pytest's tmp_path: the servers run as another user, who cannot enter it.
+    directory = Path(tempfile.mkdtemp(prefix="cdc-merge-types-"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def float32(value: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def rows_through_both_ways(connection, columns, capture, insert_sql: str, copy_sql: str) -> None:
+    """Rows 1-3 before the snapshot, their copies (+STREAMED) after it."""
+    with connection.cursor() as cursor:
+        for row, values in enumerate([[column[2] for column in columns], [column[3] for column in columns],
+                                      ["null"] * len(columns)], start=1):
+            cursor.execute(insert_sql.format(row=row, values=", ".join(values)))
+    connection.commit()
+    capture()
+    with connection.cursor() as cursor:
+        cursor.execute(copy_sql)
+    connection.commit()
+    capture()
+
+
+def apply(project, table: scaffold.SourceTable) -> dict[int, dict]:
+    """Land, apply the scaffolded model, and the mirror's rows by id."""
+    (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+    summary = project.land({table.qualified: list(table.primary_key)})
+    assert summary.counts["rejected"] == 0, summary.counts
+    project.dbt("run", "--select", table.model_name)
+    rows = project.query(f"select * from {project.schema}.{table.model_name}")
+    return {row["id"]: {name: value for name, value in row.items() if not name.startswith("_cdc")} for row in rows}
+
+
+def assert_snapshot_and_stream_agree(mirrored: dict[int, dict]) -> None:
+    assert sorted(mirrored) == [1, 2, 3, 1 + STREAMED, 2 + STREAMED, 3 + STREAMED]
+    for row in (1, 2, 3):
+        snapshot, streamed = dict(mirrored[row], id=None), dict(mirrored[row + STREAMED], id=None)
+        differing = {name: (snapshot[name], streamed[name]) for name in snapshot if snapshot[name] != streamed[name]}
+        assert differing == {}, f"row {row}: (snapshot, stream) differ"
+
+
+def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, server_directory, tmp_path):
+    server = start_postgres(server_directory)
+    try:
+        connection = server.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("create schema shop; create type shop.mood as enum ('sad', 'ok')")
+            cursor.execute("create table shop.typed (id int primary key, "
+                           + ", ".join(f"{name} {data_type}" for name, data_type, *_ in POSTGRES_COLUMNS) + ")")
+        connection.commit()
+        dsn = create_capture_user(server, ["shop"])
+        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.typed",), slot="types", out=dbt_project.inbox,
+                                                state=tmp_path / "capture-state.json")
+        names = ", ".join(name for name, *_ in POSTGRES_COLUMNS)
+        rows_through_both_ways(connection, POSTGRES_COLUMNS, lambda: capture_postgres.run(config),
+                               "insert into shop.typed values ({row}, {values})",
+                               f"insert into shop.typed select id + {STREAMED}, {names} from shop.typed")
+        (table,) = scaffold.postgres_tables(dsn, ["shop.typed"])
+        mirrored = apply(dbt_project, table)
+        assert_snapshot_and_stream_agree(mirrored)
+
+        # The source's own rendering of each value (its type's output function), in UTC.
+        with connection.cursor() as cursor:
+            cursor.execute("set timezone = 'UTC'")
+            cursor.execute("select id, " + ", ".join(f"case when {name} is not null then format('%s', {name}) end"
+                                                     for name, *_ in POSTGRES_COLUMNS) + " from shop.typed")
+            source = {row[0]: row[1:] for row in cursor.fetchall()}
+        types = {column.name: scaffold.model_type(column) for column in table.columns}
+        for row_id, values in source.items():
+            for (name, pg_type, *_), text in zip(POSTGRES_COLUMNS, values):
+                expected = expected_postgres_value(pg_type, types[name], text)
+                assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({pg_type}): source {text!r}"
+        connection.close()
+    finally:
+        server.stop()
+
+
+NOT_FINITE = {"NaN", "Infinity", "-Infinity", "infinity", "-infinity"}
+
+
+def expected_postgres_value(pg_type: str, mirror_type: str, text: str | None):
+    """The mirror's value of a source value, as docs/type_mapping.md says."""
+    if text is None or (text in NOT_FINITE and (mirror_type != "string" or pg_type == "numeric")):
+        return None  # wal2json sends not-finite numbers as null, and no mirror type holds infinite times
+    if mirror_type == "string":
+        return text[2:] if pg_type == "bytea" else text
+    if mirror_type in ("int", "bigint"):
+        return int(text)
+    if mirror_type.startswith("decimal"):
+        return Decimal(text)
+    if mirror_type == "float":
+        return float32(float(text))
+    if mirror_type == "double":
+        return float(text)
+    if mirror_type == "boolean":
+        return text == "t"
+    if mirror_type == "date":
+        return dt.date.fromisoformat(text)
+    if mirror_type == "timestamp":  # rendered in UTC: '2026-01-01 21:34:05.123456+00'
+        return dt.datetime.fromisoformat(text).replace(tzinfo=None)
+    raise AssertionError(f"no expectation for {pg_type} as {mirror_type}")
+
+
+def test_mariadb_types_read_alike_both_ways_and_equal_the_source(dbt_project, server_directory, tmp_path):
+    server = start_mariadb(server_directory)
+    try:
+        connection = server.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("set session sql_mode = ''")  # zero dates, as older applications write them
+            cursor.execute("create database shop character set utf8mb4")
+            cursor.execute("create table shop.typed (id int primary key, "
+                           + ", ".join(f"{name} {data_type}" for name, data_type, *_ in MARIADB_COLUMNS) + ")")
+        connection.commit()
+        user, password = create_mariadb_capture_user(server, ["shop"])
+        config = capture_mysql.CaptureConfig(host="127.0.0.1", port=server.port, user=user, password=password,
+                                             tables=("shop.typed",), out=dbt_project.inbox,
+                                             state=tmp_path / "capture-state.json")
+        names = ", ".join(name for name, *_ in MARIADB_COLUMNS)
+        rows_through_both_ways(connection, MARIADB_COLUMNS, lambda: capture_mysql.run(config),
+                               "insert into shop.typed values ({row}, {values})",
+                               f"insert into shop.typed select id + {STREAMED}, {names} from shop.typed")
+        (table,) = scaffold.mysql_tables("127.0.0.1", server.port, user, password, ["shop.typed"])
+        mirrored = apply(dbt_project, table)
+        assert_snapshot_and_stream_agree(mirrored)
+
+        # The source's values, in UTC: each as the server renders it, with what it needs to be compared.
+        with connection.cursor() as cursor:
+            cursor.execute("set time_zone = '+00:00'")
+            cursor.execute("select id, " + ", ".join(mariadb_rendering(name, data_type) for name, data_type, *_ in MARIADB_COLUMNS)
+                           + " from shop.typed")
+            source = {row[0]: row[1:] for row in cursor.fetchall()}
+        types = {column.name: scaffold.model_type(column) for column in table.columns}
+        for row_id, values in source.items():
+            for (name, data_type, *_), value in zip(MARIADB_COLUMNS, values):
+                expected = expected_mariadb_value(data_type, types[name], value)
+                assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({data_type}): source {value!r}"
+        connection.close()
+    finally:
+        server.stop()
+
+
+def mariadb_rendering(name: str, data_type: str) -> str:
+    if data_type.startswith("float"):
+        return f"{name} + 0e0"  # the stored 32-bit float as a double, all its digits
+    if data_type.startswith(("binary", "varbinary")):
+        return f"to_base64({name})"
+    if data_type.startswith("time("):
+        return f"time_format({name}, '%H:%i:%s.%f')"
+    if data_type.startswith(("datetime", "timestamp", "date")):
+        return f"cast({name} as char)"  # a zero date as its text
+    return name
+
+
+def expected_mariadb_value(data_type: str, mirror_type: str, value):
+    """The mirror's value of a source value, as docs/type_mapping.md says."""
+    if value is None:
+        return None
+    if data_type.startswith(("date", "datetime", "timestamp")):
+        if value.startswith("0000") or "-00" in value[:10]:
+            return None  # zero dates: no mirror date type holds them
+        parsed = dt.datetime.fromisoformat(value)
+        return parsed.date() if mirror_type == "date" else parsed
+    if data_type.startswith("float"):
+        return float32(value)
+    if data_type.startswith("bit"):
+        return int.from_bytes(value, "big")
+    if mirror_type == "string":
+        return str(value)
+    if mirror_type.startswith("decimal"):
+        return Decimal(value)
+    return value
