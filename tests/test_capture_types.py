@@ -8,6 +8,8 @@ says how each type is written)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import shutil
 import struct
 import tempfile
@@ -110,6 +112,17 @@ def apply(project, table: scaffold.SourceTable) -> dict[int, dict]:
     return {row["id"]: {name: value for name, value in row.items() if not name.startswith("_cdc")} for row in rows}
 
 
+def assert_verify_is_clean_and_can_fail(project, source: dict[str, str], model: str, column: str, value: str) -> None:
+    """The user's own check (cdc-verify's operation) finds every row equal; and it can fail: a value
+    changed in the mirror behind the pipeline's back is reported with its key and column."""
+    arguments = json.dumps({"source": source, "sample": 1000})
+    project.dbt("run-operation", "cdc_verify", "--args", arguments)
+    assert f"{project.schema}.{model} vs shop.typed: equal: 6 rows" in project.dbt_log()
+    project.execute(f"update {project.schema}.{model} set {column} = {value} where id = 2")
+    assert not project.dbt("run-operation", "cdc_verify", "--args", arguments, expect_success=False).success
+    assert f'key ["2"]: {column}: source' in project.dbt_log()
+
+
 def assert_snapshot_and_stream_agree(mirrored: dict[int, dict]) -> None:
     assert sorted(mirrored) == [1, 2, 3, 1 + STREAMED, 2 + STREAMED, 3 + STREAMED]
     for row in (1, 2, 3):
@@ -149,6 +162,7 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
             for (name, pg_type, *_), text in zip(POSTGRES_COLUMNS, values):
                 expected = expected_postgres_value(pg_type, types[name], text)
                 assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({pg_type}): source {text!r}"
+        assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "j", "'{}'")
         connection.close()
     finally:
         server.stop()
@@ -213,6 +227,9 @@ def test_mariadb_types_read_alike_both_ways_and_equal_the_source(dbt_project, se
             for (name, data_type, *_), value in zip(MARIADB_COLUMNS, values):
                 expected = expected_mariadb_value(data_type, types[name], value)
                 assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({data_type}): source {value!r}"
+        os.environ["MYSQL_PWD"] = password
+        assert_verify_is_clean_and_can_fail(dbt_project, {"mysql": f"{user}@127.0.0.1:{server.port}"}, table.model_name,
+                                            "f", "2.5")
         connection.close()
     finally:
         server.stop()

@@ -58,21 +58,7 @@ class MysqlCapture:
             raise CaptureError("the server's binlog cannot be captured: " + ", ".join(wrong))
 
     def _table_info(self, qualified: str) -> TableInfo:
-        schema, name = qualified.split(".")
-        with self.connection.cursor() as cursor:
-            cursor.execute(
-                "select column_name, data_type, column_type, column_key from information_schema.columns "
-                "where table_schema = %s and table_name = %s order by ordinal_position",
-                (schema, name),
-            )
-            rows = cursor.fetchall()
-        if not rows:
-            raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
-        columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
-        primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
-        if not primary_key:
-            raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
-        return TableInfo(schema, name, columns, primary_key)
+        return read_table_info(self.connection, qualified)
 
     def snapshot(self, replaces_mirrors: bool = False) -> tuple[str, int]:
         """Write every row as of one consistent snapshot; returns its binlog position (mysql_snapshot.py)."""
@@ -248,3 +234,22 @@ def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_fil
     if isinstance(event, DeleteRowsEvent):
         return RowChange(table, "d", binlog_values(table, row["values"], row["none_sources"]), None, binlog_file, start, row_number)
     return RowChange(table, "c", None, binlog_values(table, row["values"], row["none_sources"]), binlog_file, start, row_number)
+
+
+def read_table_info(connection: Any, qualified: str) -> TableInfo:
+    """A table's columns and primary key from information_schema."""
+    schema, name = qualified.split(".")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select column_name, data_type, column_type, column_key from information_schema.columns "
+            "where table_schema = %s and table_name = %s order by ordinal_position",
+            (schema, name),
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
+    columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
+    primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
+    if not primary_key:
+        raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+    return TableInfo(schema, name, columns, primary_key)

@@ -5,9 +5,9 @@ corresponds to, where streaming starts."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
-from python_jobs.capture.mysql_events import TableInfo, binlog_file_number, row_image
+from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, row_image
 from python_jobs.capture.output import CaptureError, debezium_event
 
 
@@ -78,10 +78,7 @@ def _write_truncate_before(capture: Any, table: TableInfo, binlog_file: str, pos
 
 def _snapshot_table(capture: Any, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
     names = [column.name for column in table.columns]
-    # FLOAT as the double it is: the text protocol shows it with 6 digits, the binlog has all of it.
-    column_list = ", ".join(f"`{column.name}` + 0e0" if column.data_type == "float" else f"`{column.name}`"
-                            for column in table.columns)
-    cursor.execute(f"select {column_list} from `{table.schema}`.`{table.name}`")
+    cursor.execute(f"select {select_list(table.columns)} from `{table.schema}`.`{table.name}`")
     source = {
         "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
         "file": binlog_file, "pos": position, "row": 0, "ts_ms": None, "snapshot": "true",
@@ -99,3 +96,9 @@ def _snapshot_table(capture: Any, cursor: Any, table: TableInfo, binlog_file: st
         capture.output.write(prefix, f"{binlog_file_number(binlog_file)}-{position:012d}", f"{part:06d}", events)
         capture.summary.files += 1
         capture.summary.snapshot_rows += len(events)
+
+
+def select_list(columns: Sequence[Column]) -> str:
+    """The columns as the snapshot reads them, for mysql_events.json_value: a FLOAT as the double it is
+    (the text protocol shows it with 6 digits, the binlog has all of it)."""
+    return ", ".join(f"`{column.name}` + 0e0" if column.data_type == "float" else f"`{column.name}`" for column in columns)

@@ -5,7 +5,7 @@ consistent point, so that snapshot + stream is exactly each table's history from
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from python_jobs.capture.output import debezium_event
 from python_jobs.capture.postgres_connection import connect
@@ -67,9 +67,7 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
     columns = [(column.name, column.type_name) for column in capture.catalog[table]]
     converters = [(name, snapshot_converter(pg_type)) for name, pg_type in columns]
     source = _source_block(capture, table, position, True)
-    # format('%s') is the type's output function, as wal2json calls it (a cast to text may differ: char(n), inet).
-    column_list = ", ".join(f"case when {quote_identifier(name)} is not null then format('%s', {quote_identifier(name)}) end"
-                            for name, _ in columns)
+    column_list = select_list([name for name, _ in columns])
     # A named cursor streams the rows from the server instead of holding the table in memory.
     with reader.cursor(name="cdc_merge_snapshot") as cursor:
         cursor.itersize = capture.config.max_changes_per_file
@@ -95,3 +93,10 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def select_list(names: Sequence[str]) -> str:
+    """The columns as their types' text output: format('%s') calls the output function, as wal2json
+    does (a cast to text may differ: char(n) loses its padding, inet its netmask)."""
+    return ", ".join(f"case when {quote_identifier(name)} is not null then format('%s', {quote_identifier(name)}) end"
+                     for name in names)

@@ -13,6 +13,7 @@ information_schema (as cdc-scaffold writes them). Then: dbt deps, capture, dbt b
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from importlib import resources
@@ -67,9 +68,11 @@ def landing_tables(tables: Sequence[SourceTable]) -> str:
     return "\n".join(f"  {table.qualified}: {{key: [{', '.join(table.primary_key)}]}}" for table in tables)
 
 
-def project_files(name: str, package: str, tables: Sequence[SourceTable], iceberg_jar: str) -> dict[str, str]:
-    """Every file of the new project, by path relative to its folder."""
-    values = {"name": name, "package": package, "tables": landing_tables(tables), "iceberg_jar": iceberg_jar}
+def project_files(name: str, package: str, tables: Sequence[SourceTable], iceberg_jar: str,
+                  source: dict[str, str] | None = None) -> dict[str, str]:
+    """Every file of the new project, by path relative to its folder; source: cdc_merge_source, e.g. {'postgres': DSN}."""
+    values = {"name": name, "package": package, "tables": landing_tables(tables), "iceberg_jar": iceberg_jar,
+              "source": json.dumps(source or {})}
     templates = resources.files("python_jobs.starter") / "templates"
     files = {path: Template((templates / template).read_text()).substitute(values)
              for path, template in PROJECT_FILES.items()}
@@ -112,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tables = scaffold.source_tables(args)
         from python_jobs.landing.io import iceberg_jar
 
-        write_project(args.folder, project_files(name, package, tables, iceberg_jar()))
+        source = {"postgres": args.postgres} if args.postgres else {"mysql": args.mysql}
+        write_project(args.folder, project_files(name, package, tables, iceberg_jar(), source))
     except ScaffoldError as error:
         print(f"cdc-init: {error}", file=sys.stderr)
         return 2

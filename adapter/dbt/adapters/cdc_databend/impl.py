@@ -19,6 +19,7 @@ from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.run_state import STATE
+from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 from dbt.adapters.cdc_databend.null_values import keep_nulls
@@ -69,11 +70,14 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             ) from None
 
 
-class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, DatabendAdapter):
+class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
 
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
         return capabilities.DATABEND
+
+    def sql_string_literal(self, text: str) -> str:
+        return "'" + str(text).replace("\\", "\\\\").replace("'", "''") + "'"
 
     @available
     def cdc_idle_state(self, invocation_id: str, offsets_table: str, raw_table: str, target_table: str,

@@ -29,6 +29,7 @@ from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, Sessio
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
+from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
 
 if TYPE_CHECKING:
     import agate
@@ -46,13 +47,16 @@ logger = AdapterLogger("cdc_spark")
 
 
 class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods,
-                      InvocationMethods, SparkAdapter):
+                      InvocationMethods, VerifyMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
 
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
         return capabilities.spark(self.connections.profile.credentials.method == SparkConnectionMethod.SESSION)
+
+    def sql_string_literal(self, text: str) -> str:
+        return _sql_literal(str(text))
 
     def _release_kept_mirror(self, target_table: str) -> None:
         self.cdc_release_mirror(target_table)

@@ -1,0 +1,80 @@
+{#
+    Each mirror compared with its live source table (python_jobs/verify/; docs/operating.md, "Verify"):
+
+        dbt run-operation cdc_merge.cdc_verify --args '{sample: 100}'
+        cdc-verify --sample 100             (the same, with its exit status)
+
+    Row counts, and a random sample of rows from each side compared value by value. The source is
+    the var cdc_merge_source ({postgres: DSN} or {mysql: user@host:port}); the check reads it with
+    the capture's own rendering of values. A mirror that differs fails the operation.
+#}
+
+{% macro cdc_verify(select=none, sample=100, source=none) %}
+    {% if not execute %}
+        {{ return(none) }}
+    {% endif %}
+    {% set names = [select] if select is string else select %}
+    {% set mirrors = [] %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge'
+        and (names is none or node.name in names) %}
+        {% set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias, type='table') %}
+        {% if load_relation(relation) is none %}
+            {{ log("cdc_verify " ~ relation ~ ": not built yet, not checked", info=True) }}
+        {% else %}
+            {% set soft = node.config.get('deletes') == 'soft' %}
+            {% set columns = [] %}
+            {% for column in adapter.get_columns_in_relation(relation) %}
+                {% do columns.append([column.name | lower, column.dtype]) %}
+            {% endfor %}
+            {% do mirrors.append({
+                'relation': relation | string,
+                'source_table': node.config.source_table,
+                'columns': columns,
+                'count_sql': cdc_merge.verify_count_sql(relation, soft),
+                'keys_sql': cdc_merge.verify_keys_sql(relation, sample, soft),
+                'rows_sql': cdc_merge.verify_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
+            }) %}
+        {% endif %}
+    {% endfor %}
+    {% set report = adapter.cdc_verify_mirrors(mirrors, source if source is not none else var('cdc_merge_source', none), sample | int) %}
+    {% for line in report.lines %}
+        {{ log(line, info=True) }}
+    {% endfor %}
+    {% if report.differing %}
+        {% do exceptions.raise_compiler_error(report.summary) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro verify_live_rows(soft) %}
+    {{- 'where not _cdc_deleted' if soft else 'where true' -}}
+{% endmacro %}
+
+{% macro verify_count_sql(relation, soft) %}
+    select count(*) as mirror_rows from {{ relation }} {{ cdc_merge.verify_live_rows(soft) }}
+{% endmacro %}
+
+{% macro verify_keys_sql(relation, sample, soft) %}
+    select _cdc_key from {{ relation }} {{ cdc_merge.verify_live_rows(soft) }} order by rand() limit {{ sample | int }}
+{% endmacro %}
+
+{% macro verify_rows_sql(relation, columns, soft) %}
+    {#- Each row as one JSON text, which no result reader retypes; __CDC_MERGE_KEYS__: the keys' literals (check.py). -#}
+    select
+        _cdc_key,
+        {{ adapter.dispatch('verify_row_json', 'cdc_merge')(columns) }} as _row
+    from {{ relation }}
+    {{ cdc_merge.verify_live_rows(soft) }}
+        and _cdc_key in (__CDC_MERGE_KEYS__)
+{% endmacro %}
+
+{% macro spark__verify_row_json(columns) -%}
+    to_json(
+        named_struct({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}),
+        map('timestampFormat', "yyyy-MM-dd'T'HH:mm:ss.SSSSSS", 'ignoreNullFields', 'false')
+    )
+{%- endmacro %}
+
+{% macro databend__verify_row_json(columns) -%}
+    to_string(json_object_keep_null({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}))
+{%- endmacro %}

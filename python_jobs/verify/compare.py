@@ -1,0 +1,106 @@
+"""A source row against the mirror's row, each value compared in the mirror column's type.
+
+The source's values are as the capture writes them (python_jobs/capture: decimals as exact text,
+times as ISO-8601 text, MySQL FLOAT as its shortest decimal, ...); the mirror's as the mirror's
+engine renders them as JSON (macros/verify.sql). Both are brought to one Python value per mirror
+type, the way the mirror's own conversion reads the capture's value: a value that type cannot
+hold is null in the mirror (docs/type_mapping.md), and so here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import struct
+from decimal import Decimal, InvalidOperation
+from typing import Any, Callable, Mapping
+
+_NULLABLE = re.compile(r"^nullable\((.*)\)$")
+
+
+def type_family(engine_type: str) -> str:
+    """A mirror column's type, as Spark or Databend names it, as the family its values compare in."""
+    name = engine_type.strip().lower()
+    nested = _NULLABLE.match(name)
+    if nested:
+        name = nested.group(1)
+    if name.startswith(("decimal", "numeric")):
+        return "decimal"
+    if name in ("tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte") or re.match(r"^u?int\d+$", name):
+        return "integer"
+    if name in ("float", "real", "float32"):
+        return "float"
+    if name in ("double", "float64", "double precision"):
+        return "double"
+    if name in ("boolean", "bool"):
+        return "boolean"
+    if name == "date":
+        return "date"
+    if name.startswith(("timestamp", "datetime")):
+        return "timestamp"
+    if name in ("string", "text") or name.startswith(("varchar", "char")):
+        return "string"
+    return "other"
+
+
+def _float32(value: Any) -> float:
+    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+
+
+def _boolean(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "t", "1")
+
+
+def _timestamp(value: Any) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+def _string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "decimal": lambda value: Decimal(str(value)),
+    "integer": lambda value: int(Decimal(str(value))),
+    "float": _float32,
+    "double": float,
+    "boolean": _boolean,
+    "date": lambda value: dt.date.fromisoformat(str(value).strip()[:10]),
+    "timestamp": _timestamp,
+    "string": _string,
+    "other": _string,
+}
+
+
+def comparable(value: Any, family: str) -> Any:
+    """value as the family's Python value; None for null and for a value the family cannot hold."""
+    if value is None:
+        return None
+    try:
+        result = _READERS[family](value)
+    except (ValueError, TypeError, ArithmeticError, InvalidOperation, OverflowError):
+        return None
+    if isinstance(result, (float, Decimal)) and not (result == result and abs(result) != float("inf")):
+        return None  # NaN and infinities: the capture sends them as null (docs/type_mapping.md)
+    return result
+
+
+def differences(source_row: Mapping[str, Any], mirror_row: Mapping[str, Any],
+                families: Mapping[str, str]) -> dict[str, tuple[Any, Any]]:
+    """{column: (source value, mirror value)} of the mirror's columns whose values differ; a mirror
+    column the source does not have (a derived or renamed column) is not compared."""
+    source = {name.lower(): value for name, value in source_row.items()}
+    found = {}
+    for column, family in families.items():
+        if column.lower() not in source:
+            continue
+        expected, actual = comparable(source[column.lower()], family), comparable(mirror_row.get(column), family)
+        if expected != actual:
+            found[column] = (source[column.lower()], mirror_row.get(column))
+    return found

@@ -1,0 +1,176 @@
+"""The source side of cdc-verify: a table's row count, a random sample of its rows, and its rows by
+key, every value rendered as the capture writes it (the snapshot's own reading of a row), each row
+by its canonical key, the mirror's `_cdc_key`.
+
+The source comes from the project's var `cdc_merge_source` ({postgres: DSN} or {mysql:
+user@host:port}, as cdc-init writes it), or cdc-verify's --postgres / --mysql; the password from
+PGPASSWORD (or ~/.pgpass) and MYSQL_PWD, never from the project.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from python_jobs.formats.records import canonical_key
+
+Row = dict[str, Any]
+
+
+class SourceError(RuntimeError):
+    """The source cannot be read; the message says what to change."""
+
+
+def source_from(setting: Any) -> PostgresSource | MysqlSource:
+    """The source database a `cdc_merge_source` setting names, connected."""
+    if not isinstance(setting, Mapping) or len(setting) != 1 or next(iter(setting)) not in ("postgres", "mysql"):
+        raise SourceError(
+            "no source database to compare with: set the var cdc_merge_source in dbt_project.yml to "
+            "{postgres: 'host=... dbname=... user=...'} or {mysql: 'user@host:3306'} (the password from "
+            f"PGPASSWORD or MYSQL_PWD), or pass --postgres / --mysql to cdc-verify; got {setting!r}")
+    kind, address = next(iter(setting.items()))
+    return PostgresSource(str(address)) if kind == "postgres" else MysqlSource(str(address))
+
+
+@dataclass
+class SampledTable:
+    key_columns: tuple[str, ...]
+    rows: dict[str, Row]  # by canonical key
+
+
+class PostgresSource:
+    """A PostgreSQL source, read as cdc-capture-postgres's snapshot reads it."""
+
+    # Key types whose text output is the capture's rendering too, so a key from the mirror finds its row.
+    _TEXT_KEYED = re.compile(r"^(smallint|integer|bigint|numeric.*|text|character.*|uuid)$")
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg2
+
+        from python_jobs.capture.postgres_connection import connect, dsn_settings, dsn_without_secrets
+
+        if "password" in dsn_settings(dsn):
+            raise SourceError("the source DSN holds a password: remove it and set PGPASSWORD (or use ~/.pgpass)")
+        try:
+            self.connection = connect(dsn)
+        except psycopg2.Error as error:
+            raise SourceError(f"cannot connect to PostgreSQL ({dsn_without_secrets(dsn)}): "
+                              f"{' '.join(str(error).split())}") from None
+        self.connection.set_session(readonly=True, autocommit=True)
+        self.name = f"PostgreSQL ({dsn_without_secrets(dsn)})"
+
+    def _columns(self, table: str) -> tuple[list[tuple[str, Any]], tuple[str, ...], bool]:
+        from python_jobs.capture.postgres_columns import read_catalog
+        from python_jobs.formats.wal2json import snapshot_converter
+
+        catalog = read_catalog(self.connection, [table]).get(table)
+        if not catalog:
+            raise SourceError(f"{self.name}: table {table} does not exist (or the user cannot read it)")
+        key = tuple(column.name for column in catalog if column.in_primary_key)
+        by_text = all(self._TEXT_KEYED.match(column.type_name) for column in catalog if column.in_primary_key)
+        return [(column.name, snapshot_converter(column.type_name)) for column in catalog], key, by_text
+
+    def count(self, table: str) -> int:
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"select count(*) from {table}")
+            return int(cursor.fetchone()[0])
+
+    def sample(self, table: str, size: int) -> SampledTable:
+        return self._read(table, f"order by random() limit {int(size)}", [])
+
+    def rows_by_key(self, table: str, keys: Sequence[Sequence[str]]) -> dict[str, Row] | None:
+        """The rows of these keys (each the canonical key's values); None where a key's type cannot be looked up so."""
+        columns, key, by_text = self._columns(table)
+        if not keys:
+            return {}
+        if not by_text:
+            return None
+        from python_jobs.capture.postgres_snapshot import quote_identifier
+
+        rendered = ", ".join(f"format('%%s', {quote_identifier(name)})" for name in key)
+        tuples = ", ".join("(" + ", ".join(["%s"] * len(key)) + ")" for _ in keys)
+        return self._read(table, f"where ({rendered}) in ({tuples})", [value for values in keys for value in values]).rows
+
+    def _read(self, table: str, condition: str, parameters: Sequence[Any]) -> SampledTable:
+        from python_jobs.capture.postgres_snapshot import select_list
+
+        columns, key, _ = self._columns(table)
+        with self.connection.cursor() as cursor:
+            # With parameters, psycopg2 reads every % of the statement: the select list's are doubled.
+            cursor.execute(f"select {select_list([name for name, _ in columns]).replace('%', '%%')} from {table} {condition}",
+                           list(parameters))
+            rows = [{name: None if text is None else convert(text) for (name, convert), text in zip(columns, values)}
+                    for values in cursor.fetchall()]
+        return SampledTable(key, {canonical_key(row, "row", key): row for row in rows})
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class MysqlSource:
+    """A MariaDB/MySQL source, read as cdc-capture-mysql's snapshot reads it."""
+
+    def __init__(self, address: str) -> None:
+        import pymysql
+
+        match = re.fullmatch(r"(?:([^@]+)@)?([^:]+)(?::(\d+))?", address)
+        if match is None:
+            raise SourceError(f"source mysql {address!r} is not USER@HOST:PORT")
+        self.name = f"{match.group(1) or 'root'}@{match.group(2)}:{match.group(3) or 3306}"
+        try:
+            self.connection = pymysql.connect(host=match.group(2), port=int(match.group(3) or 3306),
+                                              user=match.group(1) or "root", password=os.environ.get("MYSQL_PWD", ""),
+                                              charset="utf8mb4", autocommit=True)
+        except pymysql.Error as error:
+            raise SourceError(f"cannot connect to {self.name}: {error}; check the address and MYSQL_PWD") from None
+        with self.connection.cursor() as cursor:
+            cursor.execute("set session time_zone = '+00:00'")  # TIMESTAMP in UTC, as the capture reads it
+
+    def _table(self, table: str) -> Any:
+        from python_jobs.capture.mysql_server import read_table_info
+        from python_jobs.capture.output import CaptureError
+
+        try:
+            return read_table_info(self.connection, table)
+        except CaptureError as error:
+            raise SourceError(f"{self.name}: {error}") from None
+
+    def count(self, table: str) -> int:
+        info = self._table(table)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"select count(*) from `{info.schema}`.`{info.name}`")
+            return int(cursor.fetchone()[0])
+
+    def sample(self, table: str, size: int) -> SampledTable:
+        return self._read(table, f"order by rand() limit {int(size)}", ())
+
+    def rows_by_key(self, table: str, keys: Sequence[Sequence[str]]) -> dict[str, Row] | None:
+        info = self._table(table)
+        if not keys:
+            return {}
+        columns = ", ".join(f"`{name}`" for name in info.primary_key)
+        tuples = ", ".join("(" + ", ".join(["%s"] * len(info.primary_key)) + ")" for _ in keys)
+        return self._read(table, f"where ({columns}) in ({tuples})", [value for values in keys for value in values]).rows
+
+    def _read(self, table: str, condition: str, parameters: Sequence[Any]) -> SampledTable:
+        from python_jobs.capture.mysql_events import row_image
+        from python_jobs.capture.mysql_snapshot import select_list
+
+        info = self._table(table)
+        names = [column.name for column in info.columns]
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"select {select_list(info.columns)} from `{info.schema}`.`{info.name}` {condition}", parameters)
+            rows = [row_image(info, dict(zip(names, values))) for values in cursor.fetchall()]
+        return SampledTable(info.primary_key, {canonical_key(row, "row", info.primary_key): row for row in rows})
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def key_values(keys: Iterable[str]) -> list[list[str]]:
+    """The values of canonical keys (JSON arrays of text, the mirror's _cdc_key)."""
+    import json
+
+    return [json.loads(key) for key in keys]

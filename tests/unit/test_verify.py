@@ -1,0 +1,117 @@
+"""cdc-verify's comparison (python_jobs/verify/compare.py, check.py): a source value as the capture
+writes it against the mirror engine's JSON rendering, in the mirror column's type; and one mirror's
+check from a source and a mirror written out as tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+
+from python_jobs.verify.check import KEYS_PLACEHOLDER, check_mirror
+from python_jobs.verify.compare import comparable, differences, type_family
+from python_jobs.verify.sources import SampledTable
+
+
+@pytest.mark.parametrize("engine_type, family", [
+    ("int", "integer"), ("bigint", "integer"), ("Int32", "integer"), ("Nullable(UInt64)", "integer"),
+    ("decimal(10,2)", "decimal"), ("Decimal(20, 0)", "decimal"), ("float", "float"), ("Float32", "float"),
+    ("double", "double"), ("Float64", "double"), ("boolean", "boolean"), ("Boolean", "boolean"),
+    ("date", "date"), ("timestamp", "timestamp"), ("Timestamp", "timestamp"), ("string", "string"),
+    ("String", "string"), ("array<int>", "other"),
+])
+def test_engine_types_compare_in_their_family(engine_type, family):
+    assert type_family(engine_type) == family
+
+
+@pytest.mark.parametrize("family, source, mirror", [
+    ("decimal", "12.50", Decimal("12.5")),  # the capture's exact text against the engine's number
+    ("integer", 9223372036854775807, Decimal("9223372036854775807")),
+    ("float", 1.1, Decimal("1.1")),  # a 32-bit float: the same float, whatever digits show it
+    ("float", 1.2345678, 1.2345677614212036),
+    ("double", 0.1, Decimal("0.1")),
+    ("boolean", True, True),
+    ("date", "2026-01-02", "2026-01-02"),
+    ("timestamp", "2026-01-01T21:34:05.123456Z", "2026-01-01T21:34:05.123456"),  # Spark's rendering, in UTC
+    ("timestamp", "2026-01-02T03:04:05", "2026-01-02 03:04:05.000000"),  # Databend's
+    ("string", '{"k": 5}', '{"k": 5}'),
+    ("string", 21, "21"),  # a MySQL bit read into a string column
+    ("timestamp", "infinity", None),  # no mirror timestamp holds it: null there
+    ("decimal", "NaN", None),
+    ("string", None, None),
+])
+def test_values_equal_in_their_mirror_type(family, source, mirror):
+    assert comparable(source, family) == comparable(mirror, family)
+
+
+@pytest.mark.parametrize("family, source, mirror", [
+    ("string", '{"k": 5}', '{"k":"5"}'),  # the snapshot's jsonb once (issue: mirrors that differ from their source)
+    ("string", "{a,b5}", '["a","b5"]'),
+    ("integer", 0, None),  # a column added with a default, null in the mirror
+    ("integer", 12941, 30296),
+    ("string", "", None),  # an empty SET against null
+    ("float", 1.1, 1.2),
+    ("timestamp", "2026-01-01T21:34:05.123456Z", "2026-01-01T21:34:05.123457"),
+    ("decimal", "12.50", Decimal("12.51")),
+])
+def test_values_that_differ(family, source, mirror):
+    assert comparable(source, family) != comparable(mirror, family)
+
+
+def test_differences_name_the_columns_and_skip_those_the_source_has_not():
+    families = {"id": "integer", "tier": "integer", "points_renamed": "integer"}
+    assert differences({"id": 1, "tier": 9}, {"id": 1, "tier": 1, "points_renamed": 3}, families) == {"tier": (9, 1)}
+
+
+class Source:
+    """A source table written out: rows by canonical key."""
+
+    name = "a source"
+
+    def __init__(self, rows: dict[str, dict]) -> None:
+        self.table = rows
+
+    def count(self, table):
+        return len(self.table)
+
+    def sample(self, table, size):
+        return SampledTable(("id",), dict(list(self.table.items())[:size]))
+
+    def rows_by_key(self, table, keys):
+        wanted = {json.dumps(values, separators=(",", ":")) for values in keys}
+        return {key: row for key, row in self.table.items() if key in wanted}
+
+
+def mirror_rows(mirror: dict[str, dict]):
+    """The mirror engine's rows of the check's three statements."""
+    def rows(sql: str):
+        if sql == "count":
+            return [(Decimal(len(mirror)),)]
+        if sql == "keys":
+            return [(key,) for key in mirror]
+        assert sql.startswith("rows of ")
+        keys = [key.strip("'") for key in sql.removeprefix("rows of ").split("', '")]
+        return [(key, json.dumps(mirror[key])) for key in keys if key in mirror]
+    return rows
+
+
+MIRROR = {"relation": "mirror.customers", "source_table": "shop.customers",
+          "columns": [["id", "int"], ["tier", "int"], ["_cdc_key", "string"]],
+          "count_sql": "count", "keys_sql": "keys", "rows_sql": f"rows of {KEYS_PLACEHOLDER}"}
+
+
+def test_a_mirror_equal_to_its_source_is_clean():
+    rows = {'["1"]': {"id": 1, "tier": 1}, '["2"]': {"id": 2, "tier": 2}}
+    check = check_mirror(MIRROR, Source(rows), 10, mirror_rows(rows), lambda text: f"'{text}'")
+    assert check.clean and check.sampled == 2 and "equal" in check.lines()[0]
+
+
+def test_missing_extra_and_changed_rows_are_each_found_with_their_key():
+    source = {'["1"]': {"id": 1, "tier": 9}, '["2"]': {"id": 2, "tier": 2}, '["3"]': {"id": 3, "tier": 3}}
+    mirror = {'["1"]': {"id": 1, "tier": 1}, '["2"]': {"id": 2, "tier": 2}, '["4"]': {"id": 4, "tier": 4}}
+    check = check_mirror(MIRROR, Source(source), 10, mirror_rows(mirror), lambda text: f"'{text}'")
+    assert not check.clean
+    assert (check.missing, check.extra, check.differing) == (['["3"]'], ['["4"]'], {'["1"]': {"tier": (9, 1)}})
+    assert '  key ["1"]: tier: source 9, mirror 1' in check.lines()
