@@ -68,6 +68,21 @@ def test_a_retried_batch_is_not_appended_again(dbt_project, spark):
     assert spark.sql(f"select count(*) from {table}").first()[0] == 2
 
 
+def test_a_checkpoint_lands_into_one_destination_only(dbt_project, spark):
+    """A checkpoint lists the files landed into one table: used for another, it would skip them all."""
+    (dbt_project.inbox / "part-1.json").write_text("\n".join(FLINK_MYSQL.read_text().splitlines()[:4]) + "\n")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 4
+    dbt_project.execute(f"create table {dbt_project.raw_schema}.other_events using iceberg as "
+                        f"select * from {dbt_project.raw_schema}.raw_events where false")
+
+    with pytest.raises(io.LandingError, match=r"belongs to iceberg table raw_\d+.raw_events in .*skip them all.*checkpoint of its own"):
+        dbt_project.land(PRODUCTS, raw_table=f"{dbt_project.raw_schema}.other_events")
+    assert dbt_project.query(f"select count(*) as events from {dbt_project.raw_schema}.other_events")[0]["events"] == 0
+    summary = dbt_project.land(PRODUCTS, raw_table=f"{dbt_project.raw_schema}.other_events",
+                               checkpoint=str(dbt_project.work_dir / "checkpoint-other"))
+    assert summary.counts["event"] == 4
+
+
 def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
     config = dbt_project.landing_config(PRODUCTS, raw_table="nowhere.raw_events")
     dbt_project.inbox

@@ -12,11 +12,13 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
 
 from python_jobs.scaffold import SourceColumn, SourceTable
+from postgres_server import create_capture_user
 from test_capture_faults import postgres  # noqa: F401 - a fixture
 from python_jobs.starter import init
 
@@ -48,15 +50,17 @@ insert into shop.order_lines values (12, 1, 'd', 1, 3.25);
 """
 
 
-def run(command: list[str], cwd: Path, home: Path) -> str:
-    """A command as a user types it: its own process, a clean environment, this venv's bin on PATH."""
+def run(command: list[str], cwd: Path, home: Path, expect_success: bool = True, **environment: str) -> str:
+    """A command as a user types it: its own process, a clean environment, this venv's bin on PATH;
+    what it printed (its standard output, then its standard error)."""
     environment = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "TZ": "UTC",
-                   "DBT_PROFILES_DIR": str(cwd), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+                   "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **environment}
     if "JAVA_HOME" in os.environ:
         environment["JAVA_HOME"] = os.environ["JAVA_HOME"]
     result = subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
-    return result.stdout
+    output = result.stdout + result.stderr
+    assert (result.returncode == 0) == expect_success, f"{' '.join(command)} exited {result.returncode}:\n{output[-8000:]}"
+    return output
 
 
 def source_rows(server) -> list[tuple]:
@@ -70,29 +74,32 @@ def source_rows(server) -> list[tuple]:
     return rows
 
 
-def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(postgres, tmp_path):
+def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(postgres, databend_url, tmp_path):
     connection = postgres.connect()
     with connection.cursor() as cursor:
         cursor.execute(SOURCE_SCHEMA)
     connection.commit()
+    dsn = create_capture_user(postgres, ["shop"])  # REPLICATION and SELECT only, as the docs prescribe
     project, home = tmp_path / "my_shop", tmp_path / "home"
     home.mkdir()
     tables = "shop.customers,shop.order_lines"
 
-    run(["cdc-init", str(project), "--postgres", postgres.dsn, "--tables", tables,
-         "--package-local", str(PROJECT_DIR)], tmp_path, home)
+    run(["cdc-init", str(project), "--postgres", dsn, "--tables", tables, "--package-local", str(PROJECT_DIR)], tmp_path, home)
     assert yaml.safe_load((project / "packages.yml").read_text()) == {"packages": [{"local": str(PROJECT_DIR)}]}
-    run(["dbt", "deps"], project, home)
-    capture = ["cdc-capture-postgres", "--dsn", postgres.dsn, "--tables", tables, "--slot", "my_shop",
+    run(["dbt", "deps", "--profiles-dir", "."], project, home)
+    capture = ["cdc-capture-postgres", "--dsn", dsn, "--tables", tables, "--slot", "my_shop",
                "--out", "data/inbox", "--state", "data/capture-state.json"]
     run(capture, project, home)  # the snapshot
-    run(["dbt", "build"], project, home)
+    # From the folder above, as a scheduler may run it: the project's paths are its own, not the current folder's.
+    first_build = run(["dbt", "build", "--project-dir", "my_shop", "--profiles-dir", "my_shop"], tmp_path, home)
+    assert "Traceback" not in first_build and "Exception" not in first_build, first_build[-6000:]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "my_shop"]
     with connection.cursor() as cursor:
         cursor.execute(CHANGES)
     connection.commit()
     connection.close()
     run(capture, project, home)  # the changes
-    run(["dbt", "build"], project, home)
+    run(["dbt", "build", "--profiles-dir", "."], project, home)
 
     results = json.loads((project / "target" / "run_results.json").read_text())["results"]
     ran = {result["unique_id"]: result["status"] for result in results}
@@ -101,11 +108,35 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
     assert all(status in ("success", "pass") for status in ran.values()), ran
     assert sum(uid.startswith("test.my_shop.") and "cdc_mirror_matches_log" in uid for uid in ran) == 2
 
-    # Read back as a user would, with dbt show in the project (the warehouse's paths are relative to it).
-    shown = run(["dbt", "--quiet", "show", "--output", "json", "--limit", "1000", "--inline", MIRRORED_ROWS],
-                project, home)
-    mirrored = sorted((row["source"], *json.loads(row["image"]).values()) for row in json.loads(shown)["show"])
+    # The user's own check against the source (the project's var cdc_merge_source, which cdc-init wrote).
+    assert "2 mirrors equal PostgreSQL" in run(["cdc-verify", "--profiles-dir", "."], project, home)
+    # Read back as a user would, with dbt show from another folder.
+    shown = run(["dbt", "--quiet", "show", "--output", "json", "--limit", "1000", "--inline", MIRRORED_ROWS,
+                 "--project-dir", str(project), "--profiles-dir", str(project)], home, home)
+    shown = json.JSONDecoder().raw_decode(shown)[0]  # dbt's JSON, before what the JVM printed to stderr
+    mirrored = sorted((row["source"], *json.loads(row["image"]).values()) for row in shown["show"])
     assert mirrored == sorted(source_rows(postgres))
+    # Each table's metadata names its folder absolutely: any process, in any folder, reads the table.
+    (metadata,) = sorted((project / "warehouse" / "mirror" / "shop_customers" / "metadata").glob("*.metadata.json"))[-1:]
+    assert json.loads(metadata.read_text())["location"] == str(project / "warehouse" / "mirror" / "shop_customers")
+
+    # A mirror of a table the landing does not capture fails before any SQL, naming the landing config.
+    orders = project / "models" / "mirrors" / "shop_orders.sql"
+    orders.write_text((project / "models" / "mirrors" / "shop_customers.sql").read_text().replace("shop.customers", "shop.orders"))
+    refused = run(["dbt", "run", "--select", "shop_orders", "--profiles-dir", "."], project, home, expect_success=False)
+    assert f"source_table shop.orders is not captured by the landing config {project / 'landing.yml'}" in refused
+    orders.unlink()
+
+    # Databend as the docs say: the same command with --target databend lands (a checkpoint of its own),
+    # applies and runs every test, and the mirrors equal the source there too.
+    address = urlparse(databend_url)
+    databend = {"CDC_MERGE_DATABEND_HOST": address.hostname, "CDC_MERGE_DATABEND_PORT": str(address.port)}
+    run(["dbt", "build", "--target", "databend", "--profiles-dir", "."], project, home, **databend)
+    on_databend = {result["unique_id"]: result["status"]
+                   for result in json.loads((project / "target" / "run_results.json").read_text())["results"]}
+    assert on_databend == ran
+    assert "2 mirrors equal PostgreSQL" in run(["cdc-verify", "--target", "databend", "--profiles-dir", "."],
+                                                  project, home, **databend)
 
     # Nothing outside the new folder and this clone: every file dbt parsed is under one of them.
     manifest = json.loads((project / "target" / "manifest.json").read_text())

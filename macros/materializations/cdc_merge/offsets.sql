@@ -217,8 +217,8 @@
     {% endif %}
     {% for relation, create in tables %}
         {% if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
-            {% do run_query(cdc_merge.create_schema_if_missing(relation)) %}
-            {% do run_query(create(relation)) %}
+            {#- Every mirror of a first run gets here at once: one thread creates the table, the others find it. -#}
+            {% do adapter.cdc_execute_one_at_a_time('create ' ~ relation, [cdc_merge.create_schema_if_missing(relation), create(relation)]) %}
         {% elif target.type == 'cdc_spark' and adapter.cdc_first_time_in_process('properties:' ~ relation) %}
             {#- A table made by an earlier version gets the properties too; once per process. -#}
             {% do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ cdc_merge.bookkeeping_table_properties() ~ ')') %}

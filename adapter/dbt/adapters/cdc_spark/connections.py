@@ -118,7 +118,7 @@ def with_project_paths(credentials: SparkCredentials, project_root: str) -> None
     for name, value in list(parameters.items()):
         address = urlparse(str(value))
         if (_WAREHOUSE_SETTING.match(name) or name == "spark.sql.warehouse.dir") and address.scheme == "" and value:
-            parameters[name] = os.path.normpath(os.path.join(project_root, os.path.expanduser(str(value))))
+            parameters[name] = os.path.abspath(os.path.join(project_root, os.path.expanduser(str(value))))
 
 
 def with_local_file_system(credentials: SparkCredentials) -> None:

@@ -33,7 +33,15 @@ class InvocationMethods(metaclass=AdapterMeta):
     def cdc_project_path(self, path: str) -> str:
         """A file the project names (its landing config) as the project's folder has it, as dbt reads the
         project's own files: not relative to where dbt runs (--project-dir from another folder)."""
-        return os.path.normpath(os.path.join(self.config.project_root, os.path.expanduser(str(path))))
+        return os.path.abspath(os.path.join(self.config.project_root, os.path.expanduser(str(path))))
+
+    @available
+    def cdc_execute_one_at_a_time(self, key: str, statements: List[str]) -> None:
+        """Statements that one thread of the process runs at a time per key: the shared tables' create
+        if not exists, which concurrent mirrors would otherwise race (a failed commit, a warning)."""
+        with run_state.STATE.lock(key):
+            for statement in statements:
+                self.execute(statement)
 
     @available
     def cdc_capabilities(self) -> Dict[str, bool]:

@@ -38,6 +38,7 @@ class InvocationState:
         self.kept = KeptRows()
         self._done: set = set()
         self._done_in_process: set = set()
+        self._keyed_locks: Dict[str, threading.Lock] = {}
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten rows stay."""
@@ -56,6 +57,11 @@ class InvocationState:
                 return False
             self._done.add(key)
             return True
+
+    def lock(self, key: str) -> threading.Lock:
+        """One lock per key for the process: work one thread at a time does (creating a shared table)."""
+        with self._lock:
+            return self._keyed_locks.setdefault(key, threading.Lock())
 
     def first_time_in_process(self, key: str) -> bool:
         """True for the first caller in this process with this key: checks whose answer cannot change
