@@ -143,7 +143,16 @@ def model_yaml(table: SourceTable) -> str:
 def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
     import psycopg2
 
-    connection = psycopg2.connect(dsn)
+    from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets
+
+    if "password" in dsn_settings(dsn):
+        raise ScaffoldError("--postgres holds a password: remove it and set PGPASSWORD (or use ~/.pgpass); "
+                            "a command line is visible to every user of the machine")
+    try:
+        connection = psycopg2.connect(dsn)
+    except psycopg2.Error as error:
+        raise ScaffoldError(f"cannot connect to PostgreSQL ({dsn_without_secrets(dsn)}): {' '.join(str(error).split())}; "
+                            "check --postgres, and the password in PGPASSWORD (or ~/.pgpass)") from None
     try:
         with connection.cursor() as cursor:
             return [_read_table(cursor, qualified, _POSTGRES_COLUMNS, _POSTGRES_KEY) for qualified in names]
@@ -154,7 +163,11 @@ def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
 def mysql_tables(host: str, port: int, user: str, password: str, names: Sequence[str]) -> list[SourceTable]:
     import pymysql
 
-    connection = pymysql.connect(host=host, port=port, user=user, password=password, charset="utf8mb4")
+    try:
+        connection = pymysql.connect(host=host, port=port, user=user, password=password, charset="utf8mb4")
+    except pymysql.Error as error:
+        raise ScaffoldError(f"cannot connect to {user}@{host}:{port}: {error}; check --mysql and the password in "
+                            "MYSQL_PWD") from None
     try:
         with connection.cursor() as cursor:
             return [_read_table(cursor, qualified, _MYSQL_COLUMNS, _MYSQL_KEY) for qualified in names]

@@ -259,7 +259,8 @@ def make_project(spark, tmp_path: Path, target: str) -> DbtProject:
             shutil.copy(source, project_dir / name)
     # The landing model reads the landing config that DbtProject.landing_config writes.
     project_yml = project_dir / "dbt_project.yml"
-    project_yml.write_text(project_yml.read_text().replace("'landing.yml'", repr(str(tmp_path / "landing.yml"))))
+    landing = repr(str(tmp_path / "landing.yml"))  # for either target: landing_config() writes its sink
+    project_yml.write_text(project_yml.read_text().replace("'landing.yml'", landing).replace("'landing-databend.yml'", landing))
     number = next(_schema_numbers)
     project = DbtProject(spark, project_dir, tmp_path, f"mirror_{number}", f"raw_{number}", target)
     project.dbt("run-operation", "create_raw_tables")

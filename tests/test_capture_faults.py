@@ -250,9 +250,35 @@ def test_postgres_password_only_from_the_environment_and_never_printed(postgres,
     assert "check --dsn, and the password in PGPASSWORD" in wrong.stderr and "Traceback" not in wrong.stderr
     assert right.returncode == 0, right.stderr
     assert sorted(captured_ids(tmp_path / "out")) == [1, 2]
-    for result in (on_command_line, wrong, right):
+    # cdc-init (and cdc-scaffold) read the same source the same way.
+    init = [sys.executable, "-m", "python_jobs.starter.init", "--tables", "shop.items", "--package-local", str(PROJECT_DIR)]
+    init_on_command_line = run_init([*init, str(tmp_path / "p1"), "--postgres", f"{dsn} password={SECRET}"], {})
+    init_wrong = run_init([*init, str(tmp_path / "p2"), "--postgres", dsn], {"PGPASSWORD": SECRET + "-not"})
+    assert init_on_command_line.returncode == 2 and "--postgres holds a password" in init_on_command_line.stderr
+    assert init_wrong.returncode == 2 and "cannot connect to PostgreSQL (" in init_wrong.stderr
+    assert "password authentication failed" in init_wrong.stderr and "Traceback" not in init_wrong.stderr
+    for result in (on_command_line, wrong, right, init_on_command_line, init_wrong):
         assert SECRET not in result.stdout + result.stderr
     assert not any(SECRET in path.read_text() for path in tmp_path.rglob("*") if path.is_file())
+
+
+def run_init(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=PROJECT_DIR, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_a_table_without_a_primary_key_is_refused_before_a_slot_is_made(postgres, tmp_path):
+    pg_setup(postgres, 2)
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("create table shop.notes (note text)")
+    args = ["--dsn", postgres.dsn, "--tables", "shop.items,shop.notes", "--slot", "nokey", "--out",
+            str(tmp_path / "out"), "--state", str(tmp_path / "state.json")]
+    result = capture("postgres", *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "table shop.notes has no primary key: a mirror needs one to merge on" in result.stderr
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("select count(*) from pg_replication_slots")
+        assert cursor.fetchone() == (0,)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "state.json").exists()
 
 
 # -- MariaDB ------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def applied_project(project):
     return project
 
 
-def test_show_previews_what_the_next_run_would_write(conformance_project):
+def test_show_shows_the_mirror_and_previews_what_the_next_run_would_write(conformance_project):
     project = conformance_project
     project.write_model("products", CONFIG, COLUMNS)
     shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
@@ -64,7 +64,13 @@ def test_show_previews_what_the_next_run_would_write(conformance_project):
     ]) + "\n")
     project.land(PRODUCTS)
 
-    pending = shown_rows(project.dbt("show", "--select", "products", "--limit", "100"))
+    # Once the mirror exists, dbt show shows its rows, as of its last run.
+    stored = shown_rows(project.dbt("show", "--select", "products", "--limit", "100"))
+    assert sorted((row["id"], row["name"]) for row in stored) == [
+        (row["id"], row["name"]) for row in project.query(f"select id, name from {project.schema}.products order by id")]
+    assert {row["_cdc_action"] for row in stored} == {"read"} and 101 in [row["id"] for row in stored]
+    pending = shown_rows(project.dbt("show", "--select", "products", "--limit", "100",
+                                     "--vars", "{cdc_merge_preview: pending}"))
     assert sorted((row["id"], row["name"], row["_cdc_action"]) for row in pending) == [
         (101, "e-scooter", "update"),
         (102, "car battery", "delete"),
@@ -77,7 +83,7 @@ def test_show_previews_what_the_next_run_would_write(conformance_project):
     rows = project.query(f"select id, name from {project.schema}.products order by id")
     assert (rows[0]["id"], rows[0]["name"]) == (101, "e-scooter")
     assert 102 not in [row["id"] for row in rows]
-    assert shown_rows(project.dbt("show", "--select", "products")) == []
+    assert shown_rows(project.dbt("show", "--select", "products", "--vars", "{cdc_merge_preview: pending}")) == []
 
 
 def test_compile_writes_a_query_that_runs_and_reads_the_pending_events(conformance_project):

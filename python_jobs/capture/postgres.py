@@ -110,11 +110,15 @@ class PostgresCapture:
         self.additions = ColumnAdditions()
 
     def read_catalog(self, connection: Any = None) -> dict[str, list[CatalogColumn]]:
-        """The captured tables' columns, as of now or as of the snapshot connection's snapshot."""
+        """The captured tables' columns, as of now or as of the snapshot connection's snapshot; each
+        table must exist and have a primary key (checked before the slot is made)."""
         catalog = read_catalog(connection or self.connection, self.config.tables)
         for table in self.config.tables:
             if table not in catalog:
-                raise CaptureError(f"table {table} does not exist in database {self.database}")
+                raise CaptureError(f"table {table} does not exist in database {self.database} (or the user cannot read it)")
+            if not any(column.in_primary_key for column in catalog[table]):
+                raise CaptureError(f"table {table} has no primary key: a mirror needs one to merge on; add one, or "
+                                   "leave the table out of --tables")
         return catalog
 
     def slot_exists(self) -> bool:

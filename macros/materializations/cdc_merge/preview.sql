@@ -1,11 +1,14 @@
 {#
     What cdc_events() stands for outside a cdc_merge run. The materialization prepares the
     batch view before it runs the model's SQL; dbt show, dbt compile and dbt docs generate run
-    no materialization, so there cdc_events() becomes the batch view's own query over the raw
-    events the mirror has not applied yet (var cdc_merge_preview='pending', the default), or
-    over the whole log ('all'). dbt show then previews what the next run would write, and the
-    compiled SQL is a query a reviewer can read and run. With 'batch_view' cdc_events() names the
-    batch view, as in a run: sqlfluff (.sqlfluff) lints the model's own SQL so, reading no table.
+    no materialization, so there cdc_events() becomes (var cdc_merge_preview):
+        mirror     the mirror's own rows as events, so that dbt show --select <mirror> shows the
+                   mirror's rows through the model (the default of dbt show, once the mirror exists)
+        pending    the batch view's own query over the raw events the mirror has not applied yet:
+                   what the next run would write (the default of dbt compile and docs generate,
+                   whose compiled SQL is then a query a reviewer can read and run)
+        all        the same over the whole raw log
+        batch_view the batch view's name, as in a run: sqlfluff (.sqlfluff) lints the model's own SQL so
 #}
 
 {% macro cdc_events_relation(raw_relation) %}
@@ -21,7 +24,7 @@
             ~ " so it works only in models materialized as 'cdc_merge' (this one is " ~ (model.config.materialized or model.resource_type)
             ~ "). Set materialized='cdc_merge' in the model's config, or read the raw table with ref()/source() instead.") %}
     {% endif %}
-    {% if flags.WHICH in ['show', 'compile', 'generate'] and var('cdc_merge_preview', 'pending') != 'batch_view' %}
+    {% if flags.WHICH in ['show', 'compile', 'generate'] and var('cdc_merge_preview', 'mirror') != 'batch_view' %}
         {{ return('(' ~ cdc_merge.preview_events_sql(raw_relation) ~ ') as cdc_events') }}
     {% endif %}
     {{ return(cdc_merge.batch_view_name(model.name)) }}
@@ -30,11 +33,17 @@
 
 {% macro preview_events_sql(raw_relation) %}
     {% set cfg = cdc_merge.cdc_merge_validated_config() %}
-    {% set scope = var('cdc_merge_preview', 'pending') %}
-    {% if scope not in ['pending', 'all'] %}
-        {% do exceptions.raise_compiler_error("var cdc_merge_preview must be 'pending' (the events the mirror has not applied yet), 'all' (the whole raw log) or 'batch_view' (the batch view's name, as in a run), got " ~ scope ~ ".") %}
-    {% endif %}
     {% set mirror = adapter.get_relation(database=this.database, schema=this.schema, identifier=this.identifier) %}
+    {% set scope = var('cdc_merge_preview', 'mirror' if (flags.WHICH == 'show' and mirror is not none) else 'pending') %}
+    {% if scope not in ['mirror', 'pending', 'all'] %}
+        {% do exceptions.raise_compiler_error("var cdc_merge_preview must be 'mirror' (the mirror's rows), 'pending' (the events the mirror has not applied yet), 'all' (the whole raw log) or 'batch_view' (the batch view's name, as in a run), got " ~ scope ~ ".") %}
+    {% endif %}
+    {% if scope == 'mirror' %}
+        {% if mirror is none %}
+            {% do exceptions.raise_compiler_error("cdc_events() in model '" ~ model.name ~ "': the mirror " ~ this ~ " does not exist yet; dbt run builds it, or preview what it would hold with --vars '{cdc_merge_preview: pending}'.") %}
+        {% endif %}
+        {{ return(cdc_merge.mirror_events_sql(mirror, cfg.deletes == 'soft')) }}
+    {% endif %}
     {% set offsets = cdc_merge.offsets_relation(cfg) %}
     {% set offsets_table = adapter.get_relation(database=offsets.database, schema=offsets.schema, identifier=offsets.identifier) %}
     {% set offset_snapshot = none %}
@@ -110,3 +119,38 @@
     ) as raw_events
     {%- endif %}
 {%- endmacro %}
+
+
+{% macro mirror_events_sql(mirror, soft_deletes) %}
+    {#- The mirror's live rows as events (action 'read'), its columns as the row image: the model's own SQL reads them back. -#}
+    {% set columns = adapter.get_columns_in_relation(mirror) | map(attribute='name') | map('lower')
+        | reject('in', cdc_merge.bookkeeping_columns()) | list %}
+    {{ return(adapter.dispatch('mirror_events_sql', 'cdc_merge')(mirror, columns, soft_deletes)) }}
+{% endmacro %}
+
+{% macro spark__mirror_events_sql(mirror, columns, soft_deletes) %}
+    select
+        _cdc_key,
+        'read' as _cdc_action,
+        _cdc_seq,
+        _cdc_source_ts,
+        to_json(
+            named_struct({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}),
+            map('timestampFormat', "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+        ) as _cdc_row,
+        cast(array() as array<string>) as _cdc_unavailable
+    from {{ mirror }}
+    {{ 'where not _cdc_deleted' if soft_deletes }}
+{% endmacro %}
+
+{% macro databend__mirror_events_sql(mirror, columns, soft_deletes) %}
+    select
+        _cdc_key,
+        'read' as _cdc_action,
+        _cdc_seq,
+        _cdc_source_ts,
+        json_object_keep_null({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}) as _cdc_row,
+        '' as _cdc_unavailable
+    from {{ mirror }}
+    {{ 'where not _cdc_deleted' if soft_deletes }}
+{% endmacro %}
