@@ -82,6 +82,25 @@ def test_runs_start_on_a_fixed_schedule_and_a_late_run_is_followed_at_once():
     assert starts[1] - starts[0] < 0.6
 
 
+def test_after_a_long_run_the_schedule_goes_on_without_making_up_missed_slots(caplog):
+    """One run of 1 s at --every 0.2 s: the next starts at once, then every 0.2 s again, not five
+    runs back to back for the slots it missed; and only the long run is said to be long."""
+    starts = []
+
+    def run(_args):
+        starts.append(time.monotonic())
+        seconds = 1.0 if len(starts) == 1 else 0.02
+        time.sleep(seconds)
+        return run_loop.RunOutcome(True, seconds)
+
+    with caplog.at_level("INFO", logger="cdc_merge"):
+        run_loop.run_every(["run"], every=0.2, runs=5, run=run)
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+    assert 1.0 <= gaps[0] < 1.1, gaps  # at once after the long one
+    assert all(0.15 <= gap < 0.3 for gap in gaps[2:]), gaps  # on the schedule again, no burst
+    assert sum("longer than --every" in record.message for record in caplog.records) == 1
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--every", "-1"], "--every must be 0 or more seconds, got -1"),
     (["--every", "60", "--runs", "-2"], "--runs must be 0 (no limit) or more, got -2"),

@@ -115,12 +115,12 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
             f"            raw_relation: ref('raw_events')\n            ignored: {ignored!r}\n"
             "      - cdc_mirror_matches_log:\n          arguments:\n            source_table: inventory.customers\n"
             "            raw_relation: ref('raw_events')\n")
-        return project.dbt("test", "--select", "customers", expect_success=False)
+        return project.dbt("test", "--select", "customers")
 
-    failed = drift_test([])
-    assert "cdc_unmapped_columns" in run_error(failed) or not failed.success
-    assert [result.status for result in failed.result.results if "unmapped" in result.node.name] == ["fail"]
-    assert drift_test(["middle_name"]).success
+    # A warning, not a failure: dbt build and cdc-run go on applying while the drift is reported.
+    drifted = drift_test([])
+    assert [(result.status, result.failures) for result in drifted.result.results if "unmapped" in result.node.name] == [("warn", 1)]
+    assert [result.status for result in drift_test(["middle_name"]).result.results if "unmapped" in result.node.name] == ["pass"]
 
     project.dbt("run", "--select", "schema_history")
     history = project.query(f"select change_type, source_position, ddl, columns_after from {project.raw_schema}.schema_history "

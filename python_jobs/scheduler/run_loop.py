@@ -12,7 +12,8 @@ and a SparkSession and compiles Spark's code again: 16.5 s for an idle project o
 SparkSession (profile method `session`) lives as long as this process.
 
 Runs start on a fixed schedule (every N seconds from the first start); a run that takes longer
-than N seconds is followed by the next one at once. SIGTERM or SIGINT (Ctrl-C) stops the loop
+than N seconds is followed by the next one at once, and the schedule goes on from there without
+making up the slots it missed (as Spark's processing-time trigger does). SIGTERM or SIGINT (Ctrl-C) stops the loop
 after the run in progress, never inside one. A failed run stops the loop with exit status 1,
 unless --keep-going: then the next run retries it (replaying a batch changes nothing,
 docs/ordering.md) and the exit status is 1 at the end.
@@ -107,6 +108,11 @@ def run_every(
     first_start = time.monotonic()
     while not stop.is_set():
         number = len(summary.runs) + 1
+        # The next slot of the schedule after this run's start, as Spark's processing-time trigger
+        # counts it: a run that overruns is followed at once, and the schedule goes on from there
+        # without making up the slots it missed.
+        started = time.monotonic()
+        next_start = started - (started - first_start) % every + every if every > 0 else started
         outcome = run(dbt_args)
         summary.runs.append(outcome)
         log.info("run %d: %s", number, outcome.line())
@@ -114,11 +120,9 @@ def run_every(
             break
         if runs and number >= runs:
             break
-        next_start = first_start + number * every
-        wait = next_start - time.monotonic()
-        if wait < 0:
-            log.info("run %d took %.1f s, longer than --every %.0f s: the next run starts now", number, outcome.seconds, every)
-        stop.wait(max(wait, 0))
+        if outcome.seconds > every > 0:
+            log.info("run %d took %.1f s, longer than --every %g s: the next run starts now", number, outcome.seconds, every)
+        stop.wait(max(next_start - time.monotonic(), 0))
     return summary
 
 
