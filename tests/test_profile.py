@@ -33,24 +33,27 @@ def local_parameters(environment: dict[str, str]) -> dict[str, str]:
 def test_profile_sets_the_same_catalog_as_the_landing_job():
     parameters = local_parameters({"CDC_MERGE_WAREHOUSE": "/lake"})
     landing = io.iceberg_spark_conf("/lake")
-    # The local file system's settings reach dbt's session as its connection opens (below).
-    session_only = {"spark.jars", "spark.jars.packages", "spark.master", "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
+    # The local file system's settings and the quiet log reach dbt's session as its connection opens (below).
+    session_only = {"spark.jars", "spark.jars.packages", "spark.master", "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl",
+                    "spark.driver.extraJavaOptions", "spark.ui.showConsoleProgress"}
     assert {k: v for k, v in parameters.items() if k not in session_only} == {
         k: v for k, v in landing.items() if k not in session_only
     }
 
 
-def test_dbt_and_the_landing_job_set_the_same_local_file_system(monkeypatch):
-    from dbt.adapters.cdc_spark.connections import with_local_file_system
+def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_quiet_log(monkeypatch):
+    from dbt.adapters.cdc_spark.connections import with_local_session_settings
 
     monkeypatch.delenv("CDC_MERGE_LOCAL_FS_JAR", raising=False)
     monkeypatch.delenv("CDC_MERGE_SPARK_MASTER", raising=False)
     credentials = SimpleNamespace(server_side_parameters=local_parameters({}))
-    with_local_file_system(credentials)
+    with_local_session_settings(credentials)
     landing = io.iceberg_spark_conf("/lake")
 
-    wanted = {"spark.driver.extraClassPath": os.path.abspath(io.local_file_system_jar()), "spark.hadoop.fs.file.impl": "cdc_merge.hadoop.LocalFileSystem"}
-    assert os.path.isfile(io.local_file_system_jar())
+    wanted = {"spark.driver.extraClassPath": os.path.abspath(io.local_file_system_jar()), "spark.hadoop.fs.file.impl": "cdc_merge.hadoop.LocalFileSystem",
+              "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{io.session.SPARK_LOG_CONFIG}",
+              "spark.ui.showConsoleProgress": "false"}
+    assert os.path.isfile(io.local_file_system_jar()) and io.session.SPARK_LOG_CONFIG.is_file()
     assert {name: credentials.server_side_parameters[name] for name in wanted} == {name: landing[name] for name in wanted} == wanted
 
 

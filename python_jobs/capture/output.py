@@ -207,6 +207,8 @@ def write_state(path: Path, state: Mapping[str, Any]) -> None:
 def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
     """A capture command's main: log to stderr, one clear line and exit code 2 on CaptureError."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # The binlog library logs each connection and table map at INFO: the capture's own lines say what it does.
+    logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
     try:
         run(config)
     except CaptureError as error:

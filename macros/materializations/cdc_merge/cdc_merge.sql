@@ -146,14 +146,15 @@
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
-    {% set schema_note = '' %}
+    {#- What the run's summary line says besides its counts, one part each. -#}
+    {% set notes = [] %}
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
     {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if (chunks | length and chunks[0].stream is not defined) else [] %}
     {% if unmapped %}
         {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
             ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"
             ~ " under ignored in its cdc_unmapped_columns test.") %}
-        {% set schema_note = 'not read from the source: ' ~ unmapped | join(', ') %}
+        {% do notes.append('not read from the source: ' ~ unmapped | join(', ')) %}
     {% endif %}
     {% if existing_relation is none %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ model_sql ~ ') as model_output', columns, cfg)) %}
@@ -165,7 +166,7 @@
         {% set evolved = cdc_merge.evolve_mirror(target_relation, model_sql, model_described, cfg) %}
         {% set columns = evolved.columns %}
         {% set model_sql = evolved.model_sql %}
-        {% set schema_note = evolved.note ~ ('; ' ~ schema_note if schema_note else '') %}
+        {% do notes.insert(0, evolved.note) %}
         {% if evolved.batch_view_replaced %}
             {% set batch_view_sql.value = none %}
         {% endif %}
@@ -268,9 +269,9 @@
     {% if horizon is not none %}
         {% do cdc_merge.finish_group_member(cfg, target_relation, offsets, horizon) %}
     {% endif %}
-    {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
-    {% set schema_note = schema_note ~ (('; ' if schema_note else '') ~ 'set in older rows as the source added them: ' ~ defaulted | unique | join(', ') if defaulted else '') %}
-    {{ log("cdc_merge " ~ target_relation ~ ": " ~ cdc_merge.summary_line(totals) ~ ('; ' ~ schema_note if schema_note else ''), info=True) }}
+    {% do notes.append(truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
+    {% do notes.append('set in older rows as the source added them: ' ~ defaulted | unique | join(', ') if defaulted else '') %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ ([cdc_merge.summary_line(totals)] + notes) | select | join('; '), info=True) }}
     {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}
     {#- The run's result without a statement; its counts are in the summary line above and in cdc_merge_runs. -#}

@@ -21,7 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
-from python_jobs.landing.io.session import local_file_system_conf
+from python_jobs.landing.io.session import local_file_system_conf, quiet_spark_conf
 
 logger = AdapterLogger("cdc_spark")
 
@@ -110,7 +110,7 @@ def with_project_paths(credentials: SparkCredentials, project_root: str) -> None
     absolute paths, a relative one taken from the project's folder: Iceberg writes the path it is
     given into every table's metadata, and a relative one makes the tables unreadable from anywhere
     else (another folder, another process, `dbt --project-dir` from outside). In place, as
-    with_local_file_system."""
+    with_local_session_settings."""
     parameters = credentials.server_side_parameters
     if parameters is None:
         return
@@ -121,13 +121,19 @@ def with_project_paths(credentials: SparkCredentials, project_root: str) -> None
             parameters[name] = os.path.abspath(os.path.join(project_root, os.path.expanduser(str(value))))
 
 
-def with_local_file_system(credentials: SparkCredentials) -> None:
+def with_local_session_settings(credentials: SparkCredentials) -> None:
     """The session's settings, with those of a local file system that forks no process per file
-    (session.local_file_system_conf) unless the profile names a file system. In place, so that the
-    session dbt-spark's cursor builds and the adapter's own (python_session.py) are the same: by the
-    adapter as it is made, before any thread reads them."""
+    (session.local_file_system_conf) unless the profile names a file system, and a log of errors
+    only, without progress bars (session.quiet_spark_conf): dbt's output is the user's. In place,
+    so that the session dbt-spark's cursor builds and the adapter's own (python_session.py) are the
+    same: by the adapter as it is made, before any thread reads them."""
     parameters = credentials.server_side_parameters
-    if parameters is None or "spark.hadoop.fs.file.impl" in parameters:
+    if parameters is None:
+        return
+    quiet = quiet_spark_conf(parameters.get("spark.driver.extraJavaOptions"))
+    parameters["spark.driver.extraJavaOptions"] = quiet["spark.driver.extraJavaOptions"]
+    parameters.setdefault("spark.ui.showConsoleProgress", quiet["spark.ui.showConsoleProgress"])
+    if "spark.hadoop.fs.file.impl" in parameters:
         return
     parameters.update(local_file_system_conf(str(parameters.get("spark.master", "local")), parameters.get("spark.driver.extraClassPath")))
 
@@ -139,7 +145,12 @@ class CdcSparkCredentials(SparkCredentials):
         return "cdc_spark"
 
     def _connection_keys(self) -> Tuple[str, ...]:
-        # `method` reaches Jinja's `target`, where the landing model checks it.
+        # `method` reaches Jinja's `target`, where the landing model checks it. Only the settings the
+        # method uses (dbt debug shows them): a session has no port, cluster or organization.
+        if self.method == SparkConnectionMethod.SESSION:
+            return ("method", "schema")
+        if self.method == SparkConnectionMethod.THRIFT:
+            return ("method", "host", "port", "schema")
         return ("method", *super()._connection_keys())
 
 

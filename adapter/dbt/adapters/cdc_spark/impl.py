@@ -21,7 +21,7 @@ from dbt.adapters.cdc_spark import capabilities, catalog, snapshot_events
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
-from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_file_system, with_project_paths
+from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
 from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
@@ -82,7 +82,7 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         self._checkpoints: Dict[str, Any] = {}
         if config.credentials.method == SparkConnectionMethod.SESSION:
             with_project_paths(config.credentials, config.project_root)
-            with_local_file_system(config.credentials)
+            with_local_session_settings(config.credentials)
 
     def list_schemas(self, database: str) -> List[str]:
         try:
