@@ -5,7 +5,7 @@
 
 Prints a table and writes what it prints to --log (default benchmarks/results/databend.log).
 
-Databend here is the local endpoint on the embedded engine (devtools/databend_local/, one
+Databend here is the local endpoint on the embedded engine (python_jobs/devtools/databend_local/, one
 subprocess, statements run one at a time), so the seconds are those of that engine on this
 machine; compare methods of one run, not runs. For each target size (TARGET:BATCH, rows:events):
 
@@ -49,7 +49,7 @@ import datagen  # noqa: E402
 from datagen import BASE_EPOCH_S, PRIME, SNAPSHOT_LSN, SOURCE_TABLE  # noqa: E402
 from measure import format_table, tee_stdout  # noqa: E402
 from project import BenchProject  # noqa: E402
-from devtools.databend_local import serve  # noqa: E402
+from python_jobs.devtools.databend_local import serve  # noqa: E402
 
 MIRROR = "bench_items"
 TARGET = ("--target", "databend_local")
@@ -153,7 +153,7 @@ class Bench:
         dsn = f"databend://root:@{address.hostname}:{address.port}/?sslmode=disable&format_null_as_str=0"
         self.conn = databend_driver.BlockingDatabendClient(dsn).get_conn()
         self.work, self.repeat, self.rows_out, self.setups = work, repeat, [], 0
-        self.engine = next(pid for pid in _children() if b"devtools.databend_local" in Path(f"/proc/{pid}/cmdline").read_bytes())
+        self.engine = next(pid for pid in _children() if b"python_jobs.devtools.databend_local" in Path(f"/proc/{pid}/cmdline").read_bytes())
 
     def sql(self, sql: str) -> list[tuple]:
         return [tuple(row.values()) for row in self.conn.query_iter(sql)]

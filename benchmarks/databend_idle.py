@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/databend_idle.py                  # 10, 50 and 200 mirrors
     .venv/bin/python benchmarks/databend_idle.py --mirrors 10 --log ''   # a short run
 
-Databend here is the local endpoint on the embedded engine (devtools/databend_local/, one
+Databend here is the local endpoint on the embedded engine (python_jobs/devtools/databend_local/, one
 subprocess, statements one at a time, the Databend profile's one dbt thread). One project of the
 largest N mirrors (`bench.items_<n>`, datagen's columns), each applied once from a few events
 written to the raw table in SQL; then, for each N, `dbt run` of N of them with nothing new,
@@ -43,7 +43,7 @@ from datagen import BASE_EPOCH_S  # noqa: E402
 from many_mirrors import NOOP_MATERIALIZATION  # noqa: E402
 from measure import format_table, tee_stdout  # noqa: E402
 from project import BenchProject  # noqa: E402
-from devtools.databend_local import serve  # noqa: E402
+from python_jobs.devtools.databend_local import serve  # noqa: E402
 
 TARGET = ("--target", "databend_local")
 EVENTS_PER_MIRROR = 5

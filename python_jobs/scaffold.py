@@ -126,6 +126,12 @@ def model_yaml(table: SourceTable) -> str:
         "          arguments:",
         f"            source_table: {table.qualified}",
         "            raw_relation: ref('raw_events')",
+        "      - cdc_merge.cdc_lag_within:",
+        "          arguments:",
+        "            max_lag_seconds: 3600",
+        f"            source_table: {table.qualified}",
+        "            raw_relation: ref('raw_events')",
+        "          config: {severity: warn}",
     ]
     if len(table.primary_key) > 1:
         lines += ["      - cdc_merge.cdc_unique_combination:", "          arguments:", f"            columns: [{', '.join(table.primary_key)}]"]

@@ -70,8 +70,8 @@ def spark(warehouse):
 
 @pytest.fixture(scope="session")
 def databend_url(tmp_path_factory):
-    """The local Databend endpoint (devtools/databend_local/) on the embedded engine."""
-    from devtools.databend_local import serve
+    """The local Databend endpoint (python_jobs/devtools/databend_local/) on the embedded engine."""
+    from python_jobs.devtools.databend_local import serve
 
     with serve(tmp_path_factory.mktemp("databend")) as url:
         address = urlparse(url)

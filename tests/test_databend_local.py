@@ -1,4 +1,4 @@
-"""The local Databend endpoint (devtools/databend_local/): the real embedded engine behind
+"""The local Databend endpoint (python_jobs/devtools/databend_local/): the real embedded engine behind
 Databend's HTTP API, reached through the client dbt-databend-cloud uses (databend-sqlalchemy's
 connector on databend-py) and through `dbt run` itself."""
 
@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from devtools.databend_local import serve
+from python_jobs.devtools.databend_local import serve
 
 PAGE_ROWS = 100  # small pages, so a 1,000-row result needs ten of them
 AUTH = ("root", "")

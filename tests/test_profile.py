@@ -92,11 +92,16 @@ def test_the_session_creates_files_without_a_process_each(spark, tmp_path):
 
 
 def test_default_jar_is_the_one_the_landing_job_finds(monkeypatch):
+    """The profile names no path of one machine: the adapter adds the installed Iceberg runtime jar."""
+    from dbt.adapters.cdc_spark.connections import with_local_session_settings
+
     monkeypatch.delenv("CDC_MERGE_ICEBERG_JAR", raising=False)
-    jar = local_parameters({})["spark.jars"]
-    # The profile's path is relative to the project directory, where dbt runs.
-    assert (PROJECT_DIR / jar).resolve() == Path(io.iceberg_jar()).resolve()
-    assert os.path.getsize(PROJECT_DIR / jar) > 10_000_000
+    monkeypatch.delenv("CDC_MERGE_ICEBERG_PACKAGES", raising=False)
+    credentials = SimpleNamespace(server_side_parameters=local_parameters({}))
+    assert credentials.server_side_parameters["spark.jars"] == ""
+    with_local_session_settings(credentials)
+    jar = credentials.server_side_parameters["spark.jars"]
+    assert jar == io.iceberg_jar() and os.path.isabs(jar) and os.path.getsize(jar) > 10_000_000
 
 
 def test_jar_and_maven_overrides_reach_both(monkeypatch):

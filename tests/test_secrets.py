@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest import make_project
-from devtools.databend_local import serve
+from python_jobs.devtools.databend_local import serve
 from python_jobs.landing import io, land
 
 SECRET = "Kn0wn-Secret-7f3a9"

@@ -164,17 +164,17 @@ def test_the_tests_read_their_fixtures_inside_the_clone():
 def test_the_starter_writes_a_project_in_the_demo_projects_shape(tmp_path):
     table = SourceTable("shop", "items", (SourceColumn("id", "bigint", 64, 0), SourceColumn("name", "text", None, None)),
                         ("id",))
-    files = init.project_files("my_shop", "local: '/src/cdc_merge'", [table], "/jars/iceberg.jar")
+    files = init.project_files("my_shop", "local: '/src/cdc_merge'", [table], {"postgres": "host=db dbname=shop user=cdc"})
     assert (files["models/landing/raw_events.py"]
             == (PROJECT_DIR / "models" / "landing" / "raw_events.py").read_text())
     assert yaml.safe_load(files["landing.yml"])["tables"] == {"shop.items": {"key": ["id"]}}
     profile = yaml.safe_load(files["profiles.yml"])["my_shop"]["outputs"]
     ours = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())["cdc_merge"]["outputs"]
-    # The starter's targets are this project's, but for where the Iceberg jar is.
-    starter_local = dict(profile["local"]["server_side_parameters"], **{"spark.jars": None})
-    assert starter_local == dict(ours["local"]["server_side_parameters"], **{"spark.jars": None})
-    assert "/jars/iceberg.jar" in profile["local"]["server_side_parameters"]["spark.jars"]
+    # The starter's targets are this project's; neither names a path of one machine (the adapter finds the jars).
+    assert profile["local"]["server_side_parameters"] == ours["local"]["server_side_parameters"]
     assert profile["databend"] == ours["databend_local"]
+    assert yaml.safe_load(files["dbt_project.yml"])["vars"] == {"cdc_merge_source": {"postgres": "host=db dbname=shop user=cdc"}}
+    assert "profile = my_shop" in files[".sqlfluff"] and "cdc_raw" in files["models/landing/_landing__sources.yml"]
     assert {path for path in files if path.startswith("models/mirrors/")} == {
         "models/mirrors/shop_items.sql", "models/mirrors/_mirrors__models.yml"}
 
@@ -191,7 +191,7 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
     source = tmp_path / "source"
     source.mkdir()
     shutil.copy(PROJECT_DIR / "pyproject.toml", source)
-    for name in ("python_jobs", "devtools", "adapter"):
+    for name in ("python_jobs", "adapter"):
         shutil.copytree(PROJECT_DIR / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "-w", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
@@ -201,7 +201,7 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
                    "dbt/adapters/cdc_spark/jars/cdc-merge-local-fs.jar",
                    "dbt/include/cdc_spark/dbt_project.yml", "dbt/include/cdc_databend/dbt_project.yml",
                    "python_jobs/starter/templates/profiles.yml", "python_jobs/landing/land.py",
-                   "devtools/databend_local/__main__.py"):
+                   "python_jobs/devtools/databend_local/__main__.py"):
         assert needed in names, needed
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
     commands = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -215,7 +215,7 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
     # Without site-packages (-S), so that the checkout's editable install cannot answer instead.
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import python_jobs; from python_jobs.starter import init;"
               "assert python_jobs.__file__.startswith(sys.argv[1]), python_jobs.__file__;"
-              "print(len(init.project_files('my_shop', \"local: '/x'\", [], '/iceberg.jar')))")
+              "print(len(init.project_files('my_shop', \"local: '/x'\", [])))")
     result = subprocess.run([sys.executable, "-S", "-c", script, str(installed)], cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

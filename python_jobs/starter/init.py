@@ -35,6 +35,8 @@ PROJECT_FILES = {
     "macros/generate_schema_name.sql": "generate_schema_name.sql",
     "models/landing/raw_events.py": "raw_events.py",
     "models/landing/_landing__models.yml": "_landing__models.yml",
+    "models/landing/_landing__sources.yml": "_landing__sources.yml",
+    ".sqlfluff": "sqlfluff",
 }
 _PROJECT_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -68,11 +70,10 @@ def landing_tables(tables: Sequence[SourceTable]) -> str:
     return "\n".join(f"  {table.qualified}: {{key: [{', '.join(table.primary_key)}]}}" for table in tables)
 
 
-def project_files(name: str, package: str, tables: Sequence[SourceTable], iceberg_jar: str,
+def project_files(name: str, package: str, tables: Sequence[SourceTable],
                   source: dict[str, str] | None = None) -> dict[str, str]:
     """Every file of the new project, by path relative to its folder; source: cdc_merge_source, e.g. {'postgres': DSN}."""
-    values = {"name": name, "package": package, "tables": landing_tables(tables), "iceberg_jar": iceberg_jar,
-              "source": json.dumps(source or {})}
+    values = {"name": name, "package": package, "tables": landing_tables(tables), "source": json.dumps(source or {})}
     templates = resources.files("python_jobs.starter") / "templates"
     files = {path: Template((templates / template).read_text()).substitute(values)
              for path, template in PROJECT_FILES.items()}
@@ -113,10 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "(pass --name)")
         package = package_entry(args.package_local, args.package_git, args.package_revision)
         tables = scaffold.source_tables(args)
-        from python_jobs.landing.io import iceberg_jar
-
         source = {"postgres": args.postgres} if args.postgres else {"mysql": args.mysql}
-        write_project(args.folder, project_files(name, package, tables, iceberg_jar(), source))
+        write_project(args.folder, project_files(name, package, tables, source))
     except ScaffoldError as error:
         print(f"cdc-init: {error}", file=sys.stderr)
         return 2
@@ -124,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           "  dbt deps --profiles-dir .\n"
           "  cdc-capture-postgres (or cdc-capture-mysql) ... --out data/inbox --state data/capture-state.json\n"
           "  dbt build --profiles-dir .\n"
+          "  cdc-verify --profiles-dir .\n"
           "docs/your_project.md says each step.", file=sys.stderr)
     return 0
 

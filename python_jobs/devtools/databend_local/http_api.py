@@ -15,15 +15,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from devtools.databend_local.data_types import Field
-from devtools.databend_local.engine import (
+from python_jobs.devtools.databend_local.data_types import Field
+from python_jobs.devtools.databend_local.engine import (
     ENGINE_TENANT,
     ERROR_INTERNAL,
     EmbeddedEngine,
     EngineError,
     StatementResult,
 )
-from devtools.databend_local.values import render_value
+from python_jobs.devtools.databend_local.values import render_value
 
 DEFAULT_PAGE_ROWS = 10_000
 USER = "root"

@@ -23,7 +23,7 @@ One engine session serves all clients: before each statement the endpoint switch
 client's database and settings (`USE`, `SET`), so per-client state round-trips in `session` as
 with a real server. A transaction opened by one client keeps other clients out until it ends.
 
-    python -m devtools.databend_local --port 8000 --data-dir .databend-local
+    python -m python_jobs.devtools.databend_local --port 8000 --data-dir .databend-local
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from devtools.databend_local.http_api import DEFAULT_PAGE_ROWS, PASSWORD_ENV, make_server
+from python_jobs.devtools.databend_local.http_api import DEFAULT_PAGE_ROWS, PASSWORD_ENV, make_server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import re
 import struct
 from typing import Any
 
-from devtools.databend_local.data_types import DataType
+from python_jobs.devtools.databend_local.data_types import DataType
 
 
 def _shortest_float32(value: float) -> str:

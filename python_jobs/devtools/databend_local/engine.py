@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devtools.databend_local.data_types import Field, parse_schema
+from python_jobs.devtools.databend_local.data_types import Field, parse_schema
 
 # A fixed tenant: the binding's default tenant is random per process, which hides the catalog of
 # earlier runs from a restarted server.
