@@ -30,15 +30,22 @@ def local_parameters(environment: dict[str, str]) -> dict[str, str]:
     return rendered_profile(environment)["cdc_merge"]["outputs"]["local"]["server_side_parameters"]
 
 
-def test_profile_sets_the_same_catalog_as_the_landing_job():
-    parameters = local_parameters({"CDC_MERGE_WAREHOUSE": "/lake"})
+def test_profile_sets_the_same_catalog_as_the_landing_job(monkeypatch):
+    """As dbt's session gets the profile's settings: with those the adapter adds (the jars, the
+    Hadoop catalog with views, the quiet log, the local file system) as its connection opens."""
+    from dbt.adapters.cdc_spark.connections import with_local_session_settings
+
+    monkeypatch.delenv("CDC_MERGE_ICEBERG_JAR", raising=False)
+    monkeypatch.delenv("CDC_MERGE_ICEBERG_PACKAGES", raising=False)
+    monkeypatch.delenv("CDC_MERGE_SPARK_MASTER", raising=False)
+    credentials = SimpleNamespace(server_side_parameters=local_parameters({"CDC_MERGE_WAREHOUSE": "/lake"}))
+    with_local_session_settings(credentials)
     landing = io.iceberg_spark_conf("/lake")
-    # The local file system's settings and the quiet log reach dbt's session as its connection opens (below).
-    session_only = {"spark.jars", "spark.jars.packages", "spark.master", "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl",
-                    "spark.driver.extraJavaOptions", "spark.ui.showConsoleProgress"}
-    assert {k: v for k, v in parameters.items() if k not in session_only} == {
-        k: v for k, v in landing.items() if k not in session_only
-    }
+    assert credentials.server_side_parameters["spark.sql.catalog.lake.catalog-impl"] == "cdc_merge.iceberg.CdcMergeHadoopCatalog"
+    # The master the landing session takes from CDC_MERGE_SPARK_MASTER, as the profile does; no Maven packages.
+    profile = {name: value for name, value in credentials.server_side_parameters.items()
+               if (name, value) not in (("spark.master", "local[2]"), ("spark.jars.packages", ""))}
+    assert profile == landing
 
 
 def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_quiet_log(monkeypatch):
@@ -100,13 +107,14 @@ def test_default_jar_is_the_one_the_landing_job_finds(monkeypatch):
     credentials = SimpleNamespace(server_side_parameters=local_parameters({}))
     assert credentials.server_side_parameters["spark.jars"] == ""
     with_local_session_settings(credentials)
-    jar = credentials.server_side_parameters["spark.jars"]
-    assert jar == io.iceberg_jar() and os.path.isabs(jar) and os.path.getsize(jar) > 10_000_000
+    iceberg, helpers = credentials.server_side_parameters["spark.jars"].split(",")
+    assert iceberg == io.iceberg_jar() and os.path.isabs(iceberg) and os.path.getsize(iceberg) > 10_000_000
+    assert helpers == os.path.abspath(io.iceberg_helper_jar())  # the catalog with views, in Iceberg's class loader
 
 
 def test_jar_and_maven_overrides_reach_both(monkeypatch):
     monkeypatch.setenv("CDC_MERGE_ICEBERG_JAR", "/opt/jars/iceberg.jar")
-    assert io.iceberg_spark_conf("/lake")["spark.jars"] == "/opt/jars/iceberg.jar"
+    assert io.iceberg_spark_conf("/lake")["spark.jars"].split(",")[0] == "/opt/jars/iceberg.jar"
     assert local_parameters({"CDC_MERGE_ICEBERG_JAR": "/opt/jars/iceberg.jar"})["spark.jars"] == "/opt/jars/iceberg.jar"
 
     coordinates = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"

@@ -104,7 +104,8 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
     results = json.loads((project / "target" / "run_results.json").read_text())["results"]
     ran = {result["unique_id"]: result["status"] for result in results}
     assert {uid for uid in ran if uid.startswith("model.")} == {
-        "model.my_shop.raw_events", "model.my_shop.shop_customers", "model.my_shop.shop_order_lines"}
+        "model.my_shop.raw_events", "model.my_shop.shop_customers", "model.my_shop.shop_order_lines",
+        "model.my_shop.mirror_row_counts"}
     assert all(status in ("success", "pass") for status in ran.values()), ran
     assert sum(uid.startswith("test.my_shop.") and "cdc_mirror_matches_log" in uid for uid in ran) == 2
 
@@ -116,6 +117,11 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
     shown = json.JSONDecoder().raw_decode(shown)[0]  # dbt's JSON, before what the JVM printed to stderr
     mirrored = sorted((row["source"], *json.loads(row["image"]).values()) for row in shown["show"])
     assert mirrored == sorted(source_rows(postgres))
+    # A view downstream of the mirrors, dbt's default materialization, on the embedded catalog too.
+    counts = run(["dbt", "--quiet", "show", "--output", "json", "--select", "mirror_row_counts", "--profiles-dir", "."],
+                 project, home)
+    assert sorted((row["source_table"], row["mirrored_rows"]) for row in json.JSONDecoder().raw_decode(counts)[0]["show"]) == [
+        ("shop.customers", 3), ("shop.order_lines", 3)]
     # Each table's metadata names its folder absolutely: any process, in any folder, reads the table.
     (metadata,) = sorted((project / "warehouse" / "mirror" / "shop_customers" / "metadata").glob("*.metadata.json"))[-1:]
     assert json.loads(metadata.read_text())["location"] == str(project / "warehouse" / "mirror" / "shop_customers")

@@ -79,9 +79,52 @@ def project_files(name: str, package: str, tables: Sequence[SourceTable],
              for path, template in PROJECT_FILES.items()}
     for table in tables:
         files[f"models/mirrors/{table.model_name}.sql"] = scaffold.model_sql(table)
+    if tables:
+        files["models/reports/mirror_row_counts.sql"] = row_counts_sql(tables)
+        files["models/reports/_reports__models.yml"] = REPORTS_YAML
     files["models/mirrors/_mirrors__models.yml"] = (
         "version: 2\n\nmodels:\n" + "\n".join(scaffold.model_yaml(table) for table in tables))
     return files
+
+
+REPORTS_YAML = """version: 2
+
+models:
+  - name: mirror_row_counts
+    description: How many rows each mirror holds (a view over the mirrors).
+    columns:
+      - name: source_table
+        description: The source table the mirror mirrors.
+        data_tests: [unique, not_null]
+      - name: mirrored_rows
+        description: Rows in the mirror now.
+        data_tests: [not_null]
+"""
+
+
+def row_counts_sql(tables: Sequence[SourceTable]) -> str:
+    """A view over the mirrors (dbt's default materialization), as a project's reports are: their row counts."""
+    counts = "\n\n    union all\n\n".join(
+        f"    select\n        '{table.qualified}' as source_table,\n        count(*) as mirrored_rows\n"
+        f"    from {{{{ ref('{table.model_name}') }}}}" for table in tables)
+    return f"""{{# A view (dbt's default materialization) over the mirrors, as a project's reports are. #}}
+
+with
+
+row_counts as (
+
+{counts}
+
+),
+
+final as (
+
+    select * from row_counts
+
+)
+
+select * from final
+"""
 
 
 def write_project(folder: Path, files: dict[str, str]) -> None:

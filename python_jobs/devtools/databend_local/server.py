@@ -77,7 +77,7 @@ def serve(data_dir: Path, page_rows: int = DEFAULT_PAGE_ROWS, startup_timeout: f
     """
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "devtools.databend_local", "--port", "0",
+    command = [sys.executable, "-m", "python_jobs.devtools.databend_local", "--port", "0",
                "--data-dir", str(data_dir), "--page-rows", str(page_rows)]
     with open(data_dir / "databend_local.log", "ab") as log:
         environment = {**os.environ, PASSWORD_ENV: password} if password else {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 from pathlib import Path
 import shutil
 import subprocess
@@ -80,6 +81,27 @@ def local_file_system_jar() -> str:
     return _adapter_jar(LOCAL_FILE_SYSTEM_JAR, "CDC_MERGE_LOCAL_FS_JAR")
 
 
+# Iceberg's Hadoop catalog with views (jvm/iceberg/cdc_merge/iceberg/CdcMergeHadoopCatalog.java).
+HADOOP_CATALOG_WITH_VIEWS = "cdc_merge.iceberg.CdcMergeHadoopCatalog"
+
+
+def with_views(conf: dict[str, str]) -> dict[str, str]:
+    """conf (a session's settings), its Hadoop catalogs (type hadoop) given views: the same warehouse
+    through CdcMergeHadoopCatalog, whose jar joins spark.jars (the class loader of Iceberg's own).
+    Unchanged where that jar is missing or turned off (CDC_MERGE_ICEBERG_JVM_JAR empty)."""
+    jar = iceberg_helper_jar()
+    hadoop_catalogs = [name for name, value in conf.items()
+                       if re.fullmatch(r"spark\.sql\.catalog\.[^.]+\.type", name) and value == "hadoop"]
+    if not hadoop_catalogs or not jar or not os.path.isfile(jar):
+        return dict(conf)
+    converted = {name: value for name, value in conf.items() if name not in hadoop_catalogs}
+    for name in hadoop_catalogs:
+        converted[name.removesuffix(".type") + ".catalog-impl"] = HADOOP_CATALOG_WITH_VIEWS
+    jars = [entry for entry in (conf.get("spark.jars") or "").split(",") if entry]
+    converted["spark.jars"] = ",".join(jars + ([os.path.abspath(jar)] if os.path.abspath(jar) not in jars else []))
+    return converted
+
+
 SPARK_LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 
 
@@ -132,7 +154,7 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         conf["spark.jars.packages"] = packages
     else:
         conf["spark.jars"] = iceberg_jar()
-    return conf
+    return with_views(conf)
 
 
 def default_warehouse() -> str:

@@ -21,7 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
-from python_jobs.landing.io.session import iceberg_jar, local_file_system_conf, quiet_spark_conf
+from python_jobs.landing.io.session import iceberg_jar, local_file_system_conf, quiet_spark_conf, with_views
 
 logger = AdapterLogger("cdc_spark")
 
@@ -123,7 +123,7 @@ def with_project_paths(credentials: SparkCredentials, project_root: str) -> None
 
 def with_local_session_settings(credentials: SparkCredentials) -> None:
     """The session's settings, with the installed Iceberg runtime jar unless the profile names jars,
-    those of a local file system that forks no process per file (session.local_file_system_conf)
+    Hadoop catalogs that have views, those of a local file system that forks no process per file (session.local_file_system_conf)
     unless the profile names a file system, and a log of errors
     only, without progress bars (session.quiet_spark_conf): dbt's output is the user's. In place,
     so that the session dbt-spark's cursor builds and the adapter's own (python_session.py) are the
@@ -133,6 +133,10 @@ def with_local_session_settings(credentials: SparkCredentials) -> None:
         return
     if not parameters.get("spark.jars") and not parameters.get("spark.jars.packages"):
         parameters["spark.jars"] = iceberg_jar()  # the installed package's Iceberg runtime, wherever it is
+    # A Hadoop catalog with views (session.with_views): dbt's view materialization over the mirrors works.
+    viewed = with_views(parameters)
+    parameters.clear()
+    parameters.update(viewed)
     quiet = quiet_spark_conf(parameters.get("spark.driver.extraJavaOptions"))
     parameters["spark.driver.extraJavaOptions"] = quiet["spark.driver.extraJavaOptions"]
     parameters.setdefault("spark.ui.showConsoleProgress", quiet["spark.ui.showConsoleProgress"])

@@ -1,0 +1,201 @@
+package cdc_merge.iceberg;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.TableOperations;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.catalog.ViewCatalog;
+import org.apache.iceberg.hadoop.HadoopCatalog;
+import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.hadoop.Util;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.util.LocationUtil;
+import org.apache.iceberg.view.BaseMetastoreViewCatalog;
+import org.apache.iceberg.view.View;
+import org.apache.iceberg.view.ViewBuilder;
+import org.apache.iceberg.view.ViewOperations;
+
+/**
+ * Iceberg's Hadoop catalog (a warehouse folder, the embedded target's catalog) with views, which
+ * Iceberg's own has not: dbt's default materialization over the mirrors works there as on a
+ * catalog with views ({@code catalog-impl}, set by python_jobs/landing/io/session.py).
+ *
+ * <p>A view lives where a table of its name would, {@code <warehouse>/<namespace>/<view>}, with its
+ * metadata files in {@code view-metadata/} (not {@code metadata/}, which would make the folder a
+ * table to the Hadoop catalog) and the current one named in {@code view-metadata/version-hint.text}
+ * ({@link HadoopViewOperations}). Such a folder is neither a table nor a namespace here.
+ */
+public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog {
+  static final String VIEW_METADATA = "view-metadata";
+  static final String VERSION_HINT = "version-hint.text";
+
+  private final Views views = new Views();
+  private String warehouse;
+  private FileIO viewIO;
+
+  @Override
+  public void initialize(String name, Map<String, String> properties) {
+    super.initialize(name, properties);
+    this.warehouse = LocationUtil.stripTrailingSlash(properties.get(CatalogProperties.WAREHOUSE_LOCATION));
+    views.initialize(name, properties);
+  }
+
+  @Override
+  public List<Namespace> listNamespaces(Namespace namespace) {
+    return super.listNamespaces(namespace).stream()
+        .filter(child -> !isView(folder(child)))
+        .collect(Collectors.toList());
+  }
+
+  @Override
+  public List<TableIdentifier> listViews(Namespace namespace) {
+    Path parent = folder(namespace);
+    List<TableIdentifier> found = new ArrayList<>();
+    try {
+      FileSystem fs = fileSystem(parent);
+      if (!fs.isDirectory(parent)) {
+        return found;
+      }
+      for (FileStatus status : fs.listStatus(parent)) {
+        if (status.isDirectory() && isView(status.getPath())) {
+          found.add(TableIdentifier.of(namespace, status.getPath().getName()));
+        }
+      }
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+    return found;
+  }
+
+  @Override
+  public View loadView(TableIdentifier identifier) {
+    return views.loadView(identifier);
+  }
+
+  @Override
+  public ViewBuilder buildView(TableIdentifier identifier) {
+    return views.buildView(identifier);
+  }
+
+  @Override
+  public boolean dropView(TableIdentifier identifier) {
+    Path location = new Path(viewLocation(identifier));
+    if (!isView(location)) {
+      return false;
+    }
+    try {
+      return fileSystem(location).delete(location, true);
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+  }
+
+  @Override
+  public void renameView(TableIdentifier from, TableIdentifier to) {
+    throw new UnsupportedOperationException("Cannot rename a view of a Hadoop catalog: create it under the new name");
+  }
+
+  String viewLocation(TableIdentifier identifier) {
+    return folder(identifier.namespace()) + "/" + identifier.name();
+  }
+
+  private Path folder(Namespace namespace) {
+    return namespace.isEmpty() ? new Path(warehouse) : new Path(warehouse, String.join("/", namespace.levels()));
+  }
+
+  private boolean isView(Path folder) {
+    try {
+      return fileSystem(folder).exists(new Path(folder, VIEW_METADATA + "/" + VERSION_HINT));
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+  }
+
+  FileSystem fileSystem(Path path) {
+    return Util.getFs(path, getConf());
+  }
+
+  static String read(FileSystem fs, Path path) throws IOException {
+    try (java.io.InputStream in = fs.open(path)) {
+      return new String(readAll(in), StandardCharsets.UTF_8).trim();
+    }
+  }
+
+  private static byte[] readAll(java.io.InputStream in) throws IOException {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    byte[] buffer = new byte[4096];
+    for (int read = in.read(buffer); read >= 0; read = in.read(buffer)) {
+      out.write(buffer, 0, read);
+    }
+    return out.toByteArray();
+  }
+
+  /** Iceberg's view catalog machinery (the view builder: create, replace, create or replace) over this catalog's folders. */
+  private final class Views extends BaseMetastoreViewCatalog {
+    @Override
+    protected ViewOperations newViewOps(TableIdentifier identifier) {
+      return new HadoopViewOperations(CdcMergeHadoopCatalog.this, identifier, viewLocation(identifier), io());
+    }
+
+    @Override
+    protected TableOperations newTableOps(TableIdentifier identifier) {
+      return tableOps(identifier);
+    }
+
+    @Override
+    protected String defaultWarehouseLocation(TableIdentifier identifier) {
+      return viewLocation(identifier);
+    }
+
+    @Override
+    public List<TableIdentifier> listTables(Namespace namespace) {
+      return CdcMergeHadoopCatalog.this.listTables(namespace);
+    }
+
+    @Override
+    public boolean dropTable(TableIdentifier identifier, boolean purge) {
+      return CdcMergeHadoopCatalog.this.dropTable(identifier, purge);
+    }
+
+    @Override
+    public void renameTable(TableIdentifier from, TableIdentifier to) {
+      CdcMergeHadoopCatalog.this.renameTable(from, to);
+    }
+
+    @Override
+    public List<TableIdentifier> listViews(Namespace namespace) {
+      return CdcMergeHadoopCatalog.this.listViews(namespace);
+    }
+
+    @Override
+    public boolean dropView(TableIdentifier identifier) {
+      return CdcMergeHadoopCatalog.this.dropView(identifier);
+    }
+
+    @Override
+    public void renameView(TableIdentifier from, TableIdentifier to) {
+      CdcMergeHadoopCatalog.this.renameView(from, to);
+    }
+  }
+
+  private TableOperations tableOps(TableIdentifier identifier) {
+    return newTableOps(identifier);
+  }
+
+  private synchronized FileIO io() {
+    if (viewIO == null) {
+      viewIO = new HadoopFileIO(getConf());
+    }
+    return viewIO;
+  }
+}

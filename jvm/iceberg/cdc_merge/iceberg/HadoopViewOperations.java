@@ -1,0 +1,126 @@
+package cdc_merge.iceberg;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.NoSuchViewException;
+import org.apache.iceberg.io.FileIO;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.util.LocationUtil;
+import org.apache.iceberg.view.BaseViewOperations;
+import org.apache.iceberg.view.ViewMetadata;
+import org.apache.iceberg.view.ViewMetadataParser;
+
+/**
+ * A view of {@link CdcMergeHadoopCatalog}: its metadata files in {@code <view>/view-metadata/},
+ * the current one named in {@code version-hint.text}. A commit writes the new metadata file, then
+ * replaces the hint if it still names the metadata the commit started from (checked and replaced
+ * under a lock per view in this JVM; a view is built by one dbt run at a time).
+ */
+final class HadoopViewOperations extends BaseViewOperations {
+  private static final Map<String, Object> LOCKS = new ConcurrentHashMap<>();
+
+  private final CdcMergeHadoopCatalog catalog;
+  private final TableIdentifier identifier;
+  private final String location;
+  private final FileIO io;
+
+  HadoopViewOperations(CdcMergeHadoopCatalog catalog, TableIdentifier identifier, String location, FileIO io) {
+    this.catalog = catalog;
+    this.identifier = identifier;
+    this.location = LocationUtil.stripTrailingSlash(location);
+    this.io = io;
+  }
+
+  @Override
+  protected void doRefresh() {
+    String current = currentFromHint();
+    if (current == null) {
+      if (currentMetadataLocation() != null) {
+        throw new NoSuchViewException("View does not exist: %s", identifier);
+      }
+      disableRefresh();
+      return;
+    }
+    refreshFromMetadataLocation(current);
+  }
+
+  @Override
+  protected void doCommit(ViewMetadata base, ViewMetadata metadata) {
+    String written = writeNewMetadataIfRequired(metadata);
+    synchronized (LOCKS.computeIfAbsent(location, key -> new Object())) {
+      String current = currentFromHint();
+      String expected = base == null ? null : base.metadataFileLocation();
+      if (!Objects.equals(current, expected)) {
+        throw new CommitFailedException("Cannot commit view %s: it changed since it was read", identifier);
+      }
+      writeHint(written);
+    }
+  }
+
+  @Override
+  protected String writeNewMetadataIfRequired(ViewMetadata metadata) {
+    if (metadata.metadataFileLocation() != null) {
+      return metadata.metadataFileLocation();
+    }
+    // NNNNN-<uuid>.metadata.json: the version BaseViewOperations reads back from the name, the codec from its end.
+    OutputFile file = io.newOutputFile(String.format(Locale.ROOT, "%s/%s/%05d-%s.metadata.json", location,
+        CdcMergeHadoopCatalog.VIEW_METADATA, currentVersion() + 1, UUID.randomUUID()));
+    ViewMetadataParser.overwrite(metadata, file);
+    return file.location();
+  }
+
+  private Path hint() {
+    return new Path(location, CdcMergeHadoopCatalog.VIEW_METADATA + "/" + CdcMergeHadoopCatalog.VERSION_HINT);
+  }
+
+  private String currentFromHint() {
+    Path hint = hint();
+    try {
+      FileSystem fs = catalog.fileSystem(hint);
+      return fs.exists(hint) ? CdcMergeHadoopCatalog.read(fs, hint) : null;
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+  }
+
+  /** The hint replaced whole: written beside it, then renamed over it. */
+  private void writeHint(String metadataLocation) {
+    Path hint = hint();
+    Path partial = new Path(hint.getParent(), "." + UUID.randomUUID() + "-" + CdcMergeHadoopCatalog.VERSION_HINT);
+    try {
+      FileSystem fs = catalog.fileSystem(hint);
+      try (OutputStream out = fs.create(partial, false)) {
+        out.write(metadataLocation.getBytes(StandardCharsets.UTF_8));
+      }
+      if (fs.exists(hint) && !fs.delete(hint, false)) {
+        throw new IOException("cannot replace " + hint);
+      }
+      if (!fs.rename(partial, hint)) {
+        throw new IOException("cannot rename " + partial + " to " + hint);
+      }
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+  }
+
+  @Override
+  protected String viewName() {
+    return identifier.toString();
+  }
+
+  @Override
+  protected FileIO io() {
+    return io;
+  }
+}
