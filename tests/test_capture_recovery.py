@@ -6,13 +6,11 @@ changes to it are still in the slot, and the replication slot lost and a new sna
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from postgres_server import create_capture_user, start_postgres
+from postgres_server import create_capture_user
+from test_capture_faults import postgres  # noqa: F401 - a fixture
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.output import CaptureError
 
@@ -21,16 +19,6 @@ BEFORE_RENAME = "{{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string', 'score
 # docs/schema_changes.md's way to follow a renamed column: read both names, keep whichever the event has.
 AFTER_RENAME = """{{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string', 'points_before': 'int', 'points_after': 'int',
                                     'note': 'string'}, json_fields={'points_before': 'score', 'points_after': 'points'}) }}"""
-
-
-@pytest.fixture
-def postgres():
-    # Not under pytest's tmp_path: the server runs as another user, who cannot enter it.
-    directory = Path(tempfile.mkdtemp(prefix="cdc-merge-recovery-"))
-    server = start_postgres(directory)
-    yield server
-    server.stop()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def model(project, columns: str, select: str = "*") -> None:

@@ -8,16 +8,13 @@ everything, as on a Spark target.
 """
 
 import os
-import traceback
 from dataclasses import dataclass
 from typing import Any, Dict
 from urllib.parse import quote
 
 from dbt.adapters.base import PythonJobHelper
-from dbt_common.exceptions import DbtRuntimeError
 
-# A materialization's generated code may leave a one-line result for dbt's log here (as cdc_spark's).
-RESULT_MESSAGE_VARIABLE = "dbt_model_result_message"
+from dbt.adapters.cdc_spark.python_session import run_model_code
 
 
 @dataclass(frozen=True)
@@ -49,15 +46,7 @@ class LocalSparkPythonJobHelper(PythonJobHelper):
 
         # Only Spark's parsing runs here; its own warehouse (unused) stays inside the project's target/.
         spark = io.spark_session("cdc_merge_landing", os.path.join(self.project_root, "target", "landing-warehouse"))
-        namespace: Dict[str, Any] = {"__name__": f"dbt_model_{self.model_name}", "spark": spark}
         target = LandingTarget("databend", f"Databend at {self.credentials.host}:{self.credentials.port}",
                                target_dsn(self.credentials))
-        try:
-            with landing_into(target):
-                exec(compile(compiled_code, self.model_path, "exec"), namespace)
-        except Exception as error:
-            frames = traceback.format_exception(error)
-            raise DbtRuntimeError(
-                f"Python model {self.model_name} ({self.model_path}) failed:\n{''.join(frames).rstrip()}"
-            ) from error
-        return LandingRunResult(str(namespace.get(RESULT_MESSAGE_VARIABLE, "OK")))
+        with landing_into(target):
+            return LandingRunResult(run_model_code(compiled_code, self.model_name, self.model_path, spark))

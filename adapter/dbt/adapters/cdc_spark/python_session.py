@@ -65,14 +65,18 @@ class SessionPythonJobHelper(PythonJobHelper):
     def submit(self, compiled_code: str) -> SessionRunResult:
         from python_jobs.landing.dbt_target import LandingTarget, landing_into
 
-        namespace: Dict[str, Any] = {"__name__": f"dbt_model_{self.model_name}", "spark": self.session()}
-        try:
-            # A landing model here lands into the session's Iceberg catalog (python_jobs/landing/dbt_target.py).
-            with landing_into(LandingTarget("iceberg", "a cdc_spark session")):
-                exec(compile(compiled_code, self.model_path, "exec"), namespace)
-        except Exception as error:
-            frames = traceback.format_exception(error)
-            raise DbtRuntimeError(
-                f"Python model {self.model_name} ({self.model_path}) failed:\n{''.join(frames).rstrip()}"
-            ) from error
-        return SessionRunResult(str(namespace.get(RESULT_MESSAGE_VARIABLE, "OK")))
+        # A landing model here lands into the session's Iceberg catalog (python_jobs/landing/dbt_target.py).
+        with landing_into(LandingTarget("iceberg", "a cdc_spark session")):
+            return SessionRunResult(run_model_code(compiled_code, self.model_name, self.model_path, self.session()))
+
+
+def run_model_code(compiled_code: str, model_name: str, model_path: str, spark: Any) -> str:
+    """A compiled Python model run here with `spark` bound, compiled under the model file's own path
+    (a traceback shows the model's lines as they are in the file); its one-line result for dbt's log."""
+    namespace: Dict[str, Any] = {"__name__": f"dbt_model_{model_name}", "spark": spark}
+    try:
+        exec(compile(compiled_code, model_path, "exec"), namespace)
+    except Exception as error:
+        frames = traceback.format_exception(error)
+        raise DbtRuntimeError(f"Python model {model_name} ({model_path}) failed:\n{''.join(frames).rstrip()}") from error
+    return str(namespace.get(RESULT_MESSAGE_VARIABLE, "OK"))
