@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from python_jobs.scaffold import SourceColumn, SourceTable
+from mariadb_server import create_mariadb_capture_user
 from postgres_server import create_capture_user
-from test_capture_faults import postgres  # noqa: F401 - a fixture
+from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from python_jobs.starter import init
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -151,6 +152,35 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
             path = (project / node["original_file_path"]) if node["package_name"] == "my_shop" else (
                 project / "dbt_packages" / "cdc_merge" / node["original_file_path"])
             assert path.resolve().is_relative_to(project) or path.resolve().is_relative_to(PROJECT_DIR), path
+
+
+def test_a_new_project_mirrors_a_mariadb_table_as_the_docs_say(mariadb, tmp_path):
+    """docs/your_project.md's MySQL/MariaDB steps as written: the user with REPLICATION SLAVE,
+    REPLICATION CLIENT and SELECT only, cdc-init --mysql, the capture, dbt build, cdc-verify."""
+    connection = mariadb.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.execute("create database shop character set utf8mb4")
+        cursor.execute("create table shop.customers (id int primary key, name varchar(50), score float, "
+                       "since date, tags set('a','b'))")
+        cursor.execute("insert into shop.customers values (1, 'Ada', 1.1, '2026-01-02', ''), (2, 'Grace', 2.5, null, 'a,b')")
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    project, home = tmp_path / "my_shop", tmp_path / "home"
+    home.mkdir()
+    source, secret = f"{user}@127.0.0.1:{mariadb.port}", {"MYSQL_PWD": password}
+    run(["cdc-init", str(project), "--mysql", source, "--tables", "shop.customers", "--package-local", str(PROJECT_DIR)],
+        tmp_path, home, **secret)
+    run(["dbt", "deps", "--profiles-dir", "."], project, home)
+    capture = ["cdc-capture-mysql", "--host", "127.0.0.1", "--port", str(mariadb.port), "--user", user,
+               "--tables", "shop.customers", "--out", "data/inbox", "--state", "data/capture-state.json"]
+    run(capture, project, home, **secret)  # the snapshot, without a lock
+    with connection.cursor() as cursor:
+        cursor.execute("update shop.customers set score = 3.25, tags = '' where id = 2")
+        cursor.execute("insert into shop.customers values (3, 'Edsger', 0.1, '2026-03-04', 'b')")
+    connection.close()
+    run(capture, project, home, **secret)  # the binlog since
+    build = run(["dbt", "build", "--profiles-dir", "."], project, home)
+    assert "Traceback" not in build and "Exception" not in build, build[-6000:]
+    assert "1 mirrors equal " in run(["cdc-verify", "--profiles-dir", "."], project, home, **secret)
 
 
 def test_the_tests_read_their_fixtures_inside_the_clone():
