@@ -13,6 +13,10 @@
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
+    {% if not cdc_merge.has_cdc_adapter() %}
+        {% do exceptions.raise_compiler_error("cdc_verify reads the source in the cdc_spark or cdc_databend adapter: set the"
+            ~ " target's type to one of them (docs/engines.md)") %}
+    {% endif %}
     {% set names = [select] if select is string else select %}
     {% set mirrors = [] %}
     {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge'

@@ -217,8 +217,15 @@
     {% endif %}
     {% for relation, create in tables %}
         {% if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
-            {#- Every mirror of a first run gets here at once: one thread creates the table, the others find it. -#}
-            {% do adapter.cdc_execute_one_at_a_time('create ' ~ relation, [cdc_merge.create_schema_if_missing(relation), create(relation)]) %}
+            {% set statements = [cdc_merge.create_schema_if_missing(relation), create(relation)] %}
+            {% if cdc_merge.has_cdc_adapter() %}
+                {#- Every mirror of a first run gets here at once: one thread creates the table, the others find it. -#}
+                {% do adapter.cdc_execute_one_at_a_time('create ' ~ relation, statements) %}
+            {% else %}
+                {% for statement in statements %}
+                    {% do run_query(statement) %}
+                {% endfor %}
+            {% endif %}
         {% elif target.type == 'cdc_spark' and adapter.cdc_first_time_in_process('properties:' ~ relation) %}
             {#- A table made by an earlier version gets the properties too; once per process. -#}
             {% do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ cdc_merge.bookkeeping_table_properties() ~ ')') %}
