@@ -58,6 +58,20 @@ def test_postgres_order_is_lsn():
     assert seqs == sorted(seqs) and len(set(seqs)) == 3
 
 
+def test_postgres_order_with_the_captures_commit_lsn_is_commit_then_lsn():
+    def event(lsn: int, commit_lsn: int | None) -> str:
+        line = json.loads(postgres_event(lsn=lsn))
+        line["source"]["commit_lsn"] = commit_lsn
+        return json.dumps(line)
+
+    # A transaction that wrote at 100 and committed at 400, after one that wrote at 200 and committed at 300.
+    assert seq_of(event(200, 300)) < seq_of(event(100, 400)) < seq_of(event(150, 400))
+    # A log landed before the capture wrote commit_lsn: lsn alone, and each key's order agrees (a later
+    # writer of a key waits for the earlier one's commit).
+    assert seq_of(event(90, None)) == seq_of(postgres_event(lsn=90)) < seq_of(event(100, 400))
+    assert "is -1, not a non-negative integer" in parse_line(event(100, -1), KEYS).reason
+
+
 def test_snapshot_rows_sort_before_streamed_rows_at_the_same_position():
     snapshot_row = seq_of(postgres_event(op="r", lsn=500, snapshot="true"))
     streamed = seq_of(postgres_event(op="u", lsn=500))

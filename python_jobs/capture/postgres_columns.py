@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event, warn_unknown_values
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
 
@@ -114,22 +115,25 @@ class ColumnAdditions:
     def is_pending(self, table: str, column: str) -> bool:
         return column in self.pending.get(table, {})
 
-    def before_change(self, change: Mapping[str, Any], database: str, processed_ms: int) -> list[dict[str, Any]]:
-        """The schema change events to write before a wal2json change: the pending additions its
-        table's insert or update carries, or that the capture's message names."""
+    def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
+                      processed_ms: int) -> list[dict[str, Any]]:
+        """The schema change events to write before a wal2json change (of the transaction committed at
+        commit_lsn): the pending additions its table's insert or update carries, or that the capture's
+        message names."""
         if change.get("action") == "M":
             if change.get("prefix") != MESSAGE_PREFIX:
                 return []
             named = json.loads(change.get("content") or "{}")
             return [event for table, columns in named.items()
-                    for event in self._written(table, columns, change, database, processed_ms)]
+                    for event in self._written(table, columns, change, commit_lsn, database, processed_ms)]
         table = f"{change.get('schema')}.{change.get('table')}"
         if table not in self.pending or change.get("action") not in ("I", "U"):
             return []
         carried = {column.get("name") for column in change.get("columns") or ()}
-        return self._written(table, [name for name in self.pending[table] if name in carried], change, database, processed_ms)
+        return self._written(table, [name for name in self.pending[table] if name in carried], change, commit_lsn, database,
+                             processed_ms)
 
-    def _written(self, table: str, names: list[str], change: Mapping[str, Any], database: str,
+    def _written(self, table: str, names: list[str], change: Mapping[str, Any], commit_lsn: int, database: str,
                  processed_ms: int) -> list[dict[str, Any]]:
         waiting = self.pending.get(table, {})
         columns = [waiting.pop(name) for name in names if name in waiting]
@@ -143,10 +147,8 @@ class ColumnAdditions:
         warn_unknown_values(table, added, "run the capture once with --resnapshot to read them")
         schema, name = table.split(".")
         catalog = self.catalog.get(table, columns)
-        source = {"connector": "postgresql", "name": "cdc_merge", "db": database, "schema": schema, "table": name,
-                  "lsn": parse_lsn(change["lsn"]), "ts_ms": None, "snapshot": "false"}
         return [schema_change_event(
-            source=source, table_id=f'"{schema}"."{name}"',
+            source=source_block(database, table, parse_lsn(change["lsn"]), commit_lsn), table_id=f'"{schema}"."{name}"',
             columns=[(column.name, column.type_name) for column in catalog],
             primary_key=[column.name for column in catalog if column.in_primary_key],
             added=added, processed_ms=processed_ms,

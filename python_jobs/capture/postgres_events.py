@@ -24,6 +24,17 @@ def lsn_text(position: int) -> str:
     return f"{position >> 32:X}/{position & 0xFFFFFFFF:X}"
 
 
+def source_block(database: str, table: str, lsn: int, commit_lsn: int, *, snapshot: bool = False,
+                 ts_ms: int | None = None, tx_id: int | None = None) -> dict[str, Any]:
+    """Debezium's source block of the capture's events. commit_lsn, the commit of the event's
+    transaction, orders events before lsn (docs/ordering.md): a change's own LSN can be older than a
+    transaction committed before it, which an online snapshot's watermarks must not mistake."""
+    schema, name = table.split(".", 1)
+    return {"version": CAPTURE_VERSION, "connector": CONNECTOR, "name": "cdc_merge", "db": database, "schema": schema,
+            "table": name, "lsn": lsn, "commit_lsn": commit_lsn, **({"txId": tx_id} if tx_id is not None else {}),
+            "ts_ms": ts_ms, "snapshot": "true" if snapshot else "false"}
+
+
 def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     image = {}
     for column in columns:
@@ -136,7 +147,7 @@ class TableShape:
 
 def change_events(
     transaction: Transaction, database: str, shapes: Mapping[str, TableShape], processed_ms: int,
-    additions: Any = None,
+    additions: Any = None, watch: Any = None,
 ) -> list[dict[str, Any]]:
     """Debezium events of one committed transaction, in commit order.
 
@@ -144,29 +155,21 @@ def change_events(
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
     additions (postgres_columns.ColumnAdditions): the columns added but not said yet, whose schema
     change events go before the first change that carries them (or at the capture's message).
+    watch (postgres_pages.PageWatch): an online snapshot's open page, told every change.
     """
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
     transaction_id = f"{transaction.xid}:{transaction.commit_lsn}"
     for change in transaction.changes:
         action = change["action"]
-        if additions is not None:
-            events.extend(additions.before_change(change, database, processed_ms))
+        for observer in (additions, watch):
+            if observer is not None:
+                events.extend(observer.before_change(change, transaction.commit_lsn, database, processed_ms))
         if action == "M":  # logical messages are not row changes
             continue
         table = f"{change['schema']}.{change['table']}"
-        source = {
-            "version": CAPTURE_VERSION,
-            "connector": CONNECTOR,
-            "name": "cdc_merge",
-            "db": database,
-            "schema": change["schema"],
-            "table": change["table"],
-            "lsn": parse_lsn(change["lsn"]),
-            "txId": transaction.xid,
-            "ts_ms": transaction.commit_ts_ms,
-            "snapshot": "false",
-        }
+        source = source_block(database, table, parse_lsn(change["lsn"]), transaction.commit_lsn,
+                              ts_ms=transaction.commit_ts_ms, tx_id=transaction.xid)
         identity = columns_image(change.get("identity") or [])
         after = columns_image(change.get("columns") or [])
         if action == "U":

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from python_jobs.capture.output import debezium_event
 from python_jobs.capture.postgres_connection import connect
-from python_jobs.capture.postgres_events import CONNECTOR
+from python_jobs.capture.postgres_events import source_block
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
 
 
@@ -47,9 +47,8 @@ def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> int:
 
 
 def _source_block(capture: Any, table: str, position: int, snapshot: bool) -> dict[str, Any]:
-    schema, name = table.split(".")
-    return {"connector": CONNECTOR, "name": "cdc_merge", "db": capture.database, "schema": schema, "table": name,
-            "lsn": position, "ts_ms": None, "snapshot": "true" if snapshot else "false"}
+    # Every transaction the stream carries commits after the snapshot's position.
+    return source_block(capture.database, table, position, position, snapshot=snapshot)
 
 
 def _write_truncate_before(capture: Any, table: str, position: int) -> None:

@@ -24,6 +24,7 @@ from python_jobs.formats.records import (
     positive_ms,
     parse_safely,
     configured_table,
+    range_event,
     schema_event,
     short,
     truncate_event,
@@ -61,6 +62,8 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     op = envelope.get("op")
     if op is None and ("ddl" in envelope or "tableChanges" in envelope):
         return _schema_change(envelope, key_columns, _existing_rows_texts(text, members))
+    if op is None and isinstance(envelope.get("range"), dict):
+        return _key_range(text, members, envelope, key_columns)
     if op is None and envelope.get("status") == "END":
         return _transaction_end(envelope)
     if op is None and envelope.get("status") == "BEGIN":
@@ -126,6 +129,24 @@ def _transaction_end(envelope: Mapping[str, Any]) -> ParsedLine:
         transaction_id(envelope.get("id"), "id"), line_ordered_seq(1), positive_ms(envelope.get("ts_ms")),
         envelope.get("event_count"), per_table_counts(envelope.get("data_collections")),
     )
+
+
+def _key_range(text: str, members: Members, envelope: Mapping[str, Any], key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
+    """The captures' record of a key range an online snapshot page read completely (snapshot_pages.range_record)."""
+    source, low = envelope.get("source"), envelope["range"].get("low")
+    if not isinstance(source, dict) or not isinstance(low, dict):
+        raise RejectedRecord("a range record needs the objects 'source' and 'range.low'")
+    table_name = _table_name(source)
+    key_columns_for(table_name, key_columns)
+    bounds = object_members(text, members["range"][2], "field 'range'")
+    texts = {}
+    for bound in ("after", "from", "through"):
+        value, bound_text, _ = bounds.get(bound, (None, None, 0))
+        if value is not None and not isinstance(value, dict):
+            raise RejectedRecord(f"field 'range.{bound}' is {short(value)}, not a key image")
+        texts[bound] = bound_text if value is not None else None
+    return range_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")), _seq(low, "c"),
+                       texts["from"] or texts["after"], texts["through"], start_inclusive=texts["from"] is not None)
 
 
 def _existing_rows_texts(text: str, members: Members) -> list[str | None]:
@@ -210,6 +231,9 @@ def source_position(source: Mapping[str, Any]) -> tuple[int, int, int] | None:
             raise RejectedRecord(f"field 'source.row' is {row}, more rows than one binlog event holds")
         return (int(match.group(1)), non_negative_int(source, "pos", "source."), row)
     if connector in POSTGRES_CONNECTORS:
+        # The captures' commit_lsn (python_jobs/capture/postgres_events.source_block) puts commit order first.
+        if source.get("commit_lsn") is not None:
+            return (non_negative_int(source, "commit_lsn", "source."), non_negative_int(source, "lsn", "source."), 0)
         return (non_negative_int(source, "lsn", "source."), 0, 0)
     # A connector whose position we do not read: ordering it by its lines would ignore the one it has.
     raise RejectedRecord(

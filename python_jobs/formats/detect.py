@@ -31,7 +31,8 @@ def detect(members: Members) -> str:
         return "maxwell"
     # Flink's debezium-json may write the envelope without 'source'.
     debezium_envelope = "op" in members and any(name in members for name in ("source", "before", "after"))
-    debezium_envelope = debezium_envelope or ("source" in members and ("ddl" in members or "tableChanges" in members))
+    # Schema changes, and the captures' online snapshot key ranges (python_jobs/capture/snapshot_pages.py).
+    debezium_envelope = debezium_envelope or ("source" in members and any(name in members for name in ("ddl", "tableChanges", "range")))
     if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
     # A truncate ("action": "T") has no column lists; without include-lsn, only its table.

@@ -32,6 +32,9 @@ TABLE_KEY = "[]"
 # raw log at its place in source order, with the table's key, as the table's schema history
 # (models/landing/schema_history.sql). The mirrors never apply it.
 ACTION_SCHEMA = "schema"
+# A capture's online snapshot page (python_jobs/capture/snapshot_pages.py): the table's key range it
+# read completely, with the table's key; the mirrors delete their older rows in it that it has not.
+ACTION_RANGE = "range"
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
@@ -162,6 +165,18 @@ def schema_event(
         before_data=image(columns_before) if columns_before is not None else None,
         seq=seq, source_ts_ms=source_ts_ms,
     )
+
+
+def range_event(table_name: str, seq: str, source_ts_ms: int | None, low_seq: str, start: str | None,
+                through: str | None, start_inclusive: bool = False) -> ParsedLine:
+    """A key range of table_name an online snapshot page read completely: raw_data {"after": key image
+    (exclusive; "from" when start_inclusive) or null (the table's start), "through": key image
+    (inclusive) or null (its end), "low": the seq of the page's low watermark}, the images as their
+    exact JSON text."""
+    raw = (f'{{"{"from" if start_inclusive else "after"}":{start or "null"},"through":{through or "null"},'
+           f'"low":{json.dumps(low_seq)}}}')
+    return ParsedLine(STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_RANGE, raw_data=raw, seq=seq,
+                      source_ts_ms=source_ts_ms)
 
 
 def configured_table(table_name: str, key_columns: Mapping[str, Sequence[str]], announced: Any = None) -> bool:

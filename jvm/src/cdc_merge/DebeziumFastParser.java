@@ -76,7 +76,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final int LSN = 7;
   private static final int SNAPSHOT = 8;
   private static final int TS_MS = 9;
-  private static final int SOURCE_MEMBERS = 10;
+  private static final int COMMIT_LSN = 10;
+  private static final int SOURCE_MEMBERS = 11;
 
   private static int sourceMember(String name) {
     switch (name) {
@@ -100,6 +101,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         return SNAPSHOT;
       case "ts_ms":
         return TS_MS;
+      case "commit_lsn":
+        return COMMIT_LSN;
       default:
         return -1;
     }
@@ -234,7 +237,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
             }
             Map<String, Value> transaction = members(parser, TRANSACTION_MEMBERS);
             Value id = transaction.get("id");
-            if (id == null || !(id.isString() || id.integer() != null) || id.text().isEmpty()) {
+            if (id == null || !(id.isString() || id.integer() != null) || id.text().isEmpty()
+                || hasLoneSurrogate(id.text())) {
               return null;
             }
             txId = id.text();
@@ -529,8 +533,19 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         if (lsn == null) {
           return null;
         }
-        major = lsn;
-        minor = 0;
+        // The captures' commit_lsn orders first (docs/ordering.md).
+        Value commit = source[COMMIT_LSN];
+        if (commit != null && !commit.isNull()) {
+          Long commitLsn = nonNegative(commit, null);
+          if (commitLsn == null) {
+            return null;
+          }
+          major = commitLsn;
+          minor = lsn;
+        } else {
+          major = lsn;
+          minor = 0;
+        }
         row = 0;
         break;
       default:
