@@ -130,7 +130,6 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
     removes superseded raw events and old raw snapshots, but nothing the mirror behind has not
     applied, nor its offset: it catches up afterwards, and a full refresh rebuilds it."""
     project = conformance_project
-    raw = f"{project.raw_schema}.raw_events"
     configure_model(project, "shop_orders", maintenance="off")
     copy_orders_mirror(project, "orders_behind")
     _, waves = build_waves(7, events=900, waves=3, connector="mysql", snapshot_rows=30,

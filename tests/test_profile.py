@@ -4,7 +4,6 @@ writes to a catalog the mirrors never read."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2

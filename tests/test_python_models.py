@@ -3,7 +3,6 @@ model lands new files and the mirrors merge them in one `dbt run`."""
 
 from __future__ import annotations
 
-import traceback
 
 import pytest
 import yaml

@@ -12,7 +12,6 @@ import pytest
 from conftest import FIXTURES
 from python_jobs.formats import detect as formats
 from python_jobs.formats.records import ACTION_SCHEMA, STATUS_EVENT, STATUS_IGNORED, TABLE_KEY
-from test_materialization import run_error
 
 CUSTOMERS = {"inventory.customers": ["id"]}
 

@@ -34,7 +34,7 @@ insert into shop.customers values (1, 'Ada', 1), (2, 'Grace', 2), (3, 'Edsger', 
 insert into shop.order_lines values (10, 1, 'a', 2, 1.50), (10, 2, 'b', 1, 20.00), (11, 1, 'c', 5, 0.99);
 """
 MIRRORED_ROWS = """
-select 'shop.customers' as source, to_json(named_struct('id', id, 'name', name, 'tier', tier)) as image
+select 'shop.customers' as source, to_json(named_struct('id', id, 'name', name, 'tier', tier, 'email', email)) as image
 from mirror.shop_customers
 union all
 select 'shop.order_lines', to_json(named_struct('order_id', order_id, 'line_no', line_no, 'sku', sku, 'qty', qty,
@@ -67,7 +67,7 @@ def run(command: list[str], cwd: Path, home: Path, expect_success: bool = True, 
 def source_rows(server) -> list[tuple]:
     connection = server.connect()
     with connection.cursor() as cursor:
-        cursor.execute("select 'shop.customers', id, name, tier from shop.customers")
+        cursor.execute("select 'shop.customers', id, name, tier, email from shop.customers")
         rows = [tuple(row) for row in cursor.fetchall()]
         cursor.execute("select 'shop.order_lines', order_id, line_no, sku, qty, price::text from shop.order_lines")
         rows += [tuple(row) for row in cursor.fetchall()]
@@ -97,9 +97,14 @@ def test_a_new_project_mirrors_two_postgres_tables_with_cdc_merge_as_a_package(p
     assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "my_shop"]
     with connection.cursor() as cursor:
         cursor.execute(CHANGES)
+        # A column added at the source, with a default every existing row takes; then to the model.
+        cursor.execute("alter table shop.customers add column email text default 'none'")
+        cursor.execute("update shop.customers set email = 'ada@example.com' where id = 1")
     connection.commit()
     connection.close()
     run(capture, project, home)  # the changes
+    run(["cdc-scaffold", "--postgres", dsn, "--tables", "shop.customers", "--out", "models/mirrors", "--overwrite"],
+        project, home)
     run(["dbt", "build", "--profiles-dir", "."], project, home)
 
     results = json.loads((project / "target" / "run_results.json").read_text())["results"]

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, schema_event
 from python_jobs.capture.mysql_snapshot import take_snapshot
-from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, row_image
-from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder, debezium_event
+from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction
+from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
 from python_jobs.capture.schema_events import warn_unknown_values
 
 if TYPE_CHECKING:

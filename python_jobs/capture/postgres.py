@@ -35,7 +35,6 @@ from python_jobs.capture.output import (
     CaptureSummary,
     OutputFolder,
     change_event_count,
-    debezium_event,
     lost_connection,
     read_state,
     run_command,
@@ -43,7 +42,6 @@ from python_jobs.capture.output import (
     write_state,
 )
 from python_jobs.capture.postgres_events import (
-    CONNECTOR,
     DECODING_OPTIONS,
     TableShape,
     Transaction,
@@ -53,8 +51,10 @@ from python_jobs.capture.postgres_events import (
 )
 from python_jobs.capture.postgres_columns import MESSAGE_PREFIX, CatalogColumn, ColumnAdditions, read_catalog
 from python_jobs.capture.postgres_connection import connect, dsn_settings, dsn_without_secrets
+from python_jobs.capture.postgres_pages import PageWatch, open_next_page, read_added_tables, write_page
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
+from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 from python_jobs.formats.wal2json import parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
@@ -77,6 +77,11 @@ class CaptureConfig:
     progress_seconds: float = 5.0
     # Drop the slot and take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
     resnapshot: bool = False
+    # The first snapshot: "exported" (one transaction, at the slot's consistent point) or "online" (in
+    # pages while the stream goes on: snapshot_pages.py); tables added later are always read online.
+    snapshot_mode: str = "exported"
+    page_rows: int = 10_000
+    snapshot_rows_per_second: float | None = None
 
 
 class PostgresCapture:
@@ -108,6 +113,8 @@ class PostgresCapture:
         self.catalog = self.read_catalog()
         # Columns added to the tables while capturing (postgres_columns.py); from the state, in _run.
         self.additions = ColumnAdditions()
+        # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
+        self.pages = Pages()
 
     def read_catalog(self, connection: Any = None) -> dict[str, list[CatalogColumn]]:
         """The captured tables' columns, as of now or as of the snapshot connection's snapshot; each
@@ -128,6 +135,12 @@ class PostgresCapture:
         if row and row[0] != "wal2json":
             raise CaptureError(f"replication slot {self.config.slot} uses plugin {row[0]}, not wal2json")
         return row is not None
+
+    def create_slot(self) -> int:
+        """The slot alone, for a snapshot read online afterwards; its consistent point."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("select lsn::text from pg_create_logical_replication_slot(%s, 'wal2json')", (self.config.slot,))
+            return parse_lsn(cursor.fetchone()[0])
 
     def drop_slot(self) -> None:
         with self.connection.cursor() as cursor:
@@ -181,17 +194,22 @@ class PostgresCapture:
         shapes = {table: TableShape(frozenset(column.name for column in columns),
                                     frozenset(column.name for column in columns if column.toastable))
                   for table, columns in self.catalog.items()}
-        events = [event for tx in unwritten for event in change_events(tx, self.database, shapes, processed_ms, self.additions)]
+        watch = PageWatch(self.pages)
+        events = [event for tx in unwritten for event in change_events(tx, self.database, shapes, processed_ms,
+                                                                       self.additions, watch)]
         last_commit = committed[-1].commit_lsn
         if events:
             first = events[0]["source"]["lsn"]
             self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
             self.summary.files += 1
             self.summary.events += change_event_count(events)
-        if unwritten:
+        page = self.pages.ready()
+        if page is not None:
+            write_page(self, page, processed_ms)
+        if unwritten or page is not None:
             # following: a streaming capture's figures (output.FollowProgress), for whoever watches it.
             self.write_state({**self.state, "written_lsn": lsn_text(last_commit), "columns": self.additions.state(),
-                              **({"following": following} if following else {})})
+                              "snapshots": self.pages.state(), **({"following": following} if following else {})})
         self.summary.transactions += len(unwritten)
         self.mark_additions({table: columns for table, columns in noticed.items() if table in self.additions.pending})
         crash_points.crash_point("capture-before-confirm")
@@ -233,6 +251,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
         capture.state = state
         capture.additions = ColumnAdditions.from_state(state)
+        capture.pages = Pages([entry for entry in state.get("snapshots") or () if entry["table"] in config.tables])
         if config.resnapshot or not state.get("snapshot_done"):
             _take_snapshot(capture, config, state)
         elif not capture.slot_exists():
@@ -241,16 +260,38 @@ def _run(config: CaptureConfig) -> CaptureSummary:
                 "run the capture once with --resnapshot, which takes a new snapshot that replaces what the mirrors "
                 "hold of these tables (rows deleted meanwhile go too)"
             )
+        else:
+            read_added_tables(capture)
         if config.follow:
             capture.follow(stop_on_signals())
         else:
-            while capture.stream_once():
-                pass
+            _catch_up(capture)
     finally:
         if not capture.connection.closed:
             capture.close()
     log.info("%s", capture.summary.line(f"slot {config.slot}"))
     return capture.summary
+
+
+def _catch_up(capture: PostgresCapture) -> None:
+    """Stream what the slot holds, reading the pages of online snapshots between the stream's files,
+    until there is nothing left of either: a run without --follow ends with its snapshots read."""
+    waited = 0
+    while True:
+        moved = capture.stream_once()
+        if moved or (capture.pages.open is None and open_next_page(capture)):
+            waited = 0
+            continue
+        if capture.pages.open is None:
+            if not capture.pages.snapshots:
+                return
+            time.sleep(0.05)  # --snapshot-rows-per-second: the next page waits for its turn
+            continue
+        # A page's high watermark is committed before it opens, so the slot has it at once.
+        waited += 1
+        if waited > 200:
+            raise CaptureError("an online snapshot's page waits for its watermark in the slot, which does not come")
+        time.sleep(0.05)
 
 
 def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict) -> None:
@@ -267,12 +308,21 @@ def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict)
             )
         capture.drop_slot()  # asked for, or made by this capture, which died during its snapshot
     capture.write_state({"slot": config.slot, "snapshot_started": True, **({"resnapshot": True} if config.resnapshot else {})})
-    position = capture.snapshot(replaces_mirrors=config.resnapshot or bool(state.get("resnapshot")))
     capture.additions = ColumnAdditions()
-    capture.additions.notice(capture.catalog)  # the columns as of the snapshot
+    if config.snapshot_mode == "online" and not (config.resnapshot or state.get("resnapshot")):
+        position = capture.create_slot()
+        capture.additions.notice(capture.catalog)
+        capture.pages = Pages()
+        for table in config.tables:
+            capture.pages.request(TableSnapshot(table, "first snapshot"))
+        log.info("slot %s made at %s: reading %s online, in pages", config.slot, lsn_text(position), ", ".join(config.tables))
+    else:
+        position = capture.snapshot(replaces_mirrors=config.resnapshot or bool(state.get("resnapshot")))
+        capture.additions.notice(capture.catalog)  # the columns as of the snapshot
+        log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
     capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True,
-                         "columns": capture.additions.state()})
-    log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
+                         "columns": capture.additions.state(), "tables": list(config.tables),
+                         "snapshots": capture.pages.state()})
 
 
 def parse_args(argv: list[str] | None) -> CaptureConfig:
@@ -287,6 +337,11 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser.add_argument("--resnapshot", action="store_true",
                         help="drop the slot (if any) and take a new snapshot that replaces what the mirrors hold of these "
                              "tables: after the slot was lost, or to start over")
+    parser.add_argument("--snapshot", choices=("exported", "online"), default="exported",
+                        help="the first snapshot: in one transaction at the slot's start (exported), or in pages of each "
+                             "table while the changes stream (online; docs/online_snapshots.md)")
+    parser.add_argument("--snapshot-page-rows", type=int, default=10_000, help="rows per page of an online snapshot")
+    parser.add_argument("--snapshot-rows-per-second", type=float, help="an online snapshot reads at most this many rows a second")
     parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
     parser.add_argument("--max-wait-seconds", type=float, default=1.0,
                         help="with --follow: the longest a change waits before its file is written")
@@ -305,10 +360,13 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
         parser.error("--max-changes-per-file must be positive")
     if args.max_wait_seconds <= 0 or args.progress_seconds <= 0:
         parser.error("--max-wait-seconds and --progress-seconds must be positive")
+    if args.snapshot_page_rows < 1 or (args.snapshot_rows_per_second is not None and args.snapshot_rows_per_second <= 0):
+        parser.error("--snapshot-page-rows and --snapshot-rows-per-second must be positive")
     return CaptureConfig(
         dsn=args.dsn, tables=tables, slot=args.slot, out=Path(args.out), state=Path(args.state),
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
         max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds, resnapshot=args.resnapshot,
+        snapshot_mode=args.snapshot, page_rows=args.snapshot_page_rows, snapshot_rows_per_second=args.snapshot_rows_per_second,
     )
 
 

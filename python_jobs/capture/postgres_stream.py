@@ -10,6 +10,7 @@ simply sent again. SIGTERM or SIGINT writes the whole transactions received so f
 
 from __future__ import annotations
 
+import json
 import logging
 import select
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 from python_jobs.capture.output import FollowProgress
 from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text, wal2json_record
+from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -39,6 +41,8 @@ class PostgresStream:
         self.pending_since: float | None = None
         self.progress = FollowProgress()
         self.confirmed_lsn = 0
+        # The stream has passed the open page's high watermark: roll now, and the page is written.
+        self.page_passed = False
 
     def run(self) -> None:
         import psycopg2.extras
@@ -55,9 +59,12 @@ class PostgresStream:
                 now = time.monotonic()
                 if message is not None:
                     self._take(message, now)
-                if self.pending and (self.pending_changes >= config.max_changes_per_file
+                if self.pending and (self.pending_changes >= config.max_changes_per_file or self.page_passed
                                      or now - self.pending_since >= self.max_wait_seconds):
                     self._roll(cursor)
+                # An online snapshot's next page, between the stream's files (snapshot_pages.py).
+                if self.capture.pages.open is None and open_next_page(self.capture):
+                    continue
                 if self.progress.line_due(self.progress_seconds):
                     log.info("%s", self._progress_line(cursor))
                 if message is None:
@@ -71,6 +78,9 @@ class PostgresStream:
 
     def _take(self, message: Any, now: float) -> None:
         change = wal2json_record(message.payload)
+        if change.get("action") == "M" and change.get("prefix") == WATERMARK_PREFIX and self.capture.pages.open is not None:
+            # The open page is written as soon as the stream has passed its high watermark.
+            self.page_passed = self.page_passed or json.loads(change.get("content") or "{}").get("mark") == "high"
         committed = self.assembler.add(message.data_start, int(change.get("xid") or 0), change)
         if committed is None:
             return
@@ -86,6 +96,7 @@ class PostgresStream:
 
     def _roll(self, cursor: Any) -> None:
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None
+        self.page_passed = False
         self.progress.written(sum(len(tx.changes) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
                               pending[-1].commit_ts_ms)
         last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())

@@ -20,7 +20,6 @@ from python_jobs.formats.records import (
     format_seq,
     key_columns_for,
     line_ordered_seq,
-    object_members,
     positive_ms,
     short,
     truncate_event,

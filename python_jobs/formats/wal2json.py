@@ -35,7 +35,6 @@ from python_jobs.formats.records import (
     format_seq,
     key_columns_for,
     line_ordered_seq,
-    object_members,
     short,
     truncate_event,
 )

@@ -4,7 +4,6 @@ check from a source and a mirror written out as tables."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from decimal import Decimal
 

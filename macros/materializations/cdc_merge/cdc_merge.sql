@@ -20,6 +20,7 @@
         schema_changes_log.sql  the log of a mirror's column changes, pending backfills found again
         truncate.sql       truncates of the source table: a barrier before the chunk's batches
         column_defaults.sql  columns the source added with a value for its older rows: set after the chunk's batches
+        snapshot_ranges.sql  key ranges online snapshot pages read completely: rows the source no longer has, removed
         unmapped.sql       source columns the model does not read: a warning in the run's summary
         classify.sql       the batch against the mirror: stored keys, key range, classified batch
         write.sql          the tombstones, then the mirror: MERGE or deletes by position, INSERT
@@ -184,6 +185,7 @@
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
     {% set defaulted = [] %}
+    {% set ranged = namespace(rows=0) %}
 
     {% set totals = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': chunks | length, 'max_source_ts': none} %}
     {% for chunk in chunks %}
@@ -223,6 +225,7 @@
             {% endfor %}
         {% endfor %}
         {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan), column_types)) %}
+        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, chunk_plan), column_types, cfg) %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do cdc_merge.crash_point('apply-before-offset') %}
         {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
@@ -271,6 +274,7 @@
     {% endif %}
     {% do notes.append(truncated.rows ~ ' rows truncated' if truncated.rows else '') %}
     {% do notes.append('set in older rows as the source added them: ' ~ defaulted | unique | join(', ') if defaulted else '') %}
+    {% do notes.append(ranged.rows ~ ' rows the source no longer has removed (online snapshot ranges)' if ranged.rows else '') %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ ([cdc_merge.summary_line(totals)] + notes) | select | join('; '), info=True) }}
     {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}

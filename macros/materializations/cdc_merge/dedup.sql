@@ -76,8 +76,8 @@
         where
             _change_type = 'INSERT'
             and table_name = '{{ source_table }}'
-            {#- Truncates and schema changes are the table's, not a key's: a truncate is applied before the chunk (truncate.sql). #}
-            and action not in ('truncate', 'schema')
+            {#- Truncates, schema changes and snapshot ranges are the table's, not a key's (truncate.sql, column_defaults.sql, snapshot_ranges.sql). #}
+            and action not in ('truncate', 'schema', 'range')
             {%- if buckets > 1 %}
             and {{ cdc_merge.key_bucket_sql('key', buckets) }} = {{ bucket }}
             {%- endif %}

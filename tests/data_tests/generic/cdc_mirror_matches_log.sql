@@ -9,12 +9,17 @@
     After raw-log retention (docs/maintenance.md) the comparison is the same: retention only
     removes events that a newer event of the same key supersedes, so the newest event of
     every key, which is what is compared, is never gone.
+    A key an online snapshot's range removed (snapshot_ranges.sql: the source no longer has it,
+    and the log has no delete of it) counts as deleted at that range's low watermark, as the
+    mirror's own delete of it says: its tombstone (soft deletes: its row marked deleted) there.
 #}
 
 {% test cdc_mirror_matches_log(model, source_table, raw_relation, deletes='hard', offsets_schema=none) %}
 
 {%- do cdc_merge.write_kept_rows_for_readers() %}
 {%- set log = namespace(relation=raw_relation) %}
+{%- set tombstones = cdc_merge.tombstones_relation(model) if deletes == 'hard' else none %}
+{%- set has_tombstones = execute and tombstones is not none and load_relation(tombstones) is not none %}
 {%- if execute %}
     {%- set offsets = adapter.get_relation(database=none, schema=offsets_schema or model.schema, identifier='cdc_merge_offsets') %}
     {%- if offsets is not none %}
@@ -57,17 +62,47 @@ ranked as (
             partition by key order by seq desc, landed_file desc, landed_line desc
         ) as event_rank
     from raw_events
-    where action not in ('truncate', 'schema')
+    where action not in ('truncate', 'schema', 'range')
+
+),
+
+range_lows as (
+
+    select {{ cdc_merge.json_member_text('raw_data', 'low') }} as low_seq
+    from {{ log.relation }}
+    where table_name = '{{ source_table }}' and action = 'range'
+
+),
+
+removed_by_ranges as (
+
+    select
+        deleted._cdc_key,
+        deleted._cdc_seq
+    from (
+        {%- if deletes == 'soft' %}
+        select _cdc_key, _cdc_seq from {{ model }} where _cdc_deleted
+        {%- elif has_tombstones %}
+        select _cdc_key, _cdc_seq from {{ tombstones }}
+        {%- else %}
+        select _cdc_key, _cdc_seq from {{ model }} where false
+        {%- endif %}
+    ) as deleted
+    inner join range_lows on deleted._cdc_seq = range_lows.low_seq
 
 ),
 
 replayed as (
 
     select
-        key as _cdc_key,
-        seq as _cdc_seq
+        ranked.key as _cdc_key,
+        ranked.seq as _cdc_seq
     from ranked
-    where event_rank = 1 and action != 'delete' and seq > (select truncate_seq from truncated)
+    left join removed_by_ranges
+        on removed_by_ranges._cdc_key = ranked.key and removed_by_ranges._cdc_seq > ranked.seq
+    where
+        ranked.event_rank = 1 and ranked.action != 'delete' and ranked.seq > (select truncate_seq from truncated)
+        and removed_by_ranges._cdc_key is null
 
 ),
 

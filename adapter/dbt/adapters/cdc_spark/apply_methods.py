@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
-from python_jobs.apply import chunk_plan, column_defaults, idle_decision, one_commit
+from python_jobs.apply import chunk_plan, column_defaults, idle_decision, one_commit, snapshot_ranges
 
 
 class ApplyMethods(metaclass=AdapterMeta):
@@ -38,6 +38,11 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str]) -> List[Dict[str, Any]]:
         """column_defaults.sql: what the source's added columns hold in the mirror's older rows (column_defaults.py)."""
         return column_defaults.column_defaults(events, mirror_columns)
+
+    @available
+    def cdc_snapshot_ranges(self, events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> List[Dict[str, Any]]:
+        """snapshot_ranges.sql: the key ranges online snapshot pages read completely (snapshot_ranges.py)."""
+        return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
 
     @available
     def cdc_one_commit(self, by_position: bool, plan: Optional[Dict[str, Any]], buckets: int) -> bool:

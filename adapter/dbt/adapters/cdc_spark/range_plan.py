@@ -4,7 +4,7 @@ for all the source tables of the range (docs/apply_design.md).
 Per source table: its keyed events, their key range (hex, as bucket_plan_sql gives it), how many
 carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), its schema events
 that say what added columns hold in older rows (as chunk_column_defaults_sql gives them), and the
-fields of its row images (as unmapped.sql samples them). A mirror otherwise runs three statements over the
+fields of its row images (as unmapped.sql samples them), and its online snapshot pages' key ranges. A mirror otherwise runs three statements over the
 range for these; here one Spark job answers them for every mirror that reads the range.
 """
 
@@ -15,11 +15,11 @@ from typing import Any, Dict, List
 # Debezium's value for a TOAST column an update did not change (dedup.sql unavailable_marker).
 UNAVAILABLE_MARKER = "__debezium_unavailable_value"
 # Events that are the table's, not a key's: applied before the chunk's batches (truncate.sql).
-TABLE_ACTIONS = ("truncate", "schema")
+TABLE_ACTIONS = ("truncate", "schema", "range")
 IMAGE_ACTIONS = ("insert", "update", "read")
 
 PLAN_COLUMNS = ("events", "min_key_hex", "max_key_hex", "placeholder_events", "truncate_seq", "truncate_source_ts",
-                "column_defaults", "fields")
+                "column_defaults", "snapshot_ranges", "fields")
 # A schema event of a capture's added columns carries their values in older rows (column_defaults.sql).
 EXISTING_ROWS_MEMBER = '"existing_rows":'
 
@@ -28,7 +28,7 @@ EXISTING_ROWS_MEMBER = '"existing_rows":'
 def empty_plan() -> Dict[str, Any]:
     """The plan of a source table with no event in the range."""
     return {"events": 0, "min_key_hex": "", "max_key_hex": "", "placeholder_events": 0,
-            "truncate_seq": "", "truncate_source_ts": "", "column_defaults": [], "fields": []}
+            "truncate_seq": "", "truncate_source_ts": "", "column_defaults": [], "snapshot_ranges": [], "fields": []}
 
 
 def range_plan_frame(events: Any) -> Any:
@@ -53,6 +53,7 @@ def range_plan_frame(events: Any) -> Any:
             F.coalesce(F.max(F.when(truncate, F.col("seq"))), F.lit("")).alias("truncate_seq"),
             F.coalesce(F.max(F.when(truncate, F.col("source_ts"))).cast("string"), F.lit("")).alias("truncate_source_ts"),
             F.collect_list(F.when(defaults, F.array(F.col("seq"), F.col("raw_data")))).alias("column_defaults"),
+            F.collect_list(F.when(action == F.lit("range"), F.array(F.col("seq"), F.col("raw_data")))).alias("snapshot_ranges"),
             # Rows of one table mostly share one set of fields: distinct sets are few.
             F.array_distinct(F.flatten(F.collect_set(F.when(image, F.json_object_keys(F.col("raw_data")))))).alias("fields"),
         )
@@ -67,5 +68,6 @@ def plans_by_table(rows: List[Any]) -> Dict[str, Dict[str, Any]]:
         plan = {name: values[name] for name in PLAN_COLUMNS}
         plan["fields"] = sorted(field for field in (plan["fields"] or []) if field is not None)
         plan["column_defaults"] = sorted([seq, raw_data] for seq, raw_data in plan["column_defaults"] or [])
+        plan["snapshot_ranges"] = sorted([seq, raw_data] for seq, raw_data in plan["snapshot_ranges"] or [])
         plans[values["table_name"]] = plan
     return plans

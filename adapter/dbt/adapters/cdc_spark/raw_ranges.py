@@ -114,7 +114,7 @@ def newest_events(rows: Any) -> Any:
     newest_first = Window.partitionBy("table_name", "key").orderBy(
         F.col("seq").desc_nulls_last(), F.col("landed_file").desc_nulls_last(), F.col("landed_line").desc_nulls_last()
     )
-    key_events = rows.where((F.col("_change_type") == "INSERT") & ~F.col("action").isin("truncate", "schema"))
+    key_events = rows.where((F.col("_change_type") == "INSERT") & ~F.col("action").isin(*range_plan.TABLE_ACTIONS))
     return key_events.withColumn("_cdc_rank", F.row_number().over(newest_first)).where(F.col("_cdc_rank") == 1).drop("_cdc_rank")
 
 

@@ -1,0 +1,104 @@
+{#
+    Key ranges an online snapshot page read completely (docs/online_snapshots.md): after a chunk's
+    batches, the mirror's rows in each range of the chunk whose _cdc_seq is older than the page's low
+    watermark are rows the source no longer has (python_jobs/apply/snapshot_ranges.py says why). They
+    go as a delete at the low watermark: hard deletes leave a tombstone there, soft deletes mark them.
+#}
+
+{% macro chunk_snapshot_ranges(chunk_view, cfg, chunk_plan) %}
+    {#- [seq, raw_data] of the chunk's range events of the table; from the chunk plan where it has them. -#}
+    {% if chunk_plan is not none and chunk_plan.get('snapshot_ranges') is not none %}
+        {{ return(chunk_plan['snapshot_ranges']) }}
+    {% endif %}
+    {% set found = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(chunk_view, cfg.source_table)) %}
+    {{ return(found.rows | map('list') | list) }}
+{% endmacro %}
+
+{% macro spark__range_events_sql(relation, source_table) %}
+    select
+        seq,
+        raw_data
+    from {{ relation }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
+{% endmacro %}
+
+{% macro databend__range_events_sql(relation, source_table) %}
+    select
+        seq,
+        raw_data::string as raw_data
+    from {{ relation }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
+{% endmacro %}
+
+
+{% macro apply_snapshot_ranges(target_relation, tombstones, events, column_types, cfg) %}
+    {#- Returns how many rows the ranges removed (or marked deleted). -#}
+    {% if not events %}
+        {{ return(0) }}
+    {% endif %}
+    {% if not cdc_merge.has_cdc_adapter() %}
+        {% do exceptions.warn("cdc_merge " ~ target_relation ~ ": online snapshot ranges remove rows the source no longer has"
+            ~ " with the cdc_spark and cdc_databend adapters only; on this target such rows stay") %}
+        {{ return(0) }}
+    {% endif %}
+    {% set removed = namespace(rows=0) %}
+    {% for range in adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+        {% set older = cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "'"
+            ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
+        {% set rows = run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
+        {% if rows > 0 and cfg.deletes == 'soft' %}
+            {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "' where " ~ older) %}
+        {% elif rows > 0 %}
+            {% if tombstones is not none %}
+                {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
+                {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
+                {% do run_query('insert into ' ~ tombstones ~ " select _cdc_key, '" ~ range.low ~ "' as _cdc_seq, _cdc_source_ts from "
+                    ~ target_relation ~ ' where ' ~ older) %}
+            {% endif %}
+            {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
+        {% endif %}
+        {% set removed.rows = removed.rows + rows %}
+    {% endfor %}
+    {% if removed.rows %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ removed.rows ~ " rows the source no longer has "
+            ~ ('marked deleted' if cfg.deletes == 'soft' else 'removed') ~ " (online snapshot ranges)", info=True) }}
+    {% endif %}
+    {{ return(removed.rows) }}
+{% endmacro %}
+
+
+{% macro key_range_predicate(range, column_types, key_expressions=none) %}
+    {#-
+        The rows whose key is in (after, through] ([from, through] when the range starts at a key),
+        compared column by column in key order; key_expressions: {key column: SQL expression} where the
+        key is not in the columns themselves (default: the columns).
+    -#}
+    {% set parts = [] %}
+    {% for bound, strict, operator in [(range.after, true, '>'), (range['from'], false, '>'), (range.through, false, '<')] if bound is not none %}
+        {% set alternatives = [] %}
+        {% for column in bound %}
+            {% set equal_before = [] %}
+            {% for earlier in bound[:loop.index0] %}
+                {% do equal_before.append(cdc_merge.key_expression(earlier.name, key_expressions) ~ ' = '
+                    ~ cdc_merge.cdc_value(cdc_merge.json_literal(earlier.image), earlier.name, column_types[earlier.name])) %}
+            {% endfor %}
+            {% set value = cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.name, column_types[column.name]) %}
+            {% do alternatives.append('(' ~ (equal_before + [cdc_merge.key_expression(column.name, key_expressions) ~ ' ' ~ operator ~ ' ' ~ value]) | join(' and ') ~ ')') %}
+        {% endfor %}
+        {% if not strict %}
+            {#- from and through are inclusive: their own key too. -#}
+            {% set equal_all = [] %}
+            {% for column in bound %}
+                {% do equal_all.append(cdc_merge.key_expression(column.name, key_expressions) ~ ' = '
+                    ~ cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.name, column_types[column.name])) %}
+            {% endfor %}
+            {% do alternatives.append('(' ~ equal_all | join(' and ') ~ ')') %}
+        {% endif %}
+        {% do parts.append('(' ~ alternatives | join(' or ') ~ ')') %}
+    {% endfor %}
+    {{ return(parts | join(' and ') if parts else 'true') }}
+{% endmacro %}
+
+{% macro key_expression(column, key_expressions) %}
+    {{- return(key_expressions[column] if key_expressions is not none else column) -}}
+{% endmacro %}

@@ -1,0 +1,190 @@
+"""The PostgreSQL side of online snapshots (docs/online_snapshots.md): watermarks as logical
+messages in the slot's own stream, a page read by key, what the stream's changes and watermarks
+tell the open page (snapshot_pages.Pages), and the capture's steps around them: the tables to read
+(added to --tables, or asked for with cdc-snapshot), the next page, and a passed page's file.
+`capture` is postgres.PostgresCapture, which calls these between its stream's files."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Mapping, Sequence
+
+from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
+from python_jobs.capture.postgres_events import source_block
+from python_jobs.capture.postgres_snapshot import quote_identifier, select_list
+from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
+from python_jobs.capture.snapshot_requests import take_requests
+from python_jobs.formats.records import RejectedRecord, canonical_key
+from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
+
+log = logging.getLogger("cdc_merge.capture")
+
+WATERMARK_PREFIX = "cdc_merge.watermark"
+# Keys of these types are paged in binary order (collate "C"), the order Spark and Databend compare
+# strings in, so that a page's key range is the same range in a mirror.
+_TEXT_TYPES = ("text", "character", "name", "citext")
+
+
+def emit_watermark(connection: Any, page: str, mark: str) -> None:
+    """A low or high watermark of a page, in the log the slot streams (committed at once: autocommit)."""
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_logical_emit_message(true, %s, %s)", (WATERMARK_PREFIX, json.dumps({"page": page, "mark": mark})))
+
+
+def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[CatalogColumn], page_rows: int,
+              number: int) -> OpenPage:
+    """The next page of a snapshot: at most page_rows rows after snapshot.after, through snapshot.through,
+    in key order, every value as the capture writes it."""
+    key = [column for column in columns if column.in_primary_key]
+    names = [column.name for column in columns]
+    converters = [snapshot_converter(column.type_name) for column in columns]
+    ordered = ", ".join(_ordered(column) for column in key)
+    conditions, parameters = [], []
+    for bound, operator in ((snapshot.after, ">=" if snapshot.start_inclusive else ">"), (snapshot.through, "<=")):
+        if bound is not None:
+            conditions.append(f"({ordered}) {operator} ({', '.join(_typed_parameter(column) for column in key)})")
+            parameters.extend(bound)
+    where = f"where {' and '.join(conditions)}" if conditions else ""
+    key_positions = [names.index(column.name) for column in key]
+    with connection.cursor() as cursor:
+        # With parameters psycopg2 reads every %: the select list's are doubled.
+        cursor.execute(f"select {select_list(names).replace('%', '%%')} from {snapshot.table} {where} "
+                       f"order by {ordered} limit {int(page_rows)}", parameters)
+        fetched = cursor.fetchall()
+    rows = [{name: None if text is None else convert(text) for name, convert, text in zip(names, converters, values)}
+            for values in fetched]
+    last = fetched[-1] if fetched else None
+    return OpenPage(
+        snapshot=snapshot, number=number, key_columns=tuple(column.name for column in key), rows=rows,
+        last_key=[last[position] for position in key_positions] if last else None,
+        last_image={column.name: rows[-1][column.name] for column in key} if rows else None,
+        reaches_end=len(fetched) < page_rows,
+    )
+
+
+def _ordered(column: CatalogColumn) -> str:
+    quoted = quote_identifier(column.name)
+    return f'{quoted} collate "C"' if column.type_name.startswith(_TEXT_TYPES) else quoted
+
+
+def _typed_parameter(column: CatalogColumn) -> str:
+    return f'%s::{column.type_name} collate "C"' if column.type_name.startswith(_TEXT_TYPES) else f"%s::{column.type_name}"
+
+
+class PageWatch:
+    """What the stream's changes tell the open page (change_events calls it for every change): its
+    watermarks, and the keys of its table changed between them."""
+
+    def __init__(self, pages: Pages) -> None:
+        self.pages = pages
+
+    def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
+                      processed_ms: int) -> list[dict[str, Any]]:
+        action = change.get("action")
+        if action == "M":
+            if change.get("prefix") == WATERMARK_PREFIX:
+                # Positions in commit order, as the capture's events have them (postgres_events.source_block).
+                self.pages.watermark(json.loads(change.get("content") or "{}"), (commit_lsn, parse_lsn(change["lsn"])))
+            return []
+        table = f"{change.get('schema')}.{change.get('table')}"
+        if action in ("I", "U", "D") and self.pages.window_open(table):
+            key_columns = self.pages.open.key_columns
+            for image_field in ("columns", "identity"):
+                image = {column["name"]: value_converter(column["type"])(column["value"])
+                         for column in change.get(image_field) or () if column.get("value") is not None}
+                try:
+                    self.pages.changed(table, canonical_key(image, image_field, key_columns))
+                except RejectedRecord:  # an image without the key (a delete's new tuple)
+                    pass
+        return []
+
+
+def take_snapshot_requests(capture: Any) -> None:
+    """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
+    for request in take_requests(capture.config.state):
+        table = request.get("table")
+        columns = read_catalog(capture.connection, [table]).get(table) if table in capture.config.tables else None
+        if not columns:
+            log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
+                        ", ".join(capture.config.tables))
+            continue
+        key = [column for column in columns if column.in_primary_key]
+        bounds = {}
+        for name in ("from", "to"):
+            texts = request.get(name)
+            if texts is not None and len(texts) != len(key):
+                log.warning("cdc-snapshot of %s: --%s %s is not a key of %s; left out", table, name, ",".join(texts),
+                            ", ".join(column.name for column in key))
+                break
+            bounds[name] = None if texts is None else (list(texts), {
+                column.name: snapshot_converter(column.type_name)(text) for column, text in zip(key, texts)})
+        else:
+            start, through = bounds["from"], bounds["to"]
+            capture.pages.request(TableSnapshot(
+                table, "requested", after=start[0] if start else None, after_image=start[1] if start else None,
+                through=through[0] if through else None, through_image=through[1] if through else None,
+                start_inclusive=start is not None))
+            log.info("reading %s again online, keys %s to %s", table, ",".join(start[0]) if start else "start",
+                     ",".join(through[0]) if through else "end")
+
+
+def open_next_page(capture: Any) -> bool:
+    """The next page of an online snapshot, read between its watermarks, if one may be read now
+    (snapshot_pages.py); whether one was. A table dropped meanwhile ends its snapshot."""
+    import psycopg2
+
+    take_snapshot_requests(capture)
+    snapshot = capture.pages.next_to_open(capture.config.snapshot_rows_per_second)
+    if snapshot is None:
+        return False
+    number = snapshot.pages
+    watermark = f"{snapshot.id}:{number}"
+    columns = read_catalog(capture.connection, [snapshot.table]).get(snapshot.table)
+    if not columns:
+        log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
+        capture.pages.snapshots.remove(snapshot)
+        return True
+    emit_watermark(capture.connection, watermark, "low")
+    try:
+        page = read_page(capture.connection, snapshot, columns, capture.config.page_rows, number)
+    except psycopg2.errors.UndefinedTable:
+        log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
+        capture.pages.snapshots.remove(snapshot)
+        return True
+    emit_watermark(capture.connection, watermark, "high")
+    capture.pages.opened(page)
+    return True
+
+
+def write_page(capture: Any, page: OpenPage, processed_ms: int) -> None:
+    """A page the stream has passed: its rows and range record as one file (snapshot_pages.page_events).
+    Its watermarks' positions are (commit LSN, LSN) (PageWatch)."""
+
+    def source(position: tuple[int, int], snapshot: bool) -> dict[str, Any]:
+        commit_lsn, lsn = position
+        return source_block(capture.database, page.snapshot.table, lsn, commit_lsn, snapshot=snapshot)
+
+    events = page_events(page, source, processed_ms)
+    capture.output.write(f"pg-{capture.config.slot}-pages-{page.snapshot.table}", f"{page.high[0]:016X}",
+                         f"{page.snapshot.id}-{page.number:06d}", events)
+    capture.summary.files += 1
+    capture.summary.snapshot_rows += len(events) - 1
+    capture.pages.finish(page, len(events) - 1)
+    if page.reaches_end:
+        log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
+                 page.snapshot.pages)
+
+
+def read_added_tables(capture: Any) -> None:
+    """A table added to --tables since the state was written is read online, as the others stream."""
+    known = capture.state.get("tables")
+    if known is None:  # a state from before tables were recorded: every table was snapshotted
+        capture.state["tables"] = list(capture.config.tables)
+        return
+    being_read = capture.pages.tables_being_read()
+    for table in capture.config.tables:
+        if table not in known and table not in being_read:
+            log.info("%s was added to --tables: reading it online while the others stream", table)
+            capture.pages.request(TableSnapshot(table, "added to --tables"))
+    capture.state["tables"] = list(capture.config.tables)

@@ -1,0 +1,165 @@
+"""Online snapshots, whatever the source (docs/online_snapshots.md): the tables being read in pages,
+the page between its watermarks, and what a finished page writes. The captures do the I/O: they
+write the watermarks, read the page, and tell the stream's changes and watermarks to Pages.
+
+A page's life: opened (its rows read between a low and a high watermark), then the stream meets
+the low watermark and the page notes the keys of its table the stream changes until it meets the
+high one; then the page is ready, and its rows whose key did not change are written as snapshot
+reads at the high watermark's position, with a range record that says which key range the page
+covers completely (the apply deletes the mirror's older rows there that the page has not).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from python_jobs.capture.output import debezium_event
+from python_jobs.formats.records import canonical_key
+
+Row = dict[str, Any]
+# The key's values as the source renders them (the page query compares them), and as the capture
+# writes them (the range record's images); None: the table's start or end.
+Key = Sequence[str]
+
+
+@dataclass
+class TableSnapshot:
+    """A table (or a key range of it) being read in pages; what the capture's state keeps of it."""
+
+    table: str
+    reason: str
+    after: list[str] | None = None  # the last key read (source text), exclusive; None: from the start
+    after_image: dict[str, Any] | None = None  # that key as the capture writes it (the range record's)
+    through: list[str] | None = None  # the range's last key (source text), inclusive; None: to the end
+    through_image: dict[str, Any] | None = None
+    # A requested range's first key is read too (its first page: key >= after); later pages go on after their last.
+    start_inclusive: bool = False
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    pages: int = 0
+    rows: int = 0
+
+    def as_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class OpenPage:
+    snapshot: TableSnapshot
+    number: int
+    key_columns: tuple[str, ...]
+    rows: list[Row]  # in key order, as the capture writes values
+    last_key: list[str] | None  # the page's last key as the source renders it
+    last_image: dict[str, Any] | None
+    reaches_end: bool  # fewer rows than asked: the page goes to the range's end
+    low: Any = None  # the low watermark's position, once the stream met it
+    high: Any = None
+    changed: set[str] = field(default_factory=set)
+
+    @property
+    def watermark_id(self) -> str:
+        return f"{self.snapshot.id}:{self.number}"
+
+
+class Pages:
+    """The snapshots a capture is serving, from its state's "snapshots", and its one open page."""
+
+    def __init__(self, state: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.snapshots = [TableSnapshot(**entry) for entry in state]
+        self.open: OpenPage | None = None
+        self._rows_budget_since = time.monotonic()
+        self._rows_since = 0
+
+    def state(self) -> list[dict[str, Any]]:
+        return [snapshot.as_state() for snapshot in self.snapshots]
+
+    def request(self, snapshot: TableSnapshot) -> None:
+        self.snapshots.append(snapshot)
+
+    def tables_being_read(self) -> list[str]:
+        return [snapshot.table for snapshot in self.snapshots]
+
+    def next_to_open(self, rows_per_second: float | None = None) -> TableSnapshot | None:
+        """The snapshot whose next page may be read now: none while a page is open, or while the rate
+        limit's budget of rows is spent."""
+        if self.open is not None or not self.snapshots:
+            return None
+        if rows_per_second and self._rows_since > rows_per_second * (time.monotonic() - self._rows_budget_since):
+            return None
+        return self.snapshots[0]
+
+    def opened(self, page: OpenPage) -> None:
+        self.open = page
+        self._rows_since += len(page.rows)
+
+    def watermark(self, content: Mapping[str, Any], position: Any) -> None:
+        """A watermark the stream met: the open page's low or high one (others are of pages gone, e.g.
+        before a restart, and say nothing)."""
+        page = self.open
+        if page is None or content.get("page") != page.watermark_id:
+            return
+        if content.get("mark") == "low":
+            page.low = position
+        elif content.get("mark") == "high" and page.low is not None:
+            page.high = position
+
+    def changed(self, table: str, key: str) -> None:
+        """A change the stream met: its key's page row, if the page's window is open, is left out."""
+        page = self.open
+        if page is not None and page.snapshot.table == table and page.low is not None and page.high is None:
+            page.changed.add(key)
+
+    def window_open(self, table: str) -> bool:
+        page = self.open
+        return page is not None and page.snapshot.table == table and page.low is not None and page.high is None
+
+    def ready(self) -> OpenPage | None:
+        return self.open if self.open is not None and self.open.high is not None else None
+
+    def finish(self, page: OpenPage, written: int) -> None:
+        """The page is written (written: its snapshot reads): its snapshot goes on after it, or is done."""
+        snapshot = page.snapshot
+        snapshot.pages += 1
+        snapshot.rows += written
+        if page.reaches_end:
+            self.snapshots.remove(snapshot)
+        else:
+            snapshot.after, snapshot.after_image, snapshot.start_inclusive = page.last_key, page.last_image, False
+        self.open = None
+
+    def abandon(self) -> None:
+        """The open page is read again (its watermarks were lost: a reconnect)."""
+        self.open = None
+
+
+def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], processed_ms: int) -> list[dict[str, Any]]:
+    """What a ready page writes: its rows whose key the stream did not change between the watermarks,
+    as snapshot reads at the high watermark's position, then its range record.
+
+    source(position, snapshot): the capture's source block of the page's table at a position."""
+    at_high = source(page.high, True)
+    events = [
+        debezium_event(op="r", before=None, after=row, source=at_high, transaction_id=None, total_order=0,
+                       processed_ms=processed_ms)
+        for row in page.rows if canonical_key(row, "row", page.key_columns) not in page.changed
+    ]
+    snapshot = page.snapshot
+    # From the key the page starts after (the previous page's last) to its own last, or to the range's end.
+    through = snapshot.through_image if page.reaches_end else page.last_image
+    events.append(range_record(source(page.high, False), source(page.low, False), snapshot.after_image, through,
+                               processed_ms, start_inclusive=snapshot.start_inclusive))
+    return events
+
+
+def range_record(source: Mapping[str, Any], low: Mapping[str, Any], after: Mapping[str, Any] | None,
+                 through: Mapping[str, Any] | None, processed_ms: int, start_inclusive: bool = False) -> dict[str, Any]:
+    """The record that a page covers a key range completely: every row the table has in (after,
+    through] as of the page's high watermark (its `source`) is a snapshot read there. The apply
+    deletes the mirror's rows in the range older than the low watermark (`range.low`): rows the
+    source no longer has. after/through: the key as an image ({column: value}); None: the table's
+    start or end. start_inclusive: the range starts at `after` itself (written as `from`)."""
+    bound = {"from" if start_inclusive else "after": dict(after) if after is not None else None}
+    return {"source": source, "ts_ms": processed_ms,
+            "range": {**bound, "through": dict(through) if through is not None else None, "low": low}}

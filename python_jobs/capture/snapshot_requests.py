@@ -1,0 +1,83 @@
+"""cdc-snapshot: read a table, or a key range of it, again, while its capture runs
+(docs/online_snapshots.md; docs/operating.md, "Re-read a table or a key range").
+
+    cdc-snapshot --state data/capture-state.json --table shop.orders
+    cdc-snapshot --state data/capture-state.json --table shop.order_lines --from 10,1 --to 20,6
+
+The request is a file in a folder beside the capture's state file (<state>.requests/), which the
+capture takes at its next file, running or when it next starts: it reads the rows in pages while its
+changes stream, and each page's key range repairs the mirror (missing and stale rows come back, rows
+the source no longer has go). A key is its columns' values in key order, comma-separated, as the
+source writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def requests_folder(state: Path) -> Path:
+    return state.with_name(state.name + ".requests")
+
+
+def write_request(state: Path, table: str, start: list[str] | None, through: list[str] | None) -> Path:
+    """A request file, written whole (the capture never reads half of one)."""
+    folder = requests_folder(state)
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"{uuid.uuid4().hex}.json"
+    partial = folder / f".{final.name}.partial"
+    partial.write_text(json.dumps({"table": table, "from": start, "to": through}))
+    os.replace(partial, final)
+    return final
+
+
+def take_requests(state: Path) -> list[dict[str, Any]]:
+    """The requests waiting beside a state file, oldest first; taken (their files removed)."""
+    folder = requests_folder(state)
+    if not folder.is_dir():
+        return []
+    taken = []
+    for path in sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime):
+        try:
+            taken.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue  # not a request this command wrote
+        finally:
+            path.unlink(missing_ok=True)
+    return taken
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="cdc-snapshot", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--state", required=True, type=Path, help="the capture's state file (its --state)")
+    parser.add_argument("--table", required=True, help="schema.table (database.table) of the capture's --tables")
+    parser.add_argument("--from", dest="start", help="the range's first key, inclusive (default: the table's start)")
+    parser.add_argument("--to", dest="through", help="the range's last key, inclusive (default: the table's end)")
+    args = parser.parse_args(argv)
+    if not args.state.is_file():
+        parser.error(f"--state {args.state}: no such file; give the state file of the capture that reads {args.table}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    state = json.loads(args.state.read_text())
+    tables = state.get("tables")
+    if tables is not None and args.table not in tables:
+        print(f"cdc-snapshot: {args.table} is not one of the capture's tables ({', '.join(tables)})", file=sys.stderr)
+        return 2
+    split = (lambda key: [part.strip() for part in key.split(",")] if key is not None else None)
+    path = write_request(args.state, args.table, split(args.start), split(args.through))
+    print(f"cdc-snapshot: {args.table} will be read again by the capture with state {args.state} ({path.name})",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Online snapshots without a server (docs/online_snapshots.md): the open page between its
+watermarks (python_jobs/capture/snapshot_pages.py), the records a passed page writes, how the
+landing reads its range record (auto-detected Debezium), and the key ranges the apply takes from
+it (python_jobs/apply/snapshot_ranges.py)."""
+
+from __future__ import annotations
+
+import json
+
+from python_jobs.apply.snapshot_ranges import snapshot_ranges
+from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
+from python_jobs.formats.detect import parse_line
+from python_jobs.formats.records import ACTION_RANGE, STATUS_EVENT, TABLE_KEY
+
+
+def source(position, snapshot):
+    commit_lsn, lsn = position
+    return {"connector": "postgresql", "db": "shop", "schema": "shop", "table": "items", "lsn": lsn,
+            "commit_lsn": commit_lsn, "ts_ms": None, "snapshot": "true" if snapshot else "false"}
+
+
+def opened(pages: Pages, rows: list[dict], reaches_end: bool = False) -> OpenPage:
+    snapshot = pages.next_to_open()
+    page = OpenPage(snapshot=snapshot, number=snapshot.pages, key_columns=("id",), rows=rows,
+                    last_key=[str(rows[-1]["id"])] if rows else None,
+                    last_image={"id": rows[-1]["id"]} if rows else None, reaches_end=reaches_end)
+    pages.opened(page)
+    return page
+
+
+def test_a_page_drops_the_keys_changed_between_its_watermarks_and_only_those():
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "first snapshot"))
+    page = opened(pages, [{"id": 1, "qty": 5}, {"id": 2, "qty": 6}, {"id": 3, "qty": 7}])
+    pages.changed("shop.items", '["1"]')  # before the low watermark: the page read it after
+    pages.watermark({"page": "another:0", "mark": "low"}, (10, 10))  # of a page a restart left behind
+    assert page.low is None
+    pages.watermark({"page": page.watermark_id, "mark": "low"}, (20, 18))
+    pages.changed("shop.orders", '["2"]')  # another table
+    pages.changed("shop.items", '["3"]')
+    assert pages.ready() is None
+    pages.watermark({"page": page.watermark_id, "mark": "high"}, (30, 29))
+    pages.changed("shop.items", '["2"]')  # after the high watermark: newer than the page's row anyway
+    assert pages.ready() is page
+
+    events = page_events(page, source, processed_ms=1)
+    reads, (record,) = events[:-1], events[-1:]
+    assert [event["after"]["id"] for event in reads] == [1, 2]
+    assert all(event["op"] == "r" and event["source"]["commit_lsn"] == 30 for event in reads)
+    # The range is the page's, dropped keys too: their changes are in the log, newer than the low watermark.
+    assert record["range"] == {"after": None, "through": {"id": 3}, "low": source((20, 18), False)}
+    assert record["source"]["commit_lsn"] == 30
+
+
+def test_a_snapshot_goes_on_after_its_last_page_and_ends_with_the_range_to_the_end():
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "requested", after=["100"], after_image={"id": 100}, start_inclusive=True))
+    first = opened(pages, [{"id": 100}, {"id": 150}])
+    for mark, position in (("low", (1, 1)), ("high", (2, 2))):
+        pages.watermark({"page": first.watermark_id, "mark": mark}, position)
+    assert page_events(first, source, 0)[-1]["range"]["from"] == {"id": 100}
+    pages.finish(first, 2)
+    snapshot = pages.snapshots[0]
+    assert (snapshot.after, snapshot.after_image, snapshot.start_inclusive, snapshot.pages) == (["150"], {"id": 150}, False, 1)
+
+    last = opened(pages, [{"id": 151}], reaches_end=True)
+    for mark, position in (("low", (3, 3)), ("high", (4, 4))):
+        pages.watermark({"page": last.watermark_id, "mark": mark}, position)
+    assert page_events(last, source, 0)[-1]["range"] == {"after": {"id": 150}, "through": None, "low": source((3, 3), False)}
+    pages.finish(last, 1)
+    assert pages.snapshots == [] and pages.next_to_open() is None
+
+
+def test_the_rate_limit_holds_the_next_page_until_its_rows_are_due():
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "first snapshot"))
+    page = opened(pages, [{"id": n} for n in range(1, 1001)])
+    pages.finish(page, 1000)
+    assert pages.next_to_open(rows_per_second=10) is None  # 1,000 rows read: due in 100 s
+    assert pages.next_to_open() is pages.snapshots[0]
+
+
+def test_the_state_keeps_what_a_restart_resumes_from():
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "added to --tables", after=["7"], after_image={"id": 7}))
+    again = Pages(json.loads(json.dumps(pages.state())))
+    assert again.state() == pages.state() and again.open is None
+
+
+def test_a_range_record_lands_as_a_table_event_with_its_low_watermark_seq():
+    record = {"source": source((30, 29), False), "ts_ms": 1795850263497,
+              "range": {"after": {"id": 469}, "through": {"id": 914}, "low": source((20, 18), False)}}
+    (parsed,) = parse_line(json.dumps(record), {"shop.items": ["id"]})
+    assert (parsed.status, parsed.action, parsed.key, parsed.table_name) == (STATUS_EVENT, ACTION_RANGE, TABLE_KEY, "shop.items")
+    raw = json.loads(parsed.raw_data)
+    assert raw["after"] == {"id": 469} and raw["through"] == {"id": 914}
+    assert raw["low"] < parsed.seq and raw["low"].startswith("00000000000000000020.00000000000000000018")
+
+    bad = {**record, "range": {**record["range"], "through": 914}}
+    (rejected,) = parse_line(json.dumps(bad), {"shop.items": ["id"]})
+    assert "field 'range.through' is 914, not a key image" in rejected.reason
+
+
+def test_the_apply_reads_ranges_in_seq_order_with_every_key_column_or_leaves_them_out():
+    events = [
+        ["0002", '{"after":{"order_id":1,"LINE":"b"},"through":null,"low":"0001"}'],
+        ["0001", '{"from":{"order_id":1,"line":"a"},"through":{"order_id":1,"line":"b"},"low":"0000"}'],
+        ["0003", '{"after":{"order_id":2},"through":null,"low":"0002"}'],  # not this mirror's key
+        ["0004", '{"after":null,"through":null,"low":7}'],  # a low that is not a seq
+        ["0005", None],
+    ]
+    ranges = snapshot_ranges(events, ["order_id", "line"])
+    assert [(r["seq"], r["low"]) for r in ranges] == [("0001", "0000"), ("0002", "0001")]
+    first, second = ranges
+    assert first["after"] is None and first["from"] == [{"name": "order_id", "image": '{"order_id":1}'},
+                                                        {"name": "line", "image": '{"line":"a"}'}]
+    assert first["through"][1] == {"name": "line", "image": '{"line":"b"}'}
+    assert second["after"][1] == {"name": "line", "image": '{"line":"b"}'} and second["through"] is None
