@@ -89,7 +89,8 @@ def apply_and_check(project, dsn: str, models: list[str]) -> None:
     project.dbt("test", "--select", *models)
 
 
-def test_tables_read_online_while_written_added_and_a_range_read_again_repair_the_mirror(postgres, dbt_project, tmp_path):
+def test_tables_read_online_while_written_added_and_a_range_read_again_repair_the_mirror(postgres, conformance_project, tmp_path):
+    dbt_project = conformance_project
     execute(postgres, "create schema shop; create table shop.items (id int primary key, code text, qty int);"
                       "insert into shop.items select g, 'c' || g, g from generate_series(1, 2000) g;"
                       "create table shop.order_lines (order_id int, line text, qty int, primary key (order_id, line));"

@@ -32,7 +32,8 @@
 
 with
 
-raw_events as (
+{#- Not named raw_events: Databend would read that name in range_lows' raw_1.raw_events as this CTE. #}
+table_events as (
 
     select
         key,
@@ -48,7 +49,7 @@ raw_events as (
 truncated as (
 
     select coalesce(max(case when action = 'truncate' then seq end), '') as truncate_seq
-    from raw_events
+    from table_events
 
 ),
 
@@ -61,7 +62,7 @@ ranked as (
         row_number() over (
             partition by key order by seq desc, landed_file desc, landed_line desc
         ) as event_rank
-    from raw_events
+    from table_events
     where action not in ('truncate', 'schema', 'range')
 
 ),
