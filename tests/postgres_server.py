@@ -24,10 +24,10 @@ class PostgresServer:
     def dsn(self) -> str:
         return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
 
-    def connect(self):
+    def connect(self, dbname: str = "postgres"):
         import psycopg2
 
-        return psycopg2.connect(self.dsn)
+        return psycopg2.connect(self.dsn, dbname=dbname)
 
     def stop(self) -> None:
         self.process.terminate()  # SIGTERM: smart shutdown

@@ -121,3 +121,54 @@ def test_follow_killed_at_random_points_loses_no_change(source, tmp_path):
     # then it is the same event (same position, same images), which the landing writes once.
     written = events_by_position(tmp_path / "out")
     assert all(len(set(texts)) == 1 for texts in written.values())
+
+
+def slot_confirmed(postgres) -> int:
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("select confirmed_flush_lsn - '0/0'::pg_lsn from pg_replication_slots where slot_name = 'faults'")
+        return int(cursor.fetchone()[0])
+
+
+def busy_elsewhere(postgres, seconds: float) -> int:
+    """Writes for some seconds into a database the capture does not read; the WAL position after."""
+    connection = postgres.connect()
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute("select 1 from pg_database where datname = 'elsewhere'")
+        if cursor.fetchone() is None:
+            cursor.execute("create database elsewhere")
+    connection.close()
+    other = postgres.connect(dbname="elsewhere")
+    other.autocommit = True
+    with other.cursor() as cursor:
+        cursor.execute("create table if not exists busy (id serial primary key, note text)")
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            cursor.execute("insert into busy (note) select repeat('x', 500) from generate_series(1, 200)")
+        cursor.execute("select pg_current_wal_lsn() - '0/0'::pg_lsn")
+        position = int(cursor.fetchone()[0])
+    other.close()
+    return position
+
+
+def test_the_slot_advances_while_only_other_databases_write(postgres, tmp_path):
+    """Heartbeats (docs/online_snapshots.md): no captured change for a while, another database busy;
+    the slot's confirmed position still passes that WAL, following and in a run without --follow."""
+    pg_setup(postgres, 5)
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    files = sorted((tmp_path / "out").glob("*.json"))
+
+    written_to = busy_elsewhere(postgres, 2)
+    assert slot_confirmed(postgres) < written_to - 1_000_000  # megabytes of WAL the slot holds
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    assert slot_confirmed(postgres) >= written_to
+
+    following = capture("postgres", *pg_args(postgres, tmp_path), *FOLLOW, "--heartbeat-seconds", "0.5", follow=True)
+    try:
+        written_to = busy_elsewhere(postgres, 2)
+        wait_for(lambda: slot_confirmed(postgres) >= written_to, timeout=30)
+    finally:
+        following.send_signal(signal.SIGTERM)
+        _, stderr = following.communicate(timeout=60)
+    assert following.returncode == 0, stderr
+    assert sorted((tmp_path / "out").glob("*.json")) == files  # heartbeats write no file

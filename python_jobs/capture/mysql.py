@@ -52,6 +52,7 @@ from python_jobs.capture.output import (
     stop_on_signals,
     write_state,
 )
+from python_jobs.capture.reconnect import follow_with_reconnects
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -154,14 +155,15 @@ def run(config: CaptureConfig) -> CaptureSummary:
     try:
         return _run(config)
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as error:
-        if isinstance(error, pymysql.err.InterfaceError) or (error.args and error.args[0] in _CONNECTION_LOST):
+        if _is_lost_connection(error):
             raise lost_connection(f"{config.host}:{config.port}", error, f"the binlog position in {config.state}") from None
         raise CaptureError(f"{config.user}@{config.host}:{config.port} refused: {error}") from None
 
 
-# Client error codes of a connection that broke or could not be made again (CR_CONN_HOST_ERROR,
-# CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED).
-_CONNECTION_LOST = {2003, 2006, 2013, 2055}
+# Error codes of a connection that broke or could not be made again (CR_CONN_HOST_ERROR,
+# CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED), or of a server shutting down
+# (ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED).
+_CONNECTION_LOST = {2003, 2006, 2013, 2055, 1053, 1927}
 
 
 def _run(config: CaptureConfig) -> CaptureSummary:
@@ -181,11 +183,41 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             binlog_file, position = state["file"], int(state["pos"])
             capture.known_columns.update(state.get("columns") or {})
             _check_binlog_still_there(capture, binlog_file, config.state)
-        stream(capture, config, binlog_file, position, stop_on_signals() if config.follow else None)
+        if config.follow:
+            _follow(capture, config, binlog_file, position, stop_on_signals())
+        else:
+            stream(capture, config, binlog_file, position)
     finally:
         capture.close()
     log.info("%s", capture.summary.line(f"binlog {config.host}:{config.port}"))
     return capture.summary
+
+
+def _follow(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int, stop: threading.Event) -> None:
+    """stream() until stop is set, connecting again after the server restarts or the network breaks
+    (reconnect.py), each time from the position the state file says was written last."""
+
+    def follow() -> None:
+        nonlocal binlog_file, position
+        capture.connection.ping(reconnect=True)
+        binlog_file, position = stream(capture, config, binlog_file, position, stop)
+
+    def lost(error: BaseException) -> str | None:
+        nonlocal binlog_file, position
+        if not _is_lost_connection(error):
+            return None
+        state = read_state(config.state)
+        binlog_file, position = state["file"], int(state["pos"])
+        return " ".join(str(error).split()) or type(error).__name__
+
+    follow_with_reconnects(follow, lost, stop, f"{config.host}:{config.port}")
+
+
+def _is_lost_connection(error: BaseException) -> bool:
+    import pymysql
+
+    return isinstance(error, pymysql.err.InterfaceError) or (
+        isinstance(error, pymysql.err.OperationalError) and bool(error.args) and error.args[0] in _CONNECTION_LOST)
 
 
 def _check_binlog_still_there(capture: MysqlCapture, binlog_file: str, state_path: Path) -> None:

@@ -54,11 +54,13 @@ from python_jobs.capture.postgres_connection import connect, dsn_settings, dsn_w
 from python_jobs.capture.postgres_pages import PageWatch, open_next_page, read_added_tables, write_page
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
+from python_jobs.capture.reconnect import follow_with_reconnects
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 from python_jobs.formats.wal2json import parse_lsn
 
 log = logging.getLogger("cdc_merge.capture")
 
+HEARTBEAT_PREFIX = "cdc_merge.heartbeat"
 _QUALIFIED_TABLE = re.compile(r"^[a-z_][a-z0-9_$]*\.[a-z_][a-z0-9_$]*$")
 _SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
 
@@ -82,6 +84,9 @@ class CaptureConfig:
     snapshot_mode: str = "exported"
     page_rows: int = 10_000
     snapshot_rows_per_second: float | None = None
+    # A heartbeat message into the log this often while following (and once per run without
+    # --follow), so the slot advances even when no captured table changes (docs/online_snapshots.md).
+    heartbeat_seconds: float = 60.0
 
 
 class PostgresCapture:
@@ -96,16 +101,14 @@ class PostgresCapture:
         # The state as last written; its written_lsn is the last commit already in a file.
         self.state: dict = {}
         try:
-            self.connection = connect(config.dsn)
+            self.connection = self._connect()
         except psycopg2.Error as error:
             detail = " ".join(str(error).split())
             raise CaptureError(
                 f"cannot connect to PostgreSQL ({dsn_without_secrets(config.dsn)}): {detail}; check --dsn, and the "
                 "password in PGPASSWORD (or ~/.pgpass)"
             ) from None
-        self.connection.autocommit = True
         with self.connection.cursor() as cursor:
-            cursor.execute("set timezone = 'UTC'")
             cursor.execute("select current_database(), current_setting('wal_level')")
             self.database, wal_level = cursor.fetchone()
         if wal_level != "logical":
@@ -115,6 +118,13 @@ class PostgresCapture:
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
         self.pages = Pages()
+
+    def _connect(self) -> Any:
+        connection = connect(self.config.dsn)
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("set timezone = 'UTC'")
+        return connection
 
     def read_catalog(self, connection: Any = None) -> dict[str, list[CatalogColumn]]:
         """The captured tables' columns, as of now or as of the snapshot connection's snapshot; each
@@ -155,10 +165,32 @@ class PostgresCapture:
         return [text for option in options.items() for text in option]
 
     def follow(self, stop: threading.Event) -> None:
-        """Stream the slot's changes until stop is set (postgres_stream.py)."""
+        """Stream the slot's changes until stop is set (postgres_stream.py), connecting again after
+        the server restarts or the network breaks (reconnect.py)."""
         options = dict(zip(self._decoding_options()[::2], self._decoding_options()[1::2]))
-        PostgresStream(self, {**options, "include-xids": "true"}, self.config.max_wait_seconds,
-                       self.config.progress_seconds, stop).run()
+
+        def stream() -> None:
+            if self.connection.closed:
+                self.connection = self._connect()
+            PostgresStream(self, {**options, "include-xids": "true"}, self.config.max_wait_seconds,
+                           self.config.progress_seconds, stop, self.config.heartbeat_seconds).run()
+
+        def lost(error: BaseException) -> str | None:
+            detail = lost_connection_detail(error)
+            if detail is not None:
+                self.pages.abandon()  # its watermarks may be lost with the connection: read again
+                if not self.connection.closed:
+                    self.connection.close()
+            return detail
+
+        follow_with_reconnects(stream, lost, stop, f"PostgreSQL ({dsn_without_secrets(self.config.dsn)})")
+
+    def emit_heartbeat(self) -> None:
+        """A message in the log the slot streams: once the stream passes it, the capture confirms its
+        commit, so the slot's position advances past WAL no captured table wrote (other tables, other
+        databases of the server), which PostgreSQL would otherwise keep for the slot."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("select pg_logical_emit_message(true, %s, '')", (HEARTBEAT_PREFIX,))
 
     def stream_once(self) -> int:
         """Move one file's worth of whole transactions from the slot to a file; returns how many."""
@@ -230,6 +262,25 @@ class PostgresCapture:
         self.connection.close()
 
 
+# SQLSTATEs of a server going away or not back yet (admin or crash shutdown, starting up), and of the
+# slot still held by the walsender of a connection that broke: waited out by a following capture.
+_RETRIED_SQLSTATES = ("57P01", "57P02", "57P03", "55006")
+
+
+def lost_connection_detail(error: BaseException) -> str | None:
+    """What broke, when error is a lost connection (or one not made again yet); None for anything else."""
+    import psycopg2
+
+    if not isinstance(error, (psycopg2.DatabaseError, psycopg2.InterfaceError)):
+        return None
+    # An error the server sent has its SQLSTATE; a broken connection ("server closed the connection
+    # unexpectedly", "no COPY in progress" once the stream is cut) has none.
+    code = getattr(error, "pgcode", None)
+    if code is None or code.startswith("08") or code in _RETRIED_SQLSTATES:
+        return " ".join(str(error).split()) or type(error).__name__
+    return None
+
+
 def run(config: CaptureConfig) -> CaptureSummary:
     import psycopg2
 
@@ -237,8 +288,7 @@ def run(config: CaptureConfig) -> CaptureSummary:
         return _run(config)
     except (psycopg2.DatabaseError, psycopg2.InterfaceError) as error:
         where = f"PostgreSQL ({dsn_without_secrets(config.dsn)})"
-        # An error the server sent has its SQLSTATE; a broken connection has none.
-        if getattr(error, "pgcode", None):
+        if lost_connection_detail(error) is None:
             raise CaptureError(f"{where} refused: {' '.join(str(error).split())}") from None
         raise lost_connection(where, error, f"replication slot {config.slot}") from None
 
@@ -275,7 +325,9 @@ def _run(config: CaptureConfig) -> CaptureSummary:
 
 def _catch_up(capture: PostgresCapture) -> None:
     """Stream what the slot holds, reading the pages of online snapshots between the stream's files,
-    until there is nothing left of either: a run without --follow ends with its snapshots read."""
+    until there is nothing left of either: a run without --follow ends with its snapshots read, and
+    the slot confirmed at least to where the run began (its heartbeat)."""
+    capture.emit_heartbeat()
     waited = 0
     while True:
         moved = capture.stream_once()
@@ -346,6 +398,9 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
     parser.add_argument("--max-wait-seconds", type=float, default=1.0,
                         help="with --follow: the longest a change waits before its file is written")
     parser.add_argument("--progress-seconds", type=float, default=5.0, help="with --follow: seconds between progress lines")
+    parser.add_argument("--heartbeat-seconds", type=float, default=60.0,
+                        help="with --follow: seconds between heartbeat messages into the log, which let the slot advance "
+                             "while no captured table changes")
     args = parser.parse_args(argv)
     tables = tuple(table.strip().lower() for table in args.tables.split(",") if table.strip())
     for table in tables:
@@ -358,8 +413,8 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
         parser.error("--slot: lower-case letters, digits and _ only, at most 63")
     if args.max_changes_per_file < 1:
         parser.error("--max-changes-per-file must be positive")
-    if args.max_wait_seconds <= 0 or args.progress_seconds <= 0:
-        parser.error("--max-wait-seconds and --progress-seconds must be positive")
+    if args.max_wait_seconds <= 0 or args.progress_seconds <= 0 or args.heartbeat_seconds <= 0:
+        parser.error("--max-wait-seconds, --progress-seconds and --heartbeat-seconds must be positive")
     if args.snapshot_page_rows < 1 or (args.snapshot_rows_per_second is not None and args.snapshot_rows_per_second <= 0):
         parser.error("--snapshot-page-rows and --snapshot-rows-per-second must be positive")
     return CaptureConfig(
@@ -367,6 +422,7 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
         max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds, resnapshot=args.resnapshot,
         snapshot_mode=args.snapshot, page_rows=args.snapshot_page_rows, snapshot_rows_per_second=args.snapshot_rows_per_second,
+        heartbeat_seconds=args.heartbeat_seconds,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
@@ -33,7 +34,7 @@ def emit_watermark(connection: Any, page: str, mark: str) -> None:
 
 
 def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[CatalogColumn], page_rows: int,
-              number: int) -> OpenPage:
+              number: int, token: str) -> OpenPage:
     """The next page of a snapshot: at most page_rows rows after snapshot.after, through snapshot.through,
     in key order, every value as the capture writes it."""
     key = [column for column in columns if column.in_primary_key]
@@ -59,7 +60,7 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
         snapshot=snapshot, number=number, key_columns=tuple(column.name for column in key), rows=rows,
         last_key=[last[position] for position in key_positions] if last else None,
         last_image={column.name: rows[-1][column.name] for column in key} if rows else None,
-        reaches_end=len(fetched) < page_rows,
+        reaches_end=len(fetched) < page_rows, token=token,
     )
 
 
@@ -138,8 +139,8 @@ def open_next_page(capture: Any) -> bool:
     snapshot = capture.pages.next_to_open(capture.config.snapshot_rows_per_second)
     if snapshot is None:
         return False
-    number = snapshot.pages
-    watermark = f"{snapshot.id}:{number}"
+    number, token = snapshot.pages, uuid.uuid4().hex[:8]
+    watermark = f"{snapshot.id}:{number}:{token}"  # OpenPage.watermark_id
     columns = read_catalog(capture.connection, [snapshot.table]).get(snapshot.table)
     if not columns:
         log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
@@ -147,7 +148,7 @@ def open_next_page(capture: Any) -> bool:
         return True
     emit_watermark(capture.connection, watermark, "low")
     try:
-        page = read_page(capture.connection, snapshot, columns, capture.config.page_rows, number)
+        page = read_page(capture.connection, snapshot, columns, capture.config.page_rows, number, token)
     except psycopg2.errors.UndefinedTable:
         log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
         capture.pages.snapshots.remove(snapshot)

@@ -29,7 +29,7 @@ class PostgresStream:
     """The streaming loop; `capture` (postgres.PostgresCapture) writes the files and the state."""
 
     def __init__(self, capture: Any, options: dict[str, str], max_wait_seconds: float, progress_seconds: float,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, heartbeat_seconds: float = 60.0) -> None:
         self.capture = capture
         self.options = options
         self.max_wait_seconds = max_wait_seconds
@@ -43,6 +43,8 @@ class PostgresStream:
         self.confirmed_lsn = 0
         # The stream has passed the open page's high watermark: roll now, and the page is written.
         self.page_passed = False
+        self.heartbeat_seconds = heartbeat_seconds
+        self.heartbeat_at = time.monotonic()
 
     def run(self) -> None:
         import psycopg2.extras
@@ -65,6 +67,9 @@ class PostgresStream:
                 # An online snapshot's next page, between the stream's files (snapshot_pages.py).
                 if self.capture.pages.open is None and open_next_page(self.capture):
                     continue
+                if now - self.heartbeat_at >= self.heartbeat_seconds:
+                    self.capture.emit_heartbeat()
+                    self.heartbeat_at = now
                 if self.progress.line_due(self.progress_seconds):
                     log.info("%s", self._progress_line(cursor))
                 if message is None:
@@ -92,7 +97,8 @@ class PostgresStream:
     def _seconds_to_wait(self, now: float) -> float:
         until_roll = self.max_wait_seconds - (now - self.pending_since) if self.pending else self.max_wait_seconds
         until_line = self.progress_seconds - (now - self.progress.last_line_at)
-        return max(0.01, min(until_roll, until_line, 1.0))
+        until_heartbeat = self.heartbeat_seconds - (now - self.heartbeat_at)
+        return max(0.01, min(until_roll, until_line, until_heartbeat, 1.0))
 
     def _roll(self, cursor: Any) -> None:
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None

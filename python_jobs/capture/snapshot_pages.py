@@ -57,10 +57,12 @@ class OpenPage:
     low: Any = None  # the low watermark's position, once the stream met it
     high: Any = None
     changed: set[str] = field(default_factory=set)
+    # Its watermarks' own: a page read again (after a reconnect) ignores those of the earlier reading.
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     @property
     def watermark_id(self) -> str:
-        return f"{self.snapshot.id}:{self.number}"
+        return f"{self.snapshot.id}:{self.number}:{self.token}"
 
 
 class Pages:
