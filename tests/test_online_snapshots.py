@@ -16,7 +16,7 @@ import pytest
 from postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.snapshot_requests import write_request
-from test_capture_faults import postgres  # noqa: F401 - a fixture
+from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 
 ITEMS = "{{ cdc_merge.cdc_columns({'id': 'int', 'code': 'string', 'qty': 'int'}) }}, {{ cdc_merge.cdc_metadata_columns() }}"
 LINES = ("{{ cdc_merge.cdc_columns({'order_id': 'int', 'line': 'string', 'qty': 'int'}) }}, "
@@ -41,8 +41,8 @@ def execute(server, sql: str, parameters=None) -> None:
 
 
 class Writer(threading.Thread):
-    """Changes shop.items at random, over keys inside and beyond the table, in transactions of one to
-    three statements that take some milliseconds (so that many are open across a page's watermarks),
+    """Changes shop.items at random, over keys inside and beyond the table (some move a row to another
+    key, so to another page), in transactions of one to three statements that take some milliseconds (so that many are open across a page's watermarks),
     while the capture's state says a snapshot is being read (and at most half a minute)."""
 
     def __init__(self, server, state) -> None:
@@ -64,7 +64,10 @@ class Writer(threading.Thread):
             while not self.snapshot_read() and time.monotonic() < deadline:
                 for _ in range(chance.randint(1, 3)):
                     key, roll = chance.randint(1, 2600), chance.random()
-                    if roll < 0.4:
+                    if roll < 0.05:  # a key update: the row moves to another page
+                        cursor.execute("update shop.items set id = %s where id = %s and not exists "
+                                       "(select from shop.items where id = %s)", (2600 - key, key, 2600 - key))
+                    elif roll < 0.4:
                         cursor.execute("update shop.items set qty = qty + 1 where id = %s", (key,))
                     elif roll < 0.6:
                         cursor.execute("delete from shop.items where id = %s", (key,))
@@ -133,3 +136,66 @@ def test_tables_read_online_while_written_added_and_a_range_read_again_repair_th
     assert 0 < again.snapshot_rows <= 1601
     apply_and_check(dbt_project, dsn, ["items", "order_lines"])
     assert "rows the source no longer has removed (online snapshot ranges)" in dbt_project.dbt_log()
+
+
+def test_an_online_snapshot_killed_at_random_moments_resumes_within_a_page(postgres, dbt_project, tmp_path):
+    """kill -9 of a following capture five times while it reads a table in pages and a writer changes
+    it: each start goes on from the last page written, and the mirror equals the source."""
+    execute(postgres, "create schema shop; create table shop.items (id int primary key, code text, qty int);"
+                      "insert into shop.items select g, 'c' || g, g from generate_series(1, 2000) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    state = tmp_path / "capture-state.json"
+    args = ["--dsn", dsn, "--tables", "shop.items", "--slot", "killed", "--out", str(dbt_project.inbox),
+            "--state", str(state), "--snapshot", "online", "--snapshot-page-rows", "100",
+            "--snapshot-rows-per-second", "1000", "--max-wait-seconds", "0.2"]
+    writer = Writer(postgres, state)
+    writer.start()
+    chance = random.Random(5)
+    for _ in range(5):
+        following = capture("postgres", *args, follow=True)
+        time.sleep(chance.uniform(0.3, 1.2))
+        following.kill()
+        following.wait(timeout=30)
+    finished = capture("postgres", *args)  # the snapshot's last pages, and the writer stops
+    writer.join()
+    caught_up = capture("postgres", *args)  # what the writer did after that
+    assert finished.returncode == 0 and caught_up.returncode == 0, finished.stderr + caught_up.stderr
+    assert json.loads(state.read_text())["snapshots"] == []
+
+    reads = [json.loads(line)["after"]["id"] for path in dbt_project.inbox.glob("*pages*")
+             for line in path.read_text().splitlines() if '"op":"r"' in line]
+    # Read again after a kill: at most the page being read when it came, 100 rows a kill.
+    assert len(reads) - len(set(reads)) <= 5 * 100, len(reads) - len(set(reads))
+    apply_and_check(dbt_project, dsn, ["items"])
+
+
+def test_a_table_dropped_while_read_ends_its_snapshot_and_the_others_go_on(postgres, dbt_project, tmp_path, caplog):
+    execute(postgres, "create schema shop; create table shop.items (id int primary key, code text, qty int);"
+                      "insert into shop.items select g, 'c' || g, g from generate_series(1, 2000) g;"
+                      "create table shop.order_lines (order_id int, line text, qty int, primary key (order_id, line));"
+                      "insert into shop.order_lines select g / 10, 'l' || (g % 10), g from generate_series(1, 500) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items", "shop.order_lines"), slot="dropped",
+                                            out=dbt_project.inbox, state=tmp_path / "capture-state.json",
+                                            snapshot_mode="online", page_rows=100, snapshot_rows_per_second=2000)
+
+    def drop_when_half_read() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(list(dbt_project.inbox.glob("*pages-shop.items*"))) < 5:
+            time.sleep(0.05)
+        execute(postgres, "drop table shop.items")
+
+    dropper = threading.Thread(target=drop_when_half_read, daemon=True)
+    dropper.start()
+    with caplog.at_level("WARNING", logger="cdc_merge.capture"):
+        summary = capture_postgres.run(config)
+    dropper.join()
+    assert "online snapshot of shop.items ends: the table is gone" in caplog.text
+    assert json.loads(config.state.read_text())["snapshots"] == []
+    assert summary.snapshot_rows >= 500  # order_lines whole, items in part
+    dbt_project.write_model("order_lines", "unique_key=['order_id', 'line'], source_table='shop.order_lines'", LINES)
+    landed = dbt_project.land({"shop.items": ["id"], "shop.order_lines": ["order_id", "line"]})
+    assert "quarantined 0 lines" in landed.status()
+    dbt_project.dbt("run", "--select", "order_lines")
+    assert dbt_project.query(f"select count(*) as n from {dbt_project.schema}.order_lines")[0]["n"] == 500

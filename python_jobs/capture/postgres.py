@@ -118,6 +118,7 @@ class PostgresCapture:
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
         self.pages = Pages()
+        self.tables_gone: set[str] = set()
 
     def _connect(self) -> Any:
         connection = connect(self.config.dsn)
@@ -220,8 +221,12 @@ class PostgresCapture:
         written_through = parse_lsn(self.state["written_lsn"]) if self.state.get("written_lsn") else 0
         unwritten = [tx for tx in committed if tx.commit_lsn > written_through]
         processed_ms = int(time.time() * 1000)
-        # Read again: an ALTER TABLE since the last file adds, renames or drops columns.
-        self.catalog = self.read_catalog()
+        # Read again: an ALTER TABLE since the last file adds, renames or drops columns. A table
+        # dropped meanwhile has no more changes; the others go on (a restart asks for --tables without it).
+        self.catalog = read_catalog(self.connection, self.config.tables)
+        for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
+            log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
+            self.tables_gone.add(table)
         noticed = self.additions.notice(self.catalog)
         shapes = {table: TableShape(frozenset(column.name for column in columns),
                                     frozenset(column.name for column in columns if column.toastable))
