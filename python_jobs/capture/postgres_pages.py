@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
 from python_jobs.capture.postgres_events import source_block
-from python_jobs.capture.postgres_snapshot import quote_identifier, select_list
+from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list
 from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
 from python_jobs.capture.snapshot_requests import take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
@@ -39,7 +39,7 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
     in key order, every value as the capture writes it."""
     key = [column for column in columns if column.in_primary_key]
     names = [column.name for column in columns]
-    converters = [snapshot_converter(column.type_name) for column in columns]
+    image = row_image(names, [column.type_name for column in columns])
     ordered = ", ".join(_ordered(column) for column in key)
     conditions, parameters = [], []
     for bound, operator in ((snapshot.after, ">=" if snapshot.start_inclusive else ">"), (snapshot.through, "<=")):
@@ -53,8 +53,7 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
         cursor.execute(f"select {select_list(names).replace('%', '%%')} from {snapshot.table} {where} "
                        f"order by {ordered} limit {int(page_rows)}", parameters)
         fetched = cursor.fetchall()
-    rows = [{name: None if text is None else convert(text) for name, convert, text in zip(names, converters, values)}
-            for values in fetched]
+    rows = [image(values) for values in fetched]
     last = fetched[-1] if fetched else None
     return OpenPage(
         snapshot=snapshot, number=number, key_columns=tuple(column.name for column in key), rows=rows,

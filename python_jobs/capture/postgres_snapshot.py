@@ -5,12 +5,12 @@ consistent point, so that snapshot + stream is exactly each table's history from
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from python_jobs.capture.output import debezium_event
 from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import source_block
-from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
+from python_jobs.formats.wal2json import keeps_text, parse_lsn, snapshot_converter
 
 
 def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> int:
@@ -63,10 +63,10 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
     """Every row as a snapshot read. Each column is read as its type's text output, which is what
     wal2json sends for a streamed change, and converted by the same function, so a row reads the
     same from the snapshot as from the stream (numbers, JSON, arrays, bytea, char(n), times alike)."""
-    columns = [(column.name, column.type_name) for column in capture.catalog[table]]
-    converters = [(name, snapshot_converter(pg_type)) for name, pg_type in columns]
+    columns = capture.catalog[table]
+    image = row_image([column.name for column in columns], [column.type_name for column in columns])
     source = _source_block(capture, table, position, True)
-    column_list = select_list([name for name, _ in columns])
+    column_list = select_list([column.name for column in columns])
     # A named cursor streams the rows from the server instead of holding the table in memory.
     with reader.cursor(name="cdc_merge_snapshot") as cursor:
         cursor.itersize = capture.config.max_changes_per_file
@@ -81,13 +81,30 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
             events = [
                 debezium_event(
                     op="r", before=None, source=source, transaction_id=None, total_order=0, processed_ms=now_ms,
-                    after={name: None if text is None else convert(text) for (name, convert), text in zip(converters, row)},
+                    after=image(row),
                 )
                 for row in rows
             ]
             capture.output.write(f"pg-{capture.config.slot}-snapshot-{table}", f"{position:016X}", f"{part:06d}", events)
             capture.summary.files += 1
             capture.summary.snapshot_rows += len(events)
+
+
+def row_image(names: Sequence[str], type_names: Sequence[str]) -> Callable[[Sequence[str | None]], dict[str, Any]]:
+    """A function from a row read by select_list to its image as the capture writes it: each column's
+    text converted as a streamed change's value is (snapshot_converter); text kept as it is."""
+    converting = [(name, convert) for name, convert in zip(names, map(snapshot_converter, type_names))
+                  if not keeps_text(convert)]
+
+    def image(values: Sequence[str | None]) -> dict[str, Any]:
+        row = dict(zip(names, values))
+        for name, convert in converting:
+            text = row[name]
+            if text is not None:
+                row[name] = convert(text)
+        return row
+
+    return image
 
 
 def quote_identifier(name: str) -> str:

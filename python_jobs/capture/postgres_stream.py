@@ -83,12 +83,13 @@ class PostgresStream:
 
     def _take(self, message: Any, now: float) -> None:
         change = wal2json_record(message.payload)
-        if change.get("action") == "M" and change.get("prefix") == WATERMARK_PREFIX and self.capture.pages.open is not None:
-            # The open page is written as soon as the stream has passed its high watermark.
-            self.page_passed = self.page_passed or json.loads(change.get("content") or "{}").get("mark") == "high"
         committed = self.assembler.add(message.data_start, int(change.get("xid") or 0), change)
         if committed is None:
             return
+        # The open page is written as soon as the stream has passed its high watermark's commit.
+        self.page_passed = self.page_passed or (self.capture.pages.open is not None and any(
+            change.get("action") == "M" and change.get("prefix") == WATERMARK_PREFIX
+            and json.loads(change.get("content") or "{}").get("mark") == "high" for change in committed.changes))
         self.pending.append(committed)
         self.pending_changes += len(committed.changes)
         if self.pending_since is None:

@@ -142,10 +142,13 @@ def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], p
 
     source(position, snapshot): the capture's source block of the page's table at a position."""
     at_high = source(page.high, True)
+    # Most pages have no key changed in their window: then no row's key is computed.
+    rows = [row for row in page.rows if canonical_key(row, "row", page.key_columns) not in page.changed] \
+        if page.changed else page.rows
     events = [
         debezium_event(op="r", before=None, after=row, source=at_high, transaction_id=None, total_order=0,
                        processed_ms=processed_ms)
-        for row in page.rows if canonical_key(row, "row", page.key_columns) not in page.changed
+        for row in rows
     ]
     snapshot = page.snapshot
     # From the key the page starts after (the previous page's last) to its own last, or to the range's end.

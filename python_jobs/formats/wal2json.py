@@ -92,6 +92,15 @@ def _float_value(value: Any) -> Any:
 
 
 def _utc_timestamp(value: str) -> str:
+    # Already in UTC, as the captures' sessions render it ("2026-01-02 03:04:05.5+00"): rewritten
+    # as text, several times faster than through datetime, to the same result.
+    # (Years before 1000 take the slow path, whose strftime writes them without leading zeros.)
+    if value.endswith("+00") and len(value) >= 22 and value[10] == " " and value[4] == "-" and value[13] == ":" \
+            and value[0] != "0":
+        clock = value[11:-3]
+        seconds, _, fraction = clock.partition(".")
+        if len(seconds) == 8 and len(fraction) <= 6 and (fraction.isdigit() or not fraction):
+            return f"{value[:10]}T{seconds}.{fraction:0<6}Z"
     try:
         instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
     except ValueError:  # infinity, BC dates, years past 9999: kept as the server wrote them
@@ -104,6 +113,11 @@ def _as_sent(value: Any) -> Any:
     return value
 
 
+def keeps_text(convert: Callable[[Any], Any]) -> bool:
+    """Whether a converter returns its value as it is (a reader may then skip calling it)."""
+    return convert is _as_sent
+
+
 def snapshot_converter(pg_type: str) -> Callable[[str], Any]:
     """value_converter for a column read as its type's text output (format('%s', column)), as the
     capture's snapshot reads it. wal2json sends that same text but for numbers and booleans, which it writes
@@ -114,7 +128,10 @@ def snapshot_converter(pg_type: str) -> Callable[[str], Any]:
     if pg_type == "bytea":
         return lambda text: text[2:] if text.startswith("\\x") else text
     convert = value_converter(pg_type)
-    if pg_type.split("(")[0] in _BARE_NUMBER_TYPES:
+    base_type = pg_type.split("(")[0]
+    if base_type in _INTEGER_TYPES:  # never NaN or infinite
+        return convert
+    if base_type in _BARE_NUMBER_TYPES:
         # wal2json 2.5 sends NaN and +-Infinity of these types as null.
         return lambda text: None if text in _NOT_FINITE else convert(text)
     return convert

@@ -58,3 +58,27 @@ def test_nan_which_json_has_not_is_read_again_as_python_reads_it():
     record = wal2json_record(b'{"action":"I","columns":[{"name":"f","type":"double precision","value":NaN}]}')
     value = record["columns"][0]["value"]
     assert value != value  # NaN, as Python's json reads it
+
+
+def test_utc_timestamps_rewritten_as_text_equal_the_datetime_conversion():
+    import datetime as dt
+    import random
+
+    from python_jobs.formats.wal2json import _utc_timestamp
+
+    def through_datetime(value: str) -> str:
+        try:
+            instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
+        except ValueError:
+            return value
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    chance = random.Random(20261128)
+    values = ["2026-01-01 00:00:01+00", "0001-01-01 00:00:00+00", "0999-01-01 00:00:00.5+00", "2026-01-01 00:00:01+02",
+              "2026-01-01 00:00:01.5+05:30", "infinity", "2026-01-01 00:00:01+00 BC", "12026-01-01 00:00:01+00"]
+    for _ in range(5000):
+        instant = dt.datetime(chance.randint(1, 9999), chance.randint(1, 12), chance.randint(1, 28), chance.randint(0, 23),
+                              chance.randint(0, 59), chance.randint(0, 59), chance.choice([0, chance.randint(0, 999999)]))
+        fraction = f".{instant.microsecond:06d}".rstrip("0") if instant.microsecond else ""
+        values.append(f"{instant.year:04d}{instant:-%m-%d %H:%M:%S}{fraction}+00")
+    assert [_utc_timestamp(value) for value in values] == [through_datetime(value) for value in values]
