@@ -38,8 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from python_jobs.capture.mysql_events import change_events
-from python_jobs.capture.mysql_events import binlog_file_number
+from python_jobs.capture.mysql_events import binlog_file_number, change_events
+from python_jobs.capture.mysql_pages import (
+    SIGNAL_TABLE,
+    check_signal_table,
+    open_next_page,
+    read_added_tables,
+    take_snapshot_requests,
+    watch_transaction,
+    write_page,
+)
 from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import (
     CaptureError,
@@ -53,6 +61,7 @@ from python_jobs.capture.output import (
     write_state,
 )
 from python_jobs.capture.reconnect import follow_with_reconnects
+from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -77,6 +86,12 @@ class CaptureConfig:
     progress_seconds: float = 5.0
     # Take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
     resnapshot: bool = False
+    # The first snapshot: "consistent" (one transaction) or "online" (in pages while the binlog streams:
+    # mysql_pages.py); tables added later are always read online. Watermarks go into signal_table.
+    snapshot_mode: str = "consistent"
+    page_rows: int = 10_000
+    snapshot_rows_per_second: float | None = None
+    signal_table: str = SIGNAL_TABLE
 
     @property
     def connection_settings(self) -> dict[str, Any]:
@@ -105,6 +120,11 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
     its first transaction came, until stop is set (SIGTERM)."""
     pending = _PendingFile()
     progress = FollowProgress()
+    pages = capture.pages
+    key_columns = {table: info.primary_key for table, info in capture.tables.items()}
+
+    def save() -> None:
+        write_state(config.state, _state(capture, binlog_file, position, progress.as_state() if stop else None))
 
     def flush() -> None:
         nonlocal binlog_file, position, pending
@@ -121,16 +141,16 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
                          pending.newest_commit_ms)
         # Only now, with the file on disk, may capture move past these transactions.
         binlog_file, position = pending.end
-        write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
-                                   "server_id": config.server_id, "columns": capture.known_columns,
-                                   **({"following": progress.as_state()} if stop else {})})
+        save()
         pending = _PendingFile()
 
     heartbeat = min(config.max_wait_seconds, 1.0) if stop is not None else None
     for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
         now = time.monotonic()
         if transaction is not None:
-            pending.events.extend(change_events(transaction, int(time.time() * 1000)))
+            events = change_events(transaction, int(time.time() * 1000))
+            watch_transaction(pages, events, transaction.watermarks, key_columns)
+            pending.events.extend(events)
             pending.transactions += bool(transaction.changes)
             pending.end = (end_file, end_position)
             pending.since = pending.since or now
@@ -138,6 +158,13 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         if len(pending.events) >= config.max_changes_per_file or (
                 stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
             flush()
+        if (page := pages.ready()) is not None:
+            # The stream has passed the page's high watermark: its window's changes first, then the page.
+            flush()
+            write_page(capture, page, int(time.time() * 1000))
+            save()
+        if pages.open is None:
+            open_next_page(capture)  # an online snapshot's next page, between the stream's transactions
         if stop is not None:
             if progress.line_due(config.progress_seconds):
                 log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
@@ -147,6 +174,13 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
     if stop is not None:
         log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
     return binlog_file, position
+
+
+def _state(capture: MysqlCapture, binlog_file: str, position: int, following: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state file's content: where the written log ends, the columns it has, and the online snapshots under way."""
+    return {"snapshot_done": True, "file": binlog_file, "pos": position, "server_id": capture.config.server_id,
+            "columns": capture.known_columns, "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
+            **({"following": following} if following else {})}
 
 
 def run(config: CaptureConfig) -> CaptureSummary:
@@ -170,27 +204,74 @@ def _run(config: CaptureConfig) -> CaptureSummary:
     capture = MysqlCapture(config)
     try:
         state = read_state(config.state)
+        capture.pages = Pages([entry for entry in state.get("snapshots") or () if entry["table"] in config.tables])
         if config.resnapshot or not state.get("snapshot_done"):
-            # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
-            replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
-            if replaces_mirrors:
-                write_state(config.state, {"resnapshot": True})
-            binlog_file, position = capture.snapshot(replaces_mirrors)
-            write_state(config.state, {"snapshot_done": True, "file": binlog_file, "pos": position,
-                                       "server_id": config.server_id, "columns": capture.known_columns})
-            log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
+            binlog_file, position = _take_snapshot(capture, config, state)
         else:
             binlog_file, position = state["file"], int(state["pos"])
             capture.known_columns.update(state.get("columns") or {})
             _check_binlog_still_there(capture, binlog_file, config.state)
+            # States written before tables were recorded name them by their columns.
+            read_added_tables(capture, state.get("tables") or list(state.get("columns") or {}) or None)
+        if capture.pages.snapshots:
+            check_signal_table(capture.page_connection(), config.signal_table, config.user)
+            capture.signal_checked = True
+            write_state(config.state, _state(capture, binlog_file, position))
         if config.follow:
             _follow(capture, config, binlog_file, position, stop_on_signals())
         else:
-            stream(capture, config, binlog_file, position)
+            _catch_up(capture, config, binlog_file, position)
     finally:
         capture.close()
     log.info("%s", capture.summary.line(f"binlog {config.host}:{config.port}"))
     return capture.summary
+
+
+def _take_snapshot(capture: MysqlCapture, config: CaptureConfig, state: dict[str, Any]) -> tuple[str, int]:
+    """The first snapshot, or with --resnapshot a new one (always in one transaction: it replaces the
+    mirrors' rows); returns the binlog position streaming starts from."""
+    # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
+    replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
+    if config.snapshot_mode == "online" and not replaces_mirrors:
+        check_signal_table(capture.page_connection(), config.signal_table, config.user)
+        capture.signal_checked = True
+        binlog_file, position = capture.binlog_end()
+        capture.pages = Pages()
+        for table in config.tables:
+            capture.pages.request(TableSnapshot(table, "first snapshot"))
+        log.info("binlog at %s:%d: reading %s online, in pages", binlog_file, position, ", ".join(config.tables))
+        write_state(config.state, _state(capture, binlog_file, position))
+        return binlog_file, position
+    if replaces_mirrors:
+        write_state(config.state, {"resnapshot": True})
+    binlog_file, position = capture.snapshot(replaces_mirrors)
+    capture.pages = Pages()
+    write_state(config.state, _state(capture, binlog_file, position))
+    log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
+    return binlog_file, position
+
+
+def _catch_up(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int) -> None:
+    """Stream the binlog to its end, and on until the online snapshots' pages are read and written
+    (a page's watermarks are in the binlog before it opens, so the next pass meets them)."""
+    passes_without_watermark = 0
+    while True:
+        open_before = capture.pages.open
+        binlog_file, position = stream(capture, config, binlog_file, position)
+        if capture.pages.open is None:
+            take_snapshot_requests(capture)
+            if not capture.pages.snapshots:
+                return
+            if not open_next_page(capture):
+                time.sleep(0.05)  # --snapshot-rows-per-second: the next page waits for its turn
+            passes_without_watermark = 0
+        elif capture.pages.open is open_before:
+            passes_without_watermark += 1
+            if passes_without_watermark > 100:
+                raise CaptureError(
+                    f"an online snapshot's watermarks in {config.signal_table} do not come through the binlog: is "
+                    "its database left out of the binlog (binlog_do_db, binlog_ignore_db)?")
+            time.sleep(0.05)
 
 
 def _follow(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int, stop: threading.Event) -> None:
@@ -208,6 +289,7 @@ def _follow(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posi
             return None
         state = read_state(config.state)
         binlog_file, position = state["file"], int(state["pos"])
+        capture.pages.abandon()  # its watermarks may be lost with the connection: read again
         return " ".join(str(error).split()) or type(error).__name__
 
     follow_with_reconnects(follow, lost, stop, f"{config.host}:{config.port}")
@@ -247,6 +329,13 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
     parser.add_argument("--resnapshot", action="store_true",
                         help="take a new snapshot that replaces what the mirrors hold of these tables: after the "
                              "binlog to resume from was purged, or to start over")
+    parser.add_argument("--snapshot", choices=("consistent", "online"), default="consistent",
+                        help="the first snapshot: in one consistent-snapshot transaction (consistent), or in pages of "
+                             "each table while the binlog streams (online; docs/online_snapshots.md)")
+    parser.add_argument("--snapshot-page-rows", type=int, default=10_000, help="rows per page of an online snapshot")
+    parser.add_argument("--snapshot-rows-per-second", type=float, help="an online snapshot reads at most this many rows a second")
+    parser.add_argument("--signal-table", default=SIGNAL_TABLE,
+                        help="database.table the capture writes online snapshots' watermarks into (needs INSERT)")
     parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
     parser.add_argument("--max-wait-seconds", type=float, default=1.0,
                         help="with --follow: the longest a change waits before its file is written")
@@ -262,11 +351,17 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
         parser.error("--max-wait-seconds and --progress-seconds must be positive")
     if not 1 <= args.server_id < 2**32:
         parser.error("--server-id must be between 1 and 4294967295")
+    if args.snapshot_page_rows < 1 or (args.snapshot_rows_per_second is not None and args.snapshot_rows_per_second <= 0):
+        parser.error("--snapshot-page-rows and --snapshot-rows-per-second must be positive")
+    if not _QUALIFIED_TABLE.match(args.signal_table):
+        parser.error(f"--signal-table: {args.signal_table!r} is not database.table")
     return CaptureConfig(
         host=args.host, port=args.port, user=args.user, password=os.environ.get("MYSQL_PWD", ""),
         tables=tables, out=Path(args.out), state=Path(args.state), server_id=args.server_id,
         max_changes_per_file=args.max_changes_per_file, follow=args.follow,
         max_wait_seconds=args.max_wait_seconds, progress_seconds=args.progress_seconds, resnapshot=args.resnapshot,
+        snapshot_mode=args.snapshot, page_rows=args.snapshot_page_rows,
+        snapshot_rows_per_second=args.snapshot_rows_per_second, signal_table=args.signal_table,
     )
 
 

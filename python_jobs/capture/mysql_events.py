@@ -121,6 +121,8 @@ class Transaction:
     changes: list[RowChange] = field(default_factory=list)
     # Schema change events of columns its DDL added (mysql_columns.py): written before its changes.
     schema_events: list[dict[str, Any]] = field(default_factory=list)
+    # Rows of the online snapshots' signal table (mysql_pages.py): (row, binlog file, event start).
+    watermarks: list[tuple[dict[str, Any], str, int]] = field(default_factory=list)
 
     @property
     def id(self) -> str:

@@ -15,6 +15,7 @@ from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
 from python_jobs.capture.schema_events import warn_unknown_values
+from python_jobs.capture.snapshot_pages import Pages
 
 if TYPE_CHECKING:
     from python_jobs.capture.mysql import CaptureConfig
@@ -43,6 +44,26 @@ class MysqlCapture:
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
+        # Tables being read in pages while the binlog streams (mysql_pages.py); from the state, in mysql._run.
+        self.pages = Pages()
+        self._page_connection: Any = None
+        self.requests_taken_at = 0.0  # when cdc-snapshot's requests were last taken (mysql_pages.py)
+        self.signal_checked = False  # the signal table was written once (mysql_pages.check_signal_table)
+
+    def page_connection(self) -> Any:
+        """The connection online snapshot pages are read and their watermarks written on (autocommit, UTC)."""
+        import pymysql
+
+        if self._page_connection is not None:
+            try:
+                self._page_connection.ping(reconnect=False)
+            except pymysql.Error:  # the server restarted or the network broke since the last page
+                self._page_connection = None
+        if self._page_connection is None:
+            self._page_connection = pymysql.connect(**self.config.connection_settings, autocommit=True)
+            with self._page_connection.cursor() as cursor:
+                cursor.execute("set session time_zone = '+00:00'")
+        return self._page_connection
 
     def _variables(self, *names: str) -> dict[str, str]:
         with self.connection.cursor() as cursor:
@@ -63,6 +84,15 @@ class MysqlCapture:
     def snapshot(self, replaces_mirrors: bool = False) -> tuple[str, int]:
         """Write every row as of one consistent snapshot; returns its binlog position (mysql_snapshot.py)."""
         return take_snapshot(self, replaces_mirrors)
+
+    def binlog_end(self) -> tuple[str, int]:
+        """The binlog's end now: where a capture whose tables are read online starts streaming."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("show master status")
+            row = cursor.fetchone()
+        if not row:
+            raise CaptureError("show master status returned nothing: is log_bin on?")
+        return row[0], int(row[1])
 
     def behind(self, binlog_file: str, position: int) -> str:
         """How far the server's binlog is ahead of a position, for a following capture's progress line."""
@@ -104,6 +134,7 @@ class MysqlCapture:
                          RotateEvent, GtidEvent, MariadbGtidEvent, *([HeartbeatLogEvent] if following else [])],
         )
         captured = {(table.schema, table.name): table for table in self.tables.values()}
+        signal = tuple(self.config.signal_table.split("."))
         current: Transaction | None = None
         try:
             for event in stream:
@@ -148,6 +179,9 @@ class MysqlCapture:
                         yield current, stream.log_file, event.packet.log_pos
                     current = None
                 elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+                    if (event.schema, event.table) == signal and isinstance(event, WriteRowsEvent) and current:
+                        current.watermarks.extend((row["values"], stream.log_file, start) for row in event.rows)
+                        continue
                     table = captured.get((event.schema, event.table))
                     if table is None:
                         continue
@@ -199,8 +233,9 @@ class MysqlCapture:
                 return
 
     def close(self) -> None:
-        if self.connection.open:  # a server that went away closed it already
-            self.connection.close()
+        for connection in (self.connection, self._page_connection):
+            if connection is not None and connection.open:  # a server that went away closed it already
+                connection.close()
 
 
 _TRUNCATE = re.compile(r"^\s*truncate\s+(?:table\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s;]+)`?\s*;?\s*$", re.IGNORECASE)

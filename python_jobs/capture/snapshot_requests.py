@@ -68,9 +68,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     state = json.loads(args.state.read_text())
-    if "slot" not in state:
-        print(f"cdc-snapshot: {args.state} is not a cdc-capture-postgres state file; only the PostgreSQL capture reads "
-              "tables online so far (for MySQL/MariaDB, docs/operating.md says how to read a table again)", file=sys.stderr)
+    if "slot" not in state and "file" not in state:
+        print(f"cdc-snapshot: {args.state} is not the state file of cdc-capture-postgres or cdc-capture-mysql",
+              file=sys.stderr)
         return 2
     tables = state.get("tables")
     if tables is not None and args.table not in tables:

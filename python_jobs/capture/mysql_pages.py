@@ -1,0 +1,268 @@
+"""The MariaDB/MySQL side of online snapshots (docs/online_snapshots.md): watermarks as rows of a
+signal table the binlog carries, a page read by key in the order the mirrors compare keys in, what
+the binlog's transactions tell the open page (snapshot_pages.Pages), and the capture's steps
+around them. `capture` is mysql_server.MysqlCapture; mysql.stream() calls these between files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import time
+import uuid
+from decimal import Decimal
+from typing import Any, Mapping, Sequence
+
+from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, json_value, row_image
+from python_jobs.capture.mysql_snapshot import select_list
+from python_jobs.capture.output import CaptureError
+from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
+from python_jobs.capture.snapshot_requests import take_requests
+from python_jobs.formats.records import RejectedRecord, canonical_key
+
+log = logging.getLogger("cdc_merge.capture")
+
+SIGNAL_TABLE = "cdc_merge.watermarks"
+SIGNAL_TABLE_DDL = ("create table {table} (id bigint auto_increment primary key, page varchar(64) not null, "
+                    "mark varchar(8) not null)")
+_QUALIFIED = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
+_TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
+_BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+_INTEGER = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "bit", "year"}
+
+
+def signal_table_help(table: str, user: str) -> str:
+    return (f"create it and let the capture user write it: {SIGNAL_TABLE_DDL.format(table=table)}; "
+            f"grant insert on {table} to {user}")
+
+
+def check_signal_table(connection: Any, table: str, user: str) -> None:
+    """Online snapshots write their watermarks into the signal table: fail before anything is read
+    if it cannot be written (the row written is a watermark of no page, which says nothing)."""
+    import pymysql
+
+    if not _QUALIFIED.match(table):
+        raise CaptureError(f"--signal-table {table!r} is not database.table")
+    try:
+        emit_watermark(connection, table, "check", "none")
+    except pymysql.err.MySQLError as error:
+        raise CaptureError(f"online snapshots write watermarks into {table}, which failed ({error.args[-1]}): "
+                           f"{signal_table_help(table, user)}") from None
+
+
+def emit_watermark(connection: Any, table: str, page: str, mark: str) -> None:
+    """A low or high watermark of a page: a row of the signal table, committed at once (autocommit)."""
+    schema, name = table.split(".")
+    with connection.cursor() as cursor:
+        cursor.execute(f"insert into `{schema}`.`{name}` (page, mark) values (%s, %s)", (page, mark))
+
+
+def _key_expressions(column: Column) -> tuple[str, str, str]:
+    """How a key column is ordered, shown (the text a page's last key is kept as) and compared with
+    such a text: in the order the mirrors compare its written value, so that a page's key range is
+    the same range in a mirror (strings by their UTF-8 bytes, binary as its base64 text)."""
+    quoted = f"`{column.name}`"
+    if column.data_type in _TEXT:
+        return (f"cast(convert({quoted} using utf8mb4) as binary)", f"convert({quoted} using utf8mb4)",
+                "cast(convert(%s using utf8mb4) as binary)")
+    if column.data_type in _BINARY:
+        return f"cast(to_base64({quoted}) as binary)", f"hex({quoted})", "cast(to_base64(unhex(%s)) as binary)"
+    return quoted, f"cast({quoted} as char)", "%s"
+
+
+def _compare(expressions: Sequence[tuple[str, str]], operator: str) -> str:
+    """Keys compared in order (a > b: a1 > b1, or a1 = b1 and a2 > b2, ...); operator's last
+    term may include equality (>=, <=). The first column's bound leads, for the range optimizer."""
+    strict = operator[0]
+    terms = []
+    for index, (ordered, parameter) in enumerate(expressions):
+        last = index == len(expressions) - 1
+        equal = [f"{o} = {p}" for o, p in expressions[:index]]
+        terms.append(" and ".join([*equal, f"{ordered} {operator if last else strict} {parameter}"]))
+    first = f"{expressions[0][0]} {strict}= {expressions[0][1]}"
+    return f"({first} and ({' or '.join(terms)}))"
+
+
+def read_page(connection: Any, table: TableInfo, snapshot: TableSnapshot, page_rows: int, number: int,
+              token: str) -> OpenPage:
+    """The next page of a snapshot: at most page_rows rows after snapshot.after, through snapshot.through,
+    in key order, every value as the capture writes it."""
+    types = table.types
+    key = [types[name] for name in table.primary_key]
+    expressions = [_key_expressions(column) for column in key]
+    conditions, parameters = [], []
+    for bound, operator in ((snapshot.after, ">=" if snapshot.start_inclusive else ">"), (snapshot.through, "<=")):
+        if bound is not None:
+            compared = [(ordered, parameter) for ordered, _, parameter in expressions]
+            conditions.append(_compare(compared, operator))
+            parameters.extend(_bound_parameters(bound))
+    where = f"where {' and '.join(conditions)}" if conditions else ""
+    names = [column.name for column in table.columns]
+    order = ", ".join(ordered for ordered, _, _ in expressions)
+    shown = ", ".join(text for _, text, _ in expressions)
+    with connection.cursor() as cursor:
+        cursor.execute(f"select {select_list(table.columns)}, {shown} from `{table.schema}`.`{table.name}` {where} "
+                       f"order by {order} limit {int(page_rows)}", parameters)
+        fetched = cursor.fetchall()
+    rows = [row_image(table, dict(zip(names, values))) for values in fetched]
+    last = fetched[-1] if fetched else None
+    return OpenPage(
+        snapshot=snapshot, number=number, key_columns=table.primary_key, rows=rows,
+        last_key=[_text(value) for value in last[len(names):]] if last else None,
+        last_image={name: rows[-1][name] for name in table.primary_key} if rows else None,
+        reaches_end=len(fetched) < page_rows, token=token,
+    )
+
+
+def _bound_parameters(bound: Sequence[str]) -> list[str]:
+    """A lexicographic comparison names the key's first columns again in each term (_compare)."""
+    parameters = [bound[0]]
+    for index in range(len(bound)):
+        parameters.extend(bound[:index + 1])
+    return parameters
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def key_image(column: Column, text: str) -> Any:
+    """A key value given as text (cdc-snapshot --from/--to, the text _key_expressions shows) as the
+    capture writes it."""
+    data_type = column.data_type
+    if data_type in _INTEGER:
+        value: Any = int(text)
+    elif data_type == "decimal":
+        value = Decimal(text)
+    elif data_type in ("float", "double"):
+        value = float(text)
+    elif data_type == "date":
+        value = dt.date.fromisoformat(text)
+    elif data_type in ("datetime", "timestamp"):
+        value = dt.datetime.fromisoformat(text)
+    elif data_type in _BINARY:
+        value = bytes.fromhex(text)
+    else:
+        value = text
+    return json_value(column, value)
+
+
+def watch_transaction(pages: Pages, changes: Sequence[Mapping[str, Any]], watermarks: Sequence[tuple[Mapping[str, Any], str, int]],
+                      key_columns: Mapping[str, Sequence[str]]) -> None:
+    """What one committed transaction tells the open page: the keys of its table changed inside the
+    page's window (its events' images), then the watermarks it holds (file, position)."""
+    for event in changes:
+        source = event.get("source") or {}
+        table = f"{source.get('db')}.{source.get('table')}"
+        if not pages.window_open(table):
+            continue
+        for image_field in ("before", "after"):
+            if isinstance(event.get(image_field), dict):
+                try:
+                    pages.changed(table, canonical_key(event[image_field], image_field, key_columns[table]))
+                except RejectedRecord:
+                    pass
+    for content, binlog_file, position in watermarks:
+        pages.watermark(content, (binlog_file, position))
+
+
+def take_snapshot_requests(capture: Any) -> None:
+    """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
+    requests = take_requests(capture.config.state)
+    capture.requests_taken_at = time.monotonic()
+    if requests and not capture.signal_checked:
+        try:
+            check_signal_table(capture.page_connection(), capture.config.signal_table, capture.config.user)
+        except CaptureError as error:
+            log.error("cdc-snapshot of %s left out: %s", ", ".join(str(r.get("table")) for r in requests), error)
+            return
+        capture.signal_checked = True
+    for request in requests:
+        table = request.get("table")
+        info = capture.tables.get(table)
+        if info is None:
+            log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
+                        ", ".join(capture.config.tables))
+            continue
+        key = [info.types[name] for name in info.primary_key]
+        bounds = {}
+        for name in ("from", "to"):
+            texts = request.get(name)
+            if texts is not None and len(texts) != len(key):
+                log.warning("cdc-snapshot of %s: --%s %s is not a key of %s; left out", table, name, ",".join(texts),
+                            ", ".join(info.primary_key))
+                break
+            try:
+                bounds[name] = None if texts is None else (
+                    list(texts), {column.name: key_image(column, text) for column, text in zip(key, texts)})
+            except ValueError as error:
+                log.warning("cdc-snapshot of %s: --%s %s: %s; left out", table, name, ",".join(texts), error)
+                break
+        else:
+            start, through = bounds["from"], bounds["to"]
+            capture.pages.request(TableSnapshot(
+                table, "requested", after=start[0] if start else None, after_image=start[1] if start else None,
+                through=through[0] if through else None, through_image=through[1] if through else None,
+                start_inclusive=start is not None))
+            log.info("reading %s again online, keys %s to %s", table, ",".join(start[0]) if start else "start",
+                     ",".join(through[0]) if through else "end")
+
+
+def open_next_page(capture: Any) -> bool:
+    """The next page of an online snapshot, read between its watermarks, if one may be read now
+    (snapshot_pages.py); whether one was. A table dropped meanwhile ends its snapshot."""
+    import pymysql
+
+    if time.monotonic() - capture.requests_taken_at >= 1.0:  # a folder listing: not at every transaction
+        take_snapshot_requests(capture)
+    snapshot = capture.pages.next_to_open(capture.config.snapshot_rows_per_second)
+    if snapshot is None:
+        return False
+    number, token = snapshot.pages, uuid.uuid4().hex[:8]
+    watermark = f"{snapshot.id}:{number}:{token}"  # OpenPage.watermark_id
+    connection = capture.page_connection()
+    emit_watermark(connection, capture.config.signal_table, watermark, "low")
+    try:
+        page = read_page(connection, capture.tables[snapshot.table], snapshot, capture.config.page_rows, number, token)
+    except pymysql.err.ProgrammingError as error:
+        if error.args[0] != 1146:  # ER_NO_SUCH_TABLE
+            raise
+        log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
+        capture.pages.snapshots.remove(snapshot)
+        return True
+    emit_watermark(connection, capture.config.signal_table, watermark, "high")
+    capture.pages.opened(page)
+    return True
+
+
+def write_page(capture: Any, page: OpenPage, processed_ms: int) -> None:
+    """A page the stream has passed: its rows and range record as one file (snapshot_pages.page_events).
+    Its watermarks' positions are (binlog file, start of their rows event)."""
+    schema, name = page.snapshot.table.split(".")
+
+    def source(position: tuple[str, int], snapshot: bool) -> dict[str, Any]:
+        binlog_file, start = position
+        return {"connector": "mysql", "name": "cdc_merge", "db": schema, "table": name, "file": binlog_file,
+                "pos": start, "row": 0, "ts_ms": None, "snapshot": "true" if snapshot else "false"}
+
+    events = page_events(page, source, processed_ms)
+    capture.output.write(f"mysql-pages-{page.snapshot.table}",
+                         f"{binlog_file_number(page.high[0])}-{page.high[1]:012d}",
+                         f"{page.snapshot.id}-{page.number:06d}", events)
+    capture.summary.files += 1
+    capture.summary.snapshot_rows += len(events) - 1
+    capture.pages.finish(page, len(events) - 1)
+    if page.reaches_end:
+        log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
+                 page.snapshot.pages)
+
+
+def read_added_tables(capture: Any, known: Sequence[str] | None) -> None:
+    """A table added to --tables since the state was written is read online, as the others stream."""
+    if known is None:  # a state from before tables were recorded: every table was snapshotted
+        return
+    being_read = capture.pages.tables_being_read()
+    for table in capture.config.tables:
+        if table not in known and table not in being_read:
+            log.info("%s was added to --tables: reading it online while the others stream", table)
+            capture.pages.request(TableSnapshot(table, "added to --tables"))
