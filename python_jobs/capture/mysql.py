@@ -21,8 +21,13 @@ Positions: `source.file`/`source.pos` are the binlog file and the start of the r
 `source.row` the row within it, so every row change of a key has its own position, in log
 order, also inside one transaction.
 
+With --snapshot online the first snapshot is read in pages while the binlog streams, between
+watermark rows the capture writes into a signal table (needs INSERT on it); tables added to
+--tables and cdc-snapshot requests are always read so (docs/online_snapshots.md).
+
 This module is the command; mysql_server.py holds everything it asks of the server,
-mysql_events.py what a row change becomes.
+mysql_stream.py the stream, mysql_pages.py the online snapshots' pages, mysql_events.py what a row
+change becomes.
 """
 
 from __future__ import annotations
@@ -38,28 +43,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from python_jobs.capture.mysql_events import binlog_file_number, change_events
 from python_jobs.capture.mysql_pages import (
     SIGNAL_TABLE,
     check_signal_table,
     open_next_page,
     read_added_tables,
     take_snapshot_requests,
-    watch_transaction,
-    write_page,
 )
 from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
-    FollowProgress,
-    change_event_count,
     lost_connection,
     read_state,
     run_command,
     stop_on_signals,
     write_state,
 )
+from python_jobs.capture.mysql_stream import capture_state, stream
 from python_jobs.capture.reconnect import follow_with_reconnects
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 
@@ -98,91 +99,6 @@ class CaptureConfig:
         return {"host": self.host, "port": self.port, "user": self.user, "password": self.password, "charset": "utf8mb4"}
 
 
-def _position_name(binlog_file: str, position: int) -> str:
-    return f"{binlog_file_number(binlog_file)}-{position:012d}"
-
-
-class _PendingFile:
-    """Whole transactions collected for the next file."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.transactions = 0
-        self.end: tuple[str, int] | None = None
-        self.since: float | None = None  # when its first transaction came
-        self.newest_commit_ms: int | None = None
-
-
-def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, position: int,
-           stop: threading.Event | None = None) -> tuple[str, int]:
-    """Write the binlog from a position to files; returns the position after the last commit.
-    With stop (--follow): block at the binlog's end, write a file at the latest max_wait_seconds after
-    its first transaction came, until stop is set (SIGTERM)."""
-    pending = _PendingFile()
-    progress = FollowProgress()
-    pages = capture.pages
-    key_columns = {table: info.primary_key for table, info in capture.tables.items()}
-
-    def save() -> None:
-        write_state(config.state, _state(capture, binlog_file, position, progress.as_state() if stop else None))
-
-    def flush() -> None:
-        nonlocal binlog_file, position, pending
-        if pending.end is None:
-            return
-        if pending.events:
-            first = pending.events[0]["source"]
-            capture.output.write("mysql", _position_name(first["file"], first["pos"]), _position_name(*pending.end),
-                                 pending.events)
-            capture.summary.files += 1
-            capture.summary.events += change_event_count(pending.events)
-        capture.summary.transactions += pending.transactions
-        progress.written(change_event_count(pending.events), pending.transactions, f"{pending.end[0]}:{pending.end[1]}",
-                         pending.newest_commit_ms)
-        # Only now, with the file on disk, may capture move past these transactions.
-        binlog_file, position = pending.end
-        save()
-        pending = _PendingFile()
-
-    heartbeat = min(config.max_wait_seconds, 1.0) if stop is not None else None
-    for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
-        now = time.monotonic()
-        if transaction is not None:
-            events = change_events(transaction, int(time.time() * 1000))
-            watch_transaction(pages, events, transaction.watermarks, key_columns)
-            pending.events.extend(events)
-            pending.transactions += bool(transaction.changes)
-            pending.end = (end_file, end_position)
-            pending.since = pending.since or now
-            pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
-        if len(pending.events) >= config.max_changes_per_file or (
-                stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
-            flush()
-        if (page := pages.ready()) is not None:
-            # The stream has passed the page's high watermark: its window's changes first, then the page.
-            flush()
-            write_page(capture, page, int(time.time() * 1000))
-            save()
-        if pages.open is None:
-            open_next_page(capture)  # an online snapshot's next page, between the stream's transactions
-        if stop is not None:
-            if progress.line_due(config.progress_seconds):
-                log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
-            if stop.is_set():
-                break
-    flush()
-    if stop is not None:
-        log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
-    return binlog_file, position
-
-
-def _state(capture: MysqlCapture, binlog_file: str, position: int, following: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The state file's content: where the written log ends, the columns it has, and the online snapshots under way."""
-    return {"snapshot_done": True, "file": binlog_file, "pos": position, "server_id": capture.config.server_id,
-            "columns": capture.known_columns, "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
-            **({"following": following} if following else {})}
-
-
 def run(config: CaptureConfig) -> CaptureSummary:
     import pymysql
 
@@ -216,7 +132,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         if capture.pages.snapshots:
             check_signal_table(capture.page_connection(), config.signal_table, config.user)
             capture.signal_checked = True
-            write_state(config.state, _state(capture, binlog_file, position))
+            write_state(config.state, capture_state(capture, binlog_file, position))
         if config.follow:
             _follow(capture, config, binlog_file, position, stop_on_signals())
         else:
@@ -240,13 +156,13 @@ def _take_snapshot(capture: MysqlCapture, config: CaptureConfig, state: dict[str
         for table in config.tables:
             capture.pages.request(TableSnapshot(table, "first snapshot"))
         log.info("binlog at %s:%d: reading %s online, in pages", binlog_file, position, ", ".join(config.tables))
-        write_state(config.state, _state(capture, binlog_file, position))
+        write_state(config.state, capture_state(capture, binlog_file, position))
         return binlog_file, position
     if replaces_mirrors:
         write_state(config.state, {"resnapshot": True})
     binlog_file, position = capture.snapshot(replaces_mirrors)
     capture.pages = Pages()
-    write_state(config.state, _state(capture, binlog_file, position))
+    write_state(config.state, capture_state(capture, binlog_file, position))
     log.info("snapshot of %s at %s:%d done", ", ".join(config.tables), binlog_file, position)
     return binlog_file, position
 
