@@ -1,15 +1,19 @@
 {#
     Each mirror compared with its live source table (python_jobs/verify/; docs/operating.md, "Verify"):
 
-        dbt run-operation cdc_merge.cdc_verify --args '{sample: 100}'
-        cdc-verify --sample 100             (the same, with its exit status)
+        dbt run-operation cdc_merge.cdc_verify                      (every row, by key ranges)
+        dbt run-operation cdc_merge.cdc_verify --args '{sample: 100}'   (counts and a sample)
+        cdc-verify [--sample 100]           (the same, with its exit status)
 
-    Row counts, and a random sample of rows from each side compared value by value. The source is
+    Every row: the key space in segments, each side's row count and checksum of each segment
+    computed by its own engine, segments that differ split again down to ranges of at most
+    leaf_rows rows, which are compared row by row (python_jobs/verify/ranges.py). With sample: row
+    counts and a random sample of rows from each side instead. The source is
     the var cdc_merge_source ({postgres: DSN} or {mysql: user@host:port}); the check reads it with
     the capture's own rendering of values. A mirror that differs fails the operation.
 #}
 
-{% macro cdc_verify(select=none, sample=100, source=none) %}
+{% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, settle_seconds=0) %}
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
@@ -26,24 +30,35 @@
             {{ log("cdc_verify " ~ relation ~ ": not built yet, not checked", info=True) }}
         {% else %}
             {% set soft = node.config.get('deletes') == 'soft' %}
+            {% set unique_key = node.config.get('unique_key') %}
+            {% set key = ([unique_key] if unique_key is string else unique_key or []) | map('lower') | list %}
             {% set columns = [] %}
             {% for column in adapter.get_columns_in_relation(relation) %}
                 {% do columns.append([column.name | lower, column.dtype]) %}
             {% endfor %}
             {% do mirrors.append({
                 'relation': relation | string,
+                'database': relation.database,
+                'schema': relation.schema,
+                'identifier': relation.identifier,
                 'source_table': node.config.source_table,
                 'columns': columns,
                 'count_sql': cdc_merge.verify_count_sql(relation, soft),
-                'keys_sql': cdc_merge.verify_keys_sql(relation, sample, soft),
+                'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
                 'rows_sql': cdc_merge.verify_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
+                'key': key,
+                'range_keys_sql': cdc_merge.verify_range_keys_sql(relation, key, soft),
+                'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
+                'range_stats_sql': cdc_merge.verify_range_stats_sql(relation, soft),
             }) %}
         {% endif %}
     {% endfor %}
-    {% set report = adapter.cdc_verify_mirrors(mirrors, source if source is not none else var('cdc_merge_source', none), sample | int) %}
+    {% set report = adapter.cdc_verify_mirrors(mirrors, source if source is not none else var('cdc_merge_source', none),
+        sample, {'segments': segments, 'leaf_rows': leaf_rows, 'settle_seconds': settle_seconds}) %}
     {% for line in report.lines %}
         {{ log(line, info=True) }}
     {% endfor %}
+    {% do cdc_merge.record_verify_checks(report.checks) %}
     {% if report.differing %}
         {% do exceptions.raise_compiler_error(report.summary) %}
     {% endif %}
@@ -82,3 +97,41 @@
 {% macro databend__verify_row_json(columns) -%}
     to_string(json_object_keep_null({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}))
 {%- endmacro %}
+
+{% macro verify_range_keys_sql(relation, key, soft) %}
+    {#- A sample of the keys in a range, each as one JSON text; the placeholders: python_jobs/verify/mirror_ranges.py. -#}
+    select {{ adapter.dispatch('verify_row_json', 'cdc_merge')(key) }} as _key
+    from {{ relation }}
+    {{ cdc_merge.verify_live_rows(soft) }}
+        and (__CDC_MERGE_RANGE__)
+    order by rand()
+    limit __CDC_MERGE_LIMIT__
+{% endmacro %}
+
+{% macro verify_range_rows_sql(relation, columns, soft) %}
+    select
+        _cdc_key,
+        {{ adapter.dispatch('verify_row_json', 'cdc_merge')(columns) }} as _row
+    from {{ relation }}
+    {{ cdc_merge.verify_live_rows(soft) }}
+        and (__CDC_MERGE_RANGE__)
+{% endmacro %}
+
+{% macro verify_range_stats_sql(relation, soft) %}
+    {#- Each segment's rows and checksum (python_jobs/verify/row_hash.py). -#}
+    with ranged as (
+        select
+            __CDC_MERGE_SEGMENT__ as segment,
+            __CDC_MERGE_DIGEST__ as _cdc_digest
+        from {{ relation }}
+        {{ cdc_merge.verify_live_rows(soft) }}
+            and (__CDC_MERGE_RANGE__)
+    )
+
+    select
+        segment,
+        count(*) as segment_rows,
+        sum(__CDC_MERGE_NUMBER__) as checksum
+    from ranged
+    group by segment
+{% endmacro %}

@@ -113,14 +113,20 @@ def apply(project, table: scaffold.SourceTable) -> dict[int, dict]:
 
 
 def assert_verify_is_clean_and_can_fail(project, source: dict[str, str], model: str, column: str, value: str) -> None:
-    """The user's own check (cdc-verify's operation) finds every row equal; and it can fail: a value
-    changed in the mirror behind the pipeline's back is reported with its key and column."""
-    arguments = json.dumps({"source": source, "sample": 1000})
-    project.dbt("run-operation", "cdc_verify", "--args", arguments)
+    """The user's own check (cdc-verify's operation), by key ranges and by a sample, finds every row
+    equal, the checksums of both sides agreeing on every type (no row compared one by one); and it
+    can fail: a value changed in the mirror behind the pipeline's back is reported with its key and
+    column."""
+    by_ranges, sampled = json.dumps({"source": source}), json.dumps({"source": source, "sample": 1000})
+    project.dbt("run-operation", "cdc_verify", "--args", by_ranges)
+    assert f"{project.schema}.{model} vs shop.typed: equal: 6 rows" in project.dbt_log(), project.dbt_log()
+    assert "key ranges, 0 rows compared one by one" in project.dbt_log(), project.dbt_log()
+    project.dbt("run-operation", "cdc_verify", "--args", sampled)
     assert f"{project.schema}.{model} vs shop.typed: equal: 6 rows" in project.dbt_log()
     project.execute(f"update {project.schema}.{model} set {column} = {value} where id = 2")
-    assert not project.dbt("run-operation", "cdc_verify", "--args", arguments, expect_success=False).success
-    assert f'key ["2"]: {column}: source' in project.dbt_log()
+    for arguments in (by_ranges, sampled):
+        assert not project.dbt("run-operation", "cdc_verify", "--args", arguments, expect_success=False).success
+        assert f'key ["2"]: {column}: source' in project.dbt_log()
 
 
 def assert_snapshot_and_stream_agree(mirrored: dict[int, dict]) -> None:

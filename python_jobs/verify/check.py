@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.verify.compare import differences, type_family
+from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
 from python_jobs.verify.sources import key_values
 
 # The placeholder of the mirror's rows statement (macros/verify.sql) for the keys' literals.
@@ -43,15 +45,41 @@ class MirrorCheck:
     extra: list[str] = field(default_factory=list)
     differing: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # A range check's (check_by_ranges): ranges whose stats were compared, rows compared one by one.
+    ranges: int | None = None
+    compared_rows: int = 0
+    checksum_columns: int = 0
+    # The key ranges whose rows differ, as key texts (after, exclusive; through, inclusive): what --repair reads again.
+    differing_ranges: list[tuple[list[str] | None, list[str] | None]] = field(default_factory=list)
+
+    @property
+    def clean_rows(self) -> bool:
+        return not (self.missing or self.extra or self.differing)
 
     @property
     def clean(self) -> bool:
-        return self.source_rows == self.mirror_rows and not (self.missing or self.extra or self.differing)
+        return self.clean_rows and (self.source_rows == self.mirror_rows or self.ranges is not None)
+
+    def record(self, mirror: Mapping[str, Any], checked_at: str, seconds: float) -> dict[str, Any]:
+        """The check's row of cdc_merge_verify (macros/verify_results.sql)."""
+        keys = {"missing": self.missing[:SHOWN_DIFFERENCES], "extra": self.extra[:SHOWN_DIFFERENCES],
+                "differing": {key: sorted(columns) for key, columns in list(self.differing.items())[:SHOWN_DIFFERENCES]}}
+        return {"database": mirror.get("database"), "schema": mirror.get("schema"),
+                "mirror": f"{mirror.get('schema')}.{mirror.get('identifier')}", "source_table": self.source_table,
+                "checked_at": checked_at, "method": "sample" if self.ranges is None else "ranges", "clean": self.clean,
+                "source_rows": self.source_rows, "mirror_rows": self.mirror_rows, "ranges": self.ranges or 0,
+                "compared_rows": self.compared_rows if self.ranges is not None else self.sampled,
+                "missing": len(self.missing), "extra": len(self.extra), "differing": len(self.differing),
+                "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
+                "differing_ranges": self.differing_ranges}
 
     def lines(self) -> list[str]:
         verdict = "equal" if self.clean else "DIFFERS"
+        compared = (f"{self.sampled} sampled rows" if self.ranges is None else
+                    f"checksums of {self.checksum_columns} columns in {self.ranges} key ranges, "
+                    f"{self.compared_rows} rows compared one by one")
         lines = [f"{self.mirror} vs {self.source_table}: {verdict}: {self.source_rows} rows in the source, "
-                 f"{self.mirror_rows} in the mirror; {self.sampled} sampled rows: {len(self.missing)} missing, "
+                 f"{self.mirror_rows} in the mirror; {compared}: {len(self.missing)} missing, "
                  f"{len(self.extra)} extra, {len(self.differing)} with other values"]
         lines += [f"  missing from the mirror: key {key}" for key in self.missing[:SHOWN_DIFFERENCES]]
         lines += [f"  extra in the mirror: key {key}" for key in self.extra[:SHOWN_DIFFERENCES]]
@@ -86,6 +114,13 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
         mirrored = {str(key): json.loads(row, parse_float=Decimal) for key, row in rows(statement)}
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
+    compare_rows(check, source_rows, mirrored, families, keys)
+    return check
+
+
+def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: Mapping[str, Any],
+                 families: Mapping[str, str], keys: Sequence[str]) -> None:
+    """Each key's row on both sides, its difference (missing, extra, other values) noted in check."""
     for key in keys:
         if key not in source_rows:
             check.extra.append(key)
@@ -95,4 +130,58 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
             found = differences(source_rows[key], mirrored[key], families)
             if found:
                 check.differing[key] = found
+
+
+def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: Any, options: Mapping[str, Any]) -> MirrorCheck:
+    """Every row of a mirror against its source (ranges.py): segments' counts and checksums, the ranges
+    that differ compared row by row. A row that differs is read again after settle_seconds and counted
+    only if it still differs (a change in flight reaches the mirror meanwhile)."""
+    check = MirrorCheck(mirror["relation"], mirror["source_table"])
+    families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    search = RangeSearch()
+    leaves = differing_ranges(source_side, mirror_side, int(options.get("segments") or 64),
+                              int(options.get("leaf_rows") or 2000), search=search)
+    check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
+    check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
+
+    def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
+        found = MirrorCheck(check.mirror, check.source_table)
+        for leaf in leaves:
+            source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
+            found.compared_rows += len(set(source_rows) | set(mirrored))
+            compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)))
+        return found
+
+    found = differing_in(leaves)
+    check.compared_rows = found.compared_rows
+    if leaves and found.clean_rows:
+        rendered_apart = [column for column in source_side.in_checksum
+                          if any(source_side.segment_stats(leaf, [], [column]) != mirror_side.segment_stats(leaf, [], [column])
+                                 for leaf in leaves[:3])]
+        check.notes.append("checksums differ where the rows are equal: the sides render "
+                           f"{', '.join(rendered_apart) or 'some values'} apart (row_hash.py); those ranges were compared row by row")
+    settle = float(options.get("settle_seconds") or 0)
+    if settle > 0 and not found.clean_rows:
+        time.sleep(settle)
+        again = differing_in(leaves)
+        found.missing = [key for key in found.missing if key in again.missing]
+        found.extra = [key for key in found.extra if key in again.extra]
+        found.differing = {key: columns for key, columns in again.differing.items() if key in found.differing}
+    check.missing, check.extra, check.differing = found.missing, found.extra, found.differing
+    if not check.clean_rows:
+        differing_keys = {*check.missing, *check.extra, *check.differing}
+        texts = (lambda key: [str(value) for value in key] if key is not None else None)
+        check.differing_ranges = [(texts(leaf.after), texts(leaf.through)) for leaf in leaves
+                                  if any(in_range(key, leaf) for key in differing_keys)]
+    if check.clean_rows and check.source_rows != check.mirror_rows:
+        check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
+
+
+def in_range(canonical: str, key_range: KeyRange) -> bool:
+    """Whether a canonical key (the mirror's _cdc_key, texts) falls in a range of typed keys."""
+    texts = json.loads(canonical)
+    key = tuple(int(text) if isinstance(bound, int) else Decimal(text) if isinstance(bound, Decimal) else text
+                for text, bound in zip(texts, key_range.after or key_range.through or texts))
+    return ((key_range.after is None or sort_key(key) > sort_key(key_range.after))
+            and (key_range.through is None or sort_key(key) <= sort_key(key_range.through)))

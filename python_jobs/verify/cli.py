@@ -1,12 +1,19 @@
 """cdc-verify: each mirror of a dbt project compared with its live source table.
 
-    cdc-verify                                   # every mirror, against the project's var cdc_merge_source
-    cdc-verify --select shop_orders --sample 1000 --target databend
+    cdc-verify                                   # every row of every mirror, against the var cdc_merge_source
+    cdc-verify --select shop_orders --target databend
+    cdc-verify --sample 1000                     # counts and 1,000 sampled rows a mirror: quicker
+    cdc-verify --settle-seconds 30               # under a running pipeline: differences must outlast changes in flight
+    cdc-verify --repair --state data/capture-state.json    # and read the differing key ranges again
     cdc-verify --postgres "host=db dbname=shop user=cdc"     # another source than the var's
 
-It runs `dbt run-operation cdc_merge.cdc_verify` (macros/verify.sql) in this process: the row
-counts, and a random sample of rows from each side compared value by value. Exit status 0 when
-every mirror equals its source, 1 when one differs (the report says where), 2 when it cannot check.
+It runs `dbt run-operation cdc_merge.cdc_verify` (macros/verify.sql) in this process: the key space
+of each mirror in segments, the row count and checksum of each computed by the source database and
+by the mirror's engine, segments that differ split down to ranges compared row by row
+(python_jobs/verify/ranges.py). Each check is a row of cdc_merge_verify beside the mirror. Exit
+status 0 when every mirror equals its source, 1 when one differs (the report says where), 2 when it
+cannot check. With --repair the differing ranges are asked of the capture (cdc-snapshot), which reads
+them again online; check again after the next run has applied them.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from python_jobs.capture.snapshot_requests import write_request
 from python_jobs.verify.check import REPORT_FILE
 
 
@@ -26,13 +34,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profiles-dir", help="where profiles.yml is (default: dbt's: the project, then ~/.dbt)")
     parser.add_argument("--target", help="the profile's target (default: the profile's)")
     parser.add_argument("--select", nargs="+", metavar="MODEL", help="mirror models to check (default: all)")
-    parser.add_argument("--sample", type=int, default=100, help="rows sampled from each side of each mirror")
+    parser.add_argument("--sample", type=int, help="compare the counts and this many sampled rows of each side instead "
+                        "of every row")
+    parser.add_argument("--segments", type=int, default=64, help="key ranges a mirror is first split into")
+    parser.add_argument("--leaf-rows", type=int, default=2000, help="a differing range of at most this many rows is "
+                        "compared row by row")
+    parser.add_argument("--settle-seconds", type=float, default=0.0,
+                        help="read differing rows again after this long and report only those that still differ "
+                             "(under a running pipeline: about two of its cycles)")
+    parser.add_argument("--repair", action="store_true", help="ask the capture to read the differing key ranges again")
+    parser.add_argument("--state", type=Path, help="with --repair: the capture's state file (its --state)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--postgres", metavar="DSN", help="the source database (default: var cdc_merge_source)")
     source.add_argument("--mysql", metavar="USER@HOST:PORT", help="the source server (password from MYSQL_PWD)")
     args = parser.parse_args(argv)
-    if args.sample < 1:
+    if args.sample is not None and args.sample < 1:
         parser.error("--sample must be positive")
+    if args.segments < 1 or args.leaf_rows < 1 or args.settle_seconds < 0:
+        parser.error("--segments and --leaf-rows must be positive, --settle-seconds not negative")
+    if args.repair and (args.state is None or not args.state.is_file()):
+        parser.error("--repair needs --state: the state file of the capture that reads the mirrors' tables")
+    if args.repair and args.sample is not None:
+        parser.error("--repair reads the differing key ranges a check of every row finds: leave out --sample")
     return args
 
 
@@ -40,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dbt.cli.main import dbtRunner
 
     args = parse_args(argv)
-    operation_args: dict = {"sample": args.sample}
+    operation_args: dict = {"sample": args.sample, "segments": args.segments, "leaf_rows": args.leaf_rows,
+                            "settle_seconds": args.settle_seconds}
     if args.select:
         operation_args["select"] = args.select
     if args.postgres or args.mysql:
@@ -56,9 +80,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # A mirror that differs fails the operation after its report is written; anything else kept it from checking.
     try:
-        return 1 if json.loads(report.read_text())["differing"] else 2
-    except (OSError, ValueError, KeyError):
+        written = json.loads(report.read_text())
+    except (OSError, ValueError):
         return 2
+    if not written.get("differing"):
+        return 2
+    if args.repair:
+        request_repairs(args.state, written.get("checks") or [])
+    return 1
+
+
+def request_repairs(state: Path, checks: list) -> None:
+    """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
+    range's first bound (read again, though the range starts after it) through its last."""
+    for check in checks:
+        for after, through in check.get("differing_ranges") or ():
+            path = write_request(state, check["source_table"], after, through)
+            print(f"cdc-verify: {check['source_table']} keys {','.join(after) if after else 'start'} to "
+                  f"{','.join(through) if through else 'end'} will be read again ({path.name})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,13 @@ class PostgresSource:
                     for values in cursor.fetchall()]
         return SampledTable(key, {canonical_key(row, "row", key): row for row in rows})
 
+    def ranges(self, table: str, mirror_columns: Sequence[Sequence[str]]) -> Any:
+        """The table as one side of a range check (source_ranges.py)."""
+        from python_jobs.verify.source_ranges import PostgresRanges
+
+        self._columns(table)  # a table that is not there, said so
+        return PostgresRanges(self, table, mirror_columns)
+
     def close(self) -> None:
         self.connection.close()
 
@@ -164,6 +171,12 @@ class MysqlSource:
             cursor.execute(f"select {select_list(info.columns)} from `{info.schema}`.`{info.name}` {condition}", parameters)
             rows = [row_image(info, dict(zip(names, values))) for values in cursor.fetchall()]
         return SampledTable(info.primary_key, {canonical_key(row, "row", info.primary_key): row for row in rows})
+
+    def ranges(self, table: str, mirror_columns: Sequence[Sequence[str]]) -> Any:
+        """The table as one side of a range check (source_ranges.py)."""
+        from python_jobs.verify.source_ranges import MysqlRanges
+
+        return MysqlRanges(self, table, mirror_columns)
 
     def close(self) -> None:
         self.connection.close()

@@ -72,6 +72,7 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 
 class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
+    verify_engine = "databend"
 
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
         return capabilities.DATABEND

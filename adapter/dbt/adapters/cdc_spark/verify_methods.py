@@ -3,13 +3,24 @@ mirror compared with its live source table (python_jobs/verify/). A mixin of bot
 says how its engine quotes a string (sql_string_literal)."""
 
 import os
-from typing import Any, Dict, List, Mapping, Sequence
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import DbtRuntimeError
 
-from python_jobs.verify.check import DIFFERENCES_MESSAGE, REPORT_FILE, check_mirror, write_report
+from python_jobs.verify.check import (
+    DIFFERENCES_MESSAGE,
+    REPORT_FILE,
+    MirrorCheck,
+    check_by_ranges,
+    check_mirror,
+    write_report,
+)
+from python_jobs.verify.mirror_ranges import MirrorRanges
+from python_jobs.verify.source_ranges import RangesUnsupported
 from python_jobs.verify.sources import SourceError, source_from
 
 
@@ -19,30 +30,58 @@ class VerifyMethods(metaclass=AdapterMeta):
     def sql_string_literal(self, text: str) -> str:
         raise NotImplementedError
 
+    # The engine's name in python_jobs/verify/row_hash.py.
+    verify_engine = "spark"
+
     @available
-    def cdc_verify_mirrors(self, mirrors: Sequence[Mapping[str, Any]], source_setting: Any, sample: int) -> Dict[str, Any]:
-        """{'lines': the report, 'differing': mirrors that differ, 'summary'}."""
+    def cdc_verify_mirrors(self, mirrors: Sequence[Mapping[str, Any]], source_setting: Any, sample: Optional[int],
+                           options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """{'lines': the report, 'differing': mirrors that differ, 'summary'}. With sample: counts and a
+        sample of rows; without: every row, by key ranges (options: segments, leaf_rows, settle_seconds)."""
         try:
             source = source_from(source_setting)
         except SourceError as error:
             raise DbtRuntimeError(f"cdc_verify: {error}") from None
         lines: List[str] = []
+        checks: List[Dict[str, Any]] = []
         differing = 0
         try:
             for mirror in mirrors:
+                started, checked_at = time.monotonic(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
                 try:
-                    check = check_mirror(mirror, source, int(sample), self._verify_rows, self.sql_string_literal)
+                    check = self._verify_mirror(mirror, source, sample, options or {})
                 except SourceError as error:
                     raise DbtRuntimeError(f"cdc_verify {mirror['relation']}: {error}") from None
                 lines.extend(check.lines())
+                checks.append(check.record(mirror, checked_at, time.monotonic() - started))
                 differing += not check.clean
         finally:
             source.close()
+        compared = f"their counts and {int(sample)} sampled rows each" if sample else "every row"
         summary = (f"{differing} of {len(mirrors)} {DIFFERENCES_MESSAGE} {source.name}" if differing
-                   else f"{len(mirrors)} mirrors equal {source.name} in their counts and {int(sample)} sampled rows each")
-        report = {"lines": [*lines, summary], "differing": differing, "summary": summary}
+                   else f"{len(mirrors)} mirrors equal {source.name} in {compared}")
+        report = {"lines": [*lines, summary], "differing": differing, "summary": summary, "checks": checks}
         write_report(os.path.join(self.config.project_root, self.config.target_path, REPORT_FILE), report)
         return report
+
+    @available
+    def cdc_sql_string(self, text: Any) -> str:
+        """A value as this engine's string literal (macros/verify_results.sql)."""
+        return self.sql_string_literal("" if text is None else str(text))
+
+    def _verify_mirror(self, mirror: Mapping[str, Any], source: Any, sample: Optional[int],
+                       options: Mapping[str, Any]) -> MirrorCheck:
+        if not sample:
+            try:
+                source_side = source.ranges(mirror["source_table"], mirror["columns"])
+            except RangesUnsupported as error:
+                check = check_mirror(mirror, source, 1000, self._verify_rows, self.sql_string_literal)
+                check.notes.append(f"{error}: counts and 1000 sampled rows compared instead")
+                return check
+            mirror_side = MirrorRanges(self.verify_engine, dict(mirror), mirror["key"], source_side.in_checksum,
+                                       self._verify_rows, self.sql_string_literal)
+            return check_by_ranges(mirror, source_side, mirror_side, options)
+        return check_mirror(mirror, source, int(sample), self._verify_rows, self.sql_string_literal)
 
     def _verify_rows(self, sql: str) -> List[Sequence[Any]]:
         _, table = self.execute(sql, fetch=True)

@@ -1,0 +1,77 @@
+"""The mirror side of a range check (ranges.py): the mirror's keys sampled, its segments' row counts and
+checksums computed by its engine (Spark or Databend; row_hash.py), and a range's rows read. The
+statements come from macros/verify.sql with placeholders this module fills: the range condition,
+the segment expression, the row digest and the sample size."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, Callable, Sequence
+
+from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
+from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
+
+RANGE = "__CDC_MERGE_RANGE__"
+SEGMENT = "__CDC_MERGE_SEGMENT__"
+DIGEST = "__CDC_MERGE_DIGEST__"
+NUMBER = "__CDC_MERGE_NUMBER__"
+LIMIT = "__CDC_MERGE_LIMIT__"
+
+
+class MirrorRanges:
+    def __init__(self, engine: str, mirror: dict[str, Any], key: Sequence[str], in_checksum: Sequence[str],
+                 rows: Callable[[str], list[Sequence[Any]]], string_literal: Callable[[str], str]) -> None:
+        self.engine, self.mirror, self.key = engine, mirror, [name.lower() for name in key]
+        self._rows, self._string_literal = rows, string_literal
+        types = {name.lower(): data_type for name, data_type in mirror["columns"]}
+        self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
+        self.in_checksum = list(in_checksum)
+
+    def _literal(self, value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, Decimal)):
+            return str(value)
+        return self._string_literal(str(value))
+
+    def _compare(self, key: Key, operator: str) -> str:
+        """Keys compared in order, in a form every engine reads (no row comparison in Databend)."""
+        strict = operator[0]
+        terms = []
+        for index, name in enumerate(self.key):
+            last = index == len(self.key) - 1
+            equal = [f"{self.key[before]} = {self._literal(key[before])}" for before in range(index)]
+            terms.append(" and ".join([*equal, f"{name} {operator if last else strict} {self._literal(key[index])}"]))
+        return "(" + " or ".join(f"({term})" for term in terms) + ")"
+
+    def _where(self, key_range: KeyRange) -> str:
+        conditions = ["1 = 1"]
+        if key_range.after is not None:
+            conditions.append(self._compare(key_range.after, ">"))
+        if key_range.through is not None:
+            conditions.append(self._compare(key_range.through, "<="))
+        return " and ".join(conditions)
+
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
+        statement = self.mirror["range_keys_sql"].replace(RANGE, self._where(key_range)).replace(LIMIT, str(int(count)))
+        keys = []
+        for (text,) in self._rows(statement):
+            values = json.loads(text, parse_float=Decimal)
+            keys.append(tuple(values[name] for name in self.key))
+        return keys
+
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
+        digest = row_digest_sql(self.engine, [self.values[name] for name in columns or self.in_checksum])
+        conditions = [self._compare(point, "<=") for point in points]
+        segment = ("case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions))
+                   + f" else {len(conditions)} end") if conditions else "0"
+        statement = (self.mirror["range_stats_sql"].replace(RANGE, self._where(key_range)).replace(SEGMENT, segment)
+                     .replace(DIGEST, digest).replace(NUMBER, digest_number_sql(self.engine, "_cdc_digest")))
+        return {int(Decimal(str(segment))): SegmentStats(int(Decimal(str(count))), int(Decimal(str(total or 0))))
+                for segment, count, total in self._rows(statement)}
+
+    def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
+        statement = self.mirror["range_rows_sql"].replace(RANGE, self._where(key_range))
+        return {str(key): json.loads(row, parse_float=Decimal) for key, row in self._rows(statement)}

@@ -1,0 +1,113 @@
+"""One row's checksum, rendered alike by the source database and the mirror's engine (ranges.py).
+
+Each compared column becomes a text in the mirror column's type family (type_family in
+compare.py): integers and decimals as their digits at the mirror's scale, floats at 6 decimals,
+booleans as 1/0, timestamps as UTC microseconds since 1970, dates as ISO text, strings as
+themselves (floats beyond 1e31, which no decimal of the mirror engines holds, count as NULL); NULL apart from every value ('n', values 'v...'). The texts joined by '|' are hashed
+with md5, whose first 8 hex digits are the row's number; a segment's checksum is their sum. Every
+engine's templates are here, in one place, so that a difference of rendering is seen side by side.
+
+A checksum only narrows the search: ranges whose sums differ are compared row by row in Python
+(compare.py), so a rendering that differs between engines for some value costs time, never a false
+report. A column no template renders alike (MySQL JSON, which the capture writes canonically) is
+left out of the checksum and compared only where a range is compared row by row.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from python_jobs.verify.compare import type_family
+
+ENGINES = ("postgres", "mysql", "spark", "databend")
+HEX_DIGITS = 8
+
+# {c}: the quoted column; {s}: the mirror decimal's scale.
+_VALUE = {
+    # NaN and infinities are null, as the capture writes them (docs/type_mapping.md).
+    "postgres": {
+        "integer": "({c})::text",
+        "decimal": "case when ({c})::numeric not in ('NaN', 'Infinity', '-Infinity') then round(({c})::numeric, {s})::text end",
+        "float": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
+        "double": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
+        "boolean": "case when ({c})::text in ('true', '1') then '1' when {c} is not null then '0' end",
+        "timestamp": "case when isfinite({c}) then trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
+        # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32.
+        "date": "to_char({c}, 'YYYY-MM-DD')", "string": "case when {c} is not null then format('%s', {c}) end",
+    },
+    "mysql": {
+        "integer": "cast({c} as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",
+        "float": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(65, 6)) as char) end",
+        "double": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(65, 6)) as char) end",
+        "boolean": "case when {c} <> 0 then '1' when {c} = 0 then '0' end",
+        # Zero dates ('0000-00-00', a zero month or day) are null, as the capture writes them.
+        "timestamp": "case when month({c}) > 0 and dayofmonth({c}) > 0 then "
+                     "cast(timestampdiff(microsecond, '1970-01-01 00:00:00', {c}) as char) end",
+        "date": "case when month({c}) > 0 and dayofmonth({c}) > 0 then cast({c} as char) end",
+        "string": "cast({c} as char)",
+    },
+    "spark": {
+        "integer": "cast({c} as string)", "decimal": "cast({c} as string)",
+        "float": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(38, 6)) as string) end",
+        "double": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(38, 6)) as string) end",
+        "boolean": "case when {c} then '1' when not {c} then '0' end", "timestamp": "cast(unix_micros({c}) as string)",
+        "date": "cast({c} as string)", "string": "{c}",
+    },
+    "databend": {
+        "integer": "to_string({c})", "decimal": "to_string({c})",
+        "float": "case when abs({c}) < 1e31 then to_string(to_decimal(38, 6)({c})) end",
+        "double": "case when abs({c}) < 1e31 then to_string(to_decimal(38, 6)({c})) end",
+        "boolean": "case when {c} then '1' when not {c} then '0' end", "timestamp": "to_string(to_int64({c}))",
+        "date": "to_string({c})", "string": "{c}",
+    },
+}
+# MySQL source columns whose text differs from what the capture writes, by data type.
+_MYSQL_STRINGS = {
+    "bit": "cast({c} + 0 as char)", "year": "cast({c} + 0 as char)", "time": "cast(cast({c} as time(6)) as char)",
+    **{binary: "replace(to_base64({c}), '\\n', '')"
+       for binary in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")},
+}
+_MYSQL_LEFT_OUT = {"json"}
+_POSTGRES_STRINGS = {"bytea": "encode({c}, 'hex')"}  # wal2json's hex, without \x
+_SCALE = re.compile(r"\(\s*\d+\s*,\s*(\d+)\s*\)")
+
+
+def mirror_scale(engine_type: str) -> int:
+    match = _SCALE.search(engine_type)
+    return int(match.group(1)) if match else 0
+
+
+def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "") -> str | None:
+    """A column as the text the checksum hashes, in an engine's SQL; None: left out of the checksum."""
+    family = type_family(mirror_type)
+    if family == "other":
+        return None
+    if engine == "postgres" and family == "string" and source_type in _POSTGRES_STRINGS:
+        return _POSTGRES_STRINGS[source_type].format(c=quoted)
+    if engine == "mysql":
+        if source_type in _MYSQL_LEFT_OUT:
+            return None
+        if family in ("string", "integer") and source_type in _MYSQL_STRINGS:
+            return _MYSQL_STRINGS[source_type].format(c=quoted)
+    return _VALUE[engine][family].format(c=quoted, s=mirror_scale(mirror_type))
+
+
+def row_digest_sql(engine: str, values: Sequence[str]) -> str:
+    """The md5 of the row's columns' texts."""
+    if engine == "postgres":  # concat() skips NULLs in PostgreSQL; || keeps them
+        return "md5(concat_ws('|', " + ", ".join(f"coalesce('v' || {value}, 'n')" for value in values) + "))"
+    return "md5(concat_ws('|', " + ", ".join(f"coalesce(concat('v', {value}), 'n')" for value in values) + "))"
+
+
+def digest_number_sql(engine: str, digest: str) -> str:
+    """A digest's first hex digits as a number (0 to 16**8 - 1): the row's part of a checksum."""
+    if engine == "postgres":
+        return f"('x' || substr({digest}, 1, {HEX_DIGITS}))::bit({4 * HEX_DIGITS})::bigint"
+    if engine == "mysql":
+        return f"cast(conv(substr({digest}, 1, {HEX_DIGITS}), 16, 10) as unsigned)"
+    if engine == "spark":
+        return f"cast(conv(substr({digest}, 1, {HEX_DIGITS}), 16, 10) as bigint)"
+    # Databend has no base conversion: each hex digit's place in the alphabet, weighted.
+    return " + ".join(f"(locate(substr({digest}, {digit}, 1), '0123456789abcdef') - 1) * {16 ** (HEX_DIGITS - digit)}"
+                      for digit in range(1, HEX_DIGITS + 1))

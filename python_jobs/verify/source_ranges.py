@@ -1,0 +1,159 @@
+"""The source side of a range check (ranges.py): a PostgreSQL or MariaDB/MySQL table's keys sampled,
+its segments' row counts and checksums computed by the database (row_hash.py), and a range's rows
+read as the capture writes them (sources.py). Keys are compared in the order the online snapshot
+pages them, which is the mirrors' order (docs/online_snapshots.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from python_jobs.verify.compare import type_family
+from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
+from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
+
+# Key families a range can be compared in alike on every side.
+RANGE_KEY_FAMILIES = ("integer", "decimal", "string")
+
+
+class RangesUnsupported(Exception):
+    """The table cannot be checked by ranges (the message says why); it is sampled instead."""
+
+
+def checked_columns(mirror_columns: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    return [(name.lower(), data_type) for name, data_type in mirror_columns if not name.lower().startswith("_cdc")]
+
+
+def _segments(conditions: Sequence[str]) -> str:
+    """Segment i: the first condition (key <= points[i]) that holds; the last: none holds."""
+    if not conditions:
+        return "0"
+    return "case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions)) \
+        + f" else {len(conditions)} end"
+
+
+def _stats(rows: Sequence[Sequence[Any]]) -> dict[int, SegmentStats]:
+    return {int(segment): SegmentStats(int(count), int(total or 0)) for segment, count, total in rows}
+
+
+class PostgresRanges:
+    def __init__(self, source: Any, table: str, mirror_columns: Sequence[Sequence[str]]) -> None:
+        from python_jobs.capture.postgres_columns import read_catalog
+        from python_jobs.capture.postgres_pages import _ordered, _typed_parameter
+        from python_jobs.capture.postgres_snapshot import quote_identifier
+
+        self.source, self.table = source, table
+        catalog = {column.name.lower(): column for column in read_catalog(source.connection, [table]).get(table) or ()}
+        self.key = [column for column in catalog.values() if column.in_primary_key]
+        mirror_types = dict(checked_columns(mirror_columns))
+        for column in self.key:
+            if type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
+                raise RangesUnsupported(f"key column {column.name} ({column.type_name}) is not compared by ranges")
+        self.ordered = f"({', '.join(_ordered(column) for column in self.key)})"
+        self.typed = f"({', '.join(_typed_parameter(column) for column in self.key)})"
+        self.values = {}
+        for name, mirror_type in mirror_types.items():
+            column = catalog.get(name)
+            rendered = column and value_sql("postgres", quote_identifier(column.name), mirror_type, column.type_name)
+            if rendered:
+                self.values[name] = rendered
+        self.in_checksum = list(self.values)
+
+    def _where(self, key_range: KeyRange) -> tuple[str, list[str]]:
+        conditions, parameters = ["true"], []
+        if key_range.after is not None:
+            conditions.append(f"{self.ordered} > {self.typed}")
+            parameters.extend(str(value) for value in key_range.after)
+        if key_range.through is not None:
+            conditions.append(f"{self.ordered} <= {self.typed}")
+            parameters.extend(str(value) for value in key_range.through)
+        return " and ".join(conditions), parameters
+
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
+        from python_jobs.capture.postgres_snapshot import quote_identifier
+
+        where, parameters = self._where(key_range)
+        names = ", ".join(quote_identifier(column.name) for column in self.key)
+        with self.source.connection.cursor() as cursor:
+            cursor.execute(f"select {names} from {self.table} where {where} order by random() limit {int(count)}", parameters)
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
+        where, parameters = self._where(key_range)
+        segment = _segments([f"{self.ordered} <= {self.typed}"] * len(points))
+        # psycopg2 reads every % of a statement with parameters.
+        digest = row_digest_sql("postgres", [self.values[name] for name in columns or self.in_checksum]).replace("%", "%%")
+        with self.source.connection.cursor() as cursor:
+            cursor.execute(
+                f"select segment, count(*), sum({digest_number_sql('postgres', 'digest')}) from "
+                f"(select {segment} as segment, {digest} as digest from {self.table} where {where}) as rows_ "
+                f"group by segment", [str(value) for point in points for value in point] + parameters)
+            return _stats(cursor.fetchall())
+
+    def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
+        where, parameters = self._where(key_range)
+        return self.source._read(self.table, f"where {where}", parameters).rows
+
+
+class MysqlRanges:
+    def __init__(self, source: Any, table: str, mirror_columns: Sequence[Sequence[str]]) -> None:
+        from python_jobs.capture.mysql_pages import _BINARY, _key_expressions
+
+        self.source, self.table = source, table
+        self.info = source._table(table)
+        types = {column.name.lower(): column for column in self.info.columns}
+        mirror_types = dict(checked_columns(mirror_columns))
+        self.key = [self.info.types[name] for name in self.info.primary_key]
+        for column in self.key:
+            if column.data_type in _BINARY or type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
+                raise RangesUnsupported(f"key column {column.name} ({column.column_type}) is not compared by ranges")
+        self.expressions = [_key_expressions(column) for column in self.key]
+        self.values = {}
+        for name, mirror_type in mirror_types.items():
+            column = types.get(name)
+            rendered = column and value_sql("mysql", f"`{column.name}`", mirror_type, column.data_type)
+            if rendered:
+                self.values[name] = rendered
+        self.in_checksum = list(self.values)
+        self.relation = f"`{self.info.schema}`.`{self.info.name}`"
+
+    def _compare(self, key: Key, operator: str) -> tuple[str, list[str]]:
+        from python_jobs.capture.mysql_pages import _bound_parameters, _compare
+
+        texts = [str(value) for value in key]
+        return _compare([(ordered, parameter) for ordered, _, parameter in self.expressions], operator), \
+            _bound_parameters(texts)
+
+    def _where(self, key_range: KeyRange) -> tuple[str, list[str]]:
+        conditions, parameters = ["true"], []
+        for bound, operator in ((key_range.after, ">"), (key_range.through, "<=")):
+            if bound is not None:
+                condition, values = self._compare(bound, operator)
+                conditions.append(condition)
+                parameters.extend(values)
+        return " and ".join(conditions), parameters
+
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
+        where, parameters = self._where(key_range)
+        names = ", ".join(f"`{column.name}`" for column in self.key)
+        with self.source.connection.cursor() as cursor:
+            cursor.execute(f"select {names} from {self.relation} where {where} order by rand() limit {int(count)}",
+                           parameters)
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
+        where, parameters = self._where(key_range)
+        compared = [self._compare(point, "<=") for point in points]
+        segment = _segments([condition for condition, _ in compared])
+        digest = row_digest_sql("mysql", [self.values[name] for name in columns or self.in_checksum]).replace("%", "%%")
+        with self.source.connection.cursor() as cursor:
+            cursor.execute(
+                f"select segment, count(*), sum({digest_number_sql('mysql', 'digest')}) from "
+                f"(select {segment} as segment, {digest} as digest from {self.relation} where {where}) as rows_ "
+                f"group by segment", [value for _, values in compared for value in values] + parameters)
+            return _stats(cursor.fetchall())
+
+    def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
+        where, parameters = self._where(key_range)
+        return self.source._read(self.table, f"where {where}", parameters).rows
