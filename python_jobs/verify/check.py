@@ -23,6 +23,7 @@ from python_jobs.verify.sources import key_values
 # The placeholder of the mirror's rows statement (macros/verify.sql) for the keys' literals.
 KEYS_PLACEHOLDER = "__CDC_MERGE_KEYS__"
 SHOWN_DIFFERENCES = 5
+REPORTED_KEYS = 10_000
 DIFFERENCES_MESSAGE = "mirrors differ from"
 # The last check's report in the project's target folder, for cdc-verify's exit status and for schedulers.
 REPORT_FILE = "cdc_verify.json"
@@ -71,7 +72,10 @@ class MirrorCheck:
                 "compared_rows": self.compared_rows if self.ranges is not None else self.sampled,
                 "missing": len(self.missing), "extra": len(self.extra), "differing": len(self.differing),
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
-                "differing_ranges": self.differing_ranges}
+                "differing_ranges": self.differing_ranges,
+                # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
+                "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
+                         "differing": list(self.differing)[:REPORTED_KEYS]}}
 
     def lines(self) -> list[str]:
         verdict = "equal" if self.clean else "DIFFERS"
