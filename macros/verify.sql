@@ -23,17 +23,20 @@
     {% endif %}
     {% set names = [select] if select is string else select %}
     {% set mirrors = [] %}
-    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge'
-        and (names is none or node.name in names) %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model'
+        and node.config.materialized in ('cdc_merge', 'cdc_history') and (names is none or node.name in names) %}
         {% set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias, type='table') %}
         {% if load_relation(relation) is none %}
             {{ log("cdc_verify " ~ relation ~ ": not built yet, not checked", info=True) }}
         {% else %}
-            {% set soft = node.config.get('deletes') == 'soft' %}
+            {#- A history mirror is compared by its current versions, a soft-delete mirror by its live rows. -#}
+            {% set history = node.config.materialized == 'cdc_history' %}
+            {% set soft = 'history' if history else node.config.get('deletes') == 'soft' %}
             {% set unique_key = node.config.get('unique_key') %}
             {% set key = ([unique_key] if unique_key is string else unique_key or []) | map('lower') | list %}
             {% set columns = [] %}
-            {% for column in adapter.get_columns_in_relation(relation) %}
+            {% for column in adapter.get_columns_in_relation(relation)
+                if not (history and (column.name | lower) in cdc_merge.history_columns()) %}
                 {% do columns.append([column.name | lower, column.dtype]) %}
             {% endfor %}
             {% do mirrors.append({
@@ -66,7 +69,14 @@
 
 
 {% macro verify_live_rows(soft) %}
-    {{- 'where not _cdc_deleted' if soft else 'where true' -}}
+    {#- soft: true (a soft-delete mirror), 'history' (a history mirror's current versions) or false. -#}
+    {%- if soft == 'history' -%}
+        where is_current and not is_deleted
+    {%- elif soft -%}
+        where not _cdc_deleted
+    {%- else -%}
+        where true
+    {%- endif -%}
 {% endmacro %}
 
 {% macro verify_count_sql(relation, soft) %}

@@ -108,6 +108,21 @@ def test_postgres_mirrors_verified_by_ranges_and_repaired(postgres, conformance_
     land_and_apply(project)
     check_finds_and_repairs(project, ["--postgres", dsn], lambda: capture_postgres.run(config).snapshot_rows)
 
+    # A soft-delete mirror by its live rows, a history mirror by its current versions, after deletes
+    # and updates at the source.
+    project.write_model("items_soft", "materialized='cdc_merge', unique_key='id', source_table='shop.items', "
+                                      "deletes='soft'", ITEMS)
+    project.write_model("items_history", "materialized='cdc_history', unique_key='id', source_table='shop.items'", ITEMS)
+    project.dbt("run", "--select", "items_soft", "items_history")
+    execute(postgres, "delete from shop.items where id <= 5; update shop.items set qty = qty + 1 where id between 6 and 10")
+    capture_postgres.run(config)
+    land_and_apply(project)
+    project.dbt("run", "--select", "items_soft", "items_history")
+    assert verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES),
+                            "--target", project.target, "--postgres", dsn]) == 0, project.dbt_log()[-3000:]
+    for model in ("items_soft", "items_history"):
+        assert f"{project.schema}.{model} vs shop.items: equal: 2995 rows" in project.dbt_log()
+
 
 def test_mariadb_mirrors_verified_by_ranges_and_repaired(mariadb, dbt_project, monkeypatch):
     project = dbt_project
