@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, json_value, row_image
 from python_jobs.capture.mysql_snapshot import select_list
 from python_jobs.capture.output import CaptureError
-from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
+from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events, take_requested
 from python_jobs.capture.snapshot_requests import take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 
@@ -185,27 +185,7 @@ def take_snapshot_requests(capture: Any) -> None:
                         ", ".join(capture.config.tables))
             continue
         key = [info.types[name] for name in info.primary_key]
-        bounds = {}
-        for name in ("from", "to"):
-            texts = request.get(name)
-            if texts is not None and len(texts) != len(key):
-                log.warning("cdc-snapshot of %s: --%s %s is not a key of %s; left out", table, name, ",".join(texts),
-                            ", ".join(info.primary_key))
-                break
-            try:
-                bounds[name] = None if texts is None else (
-                    list(texts), {column.name: key_image(column, text) for column, text in zip(key, texts)})
-            except ValueError as error:
-                log.warning("cdc-snapshot of %s: --%s %s: %s; left out", table, name, ",".join(texts), error)
-                break
-        else:
-            start, through = bounds["from"], bounds["to"]
-            capture.pages.request(TableSnapshot(
-                table, "requested", after=start[0] if start else None, after_image=start[1] if start else None,
-                through=through[0] if through else None, through_image=through[1] if through else None,
-                start_inclusive=start is not None))
-            log.info("reading %s again online, keys %s to %s", table, ",".join(start[0]) if start else "start",
-                     ",".join(through[0]) if through else "end")
+        take_requested(capture.pages, request, info.primary_key, lambda index, text: key_image(key[index], text), log)
 
 
 def open_next_page(capture: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
 from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list
-from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
+from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events, take_requested
 from python_jobs.capture.snapshot_requests import take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
@@ -110,23 +110,8 @@ def take_snapshot_requests(capture: Any) -> None:
                         ", ".join(capture.config.tables))
             continue
         key = [column for column in columns if column.in_primary_key]
-        bounds = {}
-        for name in ("from", "to"):
-            texts = request.get(name)
-            if texts is not None and len(texts) != len(key):
-                log.warning("cdc-snapshot of %s: --%s %s is not a key of %s; left out", table, name, ",".join(texts),
-                            ", ".join(column.name for column in key))
-                break
-            bounds[name] = None if texts is None else (list(texts), {
-                column.name: snapshot_converter(column.type_name)(text) for column, text in zip(key, texts)})
-        else:
-            start, through = bounds["from"], bounds["to"]
-            capture.pages.request(TableSnapshot(
-                table, "requested", after=start[0] if start else None, after_image=start[1] if start else None,
-                through=through[0] if through else None, through_image=through[1] if through else None,
-                start_inclusive=start is not None))
-            log.info("reading %s again online, keys %s to %s", table, ",".join(start[0]) if start else "start",
-                     ",".join(through[0]) if through else "end")
+        take_requested(capture.pages, request, [column.name for column in key],
+                       lambda index, text: snapshot_converter(key[index].type_name)(text), log)
 
 
 def open_next_page(capture: Any) -> bool:

@@ -168,3 +168,39 @@ def range_record(source: Mapping[str, Any], low: Mapping[str, Any], after: Mappi
     bound = {"from" if start_inclusive else "after": dict(after) if after is not None else None}
     return {"source": source, "ts_ms": processed_ms,
             "range": {**bound, "through": dict(through) if through is not None else None, "low": low}}
+
+
+def requested_snapshot(request: Mapping[str, Any], key_names: Sequence[str],
+                       image: Callable[[int, str], Any]) -> TableSnapshot | str:
+    """A cdc-snapshot request (snapshot_requests.py) as the snapshot it asks for, or why it is left out.
+    image(i, text): the key's i-th value as the capture writes it (ValueError: not such a value)."""
+    bounds: dict[str, tuple[list[str], dict[str, Any]] | None] = {}
+    for name in ("from", "to"):
+        texts = request.get(name)
+        if texts is None:
+            bounds[name] = None
+            continue
+        if len(texts) != len(key_names):
+            return f"--{name} {','.join(texts)} is not a key of {', '.join(key_names)}"
+        try:
+            bounds[name] = (list(texts), {key_names[index]: image(index, text) for index, text in enumerate(texts)})
+        except ValueError as error:
+            return f"--{name} {','.join(texts)}: {error}"
+    start, through = bounds["from"], bounds["to"]
+    return TableSnapshot(str(request.get("table")), "requested", after=start[0] if start else None,
+                         after_image=start[1] if start else None, through=through[0] if through else None,
+                         through_image=through[1] if through else None, start_inclusive=start is not None)
+
+
+def take_requested(pages: Pages, request: Mapping[str, Any], key_names: Sequence[str],
+                   image: Callable[[int, str], Any], log: Any) -> None:
+    """A request read (requested_snapshot) and its snapshot started, or left out with a warning."""
+    table = request.get("table")
+    snapshot = requested_snapshot(request, key_names, image)
+    if isinstance(snapshot, str):
+        log.warning("cdc-snapshot of %s: %s; left out", table, snapshot)
+        return
+    pages.request(snapshot)
+    log.info("reading %s again online, keys %s to %s", table, ",".join(snapshot.after) if snapshot.after else "start",
+             ",".join(snapshot.through) if snapshot.through else "end")
+

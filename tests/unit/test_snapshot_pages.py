@@ -116,3 +116,17 @@ def test_the_apply_reads_ranges_in_seq_order_with_every_key_column_or_leaves_the
                                                         {"name": "line", "image": '{"line":"a"}'}]
     assert first["through"][1] == {"name": "line", "image": '{"line":"b"}'}
     assert second["after"][1] == {"name": "line", "image": '{"line":"b"}'} and second["through"] is None
+
+
+def test_a_request_becomes_a_snapshot_of_its_range_or_says_why_not():
+    from python_jobs.capture.snapshot_pages import requested_snapshot
+
+    image = (lambda index, text: int(text) if index == 0 else text)
+    snapshot = requested_snapshot({"table": "shop.lines", "from": ["10", "a"], "to": ["20", "z"]}, ["order_id", "line"], image)
+    assert (snapshot.after, snapshot.after_image, snapshot.start_inclusive) == (["10", "a"], {"order_id": 10, "line": "a"}, True)
+    assert (snapshot.through, snapshot.through_image) == (["20", "z"], {"order_id": 20, "line": "z"})
+    whole = requested_snapshot({"table": "shop.lines", "from": None, "to": None}, ["order_id", "line"], image)
+    assert (whole.after, whole.through, whole.start_inclusive) == (None, None, False)
+    assert requested_snapshot({"table": "t", "from": ["1"], "to": None}, ["order_id", "line"], image) == \
+        "--from 1 is not a key of order_id, line"
+    assert "--to x,a" in requested_snapshot({"table": "t", "from": None, "to": ["x", "a"]}, ["order_id", "line"], image)
