@@ -148,15 +148,17 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
     check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
 
-    def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
-        found = MirrorCheck(check.mirror, check.source_table)
+    def differing_in(leaves: list[KeyRange]) -> tuple[MirrorCheck, dict[str, Any]]:
+        """The differences in the leaves, and the source's rows there."""
+        found, source_seen = MirrorCheck(check.mirror, check.source_table), {}
         for leaf in leaves:
             source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
+            source_seen.update(source_rows)
             found.compared_rows += len(set(source_rows) | set(mirrored))
             compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)))
-        return found
+        return found, source_seen
 
-    found = differing_in(leaves)
+    found, source_seen = differing_in(leaves)
     check.compared_rows = found.compared_rows
     if leaves and found.clean_rows:
         rendered_apart = [column for column in source_side.in_checksum
@@ -166,11 +168,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
                            f"{', '.join(rendered_apart) or 'some values'} apart (row_hash.py); those ranges were compared row by row")
     settle = float(options.get("settle_seconds") or 0)
     if settle > 0 and not found.clean_rows:
-        time.sleep(settle)
-        again = differing_in(leaves)
-        found.missing = [key for key in found.missing if key in again.missing]
-        found.extra = [key for key in found.extra if key in again.extra]
-        found.differing = {key: columns for key, columns in again.differing.items() if key in found.differing}
+        found = _settled(found, source_seen, lambda: differing_in(leaves), settle, check)
     check.missing, check.extra, check.differing = found.missing, found.extra, found.differing
     if not check.clean_rows:
         differing_keys = {*check.missing, *check.extra, *check.differing}
@@ -189,3 +187,38 @@ def in_range(canonical: str, key_range: KeyRange) -> bool:
                 for text, bound in zip(texts, key_range.after or key_range.through or texts))
     return ((key_range.after is None or sort_key(key) > sort_key(key_range.after))
             and (key_range.through is None or sort_key(key) <= sort_key(key_range.through)))
+
+
+SETTLE_ROUNDS = 3
+
+
+def _settled(found: MirrorCheck, source_seen: dict[str, Any], read_again: Callable[[], tuple[MirrorCheck, dict[str, Any]]],
+             settle: float, check: MirrorCheck) -> MirrorCheck:
+    """The differences that outlast changes in flight: read again after settle seconds, a difference
+    counts once it is still there and its source row did not change meanwhile; a row the source
+    changed is looked at again, up to SETTLE_ROUNDS times, then noted as changing, not judged."""
+    confirmed = MirrorCheck(found.mirror, found.source_table)
+    candidates = found
+    for _ in range(SETTLE_ROUNDS):
+        if candidates.clean_rows:
+            break
+        time.sleep(settle)
+        again, source_again = read_again()
+        steady = (lambda key: source_seen.get(key) == source_again.get(key))
+        pending = MirrorCheck(found.mirror, found.source_table)
+        for key in candidates.missing:
+            if key in again.missing:
+                (confirmed if steady(key) else pending).missing.append(key)
+        for key in candidates.extra:
+            if key in again.extra:
+                (confirmed if steady(key) else pending).extra.append(key)
+        for key in candidates.differing:
+            if key in again.differing:
+                (confirmed if steady(key) else pending).differing[key] = again.differing[key]
+        candidates, source_seen = pending, source_again
+    changing = len(candidates.missing) + len(candidates.extra) + len(candidates.differing)
+    if changing:
+        check.notes.append(f"{changing} rows differed in every read but changed at the source between reads: "
+                           "in flight, not counted")
+    return confirmed
+

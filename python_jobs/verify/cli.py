@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for option, value in (("--profiles-dir", args.profiles_dir), ("--target", args.target)):
         if value:
             command += [option, value]
-    report = Path(args.project_dir, "target", REPORT_FILE)
+    report = Path(args.project_dir, os.environ.get("DBT_TARGET_PATH", "target"), REPORT_FILE)
     report.unlink(missing_ok=True)
     result = dbtRunner().invoke(command)
     if result.success:
