@@ -1,0 +1,112 @@
+"""cdc-verify while the pipeline runs under a steady write load: false reports per check.
+
+    .venv/bin/python benchmarks/verify_under_load.py [--rate 5000] [--checks 10] [--settle-seconds 20]
+
+A project written by cdc-init mirrors shop.items (100,000 rows); one `cdc-run --every 2 --capture
+'cdc-capture-postgres ...' -- run` process streams, lands and applies (as pipeline_lag.py runs it)
+while a load commits --rate changes a second (50% inserts, 40% updates, 10% deletes). Meanwhile
+`cdc-verify` runs --checks times in its own process, each with --settle-seconds, and once without;
+nothing is wrong in the mirror, so every difference it reports is a false report. After the load,
+once the service caught up, a last check must be clean. Writes
+benchmarks/results/verify_under_load.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from pipeline_lag import Load, make_project  # noqa: E402
+from postgres_server import start_postgres  # noqa: E402
+
+BIN = Path(sys.executable).parent
+RESULTS = REPO / "benchmarks" / "results" / "verify_under_load.json"
+
+
+def check(project: Path, environment: dict, settle: float) -> dict:
+    """One cdc-verify in a process of its own; what it reported."""
+    started = time.monotonic()
+    done = subprocess.run([BIN / "cdc-verify", "--profiles-dir", ".", "--settle-seconds", str(settle)], cwd=project,
+                          env=environment, capture_output=True, text=True, timeout=900)
+    seconds = time.monotonic() - started
+    if done.returncode == 2:
+        raise RuntimeError(done.stdout[-3000:] + done.stderr[-3000:])
+    report = json.loads((project / environment["DBT_TARGET_PATH"] / "cdc_verify.json").read_text())
+    (checked,) = report["checks"]
+    return {"seconds": round(seconds, 1), "settle_seconds": settle, "status": done.returncode,
+            "reported": checked["missing"] + checked["extra"] + checked["differing"],
+            "rows": checked["source_rows"], "rows_compared_one_by_one": checked["compared_rows"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--checks", type=int, default=10)
+    parser.add_argument("--settle-seconds", type=float, default=20.0)
+    parser.add_argument("--every", type=float, default=2.0)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cdc-merge-verify-load-"))
+    server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-verify-load-postgres-")))
+    service = load = None
+    try:
+        with server.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("create schema shop; create table shop.items (id bigint primary key, note text, "
+                           "price numeric(14,2), updated_at timestamptz)")
+            cursor.execute("insert into shop.items select g, md5(g::text), g * 0.01, now() from generate_series(1, 100000) g")
+        project = make_project(work, server)
+        warehouse = project / "warehouse"
+        capture = (f"{BIN / 'cdc-capture-postgres'} --dsn '{server.dsn}' --tables shop.items --slot pipeline "
+                   "--out data/inbox --state data/capture-state.json --max-wait-seconds 1")
+        environment = {**os.environ, "CDC_MERGE_WAREHOUSE": str(warehouse), "DBT_PROFILES_DIR": str(project)}
+        service = subprocess.Popen([BIN / "cdc-run", "--every", str(args.every), "--keep-going", "--capture", capture,
+                                    "--", "run"], cwd=project, env=environment, stdout=open(work / "service.log", "w"),
+                                   stderr=subprocess.STDOUT)
+        time.sleep(60)  # the snapshot, the first runs
+        # The checks' own dbt folders: the service's dbt writes the project's target/ and logs/.
+        checker = {**environment, "DBT_TARGET_PATH": "target-verify", "DBT_LOG_PATH": str(work / "verify-logs")}
+        load = Load(server, args.rate, 10_000.0, 100_001)
+        load.start()
+        time.sleep(30)  # the load's lag settles
+        unsettled = check(project, checker, 0.0)
+        print("without settling:", unsettled, flush=True)
+        checks = []
+        for number in range(args.checks):
+            checks.append(check(project, checker, args.settle_seconds))
+            print(f"check {number + 1}:", checks[-1], flush=True)
+        load.seconds = 0  # stops the load at its next transaction
+        load.join()
+        achieved = round(load.changes / (load.window[1] - load.window[0]))
+        time.sleep(max(30.0, 10 * args.every))  # the service catches up
+        final = check(project, checker, 0.0)
+        print("after the load:", final, flush=True)
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=600)
+        result = {"rate": args.rate, "achieved_changes_per_second": achieved, "every": args.every,
+                  "settle_seconds": args.settle_seconds, "checks": checks, "false_reports": sum(c["reported"] for c in checks),
+                  "without_settling": unsettled, "after_the_load": final}
+        print(json.dumps(result, indent=2))
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    finally:
+        if load is not None:
+            load.seconds = 0
+        if service is not None and service.poll() is None:
+            service.kill()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
