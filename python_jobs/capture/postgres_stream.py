@@ -26,7 +26,7 @@ log = logging.getLogger("cdc_merge.capture")
 
 
 class PostgresStream:
-    """The streaming loop; `capture` (postgres.PostgresCapture) writes the files and the state."""
+    """The streaming loop; `capture` (postgres_source.PostgresCapture) writes the files and the state."""
 
     def __init__(self, capture: Any, options: dict[str, str], max_wait_seconds: float, progress_seconds: float,
                  stop: threading.Event, heartbeat_seconds: float = 60.0) -> None:
