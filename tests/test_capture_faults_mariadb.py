@@ -1,0 +1,107 @@
+"""Source faults for the MariaDB capture, on a real server: it restarts mid-stream, the output folder
+is full, the password is wrong. Each ends with a clear error and no traceback, and the next run
+resumes without loss (the PostgreSQL capture's: test_capture_faults.py, whose helpers these share)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from pathlib import Path
+
+from test_capture_faults import (  # noqa: F401 - mariadb is a fixture
+    capture,
+    captured_ids,
+    ids_moved_on_and_left,
+    mariadb,
+    SECRET,
+    positions,
+    restart,
+    small_filesystem,
+    wait_for,
+)
+
+
+def my_setup(mariadb, rows: int) -> None:
+    connection = mariadb.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.execute("create database shop")
+        cursor.execute("create table shop.items (id bigint primary key, note text)")
+        cursor.executemany("insert into shop.items values (%s, %s)", [(i, f"row {i}") for i in range(1, rows + 1)])
+    connection.close()
+
+
+def my_insert(mariadb, first: int, last: int) -> None:
+    connection = mariadb.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.executemany("insert into shop.items values (%s, %s)", [(i, "x" * 200) for i in range(first, last + 1)])
+    connection.close()
+
+
+def my_args(mariadb, tmp_path: Path, out: Path | None = None) -> list[str]:
+    return ["--host", "127.0.0.1", "--port", str(mariadb.port), "--user", "root", "--tables", "shop.items",
+            "--out", str(out or tmp_path / "out"), "--state", str(tmp_path / "state.json")]
+
+
+def test_mariadb_restart_mid_stream_is_waited_out_by_a_following_capture(mariadb, tmp_path):
+    my_setup(mariadb, 20)
+    assert capture("mysql", *my_args(mariadb, tmp_path)).returncode == 0
+    following = capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.3", follow=True)
+    try:
+        my_insert(mariadb, 21, 40)
+        wait_for(lambda: 40 in captured_ids(tmp_path / "out"))
+        restart(mariadb, signal.SIGTERM, 'mysqld.pid')
+        my_insert(mariadb, 41, 60)
+        wait_for(lambda: 60 in captured_ids(tmp_path / "out"))
+        assert following.poll() is None  # still running
+        following.send_signal(signal.SIGTERM)
+        _, stderr = following.communicate(timeout=60)
+    finally:
+        if following.poll() is None:
+            following.kill()
+    assert following.returncode == 0, stderr
+    assert "Traceback" not in stderr
+
+    ids = captured_ids(tmp_path / "out")
+    assert sorted(set(ids)) == list(range(1, 61))
+    # A repeated event is one delivered twice at its own position (harmless to the mirrors): no key
+    # has two different positions for one change.
+    changes = set(zip(positions(tmp_path / "out"), ids))
+    assert len(changes) == 60
+
+
+def test_mariadb_capture_into_a_full_folder_fails_clearly_and_the_next_run_loses_nothing(mariadb, tmp_path):
+    my_setup(mariadb, 5)
+    out = tmp_path / "small"
+    with small_filesystem(out) as refusal:
+        assert capture("mysql", *my_args(mariadb, tmp_path, out)).returncode == 0
+        my_insert(mariadb, 6, 400)
+        result = capture("mysql", *my_args(mariadb, tmp_path, out))
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"cannot write {out}" in result.stderr and refusal in result.stderr
+        assert not list(out.glob(".*partial"))
+        for path in out.glob("*.json"):
+            shutil.move(str(path), tmp_path / path.name)
+    result = capture("mysql", *my_args(mariadb, tmp_path, out))
+    assert result.returncode == 0, result.stderr
+    assert sorted(ids_moved_on_and_left(tmp_path, out)) == list(range(1, 401))
+
+
+def test_mariadb_wrong_password_is_a_clear_error_that_never_prints_it(mariadb, tmp_path):
+    my_setup(mariadb, 2)
+    connection = mariadb.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"create user cdc@'127.0.0.1' identified by '{SECRET}'")
+        cursor.execute("grant replication slave, replication client, reload, select on *.* to cdc@'127.0.0.1'")
+    connection.close()
+    args = [arg if arg != "root" else "cdc" for arg in my_args(mariadb, tmp_path)]
+
+    wrong = capture("mysql", *args, env={"MYSQL_PWD": SECRET + "-not"})
+    right = capture("mysql", *args, env={"MYSQL_PWD": SECRET})
+
+    assert wrong.returncode == 2 and "Access denied for user 'cdc'" in wrong.stderr
+    assert "the password in MYSQL_PWD" in wrong.stderr and "Traceback" not in wrong.stderr
+    assert right.returncode == 0, right.stderr
+    assert sorted(captured_ids(tmp_path / "out")) == [1, 2]
+    for result in (wrong, right):
+        assert SECRET not in result.stdout + result.stderr
+    assert not any(SECRET in path.read_text() for path in tmp_path.rglob("*") if path.is_file())
