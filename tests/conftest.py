@@ -18,6 +18,7 @@ from dbt_common.tests import enable_test_caching
 
 from python_jobs.cluster import thrift
 from python_jobs.landing import io, land
+from python_jobs.landing.io.session import with_views
 from python_jobs.landing.config import load_config
 from python_jobs.landing.summary import LandingSummary
 
@@ -82,6 +83,15 @@ def databend_url(tmp_path_factory):
             f"databend://root:@{address.hostname}:{address.port}/?sslmode=disable&format_null_as_str=0"
         )
         yield url
+
+
+def plain_spark_output() -> dict:
+    """The `local` target as a plain dbt-spark output (type spark). Its catalog is set as this process's
+    session has it (with views, io.with_views): plain dbt-spark would set the profile's `type: hadoop`
+    on that session, and a catalog with both a type and a catalog-impl cannot be made by the later
+    tests in the process. A user's plain dbt-spark has a process of its own."""
+    local = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())["cdc_merge"]["outputs"]["local"]
+    return {**local, "type": "spark", "server_side_parameters": with_views(local["server_side_parameters"])}
 
 
 @dataclass

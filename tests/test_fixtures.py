@@ -8,8 +8,7 @@ import shutil
 import pytest
 import yaml
 
-from conftest import FIXTURES, PROJECT_DIR, make_project
-from python_jobs.landing.io.session import with_views
+from conftest import FIXTURES, PROJECT_DIR, make_project, plain_spark_output
 
 PRODUCTS = {"inventory.products": ["id"]}
 
@@ -114,13 +113,7 @@ def test_plain_dbt_spark_reads_the_log_through_iceberg_changelog_view_and_agrees
     them with an incremental append scan and lists them with SHOW TABLES."""
     project = make_project(spark, tmp_path, "local")
     profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
-    local = profiles["cdc_merge"]["outputs"]["local"]
-    # The catalog as this process's session has it (with views): plain dbt-spark would set the
-    # profile's `type: hadoop` on it, and a catalog with both a type and a catalog-impl cannot be made
-    # by the later tests in this process. A user's plain dbt-spark has a process of its own.
-    parameters = with_views(local["server_side_parameters"])
-    profiles["cdc_merge"] = {"target": "plain", "outputs": {"plain": {**local, "type": "spark",
-                                                                      "server_side_parameters": parameters}}}
+    profiles["cdc_merge"] = {"target": "plain", "outputs": {"plain": plain_spark_output()}}
     plain_profiles = tmp_path / "plain_profiles"
     plain_profiles.mkdir()
     (plain_profiles / "profiles.yml").write_text(yaml.safe_dump(profiles))

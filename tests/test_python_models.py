@@ -12,7 +12,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.testing import assertDataFrameEqual
 
-from conftest import FIXTURES, PROJECT_DIR
+from conftest import FIXTURES, PROJECT_DIR, plain_spark_output
 from test_fixtures import expected_final_table, mirrored_products
 
 PRODUCTS = {"inventory.products": ["id"]}
@@ -105,7 +105,7 @@ def test_a_landing_config_naming_other_tables_fails_before_landing(dbt_project, 
 
 def test_on_a_target_that_cannot_run_it_the_landing_model_points_to_the_standalone_job(dbt_project, tmp_path):
     profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
-    plain_spark = {**profiles["cdc_merge"]["outputs"]["local"], "type": "spark"}
+    plain_spark = plain_spark_output()
     profiles["cdc_merge"] = {"target": "plain_spark", "outputs": {"plain_spark": plain_spark}}
     (tmp_path / "profiles.yml").write_text(yaml.safe_dump(profiles))
 
