@@ -162,7 +162,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     check.compared_rows = found.compared_rows
     if leaves and found.clean_rows:
         rendered_apart = [column for column in source_side.in_checksum
-                          if any(source_side.segment_stats([leaf], [column]) != mirror_side.segment_stats([leaf], [column])
+                          if any(source_side.segment_stats(leaf, [], [column]) != mirror_side.segment_stats(leaf, [], [column])
                                  for leaf in leaves[:3])]
         check.notes.append("checksums differ where the rows are equal: the sides render "
                            f"{', '.join(rendered_apart) or 'some values'} apart (row_hash.py); those ranges were compared row by row")

@@ -53,25 +53,21 @@ class MirrorRanges:
             conditions.append(self._compare(key_range.through, "<="))
         return " and ".join(conditions)
 
-    def _any_of(self, ranges: Sequence[KeyRange]) -> str:
-        return " or ".join(f"({self._where(key_range)})" for key_range in ranges)
-
-    def sample_keys(self, ranges: Sequence[KeyRange], count: int) -> list[Key]:
-        statement = self.mirror["range_keys_sql"].replace(RANGE, self._any_of(ranges)).replace(LIMIT, str(int(count)))
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
+        statement = self.mirror["range_keys_sql"].replace(RANGE, self._where(key_range)).replace(LIMIT, str(int(count)))
         keys = []
         for (text,) in self._rows(statement):
             values = json.loads(text, parse_float=Decimal)
             keys.append(tuple(values[name] for name in self.key))
         return keys
 
-    def segment_stats(self, ranges: Sequence[KeyRange], columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
-        """Per range (disjoint, in key order; ranges.Side) its rows and checksum."""
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
         digest = row_digest_sql(self.engine, [self.values[name] for name in columns or self.in_checksum])
-        bounded = [(index, self._compare(key_range.through, "<="))
-                   for index, key_range in enumerate(ranges) if key_range.through is not None]
-        segment = ("case " + " ".join(f"when {condition} then {index}" for index, condition in bounded)
-                   + f" else {len(ranges) - 1} end") if bounded else str(len(ranges) - 1)
-        statement = (self.mirror["range_stats_sql"].replace(RANGE, self._any_of(ranges)).replace(SEGMENT, segment)
+        conditions = [self._compare(point, "<=") for point in points]
+        segment = ("case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions))
+                   + f" else {len(conditions)} end") if conditions else "0"
+        statement = (self.mirror["range_stats_sql"].replace(RANGE, self._where(key_range)).replace(SEGMENT, segment)
                      .replace(DIGEST, digest).replace(NUMBER, digest_number_sql(self.engine, "_cdc_digest")))
         return {int(Decimal(str(segment))): SegmentStats(int(Decimal(str(count))), int(Decimal(str(total or 0))))
                 for segment, count, total in self._rows(statement)}

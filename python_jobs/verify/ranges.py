@@ -37,13 +37,11 @@ class SegmentStats:
 
 
 class Side(Protocol):
-    def sample_keys(self, ranges: Sequence[KeyRange], count: int) -> list[Key]:
-        """At most count keys drawn at random from the rows in any of the ranges."""
-        ...
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]: ...
 
-    def segment_stats(self, ranges: Sequence[KeyRange], columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
-        """Per range (disjoint, in key order) its rows and checksum, by the range's index; ranges
-        without rows may be left out. columns: those the checksum covers (default: all)."""
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key]) -> dict[int, SegmentStats]:
+        """Per segment of key_range cut at points (segment i: keys after points[i-1] through points[i]; the
+        last after the last point), its rows and checksum; segments without rows may be left out."""
         ...
 
 
@@ -70,53 +68,42 @@ def sub_ranges(key_range: KeyRange, points: Sequence[Key]) -> list[KeyRange]:
 
 @dataclass
 class RangeSearch:
-    """What a search did: the ranges whose stats were compared, the levels of splitting."""
+    """What a search did: the ranges whose stats were compared, the queries each side ran."""
 
     ranges_compared: int = 0
-    levels: int = 0
+    splits: int = 0
     source_rows: int = 0
     mirror_rows: int = 0
-
-
-def contains(key_range: KeyRange, key: Key) -> bool:
-    return ((key_range.after is None or sort_key(key) > sort_key(key_range.after))
-            and (key_range.through is None or sort_key(key) <= sort_key(key_range.through)))
 
 
 def differing_ranges(source: Side, mirror: Side, segments: int, leaf_rows: int, fan_out: int = 32,
                      search: RangeSearch | None = None) -> list[KeyRange]:
     """The smallest ranges (at most leaf_rows rows on either side, or not splittable further) whose
-    count or checksum differ between the sides; [] when every segment is equal. Level by level: the
-    ranges of one level are sampled and compared in one query a side, both sides at once."""
+    count or checksum differ between the sides; [] when every segment is equal."""
     search = search if search is not None else RangeSearch()
     leaves: list[KeyRange] = []
-    level, parts = [KeyRange()], segments
+    pending: list[tuple[KeyRange, int]] = [(KeyRange(), segments)]
+    first = True
     # The source's queries run in a thread while the mirror's run here: the two databases work at once.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-verify-source") as source_thread:
-        while level:
-            wanted = parts * 4 * len(level)
-            source_sample = source_thread.submit(source.sample_keys, level, wanted)
-            sampled = [*mirror.sample_keys(level, wanted), *source_sample.result()]
-            parts_of: list[tuple[KeyRange, bool]] = []  # each sub-range, and whether its range could be split
-            for key_range in level:
-                points = split_points([key for key in sampled if contains(key_range, key)], parts)
-                parts_of.extend((part, bool(points)) for part in sub_ranges(key_range, points))
-            subs = [part for part, _ in parts_of]
-            source_stats = source_thread.submit(source.segment_stats, subs)
-            mirror_stats = mirror.segment_stats(subs)
-            level = _compare_level(parts_of, source_stats.result(), mirror_stats, leaf_rows, leaves, search)
-            parts = fan_out
+        while pending:
+            key_range, parts = pending.pop()
+            source_sample = source_thread.submit(source.sample_keys, key_range, parts * 4)
+            sampled = [*mirror.sample_keys(key_range, parts * 4), *source_sample.result()]
+            points = split_points(sampled, parts)
+            source_stats = source_thread.submit(source.segment_stats, key_range, points)
+            mirror_stats = mirror.segment_stats(key_range, points)
+            first = _compare_segments(key_range, points, source_stats.result(), mirror_stats, first, leaf_rows,
+                                      fan_out, leaves, pending, search)
     return sorted(leaves, key=lambda part: sort_key(part.after) if part.after else ())
 
 
-def _compare_level(parts_of: Sequence[tuple[KeyRange, bool]], source_stats: dict[int, SegmentStats],
-                   mirror_stats: dict[int, SegmentStats], leaf_rows: int, leaves: list[KeyRange],
-                   search: RangeSearch) -> list[KeyRange]:
-    """Each range of a level: equal, a leaf to compare row by row, or one to split again (returned)."""
-    first = search.levels == 0
-    search.levels += 1
-    again = []
-    for index, (part, splittable) in enumerate(parts_of):
+def _compare_segments(key_range: KeyRange, points: Sequence[Key], source_stats: dict[int, SegmentStats],
+                      mirror_stats: dict[int, SegmentStats], first: bool, leaf_rows: int, fan_out: int,
+                      leaves: list[KeyRange], pending: list[tuple[KeyRange, int]], search: RangeSearch) -> bool:
+    """Each segment of key_range: equal, a leaf to compare row by row, or split again; False after the first."""
+    search.splits += 1
+    for index, part in enumerate(sub_ranges(key_range, points)):
         on_source, on_mirror = source_stats.get(index, SegmentStats()), mirror_stats.get(index, SegmentStats())
         search.ranges_compared += 1
         if first:
@@ -124,8 +111,8 @@ def _compare_level(parts_of: Sequence[tuple[KeyRange, bool]], source_stats: dict
             search.mirror_rows += on_mirror.rows
         if on_source == on_mirror:
             continue
-        if max(on_source.rows, on_mirror.rows) <= leaf_rows or not splittable:
+        if max(on_source.rows, on_mirror.rows) <= leaf_rows or not points:
             leaves.append(part)
         else:
-            again.append(part)
-    return again
+            pending.append((part, fan_out))
+    return False

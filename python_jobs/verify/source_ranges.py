@@ -23,18 +23,12 @@ def checked_columns(mirror_columns: Sequence[Sequence[str]]) -> list[tuple[str, 
     return [(name.lower(), data_type) for name, data_type in mirror_columns if not name.lower().startswith("_cdc")]
 
 
-def _segments(conditions: Sequence[str | None]) -> str:
-    """Which of disjoint ranges in key order a row is in, given that it is in one: the first whose
-    last key it does not pass (conditions: key <= that range's last key; None: no last key)."""
-    bounded = [(index, condition) for index, condition in enumerate(conditions) if condition is not None]
-    if not bounded:
-        return str(len(conditions) - 1)
-    return "case " + " ".join(f"when {condition} then {index}" for index, condition in bounded) \
-        + f" else {len(conditions) - 1} end"
-
-
-def _any_of(conditions: Sequence[tuple[str, list[str]]]) -> tuple[str, list[str]]:
-    return " or ".join(f"({condition})" for condition, _ in conditions), [value for _, values in conditions for value in values]
+def _segments(conditions: Sequence[str]) -> str:
+    """Segment i: the first condition (key <= points[i]) that holds; the last: none holds."""
+    if not conditions:
+        return "0"
+    return "case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions)) \
+        + f" else {len(conditions)} end"
 
 
 def _stats(rows: Sequence[Sequence[Any]]) -> dict[int, SegmentStats]:
@@ -74,26 +68,26 @@ class PostgresRanges:
             parameters.extend(str(value) for value in key_range.through)
         return " and ".join(conditions), parameters
 
-    def sample_keys(self, ranges: Sequence[KeyRange], count: int) -> list[Key]:
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
         from python_jobs.capture.postgres_snapshot import quote_identifier
 
-        where, parameters = _any_of([self._where(key_range) for key_range in ranges])
+        where, parameters = self._where(key_range)
         names = ", ".join(quote_identifier(column.name) for column in self.key)
         with self.source.connection.cursor() as cursor:
             cursor.execute(f"select {names} from {self.table} where {where} order by random() limit {int(count)}", parameters)
             return [tuple(row) for row in cursor.fetchall()]
 
-    def segment_stats(self, ranges: Sequence[KeyRange], columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
-        where, parameters = _any_of([self._where(key_range) for key_range in ranges])
-        lasts = [key_range.through for key_range in ranges]
-        segment = _segments([f"{self.ordered} <= {self.typed}" if last is not None else None for last in lasts])
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
+        where, parameters = self._where(key_range)
+        segment = _segments([f"{self.ordered} <= {self.typed}"] * len(points))
         # psycopg2 reads every % of a statement with parameters.
         digest = row_digest_sql("postgres", [self.values[name] for name in columns or self.in_checksum]).replace("%", "%%")
         with self.source.connection.cursor() as cursor:
             cursor.execute(
                 f"select segment, count(*), sum({digest_number_sql('postgres', 'digest')}) from "
                 f"(select {segment} as segment, {digest} as digest from {self.table} where {where}) as rows_ "
-                f"group by segment", [str(value) for last in lasts if last is not None for value in last] + parameters)
+                f"group by segment", [str(value) for point in points for value in point] + parameters)
             return _stats(cursor.fetchall())
 
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
@@ -139,25 +133,25 @@ class MysqlRanges:
                 parameters.extend(values)
         return " and ".join(conditions), parameters
 
-    def sample_keys(self, ranges: Sequence[KeyRange], count: int) -> list[Key]:
-        where, parameters = _any_of([self._where(key_range) for key_range in ranges])
+    def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
+        where, parameters = self._where(key_range)
         names = ", ".join(f"`{column.name}`" for column in self.key)
         with self.source.connection.cursor() as cursor:
             cursor.execute(f"select {names} from {self.relation} where {where} order by rand() limit {int(count)}",
                            parameters)
             return [tuple(row) for row in cursor.fetchall()]
 
-    def segment_stats(self, ranges: Sequence[KeyRange], columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
-        where, parameters = _any_of([self._where(key_range) for key_range in ranges])
-        compared = [self._compare(key_range.through, "<=") if key_range.through is not None else None
-                    for key_range in ranges]
-        segment = _segments([condition[0] if condition else None for condition in compared])
+    def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
+                      columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:
+        where, parameters = self._where(key_range)
+        compared = [self._compare(point, "<=") for point in points]
+        segment = _segments([condition for condition, _ in compared])
         digest = row_digest_sql("mysql", [self.values[name] for name in columns or self.in_checksum]).replace("%", "%%")
         with self.source.connection.cursor() as cursor:
             cursor.execute(
                 f"select segment, count(*), sum({digest_number_sql('mysql', 'digest')}) from "
                 f"(select {segment} as segment, {digest} as digest from {self.relation} where {where}) as rows_ "
-                f"group by segment", [value for condition in compared if condition for value in condition[1]] + parameters)
+                f"group by segment", [value for _, values in compared for value in values] + parameters)
             return _stats(cursor.fetchall())
 
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
