@@ -10,7 +10,6 @@ sides order keys alike: numbers by value, strings by their UTF-8 bytes (docs/onl
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol, Sequence
@@ -84,35 +83,24 @@ def differing_ranges(source: Side, mirror: Side, segments: int, leaf_rows: int, 
     leaves: list[KeyRange] = []
     pending: list[tuple[KeyRange, int]] = [(KeyRange(), segments)]
     first = True
-    # The source's queries run in a thread while the mirror's run here: the two databases work at once.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdc-verify-source") as source_thread:
-        while pending:
-            key_range, parts = pending.pop()
-            source_sample = source_thread.submit(source.sample_keys, key_range, parts * 4)
-            sampled = [*mirror.sample_keys(key_range, parts * 4), *source_sample.result()]
-            points = split_points(sampled, parts)
-            source_stats = source_thread.submit(source.segment_stats, key_range, points)
-            mirror_stats = mirror.segment_stats(key_range, points)
-            first = _compare_segments(key_range, points, source_stats.result(), mirror_stats, first, leaf_rows,
-                                      fan_out, leaves, pending, search)
+    while pending:
+        key_range, parts = pending.pop()
+        sampled = [*mirror.sample_keys(key_range, parts * 4), *source.sample_keys(key_range, parts * 4)]
+        points = split_points(sampled, parts)
+        source_stats = source.segment_stats(key_range, points)
+        mirror_stats = mirror.segment_stats(key_range, points)
+        search.splits += 1
+        for index, part in enumerate(sub_ranges(key_range, points)):
+            on_source, on_mirror = source_stats.get(index, SegmentStats()), mirror_stats.get(index, SegmentStats())
+            search.ranges_compared += 1
+            if first:
+                search.source_rows += on_source.rows
+                search.mirror_rows += on_mirror.rows
+            if on_source == on_mirror:
+                continue
+            if max(on_source.rows, on_mirror.rows) <= leaf_rows or not points:
+                leaves.append(part)
+            else:
+                pending.append((part, fan_out))
+        first = False
     return sorted(leaves, key=lambda part: sort_key(part.after) if part.after else ())
-
-
-def _compare_segments(key_range: KeyRange, points: Sequence[Key], source_stats: dict[int, SegmentStats],
-                      mirror_stats: dict[int, SegmentStats], first: bool, leaf_rows: int, fan_out: int,
-                      leaves: list[KeyRange], pending: list[tuple[KeyRange, int]], search: RangeSearch) -> bool:
-    """Each segment of key_range: equal, a leaf to compare row by row, or split again; False after the first."""
-    search.splits += 1
-    for index, part in enumerate(sub_ranges(key_range, points)):
-        on_source, on_mirror = source_stats.get(index, SegmentStats()), mirror_stats.get(index, SegmentStats())
-        search.ranges_compared += 1
-        if first:
-            search.source_rows += on_source.rows
-            search.mirror_rows += on_mirror.rows
-        if on_source == on_mirror:
-            continue
-        if max(on_source.rows, on_mirror.rows) <= leaf_rows or not points:
-            leaves.append(part)
-        else:
-            pending.append((part, fan_out))
-    return False
