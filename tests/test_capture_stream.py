@@ -16,15 +16,13 @@ from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtu
     capture,
     captured_ids,
     mariadb,
-    my_args,
-    my_insert,
-    my_setup,
     pg_args,
     pg_insert,
     pg_setup,
     postgres,
     wait_for,
 )
+from test_capture_faults_mariadb import my_args, my_insert, my_setup
 
 FOLLOW = ["--max-wait-seconds", "0.3", "--progress-seconds", "0.5"]
 
