@@ -1,14 +1,14 @@
 {#
     cdc_merge: apply the new events of one source table from the raw log to its mirror.
+    (Over 300 lines, and why: a dbt materialization is one block; its steps are files of their own.)
 
     Steps: validate every config; find the raw snapshots added since this mirror's
     offset; for each bounded chunk of them, dedup to the newest event per key, classify
     it against the mirror, MERGE, and only then append the new offset. A run that dies
     half way repeats its last chunk next time, which the seq guards make harmless.
 
-    This file runs the steps (the materialization, and apply_batch for one batch); it is long
-    because a dbt materialization is one block. Each step is a file of its own, with its
-    spark__ and databend__ versions side by side:
+    This file runs the steps (the materialization, and apply_batch for one batch). Each step is
+    a file of its own, with its spark__ and databend__ versions side by side:
         validate.sql       every config, checked before any SQL runs
         offsets.sql        the offsets log: where a mirror stands, one row per applied chunk
         raw_log.sql        the raw snapshots after the offset, in chunks, read as raw events
