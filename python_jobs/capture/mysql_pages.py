@@ -16,7 +16,14 @@ from typing import Any, Mapping, Sequence
 from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, json_value, row_image
 from python_jobs.capture.mysql_snapshot import select_list
 from python_jobs.capture.output import CaptureError
-from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events, take_requested
+from python_jobs.capture.snapshot_pages import (
+    OpenPage,
+    Pages,
+    TableSnapshot,
+    page_events,
+    take_requested,
+    write_page_file,
+)
 from python_jobs.capture.snapshot_requests import take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 
@@ -225,16 +232,8 @@ def write_page(capture: Any, page: OpenPage, processed_ms: int) -> None:
         return {"connector": "mysql", "name": "cdc_merge", "db": schema, "table": name, "file": binlog_file,
                 "pos": start, "row": 0, "ts_ms": None, "snapshot": "true" if snapshot else "false"}
 
-    events = page_events(page, source, processed_ms)
-    capture.output.write(f"mysql-pages-{page.snapshot.table}",
-                         f"{binlog_file_number(page.high[0])}-{page.high[1]:012d}",
-                         f"{page.snapshot.id}-{page.number:06d}", events)
-    capture.summary.files += 1
-    capture.summary.snapshot_rows += len(events) - 1
-    capture.pages.finish(page, len(events) - 1)
-    if page.reaches_end:
-        log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
-                 page.snapshot.pages)
+    write_page_file(capture, page, f"mysql-pages-{page.snapshot.table}",
+                    f"{binlog_file_number(page.high[0])}-{page.high[1]:012d}", page_events(page, source, processed_ms), log)
 
 
 def read_added_tables(capture: Any, known: Sequence[str] | None) -> None:

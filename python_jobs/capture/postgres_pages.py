@@ -14,7 +14,14 @@ from typing import Any, Mapping, Sequence
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
 from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list
-from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events, take_requested
+from python_jobs.capture.snapshot_pages import (
+    OpenPage,
+    Pages,
+    TableSnapshot,
+    page_events,
+    take_requested,
+    write_page_file,
+)
 from python_jobs.capture.snapshot_requests import take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
@@ -150,15 +157,8 @@ def write_page(capture: Any, page: OpenPage, processed_ms: int) -> None:
         commit_lsn, lsn = position
         return source_block(capture.database, page.snapshot.table, lsn, commit_lsn, snapshot=snapshot)
 
-    events = page_events(page, source, processed_ms)
-    capture.output.write(f"pg-{capture.config.slot}-pages-{page.snapshot.table}", f"{page.high[0]:016X}",
-                         f"{page.snapshot.id}-{page.number:06d}", events)
-    capture.summary.files += 1
-    capture.summary.snapshot_rows += len(events) - 1
-    capture.pages.finish(page, len(events) - 1)
-    if page.reaches_end:
-        log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
-                 page.snapshot.pages)
+    write_page_file(capture, page, f"pg-{capture.config.slot}-pages-{page.snapshot.table}", f"{page.high[0]:016X}",
+                    page_events(page, source, processed_ms), log)
 
 
 def read_added_tables(capture: Any) -> None:

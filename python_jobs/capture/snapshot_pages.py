@@ -204,3 +204,15 @@ def take_requested(pages: Pages, request: Mapping[str, Any], key_names: Sequence
     log.info("reading %s again online, keys %s to %s", table, ",".join(snapshot.after) if snapshot.after else "start",
              ",".join(snapshot.through) if snapshot.through else "end")
 
+
+def write_page_file(capture: Any, page: OpenPage, prefix: str, position_name: str, events: list[dict[str, Any]],
+                    log: Any) -> None:
+    """A written page's file (its rows and range record, page_events), counted, and its snapshot moved on."""
+    capture.output.write(prefix, position_name, f"{page.snapshot.id}-{page.number:06d}", events)
+    capture.summary.files += 1
+    capture.summary.snapshot_rows += len(events) - 1
+    capture.pages.finish(page, len(events) - 1)
+    if page.reaches_end:
+        log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
+                 page.snapshot.pages)
+
