@@ -13,7 +13,7 @@
     the capture's own rendering of values. A mirror that differs fails the operation.
 #}
 
-{% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, settle_seconds=0) %}
+{% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, wait_seconds=60) %}
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
@@ -23,6 +23,11 @@
     {% endif %}
     {% set names = [select] if select is string else select %}
     {% set mirrors = [] %}
+    {#- Any mirror's table: an event of one of them after a position shows the capture landed past it (python_jobs/verify/in_flight.py). -#}
+    {% set source_tables = [] %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized in ('cdc_merge', 'cdc_history') %}
+        {% do source_tables.append(node.config.source_table) %}
+    {% endfor %}
     {% for node in graph.nodes.values() if node.resource_type == 'model'
         and node.config.materialized in ('cdc_merge', 'cdc_history') and (names is none or node.name in names) %}
         {% set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias, type='table') %}
@@ -39,6 +44,9 @@
                 if not (history and (column.name | lower) in cdc_merge.history_columns()) %}
                 {% do columns.append([column.name | lower, column.dtype]) %}
             {% endfor %}
+            {% set raw_relation = cdc_merge.verify_raw_relation(node) %}
+            {% set offsets = api.Relation.create(database=node.database, schema=node.config.get('offsets_schema') or node.schema,
+                identifier='cdc_merge_offsets', type='table') %}
             {% do mirrors.append({
                 'relation': relation | string,
                 'database': relation.database,
@@ -53,11 +61,17 @@
                 'range_keys_sql': cdc_merge.verify_range_keys_sql(relation, key, soft),
                 'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'range_stats_sql': cdc_merge.verify_range_stats_sql(relation, soft),
+                'at_snapshot_sql': adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__'),
+                'applied_offset_sql': cdc_merge.verify_applied_offset_sql(offsets, relation),
+                'raw_current_sql': cdc_merge.current_raw_snapshot_sql(raw_relation),
+                'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
+                'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
+                'in_flight_sql': cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table),
             }) %}
         {% endif %}
     {% endfor %}
     {% set report = adapter.cdc_verify_mirrors(mirrors, source if source is not none else var('cdc_merge_source', none),
-        sample, {'segments': segments, 'leaf_rows': leaf_rows, 'settle_seconds': settle_seconds}) %}
+        sample, {'segments': segments, 'leaf_rows': leaf_rows, 'wait_seconds': wait_seconds}) %}
     {% for line in report.lines %}
         {{ log(line, info=True) }}
     {% endfor %}
@@ -111,7 +125,7 @@
 {% macro verify_range_keys_sql(relation, key, soft) %}
     {#- A sample of the keys in a range, each as one JSON text; the placeholders: python_jobs/verify/mirror_ranges.py. -#}
     select {{ adapter.dispatch('verify_row_json', 'cdc_merge')(key) }} as _key
-    from {{ relation }}
+    from {{ relation }} __CDC_MERGE_AT__
     {{ cdc_merge.verify_live_rows(soft) }}
         and (__CDC_MERGE_RANGE__)
     order by rand()
@@ -122,7 +136,7 @@
     select
         _cdc_key,
         {{ adapter.dispatch('verify_row_json', 'cdc_merge')(columns) }} as _row
-    from {{ relation }}
+    from {{ relation }} __CDC_MERGE_AT__
     {{ cdc_merge.verify_live_rows(soft) }}
         and (__CDC_MERGE_RANGE__)
 {% endmacro %}
@@ -133,7 +147,7 @@
         select
             __CDC_MERGE_SEGMENT__ as segment,
             __CDC_MERGE_DIGEST__ as _cdc_digest
-        from {{ relation }}
+        from {{ relation }} __CDC_MERGE_AT__
         {{ cdc_merge.verify_live_rows(soft) }}
             and (__CDC_MERGE_RANGE__)
     )
@@ -144,4 +158,55 @@
         sum(__CDC_MERGE_NUMBER__) as checksum
     from ranged
     group by segment
+{% endmacro %}
+
+
+{#- Rows in flight (python_jobs/verify/in_flight.py): how far a mirror has applied the raw log. -#}
+
+{% macro verify_raw_relation(node) %}
+    {#- The raw table a mirror reads: its one upstream model or source. -#}
+    {% set upstream = node.depends_on.nodes[0] %}
+    {% if upstream in graph.sources %}
+        {% set raw = graph.sources[upstream] %}
+        {{ return(api.Relation.create(database=raw.database, schema=raw.schema, identifier=raw.identifier, type='table')) }}
+    {% endif %}
+    {% set raw = graph.nodes[upstream] %}
+    {{ return(api.Relation.create(database=raw.database, schema=raw.schema, identifier=raw.alias, type='table')) }}
+{% endmacro %}
+
+{% macro spark__verify_at_snapshot(snapshot) -%}
+    version as of {{ snapshot }}
+{%- endmacro %}
+
+{% macro databend__verify_at_snapshot(snapshot) -%}
+    at (snapshot => '{{ snapshot }}')
+{%- endmacro %}
+
+{% macro verify_applied_offset_sql(offsets, relation) %}
+    {#- The raw snapshot the mirror's newest run had applied through (none before its first). -#}
+    select offset_snapshot
+    from {{ offsets }}
+    where target_table = '{{ relation }}'
+    order by offset_ordinal desc
+    limit 1
+{% endmacro %}
+
+{% macro verify_passed_sql(raw_relation, source_tables) %}
+    {#- 1 when the raw table at a snapshot holds an event of the source at or after a position. -#}
+    select count(*) as passed
+    from (
+        select 1 as found
+        from {{ raw_relation }} {{ adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__') }}
+        where table_name in ({% for table in source_tables %}'{{ table }}'{{ ', ' if not loop.last }}{% endfor %})
+            and seq >= '__CDC_MERGE_POSITION__'
+        limit 1
+    ) as found_events
+{% endmacro %}
+
+{% macro verify_in_flight_sql(raw_relation, source_table) %}
+    {#- The keys of a table changed at or after a position, as landed by now. -#}
+    select distinct key
+    from {{ raw_relation }}
+    where table_name = '{{ source_table }}'
+        and seq >= '__CDC_MERGE_POSITION__'
 {% endmacro %}

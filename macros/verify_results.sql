@@ -8,6 +8,7 @@
         {% set table = api.Relation.create(database=check.database, schema=check.schema, identifier='cdc_merge_verify',
             type='table') %}
         {% do run_query(adapter.dispatch('create_verify_table', 'cdc_merge')(table)) %}
+        {% do cdc_merge.upgrade_verify_table(table) %}
         {% do run_query(cdc_merge.insert_verify_check(table, check)) %}
     {% endfor %}
 {% endmacro %}
@@ -15,7 +16,7 @@
 {% macro insert_verify_check(table, check) %}
     insert into {{ table }} (
         checked_at, invocation_id, mirror, source_table, method, clean, source_rows, mirror_rows, ranges,
-        compared_rows, missing, extra, differing, sample_keys, check_seconds
+        compared_rows, missing, extra, differing, sample_keys, check_seconds, source_position, in_flight
     )
     select
         cast({{ adapter.cdc_sql_string(check.checked_at) }} as timestamp),
@@ -32,8 +33,23 @@
         {{ check.extra | int }},
         {{ check.differing | int }},
         {{ adapter.cdc_sql_string(check.sample_keys) }},
-        {{ check.check_seconds }}
+        {{ check.check_seconds }},
+        {{ adapter.cdc_sql_string(check.source_position) if check.source_position is not none else 'cast(null as string)' }},
+        {{ check.in_flight | int }}
 {% endmacro %}
+
+{% macro verify_columns_added() %}
+    {#- Columns cdc_merge_verify got after its first version: an older table gets them (upgrade_verify_table). -#}
+    {{ return([('source_position', 'string'), ('in_flight', 'bigint')]) }}
+{% endmacro %}
+
+{% macro upgrade_verify_table(table) %}
+    {% set present = adapter.get_columns_in_relation(table) | map(attribute='name') | map('lower') | list %}
+    {% for name, data_type in cdc_merge.verify_columns_added() if name not in present %}
+        {% do run_query(cdc_merge.add_column_sql(table, name, data_type)) %}
+    {% endfor %}
+{% endmacro %}
+
 
 {% macro spark__create_verify_table(relation) %}
     create table if not exists {{ relation }} (
@@ -51,7 +67,9 @@
         extra bigint,
         differing bigint,
         sample_keys string,
-        check_seconds double
+        check_seconds double,
+        source_position string,
+        in_flight bigint
     )
     using iceberg
     tblproperties ({{ cdc_merge.bookkeeping_table_properties() }})
@@ -73,6 +91,8 @@
         extra bigint null,
         differing bigint null,
         sample_keys string null,
-        check_seconds double null
+        check_seconds double null,
+        source_position string null,
+        in_flight bigint null
     )
 {% endmacro %}

@@ -3,20 +3,22 @@ side, and every sampled row compared value by value (compare.py). A difference i
 missing (the source has the key, the mirror not), extra (the mirror has a key the source has not),
 or differing values, with the columns that differ.
 
-It reads the source as it is now and the mirror as of its last run: run it when the pipeline has
-caught up (or the source is quiet), or a change in flight shows as a difference.
+The sampled check (check_mirror) reads the source as it is now and the mirror as of its last run:
+run it when the pipeline has caught up, or a change in flight shows as a difference. The check of
+every row (check_by_ranges) compares at the source's log position instead (in_flight.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
+from python_jobs.progress import Progress
 from python_jobs.verify.compare import differences, type_family
+from python_jobs.verify.in_flight import MirrorProgress, MirrorState, SourcePosition
 from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
 from python_jobs.verify.sources import key_values
 
@@ -52,6 +54,10 @@ class MirrorCheck:
     checksum_columns: int = 0
     # The key ranges whose rows differ, as key texts (after, exclusive; through, inclusive): what --repair reads again.
     differing_ranges: list[tuple[list[str] | None, list[str] | None]] = field(default_factory=list)
+    # The source's log position the check compared at, the keys left out as changed after it, the wait for the mirror.
+    source_position: str | None = None
+    in_flight: int = 0
+    waited_seconds: float = 0.0
 
     @property
     def clean_rows(self) -> bool:
@@ -72,6 +78,7 @@ class MirrorCheck:
                 "compared_rows": self.compared_rows if self.ranges is not None else self.sampled,
                 "missing": len(self.missing), "extra": len(self.extra), "differing": len(self.differing),
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
+                "source_position": self.source_position, "in_flight": self.in_flight,
                 "differing_ranges": self.differing_ranges,
                 # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
                 "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
@@ -90,6 +97,9 @@ class MirrorCheck:
         for key, columns in list(self.differing.items())[:SHOWN_DIFFERENCES]:
             shown = "; ".join(f"{column}: source {source!r}, mirror {mirror!r}" for column, (source, mirror) in columns.items())
             lines.append(f"  key {key}: {shown}")
+        if self.source_position is not None:
+            lines.append(f"  at the source's position {self.source_position}: {self.in_flight} keys changed after it left out, "
+                         f"{self.waited_seconds:.1f} s waited for the mirror to apply past it")
         lines += [f"  {note}" for note in self.notes]
         return lines
 
@@ -136,39 +146,59 @@ def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: M
                 check.differing[key] = found
 
 
-def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: Any, options: Mapping[str, Any]) -> MirrorCheck:
+def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: Any, options: Mapping[str, Any],
+                    progress: MirrorProgress | None = None, position: SourcePosition | None = None) -> MirrorCheck:
     """Every row of a mirror against its source (ranges.py): segments' counts and checksums, the ranges
-    that differ compared row by row. A row that differs is read again after settle_seconds and counted
-    only if it still differs (a change in flight reaches the mirror meanwhile)."""
+    that differ compared row by row. With a position (the source held at it: in_flight.py) the
+    mirror is read once it has applied past it, at one of its snapshots, both sides without the
+    keys changed after it; differences found while the mirror had not yet applied past it are
+    compared again once it has (up to wait_seconds)."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    wait = float(options.get("wait_seconds") or 0)
+    state = None
+    if progress is not None and position is not None:
+        check.source_position = position.label
+        state = progress.settle(position, wait, passed_only=False)
+        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
     search = RangeSearch()
     leaves = differing_ranges(source_side, mirror_side, int(options.get("segments") or 64),
                               int(options.get("leaf_rows") or 2000), search=search)
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
     check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
 
-    def differing_in(leaves: list[KeyRange]) -> tuple[MirrorCheck, dict[str, Any]]:
-        """The differences in the leaves, and the source's rows there."""
-        found, source_seen = MirrorCheck(check.mirror, check.source_table), {}
+    note = options.get("note") or (lambda line: None)
+
+    def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
+        found = MirrorCheck(check.mirror, check.source_table)
+        progress = Progress(f"cdc_verify {check.mirror}: comparing the rows of differing ranges", "ranges", len(leaves))
         for leaf in leaves:
+            line = progress.advance(0)
+            if line:
+                note(line)
             source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
-            source_seen.update(source_rows)
             found.compared_rows += len(set(source_rows) | set(mirrored))
             compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)))
-        return found, source_seen
+            progress.done += 1
+        return found
 
-    found, source_seen = differing_in(leaves)
+    found = differing_in(leaves)
     check.compared_rows = found.compared_rows
-    if leaves and found.clean_rows:
+    if not found.clean_rows and state is not None and not state.passed:
+        # The mirror had not applied past the source's position: compare those ranges again once it has.
+        state = progress.settle(position, wait, passed_only=True)
+        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
+        found = differing_in(leaves)
+        check.compared_rows += found.compared_rows
+        if not state.passed:
+            check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
+                               f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
+    if leaves and found.clean_rows and not check.in_flight:
         rendered_apart = [column for column in source_side.in_checksum
                           if any(source_side.segment_stats(leaf, [], [column]) != mirror_side.segment_stats(leaf, [], [column])
                                  for leaf in leaves[:3])]
         check.notes.append("checksums differ where the rows are equal: the sides render "
                            f"{', '.join(rendered_apart) or 'some values'} apart (row_hash.py); those ranges were compared row by row")
-    settle = float(options.get("settle_seconds") or 0)
-    if settle > 0 and not found.clean_rows:
-        found = _settled(found, source_seen, lambda: differing_in(leaves), settle, check)
     check.missing, check.extra, check.differing = found.missing, found.extra, found.differing
     if not check.clean_rows:
         differing_keys = {*check.missing, *check.extra, *check.differing}
@@ -180,6 +210,17 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     return check
 
 
+def _leave_out_in_flight(check: MirrorCheck, progress: MirrorProgress, position: SourcePosition, state: MirrorState,
+                         source_side: Any, mirror_side: Any) -> None:
+    """Both sides read the mirror's pinned snapshot and the source's without the keys changed after the position."""
+    mirror_side.pin(state.snapshot)
+    in_flight = progress.in_flight(position)
+    source_side.exclude(key_values(in_flight))
+    mirror_side.exclude(in_flight)
+    check.in_flight = len(in_flight)
+    check.waited_seconds += state.waited_seconds
+
+
 def in_range(canonical: str, key_range: KeyRange) -> bool:
     """Whether a canonical key (the mirror's _cdc_key, texts) falls in a range of typed keys."""
     texts = json.loads(canonical)
@@ -187,38 +228,3 @@ def in_range(canonical: str, key_range: KeyRange) -> bool:
                 for text, bound in zip(texts, key_range.after or key_range.through or texts))
     return ((key_range.after is None or sort_key(key) > sort_key(key_range.after))
             and (key_range.through is None or sort_key(key) <= sort_key(key_range.through)))
-
-
-SETTLE_ROUNDS = 3
-
-
-def _settled(found: MirrorCheck, source_seen: dict[str, Any], read_again: Callable[[], tuple[MirrorCheck, dict[str, Any]]],
-             settle: float, check: MirrorCheck) -> MirrorCheck:
-    """The differences that outlast changes in flight: read again after settle seconds, a difference
-    counts once it is still there and its source row did not change meanwhile; a row the source
-    changed is looked at again, up to SETTLE_ROUNDS times, then noted as changing, not judged."""
-    confirmed = MirrorCheck(found.mirror, found.source_table)
-    candidates = found
-    for _ in range(SETTLE_ROUNDS):
-        if candidates.clean_rows:
-            break
-        time.sleep(settle)
-        again, source_again = read_again()
-        steady = (lambda key: source_seen.get(key) == source_again.get(key))
-        pending = MirrorCheck(found.mirror, found.source_table)
-        for key in candidates.missing:
-            if key in again.missing:
-                (confirmed if steady(key) else pending).missing.append(key)
-        for key in candidates.extra:
-            if key in again.extra:
-                (confirmed if steady(key) else pending).extra.append(key)
-        for key in candidates.differing:
-            if key in again.differing:
-                (confirmed if steady(key) else pending).differing[key] = again.differing[key]
-        candidates, source_seen = pending, source_again
-    changing = len(candidates.missing) + len(candidates.extra) + len(candidates.differing)
-    if changing:
-        check.notes.append(f"{changing} rows differed in every read but changed at the source between reads: "
-                           "in flight, not counted")
-    return confirmed
-

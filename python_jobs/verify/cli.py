@@ -3,14 +3,15 @@
     cdc-verify                                   # every row of every mirror, against the var cdc_merge_source
     cdc-verify --select shop_orders --target databend
     cdc-verify --sample 1000                     # counts and 1,000 sampled rows a mirror: quicker
-    cdc-verify --settle-seconds 30               # under a running pipeline: differences must outlast changes in flight
+    cdc-verify --wait-seconds 120                # a mirror far behind its source: wait longer for it to catch up
     cdc-verify --repair --state data/capture-state.json    # and read the differing key ranges again
     cdc-verify --postgres "host=db dbname=shop user=cdc"     # another source than the var's
 
 It runs `dbt run-operation cdc_merge.cdc_verify` (macros/verify.sql) in this process: the key space
 of each mirror in segments, the row count and checksum of each computed by the source database and
 by the mirror's engine, segments that differ split down to ranges compared row by row
-(python_jobs/verify/ranges.py). Each check is a row of cdc_merge_verify beside the mirror. Exit
+(python_jobs/verify/ranges.py), with the source held at one log position and the mirror read once
+it has applied past it, the keys changed since left out (in_flight.py). Each check is a row of cdc_merge_verify beside the mirror. Exit
 status 0 when every mirror equals its source, 1 when one differs (the report says where), 2 when it
 cannot check. With --repair the differing ranges are asked of the capture (cdc-snapshot), which reads
 them again online; check again after the next run has applied them.
@@ -40,9 +41,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--segments", type=int, default=64, help="key ranges a mirror is first split into")
     parser.add_argument("--leaf-rows", type=int, default=2000, help="a differing range of at most this many rows is "
                         "compared row by row")
-    parser.add_argument("--settle-seconds", type=float, default=0.0,
-                        help="read differing rows again after this long and report only those that still differ "
-                             "(under a running pipeline: about two of its cycles)")
+    parser.add_argument("--wait-seconds", type=float, default=60.0,
+                        help="how long to wait for a mirror to apply past the source's position the check reads it "
+                             "at (python_jobs/verify/in_flight.py) before comparing what it has")
     parser.add_argument("--repair", action="store_true", help="ask the capture to read the differing key ranges again")
     parser.add_argument("--state", type=Path, help="with --repair: the capture's state file (its --state)")
     source = parser.add_mutually_exclusive_group()
@@ -51,8 +52,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.sample is not None and args.sample < 1:
         parser.error("--sample must be positive")
-    if args.segments < 1 or args.leaf_rows < 1 or args.settle_seconds < 0:
-        parser.error("--segments and --leaf-rows must be positive, --settle-seconds not negative")
+    if args.segments < 1 or args.leaf_rows < 1 or args.wait_seconds < 0:
+        parser.error("--segments and --leaf-rows must be positive, --wait-seconds not negative")
     if args.repair and (args.state is None or not args.state.is_file()):
         parser.error("--repair needs --state: the state file of the capture that reads the mirrors' tables")
     if args.repair and args.sample is not None:
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     operation_args: dict = {"sample": args.sample, "segments": args.segments, "leaf_rows": args.leaf_rows,
-                            "settle_seconds": args.settle_seconds}
+                            "wait_seconds": args.wait_seconds}
     if args.select:
         operation_args["select"] = args.select
     if args.postgres or args.mysql:

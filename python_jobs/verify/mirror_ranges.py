@@ -9,6 +9,7 @@ import json
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
+from python_jobs.verify.in_flight import SNAPSHOT
 from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
 from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
 
@@ -17,6 +18,8 @@ SEGMENT = "__CDC_MERGE_SEGMENT__"
 DIGEST = "__CDC_MERGE_DIGEST__"
 NUMBER = "__CDC_MERGE_NUMBER__"
 LIMIT = "__CDC_MERGE_LIMIT__"
+# Where the statements name the mirror: filled with the engine's time travel to the pinned snapshot.
+AT = "__CDC_MERGE_AT__"
 
 
 class MirrorRanges:
@@ -27,6 +30,19 @@ class MirrorRanges:
         types = {name.lower(): data_type for name, data_type in mirror["columns"]}
         self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
         self.in_checksum = list(in_checksum)
+        self.excluded: list[str] = []
+        self.at = ""
+
+    def pin(self, snapshot: str | None) -> None:
+        """Read the mirror as of one of its snapshots (None: as it is when each query runs)."""
+        self.at = self.mirror["at_snapshot_sql"].replace(SNAPSHOT, snapshot) if snapshot else ""
+
+    def exclude(self, canonical_keys: Sequence[str]) -> None:
+        """Leave these keys (the mirror's _cdc_key) out of every later query: rows in flight (in_flight.py)."""
+        self.excluded = list(canonical_keys)
+
+    def _statement(self, name: str, key_range: KeyRange) -> str:
+        return self.mirror[name].replace(AT, self.at).replace(RANGE, self._where(key_range))
 
     def _literal(self, value: Any) -> str:
         if isinstance(value, bool):
@@ -47,6 +63,8 @@ class MirrorRanges:
 
     def _where(self, key_range: KeyRange) -> str:
         conditions = ["1 = 1"]
+        if self.excluded:
+            conditions.append(f"_cdc_key not in ({', '.join(self._string_literal(key) for key in self.excluded)})")
         if key_range.after is not None:
             conditions.append(self._compare(key_range.after, ">"))
         if key_range.through is not None:
@@ -54,7 +72,7 @@ class MirrorRanges:
         return " and ".join(conditions)
 
     def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
-        statement = self.mirror["range_keys_sql"].replace(RANGE, self._where(key_range)).replace(LIMIT, str(int(count)))
+        statement = self._statement("range_keys_sql", key_range).replace(LIMIT, str(int(count)))
         keys = []
         for (text,) in self._rows(statement):
             values = json.loads(text, parse_float=Decimal)
@@ -67,11 +85,11 @@ class MirrorRanges:
         conditions = [self._compare(point, "<=") for point in points]
         segment = ("case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions))
                    + f" else {len(conditions)} end") if conditions else "0"
-        statement = (self.mirror["range_stats_sql"].replace(RANGE, self._where(key_range)).replace(SEGMENT, segment)
+        statement = (self._statement("range_stats_sql", key_range).replace(SEGMENT, segment)
                      .replace(DIGEST, digest).replace(NUMBER, digest_number_sql(self.engine, "_cdc_digest")))
         return {int(Decimal(str(segment))): SegmentStats(int(Decimal(str(count))), int(Decimal(str(total or 0))))
                 for segment, count, total in self._rows(statement)}
 
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
-        statement = self.mirror["range_rows_sql"].replace(RANGE, self._where(key_range))
+        statement = self._statement("range_rows_sql", key_range)
         return {str(key): json.loads(row, parse_float=Decimal) for key, row in self._rows(statement)}

@@ -57,9 +57,23 @@ class PostgresRanges:
             if rendered:
                 self.values[name] = rendered
         self.in_checksum = list(self.values)
+        self.excluded: list[list[str]] = []
 
-    def _where(self, key_range: KeyRange) -> tuple[str, list[str]]:
+    def exclude(self, keys: Sequence[Sequence[str]]) -> None:
+        """Leave these keys (each its values as text) out of every later query: rows in flight (in_flight.py)."""
+        self.excluded = [list(key) for key in keys]
+
+    def _where(self, key_range: KeyRange) -> tuple[str, list[Any]]:
+        from python_jobs.capture.postgres_snapshot import quote_identifier
+
         conditions, parameters = ["true"], []
+        if self.excluded:
+            columns = ", ".join(quote_identifier(column.name) for column in self.key)
+            typed = ", ".join(f"excluded_.k{index}::{column.type_name}" for index, column in enumerate(self.key))
+            arrays = ", ".join(["%s::text[]"] * len(self.key))
+            names = ", ".join(f"k{index}" for index in range(len(self.key)))
+            conditions.append(f"({columns}) not in (select {typed} from unnest({arrays}) as excluded_({names}))")
+            parameters.extend([key[index] for key in self.excluded] for index in range(len(self.key)))
         if key_range.after is not None:
             conditions.append(f"{self.ordered} > {self.typed}")
             parameters.extend(str(value) for value in key_range.after)
@@ -116,6 +130,11 @@ class MysqlRanges:
                 self.values[name] = rendered
         self.in_checksum = list(self.values)
         self.relation = f"`{self.info.schema}`.`{self.info.name}`"
+        self.excluded: list[list[str]] = []
+
+    def exclude(self, keys: Sequence[Sequence[str]]) -> None:
+        """Leave these keys (each its values as text) out of every later query: rows in flight (in_flight.py)."""
+        self.excluded = [list(key) for key in keys]
 
     def _compare(self, key: Key, operator: str) -> tuple[str, list[str]]:
         from python_jobs.capture.mysql_pages import _bound_parameters, _compare
@@ -126,6 +145,11 @@ class MysqlRanges:
 
     def _where(self, key_range: KeyRange) -> tuple[str, list[str]]:
         conditions, parameters = ["true"], []
+        if self.excluded:
+            ordered = ", ".join(expression for expression, _, _ in self.expressions)
+            one = "(" + ", ".join(parameter for _, _, parameter in self.expressions) + ")"
+            conditions.append(f"({ordered}) not in ({', '.join([one] * len(self.excluded))})")
+            parameters.extend(value for key in self.excluded for value in key)
         for bound, operator in ((key_range.after, ">"), (key_range.through, "<=")):
             if bound is not None:
                 condition, values = self._compare(bound, operator)

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from python_jobs.formats.records import canonical_key
+from python_jobs.formats.records import canonical_key, format_seq
+from python_jobs.formats.wal2json import parse_lsn
+from python_jobs.verify.in_flight import SourcePosition
 
 Row = dict[str, Any]
+# Between the WAL position that bounds what a snapshot may miss and the snapshot (pin_position).
+PIN_PAUSE_SECONDS = 0.05
 
 
 class SourceError(RuntimeError):
@@ -112,6 +117,25 @@ class PostgresSource:
         self._columns(table)  # a table that is not there, said so
         return PostgresRanges(self, table, mirror_columns)
 
+    def pin_position(self) -> SourcePosition:
+        """Every later read in one snapshot until release(), and the log position it stands at
+        (in_flight.py): the WAL position read before the snapshot is taken bounds what it may miss
+        (a commit's visibility trails its WAL record by moments, hence the pause), the one read as
+        its first statement bounds what it shows."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("select pg_current_wal_lsn()::text")
+            before = cursor.fetchone()[0]
+        time.sleep(PIN_PAUSE_SECONDS)
+        self.connection.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
+        with self.connection.cursor() as cursor:
+            cursor.execute("select pg_current_wal_lsn()::text")
+            within = cursor.fetchone()[0]
+        return SourcePosition(format_seq(parse_lsn(before), 0, 0, 0), format_seq(parse_lsn(within), 0, 0, 0), within)
+
+    def release(self) -> None:
+        self.connection.rollback()
+        self.connection.set_session(isolation_level="DEFAULT", readonly=True, autocommit=True)
+
     def close(self) -> None:
         self.connection.close()
 
@@ -178,8 +202,37 @@ class MysqlSource:
 
         return MysqlRanges(self, table, mirror_columns)
 
+    def pin_position(self) -> SourcePosition:
+        """Every later read in one consistent snapshot until release(), and its binlog position
+        (in_flight.py): MariaDB says the snapshot's own; MySQL's is bounded by the server's position
+        before and after the snapshot is taken (REPLICATION CLIENT, which the capture user has)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("show master status")
+            before = cursor.fetchone()
+            cursor.execute("start transaction with consistent snapshot, read only")
+            cursor.execute("show status like 'binlog_snapshot_%'")
+            status = {name.lower(): value for name, value in cursor.fetchall()}
+            if status.get("binlog_snapshot_file"):
+                before = within = (status["binlog_snapshot_file"], status["binlog_snapshot_position"])
+            else:
+                cursor.execute("show master status")
+                within = cursor.fetchone()
+        if before is None or within is None:
+            raise SourceError(f"{self.name}: the binary log is off (SHOW MASTER STATUS is empty), so there is no position "
+                              "to compare the mirror at: the capture needs log_bin")
+        return SourcePosition(_binlog_seq(before), _binlog_seq(within), f"{within[0]}:{within[1]}")
+
+    def release(self) -> None:
+        self.connection.rollback()
+
     def close(self) -> None:
         self.connection.close()
+
+
+def _binlog_seq(status: Sequence[Any]) -> str:
+    """A binlog file and offset as the raw seq of an event there (formats/debezium.py)."""
+    match = re.search(r"(\d+)$", str(status[0]))
+    return format_seq(int(match.group(1)) if match else 0, int(status[1]), 0, 0)
 
 
 def key_values(keys: Iterable[str]) -> list[list[str]]:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from python_jobs.verify.check import (
@@ -19,9 +20,13 @@ from python_jobs.verify.check import (
     check_mirror,
     write_report,
 )
+from python_jobs.verify.in_flight import MirrorProgress
 from python_jobs.verify.mirror_ranges import MirrorRanges
 from python_jobs.verify.source_ranges import RangesUnsupported
 from python_jobs.verify.sources import SourceError, source_from
+
+
+logger = AdapterLogger("cdc_merge")
 
 
 class VerifyMethods(metaclass=AdapterMeta):
@@ -37,7 +42,7 @@ class VerifyMethods(metaclass=AdapterMeta):
     def cdc_verify_mirrors(self, mirrors: Sequence[Mapping[str, Any]], source_setting: Any, sample: Optional[int],
                            options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         """{'lines': the report, 'differing': mirrors that differ, 'summary'}. With sample: counts and a
-        sample of rows; without: every row, by key ranges (options: segments, leaf_rows, settle_seconds)."""
+        sample of rows; without: every row, by key ranges (options: segments, leaf_rows, wait_seconds)."""
         try:
             source = source_from(source_setting)
         except SourceError as error:
@@ -80,7 +85,13 @@ class VerifyMethods(metaclass=AdapterMeta):
                 return check
             mirror_side = MirrorRanges(self.verify_engine, dict(mirror), mirror["key"], source_side.in_checksum,
                                        self._verify_rows, self.sql_string_literal)
-            return check_by_ranges(mirror, source_side, mirror_side, options)
+            # The source held at one log position while the mirror is compared with it (in_flight.py).
+            position = source.pin_position()
+            try:
+                return check_by_ranges(mirror, source_side, mirror_side, {**options, "note": logger.info},
+                                       MirrorProgress(mirror, self._verify_rows), position)
+            finally:
+                source.release()
         return check_mirror(mirror, source, int(sample), self._verify_rows, self.sql_string_literal)
 
     def _verify_rows(self, sql: str) -> List[Sequence[Any]]:

@@ -1,0 +1,145 @@
+"""Rows in flight are not drift (python_jobs/verify/in_flight.py, check.check_by_ranges): a source held
+at a log position against a mirror that applies a raw log in memory, one event per poll."""
+
+from __future__ import annotations
+
+import json
+
+from python_jobs.verify.check import check_by_ranges
+from python_jobs.verify.in_flight import MirrorProgress, SourcePosition
+from python_jobs.verify.ranges import KeyRange
+from .test_verify_ranges import MemorySide
+
+POSITION = SourcePosition(changed_from="050", seen_before="050", label="0/50")
+
+
+def canonical(key: tuple) -> str:
+    return json.dumps([str(value) for value in key])
+
+
+class Side(MemorySide):
+    """One side of a range check in memory: rows by key tuple, some keys left out, rows read by range."""
+
+    def __init__(self, rows: dict) -> None:
+        super().__init__({})
+        self.in_checksum, self.left_out = ["qty"], set()
+        self.load(rows)
+
+    def load(self, rows: dict) -> None:
+        self.all_rows = {key: json.dumps(row) for key, row in rows.items()}
+        self.rows = {key: row for key, row in self.all_rows.items() if key not in self.left_out}
+
+    def exclude(self, keys) -> None:
+        self.left_out = {tuple(int(value) for value in (json.loads(key) if isinstance(key, str) else key)) for key in keys}
+        self.load({key: json.loads(row) for key, row in self.all_rows.items()})
+
+    def pin(self, snapshot) -> None:
+        self.pinned = snapshot
+
+    def segment_stats(self, key_range: KeyRange, points, columns=None) -> dict:
+        return super().segment_stats(key_range, points)
+
+    def rows_in(self, key_range: KeyRange) -> dict:
+        return {canonical(key): json.loads(self.rows[key]) for key in self._in(key_range)}
+
+
+class Pipeline:
+    """A raw log of (seq, key, row or None for a delete) and a mirror that has applied its first `applied` events."""
+
+    def __init__(self, base: dict, events: list, applied: int) -> None:
+        self.base, self.events, self.applied = base, events, applied
+
+    def mirror_rows(self) -> dict:
+        rows = dict(self.base)
+        for _, key, row in self.events[:self.applied]:
+            if row is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = row
+        return rows
+
+    def rows(self, sql: str) -> list:
+        """The answers to macros/verify.sql's statements, named by the fake templates below."""
+        name, *arguments = sql.split()
+        if name == "applied":
+            return [(str(self.applied),)] if self.applied else []
+        if name == "raw_current":
+            return [(str(len(self.events)),)]
+        if name == "mirror_current":
+            return [(f"m{self.applied}",)]
+        if name == "passed":
+            snapshot, position = int(arguments[0]), arguments[1]
+            return [(int(any(seq >= position for seq, _, _ in self.events[:snapshot])),)]
+        if name == "in_flight":
+            return [(canonical(key),) for seq, key, _ in self.events if seq >= arguments[0]]
+        raise AssertionError(sql)
+
+
+TEMPLATES = {"relation": "m", "source_table": "t", "columns": [["id", "int"], ["qty", "int"]],
+             "applied_offset_sql": "applied", "raw_current_sql": "raw_current", "mirror_current_sql": "mirror_current",
+             "passed_sql": "passed __CDC_MERGE_SNAPSHOT__ __CDC_MERGE_POSITION__",
+             "in_flight_sql": "in_flight __CDC_MERGE_POSITION__"}
+
+
+def check(pipeline: Pipeline, source_rows: dict, wait: float = 10.0):
+    source, mirror = Side(source_rows), Side(pipeline.mirror_rows())
+    progress = MirrorProgress(TEMPLATES, pipeline.rows)
+    clock = iter(range(10_000))
+    settle = progress.settle
+
+    def sleep(_seconds):  # each poll the mirror applies one more event
+        pipeline.applied = min(pipeline.applied + 1, len(pipeline.events))
+
+    def settle_and_show(position, wait_seconds, passed_only):
+        state = settle(position, wait_seconds, passed_only, clock=lambda: float(next(clock)), sleep=sleep)
+        mirror.load(pipeline.mirror_rows())  # the pinned snapshot: what the mirror has applied
+        return state
+
+    progress.settle = settle_and_show
+    return check_by_ranges(TEMPLATES, RangeSide(source), RangeSide(mirror),
+                           {"segments": 4, "leaf_rows": 20, "wait_seconds": wait}, progress, POSITION)
+
+
+class RangeSide:
+    """A Side whose rows(range) is the row read check_by_ranges makes (MemorySide.rows is its dict)."""
+
+    def __init__(self, side: Side) -> None:
+        self.side = side
+
+    def __getattr__(self, name):
+        return getattr(self.side, name)
+
+    def rows(self, key_range: KeyRange) -> dict:
+        return self.side.rows_in(key_range)
+
+
+BASE = {(key,): {"id": key, "qty": key} for key in range(200)}
+# Before the position: 5 updated, 7 deleted; after it: 9 updated, 300 inserted.
+EVENTS = [("010", (5,), {"id": 5, "qty": -5}), ("020", (7,), None),
+          ("060", (9,), {"id": 9, "qty": -9}), ("070", (300,), {"id": 300, "qty": 300})]
+AT_POSITION = {**{key: row for key, row in BASE.items() if key != (7,)}, (5,): {"id": 5, "qty": -5}}
+
+
+def test_a_lagging_mirror_is_compared_once_it_has_applied_past_the_position_without_the_keys_changed_after_it():
+    pipeline = Pipeline(BASE, EVENTS, applied=1)
+    result = check(pipeline, AT_POSITION)
+    assert result.clean, result.lines()
+    assert pipeline.applied >= 3 and result.waited_seconds < 5  # waited until the event after the position was applied
+    assert result.in_flight == 2 and result.source_position == "0/50"
+    assert result.source_rows == result.mirror_rows == 198
+
+
+def test_drift_is_reported_beside_rows_in_flight():
+    drifted = {**BASE, (3,): {"id": 3, "qty": 999}}
+    result = check(Pipeline(drifted, EVENTS, applied=1), AT_POSITION)
+    assert not result.clean
+    assert (result.missing, result.extra, list(result.differing)) == ([], [], ['["3"]'])
+    assert result.differing['["3"]'] == {"qty": (3, 999)}
+
+
+def test_a_mirror_that_never_gets_past_the_position_is_reported_with_why():
+    stuck = Pipeline(BASE, EVENTS[:1], applied=0)  # the delete of 7 never reached the raw log
+    result = check(stuck, AT_POSITION, wait=3)
+    assert not result.clean
+    assert result.extra == ['["7"]']
+    assert any("had not applied past the source's position 0/50" in note for note in result.notes)
