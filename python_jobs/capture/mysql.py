@@ -55,6 +55,7 @@ from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
     lost_connection,
+    lost_connection_status,
     read_state,
     run_command,
     stop_on_signals,
@@ -206,7 +207,9 @@ def _follow(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posi
         state = read_state(config.state)
         binlog_file, position = state["file"], int(state["pos"])
         capture.pages.abandon()  # its watermarks may be lost with the connection: read again
-        return " ".join(str(error).split()) or type(error).__name__
+        detail = " ".join(str(error).split()) or type(error).__name__
+        lost_connection_status(config.state, detail)
+        return detail
 
     follow_with_reconnects(follow, lost, stop, f"{config.host}:{config.port}")
 

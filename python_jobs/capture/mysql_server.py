@@ -50,6 +50,15 @@ class MysqlCapture:
         self.requests_taken_at = 0.0  # when cdc-snapshot's requests were last taken (mysql_pages.py)
         self.signal_checked = False  # the signal table was written once (mysql_pages.check_signal_table)
 
+    def estimated_rows(self, table: str) -> int | None:
+        """The table's row count as its statistics say (InnoDB's estimate)."""
+        schema, name = table.split(".", 1)
+        with self.page_connection().cursor() as cursor:
+            cursor.execute("select table_rows from information_schema.tables where table_schema = %s and table_name = %s",
+                           (schema, name))
+            row = cursor.fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
     def page_connection(self) -> Any:
         """The connection online snapshot pages are read and their watermarks written on (autocommit, UTC)."""
         import pymysql
@@ -94,16 +103,23 @@ class MysqlCapture:
             raise CaptureError("show master status returned nothing: is log_bin on?")
         return row[0], int(row[1])
 
-    def behind(self, binlog_file: str, position: int) -> str:
-        """How far the server's binlog is ahead of a position, for a following capture's progress line."""
+    def server_position(self) -> tuple[str, int] | None:
+        """The server's binlog position now (None: unknown)."""
         with self.connection.cursor() as cursor:
             cursor.execute("show master status")
             row = cursor.fetchone()
-        if not row:
-            return "the server's binlog position unknown"
-        if row[0] == binlog_file:
-            return f"{max(0, int(row[1]) - position):,} bytes behind the server"
-        return f"the server at {row[0]}:{row[1]}"
+        return (row[0], int(row[1])) if row else None
+
+    @staticmethod
+    def behind(server: tuple[str, int] | None, binlog_file: str, position: int) -> tuple[str, int | None]:
+        """How far the server's binlog is ahead of a position, for a following capture's progress
+        line, and in bytes when both are in one file."""
+        if server is None:
+            return "the server's binlog position unknown", None
+        if server[0] == binlog_file:
+            behind = max(0, server[1] - position)
+            return f"{behind:,} bytes behind the server", behind
+        return f"the server at {server[0]}:{server[1]}", None
 
     def transactions(self, binlog_file: str, position: int,
                      heartbeat_seconds: float | None = None) -> Iterator[tuple[Transaction | None, str, int]]:

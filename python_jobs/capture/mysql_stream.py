@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from python_jobs.capture.mysql_events import binlog_file_number, change_events
 from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, write_page
 from python_jobs.capture.mysql_server import MysqlCapture
-from python_jobs.capture.output import FollowProgress, change_event_count, write_state
+from python_jobs.capture.output import FollowProgress, change_event_count, write_state, write_status
 
 if TYPE_CHECKING:
     from python_jobs.capture.mysql import CaptureConfig
@@ -89,13 +89,24 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             open_next_page(capture)  # an online snapshot's next page, between the stream's transactions
         if stop is not None:
             if progress.line_due(config.progress_seconds):
-                log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
+                log.info("%s", progress_line(capture, config, progress, binlog_file, position))
             if stop.is_set():
                 break
     flush()
     if stop is not None:
-        log.info("%s", progress.line(f"binlog {config.host}:{config.port}", capture.behind(binlog_file, position)))
+        log.info("%s", progress_line(capture, config, progress, binlog_file, position))
     return binlog_file, position
+
+
+def progress_line(capture: MysqlCapture, config: CaptureConfig, progress: FollowProgress, binlog_file: str,
+                  position: int) -> str:
+    """The progress line, and the same figures in the status file (output.write_status)."""
+    server = capture.server_position()
+    behind, behind_bytes = capture.behind(server, binlog_file, position)
+    name = f"binlog {config.host}:{config.port}"
+    write_status(config.state, progress.status(name, f"{server[0]}:{server[1]}" if server else None, behind_bytes,
+                                               capture.pages.state()))
+    return progress.line(name, behind)
 
 
 def capture_state(capture: MysqlCapture, binlog_file: str, position: int, following: dict[str, Any] | None = None) -> dict[str, Any]:

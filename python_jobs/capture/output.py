@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import orjson
 
@@ -159,6 +159,7 @@ class FollowProgress:
     newest_commit_ms: int | None = None
     last_line_at: float = field(default_factory=time.monotonic)
     changes_at_last_line: int = 0
+    rate: float = 0.0  # changes a second between the last two progress lines
 
     def written(self, changes: int, transactions: int, position: str, newest_commit_ms: int | None) -> None:
         self.changes += changes
@@ -171,7 +172,7 @@ class FollowProgress:
 
     def line(self, name: str, behind: str) -> str:
         now = time.monotonic()
-        rate = (self.changes - self.changes_at_last_line) / max(now - self.last_line_at, 1e-6)
+        rate = self.rate = (self.changes - self.changes_at_last_line) / max(now - self.last_line_at, 1e-6)
         self.last_line_at, self.changes_at_last_line = now, self.changes
         lag = "" if self.newest_commit_ms is None else f", newest commit {time.time() - self.newest_commit_ms / 1000:.1f} s ago"
         return (f"following {name}: {self.changes} changes in {self.transactions} transactions, {rate:,.0f} changes/s, "
@@ -182,6 +183,38 @@ class FollowProgress:
         return {"changes": self.changes, "transactions": self.transactions, "seconds": round(seconds, 1),
                 "changes_per_second": round(self.changes / max(seconds, 1e-6), 1), "position": self.position,
                 "newest_commit_ms": self.newest_commit_ms}
+
+
+    def status(self, source: str, server_position: str | None, behind_bytes: int | None,
+               snapshots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The capture's status file (write_status): what `cdc-run`'s metrics and status page show of it."""
+        return {"source": source, "connected": True, "updated_at": round(time.time(), 3), "changes": self.changes,
+                "transactions": self.transactions, "changes_per_second": round(self.rate, 1), "position": self.position,
+                "server_position": server_position, "behind_bytes": behind_bytes, "newest_commit_ms": self.newest_commit_ms,
+                "snapshots": [{name: snapshot.get(name) for name in ("table", "reason", "rows", "pages")}
+                              for snapshot in snapshots]}
+
+
+def status_path(state: Path) -> Path:
+    """A following capture's status file, beside its state file: data/capture.json -> data/capture.status.json."""
+    return state.with_name(f"{state.stem}.status.json")
+
+
+def write_status(state: Path, status: Mapping[str, Any]) -> None:
+    """Replace the status file at once (no fsync: it is rewritten every few seconds and nothing depends on it)."""
+    path = status_path(state)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(status, sort_keys=True), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def lost_connection_status(state: Path, detail: str) -> None:
+    """The status file of a capture waiting to reconnect: the figures it had, not connected."""
+    try:
+        status = json.loads(status_path(state).read_text())
+    except (OSError, ValueError):
+        status = {}
+    write_status(state, {**status, "connected": False, "updated_at": round(time.time(), 3), "lost": detail})
 
 
 def read_state(path: Path) -> dict[str, Any]:

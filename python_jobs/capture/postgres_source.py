@@ -17,6 +17,7 @@ from python_jobs.capture.output import (
     CaptureSummary,
     OutputFolder,
     change_event_count,
+    lost_connection_status,
     write_state,
 )
 from python_jobs.capture.postgres_events import (
@@ -134,12 +135,20 @@ class PostgresCapture:
         def lost(error: BaseException) -> str | None:
             detail = lost_connection_detail(error)
             if detail is not None:
+                lost_connection_status(self.config.state, detail)
                 self.pages.abandon()  # its watermarks may be lost with the connection: read again
                 if not self.connection.closed:
                     self.connection.close()
             return detail
 
         follow_with_reconnects(stream, lost, stop, f"PostgreSQL ({dsn_without_secrets(self.config.dsn)})")
+
+    def estimated_rows(self, table: str) -> int | None:
+        """The table's row count as its statistics say (None before its first ANALYZE)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("select reltuples::bigint from pg_class where oid = %s::regclass", [table])
+            row = cursor.fetchone()
+        return int(row[0]) if row and row[0] is not None and row[0] >= 0 else None
 
     def emit_heartbeat(self) -> None:
         """A message in the log the slot streams: once the stream passes it, the capture confirms its

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from python_jobs.capture.output import FollowProgress
+from python_jobs.capture.output import FollowProgress, write_status
 from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text, wal2json_record
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
@@ -112,6 +112,11 @@ class PostgresStream:
         self.confirmed_lsn = last_commit
 
     def _progress_line(self, cursor: Any) -> str:
+        """The progress line, and the same figures in the status file (output.write_status)."""
         # wal_end: the server's WAL end, as its last message or keepalive said.
         behind = max(0, cursor.wal_end - self.confirmed_lsn) if cursor.wal_end and self.confirmed_lsn else 0
-        return self.progress.line(f"slot {self.capture.config.slot}", f"{behind:,} bytes behind the server")
+        line = self.progress.line(f"slot {self.capture.config.slot}", f"{behind:,} bytes behind the server")
+        write_status(self.capture.config.state, self.progress.status(
+            f"slot {self.capture.config.slot}", lsn_text(cursor.wal_end) if cursor.wal_end else None,
+            behind if cursor.wal_end else None, self.capture.pages.state()))
+        return line

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.capture.output import debezium_event
+from python_jobs.progress import Progress
 from python_jobs.formats.records import canonical_key
 
 Row = dict[str, Any]
@@ -40,6 +41,9 @@ class TableSnapshot:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     pages: int = 0
     rows: int = 0
+    # The table's row count as its statistics say when its first page was written (a whole table's
+    # snapshot only): the progress line's estimate of what is left.
+    estimated_rows: int | None = None
 
     def as_state(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,6 +75,7 @@ class Pages:
     def __init__(self, state: Sequence[Mapping[str, Any]] = ()) -> None:
         self.snapshots = [TableSnapshot(**entry) for entry in state]
         self.open: OpenPage | None = None
+        self.progress: dict[str, Progress] = {}  # by snapshot id
         self._rows_budget_since = time.monotonic()
         self._rows_since = 0
 
@@ -211,8 +216,18 @@ def write_page_file(capture: Any, page: OpenPage, prefix: str, position_name: st
     capture.output.write(prefix, position_name, f"{page.snapshot.id}-{page.number:06d}", events)
     capture.summary.files += 1
     capture.summary.snapshot_rows += len(events) - 1
+    snapshot = page.snapshot
+    if snapshot.estimated_rows is None and snapshot.after is None and snapshot.through is None:
+        snapshot.estimated_rows = capture.estimated_rows(snapshot.table)
+    progress = capture.pages.progress.setdefault(snapshot.id, Progress(
+        f"reading {snapshot.table} online ({snapshot.reason})", "rows", snapshot.estimated_rows, estimated=True,
+        done=snapshot.rows))
     capture.pages.finish(page, len(events) - 1)
+    line = progress.advance(len(events) - 1)
+    if line and not page.reaches_end:
+        log.info("%s", line)
     if page.reaches_end:
+        capture.pages.progress.pop(snapshot.id, None)
         log.info("online snapshot of %s done: %d rows in %d pages", page.snapshot.table, page.snapshot.rows,
                  page.snapshot.pages)
 
