@@ -24,9 +24,10 @@ LOCAL_FS_JAVA_SOURCES := $(wildcard jvm/hadoop/cdc_merge/hadoop/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
 SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
 
-# Real source databases for the capture tests (PostgreSQL logical decoding, MariaDB binlog), and the
-# PostgreSQL JDBC driver of the cluster's Iceberg catalog (python_jobs/cluster/).
-DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libpostgresql-jdbc-java
+# Real source databases for the capture tests (PostgreSQL logical decoding, MariaDB binlog), the
+# PostgreSQL JDBC driver of the cluster's Iceberg catalog (python_jobs/cluster/), and the browser the
+# status page is tested in (headless).
+DEBIAN_TEST_PACKAGES := postgresql-15 postgresql-15-wal2json mariadb-server libpostgresql-jdbc-java chromium
 
 # Logs, pids, chosen ports, the catalog database and the warehouse of `make cluster-up`.
 CLUSTER_DIR ?= $(CURDIR)/cluster

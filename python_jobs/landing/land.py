@@ -25,6 +25,7 @@ from python_jobs.landing import dbt_target, io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.summary import CHANGED_FILES, LandingSummary
+from python_jobs.status.registry import REGISTRY
 from python_jobs.landing.transforms import (
     PARSED_LINES_SCHEMA,
     BatchPlace,
@@ -71,7 +72,8 @@ def land_files(
     cached: list[DataFrame] = []
     try:
         jvm_path = bool(jvm_parser) and config.format in JVM_PARSED_FORMATS and sink.tags_each_commit
-        if jvm_path and small_batch.parse_in_driver(small_batch.local_bytes(place.listed_ms), batch_tag, may_be_retry,
+        batch_bytes = small_batch.local_bytes(place.listed_ms)
+        if jvm_path and small_batch.parse_in_driver(batch_bytes, batch_tag, may_be_retry,
                                                     functools.partial(sink.committed, config.raw_table)):
             # Read here, not by a Spark job, unless a file is elsewhere or not UTF-8 (split_lines marks its lines).
             lines = io.lines_of_local_files(place.listed_ms)
@@ -107,6 +109,7 @@ def land_files(
     elapsed = time.monotonic() - started
     summary.batches += 1
     summary.files += file_count
+    summary.bytes += batch_bytes or 0
     summary.counts.update(counts)
     summary.seconds += elapsed
     log.info(
@@ -255,6 +258,8 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
         for lock, _ in locks:
             run_locks.release(lock)
     log.info("%s", summary.line())
+    REGISTRY.observe_landing(summary.files, summary.counts[records.STATUS_EVENT],
+                             summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes)
     return summary
 
 

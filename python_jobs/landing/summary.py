@@ -16,6 +16,7 @@ CHANGED_FILES = "changed_files"
 class LandingSummary:
     batches: int = 0
     files: int = 0
+    bytes: int = 0  # of the files on this machine's file system
     counts: Counter = field(default_factory=Counter)
     seconds: float = 0.0
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from python_jobs.status.model import redact
+
 log = logging.getLogger("cdc_merge")
 
 
@@ -53,18 +55,18 @@ class Captures:
                 process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             except OSError as error:
                 self.stop()  # the ones already started
-                raise CaptureStartError(f"--capture {command!r}: cannot start {argv[0]}: {error.strerror or error}") from None
+                raise CaptureStartError(f"--capture {redact(command)!r}: cannot start {argv[0]}: {error.strerror or error}") from None
             capture = RunningCapture(command, process)
             self.running.append(capture)
             watcher = threading.Thread(target=self._watch, args=(capture,), daemon=True, name=f"capture {capture.name}")
             watcher.start()
             self.watchers.append(watcher)
-            log.info("capture started (pid %d): %s", process.pid, command)
+            log.info("capture started (pid %d): %s", process.pid, redact(command))
 
     def _watch(self, capture: RunningCapture) -> None:
         for line in capture.process.stdout:
-            capture.tail.append(line.rstrip())
-            log.info("%s: %s", capture.name, line.rstrip())
+            capture.tail.append(redact(line.rstrip()))
+            log.info("%s: %s", capture.name, capture.tail[-1])
         code = capture.process.wait()
         if not self.stopping:
             capture.ended_by_itself = True

@@ -5,6 +5,7 @@
     cdc-run --every 300 --keep-going -- run --project-dir . --profiles-dir profiles
     cdc-run --every 10 --capture 'cdc-capture-postgres --dsn "host=db dbname=shop" --tables shop.orders \
         --out data/inbox --state data/capture.json' -- build     # capture, landing and apply as one service
+    cdc-run --every 10 --status-port 9108 ...            # and its status page at http://127.0.0.1:9108/, metrics at /metrics
 
 Everything after `--` goes to dbt as it is (default: `run`). A new `dbt run` process starts a JVM
 and a SparkSession and compiles Spark's code again: 16.5 s for an idle project of 10 mirrors, against
@@ -31,6 +32,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from python_jobs.scheduler.captures import Captures, CaptureStartError
+from python_jobs.status import service as status_service
+from python_jobs.status.model import RedactingStream, redact
+from python_jobs.status.registry import REGISTRY
 
 log = logging.getLogger("cdc_merge")
 
@@ -43,10 +47,12 @@ class RunOutcome:
     seconds: float
     statuses: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    # (relation, message) of each model that failed
+    failed_nodes: list[tuple[str, str]] = field(default_factory=list)
 
     def line(self) -> str:
         nodes = ", ".join(f"{count} {status}" for status, count in sorted(self.statuses.items())) or "no nodes"
-        return f"{'ok' if self.success else 'FAILED'} in {self.seconds:.1f} s ({nodes})" + (f": {self.error}" if self.error else "")
+        return redact(f"{'ok' if self.success else 'FAILED'} in {self.seconds:.1f} s ({nodes})" + (f": {self.error}" if self.error else ""))
 
 
 def invoke_dbt(args: Sequence[str]) -> RunOutcome:
@@ -63,15 +69,17 @@ def invoke_dbt(args: Sequence[str]) -> RunOutcome:
         run_locks.release_all()
     seconds = time.monotonic() - started
     statuses: dict[str, int] = {}
-    failures = []
+    failures, failed_nodes = [], []
     for node in getattr(result.result, "results", None) or []:
         statuses[str(node.status)] = statuses.get(str(node.status), 0) + 1
         if str(node.status) in ("error", "fail"):
-            failures.append(f"{node.node.name}: {' '.join(str(node.message).split())}")
+            message = " ".join(str(node.message).split())
+            failures.append(f"{node.node.name}: {message}")
+            failed_nodes.append((getattr(node.node, "relation_name", None) or node.node.name, message))
     error = None
     if not result.success:
         error = str(result.exception) if result.exception is not None else "; ".join(failures) or "see dbt's log above"
-    return RunOutcome(result.success, seconds, statuses, error)
+    return RunOutcome(result.success, seconds, statuses, error, failed_nodes)
 
 
 @dataclass
@@ -115,6 +123,7 @@ def run_every(
         next_start = started - (started - first_start) % every + every if every > 0 else started
         outcome = run(dbt_args)
         summary.runs.append(outcome)
+        REGISTRY.observe_cycle(outcome.success, outcome.seconds, outcome.failed_nodes, outcome.error)
         log.info("run %d: %s", number, outcome.line())
         if not outcome.success and not keep_going:
             break
@@ -138,12 +147,19 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="a capture command to keep running beside the runs, streaming (--follow is added), e.g. "
                         "--capture 'cdc-capture-postgres --dsn \"host=db\" --tables shop.orders --out data/inbox "
                         "--state data/capture.json'; repeat it for several sources")
+    parser.add_argument("--status-port", type=int, metavar="PORT",
+                        help="serve the status page at / and Prometheus metrics at /metrics on this port "
+                             "(docs/operating.md, What to watch); 0 picks a free one")
+    parser.add_argument("--status-host", default="127.0.0.1",
+                        help="the address the status endpoint listens on (default 127.0.0.1: this machine only)")
     parser.add_argument("dbt_args", nargs="*", help="the dbt command and its options (default: run)")
     args = parser.parse_args(argv)
     if args.every < 0:
         parser.error(f"--every must be 0 or more seconds, got {args.every:g}")
     if args.runs < 0:
         parser.error(f"--runs must be 0 (no limit) or more, got {args.runs}")
+    if args.status_port is not None and not 0 <= args.status_port <= 65535:
+        parser.error(f"--status-port must be a port number (0-65535), got {args.status_port}")
     if any(not capture.strip() for capture in args.capture):
         parser.error("--capture needs the capture command, e.g. --capture 'cdc-capture-postgres --dsn ... --out data/inbox'")
     args.dbt_args = args.dbt_args or ["run"]
@@ -152,6 +168,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
+    # The service's output is its log: no password or token in it, whoever writes the line (docs/observability.md).
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # py4j logs every call between Python and the JVM at INFO: a long-running service's log would be little else.
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -168,11 +186,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         captures.start()
     except CaptureStartError as error:
-        print(f"cdc-run: {error}", file=sys.stderr)
+        print(f"cdc-run: {redact(str(error))}", file=sys.stderr)
         return 2
+    server = None
     try:
+        if args.status_port is not None:
+            try:
+                server = status_service.start(args.status_host, args.status_port, captures.running, args.dbt_args)
+            except OSError as error:
+                print(f"cdc-run: cannot serve the status endpoint on {args.status_host}:{args.status_port}: "
+                      f"{error.strerror or error}; choose another --status-port", file=sys.stderr)
+                return 2
         summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop)
     finally:
+        if server is not None:
+            server.stop()
         captures.stop()
     failed_captures = captures.failed()
     log.info("cdc-run: %s%s", summary.line(),

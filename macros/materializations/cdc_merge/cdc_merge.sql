@@ -244,6 +244,10 @@
         {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ " (" ~ chunk.buckets ~ " bucket(s)): "
             ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
             ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ offset_to, info=True) }}
+        {% if loop.length > 1 and cdc_merge.has_cdc_adapter() %}
+            {#- A long catch-up: how fast it goes and when it will be done. -#}
+            {{ log(adapter.cdc_progress_line("cdc_merge " ~ target_relation ~ " catching up", loop.index, loop.length, "chunks", run_started), info=True) }}
+        {% endif %}
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% if adapter.type() == 'cdc_spark' %}

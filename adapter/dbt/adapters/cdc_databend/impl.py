@@ -19,6 +19,7 @@ from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
 from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.landing_tables import landing_tables
 from dbt.adapters.cdc_spark.run_state import STATE
+from dbt.adapters.cdc_spark.status_methods import StatusMethods
 from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
@@ -70,7 +71,8 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             ) from None
 
 
-class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, DatabendAdapter):
+class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, StatusMethods,
+                         DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
     verify_engine = "databend"
 

@@ -29,6 +29,7 @@ from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, Sessio
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
+from dbt.adapters.cdc_spark.status_methods import StatusMethods
 from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ logger = AdapterLogger("cdc_spark")
 
 
 class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods,
-                      InvocationMethods, VerifyMethods, SparkAdapter):
+                      InvocationMethods, VerifyMethods, StatusMethods, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None

@@ -16,6 +16,7 @@ from dbt.adapters.cdc_spark.capabilities import Capabilities
 from dbt.adapters.cdc_spark.kept_rows import KeptRow, grouped, mirrors_to_release
 
 from python_jobs import run_locks
+from python_jobs.status.registry import REGISTRY
 
 logger = AdapterLogger("cdc_merge")
 # How long a data test waits for another thread to finish writing the rows it took (one INSERT each).
@@ -72,6 +73,14 @@ class InvocationMethods(metaclass=AdapterMeta):
     @available
     def cdc_keep_row(self, kind: str, invocation_id: str, table: str, target_table: str, values: Dict[str, Any]) -> str:
         run_state.STATE.kept.keep(KeptRow(kind, invocation_id, table, target_table, dict(values)))
+        if kind == "run":
+            self.cdc_observe_run(target_table, values)
+        return ""
+
+    @available
+    def cdc_observe_run(self, target_table: str, values: Dict[str, Any]) -> str:
+        """A mirror's runs row, to the figures cdc-run's status endpoint shows (python_jobs/status/registry.py)."""
+        REGISTRY.observe_run_row(target_table, values)
         return ""
 
     @available

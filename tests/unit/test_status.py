@@ -1,0 +1,142 @@
+"""The pipeline's status (python_jobs/status/): the registry's figures, /metrics as Prometheus' text
+format reads them back, the page's content, secrets kept out, the capture's and verify's files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+from prometheus_client.parser import text_string_to_metric_families
+
+from python_jobs.capture.output import FollowProgress, lost_connection_status, write_status
+from python_jobs.status import metrics, page
+from python_jobs.status.model import CaptureStatus, RedactingStream, VerifyStatus, redact
+from python_jobs.status.registry import Registry, relation_name
+from python_jobs.status.status_files import capture_name, read_capture_status, read_verify_report, state_file
+
+
+def run_row(inserted=5, updated=3, deleted=2, lag=5.0, **more):
+    finished = time.time()
+    stamp = (lambda epoch: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)))
+    return {"source_table": "shop.orders", "finished_at": stamp(finished), "newest_source_ts": stamp(finished - lag),
+            "run_seconds": 1.25, "events_read": inserted + updated + deleted, "inserted": inserted, "updated": updated,
+            "deleted": deleted, "skipped": 1, **more}
+
+
+def registry_with_runs() -> Registry:
+    registry = Registry()
+    registry.enabled = True
+    registry.observe_run_row("`shop`.`orders`", run_row())
+    registry.observe_run_row("shop.orders", run_row(inserted=1, updated=0, deleted=0))
+    registry.observe_run_row("shop.lines", run_row(consistency_group="shop", cut_lag_seconds=2.5))
+    registry.observe_cycle(True, 3.0)
+    registry.observe_cycle(False, 4.0, [("shop.customers", "Compilation Error: set unique_key on the model")])
+    registry.observe_landing(files=3, events=300, quarantined=2, size_bytes=4096)
+    return registry
+
+
+def samples(text: str) -> dict:
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_runs_add_up_per_mirror_and_operation_and_read_back_through_the_prometheus_parser():
+    registry = registry_with_runs()
+    text, content_type = metrics.render(lambda: registry.snapshot())
+    assert content_type.startswith("text/plain; version=0.0.4")
+    found = samples(text.decode())
+    orders = (("mirror", "shop.orders"), ("source_table", "shop.orders"))
+    assert found[("cdc_mirror_events_applied_total", (*orders[:1], ("operation", "insert"), orders[1]))] == 6
+    assert found[("cdc_mirror_events_read_total", orders)] == 11
+    assert abs(found[("cdc_mirror_lag_seconds", orders)] - 5.0) < 1.5
+    assert found[("cdc_mirror_last_run_success", (("mirror", "shop.customers"), ("source_table", "")))] == 0
+    assert found[("cdc_mirror_failures_total", (("mirror", "shop.customers"), ("source_table", "")))] == 1
+    assert found[("cdc_group_cut_lag_seconds", (("group", "shop"),))] == 2.5
+    assert found[("cdc_landing_events_total", ())] == 300 and found[("cdc_landing_bytes_total", ())] == 4096
+    assert (found[("cdc_run_cycles_total", ())], found[("cdc_run_failures_total", ())]) == (2, 1)
+    # A scraper that asks for OpenMetrics gets it, and its stricter parser reads every family.
+    text, content_type = metrics.render(lambda: registry.snapshot(), "application/openmetrics-text; version=1.0.0")
+    assert content_type.startswith("application/openmetrics-text")
+    families = {family.name: family for family in openmetrics_families(text.decode())}
+    assert families["cdc_mirror_events_applied"].type == "counter" and len(families) >= 20
+
+
+def test_nothing_is_recorded_until_a_status_endpoint_enables_it():
+    registry = Registry()
+    registry.observe_run_row("shop.orders", run_row())
+    registry.observe_cycle(True, 1.0)
+    assert registry.snapshot().mirrors == [] and registry.snapshot().cycles == 0
+
+
+def test_the_page_shows_mirrors_failures_with_what_to_do_captures_and_checks_escaped():
+    registry = registry_with_runs()
+    capture = CaptureStatus("cdc-capture-postgres data/state.json", connected=False, lost="server closed the connection",
+                            running=True, position="0/1A2B", changes=10)
+    verify = [VerifyStatus("shop.orders", "2026-11-28 10:00:00", False, 1, 0, 2)]
+    registry.observe_cycle(False, 1.0, [("shop.<script>", "boom <b>")])
+    html = page.render(registry.snapshot([capture], verify))
+    assert "shop.orders" in html and "shop.customers" in html
+    assert "set unique_key on the model" in html and "What to do: do what the message says" in html
+    assert "disconnected" in html and "server closed the connection" in html
+    assert "DIFFERS" in html and 'id="history"' in html and "<polyline" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert 'http-equiv="refresh"' in html
+
+
+def test_secrets_are_redacted_from_commands_messages_and_urls():
+    for text, secret in [("cdc-capture-postgres --dsn 'host=db password=hunter2 user=cdc'", "hunter2"),
+                         ("PGPASSWORD=s3cr3t cdc-capture-postgres", "s3cr3t"),
+                         ('{"user": "cdc", "password": "tok-123"}', "tok-123"),
+                         ("databend://cdc:pa55@localhost:8000/db", "pa55"),
+                         ("token=abc.def failed", "abc.def")]:
+        assert secret not in redact(text), text
+    assert redact("host=db user=cdc") == "host=db user=cdc"
+
+
+def test_the_capture_and_verify_files_are_read_as_the_processes_write_them(tmp_path):
+    state = tmp_path / "capture-state.json"
+    progress = FollowProgress()
+    progress.written(120, 4, "0/16B3F10", int(time.time() * 1000) - 2000)
+    write_status(state, progress.status("slot cdc", "0/16B4000", 240, [{"table": "shop.items", "reason": "added",
+                                                                           "rows": 5000, "pages": 3, "after": ["9"]}]))
+    command = f"cdc-capture-postgres --dsn 'host=db password=x' --tables shop.items --state {state}"
+    assert state_file(command) == state and "password" not in capture_name(command)
+    status = read_capture_status(capture_name(command), state_file(command), running=True)
+    assert (status.connected, status.changes, status.behind_bytes, status.position) == (True, 120, 240, "0/16B3F10")
+    assert status.snapshots[0].table == "shop.items" and status.snapshots[0].rows == 5000
+    lost_connection_status(state, "server closed the connection")
+    assert read_capture_status("c", state).connected is False
+    assert read_capture_status("c", tmp_path / "none.json").connected is None
+    report = tmp_path / "cdc_verify.json"
+    report.write_text(json.dumps({"checks": [{"mirror": "shop.orders", "clean": False, "missing": 1, "extra": 0,
+                                              "differing": 2, "checked_at": "t", "source_position": "0/1"}]}))
+    assert read_verify_report(report)[0].differing == 2 and read_verify_report(tmp_path / "no.json") == []
+
+
+def test_a_scrape_of_200_mirrors_has_each_mirror():
+    registry = Registry()
+    registry.enabled = True
+    for number in range(200):
+        registry.observe_run_row(f"shop.mirror_{number:03d}", run_row())
+    for _ in range(720):  # an hour of 5-second cycles
+        registry.observe_cycle(True, 5.0)
+    text, _ = metrics.render(lambda: registry.snapshot())
+    assert text.count(b"cdc_mirror_last_run_seconds{") == 200
+    assert len(registry.snapshot().history) == 720  # the page's hour; benchmarks/status_endpoint.py times a scrape
+
+
+def test_relation_names_lose_their_quoting():
+    assert relation_name('`shop`.`orders`') == relation_name('"shop"."orders"') == "shop.orders"
+
+
+def test_a_redacting_stream_redacts_whole_lines_written_in_pieces():
+    import io
+
+    out = io.StringIO()
+    stream = RedactingStream(out)
+    stream.write("connecting to host=db pass")
+    stream.write("word=hunter2 user=cdc\nnext line\npartial token=abc")
+    stream.flush()
+    assert "hunter2" not in out.getvalue() and "abc" not in out.getvalue()
+    assert out.getvalue().startswith("connecting to host=db password=*** user=cdc\nnext line\n")
