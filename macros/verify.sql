@@ -204,9 +204,10 @@
 {% endmacro %}
 
 {% macro verify_in_flight_sql(raw_relation, source_table) %}
-    {#- The keys of a table changed at or after a position, as landed by now. -#}
+    {#- The keys of a table changed at or after a position, as landed by now; not the table's own key ('[]') of its range records and schema events. -#}
     select distinct key
     from {{ raw_relation }}
     where table_name = '{{ source_table }}'
         and seq >= '__CDC_MERGE_POSITION__'
+        and key <> '[]'
 {% endmacro %}

@@ -171,29 +171,30 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
 
     def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
         found = MirrorCheck(check.mirror, check.source_table)
-        progress = Progress(f"cdc_verify {check.mirror}: comparing the rows of differing ranges", "ranges", len(leaves))
+        compared = Progress(f"cdc_verify {check.mirror}: comparing the rows of differing ranges", "ranges", len(leaves))
         for leaf in leaves:
-            line = progress.advance(0)
+            line = compared.advance(0)
             if line:
                 note(line)
             source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
             found.compared_rows += len(set(source_rows) | set(mirrored))
             compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)))
-            progress.done += 1
+            compared.done += 1
         return found
 
     found = differing_in(leaves)
     check.compared_rows = found.compared_rows
-    if not found.clean_rows and state is not None and not state.passed:
+    recompared = not found.clean_rows and state is not None and not state.passed
+    if recompared:
         # The mirror had not applied past the source's position: compare those ranges again once it has.
         state = progress.settle(position, wait, passed_only=True)
         _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
         found = differing_in(leaves)
         check.compared_rows += found.compared_rows
-        if not state.passed:
+        if state.reached == "behind":
             check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
                                f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
-    if leaves and found.clean_rows and not check.in_flight:
+    if leaves and found.clean_rows and not recompared:
         rendered_apart = [column for column in source_side.in_checksum
                           if any(source_side.segment_stats(leaf, [], [column]) != mirror_side.segment_stats(leaf, [], [column])
                                  for leaf in leaves[:3])]

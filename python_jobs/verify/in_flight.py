@@ -35,8 +35,14 @@ class SourcePosition:
 @dataclass
 class MirrorState:
     snapshot: str | None  # the mirror's own snapshot the check reads (None: its current state)
-    passed: bool  # the mirror had applied past the source position
+    # 'passed': the mirror had applied past the source's position; 'quiet': it had applied all the raw
+    # table holds, which nothing newer reached for QUIET_SECONDS; 'behind': neither, when the wait ended.
+    reached: str
     waited_seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return self.reached == "passed"
 
 
 class MirrorProgress:
@@ -73,14 +79,16 @@ class MirrorProgress:
         while True:
             applied = self.applied(position)
             now = clock()
-            caught_up_since = (caught_up_since or now) if applied == "caught_up" else None
-            if applied == "passed" or (applied == "caught_up" and (not passed_only or now - caught_up_since >= QUIET_SECONDS)):
-                break
-            if now - started >= wait_seconds:
+            caught_up_since = (caught_up_since if caught_up_since is not None else now) if applied == "caught_up" else None
+            quiet = caught_up_since is not None and now - caught_up_since >= QUIET_SECONDS
+            if applied == "passed" or (applied == "caught_up" and (not passed_only or quiet)) or now - started >= wait_seconds:
                 break
             sleep(POLL_SECONDS)
+        reached = "passed" if applied == "passed" else "quiet" if applied == "caught_up" and quiet else "behind"
+        if reached == "behind" and applied == "caught_up" and not passed_only:
+            reached = "quiet"  # a first look: caught up with the raw table is enough to compare
         snapshot = self._one(self.mirror["mirror_current_sql"])
-        return MirrorState(str(snapshot) if snapshot else None, applied == "passed", clock() - started)
+        return MirrorState(str(snapshot) if snapshot else None, reached, clock() - started)
 
     def in_flight(self, position: SourcePosition) -> list[str]:
         """The canonical keys (the mirror's _cdc_key) changed at or after the position, as landed by now."""

@@ -118,19 +118,20 @@ class PostgresSource:
         return PostgresRanges(self, table, mirror_columns)
 
     def pin_position(self) -> SourcePosition:
-        """Every later read in one snapshot until release(), and the log position it stands at
-        (in_flight.py): the WAL position read before the snapshot is taken bounds what it may miss
-        (a commit's visibility trails its WAL record by moments, hence the pause), the one read as
-        its first statement bounds what it shows."""
+        """Every later read in one snapshot until release(), and the log positions it stands between
+        (in_flight.py). A change's seq carries the end of its transaction's commit record (the WAL
+        position once it is in): a transaction whose commit ended by the position read before the
+        snapshot is taken is in it (a commit's visibility trails its WAL record by moments, hence
+        the pause); every one the snapshot shows ended by the position read as its first statement."""
         with self.connection.cursor() as cursor:
-            cursor.execute("select pg_current_wal_lsn()::text")
+            cursor.execute("select pg_current_wal_insert_lsn()::text")
             before = cursor.fetchone()[0]
         time.sleep(PIN_PAUSE_SECONDS)
         self.connection.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
         with self.connection.cursor() as cursor:
-            cursor.execute("select pg_current_wal_lsn()::text")
+            cursor.execute("select pg_current_wal_insert_lsn()::text")
             within = cursor.fetchone()[0]
-        return SourcePosition(format_seq(parse_lsn(before), 0, 0, 0), format_seq(parse_lsn(within), 0, 0, 0), within)
+        return SourcePosition(format_seq(parse_lsn(before) + 1, 0, 0, 0), format_seq(parse_lsn(within), 0, 0, 0), within)
 
     def release(self) -> None:
         self.connection.rollback()

@@ -143,3 +143,11 @@ def test_a_mirror_that_never_gets_past_the_position_is_reported_with_why():
     assert not result.clean
     assert result.extra == ['["7"]']
     assert any("had not applied past the source's position 0/50" in note for note in result.notes)
+
+
+def test_drift_in_a_mirror_caught_up_with_a_quiet_source_is_reported_without_waiting_out_the_wait():
+    drifted = {**BASE, (3,): {"id": 3, "qty": 999}}
+    quiet = Pipeline(drifted, EVENTS[:2], applied=2)  # everything landed is applied; nothing after the position
+    result = check(quiet, AT_POSITION, wait=60)
+    assert list(result.differing) == ['["3"]'] and result.in_flight == 0
+    assert result.waited_seconds < 30 and not any("had not applied past" in note for note in result.notes)
