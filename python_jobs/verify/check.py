@@ -151,8 +151,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     """Every row of a mirror against its source (ranges.py): segments' counts and checksums, the ranges
     that differ compared row by row. With a position (the source held at it: in_flight.py) the
     mirror is read once it has applied past it, at one of its snapshots, both sides without the
-    keys changed after it; differences found while the mirror had not yet applied past it are
-    compared again once it has (up to wait_seconds)."""
+    keys changed after it; ranges that differ while the mirror had not yet applied past it are
+    searched again once it has (up to wait_seconds)."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     wait = float(options.get("wait_seconds") or 0)
@@ -161,12 +161,24 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         check.source_position = position.label
         state = progress.settle(position, wait, passed_only=False)
         _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
+    segments, leaf_rows = int(options.get("segments") or 64), int(options.get("leaf_rows") or 2000)
     search = RangeSearch()
-    leaves = differing_ranges(source_side, mirror_side, int(options.get("segments") or 64),
-                              int(options.get("leaf_rows") or 2000), search=search)
+    leaves = differing_ranges(source_side, mirror_side, segments, leaf_rows, search=search)
+    compared_ranges = search.ranges_compared
+    searched_again = bool(leaves) and state is not None and not state.passed
+    if searched_again:
+        # Ranges differ while the mirror had not applied past the source's position (a lagging mirror
+        # differs everywhere): search again once it has, before reading any row.
+        state = progress.settle(position, wait, passed_only=True)
+        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
+        search = RangeSearch()
+        leaves = differing_ranges(source_side, mirror_side, segments, leaf_rows, search=search)
+        compared_ranges += search.ranges_compared
+        if leaves and state.reached == "behind":
+            check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
+                               f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
-    check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
-
+    check.ranges, check.checksum_columns = compared_ranges, len(source_side.in_checksum)
     note = options.get("note") or (lambda line: None)
 
     def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
@@ -184,17 +196,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
 
     found = differing_in(leaves)
     check.compared_rows = found.compared_rows
-    recompared = not found.clean_rows and state is not None and not state.passed
-    if recompared:
-        # The mirror had not applied past the source's position: compare those ranges again once it has.
-        state = progress.settle(position, wait, passed_only=True)
-        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
-        found = differing_in(leaves)
-        check.compared_rows += found.compared_rows
-        if state.reached == "behind":
-            check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
-                               f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
-    if leaves and found.clean_rows and not recompared:
+    if leaves and found.clean_rows:
         rendered_apart = [column for column in source_side.in_checksum
                           if any(source_side.segment_stats(leaf, [], [column]) != mirror_side.segment_stats(leaf, [], [column])
                                  for leaf in leaves[:3])]

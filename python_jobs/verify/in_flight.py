@@ -51,8 +51,14 @@ class MirrorProgress:
     after a position in the raw table at a snapshot), raw_current_sql / mirror_current_sql (the
     current snapshots), in_flight_sql (the keys of the mirror's table changed at or after a position)."""
 
-    def __init__(self, mirror: Mapping[str, Any], rows: Callable[[str], list[Sequence[Any]]]) -> None:
+    def __init__(self, mirror: Mapping[str, Any], rows: Callable[[str], list[Sequence[Any]]],
+                 first_seen: dict[str, float] | None = None) -> None:
         self.mirror, self._rows = mirror, rows
+        # When each raw snapshot was first seen current, shared by the checks of one cdc-verify: a raw
+        # table whose current snapshot stays for QUIET_SECONDS receives nothing (a quiet source).
+        self.first_seen = first_seen if first_seen is not None else {}
+        self._clock: Callable[[], float] = time.monotonic
+        self.current_raw: str | None = None
 
     def _one(self, sql: str) -> Any:
         found = self._rows(sql)
@@ -67,28 +73,27 @@ class MirrorProgress:
         passed = self.mirror["passed_sql"].replace(SNAPSHOT, str(offset)).replace(POSITION, position.seen_before)
         if int(self._one(passed) or 0) > 0:
             return "passed"
-        return "caught_up" if str(offset) == str(self._one(self.mirror["raw_current_sql"])) else None
+        self.current_raw = str(self._one(self.mirror["raw_current_sql"]))
+        self.first_seen.setdefault(self.current_raw, self._clock())
+        return "caught_up" if str(offset) == self.current_raw else None
 
     def settle(self, position: SourcePosition, wait_seconds: float, passed_only: bool,
-               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> MirrorState:
-        """Wait up to wait_seconds until the mirror has applied past position (or, unless passed_only,
-        all the raw table holds), then pin its current snapshot. passed_only still takes a mirror that
-        stays caught up QUIET_SECONDS: a quiet source lands nothing after the position."""
-        started = clock()
-        caught_up_since = None
+               sleep: Callable[[float], None] = time.sleep) -> MirrorState:
+        """Wait up to wait_seconds until the mirror has applied past position, or has applied all the
+        raw table holds while nothing new reaches it for QUIET_SECONDS (a quiet source lands nothing
+        after the position); then pin its current snapshot. Without passed_only, a first look, a mirror
+        caught up with the raw table is taken at once: a difference found then is looked at again."""
+        started = self._clock()
         while True:
             applied = self.applied(position)
-            now = clock()
-            caught_up_since = (caught_up_since if caught_up_since is not None else now) if applied == "caught_up" else None
-            quiet = caught_up_since is not None and now - caught_up_since >= QUIET_SECONDS
-            if applied == "passed" or (applied == "caught_up" and (not passed_only or quiet)) or now - started >= wait_seconds:
+            now = self._clock()
+            quiet = applied == "caught_up" and now - self.first_seen.get(self.current_raw, now) >= QUIET_SECONDS
+            if applied == "passed" or quiet or (applied == "caught_up" and not passed_only) or now - started >= wait_seconds:
                 break
             sleep(POLL_SECONDS)
-        reached = "passed" if applied == "passed" else "quiet" if applied == "caught_up" and quiet else "behind"
-        if reached == "behind" and applied == "caught_up" and not passed_only:
-            reached = "quiet"  # a first look: caught up with the raw table is enough to compare
+        reached = "passed" if applied == "passed" else "quiet" if applied == "caught_up" else "behind"
         snapshot = self._one(self.mirror["mirror_current_sql"])
-        return MirrorState(str(snapshot) if snapshot else None, reached, clock() - started)
+        return MirrorState(str(snapshot) if snapshot else None, reached, self._clock() - started)
 
     def in_flight(self, position: SourcePosition) -> list[str]:
         """The canonical keys (the mirror's _cdc_key) changed at or after the position, as landed by now."""

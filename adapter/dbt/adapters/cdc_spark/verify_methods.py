@@ -49,12 +49,14 @@ class VerifyMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(f"cdc_verify: {error}") from None
         lines: List[str] = []
         checks: List[Dict[str, Any]] = []
+        # When each raw snapshot was first seen, shared by the mirrors' checks (in_flight.MirrorProgress).
+        options = {**(options or {}), "first_seen": {}}
         differing = 0
         try:
             for mirror in mirrors:
                 started, checked_at = time.monotonic(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
                 try:
-                    check = self._verify_mirror(mirror, source, sample, options or {})
+                    check = self._verify_mirror(mirror, source, sample, options)
                 except SourceError as error:
                     raise DbtRuntimeError(f"cdc_verify {mirror['relation']}: {error}") from None
                 lines.extend(check.lines())
@@ -89,7 +91,7 @@ class VerifyMethods(metaclass=AdapterMeta):
             position = source.pin_position()
             try:
                 return check_by_ranges(mirror, source_side, mirror_side, {**options, "note": logger.info},
-                                       MirrorProgress(mirror, self._verify_rows), position)
+                                       MirrorProgress(mirror, self._verify_rows, options.get("first_seen")), position)
             finally:
                 source.release()
         return check_mirror(mirror, source, int(sample), self._verify_rows, self.sql_string_literal)
