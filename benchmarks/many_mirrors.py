@@ -55,7 +55,7 @@ import datagen  # noqa: E402
 import warm  # noqa: E402
 from measure import tee_stdout  # noqa: E402
 from sql_clock import install_sql_clock, strip_comment  # noqa: E402
-from project import PROJECT_DIR, BenchProject  # noqa: E402
+from project import BenchProject, demo_project  # noqa: E402
 
 NOOP_MATERIALIZATION = """{% materialization bench_noop, default %}
     {#- dbt's own cost of a model: no SQL at all. -#}
@@ -231,18 +231,10 @@ class ManyMirrors:
 
     def demo(self, cycles: int = 4) -> dict:
         """The demo's four mirrors, landing model included, a few hundred events per cycle."""
-        from python_jobs.demo.generate import KEYS, build_waves, write_wave
+        from python_jobs.demo.generate import build_waves, write_wave
 
         print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included", flush=True)
-        project = BenchProject(self.work / "project_demo", "bm_demo", "br_demo", self.work / "inbox_demo")
-        for model in (PROJECT_DIR / "models" / "mirrors").glob("*.sql"):
-            shutil.copy(model, project.dir / "models" / "mirrors" / model.name)
-        landing = project.dir / "landing.yml"
-        import yaml
-
-        config = yaml.safe_load(landing.read_text())
-        config["tables"] = {**{table: {"key": list(key)} for table, key in KEYS.items()}, "inventory.products": {"key": ["id"]}}
-        landing.write_text(yaml.safe_dump(config))
+        project = demo_project(self.work, "bm_demo", "br_demo")
         warm.invoke(project, "run-operation", "create_raw_tables")
         _, waves = build_waves(self.args.seed, events=self.args.demo_events * (cycles + 1), waves=cycles + 1, snapshot_rows=50)
         seconds = []

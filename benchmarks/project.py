@@ -179,3 +179,18 @@ def error_text(result) -> str:
         return "; ".join(str(node.message) for node in result.result.results if node.status not in ("success", "pass"))
     except AttributeError:
         return "unknown error"
+
+
+def demo_project(work: Path, schema: str, raw_schema: str) -> BenchProject:
+    """A BenchProject of the demo's four mirrors (models/mirrors/), its landing config taking the demo
+    source's tables (python_jobs/demo/generate.py); its inbox is work/inbox_demo. Raw tables not made yet."""
+    from python_jobs.demo.generate import KEYS
+
+    project = BenchProject(work / "project_demo", schema, raw_schema, work / "inbox_demo")
+    for model in (PROJECT_DIR / "models" / "mirrors").glob("*.sql"):
+        shutil.copy(model, project.dir / "models" / "mirrors" / model.name)
+    landing = project.dir / "landing.yml"
+    config = yaml.safe_load(landing.read_text())
+    config["tables"] = {**{table: {"key": list(key)} for table, key in KEYS.items()}, "inventory.products": {"key": ["id"]}}
+    landing.write_text(yaml.safe_dump(config))
+    return project

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import warm  # noqa: E402
-from project import PROJECT_DIR, BenchProject  # noqa: E402
+from project import demo_project  # noqa: E402
 
 from python_jobs.status.registry import REGISTRY, Registry  # noqa: E402
 from python_jobs.status.server import StatusServer  # noqa: E402
@@ -90,18 +90,10 @@ class Scraper(threading.Thread):
 
 
 def cycles(work: Path, count: int, events: int) -> dict:
-    import yaml
-
-    from python_jobs.demo.generate import KEYS, build_waves, write_wave
+    from python_jobs.demo.generate import build_waves, write_wave
 
     warm.session(work / "warehouse")
-    project = BenchProject(work / "project_demo", "bm_status", "br_status", work / "inbox_demo")
-    for model in (PROJECT_DIR / "models" / "mirrors").glob("*.sql"):
-        shutil.copy(model, project.dir / "models" / "mirrors" / model.name)
-    landing = project.dir / "landing.yml"
-    config = yaml.safe_load(landing.read_text())
-    config["tables"] = {**{table: {"key": list(key)} for table, key in KEYS.items()}, "inventory.products": {"key": ["id"]}}
-    landing.write_text(yaml.safe_dump(config))
+    project = demo_project(work, "bm_status", "br_status")
     warm.invoke(project, "run-operation", "create_raw_tables")
     _, waves = build_waves(7, events=events * (count + 2), waves=count + 2, snapshot_rows=50)
     server = StatusServer(REGISTRY.snapshot, "127.0.0.1", 0)

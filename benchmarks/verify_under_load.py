@@ -2,9 +2,10 @@
 
     .venv/bin/python benchmarks/verify_under_load.py [--rate 5000] [--checks 10] [--wait-seconds 60]
 
-A project written by cdc-init mirrors shop.items (100,000 rows); one `cdc-run --every 2 --capture
-'cdc-capture-postgres ...' -- run` process streams, lands and applies (as pipeline_lag.py runs it)
-while a load commits --rate changes a second (50% inserts, 40% updates, 10% deletes). Meanwhile
+A project written by cdc-init mirrors shop.items (--rows, 1,000,000); one `cdc-run --every 2
+--capture 'cdc-capture-postgres ...' -- run` process streams, lands and applies (as pipeline_lag.py
+runs it) while a load commits --rate changes a second in 10 transactions a second (40% inserts, 40%
+updates and 20% deletes of random rows of the whole table). Meanwhile
 `cdc-verify` runs --checks times in its own process (each at the source's log position, the keys
 changed after it left out: python_jobs/verify/in_flight.py); nothing is wrong in the mirror, so
 every difference it reports is a false report. After the load, once the service caught up, a last
@@ -17,11 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,11 +32,46 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from pipeline_lag import Load, make_project  # noqa: E402
+from pipeline_lag import make_project  # noqa: E402
 from postgres_server import start_postgres  # noqa: E402
 
 BIN = Path(sys.executable).parent
 RESULTS = REPO / "benchmarks" / "results" / "verify_under_load.json"
+
+
+class Load(threading.Thread):
+    """--rate changes a second over the whole table: inserts of new keys, updates and deletes of
+    random keys (one that is gone already changes nothing), 10 transactions a second."""
+
+    def __init__(self, server, rate: int, rows: int) -> None:
+        super().__init__(daemon=True)
+        self.server, self.rate, self.rows, self.next_id = server, rate, rows, rows + 1
+        self.stop, self.changes, self.window = threading.Event(), 0, (0.0, 0.0)
+
+    def run(self) -> None:
+        chance = random.Random(self.rate)
+        connection = self.server.connect()
+        started = time.time()
+        tick = time.monotonic()
+        with connection.cursor() as cursor:
+            while not self.stop.is_set():
+                per = max(1, self.rate // 10)
+                inserts, updates = per * 2 // 5, per * 2 // 5
+                deletes = per - inserts - updates
+                ids = list(range(self.next_id, self.next_id + inserts))
+                self.next_id += inserts
+                cursor.execute("insert into shop.items select g, md5(g::text), g * 0.01, clock_timestamp() "
+                               "from unnest(%s::bigint[]) g", (ids,))
+                cursor.execute("update shop.items set note = md5(note), price = price + 1, updated_at = clock_timestamp() "
+                               "where id = any(%s)", ([chance.randrange(1, self.next_id) for _ in range(updates)],))
+                cursor.execute("delete from shop.items where id = any(%s)",
+                               ([chance.randrange(1, self.next_id) for _ in range(deletes)],))
+                connection.commit()
+                self.changes += per
+                tick += 0.1
+                time.sleep(max(0.0, tick - time.monotonic()))
+        self.window = (started, time.time())
+        connection.close()
 
 
 def check(project: Path, environment: dict, wait: float) -> dict:
@@ -55,6 +93,7 @@ def check(project: Path, environment: dict, wait: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--checks", type=int, default=10)
     parser.add_argument("--wait-seconds", type=float, default=60.0)
     parser.add_argument("--every", type=float, default=2.0)
@@ -66,7 +105,7 @@ def main() -> None:
         with server.connect() as connection, connection.cursor() as cursor:
             cursor.execute("create schema shop; create table shop.items (id bigint primary key, note text, "
                            "price numeric(14,2), updated_at timestamptz)")
-            cursor.execute("insert into shop.items select g, md5(g::text), g * 0.01, now() from generate_series(1, 100000) g")
+            cursor.execute("insert into shop.items select g, md5(g::text), g * 0.01, now() from generate_series(1, %s) g", (args.rows,))
         project = make_project(work, server)
         warehouse = project / "warehouse"
         capture = (f"{BIN / 'cdc-capture-postgres'} --dsn '{server.dsn}' --tables shop.items --slot pipeline "
@@ -75,17 +114,21 @@ def main() -> None:
         service = subprocess.Popen([BIN / "cdc-run", "--every", str(args.every), "--keep-going", "--capture", capture,
                                     "--", "run"], cwd=project, env=environment, stdout=open(work / "service.log", "w"),
                                    stderr=subprocess.STDOUT)
-        time.sleep(60)  # the snapshot, the first runs
+        deadline = time.monotonic() + 900  # the snapshot landed and applied
+        while f"{args.rows} inserted" not in (work / "service.log").read_text():
+            if time.monotonic() > deadline or service.poll() is not None:
+                raise RuntimeError("the snapshot was not applied: " + (work / "service.log").read_text()[-3000:])
+            time.sleep(2)
         # The checks' own dbt folders: the service's dbt writes the project's target/ and logs/.
         checker = {**environment, "DBT_TARGET_PATH": "target-verify", "DBT_LOG_PATH": str(work / "verify-logs")}
-        load = Load(server, args.rate, 10_000.0, 100_001)
+        load = Load(server, args.rate, args.rows)
         load.start()
         time.sleep(30)  # the load's lag settles
         checks = []
         for number in range(args.checks):
             checks.append(check(project, checker, args.wait_seconds))
             print(f"check {number + 1}:", checks[-1], flush=True)
-        load.seconds = 0  # stops the load at its next transaction
+        load.stop.set()
         load.join()
         achieved = round(load.changes / (load.window[1] - load.window[0]))
         time.sleep(max(30.0, 10 * args.every))  # the service catches up
@@ -101,7 +144,7 @@ def main() -> None:
         RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     finally:
         if load is not None:
-            load.seconds = 0
+            load.stop.set()
         if service is not None and service.poll() is None:
             service.kill()
         server.stop()

@@ -62,7 +62,7 @@
                 'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'range_stats_sql': cdc_merge.verify_range_stats_sql(relation, soft),
                 'at_snapshot_sql': adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__'),
-                'applied_offset_sql': cdc_merge.verify_applied_offset_sql(offsets, relation),
+                'applied_offset_sql': cdc_merge.latest_offset_sql(offsets, relation),
                 'raw_current_sql': cdc_merge.current_raw_snapshot_sql(raw_relation),
                 'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
                 'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
@@ -181,15 +181,6 @@
 {% macro databend__verify_at_snapshot(snapshot) -%}
     at (snapshot => '{{ snapshot }}')
 {%- endmacro %}
-
-{% macro verify_applied_offset_sql(offsets, relation) %}
-    {#- The raw snapshot the mirror's newest run had applied through (none before its first). -#}
-    select offset_snapshot
-    from {{ offsets }}
-    where target_table = '{{ relation }}'
-    order by offset_ordinal desc
-    limit 1
-{% endmacro %}
 
 {% macro verify_passed_sql(raw_relation, source_tables) %}
     {#- 1 when the raw table at a snapshot holds an event of the source at or after a position. -#}

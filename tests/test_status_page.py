@@ -5,6 +5,7 @@ runs; cdc-status reads the same from the tables once it has stopped. No secret a
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -47,10 +48,10 @@ def wait_for(condition, seconds: float, what: str, service: subprocess.Popen, lo
     raise AssertionError(f"no {what} within {seconds} s:\n{log.read_text()[-6000:]}")
 
 
-def browser_dom(url: str, home: Path) -> str:
-    """The page as headless Chromium has it once loaded (its DOM, after any rendering)."""
+def browser(url: str, home: Path, *what: str) -> str:
+    """Headless Chromium on the page: its DOM once loaded (--dump-dom) or a screenshot (--screenshot=...)."""
     done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                           f"--user-data-dir={home / 'chromium'}", "--window-size=1280,1600", "--dump-dom", url],
+                           "--hide-scrollbars", f"--user-data-dir={home / 'chromium'}", "--window-size=1280,1500", *what, url],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -108,7 +109,7 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
         assert found[("cdc_landing_events_total", ())] >= 50
         assert found[("cdc_run_failures_total", ())] >= 1  # the broken model fails every run
 
-        dom = browser_dom(f"{address}/", home)
+        dom = browser(f"{address}/", home, "--dump-dom")
         assert "mirror.shop_items" in dom and 'class="state-ok"' in dom
         assert "mirror.broken_report" in dom or "broken_report" in dom
         assert "What to do:" in dom and "cannot reach the warehouse" in dom
@@ -117,6 +118,12 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
         assert 'id="verdict" class="verdict bad"' in dom  # a mirror fails: the page says so first
         for shown in (dom, metrics, json.dumps(status())):
             assert SECRET not in shown
+        # The page as a laptop shows it (docs/images/status_page.png is one of these).
+        screenshot = tmp_path / "status_page.png"
+        browser(f"{address}/", home, f"--screenshot={screenshot}")
+        assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
+        if os.environ.get("CDC_MERGE_STATUS_SCREENSHOT"):
+            shutil.copy(screenshot, os.environ["CDC_MERGE_STATUS_SCREENSHOT"])
     finally:
         service.send_signal(signal.SIGTERM)
         try:

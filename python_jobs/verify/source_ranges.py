@@ -5,6 +5,7 @@ pages them, which is the mirrors' order (docs/online_snapshots.md)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Sequence
 
 from python_jobs.verify.compare import type_family
@@ -68,11 +69,13 @@ class PostgresRanges:
 
         conditions, parameters = ["true"], []
         if self.excluded:
-            columns = ", ".join(quote_identifier(column.name) for column in self.key)
-            typed = ", ".join(f"excluded_.k{index}::{column.type_name}" for index, column in enumerate(self.key))
+            # not exists, which PostgreSQL runs as a hash anti join: NOT IN's subplan is hashed only
+            # while the keys fit work_mem, and otherwise scans them for every row.
+            matches = " and ".join(f"excluded_.k{index}::{column.type_name} = {self.table}.{quote_identifier(column.name)}"
+                                   for index, column in enumerate(self.key))
             arrays = ", ".join(["%s::text[]"] * len(self.key))
             names = ", ".join(f"k{index}" for index in range(len(self.key)))
-            conditions.append(f"({columns}) not in (select {typed} from unnest({arrays}) as excluded_({names}))")
+            conditions.append(f"not exists (select 1 from unnest({arrays}) as excluded_({names}) where {matches})")
             parameters.extend([key[index] for key in self.excluded] for index in range(len(self.key)))
         if key_range.after is not None:
             conditions.append(f"{self.ordered} > {self.typed}")
@@ -149,7 +152,11 @@ class MysqlRanges:
             ordered = ", ".join(expression for expression, _, _ in self.expressions)
             one = "(" + ", ".join(parameter for _, _, parameter in self.expressions) + ")"
             conditions.append(f"({ordered}) not in ({', '.join([one] * len(self.excluded))})")
-            parameters.extend(value for key in self.excluded for value in key)
+            # Numbers bound as numbers: a quoted number against a number column keeps MariaDB from
+            # searching the list in order (one comparison per key and row instead).
+            numeric = [parameter == "%s" for _, _, parameter in self.expressions]
+            parameters.extend(Decimal(value) if is_number else value
+                              for key in self.excluded for value, is_number in zip(key, numeric))
         for bound, operator in ((key_range.after, ">"), (key_range.through, "<=")):
             if bound is not None:
                 condition, values = self._compare(bound, operator)
