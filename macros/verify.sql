@@ -67,6 +67,8 @@
                 'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
                 'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
                 'in_flight_sql': cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table),
+                'in_flight_view_sql': adapter.dispatch('verify_in_flight_view_sql', 'cdc_merge')(
+                    cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table)),
             }) %}
         {% endif %}
     {% endfor %}
@@ -201,4 +203,13 @@
     where table_name = '{{ source_table }}'
         and seq >= '__CDC_MERGE_POSITION__'
         and key <> '[]'
+{% endmacro %}
+
+{% macro spark__verify_in_flight_view_sql(in_flight_sql) %}
+    {#- The keys in flight kept as they are now, for every query of the check to leave out without a list of literals. -#}
+    {{ return(['drop view if exists cdc_verify_in_flight', 'cache table cdc_verify_in_flight as ' ~ in_flight_sql]) }}
+{% endmacro %}
+
+{% macro databend__verify_in_flight_view_sql(in_flight_sql) %}
+    {{ return([]) }}
 {% endmacro %}

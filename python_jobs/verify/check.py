@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.progress import Progress
 from python_jobs.verify.compare import differences, type_family
-from python_jobs.verify.in_flight import MirrorProgress, MirrorState, SourcePosition
+from python_jobs.verify.in_flight import MirrorProgress, SourcePosition
 from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
 from python_jobs.verify.sources import key_values
 
@@ -150,35 +150,26 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
                     progress: MirrorProgress | None = None, position: SourcePosition | None = None) -> MirrorCheck:
     """Every row of a mirror against its source (ranges.py): segments' counts and checksums, the ranges
     that differ compared row by row. With a position (the source held at it: in_flight.py) the
-    mirror is read once it has applied past it, at one of its snapshots, both sides without the
-    keys changed after it; ranges that differ while the mirror had not yet applied past it are
-    searched again once it has (up to wait_seconds)."""
+    mirror is read once it has applied past it (waiting up to wait_seconds), at one of its
+    snapshots, both sides without the keys changed after it."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
-    wait = float(options.get("wait_seconds") or 0)
-    state = None
     if progress is not None and position is not None:
         check.source_position = position.label
-        state = progress.settle(position, wait, passed_only=False)
-        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
-    segments, leaf_rows = int(options.get("segments") or 64), int(options.get("leaf_rows") or 2000)
-    search = RangeSearch()
-    leaves = differing_ranges(source_side, mirror_side, segments, leaf_rows, search=search)
-    compared_ranges = search.ranges_compared
-    searched_again = bool(leaves) and state is not None and not state.passed
-    if searched_again:
-        # Ranges differ while the mirror had not applied past the source's position (a lagging mirror
-        # differs everywhere): search again once it has, before reading any row.
-        state = progress.settle(position, wait, passed_only=True)
-        _leave_out_in_flight(check, progress, position, state, source_side, mirror_side)
-        search = RangeSearch()
-        leaves = differing_ranges(source_side, mirror_side, segments, leaf_rows, search=search)
-        compared_ranges += search.ranges_compared
-        if leaves and state.reached == "behind":
+        state = progress.settle(position, float(options.get("wait_seconds") or 0))
+        mirror_side.pin(state.snapshot)
+        in_flight, view = progress.in_flight(position)
+        source_side.exclude(key_values(in_flight))
+        mirror_side.exclude(in_flight, view)
+        check.in_flight, check.waited_seconds = len(in_flight), state.waited_seconds
+        if state.reached == "behind":
             check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
                                f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
+    search = RangeSearch()
+    leaves = differing_ranges(source_side, mirror_side, int(options.get("segments") or 64),
+                              int(options.get("leaf_rows") or 2000), search=search)
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
-    check.ranges, check.checksum_columns = compared_ranges, len(source_side.in_checksum)
+    check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
     note = options.get("note") or (lambda line: None)
 
     def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
@@ -211,17 +202,6 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     if check.clean_rows and check.source_rows != check.mirror_rows:
         check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
-
-
-def _leave_out_in_flight(check: MirrorCheck, progress: MirrorProgress, position: SourcePosition, state: MirrorState,
-                         source_side: Any, mirror_side: Any) -> None:
-    """Both sides read the mirror's pinned snapshot and the source's without the keys changed after the position."""
-    mirror_side.pin(state.snapshot)
-    in_flight = progress.in_flight(position)
-    source_side.exclude(key_values(in_flight))
-    mirror_side.exclude(in_flight)
-    check.in_flight = len(in_flight)
-    check.waited_seconds += state.waited_seconds
 
 
 def in_range(canonical: str, key_range: KeyRange) -> bool:

@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping, Sequence
 SNAPSHOT = "__CDC_MERGE_SNAPSHOT__"
 POSITION = "__CDC_MERGE_POSITION__"
 POLL_SECONDS = 0.5
+# The session view of the keys in flight (macros/verify.sql spark__verify_in_flight_view_sql).
+IN_FLIGHT_VIEW = "cdc_verify_in_flight"
 # How long a mirror must stay caught up with the raw table, nothing newer landing, to count as past a position.
 QUIET_SECONDS = 5.0
 
@@ -36,7 +38,7 @@ class SourcePosition:
 class MirrorState:
     snapshot: str | None  # the mirror's own snapshot the check reads (None: its current state)
     # 'passed': the mirror had applied past the source's position; 'quiet': it had applied all the raw
-    # table holds, which nothing newer reached for QUIET_SECONDS; 'behind': neither, when the wait ended.
+    # table holds, which nothing newer reached for QUIET_SECONDS; 'behind': neither when the wait ended.
     reached: str
     waited_seconds: float
 
@@ -77,24 +79,29 @@ class MirrorProgress:
         self.first_seen.setdefault(self.current_raw, self._clock())
         return "caught_up" if str(offset) == self.current_raw else None
 
-    def settle(self, position: SourcePosition, wait_seconds: float, passed_only: bool,
+    def settle(self, position: SourcePosition, wait_seconds: float,
                sleep: Callable[[float], None] = time.sleep) -> MirrorState:
         """Wait up to wait_seconds until the mirror has applied past position, or has applied all the
         raw table holds while nothing new reaches it for QUIET_SECONDS (a quiet source lands nothing
-        after the position); then pin its current snapshot. Without passed_only, a first look, a mirror
-        caught up with the raw table is taken at once: a difference found then is looked at again."""
+        after the position); then pin its current snapshot."""
         started = self._clock()
         while True:
             applied = self.applied(position)
             now = self._clock()
             quiet = applied == "caught_up" and now - self.first_seen.get(self.current_raw, now) >= QUIET_SECONDS
-            if applied == "passed" or quiet or (applied == "caught_up" and not passed_only) or now - started >= wait_seconds:
+            if applied == "passed" or quiet or now - started >= wait_seconds:
                 break
             sleep(POLL_SECONDS)
-        reached = "passed" if applied == "passed" else "quiet" if applied == "caught_up" else "behind"
+        reached = "passed" if applied == "passed" else "quiet" if quiet else "behind"
         snapshot = self._one(self.mirror["mirror_current_sql"])
         return MirrorState(str(snapshot) if snapshot else None, reached, self._clock() - started)
 
-    def in_flight(self, position: SourcePosition) -> list[str]:
-        """The canonical keys (the mirror's _cdc_key) changed at or after the position, as landed by now."""
-        return sorted({str(key) for (key,) in self._rows(self.mirror["in_flight_sql"].replace(POSITION, position.changed_from))})
+    def in_flight(self, position: SourcePosition) -> tuple[list[str], str | None]:
+        """The canonical keys (the mirror's _cdc_key) changed at or after the position, as landed by
+        now; and, where the engine keeps them in a view of the session (Spark's cached table), its name."""
+        statements = [statement.replace(POSITION, position.changed_from) for statement in self.mirror.get("in_flight_view_sql") or ()]
+        if statements:
+            for statement in statements:
+                self._rows(statement)
+            return sorted({str(key) for (key,) in self._rows(f"select key from {IN_FLIGHT_VIEW}")}), IN_FLIGHT_VIEW
+        return sorted({str(key) for (key,) in self._rows(self.mirror["in_flight_sql"].replace(POSITION, position.changed_from))}), None

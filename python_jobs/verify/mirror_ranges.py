@@ -31,15 +31,17 @@ class MirrorRanges:
         self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
         self.in_checksum = list(in_checksum)
         self.excluded: list[str] = []
+        self.excluded_view: str | None = None
         self.at = ""
 
     def pin(self, snapshot: str | None) -> None:
         """Read the mirror as of one of its snapshots (None: as it is when each query runs)."""
         self.at = self.mirror["at_snapshot_sql"].replace(SNAPSHOT, snapshot) if snapshot else ""
 
-    def exclude(self, canonical_keys: Sequence[str]) -> None:
-        """Leave these keys (the mirror's _cdc_key) out of every later query: rows in flight (in_flight.py)."""
-        self.excluded = list(canonical_keys)
+    def exclude(self, canonical_keys: Sequence[str], view: str | None = None) -> None:
+        """Leave these keys (the mirror's _cdc_key) out of every later query: rows in flight
+        (in_flight.py); named by the session view that holds them when there is one."""
+        self.excluded, self.excluded_view = list(canonical_keys), view
 
     def _statement(self, name: str, key_range: KeyRange) -> str:
         return self.mirror[name].replace(AT, self.at).replace(RANGE, self._where(key_range))
@@ -63,7 +65,9 @@ class MirrorRanges:
 
     def _where(self, key_range: KeyRange) -> str:
         conditions = ["1 = 1"]
-        if self.excluded:
+        if self.excluded and self.excluded_view:
+            conditions.append(f"_cdc_key not in (select key from {self.excluded_view})")
+        elif self.excluded:
             conditions.append(f"_cdc_key not in ({', '.join(self._string_literal(key) for key in self.excluded)})")
         if key_range.after is not None:
             conditions.append(self._compare(key_range.after, ">"))

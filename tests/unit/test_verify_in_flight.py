@@ -29,7 +29,7 @@ class Side(MemorySide):
         self.all_rows = {key: json.dumps(row) for key, row in rows.items()}
         self.rows = {key: row for key, row in self.all_rows.items() if key not in self.left_out}
 
-    def exclude(self, keys) -> None:
+    def exclude(self, keys, view=None) -> None:
         self.left_out = {tuple(int(value) for value in (json.loads(key) if isinstance(key, str) else key)) for key in keys}
         self.load({key: json.loads(row) for key, row in self.all_rows.items()})
 
@@ -93,8 +93,8 @@ def check(pipeline: Pipeline, source_rows: dict, wait: float = 10.0, applies: bo
 
     progress._clock = lambda: float(next(clock))
 
-    def settle_and_show(position, wait_seconds, passed_only):
-        state = settle(position, wait_seconds, passed_only, sleep=sleep)
+    def settle_and_show(position, wait_seconds):
+        state = settle(position, wait_seconds, sleep=sleep)
         mirror.load(pipeline.mirror_rows())  # the pinned snapshot: what the mirror has applied
         return state
 
