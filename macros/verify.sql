@@ -67,6 +67,7 @@
                 'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
                 'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
                 'in_flight_sql': cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table),
+                'refresh_sql': adapter.dispatch('verify_refresh_sql', 'cdc_merge')([offsets, raw_relation, relation]),
                 'in_flight_view_sql': adapter.dispatch('verify_in_flight_view_sql', 'cdc_merge')(
                     cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table)),
             }) %}
@@ -211,5 +212,18 @@
 {% endmacro %}
 
 {% macro databend__verify_in_flight_view_sql(in_flight_sql) %}
+    {{ return([]) }}
+{% endmacro %}
+
+{% macro spark__verify_refresh_sql(relations) %}
+    {#- The session's catalog caches a table's metadata for a while: read the tables as they are now. -#}
+    {% set statements = [] %}
+    {% for relation in relations %}
+        {% do statements.append('refresh table ' ~ relation) %}
+    {% endfor %}
+    {{ return(statements) }}
+{% endmacro %}
+
+{% macro databend__verify_refresh_sql(relations) %}
     {{ return([]) }}
 {% endmacro %}

@@ -49,6 +49,7 @@ class MirrorState:
 
 class MirrorProgress:
     """How far a mirror has applied the raw log, from the statements of macros/verify.sql:
+    refresh_sql (the tables as they are now, not as the session's catalog cached them),
     applied_offset_sql (its newest offset row), passed_sql (an event of the source's tables at or
     after a position in the raw table at a snapshot), raw_current_sql / mirror_current_sql (the
     current snapshots), in_flight_sql (the keys of the mirror's table changed at or after a position)."""
@@ -69,6 +70,8 @@ class MirrorProgress:
     def applied(self, position: SourcePosition) -> str | None:
         """'passed' when the mirror's last run applied an event of the source at or after the position,
         'caught_up' when it applied all the raw table holds (and nothing of the source after it landed yet)."""
+        for statement in self.mirror.get("refresh_sql") or ():
+            self._rows(statement)
         offset = self._one(self.mirror["applied_offset_sql"])
         if not offset:
             return None
