@@ -10,7 +10,9 @@
     leaf_rows rows, which are compared row by row (python_jobs/verify/ranges.py). With sample: row
     counts and a random sample of rows from each side instead. The source is
     the var cdc_merge_source ({postgres: DSN} or {mysql: user@host:port}); the check reads it with
-    the capture's own rendering of values. A mirror that differs fails the operation.
+    the capture's own rendering of values. A mirror that differs fails the operation. Each check
+    compares at the source's log position: the statements at the end of this file tell how far the
+    mirror has applied the raw log and which keys changed after the position (in_flight.py).
 #}
 
 {% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, wait_seconds=60) %}

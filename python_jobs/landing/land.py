@@ -25,7 +25,6 @@ from python_jobs.landing import dbt_target, io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
 from python_jobs.landing.summary import CHANGED_FILES, LandingSummary
-from python_jobs.status.registry import REGISTRY
 from python_jobs.landing.transforms import (
     PARSED_LINES_SCHEMA,
     BatchPlace,
@@ -41,6 +40,7 @@ from python_jobs.landing.transforms import (
     quarantined_records,
     split_lines,
 )
+from python_jobs.status.registry import REGISTRY
 
 log = logging.getLogger("cdc_merge")
 # The formats whose lines the JVM fast path may take (it takes only Debezium's).
