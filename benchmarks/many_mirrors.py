@@ -1,4 +1,5 @@
 """Many mirrors over one raw table: what a run costs per mirror in a warm process, as cdc-run runs it.
+(One file over 300 lines: every phase works on the one process's session, project and SQL clock.)
 
     .venv/bin/python benchmarks/many_mirrors.py                             # 200 mirrors
     .venv/bin/python benchmarks/many_mirrors.py --mirrors 40 --small 10     # a short run
@@ -26,8 +27,6 @@ in one raw table (benchmarks/datagen.py writes the events, no landing), measured
 
 Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
 plots the results of several N.
-One file over 300 lines: every phase works on the one process's session, project and SQL clock,
-which a split into modules would have to pass around.
 """
 
 from __future__ import annotations

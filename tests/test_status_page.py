@@ -50,6 +50,8 @@ def wait_for(condition, seconds: float, what: str, service: subprocess.Popen, lo
 
 def browser(url: str, home: Path, *what: str) -> str:
     """Headless Chromium on the page: its DOM once loaded (--dump-dom) or a screenshot (--screenshot=...)."""
+    if CHROMIUM is None:
+        pytest.fail("no chromium: `make test-dbs` installs Debian's (the Makefile's DEBIAN_TEST_PACKAGES)")
     done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                            "--hide-scrollbars", f"--user-data-dir={home / 'chromium'}", "--window-size=1280,1500", *what, url],
                           capture_output=True, text=True, timeout=120)
@@ -57,7 +59,6 @@ def browser(url: str, home: Path, *what: str) -> str:
     return done.stdout
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="make test installs Debian's chromium (Makefile DEBIAN_TEST_PACKAGES)")
 def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_after_it(postgres, tmp_path):  # noqa: F811
     connection = postgres.connect()
     connection.autocommit = True
