@@ -47,7 +47,7 @@ class RunOutcome:
     seconds: float
     statuses: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-    # (relation, message) of each model that failed
+    # (relation, message) of each model that failed (the status page's failing mirrors)
     failed_nodes: list[tuple[str, str]] = field(default_factory=list)
 
     def line(self) -> str:
@@ -75,7 +75,8 @@ def invoke_dbt(args: Sequence[str]) -> RunOutcome:
         if str(node.status) in ("error", "fail"):
             message = " ".join(str(node.message).split())
             failures.append(f"{node.node.name}: {message}")
-            failed_nodes.append((getattr(node.node, "relation_name", None) or node.node.name, message))
+            if getattr(node.node, "resource_type", None) == "model":  # a failing test is no failing mirror
+                failed_nodes.append((getattr(node.node, "relation_name", None) or node.node.name, message))
     error = None
     if not result.success:
         error = str(result.exception) if result.exception is not None else "; ".join(failures) or "see dbt's log above"
