@@ -19,10 +19,7 @@
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
-    {% if not cdc_merge.has_cdc_adapter() %}
-        {% do exceptions.raise_compiler_error("cdc_verify reads the source in the cdc_spark or cdc_databend adapter: set the"
-            ~ " target's type to one of them (docs/engines.md)") %}
-    {% endif %}
+    {% do cdc_merge.require_cdc_adapter("cdc_verify") %}
     {% set names = [select] if select is string else select %}
     {% set mirrors = [] %}
     {#- Any mirror's table: an event of one of them after a position shows the capture landed past it (python_jobs/verify/in_flight.py). -#}

@@ -69,9 +69,6 @@
 
 {% macro first_time_in_invocation(key) %}
     {#- True for the first caller with this key in the dbt invocation (run_state.py); always on adapters without the plugin's state. -#}
-    {% if target.type not in ['cdc_spark', 'cdc_databend'] %}
-        {{ return(true) }}
-    {% endif %}
     {{ return(adapter.cdc_first_time_in_invocation(invocation_id, key)) }}
 {% endmacro %}
 

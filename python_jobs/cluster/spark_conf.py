@@ -15,7 +15,7 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # The apply's Iceberg helpers (deletes by position), built by `make jvm`; as for dbt's own session
 # (adapter/dbt/adapters/cdc_spark/iceberg_jvm.py) $CDC_MERGE_ICEBERG_JVM_JAR overrides it and an
 # empty value leaves them out (the apply then deletes replaced rows with a MERGE).
-ICEBERG_HELPER_JAR = Path(__file__).resolve().parents[2] / "adapter" / "dbt" / "adapters" / "cdc_spark" / "jars" / "cdc-merge-iceberg.jar"
+ICEBERG_HELPER_JAR = Path(__file__).resolve().parents[1] / "jars" / "cdc-merge-iceberg.jar"
 # Iceberg's SparkCatalog plus the helpers as procedures (jvm/iceberg/cdc_merge/iceberg/).
 HELPERS_CATALOG_CLASS = "cdc_merge.iceberg.CdcMergeSparkCatalog"
 TRANSACTIONS_CATALOG_IMPL = "cdc_merge.iceberg.CdcMergeJdbcCatalog"

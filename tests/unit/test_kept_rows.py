@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from dbt.adapters.cdc_spark.kept_rows import OFFSET, RUN, KeptRow, KeptRows, grouped, mirrors_to_release
-from dbt.adapters.cdc_spark.run_state import InvocationState
+from dbt.adapters.cdc_core.kept_rows import OFFSET, RUN, KeptRow, KeptRows, grouped, mirrors_to_release
+from dbt.adapters.cdc_core.run_state import InvocationState
 
 
 def row(kind, invocation="i1", target="m.a", table=None):

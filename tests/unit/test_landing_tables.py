@@ -1,4 +1,4 @@
-"""The landing config as the mirror models' config check reads it (cdc_spark/landing_tables.py):
+"""The landing config as the mirror models' config check reads it (cdc_core/landing_tables.py):
 parsed once per version of the file, however many mirrors ask."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import yaml
 
-from dbt.adapters.cdc_spark import landing_tables as module
-from dbt.adapters.cdc_spark.landing_tables import landing_tables
+from dbt.adapters.cdc_core import landing_tables as module
+from dbt.adapters.cdc_core.landing_tables import landing_tables
 
 
 def test_the_file_is_parsed_once_per_version_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from dbt.adapters.cdc_databend.mirror_facts import (
     invocation_mirrors,
     read_facts,
 )
-from dbt.adapters.cdc_spark import capabilities
+from dbt.adapters.cdc_core import capabilities
 
 CHECKSUM = "cdc-merge.model-sql-md5=0123abcd"
 
@@ -108,8 +108,11 @@ def test_the_invocation_mirrors_are_its_selected_cdc_merge_models():
 
 def test_each_adapter_says_what_the_macros_may_ask_of_it():
     assert capabilities.spark(in_process_session=True).as_dict() == {
-        "in_process_session": True, "idle_state": True, "keeps_offset_rows": True, "keeps_run_rows": True, "guards": True}
+        "in_process_session": True, "idle_state": True, "keeps_offset_rows": True, "keeps_run_rows": True, "guards": True,
+        "iceberg_helpers": True, "change_streams": False, "replaces_rows": True}
     assert capabilities.spark(in_process_session=False).as_dict() == {
-        "in_process_session": False, "idle_state": False, "keeps_offset_rows": False, "keeps_run_rows": False, "guards": True}
+        "in_process_session": False, "idle_state": False, "keeps_offset_rows": False, "keeps_run_rows": False, "guards": True,
+        "iceberg_helpers": True, "change_streams": False, "replaces_rows": True}
     databend = capabilities.DATABEND
     assert databend.idle_state and databend.keeps_run_rows and not databend.keeps_offset_rows and not databend.guards
+    assert databend.change_streams and not databend.iceberg_helpers

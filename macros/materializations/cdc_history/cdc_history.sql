@@ -88,7 +88,7 @@
         {% if not loop.first %}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
-        {% set stats = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
+        {% set stats = cdc_merge.no_counts() %}
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set counts = cdc_merge.apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg) %}

@@ -16,11 +16,9 @@
 
 {% macro spark__create_history_changes(scratch, changes_sql) %}
     {#- A local checkpoint, not a cached view: Spark would compute a cached view again once the history is written. -#}
-    {% if adapter.type() == 'cdc_spark' %}
-        {% set counts = adapter.create_checkpoint_view(scratch.identifier, changes_sql, cdc_merge.history_change_counts()) %}
-        {% if counts is not none %}
-            {{ return({'changes': scratch.identifier, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': true}) }}
-        {% endif %}
+    {% set counts = adapter.create_checkpoint_view(scratch.identifier, changes_sql, cdc_merge.history_change_counts()) %}
+    {% if counts is not none %}
+        {{ return({'changes': scratch.identifier, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': true}) }}
     {% endif %}
     {% do run_query('create or replace table ' ~ scratch ~ ' using iceberg as ' ~ changes_sql) %}
     {% set counts = run_query('select ' ~ cdc_merge.history_change_counts() | join(', ') ~ ' from ' ~ scratch).rows[0] %}

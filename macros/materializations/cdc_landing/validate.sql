@@ -10,7 +10,8 @@
         {% do exceptions.raise_compiler_error(fail_prefix ~ "cdc_landing runs the Python landing model (models/landing/raw_events.py); this model is " ~ model.language ~ ".") %}
     {% endif %}
 
-    {% if not (target.type == 'cdc_databend' or (target.type == 'cdc_spark' and target.method in ('session', 'thrift'))) %}
+    {% do cdc_merge.require_cdc_adapter(fail_prefix ~ "the landing model") %}
+    {% if target.type == 'cdc_spark' and target.method not in ('session', 'thrift') %}
         {% do exceptions.raise_compiler_error(
             fail_prefix ~ "the landing model runs inside dbt's local SparkSession (profile type cdc_spark, method session), "
             ~ "as a Spark application on the cluster of a Thrift server (type cdc_spark, method thrift), or in a local "

@@ -1,8 +1,8 @@
 {#
     Classifying a deduplicated batch against the mirror and its tombstones: which of its
-    keys are stored (stored_keys_sql), inside which key range (key_range_of), and what each
-    event does (classified_batch_sql); then the classified batch computed once for the
-    statements that apply it (create_changes).
+    keys are stored (stored_keys_sql), inside which key range (python_jobs/apply/key_range.py),
+    and what each event does (classified_batch_sql); then the classified batch computed once for
+    the statements that apply it (create_changes).
     Over 300 lines: one concept, the classification, with its two ways to the stored keys (a
     scan, or rows read in the driver) and the engines' versions side by side.
 #}
@@ -202,34 +202,6 @@
 {% endmacro %}
 
 
-{% macro key_range_max_events() %}
-    {#-
-        Above this many events in a bucket the key range is left out: at 1M events it skipped no
-        file in the benchmarks and its check of every stored key cost 3-4 s (BENCHMARKS.md,
-        "Levers tried"); at 10k events of recent keys it halved the mirror's reads.
-    -#}
-    {{ return(100000) }}
-{% endmacro %}
-
-
-{% macro key_range_of(plan) %}
-    {#-
-        The key range of a bucket_plan_sql row: {'min_hex', 'max_hex'}, or none for an empty bucket
-        or one of more than key_range_max_events() events.
-    -#}
-    {% set bounds = {'min_hex': plan['min_key_hex'] | string, 'max_hex': plan['max_key_hex'] | string} %}
-    {% if bounds.min_hex == '' or (plan['events'] | int) > cdc_merge.key_range_max_events() %}
-        {{ return(none) }}
-    {% endif %}
-    {% for value in bounds.values() %}
-        {% if not modules.re.fullmatch('[0-9A-Fa-f]+', value) %}
-            {% do exceptions.raise_compiler_error("cdc_merge model '" ~ model.name ~ "': the engine's hex() gave '" ~ value ~ "' for a key bound") %}
-        {% endif %}
-    {% endfor %}
-    {{ return(bounds) }}
-{% endmacro %}
-
-
 {% macro key_range_skips_files(relation, key_range) %}
     {#-
         Whether key_in_range_sql lets a read of relation skip any of its data files. Where it skips
@@ -244,7 +216,7 @@
 
 {% macro spark__key_range_skips_files(relation, key_range) %}
     {#- Asked of Iceberg's manifests in dbt's own SparkSession; elsewhere not known, so kept. -#}
-    {% set skips = adapter.key_range_skips_files(relation, '_cdc_key', key_range.min_hex, key_range.max_hex) if adapter.type() == 'cdc_spark' else none %}
+    {% set skips = adapter.key_range_skips_files(relation, '_cdc_key', key_range.min_hex, key_range.max_hex) %}
     {{ return(skips is none or skips) }}
 {% endmacro %}
 
@@ -294,7 +266,7 @@
         half-written tables; a checkpoint has no such lineage. A small batch is kept in the driver,
         where reading it costs no Spark job.
     -#}
-    {% if in_memory and adapter.type() == 'cdc_spark' %}
+    {% if in_memory %}
         {% set counts = adapter.create_checkpoint_view(changes.identifier, classified_sql, cdc_merge.change_counts_columns(), small,
             cdc_merge.change_counts() if small else none) %}
         {% if counts is not none %}

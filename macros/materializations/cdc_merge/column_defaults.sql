@@ -51,12 +51,6 @@
         events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
         columns that the mirror has are set in its rows older than the event. Returns the columns set.
     -#}
-    {% if events and not cdc_merge.has_cdc_adapter() %}
-        {% do exceptions.warn("cdc_merge " ~ target_relation ~ ": the source added columns with a value for its older rows, which"
-            ~ " only the cdc_spark and cdc_databend adapters set in the mirror (docs/schema_changes.md); on this target those rows"
-            ~ " keep null in them") %}
-        {{ return([]) }}
-    {% endif %}
     {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list) if events else [] %}
     {% set set_columns = [] %}
     {% for event in plan %}

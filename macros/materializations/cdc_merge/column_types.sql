@@ -1,7 +1,7 @@
 {#
     The columns of a mirror and of its model's output, as (name, type) with one spelling of each
-    type for both engines (normalized_type), whether a type change widens (type_change), and the
-    ALTER TABLE statements schema_change.sql runs.
+    type for both engines (normalized_type), and the ALTER TABLE statements schema_change.sql runs
+    (whether a type change widens: python_jobs/apply/schema_plan.py).
 #}
 
 {% macro bookkeeping_columns() %}
@@ -38,7 +38,7 @@
         From the Iceberg schema the cdc_spark adapter keeps loaded (no statement), else dbt-spark's
         own describe of the table, the one it runs for any relation's columns.
     -#}
-    {% set stored = adapter.cdc_stored_column_types(relation) if adapter.type() == 'cdc_spark' else none %}
+    {% set stored = adapter.cdc_stored_column_types(relation) %}
     {% set columns = [] %}
     {% if stored is not none %}
         {% for name, data_type in stored %}
@@ -104,24 +104,6 @@
 
 {% macro databend__stored_type(data_type) %}
     {{ return(data_type) }}
-{% endmacro %}
-
-
-{% macro type_change(old_type, new_type) %}
-    {#- 'widen' where every old value fits the new type and the engine changes it in place; else 'incompatible'. -#}
-    {% set integers = ['tinyint', 'smallint', 'int', 'bigint'] %}
-    {% if old_type in integers and new_type in integers and integers.index(new_type) > integers.index(old_type) %}
-        {{ return('widen') }}
-    {% elif old_type == 'float' and new_type == 'double' %}
-        {{ return('widen') }}
-    {% endif %}
-    {% set old_decimal = modules.re.fullmatch('decimal\\(([0-9]+),([0-9]+)\\)', old_type) %}
-    {% set new_decimal = modules.re.fullmatch('decimal\\(([0-9]+),([0-9]+)\\)', new_type) %}
-    {% if old_decimal and new_decimal and old_decimal.group(2) == new_decimal.group(2)
-        and (new_decimal.group(1) | int) > (old_decimal.group(1) | int) %}
-        {{ return('widen') }}
-    {% endif %}
-    {{ return('incompatible') }}
 {% endmacro %}
 
 

@@ -46,6 +46,16 @@
 {% endmacro %}
 
 
+{% macro no_counts(chunks=none) %}
+    {#- A run's, chunk's or offset row's counts before anything is applied; with chunks: a run's totals. -#}
+    {% set counts = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'max_source_ts': none} %}
+    {% if chunks is not none %}
+        {% do counts.update({'chunks': chunks}) %}
+    {% endif %}
+    {{ return(counts) }}
+{% endmacro %}
+
+
 {% macro add_counts(totals, counts) %}
     {#- Adds a batch's or chunk's counts into totals, in place; keeps the newest source time. -#}
     {% for name in ['events_read', 'inserted', 'updated', 'deleted', 'skipped'] %}

@@ -18,7 +18,7 @@
     {#-
         What applying one bucket of a chunk needs first, in one pass over its events: their count,
         their key range, hex-encoded ('' when the bucket is empty) so that any key text comes back
-        as a literal without quoting (cdc_merge.key_range_of), and how many carry TOAST placeholders
+        as a literal without quoting (python_jobs/apply/key_range.py), and how many carry TOAST placeholders
         (bucket_rounds).
     -#}
     with
@@ -154,12 +154,31 @@
         stands in for the mirror's own dedup (shared_dedup.py): the batch view then runs no window
         and the classification no shuffle. none otherwise.
     -#}
+    {{ return(adapter.dispatch('newest_events_view', 'cdc_merge')(chunk, raw_changes_view, cfg, plan, whole_range)) }}
+{% endmacro %}
+
+{% macro spark__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
     {% set view_name = raw_changes_view ~ '__newest' %}
-    {% if adapter.type() == 'cdc_spark' and chunk.stream is not defined and adapter.create_newest_events_view(view_name,
+    {% if chunk.stream is not defined and adapter.create_newest_events_view(view_name,
             cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, plan, chunk.buckets, whole_range) %}
         {{ return(view_name) }}
     {% endif %}
     {{ return(none) }}
+{% endmacro %}
+
+{% macro databend__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
+    {{ return(none) }}
+{% endmacro %}
+
+{% macro drop_newest_events_view(raw_changes_view) %}
+    {{ return(adapter.dispatch('drop_newest_events_view', 'cdc_merge')(raw_changes_view)) }}
+{% endmacro %}
+
+{% macro spark__drop_newest_events_view(raw_changes_view) %}
+    {% do adapter.cdc_drop_temporary_view(raw_changes_view ~ '__newest') %}
+{% endmacro %}
+
+{% macro databend__drop_newest_events_view(raw_changes_view) %}
 {% endmacro %}
 
 

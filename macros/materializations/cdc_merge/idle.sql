@@ -14,13 +14,13 @@
     other rows in one INSERT, by the last mirror of the invocation to finish (finish_mirror_run,
     kept_rows.sql).
 
-    Elsewhere (a Thrift server, a plain spark or databend target) the same conditions take a few
+    Elsewhere (a Thrift server) the same conditions take a few
     small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
     table's current snapshot, the model checksum (a table property on Iceberg, the table comment
     on Databend), its maintenance state, and its cdc_merge_runs row.
 
     Both ask the adapter plugin for the decision (python_jobs/apply/idle_decision.py, with unit
-    tests); a plain dbt-spark target, which has no plugin, decides the same in Jinja here.
+    tests).
 #}
 
 {% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
@@ -48,7 +48,7 @@
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance, state.mirror) %}
         {{ return(false) }}
     {% endif %}
-    {% set nothing = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': 0, 'max_source_ts': none} %}
+    {% set nothing = cdc_merge.no_counts(0) %}
     {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, state.offset_snapshot) %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ state.current_snapshot ~ ")", info=True) }}
     {{ return(true) }}
@@ -79,7 +79,7 @@
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance) %}
         {{ return(false) }}
     {% endif %}
-    {% set nothing = {'events_read': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'skipped': 0, 'chunks': 0, 'max_source_ts': none} %}
+    {% set nothing = cdc_merge.no_counts(0) %}
     {% do cdc_merge.record_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ offset_snapshot ~ ")", info=True) }}
     {{ return(true) }}
@@ -89,9 +89,6 @@
 {% macro full_path_before_offsets(existing_relation, cfg) %}
     {#- Why the mirror takes the full path whatever its offsets say, or none (python_jobs/apply/idle_decision.py). -#}
     {% set kind = none if existing_relation is none else ('view' if existing_relation.is_view else 'table') %}
-    {% if not cdc_merge.has_cdc_adapter() %}
-        {{ return(none if kind == 'table' and not should_full_refresh() and cfg.change_source == 'changes' else 'no idle check') }}
-    {% endif %}
     {{ return(adapter.cdc_full_path_before_offsets(kind, should_full_refresh(), cfg.change_source)) }}
 {% endmacro %}
 
@@ -99,12 +96,7 @@
 {% macro full_path_at_offsets(target_relation, offset_snapshot, current_snapshot, stored_checksum, model_sql, cfg) %}
     {#- Why the mirror takes the full path at its offset and the raw table's current snapshot, or none (idle_decision.py). -#}
     {% set model_checksum = cdc_merge.model_checksum(model_sql, cfg) %}
-    {% if cdc_merge.has_cdc_adapter() %}
-        {% set reason = adapter.cdc_full_path_at_offsets(offset_snapshot, current_snapshot, stored_checksum, model_checksum) %}
-    {% else %}
-        {% set idle = offset_snapshot is not none and (offset_snapshot | string) == (current_snapshot | string) and stored_checksum == model_checksum %}
-        {% set reason = none if idle else 'not idle' %}
-    {% endif %}
+    {% set reason = adapter.cdc_full_path_at_offsets(offset_snapshot, current_snapshot, stored_checksum, model_checksum) %}
     {% if reason %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ reason ~ ": full path", info=False) }}
     {% endif %}

@@ -198,22 +198,20 @@
     {% set seconds = (modules.datetime.datetime.utcnow() - run_started).total_seconds() %}
     {% set counts = maintained if maintained is not none else {} %}
     {% set newest = "timestamp '" ~ totals.max_source_ts ~ "'" if totals.max_source_ts else 'cast(null as timestamp)' %}
-    {% if cdc_merge.has_cdc_adapter() %}
-        {#- The figures cdc-run's status endpoint shows; keep_run's rows get there as they are kept. -#}
-        {% do adapter.cdc_observe_run(target_relation | string, {
-            'source_table': cfg.source_table,
-            'finished_at': modules.datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M:%S.%f'),
-            'run_seconds': seconds | round(3),
-            'events_read': totals.events_read,
-            'inserted': totals.inserted,
-            'updated': totals.updated,
-            'deleted': totals.deleted,
-            'skipped': totals.skipped,
-            'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
-            'consistency_group': cfg.consistency_group,
-            'cut_lag_seconds': cdc_merge.run_cut_lag(cfg, totals),
-        }) %}
-    {% endif %}
+    {#- The figures cdc-run's status endpoint shows; keep_run's rows get there as they are kept. -#}
+    {% do adapter.cdc_observe_run(target_relation | string, {
+        'source_table': cfg.source_table,
+        'finished_at': modules.datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M:%S.%f'),
+        'run_seconds': seconds | round(3),
+        'events_read': totals.events_read,
+        'inserted': totals.inserted,
+        'updated': totals.updated,
+        'deleted': totals.deleted,
+        'skipped': totals.skipped,
+        'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
+        'consistency_group': cfg.consistency_group,
+        'cut_lag_seconds': cdc_merge.run_cut_lag(cfg, totals),
+    }) %}
     {% call statement('record_run') %}
         insert into {{ runs }}
         select

@@ -75,7 +75,7 @@
         when it has no row}. In dbt's own SparkSession from the invocation's one read of every
         mirror's (run_state.py), read again whenever any process wrote an offset since; elsewhere a query.
     -#}
-    {% set known = adapter.cdc_newest_offset(invocation_id, offsets | string, target_relation | string) if adapter.type() == 'cdc_spark' else none %}
+    {% set known = adapter.cdc_newest_offset(invocation_id, offsets | string, target_relation | string) if cdc_merge.capabilities().iceberg_helpers else none %}
     {% if known is not none %}
         {{ return(known) }}
     {% endif %}
@@ -218,15 +218,9 @@
     {% for relation, create in tables %}
         {% if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none %}
             {% set statements = [cdc_merge.create_schema_if_missing(relation), create(relation)] %}
-            {% if cdc_merge.has_cdc_adapter() %}
-                {#- Every mirror of a first run gets here at once: one thread creates the table, the others find it. -#}
-                {% do adapter.cdc_execute_one_at_a_time('create ' ~ relation, statements) %}
-            {% else %}
-                {% for statement in statements %}
-                    {% do run_query(statement) %}
-                {% endfor %}
-            {% endif %}
-        {% elif target.type == 'cdc_spark' and adapter.cdc_first_time_in_process('properties:' ~ relation) %}
+            {#- Every mirror of a first run gets here at once: one thread creates the table, the others find it. -#}
+            {% do adapter.cdc_execute_one_at_a_time('create ' ~ relation, statements) %}
+        {% elif cdc_merge.capabilities().iceberg_helpers and adapter.cdc_first_time_in_process('properties:' ~ relation) %}
             {#- A table made by an earlier version gets the properties too; once per process. -#}
             {% do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ cdc_merge.bookkeeping_table_properties() ~ ')') %}
         {% endif %}

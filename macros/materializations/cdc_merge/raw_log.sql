@@ -34,7 +34,7 @@
         ('snapshots', rows of raw_snapshots_sql). The cdc_spark adapter reads them from Iceberg's
         metadata in the JVM, without a statement; elsewhere two queries on the metadata tables.
     -#}
-    {% set listed = adapter.cdc_snapshot_log(raw_relation.schema ~ '.' ~ raw_relation.identifier) if adapter.type() == 'cdc_spark' else none %}
+    {% set listed = adapter.cdc_snapshot_log(raw_relation.schema ~ '.' ~ raw_relation.identifier) if cdc_merge.capabilities().iceberg_helpers else none %}
     {% if listed is not none %}
         {{ return(listed) }}
     {% endif %}
@@ -80,9 +80,6 @@
         oldest first; decided in python_jobs/apply/chunk_plan.py. An offset no longer in the raw
         table's history is refused rather than skip events.
     -#}
-    {% if adapter.type() not in ('cdc_spark', 'cdc_databend') %}
-        {{ return(cdc_merge.pending_raw_snapshots_in_jinja(raw_relation, offset_snapshot, snapshot_log)) }}
-    {% endif %}
     {% set plan = adapter.cdc_pending_snapshots(snapshot_log, offset_snapshot) %}
     {% if plan.expired %}
         {% do cdc_merge.raise_expired_offset(raw_relation, offset_snapshot) %}
@@ -107,74 +104,8 @@
         'buckets'}; decided in python_jobs/apply/chunk_plan.py, which counts only source_table's
         events of raw_relation where the adapter can tell the tables apart.
     -#}
-    {% if adapter.type() not in ('cdc_spark', 'cdc_databend') %}
-        {{ return(cdc_merge.chunks_of_in_jinja(pending, max_events, offset_snapshot)) }}
-    {% endif %}
     {% set raw_table = raw_relation.schema ~ '.' ~ raw_relation.identifier if raw_relation is not none else none %}
     {{ return(adapter.cdc_chunks_of(pending, max_events, offset_snapshot, raw_table, source_table)) }}
-{% endmacro %}
-
-
-{#- A plain dbt-spark target (type: spark) has no cdc adapter plugin to ask: the same plan in Jinja. -#}
-{% macro pending_raw_snapshots_in_jinja(raw_relation, offset_snapshot, snapshot_log) %}
-    {#-
-        The snapshots after offset_snapshot up to the current one of snapshot_log (raw_snapshot_log),
-        oldest first, found by walking parent links back from current. An offset that is not on
-        that path has been expired (or the raw table was rebuilt): refuse rather than skip events.
-    -#}
-    {% set current_snapshot = snapshot_log.current %}
-    {% if current_snapshot is none %}
-        {{ return([]) }}
-    {% endif %}
-    {% set rows = snapshot_log.snapshots %}
-    {% set by_id = {} %}
-    {% for row in rows %}
-        {% do by_id.update({row['snapshot_id']: row}) %}
-    {% endfor %}
-    {% set walk = namespace(cursor=current_snapshot, found=(offset_snapshot is none)) %}
-    {% set newest_first = [] %}
-    {% for _ in range(rows | length) %}
-        {% if walk.cursor is not none and walk.cursor != offset_snapshot %}
-            {% set snapshot = by_id.get(walk.cursor) %}
-            {% if snapshot is none %}
-                {% set walk.cursor = none %}
-            {% else %}
-                {% do newest_first.append({'snapshot_id': snapshot['snapshot_id'], 'added_records': snapshot['added_records'] | int}) %}
-                {% set walk.cursor = snapshot['parent_id'] %}
-            {% endif %}
-        {% endif %}
-    {% endfor %}
-    {% if offset_snapshot is not none and walk.cursor != offset_snapshot %}
-        {% do cdc_merge.raise_expired_offset(raw_relation, offset_snapshot) %}
-    {% endif %}
-    {{ return(newest_first | reverse | list) }}
-{% endmacro %}
-
-
-{% macro chunks_of_in_jinja(pending, max_events, offset_snapshot) %}
-    {#-
-        Consecutive snapshots grouped into chunks of at most max_events raw events; a single
-        snapshot larger than that is split into key-hash buckets of about max_events each.
-        Each chunk reads the snapshots after 'after' (exclusive) through 'through'.
-    -#}
-    {% set chunks = [] %}
-    {% set current = namespace(after=offset_snapshot, through=none, events=0) %}
-    {% for snapshot in pending %}
-        {% if current.through is not none and current.events + snapshot.added_records > max_events %}
-            {% do chunks.append({'after': current.after, 'through': current.through, 'events': current.events}) %}
-            {% set current.after = current.through %}
-            {% set current.events = 0 %}
-        {% endif %}
-        {% set current.through = snapshot.snapshot_id %}
-        {% set current.events = current.events + snapshot.added_records %}
-    {% endfor %}
-    {% if current.through is not none %}
-        {% do chunks.append({'after': current.after, 'through': current.through, 'events': current.events}) %}
-    {% endif %}
-    {% for chunk in chunks %}
-        {% do chunk.update({'buckets': [1, ((chunk.events + max_events - 1) // max_events)] | max}) %}
-    {% endfor %}
-    {{ return(chunks) }}
 {% endmacro %}
 
 
@@ -182,7 +113,7 @@
     {#- The raw events of one chunk, as the scratch relation raw_changes_view. -#}
     {% if chunk.stream is defined %}
         {% do run_query(cdc_merge.create_raw_changes_from_stream_sql(raw_changes_view, cfg.raw_relation, chunk.stream)) %}
-    {% elif adapter.type() == 'cdc_spark' and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, chunk.get('range_events', chunk.events)) %}
+    {% elif cdc_merge.capabilities().iceberg_helpers and adapter.create_appended_rows_view(raw_changes_view, cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, chunk.get('range_events', chunk.events)) %}
         {#- Made by the adapter in dbt's own SparkSession: an incremental append scan, no changelog sort; a small range read once for every mirror. -#}
     {% else %}
         {% do run_query(cdc_merge.create_raw_changes_view(raw_changes_view, cfg.raw_relation, chunk.after, chunk.through)) %}
@@ -198,7 +129,7 @@
         chunk, {'truncate_seq', 'truncate_source_ts'} as chunk_truncate_sql, and 'fields' as
         unmapped_columns samples them. none where not known: the caller asks with its own queries.
     -#}
-    {% if adapter.type() != 'cdc_spark' or chunk.stream is defined %}
+    {% if not cdc_merge.capabilities().iceberg_helpers or chunk.stream is defined %}
         {{ return(none) }}
     {% endif %}
     {% if chunk_view is not none and chunk_view != raw_changes_view %}
@@ -282,7 +213,16 @@
 
 {% macro drop_temporary_view(name) %}
     {#- A view of this run only (Spark's temporary views; the batch view, a view on Databend). -#}
-    {% if not (adapter.type() == 'cdc_spark' and adapter.cdc_drop_temporary_view(name)) %}
+    {{ return(adapter.dispatch('drop_temporary_view', 'cdc_merge')(name)) }}
+{% endmacro %}
+
+{% macro spark__drop_temporary_view(name) %}
+    {#- Dropped in dbt's own session without a statement where it is in this process. -#}
+    {% if not adapter.cdc_drop_temporary_view(name) %}
         {% do run_query('drop view if exists ' ~ name) %}
     {% endif %}
+{% endmacro %}
+
+{% macro databend__drop_temporary_view(name) %}
+    {% do run_query('drop view if exists ' ~ name) %}
 {% endmacro %}

@@ -104,8 +104,5 @@
 
 {% macro first_time_in_process(key) %}
     {#- True for the first caller with this key in this process (run_state.py); always on adapters without the plugin's state. -#}
-    {% if target.type not in ['cdc_spark', 'cdc_databend'] %}
-        {{ return(true) }}
-    {% endif %}
     {{ return(adapter.cdc_first_time_in_process(key)) }}
 {% endmacro %}

@@ -1,8 +1,8 @@
 {#
     A stored mirror whose columns differ from the model's: applied as on_schema_change says
-    (validate.sql checks the setting), without a rebuild. evolve_mirror compares the two
-    shapes (names and types), alters the mirror, backfills added columns from the raw log's
-    retained events, and returns the columns the run writes and the model's SQL shaped to them.
+    (validate.sql checks the setting), without a rebuild. evolve_mirror asks what differs and what
+    to do (python_jobs/apply/schema_plan.py), alters the mirror, backfills added columns from the
+    raw log's retained events, and returns the columns the run writes and the model's SQL shaped to them.
 
         ignore              the mirror keeps its columns: new model columns are not written,
                             columns the model no longer selects are null in rows written from now on
@@ -37,43 +37,6 @@
 {% endmacro %}
 
 
-{% macro schema_differences(mirror_types, model_types) %}
-    {#- What differs between the mirror's and the model's columns (both [(name, type)], bookkeeping left out). -#}
-    {% set mirror = dict(mirror_types) %}
-    {% set modelled = dict(model_types) %}
-    {% set differences = {'added': [], 'removed': [], 'widened': [], 'incompatible': []} %}
-    {% for name, data_type in model_types %}
-        {% if name not in mirror %}
-            {% do differences.added.append((name, data_type)) %}
-        {% elif mirror[name] != data_type %}
-            {% set kind = 'widened' if cdc_merge.type_change(mirror[name], data_type) == 'widen' else 'incompatible' %}
-            {% do differences[kind].append((name, mirror[name], data_type)) %}
-        {% endif %}
-    {% endfor %}
-    {% for name, data_type in mirror_types %}
-        {% if name not in modelled %}
-            {% do differences.removed.append((name, data_type)) %}
-        {% endif %}
-    {% endfor %}
-    {{ return(differences) }}
-{% endmacro %}
-
-
-{% macro describe_differences(differences) %}
-    {% set parts = [] %}
-    {% for name, data_type in differences.added %}
-        {% do parts.append('new column ' ~ name ~ ' ' ~ data_type) %}
-    {% endfor %}
-    {% for name, old_type, new_type in differences.widened + differences.incompatible %}
-        {% do parts.append('column ' ~ name ~ ' ' ~ old_type ~ ' -> ' ~ new_type) %}
-    {% endfor %}
-    {% for name, data_type in differences.removed %}
-        {% do parts.append('column ' ~ name ~ ' no longer selected') %}
-    {% endfor %}
-    {{ return(parts | join('; ')) }}
-{% endmacro %}
-
-
 {% macro evolve_mirror(target_relation, model_sql, model_described, cfg) %}
     {#-
         model_described: the model's output columns and types (query_columns).
@@ -81,83 +44,52 @@
         'note': what changed, for the run's summary ('' when nothing did), 'batch_view_replaced': whether
         a backfill defined the batch view anew}.
     -#}
-    {% set fail_prefix = "cdc_merge model '" ~ model.name ~ "': " %}
     {% set bookkeeping = cdc_merge.bookkeeping_columns() %}
     {% set mirror_types = cdc_merge.relation_column_types(target_relation) | rejectattr('0', 'in', bookkeeping) | list %}
     {% set model_types = cdc_merge.lower_names(model_described) | rejectattr('0', 'in', ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable']) | list %}
-    {% set differences = cdc_merge.schema_differences(mirror_types, model_types) %}
-    {% set changed = (differences.added + differences.removed + differences.widened + differences.incompatible) | length > 0 %}
-    {% set mode = cfg.on_schema_change %}
     {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
     {% set history = {'columns': [], 'ordinal': 0, 'newest': {}} %}
     {% if load_relation(changes_relation) is not none %}
         {% set history = cdc_merge.pending_backfills(changes_relation, target_relation) %}
     {% endif %}
-
-    {% if changed and mode == 'fail' %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ "the model's columns differ from " ~ target_relation ~ "'s ("
-            ~ cdc_merge.describe_differences(differences) ~ ") and on_schema_change is 'fail'. Set on_schema_change='append_new_columns'"
-            ~ " (adds new columns, backfilled from the raw log; widens types; keeps columns no longer selected) or 'sync_all_columns'"
-            ~ " (also drops them), or rebuild the mirror: dbt run --full-refresh --select " ~ model.name) %}
-    {% endif %}
-    {% if differences.incompatible and mode != 'ignore' %}
-        {% set problems = [] %}
-        {% for name, old_type, new_type in differences.incompatible %}
-            {% do problems.append('column ' ~ name ~ ' is ' ~ old_type ~ ' in ' ~ target_relation ~ ' and ' ~ new_type ~ ' in the model') %}
-        {% endfor %}
-        {% do exceptions.raise_compiler_error(fail_prefix ~ problems | join('; ') ~ ": " ~ target.type ~ " cannot change that type in place"
-            ~ " (it widens int to bigint, float to double, and decimal precision at the same scale). Cast the column in the model"
-            ~ " to a type that widens the stored one, or select it under a new name (a new column, backfilled) and stop selecting"
-            ~ " the old one, or rebuild the mirror: dbt run --full-refresh --select " ~ model.name) %}
+    {#- What changes, decided in python_jobs/apply/schema_plan.py; a column kept earlier is recorded once. -#}
+    {% set kept_before = [] %}
+    {% for name, change in history.newest.items() if change == 'kept' %}
+        {% do kept_before.append(name) %}
+    {% endfor %}
+    {% set plan = adapter.cdc_schema_plan(mirror_types, model_types, cfg.on_schema_change, kept_before, model.name,
+        target_relation | string, target.type) %}
+    {% if plan.error %}
+        {% do exceptions.raise_compiler_error(plan.error) %}
     {% endif %}
 
-    {% set notes = [] %}
+    {% set notes = plan.notes | list %}
     {% set ordinal = namespace(value=history.ordinal) %}
-    {% set to_backfill = history.columns | list %}
-    {% if changed and mode in ['append_new_columns', 'sync_all_columns'] %}
+    {% set to_backfill = history.columns | list + plan.to_backfill %}
+    {% if plan.steps %}
         {% do run_query(cdc_merge.create_schema_changes_table(changes_relation)) %}
-        {% for name, data_type in differences.added %}
-            {% set ordinal.value = ordinal.value + 1 %}
-            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'add_pending', none, data_type, none)) %}
-            {% do run_query(cdc_merge.add_column_sql(target_relation, name, data_type)) %}
-            {% do to_backfill.append(name) %}
-        {% endfor %}
-        {% for name, old_type, new_type in differences.widened %}
-            {% set ordinal.value = ordinal.value + 1 %}
-            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'widen_pending', old_type, new_type, none)) %}
-            {% do run_query(cdc_merge.widen_column_sql(target_relation, name, new_type)) %}
-            {% do to_backfill.append(name) %}
-            {% do notes.append(name ~ ' widened ' ~ old_type ~ ' -> ' ~ new_type) %}
-        {% endfor %}
-        {#- A column kept earlier is kept again by every run: recorded once. -#}
-        {% for name, data_type in differences.removed if not (mode == 'append_new_columns' and history.newest.get(name) == 'kept') %}
-            {% if mode == 'sync_all_columns' %}
-                {% do run_query(cdc_merge.drop_column_sql(target_relation, name)) %}
-            {% endif %}
-            {% set ordinal.value = ordinal.value + 1 %}
-            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name,
-                'drop' if mode == 'sync_all_columns' else 'kept', data_type, none, none)) %}
-            {% do notes.append(name ~ (' dropped' if mode == 'sync_all_columns' else ' kept, null in rows written from now on')) %}
-        {% endfor %}
-    {% elif changed %}
-        {{ log("cdc_merge " ~ target_relation ~ ": on_schema_change='ignore': the mirror keeps its columns ("
-            ~ cdc_merge.describe_differences(differences) ~ ")", info=True) }}
-        {% do notes.append("model's column changes ignored") %}
+    {% endif %}
+    {% for step in plan.steps %}
+        {% if step.change == 'drop' %}
+            {% do run_query(cdc_merge.drop_column_sql(target_relation, step.column)) %}
+        {% endif %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, step.column, step.change,
+            step.old_type, step.new_type, none)) %}
+        {% if step.change == 'add_pending' %}
+            {% do run_query(cdc_merge.add_column_sql(target_relation, step.column, step.new_type)) %}
+        {% elif step.change == 'widen_pending' %}
+            {% do run_query(cdc_merge.widen_column_sql(target_relation, step.column, step.new_type)) %}
+        {% endif %}
+    {% endfor %}
+    {% if plan.ignored %}
+        {{ log("cdc_merge " ~ target_relation ~ ": on_schema_change='ignore': the mirror keeps its columns (" ~ plan.ignored ~ ")", info=True) }}
     {% endif %}
 
     {#- The columns written: the mirror's, as they are now. -#}
     {% set model_names = dict(model_types) %}
-    {% if mode == 'ignore' %}
-        {% set written = mirror_types %}
-    {% elif mode == 'append_new_columns' %}
-        {% set written = model_types + differences.removed %}
-    {% else %}
-        {% set written = model_types %}
-    {% endif %}
-    {% set shaped_sql = model_sql %}
-    {% if changed %}
-        {% set shaped_sql = cdc_merge.shaped_model_sql(model_sql, written, model_names) %}
-    {% endif %}
+    {% set written = plan.written %}
+    {% set shaped_sql = cdc_merge.shaped_model_sql(model_sql, written, model_names) if plan.changed else model_sql %}
 
     {% set pending = to_backfill | select('in', model_names) | list %}
     {% if pending %}

@@ -36,11 +36,6 @@
     {% if not events %}
         {{ return(0) }}
     {% endif %}
-    {% if not cdc_merge.has_cdc_adapter() %}
-        {% do exceptions.warn("cdc_merge " ~ target_relation ~ ": online snapshot ranges remove rows the source no longer has"
-            ~ " with the cdc_spark and cdc_databend adapters only; on this target such rows stay") %}
-        {{ return(0) }}
-    {% endif %}
     {% set removed = namespace(rows=0) %}
     {% for range in adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
         {% set older = cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "'"

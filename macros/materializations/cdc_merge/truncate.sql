@@ -81,21 +81,20 @@
         The newest truncate of the chunk, if newer than watermark: the mirror's older rows removed
         (or marked deleted), older tombstones dropped (the watermark covers them), the watermark
         recorded. Returns {'seq': the watermark now, 'rows': rows removed}. chunk_plan (raw_log.sql):
-        the chunk's truncate as one pass over the range found it, instead of a query.
+        the chunk's truncate as one pass over the range found it, instead of a query. Whether it
+        applies and what it writes: python_jobs/apply/truncate_plan.py.
     -#}
     {% set found = chunk_plan if chunk_plan is not none else run_query(cdc_merge.chunk_truncate_sql(changes_view, cfg.source_table)).rows[0] %}
-    {% set truncate_seq = found['truncate_seq'] | string %}
-    {% if truncate_seq == '' or truncate_seq == 'None' or (watermark is not none and truncate_seq <= watermark) %}
+    {% set plan = adapter.cdc_truncate_plan(found, watermark, cfg.deletes, model.name) %}
+    {% if plan.error %}
+        {% do exceptions.raise_compiler_error(plan.error) %}
+    {% endif %}
+    {% if plan.seq is none %}
         {{ return({'seq': watermark, 'rows': 0}) }}
     {% endif %}
-    {% if not modules.re.fullmatch('[0-9.]+', truncate_seq) %}
-        {% do exceptions.raise_compiler_error("cdc_merge model '" ~ model.name ~ "': a truncate's seq is '" ~ truncate_seq ~ "', not a position") %}
-    {% endif %}
-    {% set source_ts = found['truncate_source_ts'] | string %}
-    {% set source_ts_sql = "timestamp'" ~ source_ts ~ "'" if source_ts not in ['', 'None'] else 'cast(null as timestamp)' %}
-    {% set older = "_cdc_seq < '" ~ truncate_seq ~ "'" ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
+    {% set truncate_seq, source_ts_sql, older = plan.seq, plan.source_ts_sql, plan.older_rows %}
     {% set rows = run_query('select count(*) as older_rows from ' ~ target_relation ~ ' where ' ~ older).rows[0]['older_rows'] | int %}
-    {% if rows > 0 and cfg.deletes == 'soft' %}
+    {% if rows > 0 and plan.soft %}
         {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ truncate_seq
             ~ "', _cdc_source_ts = " ~ source_ts_sql ~ ' where ' ~ older) %}
     {% elif rows > 0 %}
@@ -118,7 +117,7 @@
     {% endset %}
     {% do run_query(record_sql) %}
     {{ log("cdc_merge " ~ target_relation ~ ": truncate of " ~ cfg.source_table ~ " at " ~ truncate_seq ~ ": "
-        ~ rows ~ " older rows " ~ ('marked deleted' if cfg.deletes == 'soft' else 'removed'), info=True) }}
+        ~ rows ~ " older rows " ~ ('marked deleted' if plan.soft else 'removed'), info=True) }}
     {{ return({'seq': truncate_seq, 'rows': rows}) }}
 {% endmacro %}
 

@@ -87,35 +87,16 @@
     The mirror gets a MERGE with only WHEN MATCHED branches and a plain INSERT, instead of
     one MERGE with a WHEN NOT MATCHED branch: such a MERGE is an outer join that keeps every
     batch row, so Spark cannot broadcast the batch and shuffles every column of the whole
-    mirror (BENCHMARKS.md, "Levers tried"). Where replaces_rows() holds, the MERGE only
-    deletes the stored rows of updated and deleted keys and the INSERT writes the new rows of
-    inserted and updated keys; otherwise the MERGE updates and the INSERT adds new keys. Where
-    deletes_by_position() holds too, no MERGE finds the stored rows again: they are deleted at the
-    positions the classification found them at.
+    mirror (BENCHMARKS.md, "Levers tried"). Where the engine replaces rows (python_jobs/apply/
+    write_plan.py, which decides a batch's statements), the MERGE only deletes the stored rows of
+    updated and deleted keys and the INSERT writes the new rows of inserted and updated keys;
+    otherwise the MERGE updates and the INSERT adds new keys. Where deletes_by_position() holds
+    too, no MERGE finds the stored rows again: they are deleted at the positions the classification
+    found them at.
     When a batch needs both statements, they write to a branch of the mirror that is then
     published in one commit (begin_mirror_writes, publish.sql), so readers never see half a batch.
     A run that dies in between repeats the batch; the seq guards make that harmless.
 #}
-
-{% macro replaces_rows(cfg, partial_updates) %}
-    {{ return(adapter.dispatch('replaces_rows', 'cdc_merge')(cfg, partial_updates)) }}
-{% endmacro %}
-
-{% macro spark__replaces_rows(cfg, partial_updates) %}
-    {#-
-        The delete-only MERGE reads only the key and seq of the changes, so the batch's columns
-        do not travel through the join with the mirror: at 1M events into 10M rows the two
-        statements took 1.6-1.9 s less (BENCHMARKS.md, "Levers tried"). Soft deletes and
-        partial updates keep stored values, which only an UPDATE reads.
-    -#}
-    {{ return(cfg.deletes == 'hard' and not partial_updates) }}
-{% endmacro %}
-
-{% macro databend__replaces_rows(cfg, partial_updates) %}
-    {#- Not measured on Databend: it keeps the UPDATE-MERGE. -#}
-    {{ return(false) }}
-{% endmacro %}
-
 
 {% macro deletes_by_position(target_relation, cfg) %}
     {#-
@@ -131,7 +112,7 @@
         In the cdc_spark adapter's own SparkSession, on an unpartitioned Iceberg format-2 mirror.
         Soft deletes keep stored values, which only an UPDATE reads.
     -#}
-    {{ return(cfg.deletes == 'hard' and adapter.type() == 'cdc_spark' and adapter.deletes_by_position(target_relation)) }}
+    {{ return(cfg.deletes == 'hard' and adapter.deletes_by_position(target_relation)) }}
 {% endmacro %}
 
 {% macro databend__deletes_by_position(target_relation, cfg) %}

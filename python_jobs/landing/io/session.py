@@ -53,32 +53,29 @@ def iceberg_jar() -> str:
 
 
 # The apply's Java helpers (jvm/iceberg/, `make jvm`) and the local file system (jvm/hadoop/), in
-# the cdc_spark adapter's package.
+# this package's jars/ beside the landing's parsers.
 ICEBERG_HELPER_JAR = "cdc-merge-iceberg.jar"
 LOCAL_FILE_SYSTEM_JAR = "cdc-merge-local-fs.jar"
 LOCAL_FILE_SYSTEM_CLASS = "cdc_merge.hadoop.LocalFileSystem"
+JARS_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "jars")
 
 
-def _adapter_jar(name: str, variable: str) -> str:
-    """$variable (empty turns it off), else the jar of that name in the adapter's package."""
+def _project_jar(name: str, variable: str) -> str:
+    """$variable (empty turns it off), else the jar of that name in python_jobs/jars/."""
     configured = os.environ.get(variable)
     if configured is not None:
         return configured
-    import importlib.util
-
-    adapter = importlib.util.find_spec("dbt.adapters.cdc_spark")  # located, not imported: it imports this package
-    folders = list(adapter.submodule_search_locations or []) if adapter is not None else []
-    return os.path.join(folders[0], "jars", name) if folders else ""
+    return os.path.join(JARS_FOLDER, name)
 
 
 def iceberg_helper_jar() -> str:
-    """The apply's Iceberg helpers: $CDC_MERGE_ICEBERG_JVM_JAR (empty turns them off), else the adapter's."""
-    return _adapter_jar(ICEBERG_HELPER_JAR, "CDC_MERGE_ICEBERG_JVM_JAR")
+    """The apply's Iceberg helpers: $CDC_MERGE_ICEBERG_JVM_JAR (empty turns them off), else python_jobs/jars/'s."""
+    return _project_jar(ICEBERG_HELPER_JAR, "CDC_MERGE_ICEBERG_JVM_JAR")
 
 
 def local_file_system_jar() -> str:
-    """The local file system's jar: $CDC_MERGE_LOCAL_FS_JAR (empty: Hadoop's own), else the adapter's."""
-    return _adapter_jar(LOCAL_FILE_SYSTEM_JAR, "CDC_MERGE_LOCAL_FS_JAR")
+    """The local file system's jar: $CDC_MERGE_LOCAL_FS_JAR (empty: Hadoop's own), else python_jobs/jars/'s."""
+    return _project_jar(LOCAL_FILE_SYSTEM_JAR, "CDC_MERGE_LOCAL_FS_JAR")
 
 
 # Iceberg's Hadoop catalog with views (jvm/iceberg/cdc_merge/iceberg/CdcMergeHadoopCatalog.java).

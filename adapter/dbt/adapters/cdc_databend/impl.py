@@ -13,14 +13,14 @@ from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER, table_from_rows
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import capabilities
-from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
-from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
-from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
-from dbt.adapters.cdc_spark.landing_tables import landing_tables
-from dbt.adapters.cdc_spark.run_state import STATE
-from dbt.adapters.cdc_spark.status_methods import StatusMethods
-from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
+from dbt.adapters.cdc_core import capabilities
+from dbt.adapters.cdc_core.apply_methods import ApplyMethods
+from dbt.adapters.cdc_core.consistency_methods import ConsistencyMethods
+from dbt.adapters.cdc_core.invocation_methods import InvocationMethods
+from dbt.adapters.cdc_core.landing_tables import landing_tables
+from dbt.adapters.cdc_core.run_state import STATE
+from dbt.adapters.cdc_core.status_methods import StatusMethods
+from dbt.adapters.cdc_core.verify_methods import VerifyMethods
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 from dbt.adapters.cdc_databend.null_values import keep_nulls

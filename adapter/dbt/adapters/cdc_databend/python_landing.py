@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from dbt.adapters.base import PythonJobHelper
 
-from dbt.adapters.cdc_spark.python_session import run_model_code
+from dbt.adapters.cdc_core.python_models import run_model_code
 
 
 @dataclass(frozen=True)

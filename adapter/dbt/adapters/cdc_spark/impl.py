@@ -17,20 +17,22 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import capabilities, catalog, snapshot_events
-from dbt.adapters.cdc_spark.landing_tables import landing_tables
+from dbt.adapters.cdc_core import capabilities
+from dbt.adapters.cdc_core.apply_methods import ApplyMethods
+from dbt.adapters.cdc_core.consistency_methods import ConsistencyMethods
+from dbt.adapters.cdc_core.invocation_methods import InvocationMethods
+from dbt.adapters.cdc_core.landing_tables import landing_tables
+from dbt.adapters.cdc_core.status_methods import StatusMethods
+from dbt.adapters.cdc_core.verify_methods import VerifyMethods
+from dbt.adapters.cdc_spark import catalog, snapshot_events
 from dbt.adapters.cdc_spark.__version__ import version
-from dbt.adapters.cdc_spark.apply_methods import ApplyMethods
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
-from dbt.adapters.cdc_spark.consistency_methods import ConsistencyMethods
-from dbt.adapters.cdc_spark.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
-from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult, dbt_spark_session
+from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
-from dbt.adapters.cdc_spark.status_methods import StatusMethods
-from dbt.adapters.cdc_spark.verify_methods import VerifyMethods
+from dbt.adapters.cdc_spark.spark_access import SparkAccess
 
 if TYPE_CHECKING:
     import agate
@@ -48,13 +50,13 @@ logger = AdapterLogger("cdc_spark")
 
 
 class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods,
-                      InvocationMethods, VerifyMethods, StatusMethods, SparkAdapter):
+                      InvocationMethods, VerifyMethods, StatusMethods, SparkAccess, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None
     _catalog: Optional[Dict[str, str]] = None
 
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
-        return capabilities.spark(self.connections.profile.credentials.method == SparkConnectionMethod.SESSION)
+        return capabilities.spark(self._in_process())
 
     def sql_string_literal(self, text: str) -> str:
         return _sql_literal(str(text))
@@ -69,11 +71,11 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
 
     def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
         """Iceberg's manifests count each raw snapshot's events per table (snapshot_events.py)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION or not snapshot_ids:
+        spark = self._session_in_process()
+        if spark is None or not snapshot_ids:
             return {}
         try:
-            return snapshot_events.added_by_table(dbt_spark_session(credentials.server_side_parameters), raw_table, snapshot_ids)
+            return snapshot_events.added_by_table(spark, raw_table, snapshot_ids)
         except Exception as error:  # noqa: BLE001 - the plan then counts every table's events, as before
             logger.debug(f"{raw_table}: no per-table event counts: {str(error).splitlines()[0][:300]}")
             return {}
@@ -164,9 +166,6 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
             self._catalog = {"name": catalog[0]["name"], "class": setting[0]["value"]}
         return self._catalog
 
-    def _on_thrift(self) -> bool:
-        return self.connections.profile.credentials.method == SparkConnectionMethod.THRIFT
-
     def _thrift_procedures(self) -> bool:
         """Whether the Thrift server's catalog has the apply's helpers as procedures."""
         return self._on_thrift() and self._current_catalog()["class"] == _CDC_MERGE_CATALOG
@@ -208,10 +207,9 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
 
     @property
     def default_python_submission_method(self) -> str:
-        method = self.connections.profile.credentials.method
-        if method == SparkConnectionMethod.SESSION:
+        if self._in_process():
             return "session"
-        if method == SparkConnectionMethod.THRIFT:
+        if self._on_thrift():
             return "spark_submit"
         return super().default_python_submission_method
 

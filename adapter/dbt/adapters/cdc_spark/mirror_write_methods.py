@@ -11,7 +11,6 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
 
 from dbt.adapters.cdc_spark import (
     driver_counts,
@@ -23,7 +22,6 @@ from dbt.adapters.cdc_spark import (
     raw_ranges,
     stored_keys,
 )
-from dbt.adapters.cdc_spark.python_session import dbt_spark_session
 
 from python_jobs import crash_points
 from python_jobs.apply import shared_dedup
@@ -55,12 +53,11 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         1M-event read 5.5 s vs 2.5 s). A range of at most raw_ranges.MAX_KEPT_EVENTS events (the
         caller's count) is read once for all the mirrors that read it (raw_ranges.py). False when
         the SparkSession is not in this process (thrift): the caller uses create_changelog_view there."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return False
         from pyspark.sql import functions as F
 
-        spark = dbt_spark_session(credentials.server_side_parameters)
 
         def read() -> Any:
             reader = spark.read
@@ -80,10 +77,9 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         """The newest event of each source table and key of a range create_appended_rows_view kept in
         the driver, deduplicated once for all its mirrors, as the temporary view view_name, where it
         stands in for the mirror's own dedup (shared_dedup.py); False otherwise."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
+        spark = self._session_in_process()
+        if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
             return False
-        spark = dbt_spark_session(credentials.server_side_parameters)
         newest = raw_ranges.RANGES.newest(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot)
         if newest is None:
             return False
@@ -94,10 +90,9 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
     def cdc_range_plan(self, table: str, after_snapshot: Optional[str], through_snapshot: str, source_table: str) -> Optional[Dict[str, Any]]:
         """What source_table's mirror needs to know of a range create_appended_rows_view kept, from one
         pass over the range for all its tables (range_plan.py); None when the range is not kept."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         return raw_ranges.RANGES.plan(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot, source_table)
 
     @available
@@ -106,10 +101,10 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         consistency group's deferred transactions), in one pass; None when the session is elsewhere."""
         from pyspark.sql import functions as F
 
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        events = dbt_spark_session(credentials.server_side_parameters).table(view_name).where(F.col("table_name") == source_table)
+        events = spark.table(view_name).where(F.col("table_name") == source_table)
         plans = range_plan.plans_by_table(range_plan.range_plan_frame(events).collect())
         return dict(plans.get(source_table) or range_plan.empty_plan())
 
@@ -130,10 +125,9 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         rows = spark.sql(sql)
         if in_driver and counts is not None and raw_ranges.rows_in_driver(rows, raw_ranges.MAX_DRIVER_EVENTS):
             kept = raw_ranges.in_driver(rows)
@@ -156,10 +150,10 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
     def cdc_batch_key_hashes(self, batch_keys_sql: str) -> Optional[List[int]]:
         """The hashes of a small batch's keys when the driver holds them (raw_ranges.key_hashes_in_driver),
         else None (the classification broadcasts them)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        return raw_ranges.key_hashes_in_driver(dbt_spark_session(credentials.server_side_parameters).sql(batch_keys_sql))
+        return raw_ranges.key_hashes_in_driver(spark.sql(batch_keys_sql))
 
     @available
     def cdc_stored_rows_in_driver(self, batch_keys_sql: str, mirror: BaseRelation, mirror_snapshot: Optional[str],
@@ -168,10 +162,9 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         """The stored rows of a small batch's keys in the mirror and its tombstones (with positions) at
         their snapshots, read in the driver (stored_keys.py): {'mirror', 'tombstones'}, hex-encoded JSON;
         None where they are not read so (the classification then joins the batch with scans)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         lookups = [(f"{mirror.schema}.{mirror.identifier}", mirror_snapshot, bool(with_positions))]
         if tombstones is not None:
             lookups.append((f"{tombstones.schema}.{tombstones.identifier}", tombstones_snapshot, True))
@@ -192,30 +185,23 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         spark = self._session_in_process()
         return None if spark is None else kept_rows_in_driver.lines_quarantined(spark, runs, quarantine, list(targets))
 
-    def _session_in_process(self) -> Optional[Any]:
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
-            return None
-        return dbt_spark_session(credentials.server_side_parameters)
-
     def _append_rows_in_driver(self, statement: Dict[str, Any]) -> None:
-        credentials = self.connections.profile.credentials
-        kept_rows_in_driver.append(dbt_spark_session(credentials.server_side_parameters), statement)
+        kept_rows_in_driver.append(self._session_in_process(), statement)
 
     @available
     def cdc_drop_temporary_view(self, view_name: str) -> bool:
         """Drops a temporary view of dbt's session through its catalog (no statement to parse); False
         where the session is elsewhere."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return False
-        dbt_spark_session(credentials.server_side_parameters).catalog.dropTempView(view_name)
+        spark.catalog.dropTempView(view_name)
         return True
 
     @available
     def drop_checkpoint_view(self, view_name: str) -> None:
         """Drops a view of create_checkpoint_view and frees its rows now, not at the JVM's next GC."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         spark.catalog.dropTempView(view_name)
         rows = self._checkpoints.pop(view_name, None)
         if rows is not None:
@@ -227,14 +213,14 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         (delete_rows_by_position): in this process's SparkSession or through a Thrift server whose
         catalog is cdc_merge.iceberg.CdcMergeSparkCatalog, on unpartitioned tables of
         Iceberg format 2, with the jar of iceberg_jvm.py."""
-        credentials = self.connections.profile.credentials
         table = f"{relation.schema}.{relation.identifier}"
+        spark = self._session_in_process()
         if self._thrift_procedures():
             reason = self._call_procedure("snapshot_position_deletes_unsupported", table=table)["reason"]
-        elif credentials.method != SparkConnectionMethod.SESSION:
+        elif spark is None:
             return False
         else:
-            reason = position_deletes.unsupported_reason(dbt_spark_session(credentials.server_side_parameters), table)
+            reason = position_deletes.unsupported_reason(spark, table)
         if reason:
             logger.debug(f"{relation}: deleting replaced rows with a MERGE, not by position: {reason}")
         return not reason
@@ -244,14 +230,13 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         """Whether reading relation's rows with column between the two hex-encoded UTF-8 bounds skips any
         of its data files; None where it is not known (no jar; a Thrift server without the
         helpers' catalog)."""
-        credentials = self.connections.profile.credentials
         table = f"{relation.schema}.{relation.identifier}"
         lower, upper = [bytes.fromhex(value).decode("utf-8") for value in (min_hex, max_hex)]
         if self._thrift_procedures():
             return self._call_procedure("snapshot_key_range_skips_files", table=table, column=column, lower=lower, upper=upper)["skips"]
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         return iceberg_jvm.key_range_skips_files(spark, table, column, lower, upper)
 
     @available
@@ -263,7 +248,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
                 "snapshot_position_deletes", table=f"{relation.schema}.{relation.identifier}", branch=branch,
                 positions_sql=positions_sql, expected_positions=int(expected_positions),
             )["delete_files"]
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         return position_deletes.delete_rows(
             spark, f"{relation.schema}.{relation.identifier}", branch, positions_sql, int(expected_positions)
         )
@@ -271,30 +256,29 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
     @available
     def cdc_table_loads(self, relation: BaseRelation) -> bool:
         """Whether a table the catalog lists can be loaded (loaded_tables.table_loads)."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         return loaded_tables.table_loads(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
     def cdc_column_names(self, relation: BaseRelation) -> Optional[List[str]]:
         """The Iceberg table's column names, from its metadata in the JVM (no statement); None when it cannot be loaded."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         return loaded_tables.column_names(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
     def cdc_stored_column_types(self, relation: BaseRelation) -> Optional[List[List[str]]]:
         """The Iceberg table's [name, type] as DESCRIBE gives them, from its metadata in the JVM (no
         statement); None where the session is elsewhere or the table cannot be loaded so."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         columns = loaded_tables.column_types(spark, f"{relation.schema}.{relation.identifier}")
         return None if columns is None else [[name, data_type] for name, data_type in columns]
 
     @available
     def cdc_current_snapshot(self, relation: BaseRelation) -> Optional[str]:
         """The Iceberg table's current snapshot id, from its metadata in the JVM (no statement)."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         return loaded_tables.current_snapshot(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
@@ -303,7 +287,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         """A batch's deletes by position and new rows in one commit on main (OneCommitBatch.java); the
         delete files added. Of the mirror (not its tombstones), crash point apply-before-publish: its
         files are written, not committed."""
-        spark = dbt_spark_session(self.connections.profile.credentials.server_side_parameters)
+        spark = self._session_in_process()
         before_commit = (lambda: crash_points.crash_point("apply-before-publish")) if mirror else (lambda: None)
         return position_deletes.commit_one_batch(
             spark, f"{relation.schema}.{relation.identifier}", classified_at, positions_sql, int(expected_positions),

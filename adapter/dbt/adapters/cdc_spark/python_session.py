@@ -1,7 +1,6 @@
 """The `session` Python submission method: run a compiled Python model in-process."""
 
 import os
-import traceback
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
 
@@ -9,9 +8,7 @@ from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-# A materialization's generated code may leave a one-line result for dbt's log here.
-RESULT_MESSAGE_VARIABLE = "dbt_model_result_message"
-
+from dbt.adapters.cdc_core.python_models import run_model_code
 
 _built: Dict[Tuple[Tuple[str, str], ...], Any] = {}
 
@@ -68,15 +65,3 @@ class SessionPythonJobHelper(PythonJobHelper):
         # A landing model here lands into the session's Iceberg catalog (python_jobs/landing/dbt_target.py).
         with landing_into(LandingTarget("iceberg", "a cdc_spark session")):
             return SessionRunResult(run_model_code(compiled_code, self.model_name, self.model_path, self.session()))
-
-
-def run_model_code(compiled_code: str, model_name: str, model_path: str, spark: Any) -> str:
-    """A compiled Python model run here with `spark` bound, compiled under the model file's own path
-    (a traceback shows the model's lines as they are in the file); its one-line result for dbt's log."""
-    namespace: Dict[str, Any] = {"__name__": f"dbt_model_{model_name}", "spark": spark}
-    try:
-        exec(compile(compiled_code, model_path, "exec"), namespace)
-    except Exception as error:
-        frames = traceback.format_exception(error)
-        raise DbtRuntimeError(f"Python model {model_name} ({model_path}) failed:\n{''.join(frames).rstrip()}") from error
-    return str(namespace.get(RESULT_MESSAGE_VARIABLE, "OK"))

@@ -15,7 +15,8 @@ from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark.python_session import RESULT_MESSAGE_VARIABLE, SessionRunResult
+from dbt.adapters.cdc_core.python_models import RESULT_MESSAGE_VARIABLE
+from dbt.adapters.cdc_spark.python_session import SessionRunResult
 
 # The last line the application prints: the model's one-line result for dbt's log.
 RESULT_PREFIX = "cdc_spark result: "

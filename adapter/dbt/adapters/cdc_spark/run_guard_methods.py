@@ -8,11 +8,9 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_spark import run_state
-from dbt.adapters.cdc_spark.python_session import dbt_spark_session
+from dbt.adapters.cdc_core import run_state
 
 from python_jobs import commit_race, crash_points, run_locks
 from python_jobs.apply.large_batch_gate import GATE
@@ -105,10 +103,10 @@ class RunGuardMethods(metaclass=AdapterMeta):
 
     def _warehouse(self) -> Optional[str]:
         """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        conf = dbt_spark_session(credentials.server_side_parameters).conf
+        conf = spark.conf
         location = conf.get(f"spark.sql.catalog.{conf.get('spark.sql.defaultCatalog', 'spark_catalog')}.warehouse", None)
         if not location or ("://" in location and not location.startswith("file:")):
             return None

@@ -8,10 +8,9 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
 
-from dbt.adapters.cdc_spark import loaded_tables, run_state, table_metadata
-from dbt.adapters.cdc_spark.python_session import dbt_spark_session
+from dbt.adapters.cdc_core import run_state
+from dbt.adapters.cdc_spark import loaded_tables, table_metadata
 
 logger = AdapterLogger("cdc_spark")
 
@@ -27,10 +26,9 @@ class RunStateMethods(metaclass=AdapterMeta):
         Iceberg's metadata in the JVM, so the invocation's other mirrors, selected and nodes, are
         not needed here); None when the SparkSession is not in this process or the mirror's
         metadata cannot be read."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         mirror = table_metadata.mirror_metadata(spark, target_table)
         if mirror is None:
             return None
@@ -48,10 +46,9 @@ class RunStateMethods(metaclass=AdapterMeta):
         """The mirror's newest offset ({'offset_snapshot', 'offset_ordinal'}; both none and 0 when it has
         none), from the invocation's one read of every mirror's (run_state.py); None when the
         SparkSession is not in this process (the caller queries)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        spark = dbt_spark_session(credentials.server_side_parameters)
         newest = run_state.STATE.newest_offset(invocation_id, offsets_table, target_table, self._query_rows,
                                                lambda: loaded_tables.current_snapshot_or_none(spark, offsets_table))
         return dict(newest) if newest else {"offset_snapshot": None, "offset_ordinal": 0}
@@ -65,20 +62,20 @@ class RunStateMethods(metaclass=AdapterMeta):
         """A table's files, snapshots and model checksum from Iceberg's metadata in the JVM
         (table_metadata.mirror_metadata): what maintenance_due needs, without a statement; None when
         the SparkSession is not in this process or the table cannot be read so."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        return table_metadata.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), table)
+        return table_metadata.mirror_metadata(spark, table)
 
     @available
     def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:
         """The table's current snapshot and its snapshots, without a statement (table_metadata.snapshot_log);
         None when the SparkSession is not in this process or the table cannot be read so."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
         try:
-            return table_metadata.snapshot_log(dbt_spark_session(credentials.server_side_parameters), table)
+            return table_metadata.snapshot_log(spark, table)
         except Exception as error:  # the caller falls back to the metadata tables
             logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
             return None
@@ -86,9 +83,9 @@ class RunStateMethods(metaclass=AdapterMeta):
     @available
     def cdc_model_checksum(self, target_table: str) -> Optional[str]:
         """The checksum of the model SQL the mirror was last checked against (run_state.py)."""
-        credentials = self.connections.profile.credentials
-        if credentials.method != SparkConnectionMethod.SESSION:
+        spark = self._session_in_process()
+        if spark is None:
             return None
-        mirror = table_metadata.mirror_metadata(dbt_spark_session(credentials.server_side_parameters), target_table)
+        mirror = table_metadata.mirror_metadata(spark, target_table)
         return mirror["model_checksum"] if mirror else None
 

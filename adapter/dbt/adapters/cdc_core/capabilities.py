@@ -1,9 +1,8 @@
 """What the cdc_merge macros may ask of a connection's adapter, in one place.
 
 The macros ask `cdc_merge.capabilities()` (macros/materializations/cdc_merge/capabilities.sql),
-which returns this object's fields for the two adapter plugins and all-false for a plain
-dbt-spark or dbt-databend target, instead of testing the engine, the adapter type or the
-connection method where they need an answer.
+which returns this object's fields, instead of testing the engine, the adapter type or the
+connection method where they need an answer (docs/architecture.md, "One engine switch").
 """
 
 from __future__ import annotations
@@ -25,6 +24,16 @@ class Capabilities:
     # Locks, crash points and the large-batch gate run in this process (run_guard.sql): on Databend
     # the statements run on the server, and these guards do nothing.
     guards: bool
+    # The cdc_spark adapter's helpers on Iceberg tables and Spark views (snapshot log, newest offsets,
+    # table metadata, the one pass over a range, appended rows): each reads in dbt's SparkSession
+    # where it is in this process and answers None on a Thrift server, where the macro runs its query.
+    iceberg_helpers: bool
+    # A Databend stream may stand in for the raw snapshots (change_source='stream').
+    change_streams: bool
+    # A stored row an event changes is deleted and inserted anew, not updated (write_plan.py): a
+    # delete-only MERGE reads only the key and seq of the changes (BENCHMARKS.md, "Levers tried").
+    # Not measured on Databend, which keeps the UPDATE MERGE.
+    replaces_rows: bool
 
     def as_dict(self) -> Dict[str, bool]:
         return asdict(self)
@@ -38,6 +47,9 @@ def spark(in_process_session: bool) -> Capabilities:
         keeps_offset_rows=in_process_session,
         keeps_run_rows=in_process_session,
         guards=True,
+        iceberg_helpers=True,
+        change_streams=False,
+        replaces_rows=True,
     )
 
 
@@ -50,4 +62,7 @@ DATABEND = Capabilities(
     keeps_offset_rows=False,
     keeps_run_rows=True,
     guards=False,
+    iceberg_helpers=False,
+    change_streams=True,
+    replaces_rows=False,
 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from dbt.adapters.cdc_spark.kept_rows import KeptRow, KeptRows
+from dbt.adapters.cdc_core.kept_rows import KeptRow, KeptRows
 
 Query = Callable[[str], List[Dict[str, Any]]]
 

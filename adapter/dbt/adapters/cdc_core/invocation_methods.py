@@ -11,9 +11,9 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.cdc_spark import run_state
-from dbt.adapters.cdc_spark.capabilities import Capabilities
-from dbt.adapters.cdc_spark.kept_rows import KeptRow, grouped, mirrors_to_release
+from dbt.adapters.cdc_core import run_state
+from dbt.adapters.cdc_core.capabilities import Capabilities
+from dbt.adapters.cdc_core.kept_rows import KeptRow, grouped, mirrors_to_release
 
 from python_jobs import run_locks
 from python_jobs.status.registry import REGISTRY

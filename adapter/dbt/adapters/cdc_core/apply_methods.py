@@ -1,0 +1,138 @@
+"""The adapter methods behind the apply's decisions, which are plain Python in python_jobs/apply/
+(the run's plan: run_plan.py; raw_log.sql's chunk plan: chunk_plan.py; whether a batch is one commit:
+one_commit.py; a batch's writes: write_plan.py; the idle check's: idle_decision.py; a chunk's
+truncate: truncate_plan.py; a bucket's key range: key_range.py). A mixin of both
+adapters, CdcSparkAdapter and CdcDatabendAdapter."""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+
+from python_jobs.apply import (
+    chunk_plan, column_defaults, idle_decision, key_range, maintenance_due, mirror_config, one_commit, run_plan, schema_plan,
+    snapshot_ranges, truncate_plan, write_plan,
+)
+
+
+class ApplyMethods(metaclass=AdapterMeta):
+    """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    @available
+    def cdc_pending_snapshots(self, snapshot_log: Mapping[str, Any], offset_snapshot: Optional[str]) -> Dict[str, Any]:
+        """raw_log.sql's pending_raw_snapshots: {'expired': bool, 'pending': [...]} (chunk_plan.py)."""
+        return chunk_plan.pending_or_expired(snapshot_log, offset_snapshot)
+
+    @available
+    def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str],
+                      raw_table: Optional[str] = None, source_table: Optional[str] = None) -> List[Dict[str, Any]]:
+        """raw_log.sql's chunks_of (chunk_plan.py), of source_table's own events where the engine
+        can count them per table and all tables' events are more than one chunk."""
+        max_events = int(max_events)
+        if raw_table and source_table and chunk_plan.needs_own_events(pending, max_events):
+            appends = [snapshot["snapshot_id"] for snapshot in pending if snapshot.get("operation") == "append"]
+            pending = chunk_plan.own_events(pending, self._raw_added_by_table(raw_table, appends), source_table)
+        return chunk_plan.chunks_of(pending, max_events, offset_snapshot)
+
+    def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
+        """{snapshot_id: {table_name: events added}} for the snapshots the engine can count per
+        table; none here (Databend), so every snapshot counts all its events."""
+        return {}
+
+    @available
+    def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str]) -> List[Dict[str, Any]]:
+        """column_defaults.sql: what the source's added columns hold in the mirror's older rows (column_defaults.py)."""
+        return column_defaults.column_defaults(events, mirror_columns)
+
+    @available
+    def cdc_snapshot_ranges(self, events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> List[Dict[str, Any]]:
+        """snapshot_ranges.sql: the key ranges online snapshot pages read completely (snapshot_ranges.py)."""
+        return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
+
+    @available
+    def cdc_key_range(self, plan: Mapping[str, Any], model: str) -> Dict[str, Any]:
+        """apply_chunk.sql: the bucket's key range for reads of stored keys, or 'error' (key_range.py)."""
+        return key_range.key_range_dict(plan, str(model))
+
+    @available
+    def cdc_truncate_plan(self, found: Mapping[str, Any], watermark: Optional[str], deletes: str, model: str) -> Dict[str, Any]:
+        """truncate.sql: whether the chunk's truncate applies and what it writes, or 'error' (truncate_plan.py)."""
+        return truncate_plan.truncate_plan_dict(found, watermark, str(deletes), str(model))
+
+    @available
+    def cdc_one_commit(self, by_position: bool, plan: Optional[Dict[str, Any]], buckets: int) -> bool:
+        """Whether the chunk's batch is applied in one commit on main (one_commit.py); cdc_spark only."""
+        return one_commit.applies(bool(by_position), plan, int(buckets))
+
+    @available
+    def cdc_full_path_before_offsets(self, relation_kind: Optional[str], full_refresh: bool, change_source: str) -> Optional[str]:
+        """idle.sql: why the mirror takes the full path before its offsets are read, or None (idle_decision.py)."""
+        return idle_decision.full_path_before_offsets(relation_kind, bool(full_refresh), str(change_source))
+
+    @available
+    def cdc_full_path_at_offsets(self, offset_snapshot: Optional[str], current_snapshot: Optional[str],
+                                 stored_checksum: Optional[str], model_checksum: str) -> Optional[str]:
+        """idle.sql: why the mirror takes the full path at these offsets and checksums, or None (idle_decision.py)."""
+        return idle_decision.full_path_at_offsets(offset_snapshot, current_snapshot, stored_checksum, str(model_checksum))
+
+    @available
+    def cdc_run_plan(self, relation_kind: Optional[str], full_refresh: bool, empty: bool, change_source: str,
+                     offset_snapshot: Optional[str]) -> Dict[str, Any]:
+        """cdc_merge.sql: what the mirror's run does (run_plan.py)."""
+        return run_plan.plan_run(relation_kind, bool(full_refresh), bool(empty), str(change_source),
+                                 None if offset_snapshot is None else str(offset_snapshot)).as_dict()
+
+    @available
+    def cdc_offset_row(self, last_chunk: bool, from_stream: bool) -> str:
+        """cdc_merge.sql: whether a chunk's offset row is kept for the invocation or appended now (run_plan.py)."""
+        return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream))
+
+    @available
+    def cdc_write_plan(self, counts: Mapping[str, Any], deletes: str, has_tombstones: bool, tombstones_at_snapshot: bool,
+                       by_position: bool, one_commit: bool) -> Dict[str, Any]:
+        """cdc_merge.sql apply_batch: the batch's writes (write_plan.py)."""
+        return write_plan.plan_writes(
+            counts, deletes=str(deletes), has_tombstones=bool(has_tombstones), tombstones_at_snapshot=bool(tombstones_at_snapshot),
+            by_position=bool(by_position), one_commit=bool(one_commit),
+            engine_replaces_rows=self.cdc_connection_capabilities().replaces_rows).as_dict()
+
+    @available
+    def cdc_maintenance_due(self, state: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:
+        """maintenance.sql: why the mirror needs maintaining now, or [] (maintenance_due.py)."""
+        return maintenance_due.reasons(state, settings)
+
+    @available
+    def cdc_config_names(self, materialization: str) -> List[str]:
+        """validate.sql: the configs a model of this materialization reads (mirror_config.py)."""
+        return mirror_config.config_names(str(materialization))
+
+    @available
+    def cdc_mirror_config(self, materialization: str, prefix: str, settings: Mapping[str, Any], landings: Sequence[Mapping[str, Any]],
+                          upstream: int, target_type: str, on_schema_change_set: bool) -> Dict[str, Any]:
+        """validate.sql: {'config': the model's checked config} or {'error': what to change} (mirror_config.py)."""
+        settings = {name: value for name, value in settings.items() if value is not None}
+        try:
+            if materialization == "cdc_history":
+                config = mirror_config.cdc_history_config(prefix, settings, landings, int(upstream))
+            else:
+                config = mirror_config.cdc_merge_config(prefix, settings, landings, int(upstream),
+                                                        self.cdc_connection_capabilities().change_streams, str(target_type),
+                                                        bool(on_schema_change_set))
+        except mirror_config.ConfigError as error:
+            return {"error": str(error), "config": None}
+        return {"error": None, "config": config}
+
+    @available
+    def cdc_maintenance_config(self, prefix: str, settings: Mapping[str, Any]) -> Dict[str, Any]:
+        """maintain.sql: {'config': checked maintenance settings} or {'error': what to change} (mirror_config.py)."""
+        try:
+            return {"error": None, "config": mirror_config.maintenance_config(prefix, {k: v for k, v in settings.items() if v is not None})}
+        except mirror_config.ConfigError as error:
+            return {"error": str(error), "config": None}
+
+    @available
+    def cdc_schema_plan(self, mirror_types: Sequence[Sequence[str]], model_types: Sequence[Sequence[str]], mode: str,
+                        kept_before: Sequence[str], model: str, mirror: str, engine: str) -> Dict[str, Any]:
+        """schema_change.sql: how the stored mirror follows its model's columns (schema_plan.py)."""
+        return schema_plan.plan_schema([tuple(column) for column in mirror_types], [tuple(column) for column in model_types],
+                                       str(mode), list(kept_before), str(model), str(mirror), str(engine))

@@ -1,0 +1,79 @@
+{#
+    Before a cdc_merge run's chunks: the model's output columns, read from the first chunk's batch
+    (or an empty one), checked against the config; source columns the model does not read, warned;
+    the mirror created, or its stored columns changed as on_schema_change says (schema_change.sql);
+    its tombstones created. Sets run_state's columns, column_types, by_position and model_sql.
+#}
+
+{% macro prepare_mirror(run, chunks, run_state) %}
+    {% set target_relation = run_state.target_relation %}
+    {% set tombstones = run_state.tombstones %}
+    {% set cfg = run_state.cfg %}
+    {% set raw_changes_view = run_state.raw_changes_view %}
+    {% set batch_view = run_state.batch_view %}
+    {% set horizon = run_state.horizon %}
+    {% set batch_view_sql = run_state.batch_view_sql %}
+    {% set notes = run_state.notes %}
+    {#-
+        The model's output columns, from the first chunk's batch (or an empty one; never from
+        a stream: reading it here, outside the chunk's transaction, could consume it).
+    -#}
+    {% do cdc_merge.enter_large_batch(chunks) %}
+    {#- batch_view_sql: the batch view's statement; a batch's own is not run again when it is this one. -#}
+    {% set first_plan = none %}
+    {% if chunks | length and chunks[0].stream is not defined %}
+        {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
+        {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) %}
+        {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
+        {% set first_rounds = 1 if (first_plan is not none and chunks[0].buckets == 1 and (first_plan['placeholder_events'] | int) == 0) else none %}
+        {#- A small range's newest events per key, deduplicated once for all its mirrors (dedup.sql newest_events_view). -#}
+        {% set first_newest = cdc_merge.newest_events_view(chunks[0], raw_changes_view, cfg, first_plan, horizon is none) %}
+        {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, first_newest or raw_changes_view, cfg.source_table, 0, 1, 1,
+            first_rounds, first_newest is not none) %}
+    {% else %}
+        {% set batch_view_sql.value = cdc_merge.create_empty_batch_view_sql(batch_view) %}
+    {% endif %}
+    {% do run_query(batch_view_sql.value) %}
+    {% set model_described = cdc_merge.query_columns(run_state.model_sql) %}
+    {% set model_columns = model_described | map(attribute='0') | list %}
+    {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
+    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
+    {% set columns = model_columns | reject('in', metadata_columns) | list %}
+
+    {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if (chunks | length and chunks[0].stream is not defined) else [] %}
+    {% if unmapped %}
+        {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
+            ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"
+            ~ " under ignored in its cdc_unmapped_columns test.") %}
+        {% do notes.append('not read from the source: ' ~ unmapped | join(', ')) %}
+    {% endif %}
+    {% if run.create %}
+        {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ run_state.model_sql ~ ') as model_output', columns, cfg)) %}
+        {% if run.rebuild %}
+            {% do cdc_merge.crash_point('full-refresh-before-offset') %}
+        {% endif %}
+    {% else %}
+        {#- A stored mirror whose columns differ from the model's is changed as on_schema_change says (schema_change.sql). -#}
+        {% set evolved = cdc_merge.evolve_mirror(target_relation, run_state.model_sql, model_described, cfg) %}
+        {% set columns = evolved.columns %}
+        {% do run_state.update({'model_sql': evolved.model_sql}) %}
+        {% do notes.insert(0, evolved.note) %}
+        {% if evolved.batch_view_replaced %}
+            {% set batch_view_sql.value = none %}
+        {% endif %}
+    {% endif %}
+    {#- The model as compiled, not as evolve_mirror rewrote it: the idle check compares the compiled code. -#}
+    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg) %}
+    {#- Created with a new mirror, or when the run's list of relations does not have them. -#}
+    {% if tombstones is not none and (run.create or load_cached_relation(tombstones) is none) %}
+        {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}
+    {% endif %}
+    {% set by_position = cdc_merge.deletes_by_position(target_relation, cfg) %}
+    {#- The written columns' types, for the values the source gave older rows in columns it added (column_defaults.sql). -#}
+    {% set column_types = {} %}
+    {% for name, data_type in cdc_merge.lower_names(model_described) if name in columns %}
+        {% do column_types.update({name: data_type}) %}
+    {% endfor %}
+    {% do run_state.update({'columns': columns, 'column_types': column_types, 'by_position': by_position}) %}
+{% endmacro %}

@@ -1,0 +1,58 @@
+"""What one cdc_merge run of a mirror does, decided before it reads any event: whether the mirror is
+rebuilt, where its events are read from, whether a Databend stream takes over after them, and where
+each chunk's offset row goes. The materialization (macros/materializations/cdc_merge/cdc_merge.sql)
+runs the answer; the idle check (idle_decision.py) has already let an idle mirror go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional
+
+STREAM_OFFSET = "stream"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    # --full-refresh, or a view where the mirror should be: the offset goes back to the start of the
+    # log first (a rebuild that dies once the new mirror exists resumes from there), then the
+    # mirror and its tombstones are dropped.
+    rebuild: bool
+    # The mirror is created from the model's columns (it is missing, or rebuilt); the truncates the
+    # log holds are found again from its start.
+    create: bool
+    # 'start' of the raw log, the mirror's 'offset' snapshot, or its Databend 'stream'.
+    read_from: str
+    # dbt run --empty: the mirror and its tables are created, no event is applied, the offset stays.
+    apply_events: bool
+    # change_source='stream' and the mirror reads snapshots this run: once caught up, a stream is
+    # created at the snapshot it reached and an offset row says 'stream'. Not with --empty, which
+    # applies nothing: a stream from there would skip the events before it.
+    start_stream: bool
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def plan_run(relation_kind: Optional[str], full_refresh: bool, empty: bool, change_source: str,
+             offset_snapshot: Optional[str]) -> RunPlan:
+    """relation_kind: the mirror as the catalog has it (None, 'table', 'view'); offset_snapshot: the
+    newest offset row's snapshot (None at the start of the log, STREAM_OFFSET once a stream took over)."""
+    rebuild = relation_kind is not None and (full_refresh or relation_kind == "view")
+    create = relation_kind is None or rebuild
+    # A missing mirror is always built from the start of the log, whatever the offsets say.
+    offset = None if create else offset_snapshot
+    streaming = change_source == "stream"
+    if streaming and offset == STREAM_OFFSET:
+        read_from = "stream"
+    else:
+        read_from = "offset" if offset is not None else "start"
+    return RunPlan(rebuild=rebuild, create=create, read_from=read_from, apply_events=not empty,
+                   start_stream=streaming and read_from != "stream" and not empty)
+
+
+def offset_row(keeps_offset_rows: bool, last_chunk: bool, from_stream: bool) -> str:
+    """Where a chunk's offset row goes once its batches are applied: 'keep' (written with the
+    invocation's other mirrors' rows, kept_rows.py: only the run's last chunk, and never one read from
+    a stream, whose consumption commits with its offset) or 'append' (its own INSERT now)."""
+    return "keep" if keeps_offset_rows and last_chunk and not from_stream else "append"

@@ -1,0 +1,101 @@
+"""How a stored mirror follows its model's columns (macros/materializations/cdc_merge/schema_change.sql,
+docs/schema_changes.md): what differs between the mirror's and the model's columns, which type changes
+the engines make in place, and what on_schema_change then does - the columns added, widened, dropped
+or kept, each recorded in the schema changes log, the columns the run writes, those to backfill from
+the raw log, the run's note - or the error that says what to change.
+
+Types are compared as normalized_type spells them (lower case, one name per type).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+INTEGERS = ("tinyint", "smallint", "int", "bigint")
+DECIMAL = re.compile(r"decimal\(([0-9]+),([0-9]+)\)")
+Columns = Sequence[Tuple[str, str]]
+
+
+def type_change(old_type: str, new_type: str) -> str:
+    """'widen' where every old value fits the new type and the engine changes it in place: integers
+    to wider integers, float to double, decimal precision at the same scale; else 'incompatible'."""
+    if old_type in INTEGERS and new_type in INTEGERS and INTEGERS.index(new_type) > INTEGERS.index(old_type):
+        return "widen"
+    if (old_type, new_type) == ("float", "double"):
+        return "widen"
+    old, new = DECIMAL.fullmatch(old_type), DECIMAL.fullmatch(new_type)
+    if old and new and old.group(2) == new.group(2) and int(new.group(1)) > int(old.group(1)):
+        return "widen"
+    return "incompatible"
+
+
+def differences(mirror_types: Columns, model_types: Columns) -> Dict[str, List[Tuple[str, ...]]]:
+    """What differs between the mirror's and the model's columns (both [(name, type)], bookkeeping left
+    out): added [(name, type)], removed [(name, type)], widened and incompatible [(name, old, new)]."""
+    mirror, modelled = dict(mirror_types), dict(model_types)
+    found: Dict[str, List[Tuple[str, ...]]] = {"added": [], "removed": [], "widened": [], "incompatible": []}
+    for name, data_type in model_types:
+        if name not in mirror:
+            found["added"].append((name, data_type))
+        elif mirror[name] != data_type:
+            kind = "widened" if type_change(mirror[name], data_type) == "widen" else "incompatible"
+            found[kind].append((name, mirror[name], data_type))
+    found["removed"] = [(name, data_type) for name, data_type in mirror_types if name not in modelled]
+    return found
+
+
+def describe(found: Mapping[str, Sequence[Tuple[str, ...]]]) -> str:
+    parts = [f"new column {name} {data_type}" for name, data_type in found["added"]]
+    parts += [f"column {name} {old} -> {new}" for name, old, new in [*found["widened"], *found["incompatible"]]]
+    parts += [f"column {name} no longer selected" for name, _ in found["removed"]]
+    return "; ".join(parts)
+
+
+def plan_schema(mirror_types: Columns, model_types: Columns, mode: str, kept_before: Sequence[str], model: str, mirror: str,
+                engine: str) -> Dict[str, Any]:
+    """mode: on_schema_change; kept_before: columns the schema changes log says were kept earlier (a
+    column kept is recorded once); model, mirror, engine: for the messages. Returns {'error'} or
+    {'changed', 'steps': [{'change', 'column', 'old_type', 'new_type'}] in order, 'written': [(name, type)],
+    'to_backfill': [names], 'notes': [...], 'ignored': description or None}."""
+    found = differences(mirror_types, model_types)
+    changed = any(found.values())
+    prefix = f"cdc_merge model '{model}': "
+    rebuild = f"dbt run --full-refresh --select {model}"
+    if changed and mode == "fail":
+        return {"error": f"{prefix}the model's columns differ from {mirror}'s ({describe(found)}) and on_schema_change is 'fail'. "
+                         "Set on_schema_change='append_new_columns' (adds new columns, backfilled from the raw log; widens types; "
+                         f"keeps columns no longer selected) or 'sync_all_columns' (also drops them), or rebuild the mirror: {rebuild}"}
+    if found["incompatible"] and mode != "ignore":
+        problems = "; ".join(f"column {name} is {old} in {mirror} and {new} in the model" for name, old, new in found["incompatible"])
+        return {"error": f"{prefix}{problems}: {engine} cannot change that type in place (it widens int to bigint, float to double, "
+                         "and decimal precision at the same scale). Cast the column in the model to a type that widens the stored "
+                         "one, or select it under a new name (a new column, backfilled) and stop selecting the old one, or rebuild "
+                         f"the mirror: {rebuild}"}
+    steps: List[Dict[str, Any]] = []
+    notes: List[str] = []
+    to_backfill: List[str] = []
+    if changed and mode in ("append_new_columns", "sync_all_columns"):
+        for name, data_type in found["added"]:
+            steps.append({"change": "add_pending", "column": name, "old_type": None, "new_type": data_type})
+            to_backfill.append(name)
+        for name, old, new in found["widened"]:
+            steps.append({"change": "widen_pending", "column": name, "old_type": old, "new_type": new})
+            to_backfill.append(name)
+            notes.append(f"{name} widened {old} -> {new}")
+        for name, data_type in found["removed"]:
+            if mode == "append_new_columns" and name in kept_before:
+                continue
+            dropped = mode == "sync_all_columns"
+            steps.append({"change": "drop" if dropped else "kept", "column": name, "old_type": data_type, "new_type": None})
+            notes.append(f"{name} dropped" if dropped else f"{name} kept, null in rows written from now on")
+    elif changed:
+        notes.append("model's column changes ignored")
+    if mode == "ignore":
+        written = list(mirror_types)
+    elif mode == "append_new_columns":
+        written = [*model_types, *found["removed"]]
+    else:
+        written = list(model_types)
+    return {"error": None, "changed": changed, "steps": steps, "written": written, "to_backfill": to_backfill, "notes": notes,
+            "ignored": describe(found) if changed and mode == "ignore" else None}

@@ -1,0 +1,96 @@
+"""A mirror model's configs checked before any SQL (python_jobs/apply/mirror_config.py): each error says
+what to change; tests/test_materialization.py shows one reaching `dbt run` before any statement."""
+
+from __future__ import annotations
+
+import pytest
+
+from python_jobs.apply.mirror_config import ConfigError, cdc_history_config, cdc_merge_config, maintenance_config
+
+PREFIX = "cdc_merge model 'products': "
+GOOD = {"unique_key": "id", "source_table": "inventory.products", "offsets_schema": "mirror"}
+DEBEZIUM = {"path": "landing.yml", "format": "debezium", "tables": ["inventory.products"]}
+
+
+def merge_config(settings, landings=(), upstream=1, change_streams=False, on_schema_change_set=False):
+    return cdc_merge_config(PREFIX, settings, landings, upstream, change_streams, "cdc_spark", on_schema_change_set)
+
+
+@pytest.mark.parametrize(
+    "settings, upstream, message",
+    [
+        ({"source_table": "inventory.products"}, 1, "set unique_key to the primary-key column"),
+        ({**GOOD, "unique_key": ["id", "id; drop table x"]}, 1, "unique_key entry id; drop table x is not a column name"),
+        ({**GOOD, "source_table": "products"}, 1, "set source_table to the schema-qualified source table whose events this model applies"),
+        ({"unique_key": "id", "offsets_schema": "m"}, 1, "(got None)"),
+        ({**GOOD, "deletes": "archive"}, 1, "deletes must be 'hard' (remove the row) or 'soft'"),
+        ({**GOOD, "max_events_per_chunk": 0}, 1, "max_events_per_chunk must be a positive whole number of raw events, got 0"),
+        ({**GOOD, "max_events_per_chunk": "lots"}, 1, "got lots"),
+        ({**GOOD, "max_events_per_chunk": 2.5}, 1, "got 2.5"),
+        ({**GOOD, "table_properties": "fast"}, 1, "table_properties must be a mapping"),
+        ({**GOOD, "offsets_schema": ""}, 1, "offsets_schema must name the schema"),
+        (GOOD, 2, "a cdc_merge model reads exactly one raw table, through {{ cdc_merge.cdc_events(ref('raw_events')) }}; "
+                  "it depends on 2 relations"),
+        ({**GOOD, "change_source": "kafka"}, 1, "change_source must be 'changes'"),
+        ({**GOOD, "change_source": "stream"}, 1, "change_source='stream' is for Databend targets; on cdc_spark remove it"),
+        ({**GOOD, "consistency_group": "shop-1"}, 1, "consistency_group must be a name"),
+        ({**GOOD, "maintenance": "weekly"}, 1, "maintenance must be 'auto'"),
+        ({**GOOD, "orphan_file_min_age_hours": 12}, 1, "orphan_file_min_age_hours must be hours: at least 24"),
+        ({**GOOD, "maintenance_max_snapshots": 2.5}, 1, "maintenance_max_snapshots must be a whole number"),
+        ({**GOOD, "maintenance_max_files": 0}, 1, "maintenance_max_files must be"),
+        ({**GOOD, "runs_history_days": True}, 1, "runs_history_days must be days"),
+    ],
+)
+def test_each_bad_config_is_refused_with_what_to_change(settings, upstream, message):
+    with pytest.raises(ConfigError) as refused:
+        merge_config(settings, upstream=upstream)
+    assert str(refused.value).startswith(PREFIX) and message in str(refused.value)
+
+
+def test_a_good_config_gets_the_package_defaults():
+    config = merge_config(GOOD)
+    assert config["unique_key"] == ["id"] and config["deletes"] == "hard" and config["change_source"] == "changes"
+    assert config["max_events_per_chunk"] == 1_000_000 and config["table_properties"] == {}
+    # dbt gives every model on_schema_change 'ignore' when nothing sets it: only a setting counts.
+    assert config["on_schema_change"] == "append_new_columns"
+    assert merge_config({**GOOD, "on_schema_change": "ignore"}, on_schema_change_set=True)["on_schema_change"] == "ignore"
+    assert config["maintenance"]["maintenance_max_files"] == 100 and config["maintenance"]["raw_retention_hours"] is None
+
+
+def test_numbers_written_as_text_in_dbt_project_yml_are_read_as_numbers():
+    config = merge_config({**GOOD, "max_events_per_chunk": "5000", "maintenance_max_age_hours": "1.5",
+                           "raw_retention_hours": "none"})
+    assert config["max_events_per_chunk"] == 5000 and config["maintenance"]["maintenance_max_age_hours"] == 1.5
+    assert config["maintenance"]["raw_retention_hours"] is None
+
+
+def test_a_table_the_debezium_landing_does_not_capture_is_named():
+    assert merge_config(GOOD, landings=[DEBEZIUM])["source_table"] == "inventory.products"
+    with pytest.raises(ConfigError, match="source_table inventory.orders is not captured by the landing config landing.yml"):
+        merge_config({**GOOD, "source_table": "inventory.orders"}, landings=[DEBEZIUM])
+    # Other formats carry their table in each event: any table lands.
+    assert merge_config({**GOOD, "source_table": "inventory.orders"}, landings=[{**DEBEZIUM, "format": "canal"}])
+
+
+def test_streams_and_groups_need_what_they_need():
+    assert merge_config({**GOOD, "change_source": "stream"}, change_streams=True)["change_source"] == "stream"
+    with pytest.raises(ConfigError, match="consistency_group needs change_source='changes'"):
+        merge_config({**GOOD, "change_source": "stream", "consistency_group": "shop"}, change_streams=True)
+
+
+def test_a_history_model_has_its_own_configs():
+    prefix = "cdc_history model 'h': "
+    config = cdc_history_config(prefix, {**GOOD, "track_columns": "status"}, [], 1)
+    assert config["track_columns"] == ["status"] and config["allow_trimmed_log"] is False
+    for settings, message in (({**GOOD, "track_columns": []}, "track_columns must be a non-empty list"),
+                              ({**GOOD, "allow_trimmed_log": "yes"}, "allow_trimmed_log must be true or false"),
+                              ({**GOOD, "deletes": "x"}, "a delete closes the key's current version"),
+                              ({**GOOD, "source_table": "x"}, "whose events this model records")):
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+            cdc_history_config(prefix, settings, [], 1)
+
+
+def test_cdc_maintain_arguments_are_checked_alone():
+    assert maintenance_config("cdc_maintain: ", {"maintenance_max_files": "7"})["maintenance_max_files"] == 7
+    with pytest.raises(ConfigError, match="cdc_maintain: tombstone_horizon_hours must be hours"):
+        maintenance_config("cdc_maintain: ", {"tombstone_horizon_hours": -1})

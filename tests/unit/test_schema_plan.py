@@ -1,0 +1,63 @@
+"""How a stored mirror follows its model's columns (python_jobs/apply/schema_plan.py): each
+on_schema_change against each kind of difference; tests/test_schema_changes.py runs them on the engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from python_jobs.apply.schema_plan import plan_schema, type_change
+
+MIRROR = [("id", "int"), ("name", "string"), ("price", "decimal(10,2)"), ("old", "string")]
+# name kept, price wider, old no longer selected, tier new.
+MODEL = [("id", "bigint"), ("name", "string"), ("price", "decimal(12,2)"), ("tier", "string")]
+
+
+def plan(mode, mirror=MIRROR, model=MODEL, kept_before=()):
+    return plan_schema(mirror, model, mode, list(kept_before), "items", "mirror.items", "cdc_spark")
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [("int", "bigint", "widen"), ("tinyint", "int", "widen"), ("bigint", "int", "incompatible"), ("float", "double", "widen"),
+     ("decimal(10,2)", "decimal(12,2)", "widen"), ("decimal(10,2)", "decimal(12,3)", "incompatible"),
+     ("decimal(12,2)", "decimal(10,2)", "incompatible"), ("string", "int", "incompatible"), ("int", "string", "incompatible")],
+)
+def test_only_changes_every_old_value_fits_widen(old, new, expected):
+    assert type_change(old, new) == expected
+
+
+def test_append_new_columns_adds_widens_and_keeps_what_is_no_longer_selected():
+    planned = plan("append_new_columns")
+    assert [(step["change"], step["column"]) for step in planned["steps"]] == [
+        ("add_pending", "tier"), ("widen_pending", "id"), ("widen_pending", "price"), ("kept", "old")]
+    assert planned["to_backfill"] == ["tier", "id", "price"]
+    assert planned["written"] == [*MODEL, ("old", "string")]
+    assert planned["notes"] == ["id widened int -> bigint", "price widened decimal(10,2) -> decimal(12,2)",
+                                "old kept, null in rows written from now on"]
+    # A column kept earlier is recorded once.
+    assert [step["column"] for step in plan("append_new_columns", kept_before=["old"])["steps"]] == ["tier", "id", "price"]
+
+
+def test_sync_all_columns_drops_what_is_no_longer_selected():
+    planned = plan("sync_all_columns")
+    assert planned["steps"][-1] == {"change": "drop", "column": "old", "old_type": "string", "new_type": None}
+    assert planned["written"] == MODEL and "old dropped" in planned["notes"]
+
+
+def test_ignore_writes_the_mirror_s_columns_and_says_what_it_ignored():
+    planned = plan("ignore", model=[("id", "string"), ("name", "string")])
+    assert planned["steps"] == [] and planned["written"] == MIRROR and planned["notes"] == ["model's column changes ignored"]
+    assert planned["ignored"] == ("column id int -> string; column price no longer selected; column old no longer selected")
+
+
+def test_fail_and_a_type_no_engine_changes_in_place_say_what_to_do():
+    assert "on_schema_change is 'fail'" in plan("fail")["error"]
+    assert "dbt run --full-refresh --select items" in plan("fail")["error"]
+    incompatible = plan("append_new_columns", model=[("id", "string")])["error"]
+    assert incompatible.startswith("cdc_merge model 'items': column id is int in mirror.items and string in the model: cdc_spark cannot")
+    assert "Cast the column in the model" in incompatible
+
+
+def test_the_same_columns_change_nothing():
+    planned = plan("fail", model=MIRROR)
+    assert planned["error"] is None and not planned["changed"] and planned["steps"] == [] and planned["written"] == MIRROR
