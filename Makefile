@@ -16,10 +16,10 @@ export DBT_PROFILES_DIR ?= $(CURDIR)/profiles
 # (BENCHMARKS.md), compiled against the Iceberg runtime jar; javac comes with the JDK.
 PARSERS_JAR := python_jobs/jars/cdc-merge-parsers.jar
 JAVA_SOURCES := $(wildcard jvm/src/cdc_merge/*.java)
-ICEBERG_JVM_JAR := adapter/dbt/adapters/cdc_spark/jars/cdc-merge-iceberg.jar
+ICEBERG_JVM_JAR := python_jobs/jars/cdc-merge-iceberg.jar
 ICEBERG_JAVA_SOURCES := $(wildcard jvm/iceberg/cdc_merge/iceberg/*.java)
 # A local file system that forks no process per file created (python_jobs/landing/io/session.py).
-LOCAL_FS_JAR := adapter/dbt/adapters/cdc_spark/jars/cdc-merge-local-fs.jar
+LOCAL_FS_JAR := python_jobs/jars/cdc-merge-local-fs.jar
 LOCAL_FS_JAVA_SOURCES := $(wildcard jvm/hadoop/cdc_merge/hadoop/*.java)
 JDK_PACKAGE := openjdk-17-jdk-headless
 SPARK_JARS = $$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*
@@ -109,7 +109,7 @@ test-dbs:
 PYTEST_WORKERS ?= 2
 
 pytest: venv check-java test-dbs
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --durations=15
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 # The full reliability suite behind RELIABILITY.md (about 1.5 hours on 2 cores): crash points and random
 # kills, the run locks under overlapping runs, hostile input. make test runs a bounded part of each.

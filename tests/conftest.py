@@ -47,9 +47,20 @@ final as (
 
 select * from final
 """
+# The modules whose tests start servers of their own and run longest go out to the workers first, so
+# short tests fill the end of the run instead of one worker finishing a long test alone.
+FIRST_MODULES = ("test_cluster.py", "test_starter.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in FIRST_MODULES)
+
+
 # dbt's Jinja parses of a source text are kept for the process, as in dbt's own test fixtures
 # (dbt.tests.fixtures.project): each test's copy of the project parses the same 900 macros again.
 enable_test_caching()
+# As in CI anywhere: dbt sends no usage events (each invocation posted several from this process).
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -67,6 +78,22 @@ def spark(warehouse):
     session = io.spark_session("cdc_merge_tests", str(warehouse))
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def catalog_settings_kept(request):
+    """A test that turns the Iceberg helpers off (CDC_MERGE_ICEBERG_JVM_JAR empty) runs dbt with the
+    profile's `type: hadoop` catalog, which dbt-spark sets on this process's session beside the
+    catalog-impl of the helpers' catalog with views (io.with_views); Spark then cannot make the
+    catalog again in a clone of the session (as CACHE TABLE makes one). A user's process has one or
+    the other: here the type goes once such a test ends."""
+    yield
+    if "spark" in request.fixturenames:
+        session = request.getfixturevalue("spark")
+        settings = {row["key"] for row in session.sql("set").collect()}
+        for impl in [key for key in settings if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl")]:
+            if impl.removesuffix(".catalog-impl") + ".type" in settings:
+                session.conf.unset(impl.removesuffix(".catalog-impl") + ".type")
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +141,10 @@ class DbtProject:
     def on_databend(self) -> bool:
         return self.target == "databend_local"
 
-    def dbt(self, *args: str, expect_success: bool = True, profiles_dir: Path = PROJECT_DIR / "profiles"):
+    def dbt(self, *args: str, expect_success: bool = True, profiles_dir: Path = PROJECT_DIR / "profiles",
+            artifacts: bool = False):
+        """dbt in this process. artifacts: write target/manifest.json and run_results.json, which `dbt retry`
+        and `--state` read; unasked, writing them twice a run took 0.3-0.4 s of every invocation."""
         from dbt.cli.main import dbtRunner
 
         os.environ["CDC_MERGE_SCHEMA"] = self.schema
@@ -122,7 +152,8 @@ class DbtProject:
         # Another profiles file brings its own default target.
         target = ["--target", self.target] if profiles_dir == PROJECT_DIR / "profiles" else []
         result = dbtRunner().invoke(
-            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(profiles_dir), *target]
+            [*args, "--project-dir", str(self.project_dir), "--profiles-dir", str(profiles_dir), *target,
+             *([] if artifacts else ["--no-write-json"])]
         )
         if expect_success and not result.success:
             raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception}")

@@ -1,9 +1,10 @@
-"""The `cluster` target end to end: `cdc-cluster` starts the catalog's PostgreSQL, a Spark master,
+"""The `cluster` target end to end, in one module of about 360 lines, and why: every test here shares
+one cluster, whose start takes 20 s. `cdc-cluster` starts the catalog's PostgreSQL, a Spark master,
 two workers and a Thrift server; `dbt run` lands events with a Python model spark-submitted to the
 master and applies them to two mirrors through the Thrift server; the mirrors equal the oracle's
-replay after each wave (deletes, late and duplicated events); `dbt test` passes; everything stops
-even when the test fails. A consistency group's catalog transaction is tested here too, on the same
-cluster (its start takes 20 s): hence one module of about 300 lines."""
+replay after each wave (deletes, late and duplicated events); `dbt test` passes; `cdc-verify`
+checks them through the Thrift server against a PostgreSQL table; a consistency group's catalog
+transaction; everything stops even when a test fails."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_project
+from conftest import PROJECT_DIR, make_project
 from python_jobs.cluster import cli, processes, thrift
 from python_jobs.cluster.processes import LOOPBACK, ClusterError
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
@@ -27,8 +28,14 @@ from python_jobs.demo.transaction_checks import CHECK_SQL, newest_state, violati
 from python_jobs.demo.transaction_checks import MIRRORS as TX_MIRRORS
 from python_jobs.demo.transaction_source import KEYS as TX_KEYS
 from python_jobs.demo.transaction_source import SCHEMA_OF, SplitDelivery, TransactionTopics
+from python_jobs.verify import cli as verify_cli
+from postgres_server import create_capture_user
+from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_consistent_cuts import GROUP_CONFIG, OPENING, mirror_sql, write
 from test_oracle import assert_mirrors_equal_replay, commits_deleting_by_position
+
+# One worker runs the module: its tests share one cluster (Makefile: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("cluster")
 
 MIRRORS = {"shop.customers": "shop_customers", "shop.orders": "shop_orders"}
 
@@ -38,16 +45,22 @@ def cluster():
     # Not under pytest's private temporary folder: the catalog's PostgreSQL runs as nobody when root.
     folder = Path(tempfile.mkdtemp(prefix="cdc-merge-cluster-"))
     folder.chmod(0o755)
-    saved = dict(os.environ)
+    saved: dict[str, str | None] = {}
     try:
         state = cli.up(folder, folder / "warehouse", dict.fromkeys(("catalog", "master", "master_webui", "thrift"), 0),
                        worker_cores=2, worker_memory="2g", driver_memory="2g", executor_memory="1g")
+        # Only the cluster's variables are put back after: what the session's fixtures set meanwhile
+        # (the warehouse of the process's SparkSession) stays for the tests after this module.
+        saved = {name: os.environ.get(name) for name in state.env()}
         os.environ.update(state.env())
         yield state
     finally:
         cli.down(folder)
-        os.environ.clear()
-        os.environ.update(saved)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         assert not any(cli.status(folder).values()), f"a component of {folder} is still running"
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -59,7 +72,7 @@ def applications(state: cli.ClusterState) -> list[str]:
     return [app["name"] for app in master["activeapps"] + master["completedapps"]]
 
 
-def test_landing_and_mirrors_on_the_cluster_equal_the_oracle(cluster, tmp_path):
+def test_landing_and_mirrors_on_the_cluster_equal_the_oracle(cluster, postgres, tmp_path):  # noqa: F811
     assert cli.status(Path(cluster.folder)) == dict.fromkeys(cli.status(Path(cluster.folder)), True)
     project = make_project(None, tmp_path, "cluster")
     project.landing_config(KEYS)
@@ -88,6 +101,55 @@ def test_landing_and_mirrors_on_the_cluster_equal_the_oracle(cluster, tmp_path):
     project.dbt("run", "--select", *MIRRORS.values())
     assert project.dbt_log()[logged:].count(": nothing new (offset = current raw snapshot") == len(MIRRORS)
     assert {model: project.table_version(f"{project.schema}.{model}") for model in MIRRORS.values()} == versions
+    verify_against_a_copy(project, postgres)
+
+
+# The source tables of MIRRORS on PostgreSQL, with the mirrors' columns.
+SOURCE_DDL = """create schema shop;
+create table shop.customers (id bigint primary key, name text, email text, tier text, updated_at timestamp);
+create table shop.orders (id bigint primary key, customer_id bigint, status text, amount numeric(18,2), ordered_at timestamp)"""
+
+
+def verify_against_a_copy(project, postgres) -> None:  # noqa: F811
+    """cdc-verify on the cluster target (its ranges' SQL through the Thrift server, the mirror at a pinned
+    snapshot, cdc_merge_verify written there): the mirrors, equal to the oracle, equal a PostgreSQL copy
+    of their rows; a changed and a deleted row of the copy are then found, each by its key."""
+    connection = postgres.connect()
+    with connection.cursor() as cursor:
+        cursor.execute(SOURCE_DDL)
+        for table, model in MIRRORS.items():
+            cursor.execute(f"select * from {table} limit 0")
+            columns = [column.name for column in cursor.description]
+            rows = project.query(f"select {', '.join(columns)} from {project.schema}.{model}")
+            cursor.executemany(f"insert into {table} values ({', '.join(['%s'] * len(columns))})",
+                               [[row[column] for column in columns] for row in rows])
+        cursor.execute("select min(id) from shop.orders")
+        changed = cursor.fetchone()[0]
+        cursor.execute("select max(id) from shop.customers")
+        deleted = cursor.fetchone()[0]
+    connection.commit()
+    connection.close()
+    dsn = create_capture_user(postgres, ["shop"])
+
+    def verify() -> int:
+        return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROJECT_DIR / "profiles"),
+                                "--target", "cluster", "--select", *MIRRORS.values(), "--postgres", dsn,
+                                # Nothing captures this copy: no position to wait for (tests/test_verify.py waits).
+                                "--wait-seconds", "0"])
+
+    assert verify() == 0, project.dbt_log()[-3000:]
+    assert "2 mirrors equal" in project.dbt_log()
+    connection = postgres.connect()
+    with connection.cursor() as cursor:
+        cursor.execute(f"update shop.orders set status = 'changed at the source' where id = {changed}")
+        cursor.execute(f"delete from shop.customers where id = {deleted}")
+    connection.commit()
+    connection.close()
+    assert verify() == 1
+    log = project.dbt_log()
+    assert f'key ["{changed}"]: status' in log and f'extra in the mirror: key ["{deleted}"]' in log, log[-3000:]
+    recorded = project.query(f"select mirror, clean from {project.schema}.cdc_merge_verify order by checked_at, mirror")
+    assert [row["clean"] for row in recorded] == [True, True, False, False], recorded
 
 
 def test_a_taken_port_is_refused_before_anything_starts(tmp_path):

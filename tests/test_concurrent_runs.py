@@ -16,6 +16,8 @@ import pytest
 from python_jobs import run_locks
 from reliability.workload import BIN, LANDING_AND_MIRRORS, MIRRORS, Workload
 
+# One worker runs the module: its tests share one workload (Makefile: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("concurrency")
 MIRRORS_ONLY = ["--select", *MIRRORS.values()]
 
 

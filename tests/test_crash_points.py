@@ -15,6 +15,9 @@ from python_jobs import crash_points
 from reliability.crashes import crash_and_heal
 from reliability.workload import LANDING_AND_MIRRORS, Workload
 
+# One worker runs the module: its tests share one workload (Makefile: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("crashes")
+
 
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory, spark, warehouse):

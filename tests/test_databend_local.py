@@ -17,6 +17,8 @@ import requests
 
 from python_jobs.devtools.databend_local import serve
 
+# One worker runs the module: its tests share one endpoint (Makefile: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("databend_local")
 PAGE_ROWS = 100  # small pages, so a 1,000-row result needs ten of them
 AUTH = ("root", "")
 

@@ -179,7 +179,7 @@ def test_retry_runs_again_only_the_mirror_that_failed(dbt_project):
     project.write_model("broken", CONFIG + ", deletes='archive'", COLUMNS)
     shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
     project.land(PRODUCTS)
-    failed = project.dbt("run", "--select", "products", "broken", expect_success=False)
+    failed = project.dbt("run", "--select", "products", "broken", expect_success=False, artifacts=True)
     assert node_statuses(failed) == {"products": "success", "broken": "error"}
     project.write_model("broken", CONFIG, COLUMNS)
     retried = project.dbt("retry")
@@ -189,7 +189,7 @@ def test_retry_runs_again_only_the_mirror_that_failed(dbt_project):
 
 def test_ls_and_state_selectors_list_the_models_that_changed(dbt_project, tmp_path):
     project = dbt_project
-    listed = project.dbt("ls", "--resource-type", "model", "--output", "name").result
+    listed = project.dbt("ls", "--resource-type", "model", "--output", "name", artifacts=True).result
     assert {"raw_events", "shop_customers", "shop_orders", "shop_order_lines", "inventory_products"} <= set(listed)
     state = tmp_path / "state"
     shutil.copytree(project.project_dir / "target", state)

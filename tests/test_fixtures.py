@@ -106,11 +106,11 @@ def test_other_formats_give_the_expected_products_table(conformance_project, fix
     assert mirrored_products(conformance_project, "products") == expected_final_table(fixture)
 
 
-def test_plain_dbt_spark_reads_the_log_through_iceberg_changelog_view_and_agrees(spark, tmp_path):
-    """Where dbt's SparkSession is not in this process (type: spark, e.g. a Thrift server) the
-    materialization reads new raw snapshots with create_changelog_view and dbt-spark lists the
-    relations (SHOW TABLE EXTENDED, then one DESCRIBE per table); the cdc_spark adapter reads
-    them with an incremental append scan and lists them with SHOW TABLES."""
+def test_a_plain_dbt_spark_target_is_refused_before_any_sql_and_the_plugin_reads_appended_rows(spark, tmp_path):
+    """A plain `type: spark` target cannot ask the apply's decisions of the plugin (docs/architecture.md,
+    "One engine switch"): the mirror fails before any statement, saying what to change. With
+    `type: cdc_spark` new raw snapshots are read with an incremental append scan (no changelog view)
+    and the relations listed with SHOW TABLES."""
     project = make_project(spark, tmp_path, "local")
     profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
     profiles["cdc_merge"] = {"target": "plain", "outputs": {"plain": plain_spark_output()}}
@@ -120,18 +120,17 @@ def test_plain_dbt_spark_reads_the_log_through_iceberg_changelog_view_and_agrees
     fixture = "debezium-data-schema-include.txt"
     lines = (FIXTURES / "flink" / fixture).read_text().splitlines(keepends=True)
 
-    # Two landings and two runs, so the second reads from an offset (start and end snapshot).
-    for part, chunk in enumerate((lines[:7], lines[7:])):
-        (project.inbox / f"part-{part}.txt").write_text("".join(chunk))
-        project.land(PRODUCTS)
-        project.dbt("run", "--select", "inventory_products", profiles_dir=plain_profiles)
-
-    assert mirrored_products(project) == expected_final_table(fixture)
-    assert "call system.create_changelog_view" in project.dbt_log()
-    # Nothing new: the idle check by queries (idle.sql), as on a Thrift server.
+    (project.inbox / "part-0.txt").write_text("".join(lines[:7]))
+    project.land(PRODUCTS)
     logged = len(project.dbt_log())
-    project.dbt("run", "--select", "inventory_products", profiles_dir=plain_profiles)
-    assert ": nothing new (offset = current raw snapshot" in project.dbt_log()[logged:]
+    result = project.dbt("run", "--select", "inventory_products", profiles_dir=plain_profiles, expect_success=False)
+    (message,) = [str(node.message) for node in result.result.results]
+    assert "target 'plain' is type spark. In profiles.yml set type: cdc_spark" in message, message
+    assert "create table" not in project.dbt_log()[logged:].lower()
+
+    (project.inbox / "part-1.txt").write_text("".join(lines[7:]))
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "inventory_products")
     assert mirrored_products(project) == expected_final_table(fixture)
 
     (project.inbox / "part-2.txt").write_text(lines[0])  # an older event again: changes nothing

@@ -103,7 +103,7 @@ def test_a_landing_config_naming_other_tables_fails_before_landing(dbt_project, 
     assert raw_snapshots(dbt_project) == snapshots
 
 
-def test_on_a_target_that_cannot_run_it_the_landing_model_points_to_the_standalone_job(dbt_project, tmp_path):
+def test_on_a_plain_dbt_spark_target_the_landing_model_says_which_type_to_set(dbt_project, tmp_path):
     profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
     plain_spark = plain_spark_output()
     profiles["cdc_merge"] = {"target": "plain_spark", "outputs": {"plain_spark": plain_spark}}
@@ -113,8 +113,7 @@ def test_on_a_target_that_cannot_run_it_the_landing_model_points_to_the_standalo
 
     message = run_messages(result)["raw_events"]
     assert "target 'plain_spark' is type spark" in message
-    assert "python_jobs/landing/land.py --config landing.yml" in message
-    assert "dbt run --exclude raw_events" in message
+    assert "set type: cdc_spark" in message and "docs/your_project.md" in message
 
 
 def test_the_session_method_refuses_a_thrift_target_before_running_anything():

@@ -53,7 +53,7 @@ def test_the_password_is_in_no_output_of_a_landing_and_a_dbt_run(spark, tmp_path
 
     # On Databend the landing runs standalone (docs/operating.md), then dbt applies.
     summary = land.run(project.landing_config(KEYS))
-    result = project.dbt("run", "--exclude", "raw_events")
+    result = project.dbt("run", "--exclude", "raw_events", artifacts=True)
 
     assert [row["id"] for row in project.query(f"select id from {project.schema}.items order by id")] == [1, 3]
     reasons = [row.reason for row in project.rows(f"{project.raw_schema}.quarantine")]

@@ -238,8 +238,8 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
                     "-w", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "dist").glob("cdc_merge-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("python_jobs/jars/cdc-merge-parsers.jar", "dbt/adapters/cdc_spark/jars/cdc-merge-iceberg.jar",
-                   "dbt/adapters/cdc_spark/jars/cdc-merge-local-fs.jar",
+    for needed in ("python_jobs/jars/cdc-merge-parsers.jar", "python_jobs/jars/cdc-merge-iceberg.jar",
+                   "python_jobs/jars/cdc-merge-local-fs.jar",
                    "dbt/include/cdc_spark/dbt_project.yml", "dbt/include/cdc_databend/dbt_project.yml",
                    "python_jobs/starter/templates/profiles.yml", "python_jobs/landing/land.py",
                    "python_jobs/devtools/databend_local/__main__.py"):
