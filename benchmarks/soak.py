@@ -129,7 +129,7 @@ class Soak:
         landing.write_text(yaml.safe_dump(config))
 
     def table_state(self, table: str) -> dict:
-        from dbt.adapters.cdc_spark.run_state import mirror_metadata
+        from dbt.adapters.cdc_core.run_state import mirror_metadata
 
         state = mirror_metadata(self.spark, table)
         if state is None:
