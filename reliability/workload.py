@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
+from harness.dbt_project import PROFILES_DIR, PROJECT_DIR, copy_project
 from python_jobs.demo import generate
 from python_jobs.demo.shop_source import KEYS
 from python_jobs.landing.io import iceberg_jar
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MIRRORS = {"shop.customers": "shop_customers", "shop.orders": "shop_orders", "shop.order_lines": "shop_order_lines"}
 LANDING_AND_MIRRORS = ["--select", "raw_events", *MIRRORS.values()]
@@ -80,19 +80,14 @@ class Workload:
 
     def _copy_project(self) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
-        (self.project_dir / "models").mkdir(parents=True)
-        shutil.copytree(PROJECT_DIR / "macros", self.project_dir / "macros")
-        shutil.copytree(PROJECT_DIR / "models" / "landing", self.project_dir / "models" / "landing")
-        mirrors = self.project_dir / "models" / "mirrors"
-        mirrors.mkdir()
-        for model in MIRRORS.values():
-            shutil.copy(PROJECT_DIR / "models" / "mirrors" / f"{model}.sql", mirrors)
-        project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())
-        project["models"]["cdc_merge"]["landing"]["+landing_config"] = str(self.work_dir / "landing.yml")
+        copy_project(self.project_dir, self.work_dir / "landing.yml", mirrors=MIRRORS.values(), history=False,
+                     data_tests=False)
+        project_yml = self.project_dir / "dbt_project.yml"
+        project = yaml.safe_load(project_yml.read_text())
         project["models"]["cdc_merge"]["mirrors"][MAINTAINED_MIRROR] = {
             "+maintenance_max_files": "{{ (1 if var('reliability_maintain', false) else 100) | int }}"
         }
-        (self.project_dir / "dbt_project.yml").write_text(yaml.safe_dump(project, sort_keys=False))
+        project_yml.write_text(yaml.safe_dump(project, sort_keys=False))
         landing = yaml.safe_load((PROJECT_DIR / "landing.yml").read_text())
         landing.update(input=str(self.inbox), checkpoint=str(self.work_dir / "checkpoint"), max_files_per_batch=2,
                        raw_table=f"{self.raw_schema}.raw_events", quarantine_table=f"{self.raw_schema}.quarantine")
@@ -107,7 +102,7 @@ class Workload:
             "CDC_MERGE_SCHEMA": self.schema,
             "CDC_MERGE_RAW_SCHEMA": self.raw_schema,
             "CDC_MERGE_DRIVER_MEMORY": os.environ.get("CDC_MERGE_DRIVER_MEMORY", "2g"),
-            "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+            "DBT_PROFILES_DIR": str(PROFILES_DIR),
             # The profile's default jar path is relative to the project this copies.
             "CDC_MERGE_ICEBERG_JAR": iceberg_jar(),
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",

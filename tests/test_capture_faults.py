@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_DIR
-from mariadb_server import start_mariadb
-from postgres_server import start_postgres
-from throwaway_server import wait_until_accepting
+from harness.mariadb_server import start_mariadb
+from harness.postgres_server import start_postgres
+from harness.throwaway_server import wait_until_accepting
 
 SECRET = "s3cret-Wr0ng-pa55"
 

@@ -20,8 +20,8 @@ from conftest import PROJECT_DIR
 from test_consistent_cuts import assert_cut_is_the_newest_state
 from capture_invariants import assert_whole_transactions_through_capture
 from python_jobs.demo.transaction_source import KEYS as TRANSACTION_KEYS
-from mariadb_server import start_mariadb
-from throwaway_server import kill_after_first_file
+from harness.mariadb_server import start_mariadb
+from harness.throwaway_server import kill_after_first_file
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.mysql import CaptureConfig

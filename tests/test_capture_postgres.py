@@ -19,8 +19,8 @@ from conftest import PROJECT_DIR
 from test_consistent_cuts import assert_cut_is_the_newest_state
 from capture_invariants import assert_whole_transactions_through_capture
 from python_jobs.demo.transaction_source import KEYS as TRANSACTION_KEYS
-from postgres_server import PG_BIN, start_postgres
-from throwaway_server import kill_after_first_file
+from harness.postgres_server import PG_BIN, start_postgres
+from harness.throwaway_server import kill_after_first_file
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.postgres import CaptureConfig
 from python_jobs.capture.postgres_events import TableShape, Transaction, change_events

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from postgres_server import create_capture_user
+from harness.postgres_server import create_capture_user
 from test_capture_faults import postgres  # noqa: F401 - a fixture
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.output import CaptureError

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_DIR, make_project
+from conftest import PROJECT_DIR
+from harness.mirror_project import make_project
 from python_jobs.cluster import cli, processes, thrift
 from python_jobs.cluster.processes import LOOPBACK, ClusterError
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
@@ -29,7 +30,7 @@ from python_jobs.demo.transaction_checks import MIRRORS as TX_MIRRORS
 from python_jobs.demo.transaction_source import KEYS as TX_KEYS
 from python_jobs.demo.transaction_source import SCHEMA_OF, SplitDelivery, TransactionTopics
 from python_jobs.verify import cli as verify_cli
-from postgres_server import create_capture_user
+from harness.postgres_server import create_capture_user
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_consistent_cuts import GROUP_CONFIG, OPENING, mirror_sql, write
 from test_oracle import assert_mirrors_equal_replay, commits_deleting_by_position

@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, make_project
+from conftest import FIXTURES
+from harness.mirror_project import make_project
 from python_jobs.landing import io
 from python_jobs.landing.schemas import RAW_EVENT_SCHEMA
 from test_materialization import run_error, write_model

@@ -8,7 +8,8 @@ import shutil
 import pytest
 import yaml
 
-from conftest import FIXTURES, PROJECT_DIR, make_project, plain_spark_output
+from conftest import FIXTURES, PROJECT_DIR, plain_spark_output
+from harness.mirror_project import make_project
 
 PRODUCTS = {"inventory.products": ["id"]}
 

@@ -13,7 +13,7 @@ import pytest
 from dbt.adapters.cdc_spark.raw_ranges import RANGES
 
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
-from conftest import make_project
+from harness.mirror_project import make_project
 from test_materialization import record_statements
 from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
 

@@ -1,7 +1,7 @@
 """Many mirrors of one raw table, applied by one `dbt run`: each equals the replay of its table.
 
 Six copies of the demo's shop database (schemas shop_0 .. shop_5, three tables each: 18 mirrors,
-one of them with a composite key; CDC_MERGE_TEST_SHARDS=17 makes 51, benchmarks/many_mirrors.py
+one of them with a composite key; CDC_MERGE_TEST_SHARDS=17 makes 51, benchmarks/many_mirrors/many_mirrors.py
 times 200) captured by one Debezium connector into one raw table. Each copy has its own seeded
 workload of inserts, updates, deletes, re-inserts after delete and primary-key changes; events
 arrive a wave late (older than what the mirror already applied) and twice. Two waves, each landed

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from postgres_server import create_capture_user
+from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.snapshot_requests import write_request
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture

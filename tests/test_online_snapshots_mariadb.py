@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from mariadb_server import create_mariadb_capture_user
+from harness.mariadb_server import create_mariadb_capture_user
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from python_jobs.capture.snapshot_requests import write_request

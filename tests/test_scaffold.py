@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mariadb_server import start_mariadb
-from postgres_server import start_postgres
+from harness.mariadb_server import start_mariadb
+from harness.postgres_server import start_postgres
 from python_jobs import scaffold
 from python_jobs.capture import postgres as capture_postgres
 

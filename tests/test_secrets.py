@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import make_project
+from harness.mirror_project import make_project
 from python_jobs.devtools.databend_local import serve
 from python_jobs.landing import io, land
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mariadb_server import create_mariadb_capture_user, start_mariadb
-from postgres_server import create_capture_user, start_postgres
+from harness.mariadb_server import create_mariadb_capture_user, start_mariadb
+from harness.postgres_server import create_capture_user, start_postgres
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 

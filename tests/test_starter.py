@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from python_jobs.scaffold import SourceColumn, SourceTable
-from mariadb_server import create_mariadb_capture_user
-from postgres_server import create_capture_user
+from harness.mariadb_server import create_mariadb_capture_user
+from harness.postgres_server import create_capture_user
 from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from python_jobs.starter import init
 

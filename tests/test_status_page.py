@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from postgres_server import create_capture_user
+from harness.postgres_server import create_capture_user
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_starter import BIN, PROJECT_DIR, run
 

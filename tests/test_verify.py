@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from mariadb_server import create_mariadb_capture_user
-from postgres_server import create_capture_user
+from harness.mariadb_server import create_mariadb_capture_user
+from harness.postgres_server import create_capture_user
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL

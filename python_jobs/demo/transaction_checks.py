@@ -1,7 +1,7 @@
 """The invariants of the bank and the shop (transaction_source.py), checked as a report reads the
 mirrors: at the consistency group's latest cut (every mirror pinned to its cut snapshot, in one
 query), and on the mirrors' newest state. CutReader does both in a loop beside the runs; the test
-(tests/test_consistent_cuts.py) and the benchmark (benchmarks/consistent_cuts.py) use it."""
+(tests/test_consistent_cuts.py) and the benchmark (benchmarks/consistent_cuts/consistent_cuts.py) use it."""
 
 from __future__ import annotations
 

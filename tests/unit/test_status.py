@@ -123,7 +123,7 @@ def test_a_scrape_of_200_mirrors_has_each_mirror():
         registry.observe_cycle(True, 5.0)
     text, _ = metrics.render(lambda: registry.snapshot())
     assert text.count(b"cdc_mirror_last_run_seconds{") == 200
-    assert len(registry.snapshot().history) == 720  # the page's hour; benchmarks/status_endpoint.py times a scrape
+    assert len(registry.snapshot().history) == 720  # the page's hour; benchmarks/status/status_endpoint.py times a scrape
 
 
 def test_relation_names_lose_their_quoting():

@@ -35,7 +35,7 @@ class RawRanges:
         self._kept: "OrderedDict[RangeKey, Any]" = OrderedDict()
         self._plans: Dict[RangeKey, Dict[str, Dict[str, Any]]] = {}
         self._newest: Dict[RangeKey, Any] = {}
-        # Every read of a range from the raw table's files, for benchmarks/many_mirrors.py.
+        # Every read of a range from the raw table's files, for benchmarks/many_mirrors/many_mirrors.py.
         self.reads: List[RangeKey] = []
 
     def rows(self, session_id: str, table: str, after: Optional[str], through: str, events: Optional[int],

@@ -1,0 +1,20 @@
+"""Where the benchmarks write their figures, and the machine they record beside them."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+
+
+def machine() -> dict:
+    mem = next((line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")), "0")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    import pyspark
+    return {"cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024**2, 1), "cpu": cpu, "java": java,
+            "python": platform.python_version(), "pyspark": pyspark.__version__, "iceberg": "1.10.2",
+            "load_average_at_start": os.getloadavg()}
