@@ -286,17 +286,19 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     delivery = SplitDelivery(topics)
     whole = {"total": topics.total, "unbalanced_accounts": 0, "broken_orders": 0}
 
-    def run_wave(wave: int, everything: bool = False) -> None:
+    def run_wave(wave: int, selected: list[str], everything: bool = False) -> None:
         for topic, events in delivery.wave(0 if everything else 10, 0 if everything else 6, everything=everything).items():
             write(project.inbox / f"w{wave:02d}-{topic}.json", events)
-        project.dbt("run", "--select", "raw_events", *mirrors)
+        project.dbt("run", "--select", "raw_events", *selected)
         assert newest_state(project.query, project.schema, "", OPENING) == whole, wave
 
-    run_wave(1)  # makes the tables: their creation is not part of a transaction
+    # Makes the group's tables: their creation is not part of a transaction. The plain mirrors are
+    # made in the run that compares them (each run of them is on the cluster's clock: 8-17 s a mirror).
+    run_wave(1, TX_MIRRORS)
     rows, reader = CatalogRows(cluster, project.schema), PlainReader(project.schema, topics.total)
     rows.start()
     reader.start()
-    run_wave(2)
+    run_wave(2, mirrors)
     time.sleep(0.2)
     # One run: the group's mirrors changed together, once (one state more than before it); the same
     # tables without a group went through states one mirror at a time: the check can fail.
@@ -305,7 +307,7 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     assert newest_state(project.query, project.schema, "plain_", OPENING) != whole
     # The group's mirrors maintain in the last run (commits of their own, before the transaction).
     write_models("maintenance_max_snapshots=1, snapshot_retention_hours=0, ")
-    run_wave(3, everything=True)
+    run_wave(3, TX_MIRRORS, everything=True)
     rows.stop()
     reader.stop()
     log = project.dbt_log()
@@ -315,7 +317,6 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     assert log.count("published in one catalog transaction") == 3, "each run's cut published its group"
     assert any(f"cdc_merge {project.schema}.{table}: maintaining (" in log for table in TX_MIRRORS)
     assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0
-    assert newest_state(project.query, project.schema, "plain_", OPENING) == whole
 
 
 def test_a_catalog_transaction_is_seen_only_by_its_sessions_until_published(cluster):
