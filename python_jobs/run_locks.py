@@ -13,6 +13,7 @@ holder. Runs on several machines against one object-store warehouse are not cove
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import hashlib
@@ -22,6 +23,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger("cdc_merge")
 
@@ -87,6 +89,19 @@ def release(path: Path) -> None:
     fd = _held.pop(str(path), None)
     if fd is not None:
         os.close(fd)  # closing the only descriptor drops the flock
+
+
+@contextlib.contextmanager
+def holding(locks: list[tuple[Path, str]]) -> Iterator[None]:
+    """Each (lock, what) in order, or none of them (LockBusy names the one held elsewhere); all are
+    released at the end."""
+    try:
+        for path, what in locks:
+            acquire(path, what)
+        yield
+    finally:
+        for path, _ in locks:
+            release(path)
 
 
 def release_all() -> None:

@@ -225,38 +225,34 @@ def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, count
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None,
         databend_dsn: str | None = None) -> LandingSummary:
     io.require_readable_folder(config.input_dir)  # before Spark, which would fail with a stack trace
-    spark = spark or io.spark_session("cdc_merge_landing", warehouse)
-    sink = io.sink_for(config, spark, databend_dsn)
-    io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
-    sink.require_tables(config.raw_table, config.quarantine_table)
-    jvm_parser = io.register_jvm_parser(spark, config.key_columns)
-    jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
-    summary = LandingSummary()
-    files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
-    # One landing per checkpoint at a time (python_jobs/run_locks.py): a second waits, then lands what is left.
-    locks = [(run_locks.lock_file("landing", str(config.checkpoint_dir), "checkpoint"), f"the landing checkpoint {config.checkpoint_dir}")]
-    warehouse = io.local_warehouse(spark) if config.sink != "databend" else None
-    if warehouse is not None:
-        # The raw table's maintenance (macros/maintenance/maintain.sql) waits for a later run meanwhile.
-        locks.append((run_locks.lock_file("table", warehouse, config.raw_table.lower()), f"table {config.raw_table}"))
+    # One landing per checkpoint at a time (python_jobs/run_locks.py): a second waits, then lands what
+    # is left. Taken before Spark starts, so a landing that finds another running stops without a JVM.
+    checkpoint = [(run_locks.lock_file("landing", str(config.checkpoint_dir), "checkpoint"),
+                   f"the landing checkpoint {config.checkpoint_dir}")]
     try:
-        for lock, what in locks:
-            run_locks.acquire(lock, what)
+        with run_locks.holding(checkpoint):
+            spark = spark or io.spark_session("cdc_merge_landing", warehouse)
+            sink = io.sink_for(config, spark, databend_dsn)
+            io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
+            sink.require_tables(config.raw_table, config.quarantine_table)
+            jvm_parser = io.register_jvm_parser(spark, config.key_columns)
+            jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
+            summary = LandingSummary()
+            files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
+            warehouse = io.local_warehouse(spark) if config.sink != "databend" else None
+            # The raw table's maintenance (macros/maintenance/maintain.sql) waits for a later run meanwhile.
+            table = [] if warehouse is None else [
+                (run_locks.lock_file("table", warehouse, config.raw_table.lower()), f"table {config.raw_table}")]
+            with run_locks.holding(table):
+                io.run_available_batches(
+                    files,
+                    config.checkpoint_dir,
+                    lambda batch, tag, place, may_be_retry: land_files(
+                        batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
+                    ),
+                )
     except run_locks.LockBusy as busy:
-        for lock, _ in locks:
-            run_locks.release(lock)
         raise io.LandingError(str(busy)) from None
-    try:
-        io.run_available_batches(
-            files,
-            config.checkpoint_dir,
-            lambda batch, tag, place, may_be_retry: land_files(
-                batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
-            ),
-        )
-    finally:
-        for lock, _ in locks:
-            run_locks.release(lock)
     log.info("%s", summary.line())
     REGISTRY.observe_landing(summary.files, summary.counts[records.STATUS_EVENT],
                              summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes)
