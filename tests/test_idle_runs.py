@@ -12,7 +12,7 @@ import uuid
 import pytest
 from dbt.adapters.cdc_spark.raw_ranges import RANGES
 
-from python_jobs.demo.generate import KEYS, build_waves, write_wave
+from python_jobs.demo.generate import KEYS, Wave, build_waves, debezium_line, write_wave
 from harness.mirror_project import make_project
 from test_materialization import record_statements
 from test_oracle import SHOP_MODELS, assert_mirrors_equal_replay
@@ -99,6 +99,45 @@ def test_an_idle_run_costs_no_statement_per_mirror_and_still_records_a_run_each(
     assert all([sql for sql in own if sql.startswith(f"create or replace temporary view {model}__cdc_batch ")] for model in SHOP_MODELS), own
     assert all([sql for sql in own if sql.startswith(f"checkpoint {model}__cdc_changes as ")] for model in SHOP_MODELS), own
     assert len(RANGES.reads) - reads == 1, RANGES.reads[reads:]
+    assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
+
+
+def test_a_mirror_whose_source_added_nothing_writes_its_offset_only(shop, monkeypatch):
+    """A quiet source (python_jobs/apply/chunk_plan.py quiet_snapshots): new raw snapshots, none of
+    them with the table's events. Its mirror reads no raw event and writes nothing to the mirror;
+    its offset moves on, and the table's events that land later apply as ever."""
+    project = shop
+    orders, quiet_table = f"{project.schema}.shop_orders", "shop.orders"
+    others = [event for event in project.waves[1].delivered if event.table != quiet_table]
+    held = [event for event in project.waves[1].delivered if event.table == quiet_table]
+    assert others and held
+    for number, events in ((11, others[: len(others) // 2]), (12, others[len(others) // 2:])):
+        write_wave(Wave(number, [[debezium_line(event, "postgresql", False) for event in events]], events), project.inbox)
+        project.land(KEYS)
+    version = project.table_version(orders)
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", *SHOP_MODELS)
+    own = own_statements(statements)
+    # Neither the range nor a batch of the quiet mirror: only the model's columns, from an empty batch.
+    assert not [sql for sql in own if "shop_orders__cdc_raw_changes" in sql or "shop_orders__cdc_changes" in sql], own
+    assert [sql for sql in own if sql.startswith("checkpoint shop_customers__cdc_changes as ")], own
+    assert project.table_version(orders) == version
+    (run,) = project.query(f"select chunks, events_read from {project.schema}.cdc_merge_runs "
+                           f"where target_table = '{orders}' order by finished_at desc limit 1")
+    assert (run["chunks"], run["events_read"]) == (1, 0)
+    assert_mirrors_equal_replay(project, project.waves[0].delivered + others, "hard")
+
+    # Its offset is the raw table's current snapshot: the next run of it is idle.
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", "shop_orders")
+    assert len(own_statements(statements)) <= IDLE_INVOCATION_STATEMENTS, own_statements(statements)
+
+    write_wave(Wave(13, [[debezium_line(event, "postgresql", False) for event in held]], held), project.inbox)
+    project.land(KEYS)
+    project.dbt("run", "--select", *SHOP_MODELS)
+    assert project.table_version(orders) != version
     assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
 
 

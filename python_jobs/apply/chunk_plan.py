@@ -15,6 +15,10 @@ events. A chunked mirror then counts its own table's events where the adapter ca
 (own_events; the raw table is partitioned by table_name), so that its chunks hold its events and not
 the other tables': without that, most chunks of a mirror on a shared raw log are empty.
 
+A chunk of snapshots that certainly hold none of the mirror's events is quiet (quiet_snapshots): the
+whole apply of such a chunk would write nothing but its offset, so the materialization writes only
+that, without reading the range (docs/apply_service.md, item 5).
+
 The rows come from raw_log.sql's raw_snapshot_log: dicts (cdc_spark, from Iceberg's metadata in
 the JVM) or agate rows (the metadata queries); both are read as row['column'].
 """
@@ -103,28 +107,51 @@ def own_events(pending: Sequence[Mapping[str, Any]], added_by_table: Mapping[str
     return counted
 
 
-def chunks_of(pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: str | None) -> list[dict]:
+def quiet_snapshots(pending: Sequence[Mapping[str, Any]], added_by_table: Mapping[str, Mapping[str, int]],
+                    source_table: str) -> frozenset[str]:
+    """The ids of the pending snapshots that certainly hold none of source_table's events: appends
+    that added nothing, and appends whose per-table counts (added_by_table, as for own_events) add
+    up to every record the snapshot added and name neither source_table nor ANY_TABLE. pending's
+    added_records are all tables' counts (before own_events). Anything else (a rewrite, a snapshot
+    the adapter could not read, counts that do not add up) may hold the table's events."""
+    quiet = set()
+    for snapshot in pending:
+        if snapshot.get("operation") != "append":
+            continue
+        added = event_count(snapshot["added_records"])
+        by_table = added_by_table.get(snapshot["snapshot_id"])
+        if added == 0 or (by_table is not None and source_table not in by_table and ANY_TABLE not in by_table
+                          and sum(int(records) for records in by_table.values()) == added):
+            quiet.add(snapshot["snapshot_id"])
+    return frozenset(quiet)
+
+
+def chunks_of(pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: str | None,
+              quiet: frozenset[str] = frozenset()) -> list[dict]:
     """Consecutive pending snapshots grouped into chunks of at most max_events events (a single
     larger snapshot is a chunk of its own). Each chunk {'after', 'through', 'events', 'buckets',
-    'range_events'} reads the snapshots after 'after' (exclusive; None: from the start) through
-    'through', in 'buckets' key-hash buckets: ceil(events / max_events), at least 1. 'range_events'
-    counts every table's events of the range (what reading it holds), 'events' the mirror's own
-    where own_events counted them."""
+    'range_events', 'quiet'} reads the snapshots after 'after' (exclusive; None: from the start)
+    through 'through', in 'buckets' key-hash buckets: ceil(events / max_events), at least 1.
+    'range_events' counts every table's events of the range (what reading it holds), 'events' the
+    mirror's own where own_events counted them; 'quiet': every snapshot of the chunk is in quiet
+    (quiet_snapshots), so the chunk holds none of the mirror's events."""
     chunks: list[dict] = []
-    after, through, events, range_events = offset_snapshot, None, 0, 0
+    after, through, events, range_events, all_quiet = offset_snapshot, None, 0, 0, True
     for snapshot in pending:
         added = snapshot["added_records"]
         if through is not None and events + added > max_events:
-            chunks.append({"after": after, "through": through, "events": events, "range_events": range_events})
-            after, events, range_events = through, 0, 0
+            chunks.append({"after": after, "through": through, "events": events, "range_events": range_events, "quiet": all_quiet})
+            after, events, range_events, all_quiet = through, 0, 0, True
         through = snapshot["snapshot_id"]
         events += added
         range_events += snapshot.get("range_records", added)
+        all_quiet = all_quiet and through in quiet
     if through is not None:
-        chunks.append({"after": after, "through": through, "events": events, "range_events": range_events})
+        chunks.append({"after": after, "through": through, "events": events, "range_events": range_events, "quiet": all_quiet})
     return [
         {"after": chunk["after"], "through": chunk["through"], "events": chunk["events"],
-         "buckets": max(1, (chunk["events"] + max_events - 1) // max_events), "range_events": chunk["range_events"]}
+         "buckets": max(1, (chunk["events"] + max_events - 1) // max_events), "range_events": chunk["range_events"],
+         "quiet": chunk["quiet"]}
         for chunk in chunks
     ]
 

@@ -15,6 +15,7 @@ from python_jobs.apply.chunk_plan import (
     pending_or_expired,
     pending_snapshots,
     plan_chunks,
+    quiet_snapshots,
 )
 
 
@@ -89,14 +90,15 @@ def test_chunks_of(snapshots, max_events, offset, expected):
     chunks = chunks_of(snapshots, max_events, offset)
 
     assert [(chunk["after"], chunk["through"], chunk["events"], chunk["buckets"]) for chunk in chunks] == expected
-    assert all(list(chunk) == ["after", "through", "events", "buckets", "range_events"] for chunk in chunks)
+    assert all(list(chunk) == ["after", "through", "events", "buckets", "range_events", "quiet"] for chunk in chunks)
+    assert not any(chunk["quiet"] for chunk in chunks), "no snapshot is known to be quiet"
     assert all(chunk["range_events"] == chunk["events"] for chunk in chunks)
 
 
 def test_plan_chunks_walks_then_chunks():
     assert plan_chunks(BRANCHED, "s1", 50) == [
-        {"after": "s1", "through": "s3", "events": 50, "buckets": 1, "range_events": 50},
-        {"after": "s3", "through": "s4", "events": 40, "buckets": 1, "range_events": 40},
+        {"after": "s1", "through": "s3", "events": 50, "buckets": 1, "range_events": 50, "quiet": False},
+        {"after": "s3", "through": "s4", "events": 40, "buckets": 1, "range_events": 40, "quiet": False},
     ]
     with pytest.raises(ExpiredOffset):
         plan_chunks(BRANCHED, "b3", 50)
@@ -155,3 +157,40 @@ def test_snapshots_without_the_mirrors_events_join_a_chunk_instead_of_making_the
         ("s0", "s7", 50, 350),
         ("s7", "s10", 50, 150),
     ]
+
+
+def test_quiet_snapshots_are_appends_counted_whole_without_the_mirrors_table():
+    pending = SHARED + [
+        {"snapshot_id": "s6", "operation": "append", "added_records": 0},
+        {"snapshot_id": "s7", "operation": "append", "added_records": 100},
+        {"snapshot_id": "s8", "operation": "append", "added_records": "100"},
+        {"snapshot_id": "s9", "operation": "overwrite", "added_records": 0},
+    ]
+    by_table = {**BY_TABLE, "s7": {"shop.lines": 60, "shop.items": 30}, "s8": {"shop.lines": 60, "shop.items": 40}}
+
+    # s2: only another table's events, all counted. s6: added nothing. s8: every record counted.
+    # Not s1 (the table's events), s3 (a rewrite), s4 (a file of no table), s5 (not read), s7 (10
+    # records uncounted: they could be the table's), s9 (not an append).
+    assert quiet_snapshots(pending, by_table, "shop.orders") == {"s2", "s6", "s8"}
+    assert quiet_snapshots(pending, by_table, "shop.lines") == {"s6"}
+    assert quiet_snapshots(pending, {}, "shop.orders") == {"s6"}
+
+
+def test_table_names_are_matched_exactly_as_the_batchs_filter_does():
+    pending = [{"snapshot_id": "s1", "operation": "append", "added_records": 5}]
+
+    assert quiet_snapshots(pending, {"s1": {"Shop.Orders": 5}}, "shop.orders") == {"s1"}
+    assert quiet_snapshots(pending, {"s1": {"shop.orders": 5}}, "shop.orders") == set()
+
+
+@pytest.mark.parametrize("quiet, max_events, expected", [
+    pytest.param({"s1", "s2", "s3"}, 120, [("s0", "s3", True)], id="all-quiet-one-chunk"),
+    pytest.param({"s1", "s3"}, 120, [("s0", "s3", False)], id="one-snapshot-with-events-makes-the-chunk-not-quiet"),
+    pytest.param({"s1"}, 50, [("s0", "s1", True), ("s1", "s2", False), ("s2", "s3", False)], id="each-chunk-on-its-own"),
+    pytest.param({"s3"}, 50, [("s0", "s1", False), ("s1", "s2", False), ("s2", "s3", True)], id="the-last-chunk-quiet"),
+    pytest.param(set(), 120, [("s0", "s3", False)], id="none-quiet"),
+])
+def test_a_chunk_is_quiet_when_every_snapshot_of_it_is(quiet, max_events, expected):
+    chunks = chunks_of(pending(40, 40, 40), max_events, "s0", frozenset(quiet))
+
+    assert [(chunk["after"], chunk["through"], chunk["quiet"]) for chunk in chunks] == expected

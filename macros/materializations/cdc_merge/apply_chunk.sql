@@ -1,7 +1,8 @@
 {#
     One chunk of a cdc_merge run (cdc_merge.sql runs it for each): its raw events read, its truncates
     applied, each bucket and round applied as a batch (apply_batch.sql), the source's added columns
-    and online snapshot ranges applied, then its offset written. run_state: the run's relations,
+    and online snapshot ranges applied, then its offset written; of a quiet chunk (none of the
+    source's events: chunk_plan.py), only its offset. run_state: the run's relations,
     config and columns, and what the chunks add up (ordinal, truncated, batch_view_sql, ranged:
     namespaces; defaulted: a list; totals: the run's counts), changed in place.
 #}
@@ -32,41 +33,44 @@
         {#- Consuming the stream and applying what it held commit together, or not at all. -#}
         {% do run_query('begin') %}
     {% endif %}
-    {% if not (index == 1 and chunk.stream is not defined) %}
-        {#- The first chunk's raw events were read above, for the model's columns. -#}
-        {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
-    {% endif %}
-    {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
-    {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
-    {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
-    {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none) %}
-    {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
-    {% set truncated.seq = truncate.seq %}
-    {% set truncated.rows = truncated.rows + truncate.rows %}
-    {% for bucket in range(chunk.buckets) %}
-        {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
-        {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
-        {% set key_range = adapter.cdc_key_range(plan, model.name) %}
-        {% if key_range.error %}
-            {% do exceptions.raise_compiler_error(key_range.error) %}
+    {#- A quiet chunk holds none of the source's events (chunk_plan.py): applying it would write nothing, so only its offset is written. -#}
+    {% if not chunk.get('quiet') %}
+        {% if not (index == 1 and chunk.stream is not defined) %}
+            {#- The first chunk's raw events were read above, for the model's columns. -#}
+            {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
-        {% set key_range = key_range.range if cdc_merge.key_range_skips_files(target_relation, key_range.range) else none %}
-        {% set batch_keys_sql = cdc_merge.batch_keys_sql(chunk_view, cfg.source_table, bucket, chunk.buckets) %}
-        {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
-        {% set one_commit = adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
-        {% for round in range(1, rounds + 1) %}
-            {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, newest_view or chunk_view, cfg.source_table, bucket, chunk.buckets,
-                round, rounds, newest_view is not none) %}
-            {% if view_sql != batch_view_sql.value %}
-                {% do run_query(view_sql) %}
-                {% set batch_view_sql.value = view_sql %}
+        {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
+        {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
+        {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
+        {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none) %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
+        {% set truncated.seq = truncate.seq %}
+        {% set truncated.rows = truncated.rows + truncate.rows %}
+        {% for bucket in range(chunk.buckets) %}
+            {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
+            {% set key_range = adapter.cdc_key_range(plan, model.name) %}
+            {% if key_range.error %}
+                {% do exceptions.raise_compiler_error(key_range.error) %}
             {% endif %}
-            {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
-            {% do cdc_merge.add_counts(chunk_stats, counts) %}
+            {% set key_range = key_range.range if cdc_merge.key_range_skips_files(target_relation, key_range.range) else none %}
+            {% set batch_keys_sql = cdc_merge.batch_keys_sql(chunk_view, cfg.source_table, bucket, chunk.buckets) %}
+            {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
+            {% set one_commit = adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
+            {% for round in range(1, rounds + 1) %}
+                {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, newest_view or chunk_view, cfg.source_table, bucket, chunk.buckets,
+                    round, rounds, newest_view is not none) %}
+                {% if view_sql != batch_view_sql.value %}
+                    {% do run_query(view_sql) %}
+                    {% set batch_view_sql.value = view_sql %}
+                {% endif %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
+                {% do cdc_merge.add_counts(chunk_stats, counts) %}
+            {% endfor %}
         {% endfor %}
-    {% endfor %}
-    {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan), column_types)) %}
-    {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, chunk_plan), column_types, cfg) %}
+        {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan), column_types)) %}
+        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, chunk_plan), column_types, cfg) %}
+    {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}
     {% do cdc_merge.crash_point('apply-before-offset') %}
     {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
@@ -82,7 +86,8 @@
         {% do run_query('commit') %}
     {% endif %}
     {% do cdc_merge.add_counts(totals, chunk_stats) %}
-    {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ index ~ "/" ~ count ~ " (" ~ chunk.buckets ~ " bucket(s)): "
+    {{ log("cdc_merge " ~ target_relation ~ ": chunk " ~ index ~ "/" ~ count ~ (" (none of " ~ cfg.source_table ~ "'s events): "
+        if chunk.get('quiet') else " (" ~ chunk.buckets ~ " bucket(s)): ")
         ~ chunk_stats.events_read ~ " keys changed, " ~ chunk_stats.inserted ~ " inserted, " ~ chunk_stats.updated ~ " updated, "
         ~ chunk_stats.deleted ~ " deleted, " ~ chunk_stats.skipped ~ " skipped; offset -> snapshot " ~ offset_to, info=True) }}
     {% if count > 1 %}

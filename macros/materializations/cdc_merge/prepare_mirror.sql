@@ -21,7 +21,9 @@
     {% do cdc_merge.enter_large_batch(chunks) %}
     {#- batch_view_sql: the batch view's statement; a batch's own is not run again when it is this one. -#}
     {% set first_plan = none %}
-    {% if chunks | length and chunks[0].stream is not defined %}
+    {#- A quiet chunk holds none of the source's events (chunk_plan.py): not read, as an empty batch tells the same columns. -#}
+    {% set read_first = chunks | length and chunks[0].stream is not defined and not chunks[0].get('quiet') %}
+    {% if read_first %}
         {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
         {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) %}
         {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
@@ -41,7 +43,7 @@
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
-    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if (chunks | length and chunks[0].stream is not defined) else [] %}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if read_first else [] %}
     {% if unmapped %}
         {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
             ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"

@@ -26,13 +26,18 @@ class ApplyMethods(metaclass=AdapterMeta):
     @available
     def cdc_chunks_of(self, pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: Optional[str],
                       raw_table: Optional[str] = None, source_table: Optional[str] = None) -> List[Dict[str, Any]]:
-        """raw_log.sql's chunks_of (chunk_plan.py), of source_table's own events where the engine
-        can count them per table and all tables' events are more than one chunk."""
+        """raw_log.sql's chunks_of (chunk_plan.py): where the engine counts each raw snapshot's events
+        per table, the chunks without source_table's events are quiet, and the chunks hold
+        source_table's own events when all tables' events are more than one chunk."""
         max_events = int(max_events)
-        if raw_table and source_table and chunk_plan.needs_own_events(pending, max_events):
-            appends = [snapshot["snapshot_id"] for snapshot in pending if snapshot.get("operation") == "append"]
-            pending = chunk_plan.own_events(pending, self._raw_added_by_table(raw_table, appends), source_table)
-        return chunk_plan.chunks_of(pending, max_events, offset_snapshot)
+        appends = [snapshot["snapshot_id"] for snapshot in pending if snapshot.get("operation") == "append"]
+        added_by_table = self._raw_added_by_table(raw_table, appends) if raw_table and source_table and appends else {}
+        if not added_by_table:
+            return chunk_plan.chunks_of(pending, max_events, offset_snapshot)
+        quiet = chunk_plan.quiet_snapshots(pending, added_by_table, source_table)
+        if chunk_plan.needs_own_events(pending, max_events):
+            pending = chunk_plan.own_events(pending, added_by_table, source_table)
+        return chunk_plan.chunks_of(pending, max_events, offset_snapshot, quiet)
 
     def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
         """{snapshot_id: {table_name: events added}} for the snapshots the engine can count per
