@@ -104,40 +104,55 @@ def test_an_idle_run_costs_no_statement_per_mirror_and_still_records_a_run_each(
 
 def test_a_mirror_whose_source_added_nothing_writes_its_offset_only(shop, monkeypatch):
     """A quiet source (python_jobs/apply/chunk_plan.py quiet_snapshots): new raw snapshots, none of
-    them with the table's events. Its mirror reads no raw event and writes nothing to the mirror;
-    its offset moves on, and the table's events that land later apply as ever."""
+    them with the table's events. Its mirror runs no statement of its own and writes nothing to the
+    mirror (idle.sql); its offset moves on; with a changed model it takes the full path but reads no
+    raw event (apply_chunk.sql); and the table's events that land later apply as ever."""
     project = shop
     orders, quiet_table = f"{project.schema}.shop_orders", "shop.orders"
     others = [event for event in project.waves[1].delivered if event.table != quiet_table]
     held = [event for event in project.waves[1].delivered if event.table == quiet_table]
     assert others and held
-    for number, events in ((11, others[: len(others) // 2]), (12, others[len(others) // 2:])):
+
+    def land(number, events):
         write_wave(Wave(number, [[debezium_line(event, "postgresql", False) for event in events]], events), project.inbox)
         project.land(KEYS)
+
+    def orders_statements(*select):
+        with monkeypatch.context() as patch:
+            statements = record_statements(patch)
+            project.dbt("run", "--select", *select)
+        own = own_statements(statements)
+        return own, [sql for sql in own if "shop_orders" in sql]
+
+    def newest_offset():
+        (row,) = project.query(f"select offset_snapshot from {project.schema}.cdc_merge_offsets "
+                               f"where target_table = '{orders}' order by offset_ordinal desc limit 1")
+        return str(row["offset_snapshot"])
+
+    land(11, others[: len(others) // 3])
+    land(12, others[len(others) // 3: 2 * len(others) // 3])
     version = project.table_version(orders)
-    with monkeypatch.context() as patch:
-        statements = record_statements(patch)
-        project.dbt("run", "--select", *SHOP_MODELS)
-    own = own_statements(statements)
-    # Neither the range nor a batch of the quiet mirror: only the model's columns, from an empty batch.
-    assert not [sql for sql in own if "shop_orders__cdc_raw_changes" in sql or "shop_orders__cdc_changes" in sql], own
+    own, of_orders = orders_statements(*SHOP_MODELS)
+    assert not of_orders, of_orders
     assert [sql for sql in own if sql.startswith("checkpoint shop_customers__cdc_changes as ")], own
     assert project.table_version(orders) == version
+    assert newest_offset() == str(project.table_version(f"{project.raw_schema}.raw_events"))
     (run,) = project.query(f"select chunks, events_read from {project.schema}.cdc_merge_runs "
                            f"where target_table = '{orders}' order by finished_at desc limit 1")
-    assert (run["chunks"], run["events_read"]) == (1, 0)
+    assert (run["chunks"], run["events_read"]) == (0, 0)
+
+    # A changed model takes the full path: its columns are checked from an empty batch, no raw event is read.
+    land(13, others[2 * len(others) // 3:])
+    path = project.project_dir / "models" / "mirrors" / "shop_orders.sql"
+    path.write_text(path.read_text().replace("select * from final", "select final.* from final"))
+    _, of_orders = orders_statements(*SHOP_MODELS)
+    assert [sql for sql in of_orders if sql.startswith("alter table ")], of_orders
+    assert not [sql for sql in of_orders if "shop_orders__cdc_raw_changes" in sql or "shop_orders__cdc_changes" in sql], of_orders
+    assert newest_offset() == str(project.table_version(f"{project.raw_schema}.raw_events"))
     assert_mirrors_equal_replay(project, project.waves[0].delivered + others, "hard")
 
-    # Its offset is the raw table's current snapshot: the next run of it is idle.
-    with monkeypatch.context() as patch:
-        statements = record_statements(patch)
-        project.dbt("run", "--select", "shop_orders")
-    assert len(own_statements(statements)) <= IDLE_INVOCATION_STATEMENTS, own_statements(statements)
-
-    write_wave(Wave(13, [[debezium_line(event, "postgresql", False) for event in held]], held), project.inbox)
-    project.land(KEYS)
+    land(14, held)
     project.dbt("run", "--select", *SHOP_MODELS)
-    assert project.table_version(orders) != version
     assert_mirrors_equal_replay(project, project.waves[0].delivered + project.waves[1].delivered, "hard")
 
 

@@ -23,7 +23,13 @@ in one raw table (common/datagen.py writes the events, no landing), measured war
   shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
 
+- quiet: new events for --small of the N mirrors only, one raw snapshot, and a `dbt run` of all N:
+  the others' sources are quiet, and each of those mirrors writes its offset only (chunk_plan.py
+  quiet_snapshots); against the same run with the quiet path off (no per-table counts: every
+  mirror reads the range and applies an empty batch), alternating, --repeat times each.
+
 - --idle-only: the setup and the idle runs alone (many_mirrors_<N>_idle.json).
+- --quiet-only: the setup and the quiet runs alone (many_mirrors_<N>_quiet.json).
 
 Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
 plots the results of several N.
@@ -67,6 +73,8 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=0, help="also run idle and events with dbt --threads T (default 0: skip; the profile has 4)")
     parser.add_argument("--idle-only", action="store_true",
                         help="the idle runs and dbt's own cost only (default results: many_mirrors_<N>_idle.json)")
+    parser.add_argument("--quiet-only", action="store_true",
+                        help="the quiet runs alone (default results: many_mirrors_<N>_quiet.json)")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
@@ -77,7 +85,7 @@ def arguments(argv=None) -> argparse.Namespace:
     args.events_range = (int(low), int(high or low))
     if args.small > args.mirrors:
         parser.error("--small cannot exceed --mirrors")
-    args.results = args.results or RESULTS_DIR / f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else ''}.json"
+    args.results = args.results or RESULTS_DIR / f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else '_quiet' if args.quiet_only else ''}.json"
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
 
@@ -199,10 +207,28 @@ class ManyMirrors:
               f"{figure['ratio']:.2f}x", flush=True)
         return figure
 
-    def events(self, batch_number: int, threads: int | None = None, label: str = "shared path") -> dict:
+    def quiet_compared(self) -> dict:
+        """Events for --small of the mirrors and a run of all, with the quiet path and without, alternating."""
+        print(f"== quiet sources: new events for {self.args.small} of {self.args.mirrors} mirrors, a run of all", flush=True)
+        quiet, full = [], []
+        for number in range(self.args.repeat):
+            quiet.append(self.events(100 + 2 * number, label="quiet path", changed=self.args.small))
+            with quiet_path_off():
+                full.append(self.events(101 + 2 * number, label="quiet path off", changed=self.args.small))
+        middle = len(quiet) // 2
+        figure = {"changed_mirrors": self.args.small,
+                  "quiet_path": {**sorted(quiet, key=lambda run: run["seconds"])[middle], "all_seconds": [run["seconds"] for run in quiet]},
+                  "quiet_path_off": {**sorted(full, key=lambda run: run["seconds"])[middle], "all_seconds": [run["seconds"] for run in full]}}
+        figure["ratio"] = round(figure["quiet_path_off"]["seconds"] / figure["quiet_path"]["seconds"], 2)
+        print(f"    median of {len(quiet)}: quiet path {figure['quiet_path']['seconds']:.2f} s ({figure['quiet_path']['statements']} statements), "
+              f"off {figure['quiet_path_off']['seconds']:.2f} s ({figure['quiet_path_off']['statements']} statements): {figure['ratio']:.2f}x", flush=True)
+        return figure
+
+    def events(self, batch_number: int, threads: int | None = None, label: str = "shared path", changed: int | None = None) -> dict:
+        """New events for the first `changed` mirrors (all when None) in one raw snapshot, and a run of all."""
         args = self.args
         rng = random.Random(args.seed + batch_number)
-        counts = [rng.randint(*args.events_range) for _ in self.mirrors]
+        counts = [rng.randint(*args.events_range) for _ in self.mirrors[:changed]]
         frames = [
             datagen.batch_events(self.spark, TARGET_ROWS, count, batch_number).withColumn("table_name", datagen.F.lit(f"bench.items_{n}"))
             for n, count in enumerate(counts)
@@ -213,7 +239,7 @@ class ManyMirrors:
             "order by committed_at desc limit 1").collect()[0]["added"]
         figure = self.timed_run("path:models/mirrors", threads=threads)
         figure.update(events=sum(counts), new_range_bytes=raw_bytes)
-        print(f"    {label}: {args.mirrors} mirrors with {args.events_range[0]}-{args.events_range[1]} new events each ({sum(counts):,} events"
+        print(f"    {label}: {len(counts)} of {args.mirrors} mirrors with {args.events_range[0]}-{args.events_range[1]} new events each ({sum(counts):,} events"
               f"{', --threads ' + str(threads) if threads else ''}): {figure['seconds']:.2f} s, {figure['statements']} statements; "
               f"{figure['range_views']} mirrors read {figure['distinct_ranges']} distinct raw range(s), whose files ({raw_bytes:,} bytes) "
               f"were read {figure['range_reads']} time(s); "
@@ -260,6 +286,20 @@ def per_mirror_path():
 
 
 @contextlib.contextmanager
+def quiet_path_off():
+    """The baseline of the quiet path: no per-table counts of the raw snapshots, so no chunk is known
+    to be quiet and every mirror reads the range and applies its (empty) batch."""
+    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
+
+    original = CdcSparkAdapter._raw_added_by_table
+    CdcSparkAdapter._raw_added_by_table = lambda *_args, **_kwargs: {}
+    try:
+        yield
+    finally:
+        CdcSparkAdapter._raw_added_by_table = original
+
+
+@contextlib.contextmanager
 def full_path():
     """The baseline: the idle check turned off (idle.sql then finds no state and takes the full path)."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
@@ -282,6 +322,10 @@ def main(argv=None) -> int:
                    "mirrors": args.mirrors, "small": args.small}
         print(f"many mirrors: {results['machine']}", flush=True)
         bench.setup()
+        if args.quiet_only:
+            bench.events(1, label="warm-up")
+            results["quiet"] = bench.quiet_compared()
+            return finish(results, started, args)
         results["idle"] = bench.idle()
         if args.idle_only:
             return finish(results, started, args)
@@ -290,6 +334,7 @@ def main(argv=None) -> int:
         if args.threads:
             results["threads"] = {"threads": args.threads, "idle": bench.idle(threads=args.threads),
                                   "events": bench.events(2, threads=args.threads)}
+        results["quiet"] = bench.quiet_compared()
         results["demo"] = bench.demo()
         return finish(results, started, args)
 
@@ -305,8 +350,15 @@ def finish(results: dict, started: float, args: argparse.Namespace) -> int:
 
 
 def summary(results: dict) -> None:
-    idle = results["idle"]
     n, small = results["mirrors"], results["small"]
+    quiet = results.get("quiet")
+    quiet_line = (f"{small} of {n} mirrors with new events, a run of all: {quiet['quiet_path']['seconds']:.2f} s "
+                  f"({quiet['quiet_path']['statements']} statements) against {quiet['quiet_path_off']['seconds']:.2f} s "
+                  f"({quiet['quiet_path_off']['statements']} statements) with the quiet path off: {quiet['ratio']:.2f}x") if quiet else None
+    if "idle" not in results:
+        print("\n" + quiet_line, flush=True)
+        return
+    idle = results["idle"]
     def met(ok: bool, at_size: bool = True) -> str:
         return ("yes" if ok else "no") if at_size else "n/a (the goal is for 200 mirrors)"
 
@@ -332,6 +384,7 @@ def summary(results: dict) -> None:
         f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
         f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",
         f"raw range read once per run | read {events['range_reads']} times for {n} mirrors | {'yes' if events['range_reads'] <= 1 else 'no'}",
+        quiet_line,
     ]
     print("\n".join(lines), flush=True)
 

@@ -17,7 +17,8 @@ the other tables': without that, most chunks of a mirror on a shared raw log are
 
 A chunk of snapshots that certainly hold none of the mirror's events is quiet (quiet_snapshots): the
 whole apply of such a chunk would write nothing but its offset, so the materialization writes only
-that, without reading the range (docs/apply_service.md, item 5).
+that, without reading the range; when every snapshot after the mirror's offset is (quiet_through),
+the idle check moves the offset with no statement at all (docs/apply_service.md, item 5).
 
 The rows come from raw_log.sql's raw_snapshot_log: dicts (cdc_spark, from Iceberg's metadata in
 the JVM) or agate rows (the metadata queries); both are read as row['column'].
@@ -124,6 +125,16 @@ def quiet_snapshots(pending: Sequence[Mapping[str, Any]], added_by_table: Mappin
                           and sum(int(records) for records in by_table.values()) == added):
             quiet.add(snapshot["snapshot_id"])
     return frozenset(quiet)
+
+
+def quiet_through(pending: Sequence[Mapping[str, Any]], added_by_table: Mapping[str, Mapping[str, int]],
+                  source_table: str) -> str | None:
+    """The newest pending snapshot when every pending snapshot is quiet (quiet_snapshots), else None:
+    a mirror can move its offset there without reading anything (idle.sql)."""
+    if not pending:
+        return None
+    quiet = quiet_snapshots(pending, added_by_table, source_table)
+    return pending[-1]["snapshot_id"] if all(snapshot["snapshot_id"] in quiet for snapshot in pending) else None
 
 
 def chunks_of(pending: Sequence[Mapping[str, Any]], max_events: int, offset_snapshot: str | None,

@@ -16,6 +16,7 @@ from python_jobs.apply.chunk_plan import (
     pending_snapshots,
     plan_chunks,
     quiet_snapshots,
+    quiet_through,
 )
 
 
@@ -194,3 +195,13 @@ def test_a_chunk_is_quiet_when_every_snapshot_of_it_is(quiet, max_events, expect
     chunks = chunks_of(pending(40, 40, 40), max_events, "s0", frozenset(quiet))
 
     assert [(chunk["after"], chunk["through"], chunk["quiet"]) for chunk in chunks] == expected
+
+
+def test_quiet_through_is_the_newest_snapshot_only_when_every_pending_one_is_quiet():
+    pending = [{"snapshot_id": f"s{n}", "operation": "append", "added_records": 10} for n in (1, 2, 3)]
+    others = {"s1": {"shop.lines": 10}, "s2": {"shop.lines": 10}, "s3": {"shop.items": 10}}
+
+    assert quiet_through(pending, others, "shop.orders") == "s3"
+    assert quiet_through(pending, {**others, "s2": {"shop.orders": 1, "shop.lines": 9}}, "shop.orders") is None
+    assert quiet_through(pending, {"s1": others["s1"], "s3": others["s3"]}, "shop.orders") is None, "s2 not read"
+    assert quiet_through([], others, "shop.orders") is None

@@ -8,9 +8,10 @@
     Iceberg's metadata in the JVM. On Databend (cdc_databend/mirror_facts.py) one query of
     system.tables and one over the fuse_snapshot of every mirror of the invocation give the same,
     with the model checksum in the table comment. A mirror whose offset is the raw table's current
-    snapshot is done, unless it is missing, a view, being full-refreshed, its model SQL is not the
-    one its columns were last checked against, or one of its maintenance thresholds is crossed:
-    those take the full path. The idle run's cdc_merge_runs row is written with the invocation's
+    snapshot is done; so is one whose source has no event in the raw snapshots after its offset (a
+    quiet source: its offset moves to the current snapshot, kept with the other mirrors' offsets).
+    Unless it is missing, a view, being full-refreshed, its model SQL is not the one its columns were
+    last checked against, or one of its maintenance thresholds is crossed: those take the full path. The idle run's cdc_merge_runs row is written with the invocation's
     other rows in one INSERT, by the last mirror of the invocation to finish (finish_mirror_run,
     kept_rows.sql).
 
@@ -42,15 +43,24 @@
     {% if state is none %}
         {{ return(false) }}
     {% endif %}
-    {% if cdc_merge.full_path_at_offsets(target_relation, state.offset_snapshot, state.current_snapshot, state.mirror.model_checksum, model_sql, cfg) %}
+    {#- None of the source's events after the offset (chunk_plan.py quiet_through): the offset moves to the current raw snapshot, nothing is read. -#}
+    {% set quiet_through = adapter.cdc_quiet_through(cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, cfg.source_table,
+        state.offset_snapshot, state.current_snapshot, cfg.consistency_group) %}
+    {% if cdc_merge.full_path_at_offsets(target_relation, quiet_through or state.offset_snapshot, state.current_snapshot, state.mirror.model_checksum, model_sql, cfg) %}
         {{ return(false) }}
     {% endif %}
     {% if cfg.maintenance.maintenance == 'auto' and cdc_merge.maintenance_due(target_relation, cfg.maintenance, state.mirror) %}
         {{ return(false) }}
     {% endif %}
     {% set nothing = cdc_merge.no_counts(0) %}
-    {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, state.offset_snapshot) %}
-    {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ state.current_snapshot ~ ")", info=True) }}
+    {% if quiet_through is not none %}
+        {% do cdc_merge.keep_offset(offsets, target_relation, cfg, quiet_through, nothing) %}
+        {{ log("cdc_merge " ~ target_relation ~ ": none of " ~ cfg.source_table ~ "'s events after offset " ~ state.offset_snapshot
+            ~ "; offset -> snapshot " ~ quiet_through, info=True) }}
+    {% else %}
+        {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ state.current_snapshot ~ ")", info=True) }}
+    {% endif %}
+    {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, quiet_through or state.offset_snapshot) %}
     {{ return(true) }}
 {% endmacro %}
 

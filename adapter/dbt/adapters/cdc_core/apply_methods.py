@@ -39,6 +39,31 @@ class ApplyMethods(metaclass=AdapterMeta):
             pending = chunk_plan.own_events(pending, added_by_table, source_table)
         return chunk_plan.chunks_of(pending, max_events, offset_snapshot, quiet)
 
+    @available
+    def cdc_quiet_through(self, raw_table: str, source_table: str, offset_snapshot: Optional[str],
+                          current_snapshot: Optional[str], consistency_group: Optional[str]) -> Optional[str]:
+        """idle.sql: current_snapshot when none of the raw snapshots after offset_snapshot through it
+        holds source_table's events (chunk_plan.quiet_through), so that the mirror's offset moves there
+        and nothing else is done; else None. Never for a consistency group's mirror (its offset stops
+        at the group's horizon), nor where the offsets are not kept rows (no counts per table there)."""
+        if (consistency_group is not None or offset_snapshot is None or current_snapshot is None
+                or str(offset_snapshot) == str(current_snapshot) or not self.cdc_connection_capabilities().keeps_offset_rows):
+            return None
+        snapshot_log = self._raw_snapshot_log(raw_table)
+        if snapshot_log is None:
+            return None
+        planned = chunk_plan.pending_or_expired(
+            {"current": str(current_snapshot), "snapshots": snapshot_log["snapshots"]}, str(offset_snapshot))
+        appends = [snapshot["snapshot_id"] for snapshot in planned["pending"] if snapshot.get("operation") == "append"]
+        if planned["expired"] or not appends:
+            return None
+        added_by_table = self._raw_added_by_table(raw_table, appends)
+        return chunk_plan.quiet_through(planned["pending"], added_by_table, source_table) if added_by_table else None
+
+    def _raw_snapshot_log(self, raw_table: str) -> Optional[Dict[str, Any]]:
+        """The raw table's snapshot log without a statement (raw_log.sql raw_snapshot_log), or None."""
+        return None
+
     def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
         """{snapshot_id: {table_name: events added}} for the snapshots the engine can count per
         table; none here (Databend), so every snapshot counts all its events."""

@@ -69,6 +69,9 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         """The landing config's format and captured tables, for the mirror models' config check."""
         return landing_tables(self.cdc_project_path(path))
 
+    def _raw_snapshot_log(self, raw_table: str) -> Optional[Dict[str, Any]]:
+        return self.cdc_snapshot_log(raw_table)
+
     def _raw_added_by_table(self, raw_table: str, snapshot_ids: List[str]) -> Dict[str, Dict[str, int]]:
         """Iceberg's manifests count each raw snapshot's events per table (snapshot_events.py)."""
         spark = self._session_in_process()
