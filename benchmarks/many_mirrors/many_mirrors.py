@@ -20,7 +20,8 @@ in one raw table (common/datagen.py writes the events, no landing), measured war
   through a branch, one mirror at a time: dbt --threads 1) in the same process. The shared path
   runs with the profile's threads (4: mirrors apply side by side).
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
-  shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it).
+  shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it); every other cycle
+  with the quiet path off (the fourth mirror's source is quiet).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
 
 - quiet: new events for --small of the N mirrors only, one raw snapshot, and a `dbt run` of all N:
@@ -30,6 +31,7 @@ in one raw table (common/datagen.py writes the events, no landing), measured war
 
 - --idle-only: the setup and the idle runs alone (many_mirrors_<N>_idle.json).
 - --quiet-only: the setup and the quiet runs alone (many_mirrors_<N>_quiet.json).
+- --demo-only: the demo's cycles alone (demo_cycle.json).
 
 Writes benchmarks/results/many_mirrors_<N>.json and .log (--results, --log); many_mirrors_plot.py
 plots the results of several N.
@@ -73,6 +75,7 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=0, help="also run idle and events with dbt --threads T (default 0: skip; the profile has 4)")
     parser.add_argument("--idle-only", action="store_true",
                         help="the idle runs and dbt's own cost only (default results: many_mirrors_<N>_idle.json)")
+    parser.add_argument("--demo-only", action="store_true", help="the demo's cycles alone (default results: demo_cycle.json)")
     parser.add_argument("--quiet-only", action="store_true",
                         help="the quiet runs alone (default results: many_mirrors_<N>_quiet.json)")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
@@ -85,7 +88,9 @@ def arguments(argv=None) -> argparse.Namespace:
     args.events_range = (int(low), int(high or low))
     if args.small > args.mirrors:
         parser.error("--small cannot exceed --mirrors")
-    args.results = args.results or RESULTS_DIR / f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else '_quiet' if args.quiet_only else ''}.json"
+    name = ("demo_cycle" if args.demo_only else
+            f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else '_quiet' if args.quiet_only else ''}")
+    args.results = args.results or RESULTS_DIR / f"{name}.json"
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
 
@@ -246,43 +251,27 @@ class ManyMirrors:
               f"Spark read {figure['input_bytes']:,} bytes", flush=True)
         return figure
 
-    def demo(self, cycles: int = 4) -> dict:
-        """The demo's four mirrors, landing model included, a few hundred events per cycle."""
+    def demo(self, cycles: int = 8) -> dict:
+        """The demo's four mirrors, landing model included, a few hundred events per cycle; every other
+        cycle with the quiet path off (inventory_products' source is quiet after the first cycle)."""
         from python_jobs.demo.generate import build_waves, write_wave
 
         print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included", flush=True)
         project = demo_project(self.work, "bm_demo", "br_demo")
         warm.invoke(project, "run-operation", "create_raw_tables")
         _, waves = build_waves(self.args.seed, events=self.args.demo_events * (cycles + 1), waves=cycles + 1, snapshot_rows=50)
-        seconds = []
+        seconds, quiet_off_seconds = [], []
         for number, wave in enumerate(waves):
             write_wave(wave, project.dir.parent / "inbox_demo")
-            outcome = warm.invoke(project, "run")
+            quiet_off = number > 0 and number % 2 == 0
+            with quiet_path_off() if quiet_off else contextlib.nullcontext():
+                outcome = warm.invoke(project, "run")
             if number:
-                seconds.append(round(outcome.seconds, 3))
+                (quiet_off_seconds if quiet_off else seconds).append(round(outcome.seconds, 3))
             print(f"    cycle {number + 1}: {len(wave.delivered)} events landed and applied in {outcome.seconds:.2f} s"
-                  f"{' (first: creates the mirrors)' if not number else ''}", flush=True)
-        return {"events_per_cycle": self.args.demo_events, "cycle_seconds": seconds, "median_seconds": warm.median(seconds)}
-
-
-@contextlib.contextmanager
-def per_mirror_path():
-    """The baseline of the shared pass: each mirror plans its range with its own queries, writes its
-    offset and runs rows itself, and applies its batch through a branch (cdc_merge.sql takes that path
-    where the adapter says no to all three)."""
-    from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
-
-    names = ("cdc_connection_capabilities", "cdc_range_plan", "cdc_one_commit")
-    originals = {name: getattr(CdcSparkAdapter, name) for name in names}
-    for name, refusal in zip(names, (None, None, False)):
-        setattr(CdcSparkAdapter, name, lambda *_args, _refusal=refusal, **_kwargs: _refusal)
-    CdcSparkAdapter.cdc_connection_capabilities = lambda self: dataclasses.replace(
-        originals["cdc_connection_capabilities"](self), keeps_offset_rows=False, keeps_run_rows=False)
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(CdcSparkAdapter, name, original)
+                  f"{' (first: creates the mirrors)' if not number else ' (quiet path off)' if quiet_off else ''}", flush=True)
+        return {"events_per_cycle": self.args.demo_events, "cycle_seconds": seconds, "median_seconds": warm.median(seconds),
+                "quiet_path_off_cycle_seconds": quiet_off_seconds, "quiet_path_off_median_seconds": warm.median(quiet_off_seconds)}
 
 
 @contextlib.contextmanager
@@ -321,6 +310,9 @@ def main(argv=None) -> int:
                    "command": " ".join([Path(sys.executable).name, *sys.orig_argv[1:]]), "machine": machine(),
                    "mirrors": args.mirrors, "small": args.small}
         print(f"many mirrors: {results['machine']}", flush=True)
+        if args.demo_only:
+            results["demo"] = bench.demo()
+            return finish(results, started, args)
         bench.setup()
         if args.quiet_only:
             bench.events(1, label="warm-up")
@@ -355,8 +347,10 @@ def summary(results: dict) -> None:
     quiet_line = (f"{small} of {n} mirrors with new events, a run of all: {quiet['quiet_path']['seconds']:.2f} s "
                   f"({quiet['quiet_path']['statements']} statements) against {quiet['quiet_path_off']['seconds']:.2f} s "
                   f"({quiet['quiet_path_off']['statements']} statements) with the quiet path off: {quiet['ratio']:.2f}x") if quiet else None
+    demo = results.get("demo")
     if "idle" not in results:
-        print("\n" + quiet_line, flush=True)
+        print("\n" + (quiet_line or f"demo cycle median {demo['median_seconds']:.2f} s, "
+                                    f"quiet path off {demo['quiet_path_off_median_seconds']:.2f} s"), flush=True)
         return
     idle = results["idle"]
     def met(ok: bool, at_size: bool = True) -> str:
@@ -381,7 +375,8 @@ def summary(results: dict) -> None:
         f"(per-mirror path {compared['per_mirror']['seconds']:.2f} s, {compared['per_mirror']['statements']} statements: "
         f"{compared['ratio']:.2f}x) | "
         f"{met(events['seconds'] <= 60, n >= 200) if events['seconds'] <= 60 else 'no'}",
-        f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s | "
+        f"demo cycle of {demo['events_per_cycle']} events over 4 mirrors <= 3 s | median {demo['median_seconds']:.2f} s "
+        f"(quiet path off {demo['quiet_path_off_median_seconds']:.2f} s) | "
         f"{'yes' if demo['median_seconds'] <= 3 else 'no'}",
         f"raw range read once per run | read {events['range_reads']} times for {n} mirrors | {'yes' if events['range_reads'] <= 1 else 'no'}",
         quiet_line,
