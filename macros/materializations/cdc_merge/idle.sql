@@ -11,9 +11,9 @@
     snapshot is done; so is one whose source has no event in the raw snapshots after its offset (a
     quiet source: its offset moves to the current snapshot, kept with the other mirrors' offsets).
     Unless it is missing, a view, being full-refreshed, its model SQL is not the one its columns were
-    last checked against, or one of its maintenance thresholds is crossed: those take the full path. The idle run's cdc_merge_runs row is written with the invocation's
-    other rows in one INSERT, by the last mirror of the invocation to finish (finish_mirror_run,
-    kept_rows.sql).
+    last checked against, or one of its maintenance thresholds is crossed: those take the full path.
+    The idle run's cdc_merge_runs row is written with the invocation's other rows in one INSERT, by
+    the last mirror of the invocation to finish (finish_mirror_run, kept_rows.sql).
 
     Elsewhere (a Thrift server) the same conditions take a few
     small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
