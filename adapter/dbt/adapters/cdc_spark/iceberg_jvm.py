@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from python_jobs.landing.io.py4j_socket import answer_without_delay
 from python_jobs.landing.io.session import iceberg_helper_jar
 
 logger = AdapterLogger("cdc_spark")
@@ -30,6 +31,8 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
     """The JVM class, its jar added to the session first; None when the jar is missing or turned off."""
     from py4j.java_gateway import JavaClass
 
+    # The helpers' answers (snapshot logs, stored rows) are often larger than 8 KB (py4j_socket.py).
+    answer_without_delay(spark)
     jar = jar_path()
     if not jar:
         return None
