@@ -3,7 +3,7 @@
 The JVM writes its answer to a Python call on the calling thread's socket. An answer of more than
 about 8 KB goes in several segments, and the last one waits for the acknowledgement of the others,
 which Linux's receiver delays by up to 40 ms: a call returning a raw table's snapshot log (300
-snapshots, 17 KB) took 44 ms instead of 0.4 ms. py4j does not set TCP_NODELAY on its sockets, so it
+snapshots, 17 KB) took 44 ms instead of about 1 ms. py4j does not set TCP_NODELAY on its sockets, so it
 is set here on the JVM side of the calling thread's connection, through Java reflection: with
 PySpark's pinned threads each Python thread has its own connection, served by a JVM thread of its
 own whose Runnable is that connection.
