@@ -24,7 +24,7 @@ from python_jobs.capture.snapshot_pages import (
     take_requested,
     write_page_file,
 )
-from python_jobs.capture.snapshot_requests import take_requests
+from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 
 log = logging.getLogger("cdc_merge.capture")
@@ -200,7 +200,7 @@ def open_next_page(capture: Any) -> bool:
     (snapshot_pages.py); whether one was. A table dropped meanwhile ends its snapshot."""
     import pymysql
 
-    if time.monotonic() - capture.requests_taken_at >= 1.0:  # a folder listing: not at every transaction
+    if time.monotonic() - capture.requests_taken_at >= REQUESTS_EVERY_SECONDS:
         take_snapshot_requests(capture)
     snapshot = capture.pages.next_to_open(capture.config.snapshot_rows_per_second)
     if snapshot is None:

@@ -19,6 +19,7 @@ a name that says which they are, and landing them twice changes nothing (same se
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -242,12 +243,25 @@ def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # The binlog library logs each connection and table map at INFO: the capture's own lines say what it does.
     logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
+    collect_less_often()
     try:
         run(config)
     except CaptureError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+# Collections of the youngest objects after this many more allocations than frees (Python's default: 700).
+CAPTURE_GC_THRESHOLD = (100_000, 50, 100)
+
+
+def collect_less_often() -> None:
+    """A capture allocates several objects a change (its decoded record, row images, event) and holds
+    a file's worth of them: with Python's default thresholds the cycle collector ran every 700
+    allocations and walked them again and again, 40% of a capture's time (BENCHMARKS.md, "Capture").
+    Its objects rarely form cycles; those few are still collected, after 100,000 allocations."""
+    gc.set_threshold(*CAPTURE_GC_THRESHOLD)
 
 
 def stop_on_signals() -> threading.Event:

@@ -120,6 +120,8 @@ class ColumnAdditions:
         """The schema change events to write before a wal2json change (of the transaction committed at
         commit_lsn): the pending additions its table's insert or update carries, or that the capture's
         message names."""
+        if not self.pending:  # nothing waits (as almost always): no change carries an addition
+            return []
         if change.get("action") == "M":
             if change.get("prefix") != MESSAGE_PREFIX:
                 return []

@@ -35,6 +35,15 @@ def source_block(database: str, table: str, lsn: int, commit_lsn: int, *, snapsh
             "ts_ms": ts_ms, "snapshot": "true" if snapshot else "false"}
 
 
+def change_lsn(text: str) -> int:
+    """parse_lsn of a record the server wrote (two hex halves), without its checks for a person's text."""
+    high, _, low = text.partition("/")
+    try:
+        return (int(high, 16) << 32) + int(low, 16)
+    except ValueError:
+        return parse_lsn(text)
+
+
 def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     image = {}
     for column in columns:
@@ -160,16 +169,22 @@ def change_events(
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
     transaction_id = f"{transaction.xid}:{transaction.commit_lsn}"
+    observers = [observer for observer in (additions, watch) if observer is not None]
+    # Each table's source block of this transaction, whose copies differ in lsn only (a capture makes millions).
+    sources: dict[str, dict[str, Any]] = {}
     for change in transaction.changes:
         action = change["action"]
-        for observer in (additions, watch):
-            if observer is not None:
-                events.extend(observer.before_change(change, transaction.commit_lsn, database, processed_ms))
+        for observer in observers:
+            events.extend(observer.before_change(change, transaction.commit_lsn, database, processed_ms))
         if action == "M":  # logical messages are not row changes
             continue
         table = f"{change['schema']}.{change['table']}"
-        source = source_block(database, table, parse_lsn(change["lsn"]), transaction.commit_lsn,
-                              ts_ms=transaction.commit_ts_ms, tx_id=transaction.xid)
+        source = sources.get(table)
+        if source is None:
+            source = sources[table] = source_block(database, table, 0, transaction.commit_lsn,
+                                                   ts_ms=transaction.commit_ts_ms, tx_id=transaction.xid)
+        source = source.copy()
+        source["lsn"] = change_lsn(change["lsn"])
         identity = columns_image(change.get("identity") or [])
         after = columns_image(change.get("columns") or [])
         if action == "U":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from typing import Any, Mapping, Sequence
 
@@ -22,7 +23,7 @@ from python_jobs.capture.snapshot_pages import (
     take_requested,
     write_page_file,
 )
-from python_jobs.capture.snapshot_requests import take_requests
+from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, take_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
 
@@ -109,6 +110,7 @@ class PageWatch:
 
 def take_snapshot_requests(capture: Any) -> None:
     """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
+    capture.requests_taken_at = time.monotonic()
     for request in take_requests(capture.config.state):
         table = request.get("table")
         columns = read_catalog(capture.connection, [table]).get(table) if table in capture.config.tables else None
@@ -126,7 +128,8 @@ def open_next_page(capture: Any) -> bool:
     (snapshot_pages.py); whether one was. A table dropped meanwhile ends its snapshot."""
     import psycopg2
 
-    take_snapshot_requests(capture)
+    if time.monotonic() - capture.requests_taken_at >= REQUESTS_EVERY_SECONDS:
+        take_snapshot_requests(capture)
     snapshot = capture.pages.next_to_open(capture.config.snapshot_rows_per_second)
     if snapshot is None:
         return False

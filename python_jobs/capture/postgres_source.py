@@ -74,6 +74,7 @@ class PostgresCapture:
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
         self.pages = Pages()
+        self.requests_taken_at = 0.0  # when cdc-snapshot's requests were last taken (postgres_pages.py)
         self.tables_gone: set[str] = set()
 
     def _connect(self) -> Any:

@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 
+# A running capture looks for requests this often: a folder listing at every change cost a quarter of a
+# busy stream's time (BENCHMARKS.md, "Capture").
+REQUESTS_EVERY_SECONDS = 1.0
+
+
 def requests_folder(state: Path) -> Path:
     return state.with_name(state.name + ".requests")
 
