@@ -259,7 +259,7 @@ CAPTURE_GC_THRESHOLD = (100_000, 50, 100)
 def collect_less_often() -> None:
     """A capture allocates several objects a change (its decoded record, row images, event) and holds
     a file's worth of them: with Python's default thresholds the cycle collector ran every 700
-    allocations and walked them again and again, 40% of a capture's time (BENCHMARKS.md, "Capture").
+    allocations and walked them again, 4-8% of a PostgreSQL stream's time (BENCHMARKS.md, "Capture").
     Its objects rarely form cycles; those few are still collected, after 100,000 allocations."""
     gc.set_threshold(*CAPTURE_GC_THRESHOLD)
 
