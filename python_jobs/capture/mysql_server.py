@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
+from python_jobs.capture.mysql_rows import fast_rows
 from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, schema_event
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction
@@ -205,7 +206,7 @@ class MysqlCapture:
                         raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
                     table = self._table_as_logged(table, event)
                     captured[(table.schema, table.name)] = table
-                    for row_number, row in enumerate(event.rows):
+                    for row_number, row in enumerate(fast_rows(event)):
                         current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
         finally:
             stream.close()
