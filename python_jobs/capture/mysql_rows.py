@@ -15,6 +15,7 @@ without its name, MINIMAL row images, MySQL's partial JSON updates) is left to t
 from __future__ import annotations
 
 import codecs
+import datetime as dt
 import decimal
 import struct
 from typing import Any, Callable, Sequence
@@ -24,6 +25,9 @@ _DECIMAL_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _FIXED = {"tiny": ("<b", "<B"), "short": ("<h", "<H"), "long": ("<i", "<I"), "longlong": ("<q", "<Q")}
 
 Reader = Callable[[bytes, int], "tuple[Any, int]"]
+# The library's reason for a None that is not NULL (its NONE_SOURCE): a zero or impossible date.
+OUT_OF_DATE_RANGE = "out of date range"
+OUT_OF_DATETIME2_RANGE = "out of datetime2 range"
 
 
 def fast_rows(event: Any) -> list[dict[str, Any]]:
@@ -45,8 +49,8 @@ def _is_update(event: Any) -> bool:
     return isinstance(event, UpdateRowsEvent)
 
 
-def _readers(event: Any) -> list[tuple[str, Reader]] | None:
-    """(name, reader) of each column of the event, or None when one is not read here."""
+def _readers(event: Any) -> list[tuple[str, Reader, str]] | None:
+    """(name, reader, why a None it reads is None) of each column of the event, or None when one is not read here."""
     from pymysqlreplication.constants import BINLOG
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
@@ -59,11 +63,12 @@ def _readers(event: Any) -> list[tuple[str, Reader]] | None:
     if any(not _all_present(bitmap, len(columns)) for bitmap in bitmaps):
         return None  # binlog_row_image=MINIMAL or NOBLOB: the library's bookkeeping of absent columns
     readers = []
+    none_sources = _none_sources()
     for column in columns:
         reader = _reader(column, event._ignore_decode_errors)
         if reader is None or not column.name:
             return None
-        readers.append((column.name, reader))
+        readers.append((column.name, reader, none_sources.get(column.type, "null")))
     return readers
 
 
@@ -95,7 +100,19 @@ def _reader(column: Any, ignore_decode_errors: bool) -> Reader | None:
         return _text(2 if column.max_length > 255 else 1, column.character_set_name, ignore_decode_errors)
     if kind == FIELD_TYPE.BLOB:
         return _text(column.length_size, column.character_set_name, ignore_decode_errors)
+    if kind == FIELD_TYPE.DATE:
+        return _date
+    if kind == FIELD_TYPE.DATETIME2:
+        return _datetime2(column.fsp)
+    if kind == FIELD_TYPE.TIMESTAMP2:
+        return _timestamp2(column.fsp)
     return None
+
+
+def _none_sources() -> dict[int, str]:
+    from pymysqlreplication.constants import FIELD_TYPE
+
+    return {FIELD_TYPE.DATE: OUT_OF_DATE_RANGE, FIELD_TYPE.DATETIME2: OUT_OF_DATETIME2_RANGE}
 
 
 def _fixed(layout: str, size: int) -> Reader:
@@ -103,6 +120,59 @@ def _fixed(layout: str, size: int) -> Reader:
 
     def read(body: bytes, at: int) -> tuple[Any, int]:
         return unpack(body, at)[0], at + size
+
+    return read
+
+
+def _date(body: bytes, at: int) -> tuple[dt.date | None, int]:
+    packed = int.from_bytes(body[at:at + 3], "little")
+    year, month, day = packed >> 9, (packed >> 5) & 0xF, packed & 0x1F
+    if not (year and month and day):  # the zero date '0000-00-00', or one with a zero part
+        return None, at + 3
+    return dt.date(year, month, day), at + 3
+
+
+def _fraction(fsp: int) -> tuple[int, Callable[[bytes], int]]:
+    """(bytes, reader of microseconds) of a time's fractional seconds of fsp digits, as the library reads them."""
+    size = (fsp + 1) // 2
+
+    def microseconds(data: bytes) -> int:
+        value = int.from_bytes(data, "big", signed=True)
+        if fsp % 2:
+            value = int(value / 10)
+        return value * 10 ** (6 - fsp)
+
+    return size, microseconds
+
+
+def _datetime2(fsp: int) -> Reader:
+    """DATETIME(fsp): 40 bits (sign, year*13+month, day, hour, minute, second), then the fraction."""
+    size, microseconds = _fraction(fsp)
+
+    def read(body: bytes, at: int) -> tuple[dt.datetime | None, int]:
+        packed = int.from_bytes(body[at:at + 5], "big")
+        end = at + 5 + size
+        year_month = (packed >> 22) & 0x1FFFF
+        try:
+            value = dt.datetime(year_month // 13, year_month % 13, (packed >> 17) & 0x1F, (packed >> 12) & 0x1F,
+                                (packed >> 6) & 0x3F, packed & 0x3F)
+        except ValueError:  # a zero date, or one with a zero part
+            return None, end
+        fraction = microseconds(body[at + 5:end]) if size else 0
+        return (value.replace(microsecond=fraction) if fraction > 0 else value), end
+
+    return read
+
+
+def _timestamp2(fsp: int) -> Reader:
+    """TIMESTAMP(fsp): seconds since the epoch (big-endian), then the fraction; the library's UTC datetime."""
+    size, microseconds = _fraction(fsp)
+
+    def read(body: bytes, at: int) -> tuple[dt.datetime, int]:
+        value = dt.datetime.utcfromtimestamp(int.from_bytes(body[at:at + 4], "big", signed=True))
+        end = at + 4 + size
+        fraction = microseconds(body[at + 4:end]) if size else 0
+        return (value.replace(microsecond=fraction) if fraction > 0 else value), end
 
     return read
 
@@ -165,7 +235,7 @@ def _new_decimal(precision: int, decimals: int) -> Reader:
     return read
 
 
-def _decode(body: bytes, readers: Sequence[tuple[str, Reader]], images: int) -> list[dict[str, Any]]:
+def _decode(body: bytes, readers: Sequence[tuple[str, Reader, str]], images: int) -> list[dict[str, Any]]:
     rows = []
     bitmap_size = (len(readers) + 7) // 8
     at = 0
@@ -176,12 +246,14 @@ def _decode(body: bytes, readers: Sequence[tuple[str, Reader]], images: int) -> 
             at += bitmap_size
             values: dict[str, Any] = {}
             none_sources: dict[str, str] = {}
-            for index, (name, read) in enumerate(readers):
+            for index, (name, read, none_source) in enumerate(readers):
                 if nulls[index >> 3] & (1 << (index & 7)):
                     values[name] = None
                     none_sources[name] = "null"
                 else:
                     values[name], at = read(body, at)
+                    if values[name] is None:
+                        none_sources[name] = none_source
             decoded.append((values, none_sources))
         if images == 2:
             (before, before_nones), (after, after_nones) = decoded
