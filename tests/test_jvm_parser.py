@@ -121,6 +121,24 @@ def edge_cases() -> list[str]:
             '{"id":42}', '{"id":"a","total_order":null}', 'null', '{"id":"a","total_order":"1"}',
             '{"id":"a","total_order":-1}', '{"id":"","total_order":1}', '{"total_order":1}', '{"id":[1]}', '[]',
             '{"id":"a","total_order":1.5}', '{"id":"a","id":"b"}')),
+        # Debezium's transaction END record (the captures end every transaction with one): a marker.
+        *('{"status":"END",' + members + "}" for members in (
+            '"id":"571:53195832","ts_ms":1700000000000,"event_count":2,"data_collections":[{"data_collection":"shop.a","event_count":1},{"data_collection":"inventory.products","event_count":1}]',
+            '"id":"0-1-9","event_count":1,"data_collections":[{"data_collection":"s.t","event_count":1}]',
+            '"id":42,"ts_ms":0,"event_count":0,"data_collections":[]', '"id":"a","data_collections":null',
+            '"id":"a","event_count":null', '"id":"a"',
+            '"id":"a","data_collections":[{"data_collection":"s.t","event_count":1},{"data_collection":"s.u","event_count":2},{"data_collection":"s.t","event_count":3}]',
+            '"id":"a","data_collections":[{"data_collection":"caf\\u00e9 \\"q\\" \\n \\u0001","event_count":1}]',
+            '"id":"a","data_collections":[{"data_collection":"s.t","event_count":1,"extra":[1]}]',
+            # Left to Python: what it rejects, or reads as something else.
+            '"id":"","event_count":1', '"event_count":1', '"id":true', '"id":1.5', '"id":"a","event_count":-1',
+            '"id":"a","event_count":"2"', '"id":"a","event_count":true', '"id":"a","event_count":99999999999999999999',
+            '"id":"a","data_collections":{}', '"id":"a","data_collections":[1]',
+            '"id":"a","data_collections":[{"data_collection":7,"event_count":1}]',
+            '"id":"a","data_collections":[{"data_collection":"s.t","event_count":-1}]',
+            '"id":"a","data_collections":[{"data_collection":"s.t"}]', '"id":"\\ud800"',
+            '"id":"a","ddl":"x"', '"id":"a","range":{}', '"id":"a","op":"c"', '"id":"a","source":{}', '"id":"a","id":"b"')),
+        '{"status":"BEGIN","id":"a"}', '{"status":"end","id":"a"}', '{"status":7,"id":"a"}',
         # Truncates: table events, left to Python.
         '{"source":{"connector":"postgresql","schema":"inventory","table":"products","lsn":9,"snapshot":"false"},"op":"t"}',
         '{"source":{"connector":"mysql","db":"inventory","table":"products","file":"mysql-bin.000003","pos":4,"row":0},'
@@ -180,6 +198,12 @@ def test_envelopes_without_a_connector_are_parsed_in_the_jvm_too(spark):
              and '"connector":7' not in line]
     assert len(lines) == 4
     assert compare_with_python(spark, lines) == {"taken": 4, "left": 0}
+
+
+def test_transaction_end_records_are_parsed_in_the_jvm_too(spark):
+    lines = [line for line in edge_cases() if line.startswith('{"status":"END"')]
+    counts = compare_with_python(spark, lines)
+    assert counts == {"taken": 9, "left": len(lines) - 9}, counts
 
 
 def test_fuzzed_debezium_lines_agree_with_python(spark):

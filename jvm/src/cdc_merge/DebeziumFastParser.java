@@ -5,10 +5,12 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -20,6 +22,9 @@ import org.apache.spark.sql.api.java.UDF1;
  * The landing job's fast path for the common Debezium line: a bare envelope (no schema) with a
  * configured key, from the MySQL, MariaDB or PostgreSQL connector, or without source.connector
  * (as Flink CDC writes it), whose events the landing orders by their line.
+ *
+ * <p>Also Debezium's transaction END record (the captures end each transaction with one), as the
+ * transaction's end marker of python_jobs/formats/transactions.py.
  *
  * <p>It returns exactly what python_jobs/formats/debezium.py returns for such a line (table_name, key,
  * action, raw_data, before_data, seq, source_ts_ms, tx_id, tx_order, tx_events), with the row images cut out of the line as
@@ -39,6 +44,10 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       new JsonFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
   private static final long MAX_MS = 1_000_000_000_000_000L; // positive_ms: before year 30000
   private static final char[] HEX = "0123456789abcdef".toCharArray();
+  // transactions.py: the markers' table_name and key; records.line_ordered_seq(1), which the landing completes with the line's place.
+  private static final String TX_MARKER_TABLE = "_cdc_merge.transactions";
+  private static final String TABLE_KEY = "[]";
+  private static final String LINE_ORDERED_SEQ = "00000000000000000000.00000000000000000000.0000000000.1";
 
   private final HashMap<String, List<String>> keyColumns;
   // Every key column of every table: read from both row images while they are walked, so the
@@ -187,6 +196,13 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     Value envelopeTsMs = null;
     String txId = null;
     Long txOrder = null;
+    // Members of a transaction's END record; other members beside them leave the line to Python.
+    String status = null;
+    Value endId = null;
+    Value eventCount = null;
+    LinkedHashMap<String, Long> tables = null;
+    boolean hasTables = false;
+    boolean otherMembers = false;
     // A repeated envelope member is left to Python (its dict keeps the last one).
     int seen = 0;
     try (JsonParser parser = FACTORY.createParser(line, 0, length)) {
@@ -250,6 +266,27 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
               }
             }
             break;
+          case "status":
+            if (token != JsonToken.VALUE_STRING) {
+              return null;
+            }
+            status = parser.getText();
+            break;
+          case "id":
+            endId = scalar(parser, token);
+            break;
+          case "event_count":
+            eventCount = scalar(parser, token);
+            break;
+          case "data_collections":
+            hasTables = token != JsonToken.VALUE_NULL;
+            if (hasTables) {
+              tables = token == JsonToken.START_ARRAY ? perTableCounts(parser) : null;
+              if (tables == null) {
+                return null;
+              }
+            }
+            break;
           // Members of other formats' envelopes, or of Debezium's {schema, payload} one.
           case "payload":
           case "schema":
@@ -259,12 +296,18 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
           case "database":
             return null;
           default:
+            otherMembers = true;
             parser.skipChildren();
         }
       }
       if (parser.currentToken() != JsonToken.END_OBJECT || parser.nextToken() != null) {
         return null;
       }
+    }
+    if ("END".equals(status) && op == null) {
+      // Only its own members (and ts_ms): with any other, Python may read the line as something else.
+      boolean onlyEndMembers = !otherMembers && (seen & ~(1 << envelopeMember("ts_ms"))) == 0;
+      return onlyEndMembers ? transactionEnd(endId, envelopeTsMs, eventCount, hasTables ? tables : null) : null;
     }
     String action = action(op);
     if (action == null || source == null) {
@@ -301,6 +344,64 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
         txId,
         txOrder,
         null);
+  }
+
+  /**
+   * Debezium's END record as _transaction_end in debezium.py: the marker with the transaction's id,
+   * commit time, event count and per-table counts ({"tables": {...}} as json.dumps writes it); null
+   * where Python would reject the record.
+   */
+  private static Row transactionEnd(Value id, Value tsMs, Value eventCount, Map<String, Long> tables) {
+    if (id == null || !(id.isString() || id.integer() != null) || id.text().isEmpty() || hasLoneSurrogate(id.text())) {
+      return null;
+    }
+    Long count = null;
+    if (eventCount != null && !eventCount.isNull()) {
+      count = eventCount.integer();
+      if (count == null || count < 0) {
+        return null;
+      }
+    }
+    byte[] rawData = null;
+    if (tables != null) {
+      StringBuilder json = new StringBuilder("{\"tables\":{");
+      boolean first = true;
+      for (Map.Entry<String, Long> table : tables.entrySet()) {
+        if (!first) {
+          json.append(',');
+        }
+        first = false;
+        appendJsonString(json, table.getKey());
+        json.append(':').append(table.getValue());
+      }
+      rawData = json.append("}}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+    return RowFactory.create(
+        TX_MARKER_TABLE, TABLE_KEY, "tx_end", rawData, null, LINE_ORDERED_SEQ, positiveMs(tsMs), id.text(), null, count);
+  }
+
+  /**
+   * Debezium's data_collections ([{data_collection, event_count}]) as per_table_counts in
+   * transactions.py reads it: a repeated table keeps its first place and its last count. Null for
+   * anything Python rejects, or a count too big for a long.
+   */
+  private static LinkedHashMap<String, Long> perTableCounts(JsonParser parser) throws IOException {
+    LinkedHashMap<String, Long> counts = new LinkedHashMap<>();
+    Set<String> wanted = new HashSet<>(Arrays.asList("data_collection", "event_count"));
+    while (parser.nextToken() != JsonToken.END_ARRAY) {
+      if (parser.currentToken() != JsonToken.START_OBJECT) {
+        return null;
+      }
+      Map<String, Value> entry = members(parser, wanted);
+      Value name = entry.get("data_collection");
+      Value count = entry.get("event_count");
+      Long events = count == null ? null : count.integer();
+      if (name == null || !name.isString() || hasLoneSurrogate(name.text) || events == null || events < 0) {
+        return null;
+      }
+      counts.put(name.text, events);
+    }
+    return counts;
   }
 
   private static boolean isJsonWhitespace(byte c) {
