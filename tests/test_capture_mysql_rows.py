@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import decimal
 import random
-import shutil
-import tempfile
-from pathlib import Path
 
-import pytest
+from test_capture_faults import mariadb  # noqa: F401 - a fixture
 
-from harness.mariadb_server import start_mariadb
 from python_jobs.capture import mysql_rows
 
 COLUMNS = [
@@ -62,16 +58,6 @@ def _decimal(r: random.Random, integral: int, fraction: int) -> str:
     digits = "".join(r.choice("0123456789") for _ in range(integral)) or "0"
     fraction_digits = "".join(r.choice("0123456789") for _ in range(fraction))
     return f"{r.choice(['', '-'])}{digits}{'.' + fraction_digits if fraction else ''}"
-
-
-@pytest.fixture
-def mariadb():
-    # Not under pytest's tmp_path: the server runs as another user, who cannot enter it.
-    directory = Path(tempfile.mkdtemp(prefix="cdc-merge-mariadb-rows-"))
-    server = start_mariadb(directory)
-    yield server
-    server.stop()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _changes(connection, seed: int) -> None:
