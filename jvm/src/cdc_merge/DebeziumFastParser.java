@@ -1,4 +1,4 @@
-// Why one file of about 600 lines: one streaming pass over the line, whose states must stay together to match the Python parser exactly.
+// Why one file of about 750 lines: one streaming pass over the line, whose states must stay together to match the Python parser exactly.
 package cdc_merge;
 
 import com.fasterxml.jackson.core.JsonFactory;
