@@ -1,3 +1,4 @@
+# Why one file of about 370 lines: fixtures, edge cases and fuzzed lines all feed the one comparison with the Python parsers.
 """The JVM fast path (jvm/src/cdc_merge/DebeziumFastParser.java) against the Python parsers.
 
 Whatever line the JVM parser takes, it must give exactly the event the Python parser gives;
