@@ -138,6 +138,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   private static final Set<String> TRANSACTION_MEMBERS = new HashSet<>(Arrays.asList("id", "total_order"));
+  private static final Set<String> DATA_COLLECTION_MEMBERS = new HashSet<>(Arrays.asList("data_collection", "event_count"));
 
   /**
    * A scalar member value as Python's json module would see it: strings with their text, integers
@@ -387,12 +388,11 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
    */
   private static LinkedHashMap<String, Long> perTableCounts(JsonParser parser) throws IOException {
     LinkedHashMap<String, Long> counts = new LinkedHashMap<>();
-    Set<String> wanted = new HashSet<>(Arrays.asList("data_collection", "event_count"));
     while (parser.nextToken() != JsonToken.END_ARRAY) {
       if (parser.currentToken() != JsonToken.START_OBJECT) {
         return null;
       }
-      Map<String, Value> entry = members(parser, wanted);
+      Map<String, Value> entry = members(parser, DATA_COLLECTION_MEMBERS);
       Value name = entry.get("data_collection");
       Value count = entry.get("event_count");
       Long events = count == null ? null : count.integer();
