@@ -61,6 +61,18 @@ def test_a_failed_run_stops_the_loop_unless_keep_going(dbt_project):
     assert run_loop.main(["--every", "0", "--runs", "1", "--keep-going", "--", *args]) == 1
 
 
+def test_a_failed_run_operation_is_reported_with_its_message(dbt_project):
+    """A run-operation's result names no node, only its unique_id: the failure still reads as one."""
+    (dbt_project.project_dir / "macros" / "refuse_to_run.sql").write_text(
+        "{% macro refuse_to_run() %}{{ exceptions.raise_compiler_error('the operation refused') }}{% endmacro %}\n")
+
+    outcome = run_loop.invoke_dbt(dbt_args(dbt_project, "run-operation", "refuse_to_run"))
+
+    assert not outcome.success
+    assert "the operation refused" in outcome.line()
+    assert outcome.failed_nodes == []  # an operation is no mirror
+
+
 def test_runs_start_on_a_fixed_schedule_and_a_late_run_is_followed_at_once():
     starts = []
 

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from python_jobs.scheduler.captures import Captures, CaptureStartError
 from python_jobs.status import service as status_service
@@ -62,8 +62,9 @@ def invoke_dbt(args: Sequence[str]) -> RunOutcome:
     from python_jobs import run_locks
 
     started = time.monotonic()
+    operation_errors: list[str] = []
     try:
-        result = dbtRunner().invoke(list(args))
+        result = dbtRunner(callbacks=[operation_errors_into(operation_errors)]).invoke(list(args))
     finally:
         # A mirror whose run failed half way keeps its lock until here, not until this process ends.
         run_locks.release_all()
@@ -73,14 +74,34 @@ def invoke_dbt(args: Sequence[str]) -> RunOutcome:
     for node in getattr(result.result, "results", None) or []:
         statuses[str(node.status)] = statuses.get(str(node.status), 0) + 1
         if str(node.status) in ("error", "fail"):
-            message = " ".join(str(node.message).split())
-            failures.append(f"{node.node.name}: {message}")
-            if getattr(node.node, "resource_type", None) == "model":  # a failing test is no failing mirror
-                failed_nodes.append((getattr(node.node, "relation_name", None) or node.node.name, message))
+            # A run-operation's result has no message: dbt only logs what the macro raised.
+            message = " ".join(str(node.message if node.message is not None else "; ".join(operation_errors)).split())
+            name, resource_type, relation = result_node(node)
+            failures.append(f"{name}: {message}")
+            if resource_type == "model":  # a failing test is no failing mirror
+                failed_nodes.append((relation or name, message))
     error = None
     if not result.success:
         error = str(result.exception) if result.exception is not None else "; ".join(failures) or "see dbt's log above"
     return RunOutcome(result.success, seconds, statuses, error, failed_nodes)
+
+
+def operation_errors_into(errors: list[str]) -> Callable[[Any], None]:
+    """A dbt event callback that appends what a run-operation's macro raised to errors."""
+    def collect(event: Any) -> None:
+        if event.info.name in ("RunningOperationCaughtError", "RunningOperationUncaughtError"):
+            errors.append(str(event.data.exc))
+    return collect
+
+
+def result_node(result: Any) -> tuple[str, Optional[str], Optional[str]]:
+    """(name, resource type, relation) of one dbt result: a run's carries its node, a
+    run-operation's (RunResultOutput) only the node's unique_id ("operation.project.name")."""
+    node = getattr(result, "node", None)
+    if node is not None:
+        return node.name, getattr(node, "resource_type", None), getattr(node, "relation_name", None)
+    unique_id = str(getattr(result, "unique_id", "") or "dbt")
+    return unique_id.rsplit(".", 1)[-1], unique_id.split(".", 1)[0], getattr(result, "relation_name", None)
 
 
 @dataclass
