@@ -13,6 +13,7 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
 
 from conftest import PROJECT_DIR
@@ -23,6 +24,7 @@ from harness.postgres_server import PG_BIN, start_postgres
 from harness.throwaway_server import kill_after_first_file
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.postgres import CaptureConfig
+from python_jobs.capture.output import debezium_event
 from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
 from python_jobs.formats.wal2json import json_value
 
@@ -307,6 +309,29 @@ def test_data_collection_order_counts_the_events_of_each_table_in_the_transactio
     ]
     assert (end["event_count"], end["data_collections"]) == (
         4, [{"data_collection": "shop.orders", "event_count": 2}, {"data_collection": "shop.order_lines", "event_count": 2}])
+
+
+def test_change_events_are_written_as_the_debezium_envelope_writes_them():
+    """change_events builds each event itself (once per change): byte for byte output.debezium_event's."""
+    changes = [
+        {"action": "I", "lsn": "0/10", "schema": "shop", "table": "orders", "pk": [{"name": "id", "type": "bigint"}],
+         "columns": [{"name": "id", "type": "bigint", "value": 1}, {"name": "at", "type": "timestamp with time zone",
+                                                                   "value": "2026-01-02 03:04:05.5+00"}]},
+        {"action": "D", "lsn": "0/11", "schema": "shop", "table": "lines", "pk": [{"name": "id", "type": "bigint"}],
+         "identity": [{"name": "id", "type": "bigint", "value": 4}]},
+        {"action": "U", "lsn": "0/12", "schema": "shop", "table": "orders", "pk": [{"name": "id", "type": "bigint"}],
+         "columns": [{"name": "id", "type": "bigint", "value": 1}, {"name": "at", "type": "timestamp with time zone", "value": None}]},
+    ]
+    transaction = Transaction(xid=9, commit_ts_ms=1000, commit_lsn=64, changes=changes)
+
+    *events, _ = change_events(transaction, "db", {"shop.orders": TableShape(frozenset({"id", "at"})),
+                                                   "shop.lines": TableShape(frozenset({"id"}))}, processed_ms=2000)
+
+    expected = [debezium_event(op=event["op"], before=event["before"], after=event["after"], source=event["source"],
+                               transaction_id="9:64", processed_ms=2000, total_order=number, data_collection_order=in_table)
+                for event, number, in_table in zip(events, (1, 2, 3), (1, 1, 2))]
+    assert [orjson.dumps(event) for event in events] == [orjson.dumps(event) for event in expected]
+    assert [event["after"] for event in events] == [{"id": 1, "at": "2026-01-02T03:04:05.500000Z"}, None, {"id": 1, "at": None}]
 
 
 def test_a_group_read_at_its_cut_sees_whole_transactions_the_capture_wrote(postgres, dbt_project, tmp_path):

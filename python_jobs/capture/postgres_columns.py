@@ -115,6 +115,10 @@ class ColumnAdditions:
     def is_pending(self, table: str, column: str) -> bool:
         return column in self.pending.get(table, {})
 
+    def observes_rows(self) -> bool:
+        """Whether a row change can carry an addition: only while one is pending."""
+        return bool(self.pending)
+
     def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
                       processed_ms: int) -> list[dict[str, Any]]:
         """The schema change events to write before a wal2json change (of the transaction committed at

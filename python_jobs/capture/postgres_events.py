@@ -12,8 +12,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
-from python_jobs.capture.output import CAPTURE_VERSION, CaptureError, TransactionOrder, debezium_event
-from python_jobs.formats.wal2json import parse_lsn, value_converter
+from python_jobs.capture.output import CAPTURE_VERSION, CaptureError, TransactionOrder
+from python_jobs.formats.wal2json import keeps_text, parse_lsn, value_converter
 
 CONNECTOR = "postgresql"
 # Debezium's marker for a TOAST column an update did not change (wal2json leaves it out).
@@ -44,11 +44,26 @@ def change_lsn(text: str) -> int:
         return parse_lsn(text)
 
 
+# Each column type's conversion, None where the value stays as sent (most text types): a capture
+# converts millions of values.
+_CONVERSIONS: dict[str, Callable[[Any], Any] | None] = {}
+
+
 def columns_image(columns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     image = {}
+    conversions = _CONVERSIONS
     for column in columns:
         value = column.get("value")
-        image[column["name"]] = None if value is None else value_converter(column["type"])(value)
+        if value is not None:
+            pg_type = column["type"]
+            try:
+                convert = conversions[pg_type]
+            except KeyError:
+                convert = value_converter(pg_type)
+                convert = conversions[pg_type] = None if keeps_text(convert) else convert
+            if convert is not None:
+                value = convert(value)
+        image[column["name"]] = value
     return image
 
 
@@ -168,13 +183,17 @@ def change_events(
     """
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
+    per_table = order.per_table
     transaction_id = f"{transaction.xid}:{transaction.commit_lsn}"
     observers = [observer for observer in (additions, watch) if observer is not None]
+    # Told of row changes only while they can matter (no addition pending, no page open: almost always);
+    # neither starts to during a transaction's events.
+    row_observers = [observer for observer in observers if observer.observes_rows()]
     # Each table's source block of this transaction, whose copies differ in lsn only (a capture makes millions).
     sources: dict[str, dict[str, Any]] = {}
     for change in transaction.changes:
         action = change["action"]
-        for observer in observers:
+        for observer in observers if action == "M" else row_observers:
             events.extend(observer.before_change(change, transaction.commit_lsn, database, processed_ms))
         if action == "M":  # logical messages are not row changes
             continue
@@ -185,8 +204,8 @@ def change_events(
                                                    ts_ms=transaction.commit_ts_ms, tx_id=transaction.xid)
         source = source.copy()
         source["lsn"] = change_lsn(change["lsn"])
-        identity = columns_image(change.get("identity") or [])
-        after = columns_image(change.get("columns") or [])
+        identity = columns_image(change.get("identity") or ())
+        after = columns_image(change.get("columns") or ())
         if action == "U":
             unchanged_toast(after, identity, shapes.get(table), lambda column: additions is not None
                             and additions.is_pending(table, column))
@@ -203,10 +222,11 @@ def change_events(
         else:
             changes = [("t", None, None)]
         for op, before, image in changes:
-            events.append(debezium_event(
-                op=op, before=before, after=image, source=source, transaction_id=transaction_id,
-                processed_ms=processed_ms, **order.next(table),
-            ))
+            # output.debezium_event's envelope and TransactionOrder.next's numbers, built here: once per change.
+            order.total += 1
+            in_table = per_table[table] = per_table.get(table, 0) + 1
+            events.append({"before": before, "after": image, "source": source, "op": op, "ts_ms": processed_ms,
+                           "transaction": {"id": transaction_id, "total_order": order.total, "data_collection_order": in_table}})
     if order.total:
         events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events

@@ -87,6 +87,10 @@ class PageWatch:
     def __init__(self, pages: Pages) -> None:
         self.pages = pages
 
+    def observes_rows(self) -> bool:
+        """Whether a row change can tell the page anything: only while one is open."""
+        return self.pages.open is not None
+
     def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
                       processed_ms: int) -> list[dict[str, Any]]:
         action = change.get("action")
