@@ -14,6 +14,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
 
 from conftest import PROJECT_DIR
@@ -23,7 +24,7 @@ from python_jobs.demo.transaction_source import KEYS as TRANSACTION_KEYS
 from harness.mariadb_server import start_mariadb
 from harness.throwaway_server import kill_after_first_file
 from python_jobs.capture import mysql as capture_mysql
-from python_jobs.capture.output import CaptureError
+from python_jobs.capture.output import CaptureError, debezium_event
 from python_jobs.capture.mysql import CaptureConfig
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, change_events, json_value
 
@@ -310,6 +311,26 @@ def test_a_primary_key_update_is_a_delete_then_an_insert_at_its_binlog_position(
     assert {json.dumps([e["source"]["file"], e["source"]["pos"], e["source"]["row"]]) for e in events} == {
         '["binlog.000007", 4242, 3]'}
     assert [e["transaction"]["id"] for e in events] == ["0-1-9", "0-1-9"]
+
+
+def test_change_events_are_written_as_the_debezium_envelope_writes_them():
+    """change_events builds each event itself (once per change): byte for byte output.debezium_event's."""
+    accounts = TableInfo("shop", "accounts", (Column("id", "bigint", "bigint"), Column("at", "timestamp", "timestamp")), ("id",))
+    lines = TableInfo("shop", "lines", (Column("id", "bigint", "bigint"),), ("id",))
+    changes = [RowChange(accounts, "c", None, {"id": 1, "at": dt.datetime(2024, 1, 2, 3, 4, 5)}, "binlog.000007", 4242, 0),
+               RowChange(lines, "d", {"id": 4}, None, "binlog.000007", 4300, 0),
+               RowChange(accounts, "u", {"id": 1, "at": None}, {"id": 1, "at": None}, "binlog.000007", 4400, 0)]
+    transaction = Transaction(begin_file="binlog.000007", begin_position=4000, commit_ts_ms=1000, changes=changes)
+
+    *events, _ = change_events(transaction, processed_ms=2000)
+
+    expected = [debezium_event(op=event["op"], before=event["before"], after=event["after"],
+                               source={key: value for key, value in event["source"].items() if key != "version"},
+                               transaction_id="binlog.000007:4000", processed_ms=2000, total_order=number,
+                               data_collection_order=in_table)
+                for event, number, in_table in zip(events, (1, 2, 3), (1, 1, 2))]
+    assert [orjson.dumps(event) for event in events] == [orjson.dumps(event) for event in expected]
+    assert events[0]["after"] == {"id": 1, "at": "2024-01-02T03:04:05.000000Z"}
 
 
 def test_a_group_read_at_its_cut_sees_whole_transactions_the_capture_wrote(mariadb, dbt_project, tmp_path):

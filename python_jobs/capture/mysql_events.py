@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping
 
-from python_jobs.capture.output import TransactionOrder, debezium_event
+from python_jobs.capture.output import CAPTURE_VERSION, TransactionOrder
 
 _SET_MEMBER = re.compile(r"'((?:[^']|'')*)'")
 _DATE_TYPES = {"date", "datetime", "timestamp"}
@@ -144,10 +144,12 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
     """
     events: list[dict[str, Any]] = list(transaction.schema_events)
     order = TransactionOrder()
+    per_table = order.per_table
+    transaction_id = transaction.id
     for change in transaction.changes:
         table = change.table
         source = {
-            "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
+            "version": CAPTURE_VERSION, "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
             "file": change.binlog_file, "pos": change.position, "row": change.row,
             "gtid": transaction.gtid, "ts_ms": transaction.commit_ts_ms, "snapshot": "false",
         }
@@ -157,13 +159,15 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
         if change.op == "u" and before is not None and after is not None:
             if [before.get(c) for c in table.primary_key] != [after.get(c) for c in table.primary_key]:
                 operations = [("d", before, None), ("c", None, after)]
+        qualified = f"{table.schema}.{table.name}"
         for op, before_image, after_image in operations:
-            events.append(debezium_event(
-                op=op, before=before_image, after=after_image, source=source,
-                transaction_id=transaction.id, processed_ms=processed_ms, **order.next(f"{table.schema}.{table.name}"),
-            ))
+            # output.debezium_event's envelope and TransactionOrder.next's numbers, built here: once per change.
+            order.total += 1
+            in_table = per_table[qualified] = per_table.get(qualified, 0) + 1
+            events.append({"before": before_image, "after": after_image, "source": source, "op": op, "ts_ms": processed_ms,
+                           "transaction": {"id": transaction_id, "total_order": order.total, "data_collection_order": in_table}})
     if order.total:
-        events.append(order.end_record(transaction.id, transaction.commit_ts_ms))
+        events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events
 
 
