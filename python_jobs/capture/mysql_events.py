@@ -144,7 +144,6 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
     """
     events: list[dict[str, Any]] = list(transaction.schema_events)
     order = TransactionOrder()
-    per_table = order.per_table
     transaction_id = transaction.id
     for change in transaction.changes:
         table = change.table
@@ -161,11 +160,9 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
                 operations = [("d", before, None), ("c", None, after)]
         qualified = f"{table.schema}.{table.name}"
         for op, before_image, after_image in operations:
-            # output.debezium_event's envelope and TransactionOrder.next's numbers, built here: once per change.
-            order.total += 1
-            in_table = per_table[qualified] = per_table.get(qualified, 0) + 1
+            # output.debezium_event's envelope, built here: once per change.
             events.append({"before": before_image, "after": after_image, "source": source, "op": op, "ts_ms": processed_ms,
-                           "transaction": {"id": transaction_id, "total_order": order.total, "data_collection_order": in_table}})
+                           "transaction": order.next_block(transaction_id, qualified)})
     if order.total:
         events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events

@@ -77,10 +77,11 @@ class TransactionOrder:
     total: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
 
-    def next(self, table: str) -> dict[str, int]:
+    def next_block(self, transaction_id: str, table: str) -> dict[str, Any]:
+        """The transaction block of the transaction's next event, of table (debezium_event's "transaction")."""
         self.total += 1
-        self.per_table[table] = self.per_table.get(table, 0) + 1
-        return {"total_order": self.total, "data_collection_order": self.per_table[table]}
+        in_table = self.per_table[table] = self.per_table.get(table, 0) + 1
+        return {"id": transaction_id, "total_order": self.total, "data_collection_order": in_table}
 
     def end_record(self, transaction_id: str, commit_ms: int | None) -> dict[str, Any]:
         """Debezium's END record of the transaction whose events this numbered: its event count,

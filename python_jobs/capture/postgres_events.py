@@ -183,7 +183,6 @@ def change_events(
     """
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
-    per_table = order.per_table
     transaction_id = f"{transaction.xid}:{transaction.commit_lsn}"
     observers = [observer for observer in (additions, watch) if observer is not None]
     # Told of row changes only while they can matter (no addition pending, no page open: almost always);
@@ -222,11 +221,9 @@ def change_events(
         else:
             changes = [("t", None, None)]
         for op, before, image in changes:
-            # output.debezium_event's envelope and TransactionOrder.next's numbers, built here: once per change.
-            order.total += 1
-            in_table = per_table[table] = per_table.get(table, 0) + 1
+            # output.debezium_event's envelope, built here: once per change.
             events.append({"before": before, "after": image, "source": source, "op": op, "ts_ms": processed_ms,
-                           "transaction": {"id": transaction_id, "total_order": order.total, "data_collection_order": in_table}})
+                           "transaction": order.next_block(transaction_id, table)})
     if order.total:
         events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events
