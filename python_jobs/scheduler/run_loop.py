@@ -96,7 +96,7 @@ def operation_errors_into(errors: list[str]) -> Callable[[Any], None]:
 
 def result_node(result: Any) -> tuple[str, Optional[str], Optional[str]]:
     """(name, resource type, relation) of one dbt result: a run's carries its node, a
-    run-operation's (RunResultOutput) only the node's unique_id ("operation.project.name")."""
+    run-operation's (RunResultOutput) only the unique_id of its macro ("macro.project.name")."""
     node = getattr(result, "node", None)
     if node is not None:
         return node.name, getattr(node, "resource_type", None), getattr(node, "relation_name", None)
