@@ -12,7 +12,11 @@ import shutil
 
 import pytest
 
+from dbt.adapters.cdc_spark import raw_ranges, stored_keys
+from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
+from python_jobs.apply import key_index as key_index_setting
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
+from test_stored_keys import decoded, keys_in_driver
 
 SHOP_MODELS = ["shop_customers", "shop_orders", "shop_order_lines"]
 MODEL_OF = dict(zip(KEYS, SHOP_MODELS))
@@ -122,3 +126,56 @@ def test_mirrors_equal_replay_with_replaced_rows_deleted_by_merge(dbt_project, m
                            late_fraction=0.05, duplicate_fraction=0.03)
     land_and_run_waves(dbt_project, waves, "{cdc_merge_deletes: hard}", "hard")
     assert commits_deleting_by_position(dbt_project) == 0
+
+
+def assert_kept_indexes_equal_scans(dbt_project, spark) -> dict[str, int]:
+    """Each key index this process keeps for the mirrors and their tombstones answers, for every
+    stored key and one never stored, what a scan of its snapshot reads. {table: kept snapshot}."""
+    key_index = jvm_class(spark, "cdc_merge.iceberg.KeyIndex")
+    kept = {}
+    for model in SHOP_MODELS:
+        for table in (f"{dbt_project.schema}.{model}", f"{dbt_project.schema}.{model}__cdc_tombstones"):
+            snapshot = key_index.keptSnapshot(table)
+            if snapshot is None:
+                continue
+            scanned = {
+                row._cdc_key: {"_cdc_seq": row._cdc_seq, "_cdc_stored_file_hash": row.file_hash, "_cdc_stored_pos": row._pos}
+                for row in spark.sql(f"select _cdc_key, _cdc_seq, xxhash64(_file) as file_hash, _pos "
+                                     f"from {table} version as of {snapshot}").collect()
+            }
+            keys = sorted(scanned) + ["never stored"]
+            indexed = {}
+            for page in range(0, len(keys), raw_ranges.MAX_LISTED_KEYS):
+                (found,) = stored_keys.stored_rows_hex(spark, keys_in_driver(spark, keys[page:page + raw_ranges.MAX_LISTED_KEYS]),
+                                                       [(table, str(snapshot), True)])
+                indexed.update(decoded(found))
+            assert key_index.keptSnapshot(table) == snapshot  # answered by the index kept, not one built again
+            assert indexed == scanned, f"{table}: the index differs from a scan of snapshot {snapshot}"
+            kept[table] = snapshot
+    return kept
+
+
+def test_mirrors_equal_replay_with_each_mirrors_keys_kept_between_runs(dbt_project, spark, monkeypatch):
+    """As cdc-run applies: the key index kept between runs classifies each small batch and follows
+    its commits (KeyIndex.java). Compaction between runs moves every row: the index must not answer
+    for the new snapshot. After every run the mirrors equal the replay and each index a scan."""
+    monkeypatch.setenv(key_index_setting.KEY_INDEX_MAX_KEYS_ENV, "1000000")
+    jvm_class(spark, "cdc_merge.iceberg.KeyIndex").dropAll()
+    _, waves = build_waves(41, events=3000, waves=6, connector="mysql", snapshot_rows=60,
+                           late_fraction=0.05, duplicate_fraction=0.03)
+    delivered, followed = [], 0
+    for number, wave in enumerate(waves):
+        write_wave(wave, dbt_project.inbox)
+        delivered += wave.delivered
+        dbt_project.land(KEYS, max_files_per_batch=3)
+        dbt_project.dbt("run", "--select", *SHOP_MODELS)
+        assert_mirrors_equal_replay(dbt_project, delivered, "hard")
+        kept = assert_kept_indexes_equal_scans(dbt_project, spark)
+        # An index at its table's current snapshot followed the run's last commit: lookups come before commits.
+        followed += sum(str(snapshot) == dbt_project.table_version(table) for table, snapshot in kept.items())
+        if number == 1:
+            for model in SHOP_MODELS:
+                spark.sql(f"call system.rewrite_data_files(table => '{dbt_project.schema}.{model}', "
+                          "options => map('min-input-files', '1', 'rewrite-all', 'true'))")
+    assert followed >= len(SHOP_MODELS)
+    assert commits_deleting_by_position(dbt_project) > 0

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, PROJECT_DIR
+from python_jobs.apply import key_index
 from python_jobs.scheduler import run_loop
 
 PRODUCTS = {"inventory.products": ["id"]}
@@ -48,7 +49,7 @@ def test_each_run_lands_and_applies_what_arrived_since_the_one_before(dbt_projec
     assert first_file > 0 and landed_after_each_run == [0, first_file, 2 * first_file]
 
 
-def test_a_failed_run_stops_the_loop_unless_keep_going(dbt_project):
+def test_a_failed_run_stops_the_loop_unless_keep_going(dbt_project, monkeypatch):
     dbt_project.write_model("bad_products", "source_table='inventory.products'", PRODUCTS_COLUMNS)
     args = dbt_args(dbt_project, "run", "--select", "bad_products")
 
@@ -58,6 +59,8 @@ def test_a_failed_run_stops_the_loop_unless_keep_going(dbt_project):
 
     kept_going = run_loop.run_every(args, every=0, runs=2, keep_going=True)
     assert [run.success for run in kept_going.runs] == [False, False]
+    # As cdc-run sets it, restored after this test (the tests' other runs are plain `dbt run`s).
+    monkeypatch.setenv(key_index.KEY_INDEX_MAX_KEYS_ENV, str(key_index.SERVICE_MAX_KEYS))
     assert run_loop.main(["--every", "0", "--runs", "1", "--keep-going", "--", *args]) == 1
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -31,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+from python_jobs.apply import key_index
 from python_jobs.scheduler.captures import Captures, CaptureStartError
 from python_jobs.status import service as status_service
 from python_jobs.status.model import RedactingStream, redact
@@ -203,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, request_stop)
+    # Batch after batch into the same mirrors: each mirror's keys are kept between runs (key_index.py).
+    try:
+        key_index.keep_in_service(os.environ)
+    except ValueError as error:
+        print(f"cdc-run: {error}", file=sys.stderr)
+        return 2
     # A capture that ends stops the loop too (after the run in progress).
     captures = Captures(args.capture, ended=stop)
     try:

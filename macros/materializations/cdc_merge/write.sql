@@ -42,7 +42,7 @@
         ones added.
     -#}
     {% do adapter.cdc_commit_one_batch(tombstones, classified_at,
-        'select _cdc_tombstone_file_hash as file_hash, _cdc_tombstone_pos as pos from ' ~ changes_view
+        'select _cdc_tombstone_file_hash as file_hash, _cdc_tombstone_pos as pos, _cdc_key from ' ~ changes_view
             ~ ' where ' ~ cdc_merge.tombstone_replaced_sql(), counts.tombstones_replaced,
         'select _cdc_key, _cdc_seq, _cdc_source_ts from ' ~ changes_view ~ ' where ' ~ cdc_merge.tombstone_added_sql(),
         counts.tombstones_added, false) %}
@@ -121,10 +121,11 @@
 
 
 {% macro replaced_positions_sql(changes) %}
-    {#- Where the stored rows of the batch's updated and deleted keys are, as the classification found them. -#}
+    {#- Where the stored rows of the batch's updated and deleted keys are, as the classification found them, and their keys. -#}
     select
         _cdc_stored_file_hash as file_hash,
-        _cdc_stored_pos as pos
+        _cdc_stored_pos as pos,
+        _cdc_key
     from {{ changes }}
     where _cdc_change in ('update', 'delete')
 {% endmacro %}

@@ -55,7 +55,10 @@ def commit_one_batch(spark: Any, table: str, classified_at: str, positions_sql: 
 
     java_class = jvm_class(spark, ONE_COMMIT_BATCH_CLASS)
     # Grouped by file in the driver: the batch is small, and kept there (create_checkpoint_view).
-    positions = spark.sql(positions_sql).select("file_hash", F.col("pos").cast("long").alias("pos"))
+    positions = spark.sql(positions_sql)
+    # The key stored at each position lets the table's key index follow the commit (KeyIndex.java).
+    keys = ["_cdc_key"] if "_cdc_key" in positions.columns else []
+    positions = positions.select("file_hash", F.col("pos").cast("long").alias("pos"), *keys)
     batch = java_class.write(spark._jsparkSession, table, int(classified_at), positions._jdf, int(expected_positions),
                              spark.sql(rows_sql)._jdf, int(expected_rows))
     try:

@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Tuple
 
 from dbt.adapters.cdc_spark import raw_ranges
 from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
+from python_jobs.apply import key_index
 
 STORED_KEYS_CLASS = "cdc_merge.iceberg.StoredKeys"
 
@@ -24,19 +25,21 @@ def stored_rows_hex(spark: Any, keys: Any, lookups: List[Tuple[str, Optional[str
     _cdc_key is one of keys (a one-column frame), as hex-encoded UTF-8 JSON from key to {_cdc_seq,
     and with_positions _cdc_stored_file_hash, _cdc_stored_pos}; a table without a snapshot holds
     none. None, for all, when keys are not a local relation of at most raw_ranges.MAX_LISTED_KEYS
-    rows, a table holds more than MAX_DRIVER_RECORDS rows, or the helpers' jar is missing."""
+    rows, a table holds more than MAX_DRIVER_RECORDS rows (and is not indexed), or the helpers' jar
+    is missing. Where this process keeps key indexes (key_index.py), answered from the table's."""
     if not raw_ranges.rows_in_driver(keys, raw_ranges.MAX_LISTED_KEYS):
         return None
     java_class = jvm_class(spark, STORED_KEYS_CLASS)
     if java_class is None:
         return None
+    index_max_keys = key_index.max_keys()
     found = []
     for table, snapshot_id, with_positions in lookups:
         if snapshot_id is None:
             rows = "{}"
         else:
             rows = java_class.lookup(spark._jsparkSession, table, int(snapshot_id), keys._jdf, "_cdc_key", "_cdc_seq",
-                                     bool(with_positions), MAX_DRIVER_RECORDS)
+                                     bool(with_positions), MAX_DRIVER_RECORDS, index_max_keys)
         if rows is None:
             return None
         # Hex, so that no key's quotes or backslashes meet Spark's string literal rules (classify.sql decodes it).

@@ -44,27 +44,46 @@ import org.apache.spark.sql.types.StructType;
  * {@link #abort} removes them. Called from the cdc_spark adapter (position_deletes.py).
  */
 public final class OneCommitBatch {
+  private static final String KEY_COLUMN = "_cdc_key";
+  private static final String SEQ_COLUMN = "_cdc_seq";
+
   private final Table table;
   private final String tableName;
   private final long classifiedAt;
   private final List<String> referenced;
   private final List<DeleteFile> deletes;
   private final DataFile rows;
+  private final List<String> removedKeys;
+  private final WrittenRows written;
 
-  private OneCommitBatch(
-      Table table, String tableName, long classifiedAt, List<String> referenced, List<DeleteFile> deletes, DataFile rows) {
+  private OneCommitBatch(Table table, String tableName, long classifiedAt, List<String> referenced, List<DeleteFile> deletes,
+      List<String> removedKeys, WrittenRows written) {
     this.table = table;
     this.tableName = tableName;
     this.classifiedAt = classifiedAt;
     this.referenced = referenced;
     this.deletes = deletes;
-    this.rows = rows;
+    this.rows = written == null ? null : written.file;
+    this.removedKeys = removedKeys;
+    this.written = written;
+  }
+
+  /** A data file written, with the keys and seqs of its rows by position (for the {@link KeyIndex}). */
+  private static final class WrittenRows {
+    final DataFile file;
+    final List<String> keys = new ArrayList<>();
+    final List<String> seqs = new ArrayList<>();
+
+    WrittenRows(DataFile file) {
+      this.file = file;
+    }
   }
 
   /**
    * Writes the batch's files. positions: a row per position to delete ({@code file_hash}, {@code pos},
-   * as {@link PositionDeletes#commit} takes them but not grouped by file), as the classification read
-   * them at snapshot classifiedAt of main, expectedPositions of them.
+   * as {@link PositionDeletes#commit} takes them but not grouped by file, and optionally the key
+   * stored there, {@code _cdc_key}, which lets the table's {@link KeyIndex} follow the commit), as
+   * the classification read them at snapshot classifiedAt of main, expectedPositions of them.
    * newRows: the rows to add, by column name (columns of the table it lacks are null), expectedRows of them.
    */
   public static OneCommitBatch write(
@@ -76,18 +95,32 @@ public final class OneCommitBatch {
       throw new IllegalStateException(tableName + " was written since its batch was classified at snapshot " + classifiedAt
           + " (now " + (current == null ? "none" : current.snapshotId()) + "): run again");
     }
+    List<Row> positionRows = positions.collectAsList();
     PositionDeletes.Positions byFile = PositionDeletes.Positions.ofRows(
-        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positions, expectedPositions);
+        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positionRows, expectedPositions);
     List<DeleteFile> deletes = byFile.dataFiles.isEmpty()
         ? Collections.emptyList()
         : PositionDeletes.writeAll(table, byFile.dataFiles, byFile.positionsOfFiles);
     try {
-      DataFile rows = expectedRows == 0 ? null : writeRows(table, tableName, newRows, expectedRows);
-      return new OneCommitBatch(table, tableName, classifiedAt, byFile.dataFiles, deletes, rows);
+      WrittenRows written = expectedRows == 0 ? null : writeRows(table, tableName, newRows, expectedRows);
+      return new OneCommitBatch(table, tableName, classifiedAt, byFile.dataFiles, deletes, keysOf(positions, positionRows), written);
     } catch (Exception failed) {
       PositionDeletes.removeAll(table, deletes);
       throw failed;
     }
+  }
+
+  /** The keys of the positions, or null when they do not carry them. */
+  private static List<String> keysOf(Dataset<Row> positions, List<Row> positionRows) {
+    int keyColumn = java.util.Arrays.asList(positions.columns()).indexOf(KEY_COLUMN);
+    if (keyColumn < 0) {
+      return null;
+    }
+    List<String> keys = new ArrayList<>();
+    for (Row row : positionRows) {
+      keys.add(row.isNullAt(keyColumn) ? null : row.getString(keyColumn));
+    }
+    return keys;
   }
 
   /**
@@ -100,7 +133,7 @@ public final class OneCommitBatch {
       return;
     }
     Table table = PositionDeletes.load(spark, tableName);
-    DataFile rows = writeRows(table, tableName, newRows, expectedRows);
+    DataFile rows = writeRows(table, tableName, newRows, expectedRows).file;
     try {
       table.newAppend().appendFile(rows).set("cdc-merge.apply", "rows-in-driver").commit();
     } catch (CommitStateUnknownException unknown) {
@@ -124,11 +157,17 @@ public final class OneCommitBatch {
     try {
       delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.apply", "one-commit").commit();
     } catch (CommitStateUnknownException unknown) {
+      KeyIndex.committed(table, tableName, classifiedAt, null, null, null, null, 0);
       throw unknown; // the files may be part of the table now
     } catch (RuntimeException notAdded) {
       abort();
       throw notAdded;
     }
+    // The commit refreshed the table: its current snapshot is this commit's, unless another followed at once.
+    boolean keysKnown = removedKeys != null && (written == null || written.keys.size() == written.file.recordCount());
+    KeyIndex.committed(table, tableName, classifiedAt, table.currentSnapshot(), keysKnown ? removedKeys : null,
+        written == null ? Collections.emptyList() : written.keys, written == null ? Collections.emptyList() : written.seqs,
+        written == null ? 0 : PositionDeletes.sparkXxhash64(written.file.location()));
   }
 
   /** Removes the files written, none of which was committed. */
@@ -147,8 +186,11 @@ public final class OneCommitBatch {
     return rows == null ? 0 : rows.recordCount();
   }
 
-  /** The rows as one Parquet data file of the table, its columns cast to the table's types. */
-  private static DataFile writeRows(Table table, String tableName, Dataset<Row> newRows, long expectedRows) throws IOException {
+  /**
+   * The rows as one Parquet data file of the table, its columns cast to the table's types, with the
+   * keys and seqs of its rows when the table has {@value #KEY_COLUMN} and {@value #SEQ_COLUMN}.
+   */
+  private static WrittenRows writeRows(Table table, String tableName, Dataset<Row> newRows, long expectedRows) throws IOException {
     StructType tableType = SparkSchemaUtil.convert(table.schema());
     Map<String, String> given = new HashMap<>();
     for (String column : newRows.columns()) {
@@ -183,6 +225,26 @@ public final class OneCommitBatch {
       table.io().deleteFile(out.location());
       throw failed;
     }
-    return writer.toDataFile();
+    WrittenRows written = new WrittenRows(writer.toDataFile());
+    int key = fieldIndex(tableType, KEY_COLUMN);
+    int seq = fieldIndex(tableType, SEQ_COLUMN);
+    if (key >= 0 && seq >= 0) {
+      for (InternalRow row : collected) {
+        written.keys.add(row.isNullAt(key) ? null : row.getUTF8String(key).toString());
+        Object value = row.isNullAt(seq) ? null : row.get(seq, tableType.fields()[seq].dataType());
+        written.seqs.add(value == null ? null : value.toString());
+      }
+    }
+    return written;
+  }
+
+  private static int fieldIndex(StructType type, String name) {
+    StructField[] fields = type.fields();
+    for (int i = 0; i < fields.length; i++) {
+      if (fields[i].name().equalsIgnoreCase(name)) {
+        return i;
+      }
+    }
+    return -1;
   }
 }

@@ -133,10 +133,10 @@ public final class PositionDeletes {
      * in the driver: for a small batch kept in the driver (OneCommitBatch), where a Spark
      * aggregation would cost a job with a shuffle.
      */
-    static Positions ofRows(String tableName, String where, TableScan scan, Dataset<Row> positions, long expectedPositions)
+    static Positions ofRows(String tableName, String where, TableScan scan, List<Row> positions, long expectedPositions)
         throws IOException {
       Map<Long, List<Long>> byFile = new LinkedHashMap<>();
-      for (Row row : positions.collectAsList()) {
+      for (Row row : positions) {
         Long fileHash = row.isNullAt(0) ? null : row.getLong(0);
         byFile.computeIfAbsent(fileHash, hash -> new ArrayList<>()).add(row.isNullAt(1) ? null : ((Number) row.get(1)).longValue());
       }

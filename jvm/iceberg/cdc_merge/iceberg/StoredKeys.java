@@ -7,6 +7,7 @@ import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
@@ -42,23 +43,32 @@ public final class StoredKeys {
    * a local relation), as a JSON object from key to {"_cdc_seq", and with positions
    * "_cdc_stored_file_hash" (Spark's xxhash64 of the data file's path) and "_cdc_stored_pos"};
    * null when the snapshot holds more than maxRecords rows, or does not say how many.
+   * indexMaxKeys above 0: answered from the table's {@link KeyIndex} (built first when none is kept
+   * at snapshotId) when the snapshot holds at most that many rows.
    */
   public static String lookup(SparkSession spark, String tableName, long snapshotId, Dataset<Row> keys,
-      String keyColumn, String seqColumn, boolean withPositions, long maxRecords) throws Exception {
+      String keyColumn, String seqColumn, boolean withPositions, long maxRecords, long indexMaxKeys) throws Exception {
     Table table = PositionDeletes.load(spark, tableName);
     Snapshot snapshot = table.snapshot(snapshotId);
     if (snapshot == null) {
       throw new IllegalStateException(tableName + " has no snapshot " + snapshotId);
-    }
-    String records = snapshot.summary().get("total-records");
-    if (records == null || Long.parseLong(records) > maxRecords) {
-      return null;
     }
     Set<String> wanted = new HashSet<>();
     for (Row row : keys.collectAsList()) {
       if (!row.isNullAt(0)) {
         wanted.add(row.getString(0));
       }
+    }
+    if (indexMaxKeys > 0) {
+      KeyIndex index = KeyIndex.at(table, tableName, snapshotId, keyColumn, seqColumn, indexMaxKeys);
+      Map<String, KeyIndex.Stored> indexed = index == null ? null : index.rowsOf(snapshotId, wanted);
+      if (indexed != null) {
+        return indexedRows(indexed, withPositions);
+      }
+    }
+    String records = snapshot.summary().get("total-records");
+    if (records == null || Long.parseLong(records) > maxRecords) {
+      return null;
     }
     StringWriter out = new StringWriter();
     try (JsonGenerator json = JSON.createGenerator(out)) {
@@ -69,6 +79,33 @@ public final class StoredKeys {
       json.writeEndObject();
     }
     return out.toString();
+  }
+
+  private static String indexedRows(Map<String, KeyIndex.Stored> rows, boolean withPositions) throws IOException {
+    StringWriter out = new StringWriter();
+    try (JsonGenerator json = JSON.createGenerator(out)) {
+      json.writeStartObject();
+      for (Map.Entry<String, KeyIndex.Stored> row : rows.entrySet()) {
+        json.writeObjectFieldStart(row.getKey());
+        writeStoredRow(json, row.getValue().seq, row.getValue().fileHash, row.getValue().pos, withPositions);
+        json.writeEndObject();
+      }
+      json.writeEndObject();
+    }
+    return out.toString();
+  }
+
+  private static void writeStoredRow(JsonGenerator json, String seq, long fileHash, long pos, boolean withPositions)
+      throws IOException {
+    if (seq == null) {
+      json.writeNullField("_cdc_seq");
+    } else {
+      json.writeStringField("_cdc_seq", seq);
+    }
+    if (withPositions) {
+      json.writeNumberField("_cdc_stored_file_hash", fileHash);
+      json.writeNumberField("_cdc_stored_pos", pos);
+    }
   }
 
   private static void writeStoredRows(JsonGenerator json, Table table, long snapshotId, Set<String> wanted,
@@ -94,15 +131,9 @@ public final class StoredKeys {
         }
         json.writeObjectFieldStart(key);
         Object seq = row.get(1);
-        if (seq == null) {
-          json.writeNullField("_cdc_seq");
-        } else {
-          json.writeStringField("_cdc_seq", seq.toString());
-        }
-        if (withPositions) {
-          json.writeNumberField("_cdc_stored_file_hash", PositionDeletes.sparkXxhash64(row.get(2).toString()));
-          json.writeNumberField("_cdc_stored_pos", ((Number) row.get(3)).longValue());
-        }
+        writeStoredRow(json, seq == null ? null : seq.toString(),
+            withPositions ? PositionDeletes.sparkXxhash64(row.get(2).toString()) : 0,
+            withPositions ? ((Number) row.get(3)).longValue() : 0, withPositions);
         json.writeEndObject();
       }
     }
