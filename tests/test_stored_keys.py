@@ -11,6 +11,7 @@ import json
 import pytest
 
 from dbt.adapters.cdc_spark import raw_ranges, stored_keys
+from python_jobs.apply import key_index
 from test_raw_ranges import jobs_run_by
 
 _tables = itertools.count(1)
@@ -96,3 +97,45 @@ def test_a_key_stored_twice_is_an_error_naming_it(spark, table):
     spark.createDataFrame([("k1", "u1", 1)], "_cdc_key string, _cdc_seq string, v int").writeTo(table).append()
     with pytest.raises(Exception, match="holds the key k1 more than once"):
         stored_keys.stored_rows_hex(spark, keys_in_driver(spark, ["k1"]), [(table, current_snapshot(spark, table), False)])
+
+
+def index_kept(spark):
+    from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
+
+    return jvm_class(spark, "cdc_merge.iceberg.KeyIndex")
+
+
+def test_where_the_process_keeps_key_indexes_the_rows_are_the_same_and_the_index_kept(spark, table, monkeypatch):
+    monkeypatch.setenv(key_index.KEY_INDEX_MAX_KEYS_ENV, "1000")
+    index_kept(spark).dropAll()
+    wanted = KEYS + ["k1", "k3", "absent"]
+    snapshot = current_snapshot(spark, table)
+    keys = keys_in_driver(spark, wanted)
+    from_index = []
+    jobs = jobs_run_by(spark, lambda: from_index.extend(stored_keys.stored_rows_hex(spark, keys, [(table, snapshot, True)])))
+
+    assert jobs == 0
+    assert index_kept(spark).keptSnapshot(table) == int(snapshot)
+    monkeypatch.setenv(key_index.KEY_INDEX_MAX_KEYS_ENV, "0")
+    (from_files,) = stored_keys.stored_rows_hex(spark, keys, [(table, snapshot, True)])
+    assert decoded(from_index[0]) == decoded(from_files) and len(decoded(from_files)) == len(KEYS) + 1
+
+
+def test_the_indexes_kept_hold_at_most_the_keys_allowed_the_least_recently_used_dropped(spark, table, monkeypatch):
+    other = f"{table}_other"
+    spark.sql(f"create table {other} using iceberg as select * from {table}")
+    rows = spark.table(table).count()
+    monkeypatch.setenv(key_index.KEY_INDEX_MAX_KEYS_ENV, str(2 * rows - 1))  # room for one table's keys, not two
+    index_kept(spark).dropAll()
+    keys = keys_in_driver(spark, ["k1"])
+
+    for name in (table, other, table):
+        (found,) = stored_keys.stored_rows_hex(spark, keys, [(name, current_snapshot(spark, name), False)])
+        assert decoded(found) == {"k1": {"_cdc_seq": "t1"}}
+        assert index_kept(spark).keptSnapshot(name) == int(current_snapshot(spark, name))
+    assert index_kept(spark).keptSnapshot(other) is None  # dropped to make room for table's again
+    # A table with more keys than allowed is read from its files, and not indexed.
+    monkeypatch.setenv(key_index.KEY_INDEX_MAX_KEYS_ENV, str(rows - 1))
+    index_kept(spark).dropAll()
+    (found,) = stored_keys.stored_rows_hex(spark, keys, [(other, current_snapshot(spark, other), False)])
+    assert decoded(found) == {"k1": {"_cdc_seq": "t1"}} and index_kept(spark).keptSnapshot(other) is None

@@ -29,7 +29,13 @@ in one raw table (common/datagen.py writes the events, no landing), measured war
   quiet_snapshots); against the same run with the quiet path off (no per-table counts: every
   mirror reads the range and applies an empty batch), alternating, --repeat times each.
 
+- index: the events run with each mirror's key index kept between runs, as cdc-run keeps it
+  (python_jobs/apply/key_index.py), against the same run reading each mirror's and tombstones'
+  stored rows from their files (the index off), alternating, --repeat times each, after a warm-up
+  run that builds the indexes.
+
 - --idle-only: the setup and the idle runs alone (many_mirrors_<N>_idle.json).
+- --index-only: the setup and the index runs alone (many_mirrors_<N>_index.json).
 - --quiet-only: the setup and the quiet runs alone (many_mirrors_<N>_quiet.json).
 - --demo-only: the demo's cycles alone (demo_cycle.json).
 
@@ -78,6 +84,8 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--demo-only", action="store_true", help="the demo's cycles alone (default results: demo_cycle.json)")
     parser.add_argument("--quiet-only", action="store_true",
                         help="the quiet runs alone (default results: many_mirrors_<N>_quiet.json)")
+    parser.add_argument("--index-only", action="store_true",
+                        help="the events runs with the key index and without it alone (default results: many_mirrors_<N>_index.json)")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (default 2g: the tables are small)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_many_mirrors"), help="warehouse and project copies (deleted first)")
@@ -89,7 +97,7 @@ def arguments(argv=None) -> argparse.Namespace:
     if args.small > args.mirrors:
         parser.error("--small cannot exceed --mirrors")
     name = ("demo_cycle" if args.demo_only else
-            f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else '_quiet' if args.quiet_only else ''}")
+            f"many_mirrors_{args.mirrors}{'_idle' if args.idle_only else '_quiet' if args.quiet_only else '_index' if args.index_only else ''}")
     args.results = args.results or RESULTS_DIR / f"{name}.json"
     args.log = args.results.with_suffix(".log") if args.log is None else Path(args.log) if args.log else None
     return args
@@ -229,6 +237,25 @@ class ManyMirrors:
               f"off {figure['quiet_path_off']['seconds']:.2f} s ({figure['quiet_path_off']['statements']} statements): {figure['ratio']:.2f}x", flush=True)
         return figure
 
+    def index_compared(self) -> dict:
+        """The events run with the key index kept and without it, alternating, --repeat times each."""
+        print(f"== key index: {self.args.mirrors} mirrors with new events, the index kept between runs or not", flush=True)
+        with key_index_kept(True):
+            self.events(200, label="warm-up, index built")
+        kept, off = [], []
+        for number in range(self.args.repeat):
+            with key_index_kept(True):
+                kept.append(self.events(201 + 2 * number, label="index kept"))
+            with key_index_kept(False):
+                off.append(self.events(202 + 2 * number, label="index off"))
+        middle = len(kept) // 2
+        figure = {"index_kept": {**sorted(kept, key=lambda run: run["seconds"])[middle], "all_seconds": [run["seconds"] for run in kept]},
+                  "index_off": {**sorted(off, key=lambda run: run["seconds"])[middle], "all_seconds": [run["seconds"] for run in off]}}
+        figure["ratio"] = round(figure["index_off"]["seconds"] / figure["index_kept"]["seconds"], 2)
+        print(f"    median of {len(kept)}: index kept {figure['index_kept']['seconds']:.2f} s, off {figure['index_off']['seconds']:.2f} s: "
+              f"{figure['ratio']:.2f}x", flush=True)
+        return figure
+
     def events(self, batch_number: int, threads: int | None = None, label: str = "shared path", changed: int | None = None) -> dict:
         """New events for the first `changed` mirrors (all when None) in one raw snapshot, and a run of all."""
         args = self.args
@@ -289,6 +316,22 @@ def quiet_path_off():
 
 
 @contextlib.contextmanager
+def key_index_kept(on: bool):
+    """Lookups of stored rows answered from each table's key index (as in cdc-run), or read from its files."""
+    from python_jobs.apply import key_index
+
+    before = os.environ.get(key_index.KEY_INDEX_MAX_KEYS_ENV)
+    os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = str(key_index.SERVICE_MAX_KEYS if on else 0)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key_index.KEY_INDEX_MAX_KEYS_ENV)
+        else:
+            os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = before
+
+
+@contextlib.contextmanager
 def full_path():
     """The baseline: the idle check turned off (idle.sql then finds no state and takes the full path)."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
@@ -317,6 +360,9 @@ def main(argv=None) -> int:
         if args.quiet_only:
             bench.events(1, label="warm-up")
             results["quiet"] = bench.quiet_compared()
+            return finish(results, started, args)
+        if args.index_only:
+            results["index"] = bench.index_compared()
             return finish(results, started, args)
         results["idle"] = bench.idle()
         if args.idle_only:
@@ -348,6 +394,11 @@ def summary(results: dict) -> None:
                   f"({quiet['quiet_path']['statements']} statements) against {quiet['quiet_path_off']['seconds']:.2f} s "
                   f"({quiet['quiet_path_off']['statements']} statements) with the quiet path off: {quiet['ratio']:.2f}x") if quiet else None
     demo = results.get("demo")
+    index = results.get("index")
+    if index is not None:
+        print(f"\n{n} mirrors with new events: {index['index_kept']['seconds']:.2f} s with each mirror's key index kept, "
+              f"{index['index_off']['seconds']:.2f} s without: {index['ratio']:.2f}x", flush=True)
+        return
     if "idle" not in results:
         print("\n" + (quiet_line or f"demo cycle median {demo['median_seconds']:.2f} s, "
                                     f"quiet path off {demo['quiet_path_off_median_seconds']:.2f} s"), flush=True)

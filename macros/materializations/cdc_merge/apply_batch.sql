@@ -26,9 +26,15 @@
     {#- A small batch held in the driver lists its keys' hashes, and where the tables are small reads their stored rows there (classify.sql). -#}
     {% set key_hashes = adapter.cdc_batch_key_hashes(batch_keys_sql) if one_commit else none %}
     {% set stored_rows = adapter.cdc_stored_rows_in_driver(batch_keys_sql, target_relation, classified_at, by_position, tombstones, tombstones_at) if key_hashes is not none else none %}
+    {#- A larger one-commit batch reads its stored rows from the key indexes a long-lived process keeps (stored_keys.py), where it keeps them. -#}
+    {% set stored_views = adapter.cdc_indexed_stored_rows_views(batch_keys_sql, model.name, target_relation, classified_at, tombstones, tombstones_at)
+        if (one_commit and stored_rows is none) else none %}
     {% set classified_sql = cdc_merge.classified_batch_sql(model_sql, batch_keys_sql, key_range, classified, classified_tombstones, by_position,
-        tombstones_at is not none, key_hashes, stored_rows, one_commit) %}
+        tombstones_at is not none, key_hashes, stored_rows, one_commit, stored_views) %}
     {% set created = cdc_merge.create_changes(changes, classified_sql, by_position, one_commit) %}
+    {% for view in (stored_views or {}).values() if view is not none %}
+        {% do adapter.cdc_drop_temporary_view(view) %}
+    {% endfor %}
     {% set batch_changes = created.changes %}
     {% set row = created.counts if created.counts is not none else run_query(cdc_merge.change_counts_sql(batch_changes)).rows[0] %}
     {% set counts = {} %}

@@ -7,7 +7,7 @@
     scan, or rows read in the driver) and the engines' versions side by side.
 #}
 
-{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none, stored_rows=none, small_batch=false) %}
+{% macro classified_batch_sql(model_sql, batch_keys_sql, key_range, target_relation, tombstones, with_positions, tombstone_positions=false, key_hashes=none, stored_rows=none, small_batch=false, stored_views=none) %}
     {#-
         Each key of the batch against the mirror and the tombstones: insert, update, delete,
         tombstone or skip. The stored keys of the batch are found first (stored_keys_sql),
@@ -27,6 +27,9 @@
         the stored rows of its keys are few: they are broadcast to the batch (Spark), which is not
         shuffled. Spark estimates them from the whole mirror and shuffled both sides instead (10k
         events into 1M rows: BENCHMARKS.md, "Levers tried").
+        stored_views: {'mirror', 'tombstones'}, views of the stored rows of the batch's keys read from
+        the key indexes a long-lived process keeps (adapter.cdc_indexed_stored_rows_views), read
+        instead of scanning the tables: a batch of more keys than stored_rows lists.
     -#}
     {%- set mirror = 'batch._cdc_mirror_row.' if stored_rows is not none else 'mirror_keys.' -%}
     {%- set tombstone = 'batch._cdc_tombstone_row.' if stored_rows is not none else 'tombstone_keys.' -%}
@@ -54,12 +57,14 @@
     ),
 
     mirror_keys as (
-        {{ cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions, key_hashes) }}
+        {{ 'select * from ' ~ stored_views.mirror if stored_views is not none
+            else cdc_merge.stored_keys_sql(target_relation, 'batch_keys', key_range, with_positions, key_hashes) }}
     ),
 
     {% if tombstones is not none -%}
     tombstone_keys as (
-        {{ cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions, key_hashes) }}
+        {{ 'select * from ' ~ stored_views.tombstones if stored_views is not none
+            else cdc_merge.stored_keys_sql(tombstones, 'batch_keys', key_range, tombstone_positions, key_hashes) }}
     ),
     {%- endif %}
     {%- endif %}

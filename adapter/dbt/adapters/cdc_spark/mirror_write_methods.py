@@ -174,6 +174,24 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return {"mirror": found[0], "tombstones": found[1] if tombstones is not None else None}
 
     @available
+    def cdc_indexed_stored_rows_views(self, batch_keys_sql: str, view_prefix: str, mirror: BaseRelation,
+                                      mirror_snapshot: str, tombstones: Optional[BaseRelation] = None,
+                                      tombstones_snapshot: Optional[str] = None) -> Optional[Dict[str, Optional[str]]]:
+        """The stored rows of a batch's keys in the mirror and its tombstones at their snapshots, from
+        the key indexes this process keeps (stored_keys.py), as temporary views the classification reads
+        instead of scanning the tables: {'mirror', 'tombstones'} view names; None where not indexed."""
+        spark = self._session_in_process()
+        if spark is None:
+            return None
+        lookups = [(f"{mirror.schema}.{mirror.identifier}", mirror_snapshot, f"{view_prefix}__cdc_stored_mirror")]
+        if tombstones is not None:
+            lookups.append((f"{tombstones.schema}.{tombstones.identifier}", tombstones_snapshot, f"{view_prefix}__cdc_stored_tombstones"))
+        views = stored_keys.indexed_rows_views(spark, spark.sql(batch_keys_sql), lookups)
+        if views is None:
+            return None
+        return {"mirror": views[0], "tombstones": views[1] if tombstones is not None else None}
+
+    @available
     def cdc_kept_offset_ordinals(self, offsets: str, targets: List[str]) -> Optional[List[int]]:
         """The kept offset rows' ordinals, from offsets read in the driver (kept_rows_in_driver.py)."""
         spark = self._session_in_process()

@@ -45,3 +45,29 @@ def stored_rows_hex(spark: Any, keys: Any, lookups: List[Tuple[str, Optional[str
         # Hex, so that no key's quotes or backslashes meet Spark's string literal rules (classify.sql decodes it).
         found.append(rows.encode("utf-8").hex())
     return found
+
+
+def indexed_rows_views(spark: Any, keys: Any, lookups: List[Tuple[str, Optional[str], str]]) -> Optional[List[str]]:
+    """For each (table, snapshot_id, view_name) of lookups, the rows of table at snapshot_id whose
+    _cdc_key is one of keys, from the key index this process keeps (KeyIndex.java), as a temporary
+    view of _cdc_key, _cdc_seq, _cdc_stored_file_hash and _cdc_stored_pos: a batch of more keys than
+    stored_rows_hex lists. None, for all (no view made), where this process keeps no index, a table
+    is not indexed (more rows than key_index.max_keys()) or the helpers' jar is missing."""
+    index_max_keys = key_index.max_keys()
+    java_class = jvm_class(spark, STORED_KEYS_CLASS) if index_max_keys else None
+    if java_class is None:
+        return None
+    keys = raw_ranges.in_driver(keys)  # computed once for all lookups
+    relations = []
+    for table, snapshot_id, view_name in lookups:
+        if snapshot_id is None:
+            relation = java_class.noRows(spark._jsparkSession)
+        else:
+            relation = java_class.indexedRelation(spark._jsparkSession, table, int(snapshot_id), keys._jdf, "_cdc_key", "_cdc_seq",
+                                                  index_max_keys)
+        if relation is None:
+            return None
+        relations.append((relation, view_name))
+    for relation, view_name in relations:
+        relation.createOrReplaceTempView(view_name)
+    return [view_name for _, view_name in relations]

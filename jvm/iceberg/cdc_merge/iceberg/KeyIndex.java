@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -29,7 +31,8 @@ import org.apache.iceberg.types.Types;
  * the index again. Kept per table name; {@link StoredKeys#lookup} asks it when the caller allows.
  */
 public final class KeyIndex {
-  private static final Map<String, KeyIndex> KEPT = new HashMap<>();
+  // By table name, least recently used first (access order).
+  private static final Map<String, KeyIndex> KEPT = new LinkedHashMap<>(16, 0.75f, true);
 
   private final UUID tableUuid;
   private long snapshotId; // guarded by this, with rows
@@ -62,7 +65,8 @@ public final class KeyIndex {
   /**
    * The index of tableName at snapshotId: the one kept when it is of this table and snapshot, else
    * built by a scan and kept. Null (and none kept) when the snapshot holds more than maxKeys
-   * records, does not say how many, or holds a key twice.
+   * records, does not say how many, or holds a key twice. maxKeys bounds all indexes together: the
+   * ones used least recently are dropped to make room.
    */
   static KeyIndex at(Table table, String tableName, long snapshotId, String keyColumn, String seqColumn, long maxKeys)
       throws IOException {
@@ -76,10 +80,28 @@ public final class KeyIndex {
     KeyIndex built = scan(table, snapshotId, keyColumn, seqColumn, maxKeys);
     if (built != null) {
       synchronized (KEPT) {
+        makeRoom(maxKeys - built.rows.size());
         KEPT.put(tableName, built);
       }
     }
     return built;
+  }
+
+  /** Drops the indexes used least recently until all together hold at most keys keys. */
+  private static void makeRoom(long keys) {
+    long held = 0;
+    for (KeyIndex kept : KEPT.values()) {
+      held += kept.size();
+    }
+    Iterator<KeyIndex> leastRecentFirst = KEPT.values().iterator();
+    while (held > keys && leastRecentFirst.hasNext()) {
+      held -= leastRecentFirst.next().size();
+      leastRecentFirst.remove();
+    }
+  }
+
+  private synchronized int size() {
+    return rows.size();
   }
 
   /**
@@ -143,9 +165,7 @@ public final class KeyIndex {
       if (kept == null) {
         return -1;
       }
-      synchronized (kept) {
-        return kept.rows.size();
-      }
+      return kept.size();
     }
   }
 

@@ -20,7 +20,10 @@ import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * The stored rows of a small batch's keys, read from an Iceberg table in the driver.
@@ -35,6 +38,11 @@ import org.apache.spark.sql.SparkSession;
  */
 public final class StoredKeys {
   private static final JsonFactory JSON = new JsonFactory();
+  private static final StructType STORED_ROWS = new StructType()
+      .add("_cdc_key", DataTypes.StringType)
+      .add("_cdc_seq", DataTypes.StringType)
+      .add("_cdc_stored_file_hash", DataTypes.LongType)
+      .add("_cdc_stored_pos", DataTypes.LongType);
 
   private StoredKeys() {}
 
@@ -79,6 +87,43 @@ public final class StoredKeys {
       json.writeEndObject();
     }
     return out.toString();
+  }
+
+  /**
+   * The rows of the table at snapshotId whose keyColumn is one of keys (the first column of keys),
+   * from the table's {@link KeyIndex} (built first when none is kept at snapshotId), as a local
+   * relation of _cdc_key, _cdc_seq, _cdc_stored_file_hash and _cdc_stored_pos: what the
+   * classification's scan of the stored keys finds (classify.sql stored_keys_sql), for a batch of
+   * more keys than a constant holds well. Null when the snapshot holds more than indexMaxKeys rows.
+   */
+  public static Dataset<Row> indexedRelation(SparkSession spark, String tableName, long snapshotId, Dataset<Row> keys,
+      String keyColumn, String seqColumn, long indexMaxKeys) throws Exception {
+    Table table = PositionDeletes.load(spark, tableName);
+    KeyIndex index = KeyIndex.at(table, tableName, snapshotId, keyColumn, seqColumn, indexMaxKeys);
+    if (index == null) {
+      return null;
+    }
+    Set<String> wanted = new HashSet<>();
+    for (Row row : keys.collectAsList()) {
+      if (!row.isNullAt(0)) {
+        wanted.add(row.getString(0));
+      }
+    }
+    Map<String, KeyIndex.Stored> indexed = index.rowsOf(snapshotId, wanted);
+    if (indexed == null) {
+      return null;
+    }
+    List<Row> rows = new ArrayList<>(indexed.size());
+    for (Map.Entry<String, KeyIndex.Stored> row : indexed.entrySet()) {
+      KeyIndex.Stored stored = row.getValue();
+      rows.add(RowFactory.create(row.getKey(), stored.seq, stored.fileHash, stored.pos));
+    }
+    return spark.createDataFrame(rows, STORED_ROWS);
+  }
+
+  /** A table without a snapshot holds no rows: the relation of {@link #indexedRelation} with none. */
+  public static Dataset<Row> noRows(SparkSession spark) {
+    return spark.createDataFrame(new ArrayList<Row>(), STORED_ROWS);
   }
 
   private static String indexedRows(Map<String, KeyIndex.Stored> rows, boolean withPositions) throws IOException {
