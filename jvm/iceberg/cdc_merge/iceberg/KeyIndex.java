@@ -64,8 +64,8 @@ public final class KeyIndex {
 
   /**
    * The index of tableName at snapshotId: the one kept when it is of this table and snapshot, else
-   * built by a scan and kept. Null (and none kept) when the snapshot holds more than maxKeys
-   * records, does not say how many, or holds a key twice. maxKeys bounds all indexes together: the
+   * built by a scan and kept. Null (and none kept) when the snapshot holds more than maxKeys rows
+   * (its records less those deleted by position), does not say how many, or holds a key twice. maxKeys bounds all indexes together: the
    * ones used least recently are dropped to make room.
    */
   static KeyIndex at(Table table, String tableName, long snapshotId, String keyColumn, String seqColumn, long maxKeys)
@@ -197,8 +197,11 @@ public final class KeyIndex {
     if (snapshot == null) {
       throw new IllegalStateException(table.name() + " has no snapshot " + snapshotId);
     }
+    // Rows deleted by position stay in their data files' counts until compaction: not keys.
     String records = snapshot.summary().get("total-records");
-    if (records == null || Long.parseLong(records) > maxKeys) {
+    String deleted = snapshot.summary().get("total-position-deletes");
+    long keys = records == null ? Long.MAX_VALUE : Long.parseLong(records) - (deleted == null ? 0 : Long.parseLong(deleted));
+    if (keys > maxKeys) {
       return null;
     }
     List<Types.NestedField> columns = new ArrayList<>();
@@ -206,7 +209,7 @@ public final class KeyIndex {
     columns.add(table.schema().findField(seqColumn));
     columns.add(MetadataColumns.FILE_PATH);
     columns.add(MetadataColumns.ROW_POSITION);
-    Map<String, Stored> rows = new HashMap<>((int) Math.min(Integer.MAX_VALUE / 2, Long.parseLong(records) * 4 / 3 + 16));
+    Map<String, Stored> rows = new HashMap<>((int) Math.min(Integer.MAX_VALUE / 2, keys * 4 / 3 + 16));
     Map<String, Long> fileHashes = new HashMap<>();
     try (CloseableIterable<Record> stored = IcebergGenerics.read(table)
         .useSnapshot(snapshotId)
@@ -219,6 +222,9 @@ public final class KeyIndex {
         Stored previous = rows.put(key, new Stored(seq == null ? null : seq.toString(), fileHash, ((Number) row.get(3)).longValue()));
         if (previous != null) {
           return null; // two rows of one key: left to the scan path, whose classification reports it
+        }
+        if (rows.size() > maxKeys) {
+          return null; // more than the summary said (deleted twice by position)
         }
       }
     }
