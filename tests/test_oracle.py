@@ -16,6 +16,7 @@ from dbt.adapters.cdc_spark import raw_ranges, stored_keys
 from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 from python_jobs.apply import key_index as key_index_setting
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
+from python_jobs.status.registry import REGISTRY
 from test_stored_keys import decoded, keys_in_driver
 
 SHOP_MODELS = ["shop_customers", "shop_orders", "shop_order_lines"]
@@ -167,6 +168,8 @@ def test_mirrors_equal_replay_with_each_mirrors_keys_kept_between_runs(dbt_proje
     a larger one as views (indexed_rows_views): here every batch counts as larger for the views."""
     monkeypatch.setenv(key_index_setting.KEY_INDEX_MAX_KEYS_ENV, "1000000")
     jvm_class(spark, "cdc_merge.iceberg.KeyIndex").dropAll()
+    monkeypatch.setattr(REGISTRY, "enabled", True)  # as with cdc-run's status endpoint
+    monkeypatch.setattr(REGISTRY, "mirrors", {})
     views_made = []
     if answered_as == "views":
         monkeypatch.setattr(raw_ranges, "MAX_LISTED_KEYS", 0)
@@ -190,5 +193,11 @@ def test_mirrors_equal_replay_with_each_mirrors_keys_kept_between_runs(dbt_proje
                           "options => map('min-input-files', '1', 'rewrite-all', 'true'))")
     assert followed >= len(SHOP_MODELS)
     assert commits_deleting_by_position(dbt_project) > 0
+    # The status endpoint's figure of each mirror: the keys of its and its tombstones' indexes after its last run.
+    shown = {mirror.mirror: mirror.key_index_keys for mirror in REGISTRY.snapshot().mirrors}
+    key_index = jvm_class(spark, "cdc_merge.iceberg.KeyIndex")
+    for model in SHOP_MODELS:
+        mirror = f"{dbt_project.schema}.{model}"
+        assert shown[mirror] == key_index.keptKeys(mirror) + key_index.keptKeys(mirror + "__cdc_tombstones") > 0
     if answered_as == "views":
         assert sum(made is not None for made in views_made) >= 3 * len(SHOP_MODELS)

@@ -44,6 +44,7 @@ def _mirror_metrics(status: StatusSnapshot) -> Iterator[Metric]:
     success = _gauge("cdc_mirror_last_run_success", "1 when the mirror's last run succeeded, 0 when it failed", labels)
     finished = _gauge("cdc_mirror_last_run_timestamp_seconds", "When the mirror's last run ended (Unix time)", labels)
     failures = _counter("cdc_mirror_failures", "Runs of the mirror that failed", labels)
+    indexed = _gauge("cdc_mirror_key_index_keys", "Keys of the mirror and its tombstones kept in the process's key index (0: none kept)", labels)
     for mirror in status.mirrors:
         values = [mirror.mirror, mirror.source_table or ""]
         if mirror.lag_seconds is not None:
@@ -59,11 +60,13 @@ def _mirror_metrics(status: StatusSnapshot) -> Iterator[Metric]:
         if mirror.last_run_at is not None:
             finished.add_metric(values, mirror.last_run_at)
         failures.add_metric(values, mirror.failures)
+        if mirror.key_index_keys is not None:
+            indexed.add_metric(values, mirror.key_index_keys)
     groups = _gauge("cdc_group_cut_lag_seconds", "A consistency group's cut lag: the newest landed commit minus the cut", ["group"])
     for group, cut_lag in status.groups().items():
         if cut_lag is not None:
             groups.add_metric([group], cut_lag)
-    yield from (lag, applied, read, skipped, seconds, success, finished, failures, groups)
+    yield from (lag, applied, read, skipped, seconds, success, finished, failures, indexed, groups)
 
 
 def _capture_metrics(status: StatusSnapshot) -> Iterator[Metric]:

@@ -69,6 +69,8 @@ class MirrorStatus:
     consistency_group: str | None = None
     cut_lag_seconds: float | None = None
     last_error: str | None = None
+    # Keys of the mirror and its tombstones the process keeps in its key index (KeyIndex.java); None: not told.
+    key_index_keys: int | None = None
 
     @property
     def state(self) -> str:

@@ -68,6 +68,8 @@ class Registry:
             mirror.consistency_group = values.get("consistency_group") or None
             if values.get("cut_lag_seconds") is not None:
                 mirror.cut_lag_seconds = float(values["cut_lag_seconds"])
+            if "key_index_keys" in values:
+                mirror.key_index_keys = int(values["key_index_keys"])
             self._cycle_events += counts["inserted"] + counts["updated"] + counts["deleted"]
             if mirror.lag_seconds is not None:
                 self._cycle_lags.append(mirror.lag_seconds)

@@ -28,7 +28,7 @@ def registry_with_runs() -> Registry:
     registry = Registry()
     registry.enabled = True
     registry.observe_run_row("`shop`.`orders`", run_row())
-    registry.observe_run_row("shop.orders", run_row(inserted=1, updated=0, deleted=0))
+    registry.observe_run_row("shop.orders", run_row(inserted=1, updated=0, deleted=0, key_index_keys=1204))
     registry.observe_run_row("shop.lines", run_row(consistency_group="shop", cut_lag_seconds=2.5))
     registry.observe_cycle(True, 3.0)
     registry.observe_cycle(False, 4.0, [("shop.customers", "Compilation Error: set unique_key on the model")])
@@ -53,6 +53,8 @@ def test_runs_add_up_per_mirror_and_operation_and_read_back_through_the_promethe
     assert found[("cdc_mirror_last_run_success", (("mirror", "shop.customers"), ("source_table", "")))] == 0
     assert found[("cdc_mirror_failures_total", (("mirror", "shop.customers"), ("source_table", "")))] == 1
     assert found[("cdc_group_cut_lag_seconds", (("group", "shop"),))] == 2.5
+    assert found[("cdc_mirror_key_index_keys", orders)] == 1204
+    assert not any(name == "cdc_mirror_key_index_keys" and ("mirror", "shop.lines") in labels for name, labels in found)
     assert found[("cdc_landing_events_total", ())] == 300 and found[("cdc_landing_bytes_total", ())] == 4096
     assert (found[("cdc_run_cycles_total", ())], found[("cdc_run_failures_total", ())]) == (2, 1)
     # A scraper that asks for OpenMetrics gets it, and its stricter parser reads every family.

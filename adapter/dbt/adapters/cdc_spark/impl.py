@@ -24,7 +24,7 @@ from dbt.adapters.cdc_core.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_core.landing_tables import landing_tables
 from dbt.adapters.cdc_core.status_methods import StatusMethods
 from dbt.adapters.cdc_core.verify_methods import VerifyMethods
-from dbt.adapters.cdc_spark import catalog, snapshot_events
+from dbt.adapters.cdc_spark import catalog, snapshot_events, stored_keys
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
@@ -33,6 +33,7 @@ from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
 from dbt.adapters.cdc_spark.run_state_methods import RunStateMethods
 from dbt.adapters.cdc_spark.spark_access import SparkAccess
+from python_jobs.status.registry import REGISTRY, relation_name
 
 if TYPE_CHECKING:
     import agate
@@ -63,6 +64,17 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
 
     def _release_kept_mirror(self, target_table: str) -> None:
         self.cdc_release_mirror(target_table)
+
+    @available
+    def cdc_observe_run(self, target_table: str, values: Dict[str, Any]) -> str:
+        """As every engine's, with the keys this process keeps in the mirror's key index (stored_keys.py)."""
+        spark = self._session_in_process() if REGISTRY.enabled else None
+        if spark is not None:
+            mirror = relation_name(target_table)
+            kept = stored_keys.kept_index_keys(spark, [mirror, mirror + "__cdc_tombstones"])
+            if kept is not None:
+                values = {**values, "key_index_keys": kept}
+        return super().cdc_observe_run(target_table, values)
 
     @available
     def cdc_landing_tables(self, path: str) -> Optional[Dict[str, Any]]:

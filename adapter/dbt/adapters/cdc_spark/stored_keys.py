@@ -15,6 +15,7 @@ from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 from python_jobs.apply import key_index
 
 STORED_KEYS_CLASS = "cdc_merge.iceberg.StoredKeys"
+KEY_INDEX_CLASS = "cdc_merge.iceberg.KeyIndex"
 
 # Above this many rows a table's stored keys are read by Spark, on all cores, not by one driver thread.
 MAX_DRIVER_RECORDS = 1_000_000
@@ -71,3 +72,12 @@ def indexed_rows_views(spark: Any, keys: Any, lookups: List[Tuple[str, Optional[
     for relation, view_name in relations:
         relation.createOrReplaceTempView(view_name)
     return [view_name for _, view_name in relations]
+
+
+def kept_index_keys(spark: Any, tables: List[str]) -> Optional[int]:
+    """How many keys this process keeps in the key indexes of tables (0: none kept); None when the
+    helpers' jar is missing."""
+    java_class = jvm_class(spark, KEY_INDEX_CLASS)
+    if java_class is None:
+        return None
+    return sum(max(0, int(java_class.keptKeys(table))) for table in tables)
