@@ -24,7 +24,7 @@ from dbt.adapters.cdc_core.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_core.landing_tables import landing_tables
 from dbt.adapters.cdc_core.status_methods import StatusMethods
 from dbt.adapters.cdc_core.verify_methods import VerifyMethods
-from dbt.adapters.cdc_spark import catalog, snapshot_events, stored_keys
+from dbt.adapters.cdc_spark import catalog, session_catalog, snapshot_events, stored_keys
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
@@ -114,7 +114,8 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         return schema in self.list_schemas(database)
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> List[BaseRelation]:
-        """In an Iceberg catalog: SHOW TABLES and SHOW VIEWS, two statements per schema.
+        """In an Iceberg catalog: its tables and views, asked of the catalog in dbt's own SparkSession
+        (session_catalog.py), elsewhere by SHOW TABLES and SHOW VIEWS, two statements per schema.
 
         dbt-spark first tries SHOW TABLE EXTENDED, which Spark refuses for v2 tables, then
         runs one DESCRIBE EXTENDED per table only to learn that it is an Iceberg table
@@ -122,6 +123,12 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         if not self._current_catalog_is_iceberg():
             return super().list_relations_without_caching(schema_relation)
         schema = schema_relation.schema
+        spark = self._session_in_process()
+        listed = session_catalog.schema_relations(spark, self._current_catalog()["name"], schema) if spark is not None else None
+        if listed is not None:
+            tables, views = listed
+            return [self.Relation.create(schema=schema, identifier=name, type=RelationType.View if name in views else RelationType.Table,
+                                         is_iceberg=name not in views) for name in tables]
         try:
             _, tables = self.execute(f"show tables in {schema}", fetch=True)
         except DbtRuntimeError as error:
@@ -175,6 +182,9 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
 
     def _current_catalog(self) -> Dict[str, str]:
         """The session's current catalog: its name and class."""
+        spark = self._session_in_process() if self._catalog is None else None
+        if spark is not None:
+            self._catalog = session_catalog.current_catalog(spark)
         if self._catalog is None:
             _, catalog = self.execute("select current_catalog() as name", fetch=True)
             _, setting = self.execute(f"set spark.sql.catalog.{catalog[0]['name']}", fetch=True)
