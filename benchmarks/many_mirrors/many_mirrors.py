@@ -1,5 +1,5 @@
 """Many mirrors over one raw table: what a run costs per mirror in a warm process, as cdc-run runs it.
-(Why one file of almost 400 lines: every phase works on the one process's session, project and SQL clock.)
+(Why one file of over 400 lines: every phase works on the one process's session, project and SQL clock.)
 
     .venv/bin/python -m benchmarks.many_mirrors.many_mirrors                             # 200 mirrors
     .venv/bin/python -m benchmarks.many_mirrors.many_mirrors --mirrors 40 --small 10     # a short run

@@ -2,6 +2,7 @@ package cdc_merge.iceberg;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -112,7 +113,7 @@ public final class OneCommitBatch {
 
   /** The keys of the positions, or null when they do not carry them. */
   private static List<String> keysOf(Dataset<Row> positions, List<Row> positionRows) {
-    int keyColumn = java.util.Arrays.asList(positions.columns()).indexOf(KEY_COLUMN);
+    int keyColumn = Arrays.asList(positions.columns()).indexOf(KEY_COLUMN);
     if (keyColumn < 0) {
       return null;
     }
