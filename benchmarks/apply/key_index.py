@@ -17,7 +17,6 @@ writes benchmarks/results/key_index.json and .log.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import shutil
@@ -29,7 +28,7 @@ from benchmarks.apply import methods
 from benchmarks.common import datagen, warm
 from benchmarks.common.measure import tee_stdout
 from benchmarks.common.project import BenchProject
-from benchmarks.common.results import RESULTS_DIR, machine
+from benchmarks.common.results import RESULTS_DIR, run_header
 from benchmarks.common.sql_clock import install_sql_clock, strip_comment
 from python_jobs.apply import key_index
 
@@ -115,9 +114,7 @@ def main(argv=None) -> int:
     with tee_stdout(args.results.with_suffix(".log")):
         started = time.perf_counter()
         bench = KeyIndexBench(args)
-        results = {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
-                   "command": " ".join([Path(sys.executable).name, *sys.orig_argv[1:]]), "machine": machine(),
-                   "target_rows": args.target_rows, "batch_events": args.batch_events}
+        results = {**run_header(), "target_rows": args.target_rows, "batch_events": args.batch_events}
         print(f"key index: {results['machine']}", flush=True)
         bench.setup()
         bench.round("warm-up, index off", index_kept=False)

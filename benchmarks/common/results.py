@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
@@ -18,3 +20,9 @@ def machine() -> dict:
     return {"cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024**2, 1), "cpu": cpu, "java": java,
             "python": platform.python_version(), "pyspark": pyspark.__version__, "iceberg": "1.10.2",
             "load_average_at_start": os.getloadavg()}
+
+
+def run_header() -> dict:
+    """What every results file starts with: when the run started, its command, the machine."""
+    return {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
+            "command": " ".join([Path(sys.executable).name, *sys.orig_argv[1:]]), "machine": machine()}

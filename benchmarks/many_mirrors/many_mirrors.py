@@ -47,13 +47,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import datetime as dt
 import json
 import os
 import random
 import shutil
-import sys
 import time
 from functools import reduce
 from pathlib import Path
@@ -61,7 +58,7 @@ from pathlib import Path
 from benchmarks.common import datagen, warm
 from benchmarks.common.measure import tee_stdout
 from benchmarks.common.project import NOOP_MATERIALIZATION, BenchProject, demo_project
-from benchmarks.common.results import RESULTS_DIR, machine
+from benchmarks.common.results import RESULTS_DIR, run_header
 from benchmarks.common.sql_clock import install_sql_clock, strip_comment
 
 # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
@@ -349,9 +346,7 @@ def main(argv=None) -> int:
     with tee_stdout(args.log):
         started = time.perf_counter()
         bench = ManyMirrors(args)
-        results = {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
-                   "command": " ".join([Path(sys.executable).name, *sys.orig_argv[1:]]), "machine": machine(),
-                   "mirrors": args.mirrors, "small": args.small}
+        results = {**run_header(), "mirrors": args.mirrors, "small": args.small}
         print(f"many mirrors: {results['machine']}", flush=True)
         if args.demo_only:
             results["demo"] = bench.demo()
