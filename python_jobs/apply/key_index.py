@@ -4,7 +4,8 @@ order", step 1; jvm/iceberg/cdc_merge/iceberg/KeyIndex.java).
 An index pays for itself only in a process that applies batch after batch to the same mirrors:
 building it reads every key of the mirror once, which one `dbt run` of one batch would not earn
 back. So it is off unless $CDC_MERGE_KEY_INDEX_MAX_KEYS is set, and `cdc-run` sets it; the value
-is the most rows a mirror (or its tombstones) may hold to be indexed, 0 turns the index off.
+is the most keys the process keeps in all its indexes together (a table with more live rows is not
+indexed; the least recently used index is dropped to make room), 0 turns the index off.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import MutableMapping
 
 KEY_INDEX_MAX_KEYS_ENV = "CDC_MERGE_KEY_INDEX_MAX_KEYS"
 
-# About 150 bytes a key in the JVM's heap (a key of 30 bytes): 150 MB for a mirror of this many rows.
+# About 300 bytes of JVM heap a key (benchmarks.apply.key_index): 300 MB for this many keys.
 SERVICE_MAX_KEYS = 1_000_000
 
 
 def max_keys(environ: MutableMapping[str, str] = os.environ) -> int:
-    """The most rows of a table this process indexes; 0 when it keeps no index."""
+    """The most keys this process keeps in all its indexes together; 0 when it keeps no index."""
     value = environ.get(KEY_INDEX_MAX_KEYS_ENV, "").strip()
     if not value:
         return 0
@@ -28,13 +29,13 @@ def max_keys(environ: MutableMapping[str, str] = os.environ) -> int:
     except ValueError:
         keys = -1
     if keys < 0:
-        raise ValueError(f"{KEY_INDEX_MAX_KEYS_ENV}={value!r}: set it to the most rows of a mirror to index "
-                         f"(a whole number, e.g. {SERVICE_MAX_KEYS}), or 0 to keep no index")
+        raise ValueError(f"{KEY_INDEX_MAX_KEYS_ENV}={value!r}: set it to the most keys to keep in all "
+                         f"mirrors' indexes together (a whole number, e.g. {SERVICE_MAX_KEYS}), or 0 to keep no index")
     return keys
 
 
 def keep_in_service(environ: MutableMapping[str, str] = os.environ) -> int:
     """For a long-lived service (cdc-run): the index on, unless the environment says otherwise; the
-    most rows it indexes. Raises ValueError, before any run, for a value that is not a number."""
+    most keys it keeps. Raises ValueError, before any run, for a value that is not a number."""
     environ.setdefault(KEY_INDEX_MAX_KEYS_ENV, str(SERVICE_MAX_KEYS))
     return max_keys(environ)

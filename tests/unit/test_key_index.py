@@ -30,7 +30,7 @@ def test_the_service_keeps_an_index_unless_told_otherwise():
 
 @pytest.mark.parametrize("value", ["lots", "-1", "1e6"])
 def test_a_value_that_is_not_a_number_of_keys_is_refused(value):
-    with pytest.raises(ValueError, match=f"{ENV}='{value}': set it to the most rows"):
+    with pytest.raises(ValueError, match=f"{ENV}='{value}': set it to the most keys"):
         key_index.max_keys({ENV: value})
 
 
