@@ -38,9 +38,9 @@ def runs_rows(project) -> list[dict]:
         f"from {project.schema}.cdc_merge_runs order by finished_at, target_table")
 
 
-def applied_once(project):
-    """The three shop mirrors, applied once from one landed wave."""
-    _, waves = build_waves(3, events=400, waves=2, connector="postgresql", snapshot_rows=20)
+def applied_once(project, waves: int = 2):
+    """The three shop mirrors, applied once from the first of waves landed (project.waves)."""
+    _, waves = build_waves(3, events=400, waves=waves, connector="postgresql", snapshot_rows=20)
     write_wave(waves[0], project.inbox)
     project.land(KEYS)
     project.dbt("run", "--select", *SHOP_MODELS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
+from dbt.adapters.cdc_core import run_state
 from dbt.adapters.cdc_spark import kept_rows_in_driver
 from python_jobs import run_locks
 from python_jobs.commit_race import run_idempotent
@@ -70,17 +71,23 @@ def test_a_run_writes_every_mirrors_offset_and_runs_row_in_one_commit_each(shop,
         statements = record_statements(patch)
         patch.setattr(kept_rows_in_driver, "append", counted)
         if not in_driver:
+            # Tables too large to read in the driver, in a process that has not followed them.
             patch.setattr(kept_rows_in_driver, "MAX_DRIVER_RECORDS", -1)
+            run_state.STATE.offsets.forget()
+            run_state.STATE.run_starts.forget()
         project.dbt("run", "--select", *SHOP_MODELS)
 
-    assert appended_jobs == ([0, 0] if in_driver else []), appended_jobs  # no Spark job for either table
+    # No Spark job for either table. The offsets' ordinals are known from the run's own read of every
+    # mirror's newest offset while the table stays at that snapshot (followed_rows.py), so the
+    # offsets rows are appended in the driver either way.
+    assert appended_jobs == ([0, 0] if in_driver else [0]), appended_jobs
 
     inserts = [sql.split(" ")[2] for sql in statements if sql.startswith("insert into ")]
-    for table in tables:
+    for table, by_insert in zip(tables, (False, not in_driver)):
         new = [row for row in snapshots(project, table) if row not in snapshots_before[table]]
         assert len(new) == 1, (table, new)
-        assert (new[0]["apply"] == "rows-in-driver") == in_driver, (table, new)
-        assert inserts.count(table) == (0 if in_driver else 1), inserts
+        assert (new[0]["apply"] == "rows-in-driver") != by_insert, (table, new)
+        assert inserts.count(table) == int(by_insert), inserts
     current = current_raw_snapshot(project)
     assert {table: snapshot for table, snapshot in newest_offsets(project).items()} == {
         f"{project.schema}.{model}": current for model in SHOP_MODELS}
@@ -180,3 +187,48 @@ def test_a_trim_of_the_offsets_table_does_not_fail_on_rows_another_mirror_append
     rows = project.query(f"select target_table, count(*) as n from {offsets} where target_table like '%other.mirror' "
                          "group by target_table")
     assert {row["target_table"]: row["n"] for row in rows} == {"other.mirror": 199 - 180, "another.mirror": len(appended)}
+
+
+def test_a_long_lived_process_reads_the_offsets_and_runs_rows_again_only_after_another_writer(dbt_project, monkeypatch):
+    """Between the runs of one process the offsets and runs tables are known by their snapshots and
+    followed through the process's own appends (followed_rows.py): a run after the process's own
+    reads neither; after another writer's commit it reads them again and numbers the new rows on."""
+    project = applied_once(dbt_project, waves=4)
+    offsets, runs = f"{project.schema}.cdc_merge_offsets", f"{project.schema}.cdc_merge_runs"
+    orders = f"{project.schema}.shop_orders"
+    read_rows, reads = kept_rows_in_driver.read_rows, []
+
+    def counted(spark, table, *arguments, **options):
+        reads.append(table)
+        return read_rows(spark, table, *arguments, **options)
+
+    monkeypatch.setattr(kept_rows_in_driver, "read_rows", counted)
+    write_wave(project.waves[1], project.inbox)
+    project.land(KEYS)
+    project.dbt("run", "--select", *SHOP_MODELS)
+    write_wave(project.waves[2], project.inbox)
+    project.land(KEYS)
+    reads.clear()
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", *SHOP_MODELS)
+    offsets_queries = [sql for sql in statements if f"from {offsets}" in sql]
+    assert offsets_queries == [] and offsets not in reads and runs not in reads, (offsets_queries, reads)
+    assert ordinals(project, orders) == list(range(1, len(ordinals(project, orders)) + 1))
+
+    # Another writer: a mirror of another process keeps its offsets in the same table.
+    project.query(f"insert into {offsets} select 'other.mirror', 1, null, null, null, 0, 0, 0, 0, 0, null, null, null")
+    write_wave(project.waves[3], project.inbox)
+    project.land(KEYS)
+    reads.clear()
+    with monkeypatch.context() as patch:
+        statements = record_statements(patch)
+        project.dbt("run", "--select", *SHOP_MODELS)
+    assert len([sql for sql in statements if f"from {offsets}" in sql]) == 1, statements
+    assert reads.count(runs) == 0 and reads.count(offsets) == 0, reads
+
+    current = current_raw_snapshot(project)
+    assert {table: snapshot for table, snapshot in newest_offsets(project).items() if table != "other.mirror"} == {
+        f"{project.schema}.{model}": current for model in SHOP_MODELS}
+    assert ordinals(project, orders) == list(range(1, len(ordinals(project, orders)) + 1))
+    assert_mirrors_equal_replay(project, [event for wave in project.waves[:4] for event in wave.delivered], "hard")

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from dbt.adapters.cdc_core.followed_rows import newest_offset
 from dbt.adapters.cdc_core.kept_rows import OFFSET, RUN, KeptRow, KeptRows, grouped, mirrors_to_release
 from dbt.adapters.cdc_core.run_state import InvocationState
 
@@ -128,9 +129,42 @@ def test_an_offset_written_by_any_process_since_the_read_is_seen():
     assert offsets.queries == 2
 
 
-def test_a_new_invocation_reads_the_offsets_again():
+def test_a_new_invocation_reads_the_offsets_again_only_when_the_table_moved():
     state, offsets = InvocationState(), Offsets()
     state.newest_offset("i1", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version)
     state.newest_offset("i2", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version)
+    assert offsets.queries == 1
 
+    offsets.version = "s2"
+    state.newest_offset("i3", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version)
+    assert offsets.queries == 2
+
+
+def test_offsets_of_a_table_without_snapshot_ids_are_read_once_per_invocation():
+    state, offsets = InvocationState(), Offsets()
+    for invocation in ("i1", "i1", "i2"):
+        state.newest_offset(invocation, "m.cdc_merge_offsets", "m.a", offsets.query, lambda: None)
+
+    assert offsets.queries == 2
+
+
+def test_the_process_own_append_is_followed_and_any_other_commit_read():
+    state, offsets = InvocationState(), Offsets()
+    state.newest_offset("i1", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version)
+
+    state.offsets.appended("m.cdc_merge_offsets", ("s1", "s2"), [("m.a", {"offset_snapshot": "11", "offset_ordinal": 4}),
+                                                                 ("m.b", {"offset_snapshot": "11", "offset_ordinal": 1})],
+                           newest_offset)
+    offsets.version = "s2"
+    assert state.newest_offset("i2", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version) == {
+        "offset_snapshot": "11", "offset_ordinal": 4}
+    assert state.newest_offset("i2", "m.cdc_merge_offsets", "m.b", offsets.query, lambda: offsets.version) == {
+        "offset_snapshot": "11", "offset_ordinal": 1}
+    assert offsets.queries == 1
+
+    # Another process's offset (a full refresh sets it back): the table is at a snapshot not followed.
+    offsets.rows = [{"target_table": "m.a", "offset_snapshot": None, "offset_ordinal": 5}]
+    offsets.version = "s3"
+    assert state.newest_offset("i3", "m.cdc_merge_offsets", "m.a", offsets.query, lambda: offsets.version) == {
+        "offset_snapshot": None, "offset_ordinal": 5}
     assert offsets.queries == 2

@@ -21,7 +21,7 @@
         {% if group.kind == 'offset' %}
             {% set ordinals = adapter.cdc_kept_offset_ordinals(group.table, targets) if in_driver else none %}
             {% if ordinals is not none %}
-                {% do statements.append({'append_to': group.table, 'rows': group.rows | length,
+                {% do statements.append({'append_to': group.table, 'rows': group.rows | length, 'follow': 'offsets',
                                          'select': cdc_merge.kept_offsets_sql(table, group.rows, ordinals)}) %}
             {% else %}
                 {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
@@ -37,7 +37,7 @@
                 {% set lines = adapter.cdc_kept_runs_lines(group.table, quarantine, rows | map(attribute='target_table') | list)
                    if in_driver else none %}
                 {% if lines is not none %}
-                    {% do statements.append({'append_to': group.table, 'rows': rows | length,
+                    {% do statements.append({'append_to': group.table, 'rows': rows | length, 'follow': 'runs',
                                              'select': cdc_merge.kept_runs_sql(table, quarantine, rows, lines)}) %}
                 {% else %}
                     {% do statements.append(cdc_merge.append_runs_sql(table, quarantine, rows)) %}

@@ -3,8 +3,8 @@ docs/apply_design.md).
 
 A mirror with nothing new should cost one cheap check, not the statements of a run. Per
 invocation this reads the newest offset of every mirror (one query per offsets table, read again
-only when the offsets table has a new Iceberg snapshot, so an offset written by any process since
-is seen) and the current snapshot of each raw table; per mirror, the mirror's Iceberg metadata
+only when the offsets table has a snapshot other than the one read or followed through this
+process's own appends, followed_rows.py, so an offset written by any other process since is seen) and the current snapshot of each raw table; per mirror, the mirror's Iceberg metadata
 (files, snapshots, the checksum of the model SQL it was checked against). The last two come from
 Iceberg's metadata in the JVM, without a statement. Each mirror's last offset row and its
 cdc_merge_runs row are kept (kept_rows.py) and written with the others of the invocation in one
@@ -17,8 +17,9 @@ applies them."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
+from dbt.adapters.cdc_core.followed_rows import FollowedRows
 from dbt.adapters.cdc_core.kept_rows import KeptRow, KeptRows
 
 Query = Callable[[str], List[Dict[str, Any]]]
@@ -30,8 +31,8 @@ class InvocationState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.invocation_id: Optional[str] = None
-        # offsets table -> (its Iceberg snapshot when read, {target_table: newest offset row})
-        self._offsets: Dict[str, Tuple[Optional[str], Dict[str, Dict[str, Any]]]] = {}
+        # offsets table -> {target_table: newest offset row}, as read in this invocation
+        self._offsets: Dict[str, Dict[str, Dict[str, Any]]] = {}
         self._raw_snapshots: Dict[str, Optional[str]] = {}
         self._expected_mirrors: Optional[int] = None
         self._finished_mirrors = 0
@@ -39,6 +40,10 @@ class InvocationState:
         self._done: set = set()
         self._done_in_process: set = set()
         self._keyed_locks: Dict[str, threading.Lock] = {}
+        # Kept between invocations, by the tables' snapshots (followed_rows.py): each offsets table's
+        # newest row per mirror, each runs table's latest start per mirror (micros).
+        self.offsets = FollowedRows()
+        self.run_starts = FollowedRows()
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten rows stay."""
@@ -76,23 +81,31 @@ class InvocationState:
                       version: Callable[[], Optional[str]]) -> Optional[Dict[str, Any]]:
         """The mirror's newest offset row ({'offset_snapshot', 'offset_ordinal'}), or None when it has
         none. The newest rows of every mirror are read in one query; they are read again when the
-        offsets table has a snapshot other than the one they were read at (version()): then some
-        process wrote an offset since, and a mirror must never start from an offset it has left."""
+        offsets table has a snapshot other than the one they were read at (version()), or followed
+        through this process's own appends (followed_rows.py): then some process wrote an offset
+        since, and a mirror must never start from an offset it has left. Where version() is None
+        (no snapshot ids: Databend), they are read once per invocation."""
         with self._lock:
             self._begin(invocation_id)
             now = version()
-            cached = self._offsets.get(offsets_table)
-            if cached is None or cached[0] != now:
-                rows = query(
-                    "select target_table, offset_snapshot, offset_ordinal from ("
-                    " select target_table, cast(offset_snapshot as string) as offset_snapshot, offset_ordinal,"
-                    " row_number() over (partition by target_table order by offset_ordinal desc) as newest"
-                    f" from {offsets_table}) as ranked where newest = 1"
-                )
-                cached = (now, {row["target_table"]: {"offset_snapshot": row["offset_snapshot"],
-                                                      "offset_ordinal": int(row["offset_ordinal"])} for row in rows})
-                self._offsets[offsets_table] = cached
-            return cached[1].get(target_table)
+            rows = self.offsets.at(offsets_table, now)
+            if rows is None:
+                cached = self._offsets.get(offsets_table) if now is None else None
+                rows = cached if cached is not None else self._read_offsets(offsets_table, query)
+                self._offsets[offsets_table] = rows
+                self.offsets.store(offsets_table, now, rows)
+            return rows.get(target_table)
+
+    @staticmethod
+    def _read_offsets(offsets_table: str, query: Query) -> Dict[str, Dict[str, Any]]:
+        rows = query(
+            "select target_table, offset_snapshot, offset_ordinal from ("
+            " select target_table, cast(offset_snapshot as string) as offset_snapshot, offset_ordinal,"
+            " row_number() over (partition by target_table order by offset_ordinal desc) as newest"
+            f" from {offsets_table}) as ranked where newest = 1"
+        )
+        return {row["target_table"]: {"offset_snapshot": row["offset_snapshot"], "offset_ordinal": int(row["offset_ordinal"])}
+                for row in rows}
 
     def raw_snapshot(self, invocation_id: str, raw_table: str, current: Callable[[], Optional[str]]) -> Optional[str]:
         with self._lock:

@@ -11,6 +11,10 @@ quarantine since the earliest previous run), at most MAX_DRIVER_RECORDS of each.
 a projection of constants, which Spark computes without a job, and its rows are appended as one data
 file written in the driver (OneCommitBatch.append). More rows, or a session without the helpers'
 jar, keep the INSERT.
+
+In a long-lived process the offsets and runs rows are not read at all while the tables are at the
+snapshot of the process's own last append (followed_rows.py): what they held then, with the rows
+appended, is what they hold.
 """
 
 import bisect
@@ -19,6 +23,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame
 
+from dbt.adapters.cdc_core import followed_rows
+from dbt.adapters.cdc_core.run_state import STATE
+from dbt.adapters.cdc_spark import loaded_tables
 from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 from dbt.adapters.cdc_spark.position_deletes import ONE_COMMIT_BATCH_CLASS
 
@@ -34,14 +41,16 @@ def offset_ordinals(spark: Any, offsets: str, targets: List[str]) -> Optional[Li
     """The offset_ordinal of each kept row (their target_table in order): its mirror's newest in
     offsets plus its place among that mirror's kept rows, as kept_offsets_sql computes it; None
     where offsets is not read in the driver."""
-    stored = read_rows(spark, offsets, ["target_table", "offset_ordinal"], ["target_table", "offset_ordinal"],
-                       "target_table", sorted(set(targets)))
-    if stored is None:
-        return None
-    newest: Dict[str, int] = {}
-    for target, ordinal in stored:
-        if ordinal is not None:
-            newest[target] = max(ordinal, newest.get(target, ordinal))
+    known = STATE.offsets.at(offsets, loaded_tables.current_snapshot_or_none(spark, offsets))
+    newest = {target: row["offset_ordinal"] for target, row in (known or {}).items()}
+    if known is None:
+        stored = read_rows(spark, offsets, ["target_table", "offset_ordinal"], ["target_table", "offset_ordinal"],
+                           "target_table", sorted(set(targets)))
+        if stored is None:
+            return None
+        for target, ordinal in stored:
+            if ordinal is not None:
+                newest[target] = max(ordinal, newest.get(target, ordinal))
     ordinals = []
     for target in targets:
         newest[target] = newest.get(target, 0) + 1
@@ -56,17 +65,9 @@ def lines_quarantined(spark: Any, runs: str, quarantine: Optional[str], targets:
     if quarantine is None:
         return [None] * len(targets)
     wanted = sorted(set(targets))
-    recent = int((time.time() - RECENT_RUNS_SECONDS) * 1_000_000)
-    columns, micros = ["target_table", "started_at"], ["target_table", "unix_micros(started_at)"]
-    started = (read_rows(spark, runs, columns, micros, "target_table", wanted, ("started_at", recent), every_value=True)
-               or read_rows(spark, runs, columns, micros, "target_table", wanted))
-    if started is None:
+    previous = previous_starts(spark, runs, wanted)
+    if previous is None:
         return None
-    # No previous run: every line counts (kept_runs_sql's previous_start of 1970).
-    previous = {target: 0 for target in wanted}
-    for target, start in started:
-        if start is not None:
-            previous[target] = max(start, previous[target])
     since = min(previous.values())
     landed = read_rows(spark, quarantine, ["landed_at"], ["unix_micros(landed_at)"],
                        since=("landed_at", since) if since else None)
@@ -75,6 +76,26 @@ def lines_quarantined(spark: Any, runs: str, quarantine: Optional[str], targets:
     moments = sorted(moment for (moment,) in landed if moment is not None)
     after = {target: len(moments) - bisect.bisect_right(moments, start) for target, start in previous.items()}
     return [after[target] for target in targets]
+
+
+def previous_starts(spark: Any, runs: str, wanted: List[str]) -> Optional[Dict[str, int]]:
+    """Each wanted mirror's latest run start in runs (micros, 0 without one): as followed since the
+    process's last append (followed_rows.py), or read; None where runs is not read in the driver."""
+    snapshot = loaded_tables.current_snapshot_or_none(spark, runs)
+    known = STATE.run_starts.at(runs, snapshot) or {}
+    if any(target not in known for target in wanted):
+        recent = int((time.time() - RECENT_RUNS_SECONDS) * 1_000_000)
+        columns, micros = ["target_table", "started_at"], ["target_table", "unix_micros(started_at)"]
+        started = (read_rows(spark, runs, columns, micros, "target_table", wanted, ("started_at", recent), every_value=True)
+                   or read_rows(spark, runs, columns, micros, "target_table", wanted))
+        if started is None:
+            return None
+        known.update({target: None for target in wanted})
+        for target, start in started:
+            known[target] = followed_rows.latest_start(known[target], start)
+        STATE.run_starts.store(runs, snapshot, known)
+    # No previous run: every line counts (kept_runs_sql's previous_start of 1970).
+    return {target: known[target] or 0 for target in wanted}
 
 
 def read_rows(spark: Any, table: str, columns: List[str], select: List[str], filter_column: Optional[str] = None,
@@ -98,10 +119,21 @@ def read_rows(spark: Any, table: str, columns: List[str], select: List[str], fil
 
 def append(spark: Any, statement: Dict[str, Any]) -> None:
     """Appends the rows of statement['select'] (statement['rows'] of them) to statement['append_to']
-    in one commit."""
-    jvm_class(spark, ONE_COMMIT_BATCH_CLASS).append(
-        spark._jsparkSession, statement["append_to"], spark.sql(statement["select"])._jdf, int(statement["rows"])
-    )
+    in one commit; statement['follow'] ('offsets' or 'runs') says what of them followed_rows keeps."""
+    rows = spark.sql(statement["select"])
+    table, follow = statement["append_to"], statement.get("follow")
+    commit = jvm_class(spark, ONE_COMMIT_BATCH_CLASS).append(spark._jsparkSession, table, rows._jdf, int(statement["rows"]))
+    commit = (str(commit[0]), str(commit[1])) if commit is not None else None
+    if follow == "offsets":
+        appended = rows.selectExpr("target_table", "cast(offset_snapshot as string)", "offset_ordinal").collect()
+        STATE.offsets.appended(table, commit, [(target, {"offset_snapshot": snapshot, "offset_ordinal": int(ordinal)})
+                                         for target, snapshot, ordinal in appended], followed_rows.newest_offset)
+    elif follow == "runs":
+        appended = rows.selectExpr("target_table", "unix_micros(started_at)").collect()
+        STATE.run_starts.appended(table, commit, [(target, start) for target, start in appended], followed_rows.latest_start)
+    else:
+        STATE.offsets.appended(table, None, [], followed_rows.newest_offset)
+        STATE.run_starts.appended(table, None, [], followed_rows.latest_start)
 
 
 def _strings(spark: Any, values: List[str]) -> Any:

@@ -45,6 +45,8 @@ import org.apache.spark.sql.types.StructType;
  * {@link #abort} removes them. Called from the cdc_spark adapter (position_deletes.py).
  */
 public final class OneCommitBatch {
+  /** Names an append's snapshot, so that the append knows the table's current snapshot is its own. */
+  private static final String APPEND_ID = "cdc-merge.append-id";
   private static final String KEY_COLUMN = "_cdc_key";
   private static final String SEQ_COLUMN = "_cdc_seq";
 
@@ -127,22 +129,32 @@ public final class OneCommitBatch {
   /**
    * newRows (by column name, as {@link #write} takes them, expectedRows of them) appended to main of
    * tableName in one commit, as one data file written in the driver: a few bookkeeping rows
-   * (adapter/dbt/adapters/cdc_spark/kept_rows_in_driver.py) without a Spark write job.
+   * (adapter/dbt/adapters/cdc_spark/kept_rows_in_driver.py) without a Spark write job. Returns
+   * {parent snapshot id, the commit's snapshot id}, so that a reader that knew the parent's rows
+   * knows the commit's (run_state.py follows the offsets and runs tables so); null when nothing was
+   * appended, the table had no snapshot before, or another commit followed this one at once.
    */
-  public static void append(SparkSession spark, String tableName, Dataset<Row> newRows, long expectedRows) throws Exception {
+  public static long[] append(SparkSession spark, String tableName, Dataset<Row> newRows, long expectedRows) throws Exception {
     if (expectedRows == 0) {
-      return;
+      return null;
     }
     Table table = PositionDeletes.load(spark, tableName);
     DataFile rows = writeRows(table, tableName, newRows, expectedRows).file;
+    String appendId = UUID.randomUUID().toString();
     try {
-      table.newAppend().appendFile(rows).set("cdc-merge.apply", "rows-in-driver").commit();
+      table.newAppend().appendFile(rows).set("cdc-merge.apply", "rows-in-driver").set(APPEND_ID, appendId).commit();
     } catch (CommitStateUnknownException unknown) {
       throw unknown; // the file may be part of the table now
     } catch (RuntimeException notAdded) {
       table.io().deleteFile(rows.location());
       throw notAdded;
     }
+    // The commit refreshed the table: its current snapshot is this append's, unless another followed at once.
+    Snapshot committed = table.currentSnapshot();
+    if (committed == null || committed.parentId() == null || !appendId.equals(committed.summary().get(APPEND_ID))) {
+      return null;
+    }
+    return new long[] {committed.parentId(), committed.snapshotId()};
   }
 
   /** Adds the files to main in one commit; the files are removed if it fails for sure. */
