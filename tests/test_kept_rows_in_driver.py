@@ -109,3 +109,26 @@ def test_constant_rows_are_appended_in_one_commit_without_a_job(spark, table):
     with pytest.raises(Exception, match="are 1, expected 2"):
         kept_rows_in_driver.append(spark, {"append_to": table, "select": "select * from (values ('a.m4')) as t (target_table)", "rows": 2})
     assert spark.sql(f"select count(*) from {table}.snapshots").first()[0] == snapshots + 1
+
+
+def test_the_quarantine_is_read_again_only_at_a_new_snapshot_or_further_back(spark, table, monkeypatch):
+    quarantine = f"{table}_quarantine"
+    spark.sql(f"create table {quarantine} (landed_at timestamp, reason string) using iceberg")
+    spark.sql(f"insert into {quarantine} values (timestamp '2026-11-27 10:30:00', 'since m1'), "
+              "(timestamp '2026-11-27 11:30:00', 'since both')")
+    read_rows, reads = kept_rows_in_driver.read_rows, []
+
+    def counted(spark, name, *arguments, **options):
+        reads.append(name)
+        return read_rows(spark, name, *arguments, **options)
+
+    monkeypatch.setattr(kept_rows_in_driver, "read_rows", counted)
+    assert kept_rows_in_driver.lines_quarantined(spark, table, quarantine, ["a.m1"]) == [1]
+    assert kept_rows_in_driver.lines_quarantined(spark, table, quarantine, ["a.m1"]) == [1]
+    assert reads.count(quarantine) == 1
+    # a.m4 never ran: every line counts, read from the start.
+    assert kept_rows_in_driver.lines_quarantined(spark, table, quarantine, ["a.m1", "a.m4"]) == [1, 2]
+    assert reads.count(quarantine) == 2
+    spark.sql(f"insert into {quarantine} values (timestamp '2026-11-27 12:30:00', 'new')")
+    assert kept_rows_in_driver.lines_quarantined(spark, table, quarantine, ["a.m1", "a.m4"]) == [2, 3]
+    assert reads.count(quarantine) == 3

@@ -15,10 +15,12 @@
     {% if should_full_refresh() %}
         {{ log("cdc_landing " ~ target_relation ~ ": --full-refresh keeps the raw log; landing new files only", info=True) }}
     {% endif %}
-    {% do run_query(cdc_merge.create_schema_if_missing(target_relation)) %}
-    {% do run_query(cdc_merge.raw_events_ddl(target_relation)) %}
-    {% do run_query(cdc_merge.create_schema_if_missing(cfg.quarantine_relation)) %}
-    {% do run_query(cdc_merge.quarantine_ddl(cfg.quarantine_relation)) %}
+    {#- Created when the run's list of relations does not have them (a cycle of cdc-run finds them). -#}
+    {% for relation, ddl in [(target_relation, cdc_merge.raw_events_ddl), (cfg.quarantine_relation, cdc_merge.quarantine_ddl)]
+          if load_cached_relation(relation) is none %}
+        {% do run_query(cdc_merge.create_schema_if_missing(relation)) %}
+        {% do run_query(ddl(relation)) %}
+    {% endfor %}
 
     {% call statement('main', language='python') -%}
         {{ cdc_merge.cdc_landing_python(compiled_code, cfg) }}

@@ -41,9 +41,11 @@ class InvocationState:
         self._done_in_process: set = set()
         self._keyed_locks: Dict[str, threading.Lock] = {}
         # Kept between invocations, by the tables' snapshots (followed_rows.py): each offsets table's
-        # newest row per mirror, each runs table's latest start per mirror (micros).
+        # newest row per mirror, each runs table's latest start per mirror (micros), each quarantine's
+        # lines landed since a moment ({'since', 'moments'}, micros).
         self.offsets = FollowedRows()
         self.run_starts = FollowedRows()
+        self.quarantined = FollowedRows()
 
     def _begin(self, invocation_id: str) -> None:
         """A new invocation forgets what the previous one read; its unwritten rows stay."""

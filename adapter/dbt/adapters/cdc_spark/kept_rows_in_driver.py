@@ -14,7 +14,7 @@ jar, keep the INSERT.
 
 In a long-lived process the offsets and runs rows are not read at all while the tables are at the
 snapshot of the process's own last append (followed_rows.py): what they held then, with the rows
-appended, is what they hold.
+appended, is what they hold; nor is the quarantine while it is at the snapshot it was read at.
 """
 
 import bisect
@@ -68,12 +68,9 @@ def lines_quarantined(spark: Any, runs: str, quarantine: Optional[str], targets:
     previous = previous_starts(spark, runs, wanted)
     if previous is None:
         return None
-    since = min(previous.values())
-    landed = read_rows(spark, quarantine, ["landed_at"], ["unix_micros(landed_at)"],
-                       since=("landed_at", since) if since else None)
-    if landed is None:
+    moments = landed_since(spark, quarantine, min(previous.values()))
+    if moments is None:
         return None
-    moments = sorted(moment for (moment,) in landed if moment is not None)
     after = {target: len(moments) - bisect.bisect_right(moments, start) for target, start in previous.items()}
     return [after[target] for target in targets]
 
@@ -96,6 +93,22 @@ def previous_starts(spark: Any, runs: str, wanted: List[str]) -> Optional[Dict[s
         STATE.run_starts.store(runs, snapshot, known)
     # No previous run: every line counts (kept_runs_sql's previous_start of 1970).
     return {target: known[target] or 0 for target in wanted}
+
+
+def landed_since(spark: Any, quarantine: str, since: int) -> Optional[List[int]]:
+    """The landed_at (micros, in order) of the quarantine's lines landed at or after since: as read
+    at the quarantine's current snapshot before, from at most that far back, or read now; None where
+    the quarantine is not read in the driver. Lines are quarantined rarely, so mostly the same snapshot."""
+    snapshot = loaded_tables.current_snapshot_or_none(spark, quarantine)
+    known = STATE.quarantined.at(quarantine, snapshot)
+    if known is None or known["since"] > since:
+        landed = read_rows(spark, quarantine, ["landed_at"], ["unix_micros(landed_at)"],
+                           since=("landed_at", since) if since else None)
+        if landed is None:
+            return None
+        known = {"since": since, "moments": sorted(moment for (moment,) in landed if moment is not None)}
+        STATE.quarantined.store(quarantine, snapshot, known)
+    return known["moments"][bisect.bisect_left(known["moments"], since):]
 
 
 def read_rows(spark: Any, table: str, columns: List[str], select: List[str], filter_column: Optional[str] = None,
