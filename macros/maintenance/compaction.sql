@@ -22,7 +22,10 @@
         'files_added': data['added_data_files_count'] | int,
         'files_removed': (data['rewritten_data_files_count'] | int) + (data['removed_delete_files_count'] | int),
     } %}
-    {% if cdc_merge.table_maintenance_state(relation).delete_files > 1 %}
+    {#- The delete files left, from Iceberg's metadata in the JVM where the adapter reads it (no
+        statement; the query over the files and snapshots tables took 0.3-1.2 s a table), else queried. -#}
+    {% set known = adapter.cdc_table_metadata(name) if cdc_merge.capabilities().iceberg_helpers else none %}
+    {% if (known.delete_files if known is not none else cdc_merge.table_maintenance_state(relation).delete_files) > 1 %}
         {% set deletes = run_query("call system.rewrite_position_delete_files(table => '" ~ name
             ~ "', options => map('rewrite-all', 'true'))").rows %}
         {% if deletes | length %}
