@@ -202,29 +202,25 @@ def test_a_long_lived_process_reads_the_offsets_and_runs_rows_again_only_after_a
         reads.append(table)
         return read_rows(spark, table, *arguments, **options)
 
+    def applied(wave: int) -> list[str]:
+        """The statements of a run of the mirrors after the wave landed; reads counted afresh."""
+        write_wave(project.waves[wave], project.inbox)
+        project.land(KEYS)
+        reads.clear()
+        with monkeypatch.context() as patch:
+            statements = record_statements(patch)
+            project.dbt("run", "--select", *SHOP_MODELS)
+        return [sql for sql in statements if f"from {offsets}" in sql]
+
     monkeypatch.setattr(kept_rows_in_driver, "read_rows", counted)
-    write_wave(project.waves[1], project.inbox)
-    project.land(KEYS)
-    project.dbt("run", "--select", *SHOP_MODELS)
-    write_wave(project.waves[2], project.inbox)
-    project.land(KEYS)
-    reads.clear()
-    with monkeypatch.context() as patch:
-        statements = record_statements(patch)
-        project.dbt("run", "--select", *SHOP_MODELS)
-    offsets_queries = [sql for sql in statements if f"from {offsets}" in sql]
+    applied(1)
+    offsets_queries = applied(2)
     assert offsets_queries == [] and offsets not in reads and runs not in reads, (offsets_queries, reads)
     assert ordinals(project, orders) == list(range(1, len(ordinals(project, orders)) + 1))
 
     # Another writer: a mirror of another process keeps its offsets in the same table.
     project.query(f"insert into {offsets} select 'other.mirror', 1, null, null, null, 0, 0, 0, 0, 0, null, null, null")
-    write_wave(project.waves[3], project.inbox)
-    project.land(KEYS)
-    reads.clear()
-    with monkeypatch.context() as patch:
-        statements = record_statements(patch)
-        project.dbt("run", "--select", *SHOP_MODELS)
-    assert len([sql for sql in statements if f"from {offsets}" in sql]) == 1, statements
+    assert len(applied(3)) == 1
     assert reads.count(runs) == 0 and reads.count(offsets) == 0, reads
 
     current = current_raw_snapshot(project)
