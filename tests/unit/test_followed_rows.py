@@ -26,6 +26,15 @@ def test_an_append_on_the_known_snapshot_moves_the_values_to_its_own():
     assert rows.at("m.runs", "s2") == {"m.a": 5, "m.b": 7, "m.c": 1}
 
 
+def test_a_mirror_new_to_values_known_for_some_mirrors_only_stays_unknown():
+    rows = FollowedRows()
+    rows.store("m.runs", "s1", {"m.a": 5})
+
+    rows.appended("m.runs", ("s1", "s2"), [("m.a", 6), ("m.c", 1)], latest_start, every_mirror=False)
+
+    assert rows.at("m.runs", "s2") == {"m.a": 6}
+
+
 def test_an_append_on_another_snapshot_or_of_unknown_outcome_forgets_the_table():
     rows = FollowedRows()
     rows.store("m.runs", "s1", {"m.a": 5})

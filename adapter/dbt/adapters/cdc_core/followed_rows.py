@@ -1,9 +1,9 @@
 """What a bookkeeping table (offsets, cdc_merge_runs) holds per mirror, kept between the invocations
 of one process and followed through the process's own appends (docs/apply_service.md).
 
-Each invocation read every mirror's newest offset (a Spark query, 0.17 s in the demo's cycle, on the
-path of every mirror) and, at its end, the offsets and runs rows again to number and count the new
-ones. A table's content is named by its Iceberg snapshot id: what was read at a snapshot is still
+Otherwise each invocation reads every mirror's newest offset (a Spark query, 0.17 s in the demo's
+cycle, on the path of every mirror) and, at its end, the runs rows again to count the new ones'
+quarantined lines. A table's content is named by its Iceberg snapshot id: what was read at a snapshot is still
 true while the table is at it. And an append of the process's own knows its parent and its own
 snapshot (OneCommitBatch.append), so what was known at the parent plus the appended rows is what the
 table holds at the append's snapshot. Any other commit (another process's offset, maintenance,
@@ -44,16 +44,22 @@ class FollowedRows:
             else:
                 self._known[table] = (snapshot, dict(values))
 
-    def appended(self, table: str, commit: Optional[Tuple[str, str]], rows: Iterable[Tuple[str, Any]], newer: Newer) -> None:
+    def appended(self, table: str, commit: Optional[Tuple[str, str]], rows: Iterable[Tuple[str, Any]], newer: Newer,
+                 every_mirror: bool = True) -> None:
         """The process appended rows ((mirror, value) each) in commit (its parent snapshot, its own);
-        what was known at the parent, with them, is known at the commit. Else nothing is known."""
+        what was known at the parent, with them, is known at the commit. Else nothing is known.
+        every_mirror: the values were known for every mirror of the table, so a mirror new to them
+        has its appended value; otherwise it stays unknown (its older rows were never read)."""
         with self._lock:
             known = self._known.pop(table, None)
             if commit is None or known is None or known[0] != commit[0]:
                 return
             values = dict(known[1])
             for mirror, value in rows:
-                values[mirror] = value if mirror not in values else newer(values[mirror], value)
+                if mirror in values:
+                    values[mirror] = newer(values[mirror], value)
+                elif every_mirror:
+                    values[mirror] = value
             self._known[table] = (commit[1], values)
 
     def forget(self) -> None:

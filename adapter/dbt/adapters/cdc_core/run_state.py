@@ -4,7 +4,8 @@ docs/apply_design.md).
 A mirror with nothing new should cost one cheap check, not the statements of a run. Per
 invocation this reads the newest offset of every mirror (one query per offsets table, read again
 only when the offsets table has a snapshot other than the one read or followed through this
-process's own appends, followed_rows.py, so an offset written by any other process since is seen) and the current snapshot of each raw table; per mirror, the mirror's Iceberg metadata
+process's own appends, followed_rows.py, so an offset written by any other process since is
+seen) and the current snapshot of each raw table; per mirror, the mirror's Iceberg metadata
 (files, snapshots, the checksum of the model SQL it was checked against). The last two come from
 Iceberg's metadata in the JVM, without a statement. Each mirror's last offset row and its
 cdc_merge_runs row are kept (kept_rows.py) and written with the others of the invocation in one

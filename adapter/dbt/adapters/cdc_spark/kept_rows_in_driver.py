@@ -143,7 +143,9 @@ def append(spark: Any, statement: Dict[str, Any]) -> None:
                                          for target, snapshot, ordinal in appended], followed_rows.newest_offset)
     elif follow == "runs":
         appended = rows.selectExpr("target_table", "unix_micros(started_at)").collect()
-        STATE.run_starts.appended(table, commit, [(target, start) for target, start in appended], followed_rows.latest_start)
+        # Only the mirrors whose runs were read are known (previous_starts).
+        STATE.run_starts.appended(table, commit, [(target, start) for target, start in appended], followed_rows.latest_start,
+                                  every_mirror=False)
     else:
         STATE.offsets.appended(table, None, [], followed_rows.newest_offset)
         STATE.run_starts.appended(table, None, [], followed_rows.latest_start)

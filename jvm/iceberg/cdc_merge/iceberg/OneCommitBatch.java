@@ -131,7 +131,7 @@ public final class OneCommitBatch {
    * tableName in one commit, as one data file written in the driver: a few bookkeeping rows
    * (adapter/dbt/adapters/cdc_spark/kept_rows_in_driver.py) without a Spark write job. Returns
    * {parent snapshot id, the commit's snapshot id}, so that a reader that knew the parent's rows
-   * knows the commit's (run_state.py follows the offsets and runs tables so); null when nothing was
+   * knows the commit's (followed_rows.py follows the offsets and runs tables so); null when nothing was
    * appended, the table had no snapshot before, or another commit followed this one at once.
    */
   public static long[] append(SparkSession spark, String tableName, Dataset<Row> newRows, long expectedRows) throws Exception {
