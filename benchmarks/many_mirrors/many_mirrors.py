@@ -289,7 +289,7 @@ class ManyMirrors:
         warm.invoke(project, "run-operation", "create_raw_tables")
         cycles = self.args.demo_cycles
         _, waves = build_waves(self.args.seed, events=self.args.demo_events * (cycles + 1), waves=cycles + 1, snapshot_rows=50)
-        seconds, quiet_off_seconds, compiling = [], [], []
+        seconds, quiet_off_seconds, compiling, settled = [], [], [], []
         compiler = self.spark.sparkContext._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
         for number, wave in enumerate(waves):
             write_wave(wave, project.dir.parent / "inbox_demo")
@@ -300,12 +300,11 @@ class ManyMirrors:
             compiling.append(round((compiler.getTotalCompilationTime() - compiled_before) / 1000, 2))
             if number:
                 (quiet_off_seconds if quiet_off else seconds).append(round(outcome.seconds, 3))
+            if number + 1 > 20:  # both kinds, after the JVM's compiler settled
+                settled.append(round(outcome.seconds, 3))
             print(f"    cycle {number + 1}: {len(wave.delivered)} events landed and applied in {outcome.seconds:.2f} s, "
                   f"the JVM compiling {compiling[-1]:.2f} s"
                   f"{' (first: creates the mirrors)' if not number else ' (quiet path off)' if quiet_off else ''}", flush=True)
-        # Cycles after the 20th (both kinds): the JVM's compiler settled.
-        settled = [value for number, value in sorted(zip(range(2, cycles + 2, 2), seconds)) + sorted(zip(range(3, cycles + 2, 2), quiet_off_seconds))
-                   if number > 20]
         return {"events_per_cycle": self.args.demo_events, "jit_compilation_seconds": compiling,
                 "settled_cycle_seconds": settled, "settled_median_seconds": warm.median(settled) if settled else None,
                 "cycle_seconds": seconds, "median_seconds": warm.median(seconds),
