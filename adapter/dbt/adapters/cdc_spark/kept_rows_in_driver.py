@@ -40,7 +40,9 @@ RECENT_RUNS_SECONDS = 24 * 3600
 def offset_ordinals(spark: Any, offsets: str, targets: List[str]) -> Optional[List[int]]:
     """The offset_ordinal of each kept row (their target_table in order): its mirror's newest in
     offsets plus its place among that mirror's kept rows, as kept_offsets_sql computes it; None
-    where offsets is not read in the driver."""
+    where offsets is not read in the driver, or the rows cannot be appended there."""
+    if not appends_in_driver(spark):
+        return None
     known = STATE.offsets.at(offsets, loaded_tables.current_snapshot_or_none(spark, offsets))
     newest = {target: row["offset_ordinal"] for target, row in (known or {}).items()}
     if known is None:
@@ -61,7 +63,10 @@ def offset_ordinals(spark: Any, offsets: str, targets: List[str]) -> Optional[Li
 def lines_quarantined(spark: Any, runs: str, quarantine: Optional[str], targets: List[str]) -> Optional[List[Optional[int]]]:
     """The lines_quarantined of each kept runs row (their target_table in order): the quarantine's
     lines landed after its mirror's previous run started, as kept_runs_sql counts them (null without
-    a quarantine); None where runs or quarantine is not read in the driver."""
+    a quarantine); None where runs or quarantine is not read in the driver, or the rows cannot be
+    appended there."""
+    if not appends_in_driver(spark):
+        return None
     if quarantine is None:
         return [None] * len(targets)
     wanted = sorted(set(targets))
@@ -128,6 +133,11 @@ def read_rows(spark: Any, table: str, columns: List[str], select: List[str], fil
         return None
     # A projection of a local relation: collected from the driver's memory, no job.
     return [tuple(row) for row in DataFrame(rows, spark).selectExpr(*select).collect()]
+
+
+def appends_in_driver(spark: Any) -> bool:
+    """Whether rows are appended in the driver: only with the helpers' jar (OneCommitBatch.append)."""
+    return jvm_class(spark, ONE_COMMIT_BATCH_CLASS) is not None
 
 
 def append(spark: Any, statement: Dict[str, Any]) -> None:
