@@ -5,7 +5,6 @@ wrong. Each ends with a clear error and no traceback, and the next run resumes w
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from conftest import PROJECT_DIR
 from harness.mariadb_server import start_mariadb
 from harness.postgres_server import start_postgres
 from harness.throwaway_server import wait_until_accepting
+from python_jobs.capture.postgres_records import file_events
 
 SECRET = "s3cret-Wr0ng-pa55"
 
@@ -74,8 +74,7 @@ def captured_ids(out: Path) -> list[int]:
     """The id of every event in the capture's files, in file order (duplicates kept)."""
     ids = []
     for path in sorted(out.glob("*.json")):
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
+        for event in file_events(path):
             if "op" in event:  # not a transaction's END record
                 ids.append(int((event["after"] or event["before"])["id"]))
     return ids
@@ -94,8 +93,7 @@ def ids_moved_on_and_left(tmp_path: Path, out: Path) -> list[int]:
 def positions(out: Path) -> list[str]:
     found = []
     for path in sorted(out.glob("*.json")):
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
+        for event in file_events(path):
             if "op" not in event:  # a transaction's END record
                 continue
             source = event["source"]

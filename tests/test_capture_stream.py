@@ -22,6 +22,7 @@ from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtu
     postgres,
     wait_for,
 )
+from python_jobs.capture.postgres_records import file_events
 from test_capture_faults_mariadb import my_args, my_insert, my_setup
 
 FOLLOW = ["--max-wait-seconds", "0.3", "--progress-seconds", "0.5"]
@@ -52,8 +53,7 @@ def events_by_position(out) -> dict[str, list[str]]:
     """Every change event's text by its source position (a position twice: written twice)."""
     found: dict[str, list[str]] = {}
     for path in sorted(out.glob("*.json")):
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
+        for event in file_events(path):
             if "op" in event:
                 where = event["source"]
                 position = f"{where.get('lsn')}:{where.get('file')}:{where.get('pos')}:{where.get('row')}"

@@ -28,6 +28,7 @@ from pathlib import Path
 from benchmarks.common.results import RESULTS_DIR
 from harness.mariadb_server import start_mariadb
 from harness.postgres_server import start_postgres
+from python_jobs.capture.postgres_records import file_events
 
 BIN = Path(sys.executable).parent
 RESULTS = RESULTS_DIR / "capture_throughput.json"
@@ -55,8 +56,7 @@ def count_changes(out: Path) -> tuple[int, int]:
     for path in out.glob("*.json"):
         if "snapshot" in path.name:
             continue
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
+        for event in file_events(path):
             if "op" in event:
                 events += 1
                 where = event["source"]

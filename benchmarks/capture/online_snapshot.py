@@ -28,6 +28,7 @@ from pathlib import Path
 
 from benchmarks.common.results import RESULTS_DIR
 from harness.postgres_server import start_postgres
+from python_jobs.capture.postgres_records import file_events
 
 BIN = Path(sys.executable).parent
 RESULTS = RESULTS_DIR / "online_snapshot.json"
@@ -95,9 +96,9 @@ def hot_lags(out: Path) -> list[float]:
         if "pages" in path.name:
             continue
         written = path.stat().st_mtime
-        for line in path.open():
-            if '"table":"hot"' in line and '"op":"u"' in line:
-                lags.append(written - json.loads(line)["source"]["ts_ms"] / 1000)
+        for event in file_events(path):
+            if event.get("op") == "u" and event["source"]["table"] == "hot":
+                lags.append(written - event["source"]["ts_ms"] / 1000)
     return lags
 
 

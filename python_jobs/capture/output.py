@@ -107,7 +107,10 @@ class OutputFolder:
         """Write events as one file, atomically; returns its path (None when there were none)."""
         # orjson: compact UTF-8 JSON, as json.dumps(separators=(",", ":"), ensure_ascii=False) writes
         # it, several times faster (a capture encodes every change).
-        lines = [orjson.dumps(event) for event in events]
+        return self.write_lines(prefix, first_position, last_position, [orjson.dumps(event) for event in events])
+
+    def write_lines(self, prefix: str, first_position: str, last_position: str, lines: list[bytes]) -> Path | None:
+        """Write lines of JSON (UTF-8, no newline) as one file, atomically; returns its path (None when there were none)."""
         if not lines:
             return None
         final = self.path / f"{prefix}-{first_position}-{last_position}.json"
@@ -131,7 +134,7 @@ class OutputFolder:
                 f"cannot write {final}: {error.strerror or error}; free space in or fix {self.path}, then run the "
                 "capture again: it resumes from the last file written, nothing is lost"
             ) from None
-        log.info("wrote %s: %d events", final.name, len(lines))
+        log.info("wrote %s: %d lines", final.name, len(lines))
         return final
 
 

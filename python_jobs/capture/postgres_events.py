@@ -120,6 +120,8 @@ class Transaction:
     commit_ts_ms: int | None = None
     commit_lsn: int = 0
     changes: list[Mapping[str, Any]] = field(default_factory=list)
+    # The stream's records as the server sent them, decoded only when needed (postgres_records.py).
+    records: list[bytes] = field(default_factory=list)
 
 
 class TransactionAssembler:

@@ -11,6 +11,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from python_jobs import crash_points
 from python_jobs.capture.output import (
     CaptureError,
@@ -31,6 +33,7 @@ from python_jobs.capture.postgres_events import (
 from python_jobs.capture.postgres_columns import MESSAGE_PREFIX, CatalogColumn, ColumnAdditions, read_catalog
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets
 from python_jobs.capture.postgres_pages import PageWatch, write_page
+from python_jobs.capture.postgres_records import decoded, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.capture.reconnect import follow_with_reconnects
@@ -197,14 +200,31 @@ class PostgresCapture:
                                     frozenset(column.name for column in columns if column.toastable))
                   for table, columns in self.catalog.items()}
         watch = PageWatch(self.pages)
-        events = [event for tx in unwritten for event in change_events(tx, self.database, shapes, processed_ms,
-                                                                       self.additions, watch)]
+        columns = table_columns({table: [column.name for column in found] for table, found in self.catalog.items()})
+        lines: list[bytes] = []
+        first: int | None = None
+        change_count = 0
+        for tx in unwritten:
+            # The stream's records as sent where they land as their Debezium events would, in order:
+            # a transaction's events may open a page or say an addition, which the next ones must see.
+            as_sent = None
+            if tx.records and not (self.additions.observes_rows() or watch.observes_rows()):
+                as_sent = record_lines(tx, columns)
+            if as_sent is not None:
+                tx_lines, tx_first = as_sent
+                change_count += len(tx_lines) - 1  # and the END record
+            else:
+                events = change_events(decoded(tx), self.database, shapes, processed_ms, self.additions, watch)
+                tx_lines = [orjson.dumps(event) for event in events]
+                tx_first = events[0]["source"]["lsn"] if events else None
+                change_count += change_event_count(events)
+            first = tx_first if first is None else first
+            lines.extend(tx_lines)
         last_commit = committed[-1].commit_lsn
-        if events:
-            first = events[0]["source"]["lsn"]
-            self.output.write(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", events)
+        if lines:
+            self.output.write_lines(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", lines)
             self.summary.files += 1
-            self.summary.events += change_event_count(events)
+            self.summary.events += change_count
         page = self.pages.ready()
         if page is not None:
             write_page(self, page, processed_ms)

@@ -19,8 +19,9 @@ from typing import Any
 
 from python_jobs.capture.output import FollowProgress, write_status
 from python_jobs.capture.postgres_connection import connect
-from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, lsn_text, wal2json_record
+from python_jobs.capture.postgres_events import Transaction, lsn_text
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
+from python_jobs.capture.postgres_records import RecordAssembler
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -35,7 +36,8 @@ class PostgresStream:
         self.max_wait_seconds = max_wait_seconds
         self.progress_seconds = progress_seconds
         self.stop = stop
-        self.assembler = TransactionAssembler()
+        # The records stay as sent until the file is written (postgres_records.py).
+        self.assembler = RecordAssembler()
         self.pending: list[Transaction] = []
         self.pending_changes = 0
         self.pending_since: float | None = None
@@ -82,16 +84,15 @@ class PostgresStream:
             connection.close()
 
     def _take(self, message: Any, now: float) -> None:
-        change = wal2json_record(message.payload)
-        committed = self.assembler.add(message.data_start, int(change.get("xid") or 0), change)
+        committed = self.assembler.add(message.data_start, message.payload)
         if committed is None:
             return
         # The open page is written as soon as the stream has passed its high watermark's commit.
         self.page_passed = self.page_passed or (self.capture.pages.open is not None and any(
-            change.get("action") == "M" and change.get("prefix") == WATERMARK_PREFIX
-            and json.loads(change.get("content") or "{}").get("mark") == "high" for change in committed.changes))
+            change.get("prefix") == WATERMARK_PREFIX and json.loads(change.get("content") or "{}").get("mark") == "high"
+            for change in self.assembler.messages))
         self.pending.append(committed)
-        self.pending_changes += len(committed.changes)
+        self.pending_changes += len(committed.records)
         if self.pending_since is None:
             self.pending_since = now
 
@@ -104,7 +105,7 @@ class PostgresStream:
     def _roll(self, cursor: Any) -> None:
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None
         self.page_passed = False
-        self.progress.written(sum(len(tx.changes) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
+        self.progress.written(sum(len(tx.records) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
                               pending[-1].commit_ts_ms)
         last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())
         # Only now, with the file durable and in the state, may the server forget these transactions.

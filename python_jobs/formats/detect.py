@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-from python_jobs.formats import canal, debezium, maxwell, ogg, wal2json
+from python_jobs.formats import canal, captured_wal2json, debezium, maxwell, ogg, wal2json
 from python_jobs.formats.records import Members, ParsedLine, RejectedRecord, parse_safely
 
 Parser = Callable[[str, Members, Mapping[str, Sequence[str]]], "ParsedLine | Iterable[ParsedLine]"]
@@ -14,6 +14,7 @@ PARSERS: dict[str, Parser] = {
     "maxwell": maxwell.parse_members,
     "ogg": ogg.parse_members,
     "wal2json": wal2json.parse_members,
+    "captured_wal2json": captured_wal2json.parse_members,
 }
 FORMATS = ("auto", *PARSERS)
 
@@ -35,6 +36,8 @@ def detect(members: Members) -> str:
     debezium_envelope = debezium_envelope or ("source" in members and any(name in members for name in ("ddl", "tableChanges", "range")))
     if "payload" in members or debezium_envelope or _is_transaction_marker(members):
         return "debezium"
+    if all(name in members for name in captured_wal2json.WRAPPER_MEMBERS):
+        return "captured_wal2json"
     # A truncate ("action": "T") has no column lists; without include-lsn, only its table.
     wal2json_fields = ("lsn", "columns", "identity", "schema", "xid")
     if "action" in members and any(name in members for name in wal2json_fields):

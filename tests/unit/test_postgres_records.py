@@ -1,0 +1,124 @@
+"""The PostgreSQL stream's records written as the server sent them (python_jobs/capture/postgres_records.py)
+land as the very events the capture's Debezium events of the same changes land as
+(python_jobs/formats/captured_wal2json.py), and a record that needs the capture's own knowledge is
+decoded instead. Records in wal2json format-version 2 with the capture's options; plain Python."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
+from python_jobs.capture.postgres_records import RecordAssembler, decoded, file_events, record_lines, table_columns
+from python_jobs.formats.detect import parse_line
+from python_jobs.formats.records import STATUS_EVENT, STATUS_REJECTED
+
+TS = '"timestamp":"2026-11-29 16:01:28.012559+00"'
+PK = '"pk":[{"name":"id","type":"bigint"}]'
+KEYS = {"shop.items": ["id"]}
+COLUMNS = {"shop.items": ["id", "note", "price", "at"]}
+
+
+def row(action: str, lsn: str, columns: str | None = None, identity: str | None = None, table: str = "items") -> bytes:
+    members = [f'"action":"{action}"', TS, f'"lsn":"{lsn}"', '"schema":"shop"', f'"table":"{table}"']
+    members += [f'"columns":[{columns}]'] if columns is not None else []
+    members += [f'"identity":[{identity}]'] if identity is not None else []
+    return ("{" + ",".join([*members, PK]) + "}").encode()
+
+
+def full(id_: int, note: str = "n", price: str = "1.50", at: str = "2026-01-02 03:04:05.5+00") -> str:
+    return (f'{{"name":"id","type":"bigint","value":{id_}}},{{"name":"note","type":"text","value":{json.dumps(note)}}},'
+            f'{{"name":"price","type":"numeric(12,2)","value":{price}}},'
+            f'{{"name":"at","type":"timestamp with time zone","value":"{at}"}}')
+
+
+def key(id_: int) -> str:
+    return f'{{"name":"id","type":"bigint","value":{id_}}}'
+
+
+def transaction(*records: bytes) -> Transaction:
+    assembler = RecordAssembler()
+    begin = ('{"action":"B",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
+    commit = ('{"action":"C",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
+    assert assembler.add(0x24BC4C0, begin) is None
+    for record in records:
+        assert assembler.add(0x2400000, record) is None
+    committed = assembler.add(0x24BC4C0, commit)
+    assert committed is not None and committed.records == list(records)
+    return committed
+
+
+def landed(lines: list[bytes]) -> list[tuple]:
+    """Each line's events as the landing parses them, row images compared as JSON values."""
+    events = []
+    for line in lines:
+        for event in parse_line(line.decode(), KEYS):
+            assert event.status == STATUS_EVENT, event.reason
+            events.append((event.table_name, event.key, event.action, event.seq, event.source_ts_ms, event.tx_id,
+                           event.tx_order, event.tx_events, None if event.raw_data is None else json.loads(event.raw_data),
+                           None if event.before_data is None else json.loads(event.before_data)))
+    return events
+
+
+def debezium_lines(tx: Transaction) -> list[bytes]:
+    shapes = {"shop.items": TableShape(frozenset(COLUMNS["shop.items"]), frozenset({"note"}))}
+    return [orjson.dumps(event) for event in change_events(decoded(tx), "shop", shapes, 0)]
+
+
+def test_records_land_as_the_capture_s_debezium_events_of_the_same_changes():
+    tx = transaction(
+        row("I", "0/231FCC0", full(1, "é \"quoted\"", "150001.50")),
+        row("U", "0/231FD58", full(1, "updated", "2.00"), key(1)),
+        row("U", "0/231FDF0", full(2, "no identity", "-0.01")),
+        row("I", "0/231FE88", full(3, "x", "null", at="2026-01-02 03:04:05+00")),
+        row("D", "0/231FF20", identity=key(2)),
+    )
+    written = record_lines(tx, table_columns(COLUMNS))
+
+    assert written is not None
+    lines, first = written
+    assert first == 0x231FCC0
+    assert len(lines) == 6 and lines[0].startswith(b'{"commit_lsn":%d,' % 0x24BC4C0)
+    assert landed(lines) == landed(debezium_lines(tx))
+
+
+@pytest.mark.parametrize("record, why", [
+    (row("U", "0/1", full(1, "k", "1.00"), key(9)), "the key changes: a delete and an insert"),
+    (row("U", "0/1", full(1).replace(',{"name":"note","type":"text","value":"n"}', "")),
+     "an unchanged TOAST value left out, which only the catalog can mark"),
+    (row("U", "0/1", full(1) + ',{"name":"extra","type":"text","value":"e"}'), "a column the catalog does not have"),
+    (row("I", "0/1", full(1), table="other"), "a table the capture does not know"),
+    (b'{"action":"T",' + TS.encode() + b',"lsn":"0/1","schema":"shop","table":"items"}', "a truncate"),
+    (b'{"action":"M","transactional":true,"prefix":"cdc_merge.columns","content":"{}"}', "a logical message"),
+])
+def test_a_record_that_needs_the_capture_s_own_knowledge_is_decoded(record, why):
+    tx = transaction(row("I", "0/0", full(5)), record)
+
+    assert record_lines(tx, table_columns(COLUMNS)) is None, why
+
+
+def test_a_key_changing_update_as_a_record_line_is_rejected_not_landed_as_one_event():
+    line = (b'{"commit_lsn":5,"tx_id":"0:5","ts_ms":1,"tx_order":1,"wal2json":'
+            + row("U", "0/1", full(1), key(9)) + b"}")
+
+    [event] = parse_line(line.decode(), KEYS)
+
+    assert event.status == STATUS_REJECTED and "changes the key" in event.reason
+
+
+def test_the_files_reader_gives_each_record_line_its_debezium_event(tmp_path):
+    tx = transaction(row("I", "0/231FCC0", full(1, price="3.10")), row("D", "0/231FF20", identity=key(1)))
+    lines, _ = record_lines(tx, table_columns(COLUMNS))
+    (tmp_path / "f.json").write_bytes(b"\n".join(lines) + b"\n")
+
+    events = list(file_events(tmp_path / "f.json"))
+
+    assert [(e.get("op"), e.get("after"), e.get("before")) for e in events] == [
+        ("c", {"id": 1, "note": "n", "price": "3.10", "at": "2026-01-02T03:04:05.500000Z"}, None),
+        ("d", None, {"id": 1}),
+        (None, None, None),
+    ]
+    assert [e["source"]["lsn"] for e in events[:2]] == [0x231FCC0, 0x231FF20]
+    assert events[2]["status"] == "END" and events[2]["event_count"] == 2
