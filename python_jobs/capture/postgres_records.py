@@ -24,10 +24,10 @@ from python_jobs.capture.output import TransactionOrder
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, change_events, wal2json_record
 
 # A row change's first members as wal2json format-version 2 writes them with the capture's options
-# (postgres_events.DECODING_OPTIONS); a name holding a quote or a backslash does not match, and
+# (postgres_events.DECODING_OPTIONS, and the stream's include-xids); a name holding a quote or a backslash does not match, and
 # its transaction is decoded.
 _ROW_CHANGE_HEAD = re.compile(
-    rb'\{"action":"([IUD])","timestamp":"[^"\\]*","lsn":"([0-9A-F]{1,8})/([0-9A-F]{1,8})",'
+    rb'\{"action":"([IUD])",(?:"xid":[0-9]+,)?"timestamp":"[^"\\]*","lsn":"([0-9A-F]{1,8})/([0-9A-F]{1,8})",'
     rb'"schema":"([^"\\]+)","table":"([^"\\]+)",'
 )
 # A column of a record's column list. In JSON text a quote inside a string is always escaped, so

@@ -22,7 +22,7 @@ COLUMNS = {"shop.items": ["id", "note", "price", "at"]}
 
 
 def row(action: str, lsn: str, columns: str | None = None, identity: str | None = None, table: str = "items") -> bytes:
-    members = [f'"action":"{action}"', TS, f'"lsn":"{lsn}"', '"schema":"shop"', f'"table":"{table}"']
+    members = [f'"action":"{action}"', '"xid":726', TS, f'"lsn":"{lsn}"', '"schema":"shop"', f'"table":"{table}"']
     members += [f'"columns":[{columns}]'] if columns is not None else []
     members += [f'"identity":[{identity}]'] if identity is not None else []
     return ("{" + ",".join([*members, PK]) + "}").encode()
@@ -40,8 +40,8 @@ def key(id_: int) -> str:
 
 def transaction(*records: bytes) -> Transaction:
     assembler = RecordAssembler()
-    begin = ('{"action":"B",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
-    commit = ('{"action":"C",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
+    begin = ('{"action":"B","xid":726,' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
+    commit = ('{"action":"C","xid":726,' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}').encode()
     assert assembler.add(0x24BC4C0, begin) is None
     for record in records:
         assert assembler.add(0x2400000, record) is None
@@ -100,7 +100,7 @@ def test_a_record_that_needs_the_capture_s_own_knowledge_is_decoded(record, why)
 
 
 def test_a_key_changing_update_as_a_record_line_is_rejected_not_landed_as_one_event():
-    line = (b'{"commit_lsn":5,"tx_id":"0:5","ts_ms":1,"tx_order":1,"wal2json":'
+    line = (b'{"commit_lsn":5,"tx_id":"726:5","ts_ms":1,"tx_order":1,"wal2json":'
             + row("U", "0/1", full(1), key(9)) + b"}")
 
     [event] = parse_line(line.decode(), KEYS)
