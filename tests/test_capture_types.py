@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import struct
 import tempfile
 from decimal import Decimal
@@ -23,8 +24,10 @@ from harness.postgres_server import create_capture_user, start_postgres
 from python_jobs import scaffold
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
+from test_capture_faults import capture, wait_for
 
 STREAMED = 100  # the stream's copy of row n is row n + STREAMED
+FOLLOWED = 200  # PostgreSQL's: a third copy, through --follow, which writes records as the server sent them
 
 # (column, type, a typical value, an edge value); a third row is all null.
 POSTGRES_COLUMNS = [
@@ -112,29 +115,31 @@ def apply(project, table: scaffold.SourceTable) -> dict[int, dict]:
     return {row["id"]: {name: value for name, value in row.items() if not name.startswith("_cdc")} for row in rows}
 
 
-def assert_verify_is_clean_and_can_fail(project, source: dict[str, str], model: str, column: str, value: str) -> None:
+def assert_verify_is_clean_and_can_fail(project, source: dict[str, str], model: str, column: str, value: str,
+                                        rows: int = 6) -> None:
     """The user's own check (cdc-verify's operation), by key ranges and by a sample, finds every row
     equal, the checksums of both sides agreeing on every type (no row compared one by one); and it
     can fail: a value changed in the mirror behind the pipeline's back is reported with its key and
     column."""
     by_ranges, sampled = json.dumps({"source": source}), json.dumps({"source": source, "sample": 1000})
     project.dbt("run-operation", "cdc_verify", "--args", by_ranges)
-    assert f"{project.schema}.{model} vs shop.typed: equal: 6 rows" in project.dbt_log(), project.dbt_log()
+    assert f"{project.schema}.{model} vs shop.typed: equal: {rows} rows" in project.dbt_log(), project.dbt_log()
     assert "key ranges, 0 rows compared one by one" in project.dbt_log(), project.dbt_log()
     project.dbt("run-operation", "cdc_verify", "--args", sampled)
-    assert f"{project.schema}.{model} vs shop.typed: equal: 6 rows" in project.dbt_log()
+    assert f"{project.schema}.{model} vs shop.typed: equal: {rows} rows" in project.dbt_log()
     project.execute(f"update {project.schema}.{model} set {column} = {value} where id = 2")
     for arguments in (by_ranges, sampled):
         assert not project.dbt("run-operation", "cdc_verify", "--args", arguments, expect_success=False).success
         assert f'key ["2"]: {column}: source' in project.dbt_log()
 
 
-def assert_snapshot_and_stream_agree(mirrored: dict[int, dict]) -> None:
-    assert sorted(mirrored) == [1, 2, 3, 1 + STREAMED, 2 + STREAMED, 3 + STREAMED]
-    for row in (1, 2, 3):
-        snapshot, streamed = dict(mirrored[row], id=None), dict(mirrored[row + STREAMED], id=None)
-        differing = {name: (snapshot[name], streamed[name]) for name in snapshot if snapshot[name] != streamed[name]}
-        assert differing == {}, f"row {row}: (snapshot, stream) differ"
+def assert_snapshot_and_stream_agree(mirrored: dict[int, dict], copies: tuple[int, ...] = (STREAMED,)) -> None:
+    assert sorted(mirrored) == [row + copy for copy in (0, *copies) for row in (1, 2, 3)]
+    for copy in copies:
+        for row in (1, 2, 3):
+            snapshot, streamed = dict(mirrored[row], id=None), dict(mirrored[row + copy], id=None)
+            differing = {name: (snapshot[name], streamed[name]) for name in snapshot if snapshot[name] != streamed[name]}
+            assert differing == {}, f"row {row}: (snapshot, stream +{copy}) differ"
 
 
 def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, server_directory, tmp_path):
@@ -153,9 +158,13 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
         rows_through_both_ways(connection, POSTGRES_COLUMNS, lambda: capture_postgres.run(config),
                                "insert into shop.typed values ({row}, {values})",
                                f"insert into shop.typed select id + {STREAMED}, {names} from shop.typed")
+        with connection.cursor() as cursor:
+            cursor.execute(f"insert into shop.typed select id + {FOLLOWED}, {names} from shop.typed where id < {STREAMED}")
+        connection.commit()
+        follow_until_written(config, 3)
         (table,) = scaffold.postgres_tables(dsn, ["shop.typed"])
         mirrored = apply(dbt_project, table)
-        assert_snapshot_and_stream_agree(mirrored)
+        assert_snapshot_and_stream_agree(mirrored, (STREAMED, FOLLOWED))
 
         # The source's own rendering of each value (its type's output function), in UTC.
         with connection.cursor() as cursor:
@@ -168,10 +177,27 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
             for (name, pg_type, *_), text in zip(POSTGRES_COLUMNS, values):
                 expected = expected_postgres_value(pg_type, types[name], text)
                 assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({pg_type}): source {text!r}"
-        assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "j", "'{}'")
+        assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "j", "'{}'", rows=9)
         connection.close()
     finally:
         server.stop()
+
+
+def follow_until_written(config, changes: int) -> None:
+    """`cdc-capture-postgres --follow` until its state says changes are in files; then SIGTERM."""
+    following = capture("postgres", "--dsn", config.dsn, "--tables", *config.tables, "--slot", config.slot,
+                        "--out", str(config.out), "--state", str(config.state), "--max-wait-seconds", "0.3", follow=True)
+    try:
+        wait_for(lambda: json.loads(config.state.read_text()).get("following", {}).get("changes", 0) >= changes, 60)
+        following.send_signal(signal.SIGTERM)
+        _, stderr = following.communicate(timeout=60)
+    finally:
+        if following.poll() is None:
+            following.kill()
+    assert following.returncode == 0, stderr
+    # Written as the server sent them (python_jobs/capture/postgres_records.py).
+    assert sum(line.startswith('{"commit_lsn":') for path in config.out.glob("*.json")
+               for line in path.read_text().splitlines()) == changes
 
 
 NOT_FINITE = {"NaN", "Infinity", "-Infinity", "infinity", "-infinity"}
