@@ -37,6 +37,7 @@ _COLUMNS = b'"columns":['
 _IDENTITY = b',"identity":['
 _PK = b',"pk":['
 _RECORD_PREFIX = b'{"action":"'
+_ROW_ACTIONS = frozenset((b"I", b"U", b"D", b"T"))
 # A record line's first member, and the member that holds the record (record_lines writes them).
 _WRAPPED_PREFIX = b'{"commit_lsn":'
 _WRAPPED_RECORD = b',"wal2json":'
@@ -61,6 +62,11 @@ class RecordAssembler:
 
     def add(self, lsn: int, payload: bytes) -> Transaction | None:
         """The transaction this record commits (lsn: the commit's), else None."""
+        current = self.assembler.current
+        # A row change inside a transaction, the stream's most common message, by its action's byte alone.
+        if current is not None and payload[11:12] in _ROW_ACTIONS and payload.startswith(_RECORD_PREFIX):
+            current.records.append(payload)
+            return None
         action = record_action(payload)
         if action in ("B", "C"):
             change = wal2json_record(payload)
@@ -101,9 +107,10 @@ def record_lines(transaction: Transaction, columns: Mapping[bytes, tuple[bytes, 
         match = _ROW_CHANGE_HEAD.match(payload)
         if match is None:
             return None
-        table = match.group(4) + b"." + match.group(5)
+        action, schema, name = match.group(1, 4, 5)
+        table = schema + b"." + name
         names = columns.get(table)
-        if names is None or (match.group(1) == b"U" and not _update_as_sent(payload, match.end(), names)):
+        if names is None or (action == b"U" and not _update_as_sent(payload, match.end(), names)):
             return None
         if not lines:
             first_lsn = (int(match.group(2), 16) << 32) + int(match.group(3), 16)

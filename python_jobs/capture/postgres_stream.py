@@ -24,6 +24,8 @@ from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
 from python_jobs.capture.postgres_records import RecordAssembler
 
 log = logging.getLogger("cdc_merge.capture")
+# The most messages taken before the loop looks at its files, pages, heartbeat and progress again.
+TAKEN_AT_ONCE = 1000
 
 
 class PostgresStream:
@@ -59,10 +61,8 @@ class PostgresStream:
             # decode=False: the records as bytes, which the JSON decoder reads without a str of each.
             cursor.start_replication(slot_name=config.slot, decode=False, options=self.options, status_interval=5)
             while not self.stop.is_set():
-                message = cursor.read_message()
+                message = self._take_waiting(cursor)
                 now = time.monotonic()
-                if message is not None:
-                    self._take(message, now)
                 if self.pending and (self.pending_changes >= config.max_changes_per_file or self.page_passed
                                      or now - self.pending_since >= self.max_wait_seconds):
                     self._roll(cursor)
@@ -83,10 +83,23 @@ class PostgresStream:
         finally:
             connection.close()
 
-    def _take(self, message: Any, now: float) -> None:
-        committed = self.assembler.add(message.data_start, message.payload)
-        if committed is None:
-            return
+    def _take_waiting(self, cursor: Any) -> Any:
+        """Take the messages the connection holds, up to a transaction's commit or TAKEN_AT_ONCE of them
+        (the loop's other work waits for them, as pg_recvlogical's does); the last one read, None when
+        none was waiting."""
+        add = self.assembler.add
+        message = None
+        for _ in range(TAKEN_AT_ONCE):
+            message = cursor.read_message()
+            if message is None:
+                return None
+            committed = add(message.data_start, message.payload)
+            if committed is not None:
+                self._take(committed)
+                break
+        return message
+
+    def _take(self, committed: Transaction) -> None:
         # The open page is written as soon as the stream has passed its high watermark's commit.
         self.page_passed = self.page_passed or (self.capture.pages.open is not None and any(
             change.get("prefix") == WATERMARK_PREFIX and json.loads(change.get("content") or "{}").get("mark") == "high"
@@ -94,7 +107,7 @@ class PostgresStream:
         self.pending.append(committed)
         self.pending_changes += len(committed.records)
         if self.pending_since is None:
-            self.pending_since = now
+            self.pending_since = time.monotonic()
 
     def _seconds_to_wait(self, now: float) -> float:
         until_roll = self.max_wait_seconds - (now - self.pending_since) if self.pending else self.max_wait_seconds
