@@ -70,7 +70,7 @@ def test_an_unknown_format_stops_the_landing_model_before_spark_reads_a_file(dbt
     result = dbt_project.dbt("run", expect_success=False)
 
     message = run_message(result)
-    assert "field 'format' must be one of auto, debezium, canal, maxwell, ogg, wal2json, got 'avro'" in message
+    assert "field 'format' must be one of auto, debezium, canal, maxwell, ogg, wal2json, captured_wal2json, got 'avro'" in message
     assert spark.sql(f"select count(*) from {raw}.snapshots").first()[0] == snapshots
     assert not (dbt_project.work_dir / "checkpoint").exists()
 
