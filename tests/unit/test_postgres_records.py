@@ -6,14 +6,16 @@ decoded instead. Records in wal2json format-version 2 with the capture's options
 from __future__ import annotations
 
 import json
+import random
 
 import orjson
 import pytest
+from test_fuzz import mutate
 
 from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
 from python_jobs.capture.postgres_records import RecordAssembler, decoded, file_events, record_lines, table_columns
 from python_jobs.formats.detect import parse_line
-from python_jobs.formats.records import STATUS_EVENT, STATUS_REJECTED
+from python_jobs.formats.records import INTERNAL_ERROR, STATUS_EVENT, STATUS_REJECTED
 
 TS = '"timestamp":"2026-11-29 16:01:28.012559+00"'
 PK = '"pk":[{"name":"id","type":"bigint"}]'
@@ -122,3 +124,16 @@ def test_the_files_reader_gives_each_record_line_its_debezium_event(tmp_path):
     ]
     assert [e["source"]["lsn"] for e in events[:2]] == [0x231FCC0, 0x231FF20]
     assert events[2]["status"] == "END" and events[2]["event_count"] == 2
+
+
+def test_mutated_record_lines_land_or_are_rejected_with_a_reason_never_a_parser_error():
+    tx = transaction(row("I", "0/231FCC0", full(1, "é\\n\\u0001")), row("U", "0/231FD58", full(1, "u", "2.00"), key(1)),
+                     row("D", "0/231FF20", identity=key(1)))
+    seeds = [line.decode() for line in record_lines(tx, table_columns(COLUMNS))[0]]
+    rng = random.Random(20261129)
+    outcomes = set()
+    for _ in range(3_000):
+        for parsed in parse_line(mutate(rng.choice(seeds), rng), KEYS):
+            assert INTERNAL_ERROR not in (parsed.reason or ""), parsed.reason
+            outcomes.add(parsed.status)
+    assert {STATUS_EVENT, STATUS_REJECTED} <= outcomes
