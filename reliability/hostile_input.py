@@ -110,7 +110,7 @@ def land(config, spark, land_batch) -> "land.LandingSummary":
 
     sink = io.sink_for(config, spark)
     sink.require_tables(config.raw_table, config.quarantine_table)
-    jvm_parser = io.register_jvm_parser(spark, config.key_columns)
+    jvm_parser = io.register_jvm_parser(spark, config.key_columns, config.format)
     summary = landing.LandingSummary()
     files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)
 
@@ -247,7 +247,7 @@ def run(work: Path, bad_per_kind: int, good_per_format: int, huge_mb: int, seed:
         "bad_kinds": list(hostile_lines.BAD_KINDS),
         "seconds": {"write": round(written - started, 1), "land": round(landed - written, 1),
                     "check": round(time.monotonic() - landed, 1)},
-        "jvm_fast_path": bool(io.register_jvm_parser(spark, config.key_columns)),
+        "jvm_fast_path": bool(io.register_jvm_parser(spark, config.key_columns, config.format)),
     })
     return result
 

@@ -43,7 +43,8 @@ from python_jobs.landing.transforms import (
 from python_jobs.status.registry import REGISTRY
 
 log = logging.getLogger("cdc_merge")
-# The formats whose lines the JVM fast path may take (it takes only Debezium's).
+# The formats whose lines the JVM fast path may take: Debezium's, and with "auto" also the
+# PostgreSQL capture's record lines (captured_wal2json; io.register_jvm_parser).
 JVM_PARSED_FORMATS = ("auto", "debezium")
 # The lines the JVM fast path leaves (other formats, tombstones, lines to quarantine) are parsed
 # in the driver up to this many: a Python worker's job costs more than parsing them there.
@@ -235,7 +236,7 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             sink = io.sink_for(config, spark, databend_dsn)
             io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
             sink.require_tables(config.raw_table, config.quarantine_table)
-            jvm_parser = io.register_jvm_parser(spark, config.key_columns)
+            jvm_parser = io.register_jvm_parser(spark, config.key_columns, config.format)
             jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
             summary = LandingSummary()
             files = io.read_new_files(spark, config.input_dir, config.max_files_per_batch, config.file_glob)

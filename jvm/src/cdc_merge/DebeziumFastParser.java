@@ -32,6 +32,9 @@ import org.apache.spark.sql.api.java.UDF1;
  * it returns null and the Python parser decides, so every rejection reason still comes from one
  * place. tests/test_jvm_parser.py checks both parsers agree on fixtures and fuzzed lines.
  *
+ * <p>Also the PostgreSQL capture's record lines (a wal2json record wrapped with its transaction's
+ * metadata), which CapturedWal2jsonParser parses, where the landing reads every format ("auto").
+ *
  * <p>Built with the landing config's keys as JSON, "schema.table" to its key columns (e.g.
  * {"inventory.customers":["id"]}), registered by python_jobs/landing/io/jvm_functions.py register_jvm_parser, called as
  * {@code f(cast(line_text as binary))}; it returns JVM_PARSED_EVENT_SCHEMA of python_jobs/landing/schemas.py.
@@ -50,12 +53,19 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   private static final String LINE_ORDERED_SEQ = "00000000000000000000.00000000000000000000.0000000000.1";
 
   private final HashMap<String, List<String>> keyColumns;
+  // Whether the landing's format ("auto") reads record lines: with "debezium" Python rejects them.
+  private final boolean takesRecordLines;
   // Every key column of every table: read from both row images while they are walked, so the
   // image the key comes from (known only once op and source are read) is not parsed again.
   private final HashSet<String> keyNames = new HashSet<>();
 
   public DebeziumFastParser(String keyColumnsJson) throws IOException {
+    this(keyColumnsJson, true);
+  }
+
+  public DebeziumFastParser(String keyColumnsJson, boolean takesRecordLines) throws IOException {
     this.keyColumns = parseKeyColumns(keyColumnsJson);
+    this.takesRecordLines = takesRecordLines;
     for (List<String> columns : keyColumns.values()) {
       keyNames.addAll(columns);
     }
@@ -67,6 +77,9 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       return null;
     }
     try {
+      if (CapturedWal2jsonParser.isRecordLine(line)) {
+        return takesRecordLines ? CapturedWal2jsonParser.parse(line, keyColumns) : null;
+      }
       return parse(line, keyColumns, keyNames);
     } catch (IOException | RuntimeException unsure) {
       // Invalid JSON, Jackson limits, or anything unexpected: the Python parser says why.
@@ -554,7 +567,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   /** json.dumps(text, ensure_ascii=False). */
-  private static void appendJsonString(StringBuilder out, String text) {
+  static void appendJsonString(StringBuilder out, String text) {
     out.append('"');
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
@@ -592,7 +605,7 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
   }
 
   /** A UTF-16 surrogate without its pair ("\ud800" in JSON): no table can store it as text. */
-  private static boolean hasLoneSurrogate(String text) {
+  static boolean hasLoneSurrogate(String text) {
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
       if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {

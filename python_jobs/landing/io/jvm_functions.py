@@ -1,5 +1,6 @@
 """The parsers' jar (built by `make` from jvm/src) and its functions registered in a Spark session:
-the Debezium fast path and the fractional-number quoter for the Databend sink."""
+the Debezium fast path (which also takes the PostgreSQL capture's record lines) and the
+fractional-number quoter for the Databend sink."""
 
 from __future__ import annotations
 
@@ -31,9 +32,11 @@ def parsers_jar() -> str:
     return os.environ.get("CDC_MERGE_PARSERS_JAR", str(PARSERS_JAR))
 
 
-def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[str]]) -> str | None:
+def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[str]], format_name: str = "auto") -> str | None:
     """Register the JVM Debezium fast path for these key columns in the session: the function's
     name, or None (with a warning) when neither its jar nor its class (spark-submit --jars) is there.
+    It also takes the PostgreSQL capture's record lines when the landing's format (format_name) is
+    "auto", the only one whose Python parsers read them alongside Debezium's lines.
 
     $CDC_MERGE_PARSERS_JAR overrides the jar; set it to an empty value to parse every line in Python.
     """
@@ -42,14 +45,15 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
         return None
     # The keys travel inside the function: as an argument they would be decoded for every line.
     keys = json.dumps({table: list(columns) for table, columns in key_columns.items()}, sort_keys=True)
-    name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}"
+    takes_record_lines = format_name == "auto"
+    name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(f'{keys} {takes_record_lines}'.encode()).hexdigest()[:12]}"
     if spark.catalog.functionExists(name):
         return name
     parser_class = _parsers_jar_class(spark, jar, JVM_DEBEZIUM_PARSER_CLASS, "parsing every line in Python, 6-7x slower")
     if parser_class is None:
         return None
     return_type = spark._jsparkSession.parseDataType(JVM_PARSED_EVENT_SCHEMA.json())
-    spark._jsparkSession.udf().register(name, parser_class(keys), return_type)
+    spark._jsparkSession.udf().register(name, parser_class(keys, takes_record_lines), return_type)
     return name
 
 
