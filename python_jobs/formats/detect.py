@@ -58,6 +58,9 @@ def parse_line(text: str, key_columns: Mapping[str, Sequence[str]], format_name:
 
     def parse(line: str, members: Members):
         chosen = detect(members) if format_name == "auto" else format_name
+        # The capture commands' files, read as Debezium's: PostgreSQL's stream writes record lines among its events.
+        if chosen == "debezium" and all(name in members for name in captured_wal2json.WRAPPER_MEMBERS):
+            chosen = "captured_wal2json"
         return PARSERS[chosen](line, members, key_columns)
 
     return parse_safely(text, parse)

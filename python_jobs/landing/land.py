@@ -43,8 +43,8 @@ from python_jobs.landing.transforms import (
 from python_jobs.status.registry import REGISTRY
 
 log = logging.getLogger("cdc_merge")
-# The formats whose lines the JVM fast path may take: Debezium's, and with "auto" also the
-# PostgreSQL capture's record lines (captured_wal2json; io.register_jvm_parser).
+# The formats whose lines the JVM fast path may take: Debezium's, and the PostgreSQL capture's
+# record lines (captured_wal2json) among them (io.register_jvm_parser).
 JVM_PARSED_FORMATS = ("auto", "debezium")
 # The lines the JVM fast path leaves (other formats, tombstones, lines to quarantine) are parsed
 # in the driver up to this many: a Python worker's job costs more than parsing them there.

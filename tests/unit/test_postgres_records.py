@@ -137,3 +137,14 @@ def test_mutated_record_lines_land_or_are_rejected_with_a_reason_never_a_parser_
             assert INTERNAL_ERROR not in (parsed.reason or ""), parsed.reason
             outcomes.add(parsed.status)
     assert {STATUS_EVENT, STATUS_REJECTED} <= outcomes
+
+
+def test_the_capture_s_files_read_as_debezium_land_record_lines_alike():
+    tx = transaction(row("I", "0/231FCC0", full(1)), row("D", "0/231FF20", identity=key(1)))
+    lines = [line.decode() for line in record_lines(tx, table_columns(COLUMNS))[0]]
+
+    as_debezium = [parse_line(line, KEYS, "debezium") for line in lines]
+
+    assert as_debezium == [parse_line(line, KEYS) for line in lines]
+    assert [event.status for events in as_debezium for event in events] == [STATUS_EVENT] * 3
+    assert parse_line(lines[0], KEYS, "wal2json")[0].status == STATUS_REJECTED

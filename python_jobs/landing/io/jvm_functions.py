@@ -36,7 +36,7 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
     """Register the JVM Debezium fast path for these key columns in the session: the function's
     name, or None (with a warning) when neither its jar nor its class (spark-submit --jars) is there.
     It also takes the PostgreSQL capture's record lines when the landing's format (format_name) is
-    "auto", the only one whose Python parsers read them alongside Debezium's lines.
+    "auto" or "debezium", whose Python parsers read them alongside Debezium's lines (formats/detect.py).
 
     $CDC_MERGE_PARSERS_JAR overrides the jar; set it to an empty value to parse every line in Python.
     """
@@ -45,7 +45,7 @@ def register_jvm_parser(spark: SparkSession, key_columns: Mapping[str, Sequence[
         return None
     # The keys travel inside the function: as an argument they would be decoded for every line.
     keys = json.dumps({table: list(columns) for table, columns in key_columns.items()}, sort_keys=True)
-    takes_record_lines = format_name == "auto"
+    takes_record_lines = format_name in ("auto", "debezium")
     name = f"{JVM_DEBEZIUM_PARSER}_{hashlib.sha1(f'{keys} {takes_record_lines}'.encode()).hexdigest()[:12]}"
     if spark.catalog.functionExists(name):
         return name
