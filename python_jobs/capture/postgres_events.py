@@ -8,7 +8,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import orjson
 
@@ -145,15 +145,6 @@ class TransactionAssembler:
         elif self.current is not None:
             self.current.changes.append(change)
         return None
-
-
-def transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
-    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 data) into transactions."""
-    assembler = TransactionAssembler()
-    for lsn, xid, data in rows:
-        committed = assembler.add(parse_lsn(lsn), xid, wal2json_record(data))
-        if committed is not None:
-            yield committed
 
 
 def _commit_ms(timestamp: str | None) -> int | None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
 from python_jobs.capture.output import TransactionOrder
 from python_jobs.capture.postgres_events import Transaction, TransactionAssembler, change_events, wal2json_record
+from python_jobs.formats.wal2json import parse_lsn
 
 # A row change's first members as wal2json format-version 2 writes them with the capture's options
 # (postgres_events.DECODING_OPTIONS, and the stream's include-xids); a name holding a quote or a backslash does not match, and
@@ -60,8 +61,10 @@ class RecordAssembler:
         # The logical messages of the open transaction, decoded; then of the one committed last.
         self.messages: list[dict] = []
 
-    def add(self, lsn: int, payload: bytes) -> Transaction | None:
-        """The transaction this record commits (lsn: the commit's), else None."""
+    def add(self, lsn: int | str, payload: bytes, xid: int | None = None) -> Transaction | None:
+        """The transaction this record commits, else None. lsn: the record's position (as text where
+        the server gave it so, read only for a begin or commit); xid: its transaction's, where the
+        record does not carry it."""
         current = self.assembler.current
         # A row change inside a transaction, the stream's most common message, by its action's byte alone.
         if current is not None and payload[11:12] in _ROW_ACTIONS and payload.startswith(_RECORD_PREFIX):
@@ -72,13 +75,25 @@ class RecordAssembler:
             change = wal2json_record(payload)
             if action == "B":
                 self.messages = []
-            return self.assembler.add(lsn, int(change.get("xid") or 0), change)
+            return self.assembler.add(parse_lsn(lsn) if isinstance(lsn, str) else lsn,
+                                      int(change.get("xid") or xid or 0), change)
         current = self.assembler.current
         if current is not None:
             current.records.append(payload)
             if action == "M":
                 self.messages.append(wal2json_record(payload))
         return None
+
+
+def peeked_transactions(rows: Iterable[tuple[str, int, str]]) -> Iterator[Transaction]:
+    """Group pg_logical_slot_peek_changes rows (lsn, xid, wal2json v2 record) into transactions of
+    undecoded records, as the stream's."""
+    assembler = RecordAssembler()
+    add = assembler.add
+    for lsn, xid, data in rows:
+        committed = add(lsn, data.encode(), xid)
+        if committed is not None:
+            yield committed
 
 
 def decoded(transaction: Transaction) -> Transaction:

@@ -28,12 +28,11 @@ from python_jobs.capture.postgres_events import (
     Transaction,
     change_events,
     lsn_text,
-    transactions,
 )
 from python_jobs.capture.postgres_columns import MESSAGE_PREFIX, CatalogColumn, ColumnAdditions, read_catalog
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets
 from python_jobs.capture.postgres_pages import PageWatch, write_page
-from python_jobs.capture.postgres_records import decoded, record_lines, table_columns
+from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.capture.reconnect import follow_with_reconnects
@@ -170,7 +169,7 @@ class PostgresCapture:
                 f"select lsn::text, xid::text::bigint, data from pg_logical_slot_peek_changes(%s, null, %s, {placeholders})",
                 (self.config.slot, self.config.max_changes_per_file, *options),
             )
-            peeked = list(transactions(cursor.fetchall()))
+            peeked = list(peeked_transactions(cursor.fetchall()))
         if not peeked:
             return 0
         last_commit = self.write_transactions(peeked)

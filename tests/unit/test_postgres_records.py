@@ -13,7 +13,14 @@ import pytest
 from test_fuzz import mutate
 
 from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
-from python_jobs.capture.postgres_records import RecordAssembler, decoded, file_events, record_lines, table_columns
+from python_jobs.capture.postgres_records import (
+    RecordAssembler,
+    decoded,
+    file_events,
+    peeked_transactions,
+    record_lines,
+    table_columns,
+)
 from python_jobs.formats.detect import parse_line
 from python_jobs.formats.records import INTERNAL_ERROR, STATUS_EVENT, STATUS_REJECTED
 
@@ -148,3 +155,15 @@ def test_the_capture_s_files_read_as_debezium_land_record_lines_alike():
     assert as_debezium == [parse_line(line, KEYS) for line in lines]
     assert [event.status for events in as_debezium for event in events] == [STATUS_EVENT] * 3
     assert parse_line(lines[0], KEYS, "wal2json")[0].status == STATUS_REJECTED
+
+
+def test_peeked_rows_become_transactions_of_records_with_the_row_s_xid():
+    begin = '{"action":"B",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}'
+    commit = '{"action":"C",' + TS + ',"lsn":"0/24BC4F0","nextlsn":"0/24BC520"}'
+    insert = row("I", "0/231FCC0", full(1)).decode().replace('"xid":726,', "")  # peeked: no include-xids
+
+    [tx] = peeked_transactions([("0/24BC4C0", 731, begin), ("0/231FCC0", 731, insert), ("0/24BC4F0", 731, commit)])
+
+    assert (tx.xid, tx.commit_lsn, tx.records) == (731, 0x24BC4F0, [insert.encode()])
+    lines, _ = record_lines(tx, table_columns(COLUMNS))
+    assert [event.tx_id for line in lines for event in parse_line(line.decode(), KEYS)] == [f"731:{0x24BC4F0}"] * 2
