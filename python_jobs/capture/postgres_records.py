@@ -1,6 +1,6 @@
-"""The streaming capture's changes as the server sent them: each wal2json record written with its
-transaction's commit position, id, commit time and the change's order
-(python_jobs/formats/captured_wal2json.py), read no further than its first bytes, as
+"""The PostgreSQL capture's changes as the server sent them (streamed, or peeked by a one-shot
+run): each wal2json record written with its transaction's commit position, id, commit time and the
+change's order (python_jobs/formats/captured_wal2json.py), read no further than its first bytes, as
 `pg_recvlogical` writes them.
 
 A record is written so only when it lands as the very event its Debezium event would be
@@ -52,7 +52,7 @@ def record_action(payload: bytes) -> str:
 
 
 class RecordAssembler:
-    """The stream's records, one at a time, into committed transactions of undecoded records; only
+    """The server's records, one at a time, into committed transactions of undecoded records; only
     a transaction's begin and commit, and logical messages (an online snapshot's watermarks), are
     decoded as they arrive."""
 

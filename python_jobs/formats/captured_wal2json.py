@@ -1,4 +1,4 @@
-"""Parse one line of `cdc-capture-postgres --follow`'s record files: a wal2json record as the server
+"""Parse one line of `cdc-capture-postgres`'s record files: a wal2json record as the server
 sent it, wrapped with its transaction's commit position, id, commit time and the change's order.
 
     {"commit_lsn":22711840,"tx_id":"771:22711840","ts_ms":1764424716050,"tx_order":3,
