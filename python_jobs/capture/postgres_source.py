@@ -204,7 +204,7 @@ class PostgresCapture:
         first: int | None = None
         change_count = 0
         for tx in unwritten:
-            # The stream's records as sent where they land as their Debezium events would, in order:
+            # The records as the server sent them where they land as their Debezium events would; in order:
             # a transaction's events may open a page or say an addition, which the next ones must see.
             as_sent = None
             if tx.records and not (self.additions.observes_rows() or watch.observes_rows()):
