@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -14,6 +15,7 @@ import pytest
 from conftest import FIXTURES, PROJECT_DIR
 from python_jobs.apply import key_index
 from python_jobs.scheduler import run_loop
+from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -147,3 +149,29 @@ def test_sigterm_stops_the_loop_after_the_run_in_progress(dbt_project):
     assert time.monotonic() - sent < 30
     assert "SIGTERM: stopping after the run in progress" in rest
     assert "cdc-run: 1 runs, 0 failed" in rest
+
+
+def test_dbt_s_json_artifacts_are_written_again_only_once_dbt_parsed_again(dbt_project):
+    """run_results.json after every run; manifest.json by the first run, and again by the run after
+    one that parsed a changed model (python_jobs/scheduler/dbt_artifacts.py)."""
+    dbt_project.write_model("products", PRODUCTS_CONFIG, PRODUCTS_COLUMNS)
+    target = dbt_project.project_dir / "target"
+    artifacts = JsonArtifacts()
+    manifests, results = [], []
+
+    def run_and_look(args):
+        outcome = run_loop.invoke_dbt(args, artifacts)
+        manifests.append(((target / "manifest.json").stat().st_mtime_ns, "-- edited" in (target / "manifest.json").read_text()))
+        results.append(json.loads((target / "run_results.json").read_text())["metadata"]["invocation_id"])
+        if len(results) == 2:  # a model edited while the service runs
+            model = dbt_project.project_dir / "models" / "mirrors" / "products.sql"
+            model.write_text(model.read_text() + "\n-- edited\n")
+        return outcome
+
+    summary = run_loop.run_every(dbt_args(dbt_project, "run", "--select", "products"), every=0, runs=4, run=run_and_look)
+
+    assert all(run.success for run in summary.runs)
+    assert len(set(results)) == 4  # each run's own results
+    # Written by the first run; not by the second, nor by the third, which parsed the edit; by the fourth.
+    assert manifests[1] == manifests[2] == manifests[0] and manifests[0][1] is False
+    assert manifests[3][0] != manifests[0][0] and manifests[3][1] is True

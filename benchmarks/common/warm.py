@@ -17,6 +17,7 @@ from pathlib import Path
 from benchmarks.common.measure import _rss_bytes
 from benchmarks.common.project import BenchProject
 from harness.dbt_project import PROFILES_DIR
+from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
 
 
 def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | None = None):
@@ -35,6 +36,10 @@ def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | N
     return spark
 
 
+# Each project's dbt JSON artifacts, written where they change as in cdc-run (scheduler/dbt_artifacts.py).
+_ARTIFACTS: dict[Path, JsonArtifacts] = {}
+
+
 def invoke(project: BenchProject, *args: str, threads: int | None = None):
     """One dbt command in this process, as cdc-run runs it; its RunOutcome (python_jobs/scheduler/run_loop.py)."""
     from python_jobs.scheduler import run_loop
@@ -43,7 +48,8 @@ def invoke(project: BenchProject, *args: str, threads: int | None = None):
     os.environ["CDC_MERGE_RAW_SCHEMA"] = project.raw_schema
     extra = ["--threads", str(threads)] if threads else []
     outcome = run_loop.invoke_dbt([*args, *extra, "--project-dir", str(project.dir),
-                                   "--profiles-dir", str(PROFILES_DIR), "--quiet"])
+                                   "--profiles-dir", str(PROFILES_DIR), "--quiet"],
+                                  _ARTIFACTS.setdefault(project.dir, JsonArtifacts()))
     if not outcome.success:
         raise RuntimeError(f"dbt {' '.join(args)} failed: {outcome.error}")
     return outcome

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from python_jobs.demo import generate as generate_demo
 from python_jobs.landing import io
+from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
 from python_jobs.scheduler.run_loop import invoke_dbt
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
@@ -29,9 +30,14 @@ MIRRORS = {
 HISTORY = "customers_history"
 
 
+# As cdc-run: dbt's JSON artifacts written where they change (scheduler/dbt_artifacts.py).
+ARTIFACTS = JsonArtifacts()
+
+
 def dbt(*args: str) -> float:
     """Run a dbt command in this process (so in this SparkSession); return its seconds."""
-    outcome = invoke_dbt([*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles")])
+    outcome = invoke_dbt([*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR / "profiles")],
+                         ARTIFACTS)
     if not outcome.success:
         raise SystemExit(f"demo: 'dbt {' '.join(args)}' failed: {outcome.error}")
     return outcome.seconds
