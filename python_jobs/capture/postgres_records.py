@@ -25,8 +25,8 @@ from python_jobs.capture.postgres_events import Transaction, TransactionAssemble
 from python_jobs.formats.wal2json import parse_lsn
 
 # A row change's first members as wal2json format-version 2 writes them with the capture's options
-# (postgres_events.DECODING_OPTIONS, and the stream's include-xids); a name holding a quote or a backslash does not match, and
-# its transaction is decoded.
+# (postgres_events.DECODING_OPTIONS, and the stream's include-xids); a name holding a quote or a
+# backslash does not match, and its transaction is decoded.
 _ROW_CHANGE_HEAD = re.compile(
     rb'\{"action":"([IUD])",(?:"xid":[0-9]+,)?"timestamp":"[^"\\]*","lsn":"([0-9A-F]{1,8})/([0-9A-F]{1,8})",'
     rb'"schema":"([^"\\]+)","table":"([^"\\]+)",'
