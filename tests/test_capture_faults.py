@@ -70,6 +70,25 @@ def capture(command: str, *args: str, env: dict | None = None, follow: bool = Fa
     return subprocess.run(argv, cwd=PROJECT_DIR, env=environment, capture_output=True, text=True, timeout=300)
 
 
+@contextlib.contextmanager
+def following_capture(command: str, *args: str):
+    """A capture with --follow; killed on the way out if a failed check left it running."""
+    process = capture(command, *args, follow=True)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def stopped(process) -> str:
+    """SIGTERM to a following capture: its stderr, once it stopped cleanly."""
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
 def captured_ids(out: Path) -> list[int]:
     """The id of every event in the capture's files, in file order (duplicates kept)."""
     ids = []
@@ -149,20 +168,14 @@ def pg_args(postgres, tmp_path: Path, out: Path | None = None) -> list[str]:
 def test_postgres_restart_mid_stream_is_waited_out_by_a_following_capture(postgres, tmp_path):
     pg_setup(postgres, 20)
     assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
-    following = capture("postgres", *pg_args(postgres, tmp_path), "--max-wait-seconds", "0.3", follow=True)
-    try:
+    with following_capture("postgres", *pg_args(postgres, tmp_path), "--max-wait-seconds", "0.3") as following:
         pg_insert(postgres, 21, 40)
         wait_for(lambda: 40 in captured_ids(tmp_path / "out"))
         restart(postgres, signal.SIGINT, 'data/postmaster.pid')
         pg_insert(postgres, 41, 60)
         wait_for(lambda: 60 in captured_ids(tmp_path / "out"))
         assert following.poll() is None  # still running
-        following.send_signal(signal.SIGTERM)
-        _, stderr = following.communicate(timeout=60)
-    finally:
-        if following.poll() is None:
-            following.kill()
-    assert following.returncode == 0, stderr
+        stderr = stopped(following)
     assert "lost the connection to PostgreSQL" in stderr and "reconnecting in 1 s (attempt 1)" in stderr, stderr
     assert "Traceback" not in stderr
     assert sorted(set(captured_ids(tmp_path / "out"))) == list(range(1, 61))

@@ -11,12 +11,14 @@ from pathlib import Path
 from test_capture_faults import (  # noqa: F401 - mariadb is a fixture
     capture,
     captured_ids,
+    following_capture,
     ids_moved_on_and_left,
     mariadb,
     SECRET,
     positions,
     restart,
     small_filesystem,
+    stopped,
     wait_for,
 )
 
@@ -45,20 +47,14 @@ def my_args(mariadb, tmp_path: Path, out: Path | None = None) -> list[str]:
 def test_mariadb_restart_mid_stream_is_waited_out_by_a_following_capture(mariadb, tmp_path):
     my_setup(mariadb, 20)
     assert capture("mysql", *my_args(mariadb, tmp_path)).returncode == 0
-    following = capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.3", follow=True)
-    try:
+    with following_capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.3") as following:
         my_insert(mariadb, 21, 40)
         wait_for(lambda: 40 in captured_ids(tmp_path / "out"))
         restart(mariadb, signal.SIGTERM, 'mysqld.pid')
         my_insert(mariadb, 41, 60)
         wait_for(lambda: 60 in captured_ids(tmp_path / "out"))
         assert following.poll() is None  # still running
-        following.send_signal(signal.SIGTERM)
-        _, stderr = following.communicate(timeout=60)
-    finally:
-        if following.poll() is None:
-            following.kill()
-    assert following.returncode == 0, stderr
+        stderr = stopped(following)
     assert "Traceback" not in stderr
 
     ids = captured_ids(tmp_path / "out")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -15,11 +14,13 @@ import pytest
 from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtures
     capture,
     captured_ids,
+    following_capture,
     mariadb,
     pg_args,
     pg_insert,
     pg_setup,
     postgres,
+    stopped,
     wait_for,
 )
 from python_jobs.capture.postgres_records import file_events
@@ -66,8 +67,7 @@ def test_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(source,
     kind, server = source
     kind.setup(server, 10)
     assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
-    following = capture(kind.command, *kind.args(server, tmp_path), *FOLLOW, follow=True)
-    try:
+    with following_capture(kind.command, *kind.args(server, tmp_path), *FOLLOW) as following:
         waits = []
         for first in range(11, 111, 20):
             committed = time.monotonic()
@@ -75,12 +75,7 @@ def test_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(source,
             wait_for(lambda: first + 19 in captured_ids(tmp_path / "out"), timeout=30)
             waits.append(time.monotonic() - committed)
         time.sleep(1.2)  # a progress line's interval, twice
-        following.send_signal(signal.SIGTERM)
-        _, stderr = following.communicate(timeout=60)
-    finally:
-        if following.poll() is None:
-            following.kill()
-    assert following.returncode == 0, stderr
+        stderr = stopped(following)
     assert "Traceback" not in stderr
     assert f"following {kind.name}" in stderr and ": 100 changes in 5 transactions" in stderr, stderr
     assert "changes/s" in stderr and "behind the server" in stderr
@@ -165,12 +160,8 @@ def test_the_slot_advances_while_only_other_databases_write(postgres, tmp_path):
     assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
     assert slot_confirmed(postgres) >= written_to
 
-    following = capture("postgres", *pg_args(postgres, tmp_path), *FOLLOW, "--heartbeat-seconds", "0.5", follow=True)
-    try:
+    with following_capture("postgres", *pg_args(postgres, tmp_path), *FOLLOW, "--heartbeat-seconds", "0.5") as following:
         written_to = busy_elsewhere(postgres, 2)
         wait_for(lambda: slot_confirmed(postgres) >= written_to, timeout=30)
-    finally:
-        following.send_signal(signal.SIGTERM)
-        _, stderr = following.communicate(timeout=60)
-    assert following.returncode == 0, stderr
+        stopped(following)
     assert sorted((tmp_path / "out").glob("*.json")) == files  # heartbeats write no file

@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import signal
 import struct
 import tempfile
 from decimal import Decimal
@@ -24,7 +23,7 @@ from harness.postgres_server import create_capture_user, start_postgres
 from python_jobs import scaffold
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
-from test_capture_faults import capture, wait_for
+from test_capture_faults import following_capture, stopped, wait_for
 
 STREAMED = 100  # the stream's copy of row n is row n + STREAMED
 FOLLOWED = 200  # PostgreSQL's: a third copy, through --follow
@@ -188,16 +187,10 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
 
 def follow_until_written(config, changes: int) -> None:
     """`cdc-capture-postgres --follow` until its state says changes are in files; then SIGTERM."""
-    following = capture("postgres", "--dsn", config.dsn, "--tables", *config.tables, "--slot", config.slot,
-                        "--out", str(config.out), "--state", str(config.state), "--max-wait-seconds", "0.3", follow=True)
-    try:
+    with following_capture("postgres", "--dsn", config.dsn, "--tables", *config.tables, "--slot", config.slot,
+                           "--out", str(config.out), "--state", str(config.state), "--max-wait-seconds", "0.3") as following:
         wait_for(lambda: json.loads(config.state.read_text()).get("following", {}).get("changes", 0) >= changes, 60)
-        following.send_signal(signal.SIGTERM)
-        _, stderr = following.communicate(timeout=60)
-    finally:
-        if following.poll() is None:
-            following.kill()
-    assert following.returncode == 0, stderr
+        stopped(following)
 
 
 NOT_FINITE = {"NaN", "Infinity", "-Infinity", "infinity", "-infinity"}
