@@ -27,6 +27,8 @@ def test_valid_config_resolves_paths_next_to_the_file(tmp_path):
     assert config.input_dir == tmp_path / "inbox"
     assert config.key_columns == {"shop.orders": ("id",), "shop.order_lines": ("order_id", "line_no")}
     assert config.max_files_per_batch == 1000
+    assert config.landed_dir is None  # landed files stay in the input folder unless landed is set
+    assert load_config(write(tmp_path, {**VALID, "landed": "landed"})).landed_dir == tmp_path / "landed"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +47,9 @@ def test_valid_config_resolves_paths_next_to_the_file(tmp_path):
         ({"sink": "kafka"}, "field 'sink' must be one of iceberg, databend"),
         ({"sink": "databend"}, "field 'databend_stage_dir' is required with sink: databend"),
         ({"databend_dsn_env": "my dsn"}, "field 'databend_dsn_env' must name an environment variable"),
+        ({"landed": "inbox"}, "field 'landed' must be a folder outside the input folder"),
+        ({"landed": "inbox/done"}, "field 'landed' must be a folder outside the input folder"),
+        ({"landed": ["done"]}, "field 'landed' must be a folder for the files once landed"),
     ],
 )
 def test_errors_name_the_file_and_the_field(tmp_path, change, message):

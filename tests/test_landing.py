@@ -58,6 +58,24 @@ def test_a_file_is_never_landed_twice(dbt_project, spark):
     assert spark.sql(f"select count(*) from {table}.snapshots").first()[0] == 2
 
 
+def test_landed_files_leave_the_input_folder_when_landed_is_set(dbt_project, spark):
+    """landing.yml's landed: each file moves there once its batch is in the checkpoint, so each
+    landing lists only new files; a name that comes again is still never landed twice."""
+    landed = dbt_project.work_dir / "landed"
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-2.json")
+    assert dbt_project.land(PRODUCTS, landed=str(landed), max_files_per_batch=1).counts["event"] == 32
+    assert sorted(path.name for path in dbt_project.inbox.iterdir()) == []
+    assert sorted(path.name for path in landed.iterdir()) == ["part-1.json", "part-2.json"]
+    # A name landed before lands nothing and stays where it came, in sight; a new name lands and moves.
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-1.json")
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-3.json")
+    assert dbt_project.land(PRODUCTS, landed=str(landed)).counts["event"] == 16
+    assert sorted(path.name for path in dbt_project.inbox.iterdir()) == ["part-1.json"]
+    assert sorted(path.name for path in landed.iterdir()) == ["part-1.json", "part-2.json", "part-3.json"]
+    assert spark.sql(f"select count(*) from {dbt_project.raw_schema}.raw_events").first()[0] == 48
+
+
 def test_a_retried_batch_is_not_appended_again(dbt_project, spark):
     table = f"{dbt_project.raw_schema}.raw_events"
     rows = spark.createDataFrame([("t.x", '["1"]', "insert", "{}", None, "1", None, "f", 1, None, None, None, None)],

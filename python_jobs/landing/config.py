@@ -35,6 +35,9 @@ class LandingConfig:
     sink: str = "iceberg"
     databend_dsn_env: str = "CDC_MERGE_DATABEND_DSN"
     databend_stage_dir: Path | None = None
+    # Where files go once landed, so that the input folder holds only new ones (each landing lists
+    # the whole folder); None: they stay in the input folder.
+    landed_dir: Path | None = None
     source_file: Path | None = field(default=None, compare=False)
 
 
@@ -60,7 +63,7 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
 
     known = {
         "input", "checkpoint", "raw_table", "quarantine_table", "format", "max_files_per_batch", "file_glob", "tables",
-        "sink", "databend_dsn_env", "databend_stage_dir",
+        "sink", "databend_dsn_env", "databend_stage_dir", "landed",
     }
     unknown = sorted(set(document) - known)
     if unknown:
@@ -95,6 +98,16 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
     if sink == "databend" and stage_dir in (None, ""):
         raise fail("databend_stage_dir", "is required with sink: databend (a folder the Databend server can read)")
 
+    input_dir = (base / str(document["input"])).resolve()
+    landed = document.get("landed")
+    landed_dir = None
+    if landed not in (None, ""):
+        if not isinstance(landed, str):
+            raise fail("landed", f"must be a folder for the files once landed, such as data/landed, got {landed!r}")
+        landed_dir = (base / landed).resolve()
+        if landed_dir == input_dir or input_dir in landed_dir.parents:
+            raise fail("landed", f"must be a folder outside the input folder {input_dir}, got {landed!r}")
+
     # Canal, Maxwell and GoldenGate announce keys in each record; Debezium values do not.
     tables = document.get("tables") or {}
     if not isinstance(tables, dict):
@@ -112,7 +125,7 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
         key_columns[str(table)] = tuple(key)
 
     return LandingConfig(
-        input_dir=(base / str(document["input"])).resolve(),
+        input_dir=input_dir,
         checkpoint_dir=(base / str(document["checkpoint"])).resolve(),
         raw_table=str(document["raw_table"]),
         quarantine_table=str(document["quarantine_table"]),
@@ -123,5 +136,6 @@ def parse_config(document: Mapping[str, Any], path: Path) -> LandingConfig:
         sink=sink,
         databend_dsn_env=dsn_env,
         databend_stage_dir=(base / str(stage_dir)).resolve() if stage_dir else None,
+        landed_dir=landed_dir,
         source_file=path,
     )

@@ -244,14 +244,19 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             # The raw table's maintenance (macros/maintenance/maintain.sql) waits for a later run meanwhile.
             table = [] if warehouse is None else [
                 (run_locks.lock_file("table", warehouse, config.raw_table.lower()), f"table {config.raw_table}")]
+            landed: list[str] = []
+
+            def land_batch(batch, tag, place, may_be_retry) -> None:
+                land_files(batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry)
+                landed.extend(place.listed_ms)
+
             with run_locks.holding(table):
-                io.run_available_batches(
-                    files,
-                    config.checkpoint_dir,
-                    lambda batch, tag, place, may_be_retry: land_files(
-                        batch, config, sink, tag, place, summary, jvm_parser, jvm_quoter, may_be_retry
-                    ),
-                )
+                io.run_available_batches(files, config.checkpoint_dir, land_batch)
+            # Every batch is in the checkpoint now: its files may leave the input folder.
+            if config.landed_dir is not None and landed:
+                log.info("moved %d landed files to %s", io.move_landed_files(landed, config.landed_dir), config.landed_dir)
+            elif config.landed_dir is None and (warning := io.long_listing_warning(config.input_dir, config.source_file)):
+                log.warning("%s", warning)
     except run_locks.LockBusy as busy:
         raise io.LandingError(str(busy)) from None
     log.info("%s", summary.line())

@@ -184,6 +184,54 @@ def lines_of_local_files(names: Iterable[str]) -> list[tuple] | None:
     return lines
 
 
+def move_landed_files(names: Iterable[str], landed_dir: Path) -> int:
+    """Move each local file of names (file: URIs, as a batch lists them) into landed_dir, once the
+    checkpoint has committed their batches: the input folder then holds only new files, and a
+    landing's listing stays as short as they are. A name landed_dir holds already keeps both files
+    (the later one as name.<n>). How many were moved; one gone or elsewhere is left alone."""
+    landed_dir.mkdir(parents=True, exist_ok=True)
+    moved = 0
+    for name in names:
+        address = urlparse(name)
+        if address.scheme not in ("", "file"):
+            continue
+        source = Path(unquote(address.path))
+        target = landed_dir / source.name
+        copy = 0
+        while target.exists():
+            copy += 1
+            target = landed_dir / f"{source.name}.{copy}"
+        try:
+            os.rename(source, target)
+        except FileNotFoundError:
+            continue
+        moved += 1
+    return moved
+
+
+# Each time the input folder, landed files kept there, passes a multiple of this many files, the
+# landing warns (once a multiple in a process).
+FILES_BEFORE_WARNING = 10_000
+_warned_at: dict[Path, int] = {}
+
+
+def long_listing_warning(input_dir: Path, config_file: Path | None) -> str | None:
+    """Each landing lists the whole input folder: what to change, once the folder passes another
+    FILES_BEFORE_WARNING files (BENCHMARKS.md, "Levers tried"); None otherwise."""
+    try:
+        with os.scandir(input_dir) as entries:
+            count = sum(1 for _ in entries)
+    except OSError:
+        return None
+    step = count // FILES_BEFORE_WARNING
+    if step == 0 or _warned_at.get(input_dir, 0) >= step:
+        return None
+    _warned_at[input_dir] = step
+    return (f"{input_dir} holds {count} files, and each landing lists them all, landed or not: set 'landed: <folder>' "
+            f"in {config_file or 'the landing config'} to move the landed ones out (docs/landing.md), unless another "
+            "landing config reads this folder too")
+
+
 _FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
