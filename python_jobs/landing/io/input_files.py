@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 from typing import Callable, Iterable
@@ -202,7 +203,7 @@ def move_landed_files(names: Iterable[str], landed_dir: Path) -> int:
             copy += 1
             target = landed_dir / f"{source.name}.{copy}"
         try:
-            os.rename(source, target)
+            shutil.move(source, target)  # a rename, or a copy where the landed folder is on another disk
         except FileNotFoundError:
             continue
         moved += 1
