@@ -225,6 +225,7 @@ def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, count
 
 def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession | None = None,
         databend_dsn: str | None = None) -> LandingSummary:
+    started = time.monotonic()
     io.require_readable_folder(config.input_dir)  # before Spark, which would fail with a stack trace
     # One landing per checkpoint at a time (python_jobs/run_locks.py): a second waits, then lands what
     # is left. Taken before Spark starts, so a landing that finds another running stops without a JVM.
@@ -255,13 +256,16 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             # Every batch is in the checkpoint now: its files may leave the input folder.
             if config.landed_dir is not None and landed:
                 log.info("moved %d landed files to %s", io.move_landed_files(landed, config.landed_dir), config.landed_dir)
-            elif config.landed_dir is None and (warning := io.long_listing_warning(config.input_dir, config.source_file)):
-                log.warning("%s", warning)
     except run_locks.LockBusy as busy:
         raise io.LandingError(str(busy)) from None
+    input_files = io.input_file_count(config.input_dir)
+    if config.landed_dir is None and input_files and (
+            warning := io.long_listing_warning(config.input_dir, input_files, config.source_file)):
+        log.warning("%s", warning)
     log.info("%s", summary.line())
     REGISTRY.observe_landing(summary.files, summary.counts[records.STATUS_EVENT],
-                             summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes)
+                             summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes,
+                             seconds=time.monotonic() - started, input_files=input_files)
     return summary
 
 

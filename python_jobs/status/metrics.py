@@ -110,6 +110,14 @@ def _landing_metrics(status: StatusSnapshot) -> Iterator[Metric]:
         counter = _counter(name, documentation, [])
         counter.add_metric([], value)
         yield counter
+    for name, documentation, gauge_value in (
+            ("cdc_landing_last_seconds", "How long the last landing took", landing.last_seconds),
+            ("cdc_landing_input_files", "Files in the input folder after the last landing (landed ones kept there too)",
+             landing.input_files)):
+        gauge = _gauge(name, documentation, [])
+        if gauge_value is not None:
+            gauge.add_metric([], gauge_value)
+        yield gauge
 
 
 def _verify_metrics(status: StatusSnapshot) -> Iterator[Metric]:

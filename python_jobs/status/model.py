@@ -117,6 +117,8 @@ class LandingStatus:
     quarantined: int = 0
     bytes: int = 0
     last_at: float | None = None
+    last_seconds: float | None = None  # the last landing's own time: its fixed cost grows with a long input folder
+    input_files: int | None = None  # files in the input folder after the last landing, landed ones kept there included
 
 
 @dataclass

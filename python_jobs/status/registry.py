@@ -74,7 +74,8 @@ class Registry:
             if mirror.lag_seconds is not None:
                 self._cycle_lags.append(mirror.lag_seconds)
 
-    def observe_landing(self, files: int, events: int, quarantined: int, size_bytes: int) -> None:
+    def observe_landing(self, files: int, events: int, quarantined: int, size_bytes: int,
+                        seconds: float | None = None, input_files: int | None = None) -> None:
         if not self.enabled:
             return
         with self._lock:
@@ -84,6 +85,8 @@ class Registry:
             self.landing.quarantined += quarantined
             self.landing.bytes += size_bytes
             self.landing.last_at = time.time()
+            self.landing.last_seconds = seconds
+            self.landing.input_files = input_files
 
     def observe_cycle(self, success: bool, seconds: float, failed_nodes: Iterable[tuple[str, str]] = (),
                       error: str | None = None) -> None:

@@ -30,11 +30,11 @@ def test_a_folder_that_keeps_its_landed_files_warns_each_time_it_passes_another_
     def deliver(count):
         for _ in range(count):
             (tmp_path / f"{len(list(tmp_path.iterdir()))}.json").write_text("")
-        return input_files.long_listing_warning(tmp_path, tmp_path / "landing.yml")
+        return input_files.long_listing_warning(tmp_path, input_files.input_file_count(tmp_path), tmp_path / "landing.yml")
 
     assert deliver(2) is None
     warning = deliver(1)
     assert warning is not None and "holds 3 files" in warning and f"'landed: <folder>' in {tmp_path / 'landing.yml'}" in warning
     assert deliver(2) is None  # said once for this step
     assert "holds 6 files" in deliver(1)
-    assert input_files.long_listing_warning(tmp_path / "missing", None) is None
+    assert input_files.input_file_count(tmp_path / "missing") is None

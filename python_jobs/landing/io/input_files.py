@@ -216,14 +216,18 @@ FILES_BEFORE_WARNING = 10_000
 _warned_at: dict[Path, int] = {}
 
 
-def long_listing_warning(input_dir: Path, config_file: Path | None) -> str | None:
-    """Each landing lists the whole input folder: what to change, once the folder passes another
-    FILES_BEFORE_WARNING files (BENCHMARKS.md, "Levers tried"); None otherwise."""
+def input_file_count(input_dir: Path) -> int | None:
+    """How many entries the input folder holds now; None when it cannot be read."""
     try:
         with os.scandir(input_dir) as entries:
-            count = sum(1 for _ in entries)
+            return sum(1 for _ in entries)
     except OSError:
         return None
+
+
+def long_listing_warning(input_dir: Path, count: int, config_file: Path | None) -> str | None:
+    """Each landing lists the whole input folder (count entries): what to change, once the folder
+    passes another FILES_BEFORE_WARNING files (BENCHMARKS.md, "Levers tried"); None otherwise."""
     step = count // FILES_BEFORE_WARNING
     if step == 0 or _warned_at.get(input_dir, 0) >= step:
         return None
