@@ -236,6 +236,7 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             spark = spark or io.spark_session("cdc_merge_landing", warehouse)
             sink = io.sink_for(config, spark, databend_dsn)
             io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
+            io.finish_moves(config.checkpoint_dir, config.landed_dir)
             sink.require_tables(config.raw_table, config.quarantine_table)
             jvm_parser = io.register_jvm_parser(spark, config.key_columns, config.format)
             jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
@@ -254,14 +255,13 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             with run_locks.holding(table):
                 io.run_available_batches(files, config.checkpoint_dir, land_batch)
             # Every batch is in the checkpoint now: its files may leave the input folder.
-            if config.landed_dir is not None and landed:
-                log.info("moved %d landed files to %s", io.move_landed_files(landed, config.landed_dir), config.landed_dir)
+            if config.landed_dir is not None:
+                io.move_landed_files(landed, config.landed_dir, config.checkpoint_dir)
     except run_locks.LockBusy as busy:
         raise io.LandingError(str(busy)) from None
     input_files = io.input_file_count(config.input_dir)
-    if config.landed_dir is None and input_files and (
-            warning := io.long_listing_warning(config.input_dir, input_files, config.source_file)):
-        log.warning("%s", warning)
+    if config.landed_dir is None:
+        io.warn_of_a_long_listing(config.input_dir, input_files, config.source_file)
     log.info("%s", summary.line())
     REGISTRY.observe_landing(summary.files, summary.counts[records.STATUS_EVENT],
                              summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes,

@@ -16,15 +16,16 @@ from python_jobs.landing.io.input_files import (
     batch_place,
     claim_checkpoint,
     files_changed_since_listed,
+    finish_moves,
     input_file_count,
     input_scan_conf,
     latest_planned_batch,
     lines_of_local_files,
-    long_listing_warning,
     move_landed_files,
     read_new_files,
     require_readable_folder,
     run_available_batches,
+    warn_of_a_long_listing,
 )
 from python_jobs.landing.io.jvm_functions import (
     JVM_DEBEZIUM_PARSER,
@@ -64,7 +65,7 @@ from python_jobs.landing.io.sinks import (
 
 __all__ = [
     "LandingError",
-    "batch_place", "claim_checkpoint", "files_changed_since_listed", "input_file_count", "input_scan_conf", "latest_planned_batch", "lines_of_local_files", "long_listing_warning", "move_landed_files", "read_new_files", "require_readable_folder", "run_available_batches",
+    "batch_place", "claim_checkpoint", "files_changed_since_listed", "finish_moves", "input_file_count", "input_scan_conf", "latest_planned_batch", "lines_of_local_files", "move_landed_files", "read_new_files", "require_readable_folder", "run_available_batches", "warn_of_a_long_listing",
     "JVM_DEBEZIUM_PARSER", "JVM_DEBEZIUM_PARSER_CLASS", "JVM_NUMBER_QUOTER", "JVM_NUMBER_QUOTER_CLASS",
     "PARSERS_JAR", "parsers_jar", "register_jvm_number_quoter", "register_jvm_parser",
     "CATALOG", "ICEBERG_JAR_NAME", "ICEBERG_MAVEN_COORDINATES", "default_warehouse", "iceberg_jar",

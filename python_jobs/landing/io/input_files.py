@@ -1,9 +1,11 @@
-"""Reading the input folder: new files in micro-batches, and each batch's place in the order of
-landed files as the streaming checkpoint recorded it."""
+"""Reading the input folder: new files in micro-batches, each batch's place in the order of
+landed files as the streaming checkpoint recorded it, and landed files moved out of it."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import re
 import shutil
@@ -17,6 +19,8 @@ from pyspark.sql import functions as F
 from python_jobs.landing.io.errors import LandingError
 from python_jobs.landing.io.session import session_conf
 from python_jobs.landing.transforms import BatchPlace
+
+log = logging.getLogger("cdc_merge")
 
 
 def input_scan_conf(spark: SparkSession) -> dict[str, str]:
@@ -185,29 +189,63 @@ def lines_of_local_files(names: Iterable[str]) -> list[tuple] | None:
     return lines
 
 
-def move_landed_files(names: Iterable[str], landed_dir: Path) -> int:
+# In the checkpoint: the files a landing is moving out (landed: in landing.yml), until all are moved.
+_MOVES_FILE = "cdc_merge_landed_moves.json"
+
+
+def move_landed_files(names: Iterable[str], landed_dir: Path, checkpoint_dir: Path) -> int:
     """Move each local file of names (file: URIs, as a batch lists them) into landed_dir, once the
     checkpoint has committed their batches: the input folder then holds only new files, and a
-    landing's listing stays as short as they are. A name landed_dir holds already keeps both files
-    (the later one as name.<n>). How many were moved; one gone or elsewhere is left alone."""
-    landed_dir.mkdir(parents=True, exist_ok=True)
-    moved = 0
-    for name in names:
-        address = urlparse(name)
-        if address.scheme not in ("", "file"):
-            continue
-        source = Path(unquote(address.path))
-        target = landed_dir / source.name
-        copy = 0
-        while target.exists():
-            copy += 1
-            target = landed_dir / f"{source.name}.{copy}"
-        try:
-            shutil.move(source, target)  # a rename, or a copy where the landed folder is on another disk
-        except FileNotFoundError:
-            continue
-        moved += 1
+    landing's listing stays as short as they are. The list is kept in the checkpoint until every
+    file is moved, so that a landing killed half way finishes the moves at its next start
+    (finish_moves). A name landed_dir holds already keeps both files (the later one as name.<n>).
+    How many were moved; one gone or elsewhere is left alone."""
+    paths = [Path(unquote(address.path)) for address in map(urlparse, names) if address.scheme in ("", "file")]
+    if not paths:
+        return 0
+    journal = checkpoint_dir / _MOVES_FILE
+    partial = journal.with_name("." + journal.name)
+    partial.write_text(json.dumps([str(path) for path in paths]))
+    os.replace(partial, journal)
+    moved = sum(_move(path, landed_dir) for path in paths)
+    journal.unlink()
+    log.info("moved %d landed files to %s", moved, landed_dir)
     return moved
+
+
+def finish_moves(checkpoint_dir: Path, landed_dir: Path | None) -> int:
+    """The moves a landing killed half way left (move_landed_files): how many files were moved now."""
+    journal = checkpoint_dir / _MOVES_FILE
+    if landed_dir is None or not journal.exists():
+        return 0
+    moved = sum(_move(Path(name), landed_dir) for name in json.loads(journal.read_text()))
+    journal.unlink()
+    log.info("moved %d files an interrupted landing had landed to %s", moved, landed_dir)
+    return moved
+
+
+def _move(source: Path, landed_dir: Path) -> bool:
+    if not source.exists():
+        return False  # moved before a crash, or gone
+    landed_dir.mkdir(parents=True, exist_ok=True)
+    target = landed_dir / source.name
+    copy = 0
+    while target.exists():
+        copy += 1
+        target = landed_dir / f"{source.name}.{copy}"
+    try:
+        os.rename(source, target)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        # The landed folder is on another disk: a whole copy under a hidden name, then its name.
+        hidden = landed_dir / f".{target.name}.moving"
+        shutil.copy2(source, hidden)
+        os.replace(hidden, target)
+        source.unlink()
+    return True
 
 
 # Each time the input folder, landed files kept there, passes a multiple of this many files, the
@@ -225,16 +263,17 @@ def input_file_count(input_dir: Path) -> int | None:
         return None
 
 
-def long_listing_warning(input_dir: Path, count: int, config_file: Path | None) -> str | None:
-    """Each landing lists the whole input folder (count entries): what to change, once the folder
-    passes another FILES_BEFORE_WARNING files (BENCHMARKS.md, "Levers tried"); None otherwise."""
-    step = count // FILES_BEFORE_WARNING
+def warn_of_a_long_listing(input_dir: Path, count: int | None, config_file: Path | None) -> bool:
+    """Each landing lists the whole input folder (count entries): say what to change once the
+    folder passes another FILES_BEFORE_WARNING files (BENCHMARKS.md, "Levers tried"). Whether it warned."""
+    step = (count or 0) // FILES_BEFORE_WARNING
     if step == 0 or _warned_at.get(input_dir, 0) >= step:
-        return None
+        return False
     _warned_at[input_dir] = step
-    return (f"{input_dir} holds {count} files, and each landing lists them all, landed or not: set 'landed: <folder>' "
-            f"in {config_file or 'the landing config'} to move the landed ones out (docs/landing.md), unless another "
-            "landing config reads this folder too")
+    log.warning("%s holds %d files, and each landing lists them all, landed or not: set 'landed: <folder>' in %s to move "
+                "the landed ones out (docs/landing.md), unless another landing config reads this folder too",
+                input_dir, count, config_file or "the landing config")
+    return True
 
 
 _FILE_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
