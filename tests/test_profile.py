@@ -47,20 +47,40 @@ def test_profile_sets_the_same_catalog_as_the_landing_job(monkeypatch):
     assert profile == landing
 
 
-def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_quiet_log(monkeypatch):
+def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_driver_options(monkeypatch):
     from dbt.adapters.cdc_spark.connections import with_local_session_settings
 
     monkeypatch.delenv("CDC_MERGE_LOCAL_FS_JAR", raising=False)
     monkeypatch.delenv("CDC_MERGE_SPARK_MASTER", raising=False)
+    monkeypatch.delenv(io.session.ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE, raising=False)
     credentials = SimpleNamespace(server_side_parameters=local_parameters({}))
     with_local_session_settings(credentials)
     landing = io.iceberg_spark_conf("/lake")
 
     wanted = {"spark.driver.extraClassPath": os.path.abspath(io.local_file_system_jar()), "spark.hadoop.fs.file.impl": "cdc_merge.hadoop.LocalFileSystem",
-              "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{io.session.SPARK_LOG_CONFIG}",
+              "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{io.session.SPARK_LOG_CONFIG}"
+                                               " -Diceberg.scan.plan-in-worker-pool=false",
               "spark.ui.showConsoleProgress": "false"}
     assert os.path.isfile(io.local_file_system_jar()) and io.session.SPARK_LOG_CONFIG.is_file()
     assert {name: credentials.server_side_parameters[name] for name in wanted} == {name: landing[name] for name in wanted} == wanted
+
+
+def test_iceberg_plans_in_the_calling_thread_unless_told_otherwise(monkeypatch):
+    """Iceberg's worker pool polls its tasks every 10 ms; a session plans without it, unless the
+    profile's options or Iceberg's own variable decide."""
+    monkeypatch.delenv(io.session.ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE, raising=False)
+    options = io.session.local_driver_conf("-Xss4m")["spark.driver.extraJavaOptions"]
+    assert options.startswith("-Xss4m ") and options.endswith(" -Diceberg.scan.plan-in-worker-pool=false")
+    chosen = "-Diceberg.scan.plan-in-worker-pool=true"
+    assert io.session.local_driver_conf(chosen)["spark.driver.extraJavaOptions"].count("plan-in-worker-pool") == 1
+    monkeypatch.setenv(io.session.ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE, "true")
+    assert "plan-in-worker-pool" not in io.session.local_driver_conf()["spark.driver.extraJavaOptions"]
+
+
+def test_the_session_plans_iceberg_scans_in_the_calling_thread(spark):
+    """The option reaches the JVM the session starts: Iceberg reads it once, as its scans load."""
+    assert spark._jvm.java.lang.System.getProperty("iceberg.scan.plan-in-worker-pool") == "false"
+    assert spark._jvm.org.apache.iceberg.SystemConfigs.SCAN_THREAD_POOL_ENABLED.value() is False
 
 
 def test_the_local_file_system_is_set_only_where_it_can_load(monkeypatch, tmp_path):

@@ -7,6 +7,7 @@ counted and recorded; run_recorded_call runs a recorded call again (benchmarks/a
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -35,7 +36,10 @@ class SqlClock:
             self.seconds += seconds
             return
         words = strip_comment(sql).lower().split(None, 2)
-        kind = " ".join(words[:2]) if words and words[0] in ("show", "describe", "create", "drop") else (words[0] if words else "?")
+        if words and words[0] == "cdc_merge":
+            kind = re.split(r"[[{]", strip_comment(sql), maxsplit=1)[0].strip()  # an adapter call: "cdc_merge one-commit batch"
+        else:
+            kind = " ".join(words[:2]) if words and words[0] in ("show", "describe", "create", "drop") else (words[0] if words else "?")
         self.seconds += seconds
         self.statements += new_statement
         if new_statement:

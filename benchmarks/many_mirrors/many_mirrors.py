@@ -159,6 +159,8 @@ class ManyMirrors:
         slowest = sorted(self.clock.recorded, key=lambda item: -item[1])[:5]
         return {"seconds": round(outcome.seconds, 3), "sql_seconds": round(self.clock.seconds, 3), "statements": self.clock.statements,
                 "slowest_statements": [[round(seconds, 3), " ".join(strip_comment(sql).split())[:120]] for sql, seconds in slowest],
+                "sql_by_kind": {kind: [count, round(seconds, 3)] for kind, (count, seconds)
+                                in sorted(self.clock.by_kind.items(), key=lambda item: -item[1][1])},
                 "range_views": len(self.range_views), "distinct_ranges": len(set(self.range_views)),
                 "range_reads": len(RANGES.reads) - reads_before,
                 "input_bytes": self.reads.read(), "nodes": outcome.statuses}

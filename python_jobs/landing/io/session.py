@@ -102,14 +102,23 @@ def with_views(conf: dict[str, str]) -> dict[str, str]:
 SPARK_LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 
 
-def quiet_spark_conf(java_options: str | None = None) -> dict[str, str]:
-    """A local session that logs errors only (spark-log4j2.properties) and draws no progress bars: its
-    driver's JVM options (java_options, the profile's, kept) with the log configuration. It takes
-    effect where this session starts the JVM, as the driver's memory does."""
-    logging_option = f"-Dlog4j2.configurationFile=file:{SPARK_LOG_CONFIG}"
+# Iceberg plans a scan's manifests on its shared worker pool and polls that pool's tasks every 10 ms
+# (Iceberg's Tasks.waitFor, ParallelIterable): most of a small table's planning was that wait.
+ICEBERG_PLAN_IN_WORKER_POOL = "iceberg.scan.plan-in-worker-pool"
+ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE = "ICEBERG_SCAN_PLAN_IN_WORKER_POOL"
+
+
+def local_driver_conf(java_options: str | None = None) -> dict[str, str]:
+    """A local session's driver: its JVM options (java_options, the profile's, kept) with a log of
+    errors only (spark-log4j2.properties) and Iceberg's scans planned in the thread that asks
+    (ICEBERG_PLAN_IN_WORKER_POOL, unless the options or Iceberg's own variable say otherwise;
+    docs/apply_service.md, "Iceberg's 10 ms polls"); no progress bars. It takes effect where this
+    session starts the JVM, as the driver's memory does."""
     options = java_options or ""
     if "log4j2.configurationFile" not in options:
-        options = f"{options} {logging_option}".strip()
+        options = f"{options} -Dlog4j2.configurationFile=file:{SPARK_LOG_CONFIG}".strip()
+    if ICEBERG_PLAN_IN_WORKER_POOL not in options and ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE not in os.environ:
+        options = f"{options} -D{ICEBERG_PLAN_IN_WORKER_POOL}=false"
     return {"spark.driver.extraJavaOptions": options, "spark.ui.showConsoleProgress": "false"}
 
 
@@ -143,7 +152,7 @@ def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
         # than G1 (the default) and applied a 1M-event batch 7% faster (BENCHMARKS.md).
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
-        **quiet_spark_conf("-XX:+UseParallelGC"),
+        **local_driver_conf("-XX:+UseParallelGC"),
     }
     conf.update(local_file_system_conf(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]")))
     packages = os.environ.get("CDC_MERGE_ICEBERG_PACKAGES")

@@ -21,7 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
-from python_jobs.landing.io.session import iceberg_jar, local_file_system_conf, quiet_spark_conf, with_views
+from python_jobs.landing.io.session import iceberg_jar, local_file_system_conf, local_driver_conf, with_views
 
 logger = AdapterLogger("cdc_spark")
 
@@ -124,8 +124,9 @@ def with_project_paths(credentials: SparkCredentials, project_root: str) -> None
 def with_local_session_settings(credentials: SparkCredentials) -> None:
     """The session's settings, with the installed Iceberg runtime jar unless the profile names jars,
     Hadoop catalogs that have views, those of a local file system that forks no process per file (session.local_file_system_conf)
-    unless the profile names a file system, and a log of errors
-    only, without progress bars (session.quiet_spark_conf): dbt's output is the user's. In place,
+    unless the profile names a file system, and the driver's options (session.local_driver_conf: a log
+    of errors only, without progress bars, as dbt's output is the user's; Iceberg's scans planned
+    without its worker pool's polls). In place,
     so that the session dbt-spark's cursor builds and the adapter's own (python_session.py) are the
     same: by the adapter as it is made, before any thread reads them."""
     parameters = credentials.server_side_parameters
@@ -137,9 +138,9 @@ def with_local_session_settings(credentials: SparkCredentials) -> None:
     viewed = with_views(parameters)
     parameters.clear()
     parameters.update(viewed)
-    quiet = quiet_spark_conf(parameters.get("spark.driver.extraJavaOptions"))
-    parameters["spark.driver.extraJavaOptions"] = quiet["spark.driver.extraJavaOptions"]
-    parameters.setdefault("spark.ui.showConsoleProgress", quiet["spark.ui.showConsoleProgress"])
+    driver = local_driver_conf(parameters.get("spark.driver.extraJavaOptions"))
+    parameters["spark.driver.extraJavaOptions"] = driver["spark.driver.extraJavaOptions"]
+    parameters.setdefault("spark.ui.showConsoleProgress", driver["spark.ui.showConsoleProgress"])
     if "spark.hadoop.fs.file.impl" in parameters:
         return
     parameters.update(local_file_system_conf(str(parameters.get("spark.master", "local")), parameters.get("spark.driver.extraClassPath")))

@@ -100,7 +100,7 @@ public final class OneCommitBatch {
     }
     List<Row> positionRows = positions.collectAsList();
     PositionDeletes.Positions byFile = PositionDeletes.Positions.ofRows(
-        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positionRows, expectedPositions);
+        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt).planWith(CallingThread.EXECUTOR), positionRows, expectedPositions);
     List<DeleteFile> deletes = byFile.dataFiles.isEmpty()
         ? Collections.emptyList()
         : PositionDeletes.writeAll(table, byFile.dataFiles, byFile.positionsOfFiles);
@@ -142,7 +142,7 @@ public final class OneCommitBatch {
     DataFile rows = writeRows(table, tableName, newRows, expectedRows).file;
     String appendId = UUID.randomUUID().toString();
     try {
-      table.newAppend().appendFile(rows).set("cdc-merge.apply", "rows-in-driver").set(APPEND_ID, appendId).commit();
+      table.newAppend().scanManifestsWith(CallingThread.EXECUTOR).appendFile(rows).set("cdc-merge.apply", "rows-in-driver").set(APPEND_ID, appendId).commit();
     } catch (CommitStateUnknownException unknown) {
       throw unknown; // the file may be part of the table now
     } catch (RuntimeException notAdded) {
@@ -159,7 +159,7 @@ public final class OneCommitBatch {
 
   /** Adds the files to main in one commit; the files are removed if it fails for sure. */
   public void commit() {
-    RowDelta delta = table.newRowDelta().validateFromSnapshot(classifiedAt);
+    RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR).validateFromSnapshot(classifiedAt);
     deletes.forEach(delta::addDeletes);
     if (rows != null) {
       delta.addRows(rows);

@@ -93,14 +93,14 @@ public final class PositionDeletes {
     if (start == null) {
       throw new IllegalStateException(tableName + " has no branch " + branch);
     }
-    Positions positions = Positions.of(tableName, "branch " + branch, table.newScan().useRef(branch), positionsByFile, expectedPositions);
+    Positions positions = Positions.of(tableName, "branch " + branch, table.newScan().useRef(branch).planWith(CallingThread.EXECUTOR), positionsByFile, expectedPositions);
     List<String> referenced = positions.dataFiles;
     if (referenced.isEmpty()) {
       return 0;
     }
     List<DeleteFile> written = writeAll(table, referenced, positions.positionsOfFiles);
     try {
-      RowDelta delta = table.newRowDelta().toBranch(branch).validateFromSnapshot(start.snapshotId());
+      RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR).toBranch(branch).validateFromSnapshot(start.snapshotId());
       written.forEach(delta::addDeletes);
       delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
       return written.size();
