@@ -31,7 +31,7 @@ def local_parameters(environment: dict[str, str]) -> dict[str, str]:
 
 def test_profile_sets_the_same_catalog_as_the_landing_job(monkeypatch):
     """As dbt's session gets the profile's settings: with those the adapter adds (the jars, the
-    Hadoop catalog with views, the quiet log, the local file system) as its connection opens."""
+    Hadoop catalog with views, the driver's options, the local file system) as its connection opens."""
     from dbt.adapters.cdc_spark.connections import with_local_session_settings
 
     monkeypatch.delenv("CDC_MERGE_ICEBERG_JAR", raising=False)

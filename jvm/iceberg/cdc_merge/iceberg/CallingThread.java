@@ -4,14 +4,16 @@ import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.relocated.com.google.common.util.concurrent.MoreExecutors;
 
 /**
- * Iceberg's parallel steps run in the thread that asks for them.
+ * A commit's parallel steps run in the thread that commits.
  *
- * <p>Iceberg hands a commit's manifest filtering and merging, and a scan's planning, to its shared
- * worker pool and then polls that pool's tasks, sleeping 10 ms between polls (its Tasks.waitFor and
- * ParallelIterable). For the small tables and batches the helpers commit and scan, the work takes a
- * few milliseconds and the polls most of the time: 30-45 ms of a one-commit batch's commit
- * (docs/apply_service.md, "Iceberg's 10 ms polls"). Given this executor, a task runs as it is
- * submitted, so the first poll finds it done.
+ * <p>Iceberg hands a commit's manifest filtering, merging and apply to its shared worker pool and
+ * then polls the pool's tasks, sleeping 10 ms between polls (its Tasks.waitFor). For the small
+ * batches the helpers commit, the work takes a few milliseconds and the polls most of the time:
+ * 30-45 ms of a one-commit batch's commit (docs/apply_service.md, "Iceberg's 10 ms polls"). Given
+ * this executor ({@code scanManifestsWith}), a task runs as it is submitted, so the first poll finds
+ * it done. Not for scans: their ParallelIterable sleeps whenever a round of its tasks returned no
+ * file, done or not; the session plans scans without the pool instead
+ * (python_jobs/landing/io/session.py local_driver_conf).
  */
 final class CallingThread {
   static final ExecutorService EXECUTOR = MoreExecutors.newDirectExecutorService();

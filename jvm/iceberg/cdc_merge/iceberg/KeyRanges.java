@@ -34,7 +34,7 @@ public final class KeyRanges {
     if (table.currentSnapshot() == null) {
       return false;
     }
-    TableScan all = table.newScan().planWith(CallingThread.EXECUTOR);
+    TableScan all = table.newScan();
     TableScan inRange = all.filter(Expressions.and(
         Expressions.greaterThanOrEqual(column, lower), Expressions.lessThanOrEqual(column, upper)));
     return dataFiles(inRange) < dataFiles(all);

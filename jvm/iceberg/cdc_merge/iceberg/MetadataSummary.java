@@ -70,7 +70,7 @@ public final class MetadataSummary {
   /** Data files of the current snapshot smaller than {@code bytes}: the files compaction would rewrite. */
   public static long smallDataFiles(Table table, long bytes) {
     long small = 0;
-    try (CloseableIterable<FileScanTask> tasks = table.newScan().planWith(CallingThread.EXECUTOR).planFiles()) {
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
       for (FileScanTask task : tasks) {
         if (task.file().fileSizeInBytes() < bytes) {
           small++;

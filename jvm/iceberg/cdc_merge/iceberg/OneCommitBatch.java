@@ -100,7 +100,7 @@ public final class OneCommitBatch {
     }
     List<Row> positionRows = positions.collectAsList();
     PositionDeletes.Positions byFile = PositionDeletes.Positions.ofRows(
-        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt).planWith(CallingThread.EXECUTOR), positionRows, expectedPositions);
+        tableName, "snapshot " + classifiedAt, table.newScan().useSnapshot(classifiedAt), positionRows, expectedPositions);
     List<DeleteFile> deletes = byFile.dataFiles.isEmpty()
         ? Collections.emptyList()
         : PositionDeletes.writeAll(table, byFile.dataFiles, byFile.positionsOfFiles);

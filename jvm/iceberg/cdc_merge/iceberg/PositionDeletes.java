@@ -93,7 +93,7 @@ public final class PositionDeletes {
     if (start == null) {
       throw new IllegalStateException(tableName + " has no branch " + branch);
     }
-    Positions positions = Positions.of(tableName, "branch " + branch, table.newScan().useRef(branch).planWith(CallingThread.EXECUTOR), positionsByFile, expectedPositions);
+    Positions positions = Positions.of(tableName, "branch " + branch, table.newScan().useRef(branch), positionsByFile, expectedPositions);
     List<String> referenced = positions.dataFiles;
     if (referenced.isEmpty()) {
       return 0;
