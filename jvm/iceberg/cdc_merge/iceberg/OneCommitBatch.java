@@ -142,7 +142,8 @@ public final class OneCommitBatch {
     DataFile rows = writeRows(table, tableName, newRows, expectedRows).file;
     String appendId = UUID.randomUUID().toString();
     try {
-      table.newAppend().scanManifestsWith(CallingThread.EXECUTOR).appendFile(rows).set("cdc-merge.apply", "rows-in-driver").set(APPEND_ID, appendId).commit();
+      table.newAppend().scanManifestsWith(CallingThread.EXECUTOR).appendFile(rows)
+          .set("cdc-merge.apply", "rows-in-driver").set(APPEND_ID, appendId).commit();
     } catch (CommitStateUnknownException unknown) {
       throw unknown; // the file may be part of the table now
     } catch (RuntimeException notAdded) {

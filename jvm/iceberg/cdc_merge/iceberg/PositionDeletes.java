@@ -100,7 +100,8 @@ public final class PositionDeletes {
     }
     List<DeleteFile> written = writeAll(table, referenced, positions.positionsOfFiles);
     try {
-      RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR).toBranch(branch).validateFromSnapshot(start.snapshotId());
+      RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR)
+          .toBranch(branch).validateFromSnapshot(start.snapshotId());
       written.forEach(delta::addDeletes);
       delta.validateDataFilesExist(referenced).validateDeletedFiles().set("cdc-merge.deletes", "by-position").commit();
       return written.size();
