@@ -4,7 +4,8 @@ import java.util.concurrent.ExecutorService;
 import org.apache.iceberg.relocated.com.google.common.util.concurrent.MoreExecutors;
 
 /**
- * A commit's parallel steps run in the thread that commits.
+ * A commit's parallel steps, and a data file's position deletes read in the driver
+ * ({@link CallingThreadRecords}), run in the thread that asks for them.
  *
  * <p>Iceberg hands a commit's manifest filtering, merging and apply to its shared worker pool and
  * then polls the pool's tasks, sleeping 10 ms between polls (its Tasks.waitFor). For the small

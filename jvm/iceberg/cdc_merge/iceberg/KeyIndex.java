@@ -13,7 +13,6 @@ import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.types.Types;
@@ -211,10 +210,9 @@ public final class KeyIndex {
     columns.add(MetadataColumns.ROW_POSITION);
     Map<String, Stored> rows = new HashMap<>((int) Math.min(Integer.MAX_VALUE / 2, keys * 4 / 3 + 16));
     Map<String, Long> fileHashes = new HashMap<>();
-    try (CloseableIterable<Record> stored = IcebergGenerics.read(table)
+    try (CloseableIterable<Record> stored = CallingThreadRecords.read(table.newScan()
         .useSnapshot(snapshotId)
-        .project(new Schema(columns))
-        .build()) {
+        .project(new Schema(columns)))) {
       for (Record row : stored) {
         String key = (String) row.get(0);
         Object seq = row.get(1);

@@ -15,7 +15,7 @@ import java.util.Set;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.TableScan;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expression;
 import org.apache.iceberg.expressions.Expressions;
@@ -70,7 +70,7 @@ public final class SmallTableRows {
     Set<String> seen = new HashSet<>();
     Snapshot snapshot = table.currentSnapshot();
     if (snapshot != null) {
-      IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table).useSnapshot(snapshot.snapshotId()).select(columns);
+      TableScan scan = table.newScan().useSnapshot(snapshot.snapshotId()).select(columns);
       Expression filter = Expressions.alwaysTrue();
       if (filterColumn != null) {
         filter = Expressions.and(filter, Expressions.in(filterColumn, (Object[]) filterValues));
@@ -80,7 +80,7 @@ public final class SmallTableRows {
       }
       boolean java8Times = spark.sessionState().conf().datetimeJava8ApiEnabled();
       int filterAt = filterColumn == null ? -1 : indexOf(projected, filterColumn);
-      try (CloseableIterable<Record> read = scan.where(filter).build()) {
+      try (CloseableIterable<Record> read = CallingThreadRecords.read(scan.filter(filter))) {
         for (Record record : read) {
           if (rows.size() >= maxRecords) {
             return null;

@@ -13,7 +13,6 @@ import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
@@ -163,11 +162,10 @@ public final class StoredKeys {
       columns.add(MetadataColumns.ROW_POSITION);
     }
     Set<String> seen = new HashSet<>();
-    try (CloseableIterable<Record> rows = IcebergGenerics.read(table)
+    try (CloseableIterable<Record> rows = CallingThreadRecords.read(table.newScan()
         .useSnapshot(snapshotId)
-        .where(Expressions.in(keyColumn, wanted.toArray()))
-        .project(new Schema(columns))
-        .build()) {
+        .filter(Expressions.in(keyColumn, wanted.toArray()))
+        .project(new Schema(columns)))) {
       for (Record row : rows) {
         String key = (String) row.get(0);
         // Another row of one key would be two answers to one lookup; the mirror holds one per key.
