@@ -51,9 +51,14 @@ final class CallingThreadRecords {
     Schema tableSchema = scan.table().schema();
     Schema projection = scan.schema();
     boolean caseSensitive = scan.isCaseSensitive();
-    return CloseableIterable.combine(
-        CloseableIterable.concat(Iterables.transform(tasks, task -> open(task, io, tableSchema, projection, caseSensitive))),
-        tasks);
+    CloseableIterable<Record> records =
+        CloseableIterable.concat(Iterables.transform(tasks, task -> open(task, io, tableSchema, projection, caseSensitive)));
+    // Closing it closes the data file being read (a reader that stops early) and then the plan's manifests.
+    return CloseableIterable.combine(records, () -> {
+      try (CloseableIterable<FileScanTask> planned = tasks) {
+        records.close();
+      }
+    });
   }
 
   private static CloseableIterable<Record> open(FileScanTask task, FileIO io, Schema tableSchema, Schema projection,
