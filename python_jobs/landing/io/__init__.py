@@ -7,6 +7,8 @@
                       a small batch's lines read in the driver
     sinks.py          the raw and quarantine tables in Iceberg or Databend, each batch appended once
     errors.py         LandingError
+    py4j_socket.py    py4j's answers without Nagle's delay
+    py4j_lookups.py   py4j's look-ups of classes and static methods, kept
 
 The landing job and its tests use them through this package (`from python_jobs.landing import io`).
 """

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from python_jobs.landing.io.errors import LandingError
+from python_jobs.landing.io.py4j_lookups import keep_jvm_lookups
 
 CATALOG = "lake"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
@@ -171,6 +172,7 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
     """The active session (spark-submit, dbt) or a local one with the Iceberg catalog."""
     active = SparkSession.getActiveSession()
     if active is not None:
+        keep_jvm_lookups(active)
         return active
     require_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -179,6 +181,7 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    keep_jvm_lookups(spark)
     return spark
 
 

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from python_jobs.landing.io.py4j_lookups import keep_jvm_lookups, kept_class
 from python_jobs.landing.io.py4j_socket import answer_without_delay
 from python_jobs.landing.io.session import iceberg_helper_jar
 
@@ -23,7 +24,7 @@ def jar_path() -> str:
 
 
 # Per Python thread (py4j pins each to a JVM thread of its own): the jar that thread's JVM thread
-# loads classes from, and the classes found there.
+# loads classes from, and the classes found there (None: not found).
 _thread = threading.local()
 
 
@@ -33,6 +34,7 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
 
     # The helpers' answers (snapshot logs, stored rows) are often larger than 8 KB (py4j_socket.py).
     answer_without_delay(spark)
+    keep_jvm_lookups(spark)
     jar = jar_path()
     if not jar:
         return None
@@ -50,8 +52,9 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
             java_class = getattr(java_class, part)
         if not isinstance(java_class, JavaClass):
             logger.warning(f"{jar} not found (build it with 'make jvm'): cdc_merge applies without its Iceberg helpers")
-        found[class_name] = isinstance(java_class, JavaClass)
-    return JavaClass(class_name, spark._sc._gateway._gateway_client) if found[class_name] else None
+        # Kept with its methods (py4j_lookups.py): each call names a method the JVM would be asked about again.
+        found[class_name] = kept_class(class_name, spark._sc._gateway._gateway_client) if isinstance(java_class, JavaClass) else None
+    return found[class_name]
 
 
 def key_range_skips_files(spark: Any, table: str, column: str, lower: str, upper: str) -> Optional[bool]:

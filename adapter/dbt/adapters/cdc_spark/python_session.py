@@ -9,6 +9,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentia
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_core.python_models import run_model_code
+from python_jobs.landing.io.py4j_lookups import keep_jvm_lookups
 
 _built: Dict[Tuple[Tuple[str, str], ...], Any] = {}
 
@@ -29,6 +30,7 @@ def dbt_spark_session(server_side_parameters: Dict[str, str]) -> Any:
     for parameter, value in server_side_parameters.items():
         builder = builder.config(parameter, value)
     _built[parameters] = session = builder.getOrCreate()
+    keep_jvm_lookups(session)
     return session
 
 
