@@ -37,7 +37,7 @@ class SqlClock:
             return
         words = strip_comment(sql).lower().split(None, 2)
         if words and words[0] == "cdc_merge":
-            kind = re.split(r"[[{]", strip_comment(sql), maxsplit=1)[0].strip()  # an adapter call: "cdc_merge one-commit batch"
+            kind = re.split(r"[\[{]", strip_comment(sql), maxsplit=1)[0].strip()  # an adapter call: "cdc_merge one-commit batch"
         else:
             kind = " ".join(words[:2]) if words and words[0] in ("show", "describe", "create", "drop") else (words[0] if words else "?")
         self.seconds += seconds
