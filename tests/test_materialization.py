@@ -206,14 +206,14 @@ def docs_mirror_with_a_pending_batch(project) -> str:
 
 
 def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
-    """Every statement dbt-spark runs from now on, without dbt's comment, and every query the
-    adapter keeps as a checkpoint ("checkpoint <view> as <query>"); the run dies (raises) at the
-    first one that contains dies_at."""
+    """Every statement the session's cursor runs from now on (session_cursor.py), without dbt's
+    comment, and every query the adapter keeps as a checkpoint ("checkpoint <view> as <query>"); the
+    run dies (raises) at the first one that contains dies_at."""
     from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
-    from dbt.adapters.spark import session
+    from dbt.adapters.cdc_spark.session_cursor import KeptSettingsCursor
 
     statements = []
-    execute = session.Cursor.execute
+    execute = KeptSettingsCursor.execute
     create_checkpoint_view = CdcSparkAdapter.create_checkpoint_view
 
     def record(sql):
@@ -229,7 +229,7 @@ def record_statements(monkeypatch, dies_at: str | None = None) -> list[str]:
         record(f"checkpoint {view_name} as {sql}")
         return create_checkpoint_view(self, view_name, sql, *observed)
 
-    monkeypatch.setattr(session.Cursor, "execute", recorded)
+    monkeypatch.setattr(KeptSettingsCursor, "execute", recorded)
     monkeypatch.setattr(CdcSparkAdapter, "create_checkpoint_view", recorded_checkpoint)
     return statements
 

@@ -74,10 +74,12 @@ def install_sql_clock() -> SqlClock:
     """Time every statement dbt-spark's session cursor runs: execute (eager for commands) + fetch."""
     from dbt.adapters.spark import session
 
+    from dbt.adapters.cdc_spark.session_cursor import KeptSettingsCursor
+
     cursor = session.Cursor
     if getattr(cursor, "_bench_wrapped", False):
         return SQL_CLOCK
-    original_execute, original_fetchall, original_fetchone = cursor.execute, cursor.fetchall, cursor.fetchone
+    original_fetchall, original_fetchone = cursor.fetchall, cursor.fetchone
 
     from pyspark.sql import SparkSession
 
@@ -91,13 +93,17 @@ def install_sql_clock() -> SqlClock:
             if getattr(_local, "in_cursor", False):
                 SQL_CLOCK.add(sql_text, time.perf_counter() - started)
 
-    def execute(self, sql, *parameters):
-        _local.in_cursor = True
-        try:
-            return original_execute(self, sql, *parameters)
-        finally:
-            _local.in_cursor = False
-            self._bench_sql = sql
+    def timed_execute(original_execute):
+        """dbt-spark's cursor and the adapter's (session_cursor.py, which calls dbt-spark's for the first statement)."""
+        def execute(self, sql, *parameters):
+            outer = not getattr(_local, "in_cursor", False)
+            _local.in_cursor = True
+            try:
+                return original_execute(self, sql, *parameters)
+            finally:
+                _local.in_cursor = not outer
+                self._bench_sql = sql
+        return execute
 
     def fetch(original):
         def wrapped(self):
@@ -183,7 +189,8 @@ def install_sql_clock() -> SqlClock:
     position_deletes.commit_one_batch = timed_commit_one_batch
     CdcSparkAdapter.create_checkpoint_view = timed_checkpoint
     CdcSparkAdapter.create_newest_events_view = recorded_newest
-    cursor.execute = execute
+    KeptSettingsCursor.execute = timed_execute(KeptSettingsCursor.execute)
+    cursor.execute = timed_execute(cursor.execute)
     cursor.fetchall = fetch(original_fetchall)
     cursor.fetchone = fetch(original_fetchone)
     cursor._bench_wrapped = True

@@ -173,6 +173,7 @@ class CdcSparkConnectionManager(SparkConnectionManager):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             if connection.state != "open":
                 require_writable_warehouses(connection.credentials.server_side_parameters or {})
+            return with_kept_settings(super().open(connection))
         if connection.credentials.method != SparkConnectionMethod.THRIFT:
             return super().open(connection)
         credentials = connection.credentials
@@ -213,6 +214,20 @@ class CdcSparkConnectionManager(SparkConnectionManager):
                 raise
             logger.debug(f"Error while running:\n{sql}")
             raise DbtRuntimeError(message) from None
+
+
+def with_kept_settings(connection: Connection) -> Connection:
+    """The session method's statements through a cursor that hands the JVM the profile's settings
+    as one kept map (session_cursor.py), not a py4j round trip per setting."""
+    from dbt.adapters.spark.session import SessionConnectionWrapper  # PySpark's: the session method only
+
+    from dbt.adapters.cdc_spark.session_cursor import KeptSettingsConnection
+
+    handle = connection.handle
+    if isinstance(handle, SessionConnectionWrapper) and not isinstance(handle.handle, KeptSettingsConnection):
+        connection.handle = SessionConnectionWrapper(
+            KeptSettingsConnection(server_side_parameters=handle.handle.server_side_parameters))
+    return connection
 
 
 def engine_error_message(error: BaseException) -> "str | None":
