@@ -1,6 +1,7 @@
 """Py4J's look-ups kept (python_jobs/landing/io/py4j_lookups.py), in a real SparkSession: PySpark's
 functions ask the JVM nothing but the call once their class and method are known; fields, packages
-and names not found are asked every time; answers are the same."""
+and names not found are asked every time; answers are the same. And the adapter's application id
+(loaded_tables.application_id), asked once per SparkContext."""
 
 from __future__ import annotations
 
@@ -86,3 +87,13 @@ def test_a_scala_objects_instance_is_kept_as_the_builder_asks_for_it(spark):
         assert getattr(module, "MODULE$") is instance
         assert SparkSession.builder.getOrCreate() is spark
     assert not [command for command in sent if command.startswith(REFLECTION)]
+
+
+def test_the_application_id_is_asked_of_the_jvm_once_per_context(spark):
+    """The adapter keys its loaded tables, raw ranges and counts by application (loaded_tables.py)."""
+    from dbt.adapters.cdc_spark.loaded_tables import application_id
+
+    assert application_id(spark) == spark.sparkContext.applicationId
+    with commands_sent(spark) as sent:
+        assert application_id(spark) == application_id(spark)
+    assert sent == []

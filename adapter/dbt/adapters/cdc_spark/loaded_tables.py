@@ -7,7 +7,21 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from typing import Any, Dict, List, Optional, Tuple
+
+# Each SparkContext's application id, asked of the JVM once (two py4j calls each time otherwise).
+_application_ids: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def application_id(spark: Any) -> str:
+    """The Spark application of the session: what keeps the adapter's loaded tables, raw ranges
+    and counts apart when a process stops its SparkContext and starts another."""
+    context = spark.sparkContext
+    known = _application_ids.get(context)
+    if known is None:
+        known = _application_ids[context] = context.applicationId
+    return known
 
 
 def _iceberg_table(spark: Any, table: str) -> Optional[Any]:
@@ -32,7 +46,7 @@ _loaded_lock = threading.Lock()
 def refreshed_table(spark: Any, table: str) -> Optional[Any]:
     """The Iceberg table behind a name at its newest metadata, or None when it is not an Iceberg
     table. Raises what loading raises (not created yet, dropped)."""
-    key = (spark.sparkContext.applicationId, table)
+    key = (application_id(spark), table)
     with _loaded_lock:
         iceberg_table = _loaded.get(key)
     if iceberg_table is not None:

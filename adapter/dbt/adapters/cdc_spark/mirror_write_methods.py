@@ -67,7 +67,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
                 reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
             return reader.table(table).withColumn("_change_type", F.lit("INSERT"))
 
-        session_id = spark.sparkContext.applicationId
+        session_id = loaded_tables.application_id(spark)
         raw_ranges.RANGES.rows(session_id, table, after_snapshot, through_snapshot, events, read).createOrReplaceTempView(view_name)
         return True
 
@@ -80,7 +80,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         spark = self._session_in_process()
         if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
             return False
-        newest = raw_ranges.RANGES.newest(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot)
+        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot)
         if newest is None:
             return False
         newest.createOrReplaceTempView(view_name)
@@ -93,7 +93,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         spark = self._session_in_process()
         if spark is None:
             return None
-        return raw_ranges.RANGES.plan(spark.sparkContext.applicationId, table, after_snapshot, through_snapshot, source_table)
+        return raw_ranges.RANGES.plan(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot, source_table)
 
     @available
     def cdc_view_plan(self, view_name: str, source_table: str) -> Optional[Dict[str, Any]]:

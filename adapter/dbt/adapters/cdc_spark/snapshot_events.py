@@ -24,7 +24,7 @@ _kept_lock = threading.Lock()
 def added_by_table(spark: Any, table: str, snapshot_ids: Sequence[str]) -> Dict[str, Dict[str, int]]:
     """{snapshot_id: {table_name: records added}} for the snapshots of snapshot_ids that the
     helper could read; the others are left out (the plan then counts all their records)."""
-    application = spark.sparkContext.applicationId
+    application = loaded_tables.application_id(spark)
     known: Dict[str, Dict[str, int]] = {}
     with _kept_lock:
         for snapshot_id in snapshot_ids:
