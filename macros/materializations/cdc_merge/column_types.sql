@@ -57,16 +57,31 @@
 {% endmacro %}
 
 
-{% macro query_columns(sql) %}
-    {#- The names (as the query spells them) and types of a query's output columns, without running it. -#}
-    {{ return(adapter.dispatch('query_columns', 'cdc_merge')(sql)) }}
+{% macro query_columns(sql, raw_relation=none) %}
+    {#-
+        The names (as the query spells them) and types of a query's output columns, without running it.
+        raw_relation: the raw table a mirror model's batch view reads, by which its answer may be kept.
+    -#}
+    {{ return(adapter.dispatch('query_columns', 'cdc_merge')(sql, raw_relation)) }}
 {% endmacro %}
 
-{% macro spark__query_columns(sql) %}
-    {{ return(cdc_merge.column_types(run_query('describe query ' ~ sql).rows, true)) }}
+{% macro spark__query_columns(sql, raw_relation=none) %}
+    {#- Kept between runs of a process while the model's SQL and its raw table are the same (cdc_spark/model_columns.py). -#}
+    {% set key = adapter.cdc_model_columns_key(sql, raw_relation | string) if raw_relation is not none else none %}
+    {% set kept = adapter.cdc_kept_model_columns(key) %}
+    {% if kept is not none %}
+        {% set columns = [] %}
+        {% for name, data_type in kept %}
+            {% do columns.append((name, data_type)) %}
+        {% endfor %}
+        {{ return(columns) }}
+    {% endif %}
+    {% set columns = cdc_merge.column_types(run_query('describe query ' ~ sql).rows, true) %}
+    {% do adapter.cdc_keep_model_columns(key, columns) %}
+    {{ return(columns) }}
 {% endmacro %}
 
-{% macro databend__query_columns(sql) %}
+{% macro databend__query_columns(sql, raw_relation=none) %}
     {#- Databend describes tables and views, not queries. -#}
     {% set shape_view = model.name ~ '__cdc_shape' %}
     {% do run_query('create or replace view ' ~ shape_view ~ ' as ' ~ sql) %}

@@ -36,7 +36,7 @@
         {% set batch_view_sql.value = cdc_merge.create_empty_batch_view_sql(batch_view) %}
     {% endif %}
     {% do run_query(batch_view_sql.value) %}
-    {% set model_described = cdc_merge.query_columns(run_state.model_sql) %}
+    {% set model_described = cdc_merge.query_columns(run_state.model_sql, cfg.raw_relation) %}
     {% set model_columns = model_described | map(attribute='0') | list %}
     {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}

@@ -10,7 +10,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.cdc_core import run_state
-from dbt.adapters.cdc_spark import loaded_tables, table_metadata
+from dbt.adapters.cdc_spark import loaded_tables, model_columns, table_metadata
 
 logger = AdapterLogger("cdc_spark")
 
@@ -89,3 +89,26 @@ class RunStateMethods(metaclass=AdapterMeta):
         mirror = table_metadata.mirror_metadata(spark, target_table)
         return mirror["model_checksum"] if mirror else None
 
+
+    @available
+    def cdc_model_columns_key(self, sql: str, raw_table: str) -> Optional[List[Any]]:
+        """What the model's described columns are kept by between runs of this process (model_columns.py),
+        or None where they are described each time."""
+        spark = self._session_in_process()
+        if spark is None:
+            return None
+        try:
+            table = loaded_tables.refreshed_table(spark, raw_table)
+        except Exception:  # noqa: BLE001 - not loadable here: described each time
+            return None
+        key = model_columns.keep_key(sql, table)
+        return None if key is None else list(key)
+
+    @available
+    def cdc_kept_model_columns(self, key: Optional[List[Any]]) -> Optional[List[List[str]]]:
+        columns = model_columns.kept(None if key is None else tuple(key))
+        return None if columns is None else [[name, data_type] for name, data_type in columns]
+
+    @available
+    def cdc_keep_model_columns(self, key: Optional[List[Any]], columns: List[List[str]]) -> None:
+        model_columns.keep(None if key is None else tuple(key), columns)
