@@ -89,7 +89,6 @@ class RunStateMethods(metaclass=AdapterMeta):
         mirror = table_metadata.mirror_metadata(spark, target_table)
         return mirror["model_checksum"] if mirror else None
 
-
     @available
     def cdc_model_columns_key(self, sql: str, raw_table: str) -> Optional[List[Any]]:
         """What the model's described columns are kept by between runs of this process (model_columns.py),
