@@ -4,8 +4,6 @@ one JVM call instead of a round trip per setting, and errors are dbt's."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import pytest
 from dbt.adapters.contracts.connection import Connection as DbtConnection
 from dbt.adapters.spark import session as dbt_spark_session
@@ -13,26 +11,10 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark.connections import with_kept_settings
 from dbt.adapters.cdc_spark.session_cursor import KeptSettingsConnection, KeptSettingsCursor
+from test_py4j_lookups import commands_sent
 
 SETTINGS = {"spark.sql.shuffle.partitions": 3, "spark.sql.session.timeZone": "UTC",
             "spark.sql.catalogImplementation": "in-memory", "spark.ui.showConsoleProgress": "false"}
-
-
-@contextmanager
-def commands_sent(spark):
-    client = spark.sparkContext._gateway._gateway_client
-    sent: list[str] = []
-    send = client.send_command
-
-    def counting(command, *args, **kwargs):
-        sent.append(command)
-        return send(command, *args, **kwargs)
-
-    client.send_command = counting
-    try:
-        yield sent
-    finally:
-        del client.send_command
 
 
 def test_the_profiles_settings_hold_before_each_statement_as_dbt_spark_makes_them(spark):
