@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Callable
 
 from conftest import FIXTURES
+from dbt.adapters.cdc_spark import driver_compaction
 from python_jobs.apply import one_commit
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
 from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
@@ -182,6 +184,23 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
     assert not project.dbt("test", "--select", "orders_behind,test_name:cdc_mirror_matches_log", expect_success=False).success
 
 
+def record_compactions(monkeypatch, statements: list[str]) -> Callable[[], list[str]]:
+    """What lists the tables compacted so far: in the driver (driver_compaction.py), then those Spark's
+    rewrite_data_files compacted among statements (record_statements)."""
+    in_driver = []
+    compact = driver_compaction.compact
+
+    def recorded(spark, table, *args, **kwargs):
+        in_driver.append(table)
+        return compact(spark, table, *args, **kwargs)
+
+    monkeypatch.setattr(driver_compaction, "compact", recorded)
+
+    def compacted() -> list[str]:
+        return in_driver + [sql.split("table => '")[1].split("'")[0] for sql in statements if "rewrite_data_files" in sql]
+    return compacted
+
+
 def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkeypatch):
     """Killed at the raw log's retention (after compaction committed), then at snapshot expiry
     (after retention committed): the mirror stays equal to the replay, and the next run and
@@ -199,10 +218,11 @@ def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkey
     for dies_at in [f"merge into {raw}", "call system.expire_snapshots(table => '" + project.schema + ".shop_orders'"]:
         with monkeypatch.context() as patch:
             statements = record_statements(patch, dies_at=dies_at)
+            compacted = record_compactions(patch, statements)
             result = maintain(project, ["shop_orders"], expect_success=False,
                               raw_retention_hours=0, snapshot_retention_hours=0)
         assert not result.success and f"killed at {dies_at}" in project.dbt_log()
-        assert any(sql.startswith("call system.rewrite_data_files") for sql in statements)
+        assert f"{project.schema}.shop_orders" in compacted()
         assert_orders_equal_replay(project, "shop_orders", delivered)
         if dies_at.startswith("merge"):
             assert raw_events(project) == landed
@@ -306,8 +326,9 @@ def test_tables_the_mirrors_share_are_maintained_once_per_run(dbt_project, monke
     project.land(PRODUCTS)
     with monkeypatch.context() as patch:
         statements = record_statements(patch)
+        compacted = record_compactions(patch, statements)
         project.dbt("run", "--select", "products", "products_again")
-    compacted = [sql.split("table => '")[1].split("'")[0] for sql in statements if "rewrite_data_files" in sql]
+    compacted = compacted()
     shared = [f"{project.raw_schema}.raw_events", f"{project.schema}.cdc_merge_offsets", f"{project.schema}.cdc_merge_runs"]
     for model in ("products", "products_again"):
         assert compacted.count(f"{project.schema}.{model}") == 1, compacted

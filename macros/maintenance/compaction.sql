@@ -16,6 +16,12 @@
         rewrite left are then merged into one file per data file.
     -#}
     {% set name = relation.schema ~ "." ~ relation.identifier %}
+    {#- A small table in the driver (driver_compaction.py), where Spark's two procedures took 0.3-1.0 s
+        each for a few thousand rows; it leaves no delete file on the files it rewrote. -#}
+    {% set in_driver = adapter.cdc_compact_in_driver(name) if cdc_merge.capabilities().iceberg_helpers else none %}
+    {% if in_driver is not none %}
+        {{ return({'files_added': in_driver.files_added, 'files_removed': in_driver.files_removed}) }}
+    {% endif %}
     {% set data = run_query("call system.rewrite_data_files(table => '" ~ name ~ "', options => map("
         ~ "'min-input-files', '2', 'delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))").rows[0] %}
     {% set counts = {

@@ -10,7 +10,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.cdc_core import run_state
-from dbt.adapters.cdc_spark import loaded_tables, model_columns, table_metadata
+from dbt.adapters.cdc_spark import driver_compaction, loaded_tables, model_columns, table_metadata
 
 logger = AdapterLogger("cdc_spark")
 
@@ -66,6 +66,15 @@ class RunStateMethods(metaclass=AdapterMeta):
         if spark is None:
             return None
         return table_metadata.mirror_metadata(spark, table)
+
+    @available
+    def cdc_compact_in_driver(self, table: str) -> Optional[Dict[str, int]]:
+        """table compacted in the driver when it is small (driver_compaction.py): the compaction's
+        counts; None when the SparkSession is not in this process or the table is left to Spark's procedures."""
+        spark = self._session_in_process()
+        if spark is None:
+            return None
+        return driver_compaction.compact(spark, table)
 
     @available
     def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:

@@ -61,7 +61,8 @@ final class CallingThreadRecords {
     });
   }
 
-  private static CloseableIterable<Record> open(FileScanTask task, FileIO io, Schema tableSchema, Schema projection,
+  /** One task's records: its data file's rows, its deletes applied (loaded in the calling thread). */
+  static CloseableIterable<Record> open(FileScanTask task, FileIO io, Schema tableSchema, Schema projection,
       boolean caseSensitive) {
     if (task.file().format() != FileFormat.PARQUET) {
       throw new IllegalStateException("cannot read " + task.file().location() + ": a "
