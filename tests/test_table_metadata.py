@@ -41,13 +41,13 @@ def test_the_helper_reads_what_py4j_reads(spark, table_with_history, monkeypatch
 
 def test_the_snapshot_log_is_what_the_metadata_tables_say(spark, table_with_history):
     log = table_metadata.snapshot_log(spark, table_with_history)
-    rows = spark.sql(f"select snapshot_id, parent_id, operation, cast(summary['added-records'] as bigint) as added "
-                     f"from {table_with_history}.snapshots order by committed_at").collect()
+    rows = spark.sql(f"select snapshot_id, parent_id, operation, cast(summary['added-records'] as bigint) as added, "
+                     f"unix_millis(committed_at) as committed_ms from {table_with_history}.snapshots order by committed_at").collect()
 
     assert log["current"] == str(rows[-1].snapshot_id)
     assert log["snapshots"] == [
         {"snapshot_id": str(row.snapshot_id), "parent_id": str(row.parent_id) if row.parent_id is not None else None,
-         "operation": row.operation, "added_records": row.added or 0}
+         "operation": row.operation, "added_records": row.added or 0, "committed_ms": row.committed_ms}
         for row in rows]
     metadata = table_metadata.mirror_metadata(spark, table_with_history)
     files = spark.sql(f"select count(*) as n from {table_with_history}.files where content = 0").first().n

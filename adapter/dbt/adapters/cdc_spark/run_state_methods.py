@@ -3,6 +3,7 @@ the JVM (macros/materializations/cdc_merge/idle.sql, raw_log.sql, maintenance): 
 CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns. What both adapters share for an
 invocation (kept rows, capabilities) is invocation_methods.py; the state itself is run_state.py."""
 
+import time
 from typing import Any, Dict, List, Optional
 
 from dbt.adapters.base import available
@@ -88,6 +89,15 @@ class RunStateMethods(metaclass=AdapterMeta):
         except Exception as error:  # the caller falls back to the metadata tables
             logger.debug(f"{table}: no snapshot log from Iceberg's metadata: {str(error).splitlines()[0][:300]}")
             return None
+
+    @available
+    def cdc_snapshot_history(self, table: str, keep_seconds: float) -> Optional[Dict[str, Any]]:
+        """What snapshot expiry reads of a table's snapshots (table_metadata.snapshot_history), without
+        a statement; None where cdc_snapshot_log has none."""
+        log = self.cdc_snapshot_log(table)
+        if log is None:
+            return None
+        return table_metadata.snapshot_history(log, keep_seconds, int(time.time() * 1000))
 
     @available
     def cdc_model_checksum(self, target_table: str) -> Optional[str]:

@@ -112,7 +112,7 @@ def _small_data_files(iceberg_table: Any) -> int:
 
 def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
     """The table's current snapshot and every snapshot it keeps (id, parent, operation, records
-    added), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
+    added, commit time in ms), as the refs and snapshots metadata tables give them (raw_log.sql), from Iceberg's
     metadata in the JVM; None when the table is not an Iceberg table this session loads."""
     iceberg_table = refreshed_table(spark, table)
     if iceberg_table is None:
@@ -129,6 +129,7 @@ def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:
             "parent_id": str(parent) if parent is not None else None,
             "operation": snapshot.operation(),
             "added_records": int(snapshot.summary().get("added-records") or 0),
+            "committed_ms": int(snapshot.timestampMillis()),
         })
     return {"current": str(current.snapshotId()) if current is not None else None, "snapshots": snapshots}
 
@@ -141,7 +142,18 @@ def parse_snapshot_log(text: str) -> Dict[str, Any]:
         if kind == "current":
             log["current"] = rest or None
         elif kind == "snapshot":
-            snapshot_id, parent_id, operation, added = rest.split("\t")
+            snapshot_id, parent_id, operation, added, committed = rest.split("\t")
             log["snapshots"].append({"snapshot_id": snapshot_id, "parent_id": parent_id or None,
-                                     "operation": operation, "added_records": int(added)})
+                                     "operation": operation, "added_records": int(added), "committed_ms": int(committed)})
     return log
+
+
+def snapshot_history(log: Dict[str, Any], keep_seconds: float, now_ms: int) -> Dict[str, Any]:
+    """A snapshot_log as macros/maintenance/expiry.sql reads snapshot_history_sql and the current
+    snapshot: {'current', 'snapshots': [{snapshot_id, parent_id, recent}]}, recent = 1 for a snapshot
+    committed in the keep_seconds before now_ms."""
+    since = now_ms - keep_seconds * 1000
+    return {"current": log["current"], "snapshots": [
+        {"snapshot_id": snapshot["snapshot_id"], "parent_id": snapshot["parent_id"],
+         "recent": 1 if snapshot["committed_ms"] >= since else 0}
+        for snapshot in log["snapshots"]]}

@@ -31,7 +31,8 @@ public final class MetadataSummary {
       lines.append("snapshot\t").append(snapshot.snapshotId())
           .append('\t').append(snapshot.parentId() == null ? "" : String.valueOf(snapshot.parentId()))
           .append('\t').append(snapshot.operation())
-          .append('\t').append(added == null ? "0" : added).append('\n');
+          .append('\t').append(added == null ? "0" : added)
+          .append('\t').append(snapshot.timestampMillis()).append('\n');
     }
     return lines.toString();
   }
