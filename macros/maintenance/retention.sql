@@ -168,12 +168,8 @@
 
 
 {% macro trim_offsets(offsets, target_relation, settings) %}
-    {#- The current offset row of the mirror and offsets_history rows before it stay. -#}
-    {% set rows = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
-    {% if rows | length == 0 %}
-        {{ return(0) }}
-    {% endif %}
-    {% set keep_after = (rows[0]['offset_ordinal'] | int) - settings.offsets_history - 1 %}
+    {#- The current offset row of the mirror and offsets_history rows before it stay (newest_offset: known in the adapter where it can be). -#}
+    {% set keep_after = (cdc_merge.newest_offset(offsets, target_relation).offset_ordinal | int) - settings.offsets_history - 1 %}
     {% if keep_after < 1 %}
         {{ return(0) }}
     {% endif %}
