@@ -9,7 +9,7 @@ import shutil
 from typing import Callable
 
 from conftest import FIXTURES
-from dbt.adapters.cdc_spark import driver_compaction
+from dbt.adapters.cdc_spark import driver_maintenance
 from python_jobs.apply import one_commit
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
 from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
@@ -185,20 +185,33 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
 
 
 def record_compactions(monkeypatch, statements: list[str]) -> Callable[[], list[str]]:
-    """What lists the tables compacted so far: in the driver (driver_compaction.py), then those Spark's
+    """What lists the tables compacted so far: in the driver (driver_maintenance.py), then those Spark's
     rewrite_data_files compacted among statements (record_statements)."""
     in_driver = []
-    compact = driver_compaction.compact
+    compact = driver_maintenance.compact
 
     def recorded(spark, table, *args, **kwargs):
         in_driver.append(table)
         return compact(spark, table, *args, **kwargs)
 
-    monkeypatch.setattr(driver_compaction, "compact", recorded)
+    monkeypatch.setattr(driver_maintenance, "compact", recorded)
 
     def compacted() -> list[str]:
         return in_driver + [sql.split("table => '")[1].split("'")[0] for sql in statements if "rewrite_data_files" in sql]
     return compacted
+
+
+def die_at_expiry(monkeypatch, dies_at: str) -> None:
+    """The run dies (raises) where the driver would expire the snapshots of the table dies_at names
+    ("expiry of <table>", driver_maintenance.py)."""
+    expire = driver_maintenance.expire
+
+    def dying(spark, table, *args, **kwargs):
+        if dies_at == f"expiry of {table}":
+            raise RuntimeError(f"killed at {dies_at}")
+        return expire(spark, table, *args, **kwargs)
+
+    monkeypatch.setattr(driver_maintenance, "expire", dying)
 
 
 def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkeypatch):
@@ -215,10 +228,11 @@ def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkey
         delivered += land(project, wave)
         project.dbt("run", "--select", "shop_orders")
     landed = raw_events(project)
-    for dies_at in [f"merge into {raw}", "call system.expire_snapshots(table => '" + project.schema + ".shop_orders'"]:
+    for dies_at in [f"merge into {raw}", f"expiry of {project.schema}.shop_orders"]:
         with monkeypatch.context() as patch:
             statements = record_statements(patch, dies_at=dies_at)
             compacted = record_compactions(patch, statements)
+            die_at_expiry(patch, dies_at)
             result = maintain(project, ["shop_orders"], expect_success=False,
                               raw_retention_hours=0, snapshot_retention_hours=0)
         assert not result.success and f"killed at {dies_at}" in project.dbt_log()

@@ -1,5 +1,5 @@
 """Compaction of the small tables a maintenance compacts: in the driver
-(jvm/iceberg/cdc_merge/iceberg/SmallTableCompaction.java, adapter/dbt/adapters/cdc_spark/driver_compaction.py)
+(jvm/iceberg/cdc_merge/iceberg/SmallTableCompaction.java, adapter/dbt/adapters/cdc_spark/driver_maintenance.py)
 against Spark's rewrite_data_files and rewrite_position_delete_files, on the same files.
 
     .venv/bin/python -m benchmarks.apply.compaction --rounds 5 --cycles 8
@@ -52,9 +52,9 @@ def maintenance_off(project) -> None:
 
 
 def in_driver(spark, table: str) -> None:
-    from dbt.adapters.cdc_spark import driver_compaction
+    from dbt.adapters.cdc_spark import driver_maintenance
 
-    if driver_compaction.compact(spark, table) is None:
+    if driver_maintenance.compact(spark, table) is None:
         raise RuntimeError(f"{table} is not one the driver compacts")
 
 

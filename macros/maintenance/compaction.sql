@@ -16,7 +16,7 @@
         rewrite left are then merged into one file per data file.
     -#}
     {% set name = relation.schema ~ "." ~ relation.identifier %}
-    {#- A small table in the driver (driver_compaction.py), where Spark's two procedures took 0.3-1.0 s
+    {#- A small table in the driver (driver_maintenance.py), where Spark's two procedures took 0.3-1.0 s
         each for a few thousand rows; it leaves no delete file on the files it rewrote. -#}
     {% set in_driver = adapter.cdc_compact_in_driver(name) if cdc_merge.capabilities().iceberg_helpers else none %}
     {% if in_driver is not none %}

@@ -76,6 +76,11 @@
 {% endmacro %}
 
 {% macro spark__expire_snapshots_before(relation, kept) %}
+    {#- A small table in the driver (driver_maintenance.py), where Spark's procedure took 1-2 s with its jobs. -#}
+    {% set in_driver = adapter.cdc_expire_in_driver(relation.schema ~ '.' ~ relation.identifier, kept) if cdc_merge.capabilities().iceberg_helpers else none %}
+    {% if in_driver is not none %}
+        {{ return(in_driver.files_removed) }}
+    {% endif %}
     {#- older_than: the oldest kept snapshot's own commit time, which expiry keeps (it removes older ones only). -#}
     {% set oldest = cdc_merge.timestamp_literal(
         "(select min(committed_at) from " ~ relation ~ ".snapshots where cast(snapshot_id as string) in ('" ~ kept | join("', '") ~ "'))") %}

@@ -11,7 +11,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.cdc_core import run_state
-from dbt.adapters.cdc_spark import driver_compaction, loaded_tables, model_columns, table_metadata
+from dbt.adapters.cdc_spark import driver_maintenance, loaded_tables, model_columns, table_metadata
 
 logger = AdapterLogger("cdc_spark")
 
@@ -70,12 +70,22 @@ class RunStateMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_compact_in_driver(self, table: str) -> Optional[Dict[str, int]]:
-        """table compacted in the driver when it is small (driver_compaction.py): the compaction's
+        """table compacted in the driver when it is small (driver_maintenance.py): the compaction's
         counts; None when the SparkSession is not in this process or the table is left to Spark's procedures."""
         spark = self._session_in_process()
         if spark is None:
             return None
-        return driver_compaction.compact(spark, table)
+        return driver_maintenance.compact(spark, table)
+
+    @available
+    def cdc_expire_in_driver(self, table: str, kept: List[str]) -> Optional[Dict[str, int]]:
+        """table's snapshots before the oldest of kept expired in the driver when it is small
+        (driver_maintenance.py): {snapshots_expired, files_removed}; None when the SparkSession is not
+        in this process or the table is left to Spark's procedure."""
+        spark = self._session_in_process()
+        if spark is None:
+            return None
+        return driver_maintenance.expire(spark, table, kept)
 
     @available
     def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:

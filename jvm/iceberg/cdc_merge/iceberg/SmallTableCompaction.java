@@ -53,7 +53,7 @@ import org.apache.spark.sql.SparkSession;
  * <p>As Spark's rewrite does, the commit is validated from the snapshot the files were read at and
  * keeps that snapshot's data sequence number: a commit of another process that deleted rows of a
  * rewritten file since fails it (and its files are removed), instead of the rewrite bringing those
- * rows back. Called from the cdc_spark adapter (driver_compaction.py).
+ * rows back. Called from the cdc_spark adapter (driver_maintenance.py).
  */
 public final class SmallTableCompaction {
   private final Table table;

@@ -1,7 +1,8 @@
-"""A small table compacted in the driver (adapter/dbt/adapters/cdc_spark/driver_compaction.py and
-jvm/iceberg/cdc_merge/iceberg/SmallTableCompaction.java), on real Iceberg tables: the same rows
-afterwards, each partition's files as one, the delete files gone; a table too large, or a commit of
-another writer in between, changes nothing."""
+"""A small table's maintenance in the driver (adapter/dbt/adapters/cdc_spark/driver_maintenance.py),
+on real Iceberg tables. Compaction (SmallTableCompaction.java): the same rows afterwards, each
+partition's files as one, the delete files gone; a table too large, or a commit of another writer in
+between, changes nothing. Snapshot expiry (SnapshotExpiry.java): what Spark's expire_snapshots
+expires and deletes on a twin table, the kept snapshots still readable, a branch's head kept."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.testing import assertDataFrameEqual
 
-from dbt.adapters.cdc_spark import driver_compaction
+from dbt.adapters.cdc_spark import driver_maintenance
 
 _tables = itertools.count(1)
 COLUMNS = ("id int, name string, amount decimal(12, 2), ratio double, active boolean, born date, "
@@ -23,8 +24,8 @@ COLUMNS = ("id int, name string, amount decimal(12, 2), ratio double, active boo
 def table(spark) -> str:
     """A format-2 merge-on-read table of 30 rows of every column type the mirrors hold, in three
     data files, with position deletes from a DELETE and an UPDATE."""
-    name = f"driver_compaction.t{next(_tables)}"
-    spark.sql("create namespace if not exists driver_compaction")
+    name = f"driver_maintenance.t{next(_tables)}"
+    spark.sql("create namespace if not exists driver_maintenance")
     spark.sql(f"create table {name} ({COLUMNS}) using iceberg tblproperties ('format-version' = '2', "
               "'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read')")
     for first in (0, 10, 20):
@@ -58,7 +59,7 @@ def test_the_rows_stay_the_same_in_one_data_file_without_delete_files(spark, tab
     deletes = len(files(spark, table, 1))
     assert rewritten >= 3 and deletes >= 2
 
-    counts = driver_compaction.compact(spark, table)
+    counts = driver_maintenance.compact(spark, table)
 
     assert counts == {"files_added": 1, "files_removed": rewritten + deletes, "delete_files_left": 0}
     assertDataFrameEqual(spark.table(table), before)
@@ -67,14 +68,14 @@ def test_the_rows_stay_the_same_in_one_data_file_without_delete_files(spark, tab
     assert snapshot.operation == "replace" and snapshot.summary["cdc-merge.maintenance"] == "compaction-in-driver"
     # A table with nothing worth rewriting is left alone: no commit.
     unchanged = current_snapshot(spark, table)
-    assert driver_compaction.compact(spark, table) == {"files_added": 0, "files_removed": 0, "delete_files_left": 0}
+    assert driver_maintenance.compact(spark, table) == {"files_added": 0, "files_removed": 0, "delete_files_left": 0}
     assert current_snapshot(spark, table) == unchanged
 
 
 def test_a_partitioned_table_is_compacted_per_partition_of_its_current_spec(spark):
     """Files written before the table was partitioned make every file rewritten, into the current
     spec's partitions; after that, a partition of one file without deletes is left as it was."""
-    name = f"driver_compaction.t{next(_tables)}"
+    name = f"driver_maintenance.t{next(_tables)}"
     spark.sql(f"create table {name} ({COLUMNS}) using iceberg tblproperties ('format-version' = '2', "
               "'write.delete.mode' = 'merge-on-read')")
     write_rows(spark, name, 0, 10)
@@ -83,7 +84,7 @@ def test_a_partitioned_table_is_compacted_per_partition_of_its_current_spec(spar
     write_rows(spark, name, 20, 30)
     before = spark.table(name).collect()
 
-    driver_compaction.compact(spark, name)
+    driver_maintenance.compact(spark, name)
 
     assertDataFrameEqual(spark.table(name), before)
     assert sorted((row.table_name, row.spec_id) for row in data_files(spark, name)) == [("inventory.t0", 1), ("inventory.t1", 1)]
@@ -94,7 +95,7 @@ def test_a_partitioned_table_is_compacted_per_partition_of_its_current_spec(spar
     kept = {row.table_name: row.file_path for row in data_files(spark, name) if row.table_name != "inventory.t1"}
     before = spark.table(name).collect()
 
-    counts = driver_compaction.compact(spark, name)
+    counts = driver_maintenance.compact(spark, name)
 
     assertDataFrameEqual(spark.table(name), before)
     after = data_files(spark, name)
@@ -110,13 +111,13 @@ def data_files(spark, table: str) -> list:
 
 def test_a_table_larger_than_the_limit_is_left_to_spark(spark, table):
     unchanged = current_snapshot(spark, table)
-    assert driver_compaction.compact(spark, table, max_bytes=1000) is None
+    assert driver_maintenance.compact(spark, table, max_bytes=1000) is None
     assert current_snapshot(spark, table) == unchanged
 
 
 def test_a_delete_committed_by_another_writer_in_between_fails_the_compaction_and_stays(spark, table):
-    compaction = driver_compaction.jvm_class(spark, driver_compaction.COMPACTION_CLASS).write(
-        spark._jsparkSession, table, driver_compaction.DRIVER_COMPACTION_MAX_BYTES)
+    compaction = driver_maintenance.jvm_class(spark, driver_maintenance.COMPACTION_CLASS).write(
+        spark._jsparkSession, table, driver_maintenance.DRIVER_COMPACTION_MAX_BYTES)
     location = spark.sql(f"describe table extended {table}").where("col_name = 'Location'").first().data_type
     written = sorted((Path(location.removeprefix("file:")) / "data").glob("cdc-merge-compacted-*"))
     assert len(written) == 1
@@ -129,3 +130,60 @@ def test_a_delete_committed_by_another_writer_in_between_fails_the_compaction_an
     assertDataFrameEqual(spark.table(table), after_delete)
     assert 11 not in [row.id for row in after_delete]
     assert not written[0].exists()
+
+
+def twin_tables(spark) -> tuple[str, str]:
+    """Two tables written the same way: 9 snapshots of appends, position deletes and a compaction."""
+    names = []
+    for _ in range(2):
+        name = f"driver_compaction.t{next(_tables)}"
+        spark.sql(f"create table {name} ({COLUMNS}) using iceberg tblproperties ('format-version' = '2', "
+                  "'write.delete.mode' = 'merge-on-read')")
+        for first in (0, 10, 20, 30):
+            write_rows(spark, name, first, first + 10)
+            spark.sql(f"delete from {name} where id = {first + 1}")
+        spark.sql(f"call system.rewrite_data_files(table => '{name}', options => map('min-input-files', '2', "
+                  "'delete-file-threshold', '1'))").collect()
+        names.append(name)
+    return names[0], names[1]
+
+
+def snapshots(spark, table: str) -> list[int]:
+    return [row.snapshot_id for row in spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at").collect()]
+
+
+def test_expiry_in_the_driver_expires_and_deletes_what_the_procedure_does(spark):
+    in_driver, by_spark = twin_tables(spark)
+    kept = snapshots(spark, in_driver)[-1:]  # the compaction: the files before it go
+    kept_by_spark = snapshots(spark, by_spark)[-1:]
+    oldest = spark.sql(f"select committed_at from {by_spark}.snapshots where snapshot_id = {kept_by_spark[0]}").first().committed_at
+    rows = spark.table(in_driver).collect()
+    at_oldest_kept = spark.sql(f"select * from {in_driver} version as of {kept[0]}").collect()
+
+    counts = driver_maintenance.expire(spark, in_driver, [str(snapshot) for snapshot in kept])
+    (procedure,) = spark.sql(f"call system.expire_snapshots(table => '{by_spark}', older_than => timestamp '{oldest}', "
+                             f"retain_last => 1)").collect()
+
+    assert snapshots(spark, in_driver) == kept and len(snapshots(spark, by_spark)) == 1
+    assert counts == {"snapshots_expired": 8, "files_removed":
+                      procedure.deleted_data_files_count + procedure.deleted_position_delete_files_count}
+    assert counts["files_removed"] > 0
+    assertDataFrameEqual(spark.table(in_driver), rows)
+    assertDataFrameEqual(spark.sql(f"select * from {in_driver} version as of {kept[0]}"), at_oldest_kept)
+    live = [row.file_path for row in spark.sql(f"select file_path from {in_driver}.all_files").collect()]
+    assert live and all(Path(path.removeprefix("file:")).exists() for path in live)
+
+
+def test_expiry_in_the_driver_keeps_a_branch_head_and_leaves_a_large_table_alone(spark):
+    table, _ = twin_tables(spark)
+    history = snapshots(spark, table)
+    spark.sql(f"alter table {table} create branch cdc_merge_batch as of version {history[1]}")
+    branch_rows = spark.sql(f"select * from {table}.branch_cdc_merge_batch").collect()
+
+    assert driver_maintenance.expire(spark, table, [str(history[-1])], max_files=1) is None
+    assert snapshots(spark, table) == history
+
+    driver_maintenance.expire(spark, table, [str(history[-1])])
+
+    assert snapshots(spark, table) == [history[1], history[-1]]
+    assertDataFrameEqual(spark.sql(f"select * from {table}.branch_cdc_merge_batch"), branch_rows)
