@@ -1,15 +1,23 @@
-"""Compaction of the small tables a maintenance compacts: in the driver
-(jvm/iceberg/cdc_merge/iceberg/SmallTableCompaction.java, adapter/dbt/adapters/cdc_spark/driver_maintenance.py)
-against Spark's rewrite_data_files and rewrite_position_delete_files, on the same files.
+"""A maintenance's steps on small tables in the driver (adapter/dbt/adapters/cdc_spark/driver_maintenance.py)
+against Spark's procedures, on the same tables.
 
-    .venv/bin/python -m benchmarks.apply.compaction --rounds 5 --cycles 8
+    .venv/bin/python -m benchmarks.apply.driver_maintenance --rounds 5 --cycles 8
 
-The demo's four mirrors (landing included, as cdc-run runs them) take --cycles cycles of --events
+Compaction (SmallTableCompaction.java against rewrite_data_files and rewrite_position_delete_files):
+the demo's four mirrors (landing included, as cdc-run runs them) take --cycles cycles of --events
 events with maintenance off; then every table one maintenance compacts (each mirror and its
 tombstones, the raw, offsets and runs tables) is compacted both ways from the same snapshot: one way,
 timed, then rolled back to that snapshot (Iceberg's rollback_to_snapshot), then the other way,
 timed; the way that goes first alternates by round. Each way must leave the table's rows as they
-were. Prints each round and the medians; writes benchmarks/results/compaction.json.
+were.
+
+Snapshot expiry (SnapshotExpiry.java against expire_snapshots): expiry deletes files, so it cannot
+be rolled back; each round writes two tables the same way (--snapshots small appends, a position
+delete after every third, a compaction) and expires all but the current snapshot of one in the
+driver and of the other by the procedure, which goes first alternating. Both must leave one
+snapshot and no data or delete file it does not reference.
+
+Prints each round and the medians; writes benchmarks/results/driver_maintenance.json.
 """
 
 from __future__ import annotations
@@ -37,9 +45,10 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="rounds of cycles, then both compactions (default 5)")
     parser.add_argument("--cycles", type=int, default=8, help="demo cycles before each round's compactions (default 8)")
     parser.add_argument("--events", type=int, default=300, help="events per cycle (default 300)")
+    parser.add_argument("--snapshots", type=int, default=30, help="snapshots of each expiry round's tables (default 30)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_compaction_bench"))
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR / "compaction.json")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR / "driver_maintenance.json")
     return parser.parse_args(argv)
 
 
@@ -97,6 +106,53 @@ def compact_both_ways(spark, tables: list[str], driver_first: bool) -> dict:
     return {name: round(value, 3) for name, value in seconds.items()}
 
 
+def twin_history(spark, name: str, snapshots: int) -> None:
+    spark.sql(f"create table {name} (id bigint, v string) using iceberg tblproperties ('format-version' = '2', "
+              "'write.delete.mode' = 'merge-on-read')")
+    for number in range(snapshots):
+        spark.range(number * 100, number * 100 + 100).selectExpr("id", "cast(id as string) as v").coalesce(1).writeTo(name).append()
+        if number % 3 == 0:
+            spark.sql(f"delete from {name} where id = {number * 100}")
+    spark.sql(f"call system.rewrite_data_files(table => '{name}', options => map('min-input-files', '2', "
+              "'delete-file-threshold', '1'))").collect()
+
+
+def expire_both_ways(spark, round_number: int, snapshots: int, driver_first: bool) -> dict:
+    """Seconds and counts of each way on twin tables, all but the current snapshot expired."""
+    from dbt.adapters.cdc_spark import driver_maintenance
+
+    tables = {way: f"bm_expiry.{way}_{round_number}" for way in ("driver", "spark")}
+    for name in tables.values():
+        twin_history(spark, name, snapshots)
+    outcome = {}
+    for way in (["driver", "spark"] if driver_first else ["spark", "driver"]):
+        table = tables[way]
+        current = snapshot(spark, table)
+        committed = spark.sql(f"select committed_at from {table}.snapshots where snapshot_id = {current}").first().committed_at
+        started = time.perf_counter()
+        if way == "driver":
+            counts = driver_maintenance.expire(spark, table, [str(current)])
+            removed = counts["files_removed"]
+        else:
+            (row,) = spark.sql(f"call system.expire_snapshots(table => '{table}', older_than => timestamp '{committed}', "
+                               "retain_last => 1)").collect()
+            removed = row.deleted_data_files_count + row.deleted_position_delete_files_count
+        outcome[way] = {"seconds": round(time.perf_counter() - started, 3), "files_removed": removed,
+                        "snapshots_left": len(spark.sql(f"select 1 from {table}.snapshots").collect()),
+                        "unreferenced_files_left": len(unreferenced_data_files(spark, table))}
+    if any(outcome[way]["snapshots_left"] != 1 or outcome[way]["unreferenced_files_left"] for way in outcome):
+        raise AssertionError(f"an expiry left a snapshot or a file it should have removed: {outcome}")
+    return outcome
+
+
+def unreferenced_data_files(spark, table: str) -> set[str]:
+    """Files in the table's data folder that no snapshot of it references."""
+    location = spark.sql(f"describe table extended {table}").where("col_name = 'Location'").first().data_type
+    on_disk = {str(path) for path in (Path(location.removeprefix("file:")) / "data").rglob("*.parquet")}
+    referenced = {row.file_path.removeprefix("file:") for row in spark.sql(f"select file_path from {table}.all_files").collect()}
+    return on_disk - referenced
+
+
 def main(argv=None) -> int:
     from python_jobs.demo.generate import build_waves, write_wave
 
@@ -106,7 +162,7 @@ def main(argv=None) -> int:
         args.work_dir.mkdir(parents=True)
         spark = warm.session(args.work_dir / "warehouse")
         results = {**run_header(), "cycles_per_round": args.cycles, "events_per_cycle": args.events}
-        print(f"compaction: {results['machine']}", flush=True)
+        print(f"driver maintenance: {results['machine']}", flush=True)
         project = demo_project(args.work_dir, "bm_compact", "br_compact")
         maintenance_off(project)
         warm.invoke(project, "run-operation", "create_raw_tables")
@@ -126,11 +182,27 @@ def main(argv=None) -> int:
             files_per_round.append(files)
             print(f"round {number + 1}: {len(tables)} tables of {files} data and delete files: in the driver {seconds['driver']:.2f} s, "
                   f"Spark's procedures {seconds['spark']:.2f} s", flush=True)
+        spark.sql("create namespace if not exists bm_expiry")
+        expiries = []
+        for number in range(args.rounds):
+            outcome = expire_both_ways(spark, number, args.snapshots, driver_first=number % 2 == 0)
+            expiries.append(outcome)
+            print(f"expiry round {number + 1}: {args.snapshots + args.snapshots // 3 + 1} snapshots, "
+                  f"{outcome['driver']['files_removed']} files deleted: in the driver {outcome['driver']['seconds']:.2f} s, "
+                  f"Spark's procedure {outcome['spark']['seconds']:.2f} s", flush=True)
+        expiry_driver = warm.median([outcome["driver"]["seconds"] for outcome in expiries])
+        expiry_spark = warm.median([outcome["spark"]["seconds"] for outcome in expiries])
+        results["expiry"] = {"rounds": expiries, "driver_median_seconds": expiry_driver, "spark_median_seconds": expiry_spark,
+                             "speedup": round(expiry_spark / expiry_driver, 1)}
+        print(f"expiry medians: in the driver {expiry_driver:.2f} s, Spark's procedure {expiry_spark:.2f} s "
+              f"({results['expiry']['speedup']}x)")
         driver = warm.median([round_["driver"] for round_ in rounds])
         spark_seconds = warm.median([round_["spark"] for round_ in rounds])
-        results.update({"tables": len(tables), "files_per_round": files_per_round, "rounds": rounds, "driver_median_seconds": driver,
-                        "spark_median_seconds": spark_seconds, "speedup": round(spark_seconds / driver, 2)})
-        print(f"medians: in the driver {driver:.2f} s, Spark's procedures {spark_seconds:.2f} s ({results['speedup']}x)")
+        results["compaction"] = {"tables": len(tables), "files_per_round": files_per_round, "rounds": rounds,
+                                 "driver_median_seconds": driver, "spark_median_seconds": spark_seconds,
+                                 "speedup": round(spark_seconds / driver, 2)}
+        print(f"compaction medians: in the driver {driver:.2f} s, Spark's procedures {spark_seconds:.2f} s "
+              f"({results['compaction']['speedup']}x)")
         args.results.write_text(json.dumps(results, indent=2, default=str))
     return 0
 
