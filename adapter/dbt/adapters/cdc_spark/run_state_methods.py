@@ -1,5 +1,6 @@
 """The adapter methods behind the idle check on Spark and what it reads from Iceberg's metadata in
-the JVM (macros/materializations/cdc_merge/idle.sql, raw_log.sql, maintenance): a mixin of
+the JVM (macros/materializations/cdc_merge/idle.sql, raw_log.sql, maintenance), and a small table's
+maintenance steps done there (driver_maintenance.py, macros/maintenance/): a mixin of
 CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns. What both adapters share for an
 invocation (kept rows, capabilities) is invocation_methods.py; the state itself is run_state.py."""
 
