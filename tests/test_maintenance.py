@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import Callable
 
 from conftest import FIXTURES
-from dbt.adapters.cdc_spark import driver_maintenance
 from python_jobs.apply import one_commit
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
+from test_driver_maintenance import die_at_expiry, record_compactions
 from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
 
 ORDERS = "shop.orders"
@@ -182,36 +181,6 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
     (first,) = project.query(f"select min(id) as id from {project.schema}.orders_behind")
     project.query(f"delete from {project.schema}.orders_behind where id = {first['id']}")
     assert not project.dbt("test", "--select", "orders_behind,test_name:cdc_mirror_matches_log", expect_success=False).success
-
-
-def record_compactions(monkeypatch, statements: list[str]) -> Callable[[], list[str]]:
-    """What lists the tables compacted so far: in the driver (driver_maintenance.py), then those Spark's
-    rewrite_data_files compacted among statements (record_statements)."""
-    in_driver = []
-    compact = driver_maintenance.compact
-
-    def recorded(spark, table, *args, **kwargs):
-        in_driver.append(table)
-        return compact(spark, table, *args, **kwargs)
-
-    monkeypatch.setattr(driver_maintenance, "compact", recorded)
-
-    def compacted() -> list[str]:
-        return in_driver + [sql.split("table => '")[1].split("'")[0] for sql in statements if "rewrite_data_files" in sql]
-    return compacted
-
-
-def die_at_expiry(monkeypatch, dies_at: str) -> None:
-    """The run dies (raises) where the driver would expire the snapshots of the table dies_at names
-    ("expiry of <table>", driver_maintenance.py)."""
-    expire = driver_maintenance.expire
-
-    def dying(spark, table, *args, **kwargs):
-        if dies_at == f"expiry of {table}":
-            raise RuntimeError(f"killed at {dies_at}")
-        return expire(spark, table, *args, **kwargs)
-
-    monkeypatch.setattr(driver_maintenance, "expire", dying)
 
 
 def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkeypatch):
