@@ -101,7 +101,6 @@ public final class SmallTableCompaction {
     Map<String, DeleteFile> deleteFiles = new LinkedHashMap<>();
     Map<String, Set<String>> deletedFrom = new HashMap<>(); // delete file -> the data files it applies to
     long bytes = 0;
-    Set<String> seen = new HashSet<>();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().useSnapshot(current.snapshotId()).planFiles()) {
       for (FileScanTask task : tasks) {
         DataFile file = task.file();
