@@ -47,7 +47,7 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=300, help="events per cycle (default 300)")
     parser.add_argument("--snapshots", type=int, default=30, help="snapshots of each expiry round's tables (default 30)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_compaction_bench"))
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_driver_maintenance_bench"))
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "driver_maintenance.json")
     return parser.parse_args(argv)
 
