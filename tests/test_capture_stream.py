@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -24,6 +27,7 @@ from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtu
     wait_for,
 )
 from python_jobs.capture.postgres_records import file_events
+from python_jobs.scheduler.captures import Captures
 from test_capture_faults_mariadb import my_args, my_insert, my_setup
 
 FOLLOW = ["--max-wait-seconds", "0.3", "--progress-seconds", "0.5"]
@@ -91,6 +95,37 @@ def test_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(source,
     kind.insert(server, 111, 115)
     assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
     assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 116))  # each once
+
+
+def test_a_capture_asked_before_a_run_writes_what_it_holds_at_once(source, tmp_path):
+    """cdc-run asks its captures before each run (SIGUSR1, roll_requests.py): the changes they hold are
+    in a file when roll() returns, not --max-wait-seconds later; a command that did not announce that
+    it answers is not sent the signal (it would end it)."""
+    kind, server = source
+    kind.setup(server, 10)
+    assert capture(kind.command, *kind.args(server, tmp_path)).returncode == 0
+    following = shlex.join([sys.executable, "-m", f"python_jobs.capture.{kind.command}", *kind.args(server, tmp_path),
+                            "--max-wait-seconds", "120"])
+    silent = shlex.join([sys.executable, "-c", "import time; time.sleep(120)"])
+    captures = Captures([following, silent], ended=threading.Event())
+    captures.start()
+    try:
+        wait_for(lambda: captures.running[0].rolls_on_request, timeout=60)
+        assert not captures.running[1].rolls_on_request
+        captures.roll()  # nothing held: answered at once
+        assert captures.running[0].answers == 1
+        kind.insert(server, 11, 30)
+        committed = time.monotonic()
+        # The server streams the commit within moments; each roll() writes what had come by then.
+        while 30 not in captured_ids(tmp_path / "out"):
+            assert time.monotonic() - committed < 20, "the changes waited for --max-wait-seconds"
+            captures.roll(timeout=5)
+        assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 31))
+        assert all(capture.process.poll() is None for capture in captures.running)
+    finally:
+        captures.stop(timeout=30)
+    assert captures.running[0].process.returncode == 0 and not captures.failed()
+    assert sorted(captured_ids(tmp_path / "out")) == list(range(1, 31))  # nothing written twice on the way out
 
 
 def test_follow_killed_at_random_points_loses_no_change(source, tmp_path):

@@ -118,6 +118,13 @@ def test_after_a_long_run_the_schedule_goes_on_without_making_up_missed_slots(ca
     assert sum("longer than --every" in record.message for record in caplog.records) == 1
 
 
+def test_the_captures_are_asked_for_their_files_just_before_each_run():
+    calls = []
+    run_loop.run_every(["run"], every=0, runs=3, run=lambda _args: calls.append("run") or run_loop.RunOutcome(True, 0.0),
+                       before_each=lambda: calls.append("captures written"))
+    assert calls == ["captures written", "run"] * 3
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--every", "-1"], "--every must be 0 or more seconds, got -1"),
     (["--every", "60", "--runs", "-2"], "--runs must be 0 (no limit) or more, got -2"),

@@ -63,6 +63,7 @@ from python_jobs.capture.output import (
 )
 from python_jobs.capture.mysql_stream import capture_state, stream
 from python_jobs.capture.reconnect import follow_with_reconnects
+from python_jobs.capture.roll_requests import REQUESTS
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 
 log = logging.getLogger("cdc_merge.capture")
@@ -118,6 +119,8 @@ _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1053, 1927}
 
 
 def _run(config: CaptureConfig) -> CaptureSummary:
+    if config.follow:
+        REQUESTS.install()  # cdc-run's request for a file before each run (roll_requests.py)
     capture = MysqlCapture(config)
     try:
         state = read_state(config.state)

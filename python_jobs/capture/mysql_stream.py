@@ -13,6 +13,7 @@ from python_jobs.capture.mysql_events import binlog_file_number, change_events
 from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, write_page
 from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import FollowProgress, change_event_count, write_state, write_status
+from python_jobs.capture.roll_requests import REQUESTS
 
 if TYPE_CHECKING:
     from python_jobs.capture.mysql import CaptureConfig
@@ -39,7 +40,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
            stop: threading.Event | None = None) -> tuple[str, int]:
     """Write the binlog from a position to files; returns the position after the last commit.
     With stop (--follow): block at the binlog's end, write a file at the latest max_wait_seconds after
-    its first transaction came, until stop is set (SIGTERM)."""
+    its first transaction came or when asked (SIGUSR1, roll_requests.py), until stop is set (SIGTERM)."""
     pending = _PendingFile()
     progress = FollowProgress()
     pages = capture.pages
@@ -67,6 +68,9 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         pending = _PendingFile()
 
     heartbeat = min(config.max_wait_seconds, 1.0) if stop is not None else None
+    if stop is not None:
+        # A request waits for the next transaction or heartbeat at most, once one is held.
+        REQUESTS.holding = lambda: pending.end is not None
     for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
         now = time.monotonic()
         if transaction is not None:
@@ -77,9 +81,12 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             pending.end = (end_file, end_position)
             pending.since = pending.since or now
             pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
-        if len(pending.events) >= config.max_changes_per_file or (
+        asked = stop is not None and REQUESTS.take()
+        if asked or len(pending.events) >= config.max_changes_per_file or (
                 stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
             flush()
+        if asked:
+            REQUESTS.answer()
         if (page := pages.ready()) is not None:
             # The stream has passed the page's high watermark: its window's changes first, then the page.
             flush()
@@ -94,6 +101,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
                 break
     flush()
     if stop is not None:
+        REQUESTS.holding = lambda: False
         log.info("%s", progress_line(capture, config, progress, binlog_file, position))
     return binlog_file, position
 

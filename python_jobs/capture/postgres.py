@@ -41,6 +41,7 @@ from python_jobs.capture.postgres_columns import ColumnAdditions
 from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
 from python_jobs.capture.postgres_source import PostgresCapture, lost_connection_detail
+from python_jobs.capture.roll_requests import REQUESTS
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 
 
@@ -87,6 +88,8 @@ def run(config: CaptureConfig) -> CaptureSummary:
 
 
 def _run(config: CaptureConfig) -> CaptureSummary:
+    if config.follow:
+        REQUESTS.install()  # cdc-run's request for a file before each run (roll_requests.py)
     capture = PostgresCapture(config)
     try:
         state = read_state(config.state)

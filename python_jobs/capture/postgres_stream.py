@@ -2,7 +2,7 @@
 
 wal2json (format-version 2) sends each change as it is decoded; whole transactions are buffered and
 written as one file when the buffer holds --max-changes-per-file changes, or when its oldest
-transaction has waited --max-wait-seconds. The file is on disk (fsync) and recorded in the state
+transaction has waited --max-wait-seconds, or when asked (SIGUSR1, roll_requests.py). The file is on disk (fsync) and recorded in the state
 before its last commit is confirmed to the server (send_feedback's flush position), so a capture
 killed at any point resumes from the slot without loss; a transaction received only in part is
 simply sent again. SIGTERM or SIGINT writes the whole transactions received so far and stops.
@@ -22,6 +22,7 @@ from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import Transaction, lsn_text
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
 from python_jobs.capture.postgres_records import RecordAssembler
+from python_jobs.capture.roll_requests import REQUESTS
 
 log = logging.getLogger("cdc_merge.capture")
 # The most messages taken before the loop looks at its files, pages, heartbeat and progress again.
@@ -49,6 +50,7 @@ class PostgresStream:
         self.page_passed = False
         self.heartbeat_seconds = heartbeat_seconds
         self.heartbeat_at = time.monotonic()
+        self.rolling = False
 
     def run(self) -> None:
         import psycopg2.extras
@@ -60,12 +62,16 @@ class PostgresStream:
             # From the slot's confirmed position: everything after the last file confirmed.
             # decode=False: the records as bytes, which the JSON decoder reads without a str of each.
             cursor.start_replication(slot_name=config.slot, decode=False, options=self.options, status_interval=5)
+            REQUESTS.holding = lambda: bool(self.pending) or self.rolling
             while not self.stop.is_set():
                 message = self._take_waiting(cursor)
                 now = time.monotonic()
-                if self.pending and (self.pending_changes >= config.max_changes_per_file or self.page_passed
+                asked = REQUESTS.take()
+                if self.pending and (asked or self.pending_changes >= config.max_changes_per_file or self.page_passed
                                      or now - self.pending_since >= self.max_wait_seconds):
                     self._roll(cursor)
+                if asked:
+                    REQUESTS.answer()
                 # An online snapshot's next page, between the stream's files (snapshot_pages.py).
                 if self.capture.pages.open is None and open_next_page(self.capture):
                     continue
@@ -75,12 +81,13 @@ class PostgresStream:
                 if self.progress.line_due(self.progress_seconds):
                     log.info("%s", self._progress_line(cursor))
                 if message is None:
-                    select.select([cursor], [], [], self._seconds_to_wait(now))
+                    select.select([cursor, REQUESTS.wake_fd], [], [], self._seconds_to_wait(now))
             # Stopped: the whole transactions received so far; one received in part is sent again next time.
             if self.pending:
                 self._roll(cursor)
             log.info("%s", self._progress_line(cursor))
         finally:
+            REQUESTS.holding = lambda: False
             connection.close()
 
     def _take_waiting(self, cursor: Any) -> Any:
@@ -116,11 +123,15 @@ class PostgresStream:
         return max(0.01, min(until_roll, until_line, until_heartbeat, 1.0))
 
     def _roll(self, cursor: Any) -> None:
+        self.rolling = True  # a request meanwhile is answered after this file, not before
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None
         self.page_passed = False
         self.progress.written(sum(len(tx.records) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
                               pending[-1].commit_ts_ms)
-        last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())
+        try:
+            last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())
+        finally:
+            self.rolling = False
         # Only now, with the file durable and in the state, may the server forget these transactions.
         cursor.send_feedback(flush_lsn=last_commit, force=True)
         self.confirmed_lsn = last_commit

@@ -1,12 +1,15 @@
 """The capture commands `cdc-run --capture` keeps running beside its dbt runs: capture, landing and
 apply as one service. Each capture runs as a child process (`--follow` streams); one that ends
 stops the service with its last words; stopping the service stops the captures with SIGTERM, which
-write the whole transactions they hold before they exit."""
+write the whole transactions they hold before they exit. Before each run the service asks them to
+write what they hold (roll()), so that the run lands every change they had received when it started.
+"""
 
 from __future__ import annotations
 
 import logging
 import shlex
+import signal
 import subprocess
 import threading
 from collections import deque
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from python_jobs.capture.roll_requests import ANNOUNCEMENT, ANSWER
 from python_jobs.status.model import redact
 
 log = logging.getLogger("cdc_merge")
@@ -30,6 +34,9 @@ class RunningCapture:
     # The end of its output (its progress lines and, if it fails, why), kept for the message.
     tail: deque = field(default_factory=lambda: deque(maxlen=20))
     ended_by_itself: bool = False
+    # It said it writes what it holds when sent SIGUSR1, and how many times it answered.
+    rolls_on_request: bool = False
+    answers: int = 0
 
     @property
     def name(self) -> str:
@@ -45,6 +52,7 @@ class Captures:
         self.running: list[RunningCapture] = []
         self.watchers: list[threading.Thread] = []
         self.stopping = False
+        self.answered = threading.Condition()
 
     def start(self) -> None:
         for command in self.commands:
@@ -65,15 +73,37 @@ class Captures:
 
     def _watch(self, capture: RunningCapture) -> None:
         for line in capture.process.stdout:
+            if line.rstrip() == ANSWER:  # one a run: not for the log
+                with self.answered:
+                    capture.answers += 1
+                    self.answered.notify_all()
+                continue
+            if line.rstrip() == ANNOUNCEMENT:
+                capture.rolls_on_request = True
             capture.tail.append(redact(line.rstrip()))
             log.info("%s: %s", capture.name, capture.tail[-1])
         code = capture.process.wait()
+        with self.answered:  # a roll() waiting for its answer waits no longer
+            self.answered.notify_all()
         if not self.stopping:
             capture.ended_by_itself = True
             last = capture.tail[-1] if capture.tail else "no output"
             log.error("capture %s ended with exit status %d: %s; stopping after the run in progress",
                       capture.name, code, last)
             self.ended.set()
+
+    def roll(self, timeout: float = 2.0) -> None:
+        """Ask each capture that announced it to write the whole transactions it holds, and wait for
+        their answers, at most timeout seconds: what one has not written by then waits for its next
+        file (--max-wait-seconds), nothing is lost."""
+        asked = {}
+        for capture in self.running:
+            if capture.rolls_on_request and capture.process.poll() is None:
+                asked[id(capture)] = (capture, capture.answers)
+                capture.process.send_signal(signal.SIGUSR1)
+        with self.answered:
+            self.answered.wait_for(lambda: all(capture.answers > before or capture.process.poll() is not None
+                                               for capture, before in asked.values()), timeout=timeout)
 
     def failed(self) -> list[RunningCapture]:
         """The captures that ended by themselves with a non-zero status (not those stop() ended)."""

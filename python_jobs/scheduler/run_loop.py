@@ -137,9 +137,10 @@ def run_every(
     keep_going: bool = False,
     stop: threading.Event | None = None,
     run: Callable[[Sequence[str]], RunOutcome] = invoke_dbt,
+    before_each: Callable[[], None] = lambda: None,
 ) -> LoopSummary:
     """Run dbt_args every `every` seconds until `runs` runs (0: no limit), `stop` is set, or a run
-    fails without keep_going."""
+    fails without keep_going; before_each just before each run (the captures' files written)."""
     stop = stop or threading.Event()
     summary = LoopSummary()
     first_start = time.monotonic()
@@ -150,6 +151,7 @@ def run_every(
         # without making up the slots it missed.
         started = time.monotonic()
         next_start = started - (started - first_start) % every + every if every > 0 else started
+        before_each()
         outcome = run(dbt_args)
         summary.runs.append(outcome)
         REGISTRY.observe_cycle(outcome.success, outcome.seconds, outcome.failed_nodes, outcome.error)
@@ -234,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
         artifacts = JsonArtifacts()
         summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop,
-                            run=lambda dbt_args: invoke_dbt(dbt_args, artifacts))
+                            run=lambda dbt_args: invoke_dbt(dbt_args, artifacts), before_each=captures.roll)
     finally:
         if server is not None:
             server.stop()
