@@ -94,6 +94,17 @@ def raw_events(project, at_snapshot: str | None = None) -> set:
     return {tuple(row.values()) for row in rows}
 
 
+def runs_by_age(project) -> dict[tuple[str, str], int]:
+    """cdc_merge_runs rows per mirror, those finished over 30 days ago ("aged") and the others."""
+    rows = project.query(
+        f"select target_table, finished_at < {'now()' if project.on_databend else 'current_timestamp()'} - interval 30 day "
+        f"as aged, count(*) as n from {project.schema}.cdc_merge_runs group by 1, 2")
+    counts = {(model, age): 0 for model in ("shop_orders", "orders_behind") for age in ("aged", "recent")}
+    for row in rows:
+        counts[(row["target_table"].rsplit(".", 1)[-1], "aged" if row["aged"] else "recent")] = row["n"]
+    return counts
+
+
 def raw_snapshots(project, older_than: str | None = None) -> set[str]:
     """Ids of the raw table's snapshots (made before snapshot older_than)."""
     if project.on_databend:
@@ -156,8 +167,19 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
                               "--vars", "{max_lag_seconds: 0}", expect_success=False)
     assert not lag_failure.success
 
+    # Each mirror's runs rows again, 40 days older: past runs_history_days (30) for the one maintained.
+    runs_table = f"{project.schema}.cdc_merge_runs"
+    columns = list(project.query(f"select * from {runs_table} limit 1")[0])
+    aged = ", ".join(f"{name} - interval 40 day as {name}" if name in ("started_at", "finished_at") else name
+                     for name in columns)
+    project.query(f"insert into {runs_table} select {aged} from {runs_table}")
+    runs_before = runs_by_age(project)
+
     maintain(project, ["shop_orders"], raw_retention_hours=0, snapshot_retention_hours=0,
              tombstone_horizon_hours=0, offsets_history=0)
+    runs_after = runs_by_age(project)
+    assert runs_after == {**runs_before, ("shop_orders", "aged"): 0}, (runs_before, runs_after)
+    assert runs_before[("shop_orders", "aged")] > 0 and runs_before[("orders_behind", "aged")] > 0
     kept = raw_events(project)
     assert not_applied_behind <= kept
     assert len(kept) < len(landed)  # superseded events every mirror applied are gone

@@ -64,3 +64,32 @@ def test_a_capture_command_that_cannot_start_is_named_and_the_others_are_stopped
     with pytest.raises(CaptureStartError, match="cannot start /no/such/cdc-capture-postgres"):
         captures.start()
     assert captures.running[0].process.poll() is not None
+
+
+def test_a_roll_request_is_answered_at_once_when_nothing_is_held_and_by_the_loop_otherwise():
+    import os
+    import select
+    import signal
+
+    from python_jobs.capture.roll_requests import ANNOUNCEMENT, ANSWER, RollRequests
+
+    read_fd, write_fd = os.pipe()
+    requests = RollRequests(answer_fd=write_fd)
+    before = signal.getsignal(signal.SIGUSR1)
+    try:
+        requests.install()
+        assert os.read(read_fd, 4096).decode() == f"{ANNOUNCEMENT}\n"
+        os.kill(os.getpid(), signal.SIGUSR1)  # Python runs the handler before the next line
+        assert os.read(read_fd, 4096).decode() == f"{ANSWER}\n" and not requests.take()
+
+        requests.holding = lambda: True  # a transaction not yet in a file
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert select.select([requests.wake_fd], [], [], 1)[0]  # the loop's select wakes
+        assert not select.select([read_fd], [], [], 0)[0]  # no answer before the file
+        assert requests.take() and not requests.take()
+        requests.answer()
+        assert os.read(read_fd, 4096).decode() == f"{ANSWER}\n"
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+        os.close(read_fd)
+        os.close(write_fd)
