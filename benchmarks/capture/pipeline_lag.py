@@ -99,7 +99,8 @@ def main() -> None:
     parser.add_argument("--rates", default="1000,5000,20000", help="changes per second, one phase each")
     parser.add_argument("--seconds", type=float, default=120.0, help="length of each phase")
     parser.add_argument("--every", type=float, default=2.0, help="cdc-run --every")
-    parser.add_argument("--keep-log", type=Path, help="copy the service's log here at the end")
+    parser.add_argument("--keep-work", action="store_true",
+                        help="leave the project, with the service's log (service.log) and dbt's, in place")
     args = parser.parse_args()
     rates = [int(rate) for rate in args.rates.split(",")]
     work = Path(tempfile.mkdtemp(prefix="cdc-merge-pipeline-"))
@@ -148,8 +149,6 @@ def main() -> None:
                   "mirror_equals_source": mirrored == source, "rows": len(source),
                   "capture": state.get("following")}
         print((work / "service.log").read_text()[-3000:])  # the service's last lines
-        if args.keep_log:
-            shutil.copyfile(work / "service.log", args.keep_log)
         print(json.dumps(result, indent=2))
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(result, indent=2) + "\n")
@@ -157,7 +156,10 @@ def main() -> None:
         if service is not None and service.poll() is None:
             service.kill()
         server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep_work:
+            print(f"the project and the service's log: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

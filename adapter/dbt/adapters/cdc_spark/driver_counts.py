@@ -9,6 +9,8 @@ Spark's optimizer computes over the local relation without a job, and the counts
 
 from typing import Any, Dict, List, Sequence
 
+from dbt.adapters.cdc_spark import local_rows
+
 # The aggregates counts.sql change_counts() names: rows; rows where the operand holds; the newest
 # value of a timestamp operand, as Spark casts it to a string ('' for none).
 AGGREGATES = ("count", "count_if", "max")
@@ -29,7 +31,11 @@ def counts_in_driver(rows: Any, counts: Sequence[Sequence[str]]) -> Dict[str, An
             # Ordered by the instant, not by its text or a local time.
             columns.append(F.expr(f"unix_micros({operand})").alias(f"order_{index}"))
             columns.append(F.expr(f"cast({operand} as string)").alias(f"text_{index}"))
-    values = rows.select(*columns).collect()
+    projected = rows.select(*columns)
+    summaries = local_rows.column_summaries(projected)
+    if summaries is not None:  # added up in the JVM (LocalJoins.columnSummaries): no row sent to Python
+        return _from_summaries(projected, summaries, counts)
+    values = projected.collect()
     found: Dict[str, Any] = {}
     for index, (name, aggregate, _) in enumerate(counts):
         if aggregate == "count":
@@ -39,4 +45,20 @@ def counts_in_driver(rows: Any, counts: Sequence[Sequence[str]]) -> Dict[str, An
         else:
             newest = max((row for row in values if row[f"order_{index}"] is not None), key=lambda row: row[f"order_{index}"], default=None)
             found[name] = "" if newest is None else newest[f"text_{index}"]
+    return found
+
+
+def _from_summaries(projected: Any, summaries: List[int], counts: Sequence[Sequence[str]]) -> Dict[str, Any]:
+    """The counts from local_rows.column_summaries of the projection counts_in_driver builds."""
+    position = {name: index for index, name in enumerate(projected.columns)}
+    found: Dict[str, Any] = {}
+    for index, (name, aggregate, _) in enumerate(counts):
+        if aggregate == "count":
+            found[name] = summaries[-1]
+        elif aggregate == "count_if":
+            found[name] = summaries[position[f"holds_{index}"]]
+        else:
+            row = summaries[position[f"order_{index}"]]
+            text = local_rows.string_at(projected, row, position[f"text_{index}"]) if row >= 0 else None
+            found[name] = "" if text is None else text
     return found

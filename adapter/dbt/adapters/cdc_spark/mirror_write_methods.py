@@ -17,6 +17,7 @@ from dbt.adapters.cdc_spark import (
     iceberg_jvm,
     kept_rows_in_driver,
     loaded_tables,
+    local_rows,
     position_deletes,
     range_plan,
     raw_ranges,
@@ -129,8 +130,8 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         if spark is None:
             return None
         rows = spark.sql(sql)
-        if in_driver and counts is not None and raw_ranges.rows_in_driver(rows, raw_ranges.MAX_DRIVER_EVENTS):
-            kept = raw_ranges.in_driver(rows)
+        kept = local_rows.computed_in_driver(rows, raw_ranges.MAX_DRIVER_EVENTS) if in_driver and counts is not None else None
+        if kept is not None:
             kept.createOrReplaceTempView(view_name)
             self._checkpoints[view_name] = None
             return driver_counts.counts_in_driver(kept, counts)

@@ -1,0 +1,63 @@
+"""Rows the driver holds (local relations), computed and read there without a Spark job.
+
+Spark's optimizer computes a projection or a filter of a local relation itself; a join of two (a
+batch's rows with its keys' stored rows, stored_keys.py) it leaves to a Spark job, and keeping a
+result in the driver (raw_ranges.in_driver) converts each row to a Row and back. Here a query whose
+joins are of local relations is computed by the optimizer and LocalJoins.java, and its result kept
+as the local relation it already is (jvm/iceberg/cdc_merge/iceberg/LocalJoins.java).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
+from python_jobs.landing.io.py4j_lookups import kept_class
+
+LOCAL_JOINS_CLASS = "cdc_merge.iceberg.LocalJoins"
+# A join under a projection under a join: each round joins the innermost, the optimizer then folds
+# the projection above it.
+MAX_ROUNDS = 4
+
+
+def _local(plan: Any, limit: int) -> bool:
+    return plan.getClass().getSimpleName() == "LocalRelation" and plan.data().size() <= limit
+
+
+def computed_in_driver(frame: Any, limit: int) -> Optional[Any]:
+    """frame's rows as a DataFrame over a local relation, when the optimizer and LocalJoins compute
+    them in the driver, at most limit rows at every step; None otherwise (nothing was run)."""
+    from pyspark.sql import DataFrame
+
+    spark = frame.sparkSession
+    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    joins = None
+    for _ in range(MAX_ROUNDS):
+        if _local(plan, limit):
+            # A new instance: the kept rows' columns are not those of the query they came from.
+            return DataFrame(datasets.ofRows(spark._jsparkSession, plan.newInstance()), spark)
+        joins = joins or jvm_class(spark, LOCAL_JOINS_CLASS)
+        joined = joins.joined(plan, limit) if joins is not None else None
+        if joined is None:
+            return None
+        plan = datasets.ofRows(spark._jsparkSession, joined).queryExecution().optimizedPlan()
+    return None
+
+
+def column_summaries(frame: Any) -> Optional[List[int]]:
+    """Per column of frame, when the optimizer computes it as a local relation: a boolean column's
+    count of true values, a bigint column's row of its largest value (-1: none), -1 for others; with
+    the row count last. None when frame is not computed so."""
+    spark = frame.sparkSession
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    joins = jvm_class(spark, LOCAL_JOINS_CLASS)
+    if joins is None or plan.getClass().getSimpleName() != "LocalRelation":
+        return None
+    return [*joins.columnSummaries(plan), plan.data().size()]
+
+
+def string_at(frame: Any, row: int, column: int) -> Optional[str]:
+    """The text at a row and column of frame, a local relation column_summaries summed."""
+    spark = frame.sparkSession
+    return jvm_class(spark, LOCAL_JOINS_CLASS).stringAt(frame._jdf.queryExecution().optimizedPlan(), row, column)
