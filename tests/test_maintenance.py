@@ -94,11 +94,16 @@ def raw_events(project, at_snapshot: str | None = None) -> set:
     return {tuple(row.values()) for row in rows}
 
 
+def days_before(project, timestamp: str, days: int) -> str:
+    """SQL of the timestamp days earlier (Databend has no interval arithmetic on a column)."""
+    return f"add_days({timestamp}, -{days})" if project.on_databend else f"{timestamp} - interval {days} days"
+
+
 def runs_by_age(project) -> dict[tuple[str, str], int]:
     """cdc_merge_runs rows per mirror, those finished over 30 days ago ("aged") and the others."""
     rows = project.query(
-        f"select target_table, finished_at < {'now()' if project.on_databend else 'current_timestamp()'} - interval 30 day "
-        f"as aged, count(*) as n from {project.schema}.cdc_merge_runs group by 1, 2")
+        f"select target_table, finished_at < {days_before(project, 'now()', 30)} as aged, count(*) as n "
+        f"from {project.schema}.cdc_merge_runs group by 1, 2")
     counts = {(model, age): 0 for model in ("shop_orders", "orders_behind") for age in ("aged", "recent")}
     for row in rows:
         counts[(row["target_table"].rsplit(".", 1)[-1], "aged" if row["aged"] else "recent")] = row["n"]
@@ -170,7 +175,7 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
     # Each mirror's runs rows again, 40 days older: past runs_history_days (30) for the one maintained.
     runs_table = f"{project.schema}.cdc_merge_runs"
     columns = list(project.query(f"select * from {runs_table} limit 1")[0])
-    aged = ", ".join(f"{name} - interval 40 day as {name}" if name in ("started_at", "finished_at") else name
+    aged = ", ".join(f"{days_before(project, name, 40)} as {name}" if name in ("started_at", "finished_at") else name
                      for name in columns)
     project.query(f"insert into {runs_table} select {aged} from {runs_table}")
     runs_before = runs_by_age(project)
