@@ -1,8 +1,9 @@
 """`cdc-capture-postgres --follow`: the slot's changes streamed over the replication protocol.
 
 wal2json (format-version 2) sends each change as it is decoded; whole transactions are buffered and
-written as one file when the buffer holds --max-changes-per-file changes, or when its oldest
-transaction has waited --max-wait-seconds, or when asked (SIGUSR1, roll_requests.py). The file is on disk (fsync) and recorded in the state
+written as one file when the buffer holds --max-changes-per-file changes, when its oldest
+transaction has waited --max-wait-seconds, or when asked (SIGUSR1, roll_requests.py). The file is
+on disk (fsync) and recorded in the state
 before its last commit is confirmed to the server (send_feedback's flush position), so a capture
 killed at any point resumes from the slot without loss; a transaction received only in part is
 simply sent again. SIGTERM or SIGINT writes the whole transactions received so far and stops.
