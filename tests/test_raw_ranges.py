@@ -92,3 +92,62 @@ def test_a_range_in_the_driver_is_deduplicated_once_to_each_tables_newest_event_
     ranges.rows(session, "raw", "1", "2", 11, lambda: events)
     assert ranges.newest(session, "raw", "1", "2") is None
     assert ranges.newest(session, "raw", "2", "3") is None
+
+
+RANGE_SCHEMA = ("table_name string, key string, action string, raw_data string, seq string, landed_file string, "
+                "landed_line int, source_ts timestamp")
+RANGE_ROWS = [
+    ("shop.a", "1", "insert", '{"id": 1, "note": "x"}', "0003", "f1", 1),
+    ("shop.a", "1", "update", '{"id": 1, "note": "__debezium_unavailable_value"}', "0005", "f1", 2),
+    ("shop.a", "ü2", "update", '{"id": 2, "price": 3}', "0007", "f1", 3),
+    ("shop.a", "ü2", "delete", None, "0007", "f2", 1),  # a tie in seq: the later file
+    ("shop.a", "3", "read", "[1, 2]", None, "f1", 4),  # not an object: no fields; no seq: oldest
+    ("shop.a", "3", "update", "not json", None, "f1", 5),  # no seq either: the later line
+    ("shop.a", None, "update", '{"id": null, "extra": {"nested": 1}}', "0008", "f3", 1),  # a null key is a key
+    ("shop.a", None, "update", '{"id": null}', "0009", None, 2),
+    ("shop.a", "4", None, '{"id": 4}', "0010", "f3", 3),  # no action: neither a key's nor the table's
+    ("shop.a", "", "schema", '{"columns": [], "existing_rows": {"c": 1}}', "0011", "f3", 4),
+    ("shop.a", "", "schema", '{"columns": []}', "0012", "f3", 5),
+    ("shop.a", "", "range", '{"low": "1", "high": "9"}', "0013", "f3", 6),
+    ("shop.b", "1", "delete", '{"id": 1}', "0004", "f1", 6),  # delete images name no fields
+    ("shop.b", "0", "update", "{}", "0004", "f1", 7),
+    ("shop.c", "", "range", None, "0014", "f4", 1),  # only a table's event
+    (None, "9", "insert", '{"id": 9}', "0001", "f1", 9),  # no table
+]
+
+
+def range_in_driver(spark, rows):
+    frame = spark.createDataFrame([(*row, None) for row in rows], RANGE_SCHEMA)
+    return raw_ranges.in_driver(frame.selectExpr("*", "'INSERT' as _change_type"))
+
+
+def test_a_range_in_the_driver_is_planned_and_deduplicated_there_as_spark_does(spark):
+    from dbt.adapters.cdc_spark import local_rows, range_plan
+
+    rows = range_in_driver(spark, RANGE_ROWS)
+    found = {}
+    assert jobs_run_by(spark, lambda: found.update(plans=local_rows.range_plans(rows), newest=local_rows.newest_events(rows))) == 0
+    by_spark = range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
+    assert found["plans"] == {table: plan for table, plan in by_spark.items() if table is not None}
+    assert found["plans"]["shop.a"]["min_key_hex"] == "31" and found["plans"]["shop.a"]["max_key_hex"] == "C3BC32"
+    assert found["plans"]["shop.a"]["fields"] == ["extra", "id", "note", "price"]
+
+    newest = found["newest"]
+    assert raw_ranges.rows_in_driver(newest, 100) and newest.columns == rows.columns
+    assert sorted(map(tuple, newest.collect()), key=repr) == sorted(map(tuple, raw_ranges.newest_events(rows).collect()), key=repr)
+    assert {(row.key, row.landed_file, row.landed_line) for row in newest.where("table_name = 'shop.a'").collect()} == {
+        ("1", "f1", 2), ("ü2", "f2", 1), ("3", "f1", 5), (None, None, 2)}
+
+
+def test_a_range_with_a_truncate_is_planned_by_spark(spark):
+    from dbt.adapters.cdc_spark import local_rows
+
+    truncate = [("shop.a", "", "truncate", None, "0002", "f1", 8)]
+    rows = range_in_driver(spark, RANGE_ROWS + truncate)
+    assert local_rows.range_plans(rows) is None  # its source time is text in the session's time zone
+    ranges = raw_ranges.RawRanges()
+    session = spark.sparkContext.applicationId
+    ranges.rows(session, "raw", None, "1", len(RANGE_ROWS) + 1, lambda: rows)
+    assert ranges.plan(session, "raw", None, "1", "shop.a")["truncate_seq"] == "0002"
+    assert ranges.plan(session, "raw", None, "1", "shop.c")["snapshot_ranges"] == [["0014", None]]
+    ranges.forget()

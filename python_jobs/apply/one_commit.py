@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 # New rows reach the driver and are written there as one data file: about 1 KB each.
-ONE_COMMIT_MAX_EVENTS = 20_000
+ONE_COMMIT_MAX_EVENTS = 50_000
 
 
 def applies(by_position: bool, plan: Optional[Mapping[str, Any]], buckets: int) -> bool:

@@ -4,17 +4,20 @@ Spark's optimizer computes a projection or a filter of a local relation itself; 
 batch's rows with its keys' stored rows, stored_keys.py) it leaves to a Spark job, and keeping a
 result in the driver (raw_ranges.in_driver) converts each row to a Row and back. Here a query whose
 joins are of local relations is computed by the optimizer and LocalJoins.java, and its result kept
-as the local relation it already is (jvm/iceberg/cdc_merge/iceberg/LocalJoins.java).
+as the local relation it already is (jvm/iceberg/cdc_merge/iceberg/LocalJoins.java). A raw range
+held in the driver is planned and deduplicated there likewise (LocalRawRanges.java).
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
+from dbt.adapters.cdc_spark import range_plan
 from dbt.adapters.cdc_spark.iceberg_jvm import jvm_class
 from python_jobs.landing.io.py4j_lookups import kept_class
 
 LOCAL_JOINS_CLASS = "cdc_merge.iceberg.LocalJoins"
+LOCAL_RAW_RANGES_CLASS = "cdc_merge.iceberg.LocalRawRanges"
 # A join under a projection under a join: each round joins the innermost, the optimizer then folds
 # the projection above it.
 MAX_ROUNDS = 4
@@ -61,3 +64,32 @@ def string_at(frame: Any, row: int, column: int) -> Optional[str]:
     """The text at a row and column of frame, a local relation column_summaries summed."""
     spark = frame.sparkSession
     return jvm_class(spark, LOCAL_JOINS_CLASS).stringAt(frame._jdf.queryExecution().optimizedPlan(), row, column)
+
+
+def _local_raw_ranges(frame: Any) -> Optional[Any]:
+    plan = frame._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        return None
+    return jvm_class(frame.sparkSession, LOCAL_RAW_RANGES_CLASS)
+
+
+def range_plans(frame: Any) -> Optional[Dict[str, Dict[str, Any]]]:
+    """range_plan.py's plans of a raw range's rows held in the driver, by source table, computed
+    there; None where Spark computes them (rows elsewhere, a truncate among them, no helpers' jar)."""
+    java_class = _local_raw_ranges(frame)
+    text = java_class.plansJson(frame._jdf.queryExecution().analyzed()) if java_class is not None else None
+    return None if text is None else range_plan.plans_from_json(text)
+
+
+def newest_events(frame: Any) -> Optional[Any]:
+    """raw_ranges.newest_events of a raw range's rows held in the driver, computed there and kept as
+    a local relation; None where Spark computes it."""
+    from pyspark.sql import DataFrame
+
+    java_class = _local_raw_ranges(frame)
+    newest = java_class.newest(frame._jdf.queryExecution().analyzed()) if java_class is not None else None
+    if newest is None:
+        return None
+    spark = frame.sparkSession
+    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
+    return DataFrame(datasets.ofRows(spark._jsparkSession, newest.newInstance()), spark)

@@ -4,13 +4,16 @@ for all the source tables of the range (docs/apply_design.md).
 Per source table: its keyed events, their key range (hex, as bucket_plan_sql gives it), how many
 carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), its schema events
 that say what added columns hold in older rows (as chunk_column_defaults_sql gives them), and the
-fields of its row images (as unmapped.sql samples them), and its online snapshot pages' key ranges. A mirror otherwise runs three statements over the
-range for these; here one Spark job answers them for every mirror that reads the range.
+fields of its row images (as unmapped.sql samples them), and its online snapshot pages' key ranges.
+A mirror otherwise runs three statements over the range for these; here one Spark job answers them
+for every mirror that reads the range, or none where the range is held in the driver
+(LocalRawRanges.java computes them there from its rows, local_rows.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import json
+from typing import Any, Dict, List, Mapping
 
 # Debezium's value for a TOAST column an update did not change (dedup.sql unavailable_marker).
 UNAVAILABLE_MARKER = "__debezium_unavailable_value"
@@ -62,12 +65,18 @@ def range_plan_frame(events: Any) -> Any:
 
 def plans_by_table(rows: List[Any]) -> Dict[str, Dict[str, Any]]:
     """The collected rows of range_plan_frame, by source table."""
-    plans = {}
-    for row in rows:
-        values = row.asDict()
-        plan = {name: values[name] for name in PLAN_COLUMNS}
-        plan["fields"] = sorted(field for field in (plan["fields"] or []) if field is not None)
-        plan["column_defaults"] = sorted([seq, raw_data] for seq, raw_data in plan["column_defaults"] or [])
-        plan["snapshot_ranges"] = sorted([seq, raw_data] for seq, raw_data in plan["snapshot_ranges"] or [])
-        plans[values["table_name"]] = plan
-    return plans
+    return {row["table_name"]: _plan(row.asDict()) for row in rows}
+
+
+def plans_from_json(text: str) -> Dict[str, Dict[str, Any]]:
+    """The plans computed in the driver (LocalRawRanges.plansJson: JSON from table name to its
+    PLAN_COLUMNS), as plans_by_table gives them."""
+    return {table: _plan(values) for table, values in json.loads(text).items()}
+
+
+def _plan(values: Mapping[str, Any]) -> Dict[str, Any]:
+    plan = {name: values[name] for name in PLAN_COLUMNS}
+    plan["fields"] = sorted(field for field in (plan["fields"] or []) if field is not None)
+    plan["column_defaults"] = sorted([seq, raw_data] for seq, raw_data in plan["column_defaults"] or [])
+    plan["snapshot_ranges"] = sorted([seq, raw_data] for seq, raw_data in plan["snapshot_ranges"] or [])
+    return plan

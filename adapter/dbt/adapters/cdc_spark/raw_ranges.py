@@ -17,12 +17,12 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from dbt.adapters.cdc_spark import range_plan
+from dbt.adapters.cdc_spark import local_rows, range_plan
 
 # Above this many events a range is read by each mirror, not held in memory (about 1 KB each).
 MAX_KEPT_EVENTS = 100_000
 # At most this many events a range is kept in the driver (about 20 MB).
-MAX_DRIVER_EVENTS = 20_000
+MAX_DRIVER_EVENTS = 50_000
 # Ranges kept per raw table: the newest run's, and the one before for mirrors that lag one run.
 KEPT_PER_TABLE = 2
 
@@ -57,27 +57,30 @@ class RawRanges:
 
     def plan(self, session_id: str, table: str, after: Optional[str], through: str, source_table: str) -> Optional[Dict[str, Any]]:
         """source_table's plan of a kept range (range_plan.py), computed for all its tables at the first
-        ask; None when the range is not kept (large, or not read in this process)."""
+        ask (in the driver where the range is held there: local_rows.range_plans); None when the range
+        is not kept (large, or not read in this process)."""
         key = (session_id, table, after, through)
         with self._lock:
             rows = self._kept.get(key)
             if rows is None:
                 return None
             if key not in self._plans:
-                self._plans[key] = range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
+                plans = local_rows.range_plans(rows)
+                self._plans[key] = plans if plans is not None else range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
             return dict(self._plans[key].get(source_table) or range_plan.empty_plan())
 
     def newest(self, session_id: str, table: str, after: Optional[str], through: str) -> Optional[Any]:
         """The newest event of each source table and key of a range kept in the driver, deduplicated
-        at the first ask (one Spark job for all its mirrors) and kept in the driver too; None when the
-        range is not kept there."""
+        there at the first ask for all its mirrors (local_rows.newest_events) and kept there too; None
+        when the range is not kept there."""
         key = (session_id, table, after, through)
         with self._lock:
             rows = self._kept.get(key)
             if rows is None or rows._jdf.queryExecution().analyzed().getClass().getSimpleName() != "LocalRelation":
                 return None
             if key not in self._newest:
-                self._newest[key] = in_driver(newest_events(rows))
+                newest = local_rows.newest_events(rows)
+                self._newest[key] = newest if newest is not None else in_driver(newest_events(rows))
             return self._newest[key]
 
     def _forget_older(self, session_id: str, table: str) -> None:
