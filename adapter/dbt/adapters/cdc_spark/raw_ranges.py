@@ -21,7 +21,7 @@ from dbt.adapters.cdc_spark import local_rows, range_plan
 
 # Above this many events a range is read by each mirror, not held in memory (about 1 KB each).
 MAX_KEPT_EVENTS = 100_000
-# At most this many events a range is kept in the driver (about 20 MB).
+# At most this many events a range is kept in the driver (about 50 MB): a cycle of 10,000 changes/s.
 MAX_DRIVER_EVENTS = 50_000
 # Ranges kept per raw table: the newest run's, and the one before for mirrors that lag one run.
 KEPT_PER_TABLE = 2
