@@ -71,37 +71,40 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
     if stop is not None:
         # A request waits for the next transaction or heartbeat at most, once one is held.
         REQUESTS.holding = lambda: pending.end is not None
-    for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
-        now = time.monotonic()
-        if transaction is not None:
-            events = change_events(transaction, int(time.time() * 1000))
-            watch_transaction(pages, events, transaction.watermarks, key_columns)
-            pending.events.extend(events)
-            pending.transactions += bool(transaction.changes)
-            pending.end = (end_file, end_position)
-            pending.since = pending.since or now
-            pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
-        asked = stop is not None and REQUESTS.take()
-        if asked or len(pending.events) >= config.max_changes_per_file or (
-                stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
-            flush()
-        if asked:
-            REQUESTS.answer()
-        if (page := pages.ready()) is not None:
-            # The stream has passed the page's high watermark: its window's changes first, then the page.
-            flush()
-            write_page(capture, page, int(time.time() * 1000))
-            save()
-        if pages.open is None:
-            open_next_page(capture)  # an online snapshot's next page, between the stream's transactions
-        if stop is not None:
-            if progress.line_due(config.progress_seconds):
-                log.info("%s", progress_line(capture, config, progress, binlog_file, position))
-            if stop.is_set():
-                break
-    flush()
-    if stop is not None:
+    try:
+        for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
+            now = time.monotonic()
+            if transaction is not None:
+                events = change_events(transaction, int(time.time() * 1000))
+                watch_transaction(pages, events, transaction.watermarks, key_columns)
+                pending.events.extend(events)
+                pending.transactions += bool(transaction.changes)
+                pending.end = (end_file, end_position)
+                pending.since = pending.since or now
+                pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
+            asked = stop is not None and REQUESTS.take()
+            if asked or len(pending.events) >= config.max_changes_per_file or (
+                    stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):
+                flush()
+            if asked:
+                REQUESTS.answer()
+            if (page := pages.ready()) is not None:
+                # The stream has passed the page's high watermark: its window's changes first, then the page.
+                flush()
+                write_page(capture, page, int(time.time() * 1000))
+                save()
+            if pages.open is None:
+                open_next_page(capture)  # an online snapshot's next page, between the stream's transactions
+            if stop is not None:
+                if progress.line_due(config.progress_seconds):
+                    log.info("%s", progress_line(capture, config, progress, binlog_file, position))
+                if stop.is_set():
+                    break
+        flush()
+    finally:
+        # Also when the connection is lost: a run asking meanwhile waits for nothing.
         REQUESTS.holding = lambda: False
+    if stop is not None:
         log.info("%s", progress_line(capture, config, progress, binlog_file, position))
     return binlog_file, position
 
