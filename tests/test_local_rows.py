@@ -82,3 +82,21 @@ def test_column_summaries_add_up_a_local_relation(spark, views):
     assert (later, other, rows) == (4, -1, 6)
     assert largest == 5 and local_rows.string_at(frame, largest, 2) == "w"  # the row of seq 6
     assert local_rows.column_summaries(spark.range(3).groupBy().count()) is None  # not a local relation
+
+
+def test_rows_a_job_computes_are_kept_as_its_plan_returns_them(spark):
+    query = spark.range(0, 2000, 1, 4).selectExpr(
+        "id", "cast(id as string) as text", "if(id % 7 = 0, null, id * 1.25) as maybe",
+        "timestamp_micros(id * 1000003) as at", "cast(id / 3 as decimal(14, 2)) as price",
+        "array(id, id + 1) as pair", "map('k', cast(id as string)) as tags", "named_struct('a', id, 'b', 'x') as nested")
+    kept = []
+    assert jobs_run_by(spark, lambda: kept.append(local_rows.collected(query))) >= 1
+    rows = kept[0]
+    assert rows.schema == query.schema
+    assert raw_ranges.rows_in_driver(rows, 2000)
+    assert jobs_run_by(spark, lambda: rows.where("id % 2 = 0").collect()) == 0  # read with no job
+    assert sorted(map(tuple, rows.collect())) == sorted(map(tuple, query.collect()))
+    # Rows the optimizer computes from a local relation itself: kept with no job at all.
+    projected = rows.where("id < 10").select("text")
+    assert jobs_run_by(spark, lambda: kept.append(local_rows.collected(projected))) == 0
+    assert [row.text for row in kept[-1].collect()] == [str(n) for n in range(10)]

@@ -1,11 +1,12 @@
 """Rows the driver holds (local relations), computed and read there without a Spark job.
 
 Spark's optimizer computes a projection or a filter of a local relation itself; a join of two (a
-batch's rows with its keys' stored rows, stored_keys.py) it leaves to a Spark job, and keeping a
-result in the driver (raw_ranges.in_driver) converts each row to a Row and back. Here a query whose
-joins are of local relations is computed by the optimizer and LocalJoins.java, and its result kept
-as the local relation it already is (jvm/iceberg/cdc_merge/iceberg/LocalJoins.java). A raw range
-held in the driver is planned and deduplicated there likewise (LocalRawRanges.java).
+batch's rows with its keys' stored rows, stored_keys.py) it leaves to a Spark job. Here a query
+whose joins are of local relations is computed by the optimizer and LocalJoins.java, and its result
+kept as the local relation it already is (jvm/iceberg/cdc_merge/iceberg/LocalJoins.java). A raw
+range held in the driver is planned and deduplicated there likewise (LocalRawRanges.java). Rows a
+Spark job computes are kept as the rows its plan returns (CollectedRows.java), where Dataset's
+collectAsList and createDataFrame would convert each to a Row and back.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from python_jobs.landing.io.py4j_lookups import kept_class
 
 LOCAL_JOINS_CLASS = "cdc_merge.iceberg.LocalJoins"
 LOCAL_RAW_RANGES_CLASS = "cdc_merge.iceberg.LocalRawRanges"
+COLLECTED_ROWS_CLASS = "cdc_merge.iceberg.CollectedRows"
 # A join under a projection under a join: each round joins the innermost, the optimizer then folds
 # the projection above it.
 MAX_ROUNDS = 4
@@ -46,6 +48,23 @@ def computed_in_driver(frame: Any, limit: int) -> Optional[Any]:
             return None
         plan = datasets.ofRows(spark._jsparkSession, joined).queryExecution().optimizedPlan()
     return None
+
+
+def collected(frame: Any) -> Optional[Any]:
+    """frame's rows computed now and held in the driver as a local relation, as the rows Spark's
+    plan returns (CollectedRows.java) or, where the optimizer computes them itself, with no job;
+    None without the helpers' jar."""
+    from pyspark.sql import DataFrame
+
+    spark = frame.sparkSession
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        java_class = jvm_class(spark, COLLECTED_ROWS_CLASS)
+        if java_class is None:
+            return None
+        plan = java_class.collected(frame._jdf)
+    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
+    return DataFrame(datasets.ofRows(spark._jsparkSession, plan.newInstance()), spark)
 
 
 def column_summaries(frame: Any) -> Optional[List[int]]:

@@ -139,7 +139,7 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         if observation is not None:
             rows = rows.observe(observation, *(F.expr(item) for item in observed))
         if in_driver:
-            rows = raw_ranges.in_driver(rows)
+            rows = raw_ranges.in_driver(rows, as_rows=observation is not None)
             kept = None
         else:
             rows = kept = rows.localCheckpoint(eager=True)

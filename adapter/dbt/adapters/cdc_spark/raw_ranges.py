@@ -121,10 +121,15 @@ def newest_events(rows: Any) -> Any:
     return key_events.withColumn("_cdc_rank", F.row_number().over(newest_first)).where(F.col("_cdc_rank") == 1).drop("_cdc_rank")
 
 
-def in_driver(rows: Any) -> Any:
-    """rows computed now and kept in the driver's memory as a local relation."""
+def in_driver(rows: Any, as_rows: bool = False) -> Any:
+    """rows computed now and kept in the driver's memory as a local relation (local_rows.collected).
+    as_rows: collected as Rows by Dataset's own action, for a query with an observation, whose
+    values that action gathers."""
     from pyspark.sql import DataFrame
 
+    kept = None if as_rows else local_rows.collected(rows)
+    if kept is not None:
+        return kept
     computed = rows._jdf
     spark = rows.sparkSession
     return DataFrame(spark._jsparkSession.createDataFrame(computed.collectAsList(), computed.schema()), spark)
