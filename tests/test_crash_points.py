@@ -43,6 +43,9 @@ def workload(tmp_path_factory, spark, warehouse):
         # A full refresh dies once the new mirror holds the first chunk, before any offset of its own:
         # the rerun must rebuild from the start of the log, not resume from the old offset.
         ("full-refresh-before-offset", "dbt"),
+        # A full refresh dies while it drops a mirror, its files half deleted: the name must be the
+        # whole table or none, never a table whose manifests are gone.
+        ("table-drop", "dbt"),
     ],
 )
 def test_a_run_killed_at_a_crash_point_is_healed_by_the_next_run(workload, point, driver):

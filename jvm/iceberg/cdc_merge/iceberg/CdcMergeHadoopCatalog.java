@@ -6,12 +6,15 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.stream.Collectors;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableOperations;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.catalog.ViewCatalog;
@@ -34,6 +37,12 @@ import org.apache.iceberg.view.ViewOperations;
  * metadata files in {@code view-metadata/} (not {@code metadata/}, which would make the folder a
  * table to the Hadoop catalog) and the current one named in {@code view-metadata/version-hint.text}
  * ({@link HadoopViewOperations}). Such a folder is neither a table nor a namespace here.
+ *
+ * <p>A table or view is dropped so that a process dying at any moment of the drop leaves its name
+ * either whole or gone: the folder stops being one in a single rename of its metadata folder, and
+ * its files are deleted after. (Iceberg's own drop deletes the folder file by file in no set order:
+ * a run killed half way through a full refresh left a current metadata file whose manifests were
+ * gone, and every later run failed reading it.)
  */
 public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog {
   static final String VIEW_METADATA = "view-metadata";
@@ -50,11 +59,69 @@ public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog 
     views.initialize(name, properties);
   }
 
+  static final String DROPPED = "-dropped-";
+  static final String DROP_CRASH_POINT = "table-drop";
+
   @Override
   public List<Namespace> listNamespaces(Namespace namespace) {
     return super.listNamespaces(namespace).stream()
-        .filter(child -> !isView(folder(child)))
+        .filter(child -> !isView(folder(child)) && !holdsDroppedMetadata(folder(child)))
         .collect(Collectors.toList());
+  }
+
+  @Override
+  public boolean dropTable(TableIdentifier identifier, boolean purge) {
+    if (!isValidIdentifier(identifier)) {
+      return super.dropTable(identifier, purge);
+    }
+    TableMetadata last = newTableOps(identifier).current();
+    if (last == null) {
+      return false;
+    }
+    if (purge && writesOutsideItsFolder(last)) {
+      return super.dropTable(identifier, true);
+    }
+    return dropFolder(new Path(defaultWarehouseLocation(identifier)), "metadata");
+  }
+
+  /** True when the table's data may lie outside its folder, where deleting the folder would not purge it. */
+  private static boolean writesOutsideItsFolder(TableMetadata table) {
+    Map<String, String> properties = table.properties();
+    return properties.containsKey(TableProperties.WRITE_DATA_LOCATION)
+        || properties.containsKey("write.object-storage.path")
+        || properties.containsKey("write.folder-storage.path")
+        || Boolean.parseBoolean(properties.getOrDefault(TableProperties.OBJECT_STORE_ENABLED, "false"));
+  }
+
+  /**
+   * Renames folder/metadataFolder away (after which the folder is no longer a table or view), then
+   * deletes the folder. A death after the rename leaves files no name refers to: a later create of
+   * the name writes beside them, and the next drop removes them.
+   */
+  private boolean dropFolder(Path folder, String metadataFolder) {
+    try {
+      FileSystem fs = fileSystem(folder);
+      Path metadata = new Path(folder, metadataFolder);
+      Path dropped = new Path(folder, metadataFolder + DROPPED + UUID.randomUUID());
+      if (!fs.rename(metadata, dropped)) {
+        throw new IOException("could not rename " + metadata + " to " + dropped + " to drop " + folder);
+      }
+      fs.delete(dropped, true);
+      CrashPoints.crashPoint(DROP_CRASH_POINT);
+      return fs.delete(folder, true);
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
+  }
+
+  private boolean holdsDroppedMetadata(Path folder) {
+    try {
+      return fileSystem(folder).listStatus(folder, path -> path.getName().contains(DROPPED)).length > 0;
+    } catch (java.io.FileNotFoundException gone) {
+      return false;
+    } catch (IOException error) {
+      throw new UncheckedIOException(error);
+    }
   }
 
   @Override
@@ -93,11 +160,7 @@ public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog 
     if (!isView(location)) {
       return false;
     }
-    try {
-      return fileSystem(location).delete(location, true);
-    } catch (IOException error) {
-      throw new UncheckedIOException(error);
-    }
+    return dropFolder(location, VIEW_METADATA);
   }
 
   @Override
