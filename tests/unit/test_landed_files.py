@@ -1,11 +1,14 @@
 """Files leave the input folder once landed (io.move_landed_files), a landing killed while it moved
 them finishes at its next start (io.finish_moves), and a folder that keeps them warns each time it
-passes another FILES_BEFORE_WARNING files (io.warn_of_a_long_listing)."""
+passes another FILES_BEFORE_WARNING files (io.warn_of_a_long_listing); a checkpoint belongs to one
+destination (io.claim_checkpoint)."""
 
 from __future__ import annotations
 
 import json
 import logging
+
+import pytest
 
 from python_jobs.landing.io import input_files
 
@@ -59,3 +62,14 @@ def test_a_folder_that_keeps_its_landed_files_warns_each_time_it_passes_another_
     assert deliver(1) and "holds 6 files" in caplog.text
     assert input_files.input_file_count(tmp_path / "missing") is None
     assert not input_files.warn_of_a_long_listing(tmp_path / "missing", None, None)
+
+
+def test_a_checkpoint_records_its_destination_whole_and_refuses_another(tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+
+    input_files.claim_checkpoint(checkpoint, "lake.cdc_raw.raw_events")
+    input_files.claim_checkpoint(checkpoint, "lake.cdc_raw.raw_events")  # its own again: fine
+
+    assert [path.name for path in checkpoint.iterdir()] == ["cdc_merge_destination"]  # no partial left
+    with pytest.raises(input_files.LandingError, match="belongs to lake.cdc_raw.raw_events"):
+        input_files.claim_checkpoint(checkpoint, "lake.other.raw_events")

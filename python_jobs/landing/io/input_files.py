@@ -117,7 +117,10 @@ def claim_checkpoint(checkpoint_dir: Path, destination: str) -> None:
         recorded = record.read_text().strip()
     except FileNotFoundError:
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        record.write_text(destination + "\n")
+        # Whole or absent, also when the process dies while it writes.
+        partial = checkpoint_dir / f".{_DESTINATION_FILE}.partial"
+        partial.write_text(destination + "\n")
+        os.replace(partial, record)
         return
     if recorded != destination:
         raise LandingError(
