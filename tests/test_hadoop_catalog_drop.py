@@ -51,3 +51,18 @@ def test_a_drop_that_died_after_its_rename_leaves_no_table_and_the_name_can_be_m
     # The next drop takes the remains with it.
     spark.sql("drop table catalog_drop.half")
     assert not folder.exists()
+
+
+def test_a_view_whose_hint_a_killed_commit_removed_is_still_the_view_it_was_replaced_with(spark, schema):
+    spark.sql("create table catalog_drop.viewed (id int) using iceberg")
+    spark.sql("insert into catalog_drop.viewed values (1), (2)")
+    spark.sql("create or replace view catalog_drop.kept_view as select id from catalog_drop.viewed where id = 1")
+    spark.sql("create or replace view catalog_drop.kept_view as select id from catalog_drop.viewed where id = 2")
+    # A commit replaces the hint by deleting it and renaming a new one in place: killed in between, none is left.
+    (schema / "kept_view" / "view-metadata" / "version-hint.text").unlink()
+
+    assert [row.id for row in spark.table("catalog_drop.kept_view").collect()] == [2]
+    assert "kept_view" in {row.viewName for row in spark.sql("show views in catalog_drop").collect()}
+    spark.sql("create or replace view catalog_drop.kept_view as select id from catalog_drop.viewed")
+    assert sorted(row.id for row in spark.table("catalog_drop.kept_view").collect()) == [1, 2]
+    spark.sql("drop view catalog_drop.kept_view")

@@ -176,9 +176,15 @@ public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog 
     return namespace.isEmpty() ? new Path(warehouse) : new Path(warehouse, String.join("/", namespace.levels()));
   }
 
+  /** A folder with a view's hint, or (a commit that died replacing the hint) a view's metadata file. */
   private boolean isView(Path folder) {
+    Path metadata = new Path(folder, VIEW_METADATA);
     try {
-      return fileSystem(folder).exists(new Path(folder, VIEW_METADATA + "/" + VERSION_HINT));
+      FileSystem fs = fileSystem(folder);
+      return fs.exists(new Path(metadata, VERSION_HINT))
+          || fs.listStatus(metadata, path -> path.getName().endsWith(".metadata.json")).length > 0;
+    } catch (java.io.FileNotFoundException notAView) {
+      return false;
     } catch (IOException error) {
       throw new UncheckedIOException(error);
     }

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -25,7 +26,8 @@ import org.apache.iceberg.view.ViewMetadataParser;
  * A view of {@link CdcMergeHadoopCatalog}: its metadata files in {@code <view>/view-metadata/},
  * the current one named in {@code version-hint.text}. A commit writes the new metadata file, then
  * replaces the hint if it still names the metadata the commit started from (checked and replaced
- * under a lock per view in this JVM; a view is built by one dbt run at a time).
+ * under a lock per view in this JVM; a view is built by one dbt run at a time). A process killed
+ * while it replaced the hint leaves none: the newest metadata file is then the view's.
  */
 final class HadoopViewOperations extends BaseViewOperations {
   private static final Map<String, Object> LOCKS = new ConcurrentHashMap<>();
@@ -44,7 +46,7 @@ final class HadoopViewOperations extends BaseViewOperations {
 
   @Override
   protected void doRefresh() {
-    String current = currentFromHint();
+    String current = currentFromHint(null);
     if (current == null) {
       if (currentMetadataLocation() != null) {
         throw new NoSuchViewException("View does not exist: %s", identifier);
@@ -59,7 +61,7 @@ final class HadoopViewOperations extends BaseViewOperations {
   protected void doCommit(ViewMetadata base, ViewMetadata metadata) {
     String written = writeNewMetadataIfRequired(metadata);
     synchronized (LOCKS.computeIfAbsent(location, key -> new Object())) {
-      String current = currentFromHint();
+      String current = currentFromHint(written);
       String expected = base == null ? null : base.metadataFileLocation();
       if (!Objects.equals(current, expected)) {
         throw new CommitFailedException("Cannot commit view %s: it changed since it was read", identifier);
@@ -84,11 +86,34 @@ final class HadoopViewOperations extends BaseViewOperations {
     return new Path(location, CdcMergeHadoopCatalog.VIEW_METADATA + "/" + CdcMergeHadoopCatalog.VERSION_HINT);
   }
 
-  private String currentFromHint() {
+  /**
+   * The metadata file the hint names; without a hint (a process that died between replacing it and
+   * renaming the new one in place), the newest metadata file, the one that commit was writing; but
+   * never ignored, the file a commit in progress has just written.
+   */
+  private String currentFromHint(String ignored) {
     Path hint = hint();
     try {
       FileSystem fs = catalog.fileSystem(hint);
-      return fs.exists(hint) ? CdcMergeHadoopCatalog.read(fs, hint) : null;
+      if (fs.exists(hint)) {
+        return CdcMergeHadoopCatalog.read(fs, hint);
+      }
+      String newest = null;
+      try {
+        for (FileStatus file : fs.listStatus(hint.getParent(), path -> path.getName().endsWith(".metadata.json"))) {
+          String name = file.getPath().toString();
+          if (ignored != null && new Path(ignored).getName().equals(file.getPath().getName())) {
+            continue;
+          }
+          // NNNNN-<uuid>.metadata.json: the newest has the highest version.
+          if (newest == null || file.getPath().getName().compareTo(new Path(newest).getName()) > 0) {
+            newest = name;
+          }
+        }
+      } catch (java.io.FileNotFoundException noMetadata) {
+        return null;
+      }
+      return newest;
     } catch (IOException error) {
       throw new UncheckedIOException(error);
     }
