@@ -2,7 +2,7 @@
 at the named crash points (python_jobs/crash_points.py) and at random moments; after each kill
 one plain `dbt run`, then every mirror against the oracle.
 
-    .venv/bin/python -m reliability.crashes                  # 14 named + 40 random points (about 45 min on 2 cores)
+    .venv/bin/python -m reliability.crashes                  # 16 named + 40 random points (about 30 min on 2 cores)
     .venv/bin/python -m reliability.crashes --random 4       # a shorter run
 
 Each point delivers one more wave of Debezium files first, so every kill interrupts real work.
@@ -30,6 +30,7 @@ from reliability.workload import LANDING_AND_MIRRORS, MAINTAIN, MIRRORS, Workloa
 RESULTS = Path(__file__).resolve().parent / "results" / "crashes.json"
 DRIVERS = ("dbt", "cdc-run")
 MIRRORS_ONLY = ["--select", *MIRRORS.values()]
+NAMED_POINTS = len(PIPELINE_POINTS) * len(DRIVERS)
 
 
 @dataclass
@@ -122,14 +123,16 @@ def _write(path: Path, result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Kill the landing and the apply at named and random points; rerun; compare with the oracle.")
-    parser.add_argument("--random", type=int, default=40, help="random kills (default 40; with the 12 named points, 52 points)")
+    parser.add_argument("--random", type=int, default=40,
+                        help=f"random kills (default 40; with the {NAMED_POINTS} named points, {NAMED_POINTS + 40} points)")
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--work-dir", type=Path, help="where the throwaway project and warehouse go (default: a temp folder)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="cdc_merge_crashes_"))
-    workload = Workload(work_dir / "suite", seed=args.seed, waves=12 + args.random + 2)
+    # A wave for the first run and one for every point: a point without new events would find nothing to interrupt.
+    workload = Workload(work_dir / "suite", seed=args.seed, waves=1 + NAMED_POINTS + args.random + 1)
     started = time.monotonic()
     trials: list[Trial] = []
     schedule: list[tuple] = []
