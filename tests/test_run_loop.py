@@ -16,7 +16,6 @@ from conftest import FIXTURES, PROJECT_DIR
 from python_jobs.apply import key_index
 from python_jobs.scheduler import run_loop
 from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
-from python_jobs.scheduler.kept_manifest import KeptManifest
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -183,39 +182,3 @@ def test_dbt_s_json_artifacts_are_written_again_only_once_dbt_parsed_again(dbt_p
     # Written by the first run; not by the second, nor by the third, which parsed the edit; by the fourth.
     assert manifests[1] == manifests[2] == manifests[0] and manifests[0][1] is False
     assert manifests[3][0] != manifests[0][0] and manifests[3][1] is True
-
-
-def _age_files(folder, seconds: int) -> None:
-    for path in [folder, *folder.rglob("*")]:
-        stat = path.stat()
-        os.utime(path, (stat.st_atime - seconds, stat.st_mtime - seconds))
-
-
-def test_a_kept_manifest_runs_an_unchanged_project_and_a_model_edited_meanwhile_is_parsed_again(dbt_project):
-    """cdc-run gives its runs the manifest of an unchanged project (python_jobs/scheduler/kept_manifest.py);
-    a model edited while it runs is parsed again, and the next run applies the edit."""
-    project = dbt_project
-    project.write_model("products", PRODUCTS_CONFIG, PRODUCTS_COLUMNS)
-    project.landing_config(PRODUCTS)
-    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
-    _age_files(project.project_dir, 3600)  # a project as it lies before the service starts
-    kept = KeptManifest()
-    columns_after_each_run = []
-
-    def run_and_edit(args):
-        outcome = run_loop.invoke_dbt(args, JsonArtifacts(), kept)
-        described = project.query(f"describe {project.schema}.products")
-        columns_after_each_run.append(sorted(row["col_name"] for row in described if not row["col_name"].startswith("_cdc")))
-        if len(columns_after_each_run) == 2:  # edited while the service runs: the mirror gets a column
-            project.write_model("products", PRODUCTS_CONFIG, PRODUCTS_COLUMNS.replace(
-                "{{ cdc_merge.cdc_metadata_columns() }}", "{{ cdc_merge.cdc_column('description', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"))
-        return outcome
-
-    summary = run_loop.run_every(dbt_args(project, "run", "--select", "raw_events", "products"), every=0, runs=3, run=run_and_edit)
-
-    assert [run.success for run in summary.runs] == [True, True, True], [run.error for run in summary.runs]
-    assert columns_after_each_run == [["id", "name"], ["id", "name"], ["description", "id", "name"]]
-    # Parsed for the first run and for the edit; the second run was given the first's manifest.
-    assert (kept.parsed, kept.given) == (2, 1)
-    descriptions = project.query(f"select count(description) as known from {project.schema}.products")
-    assert descriptions[0]["known"] > 0  # backfilled from the raw log (docs/schema_changes.md)

@@ -18,7 +18,6 @@ from benchmarks.common.measure import _rss_bytes
 from benchmarks.common.project import BenchProject
 from harness.dbt_project import PROFILES_DIR
 from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
-from python_jobs.scheduler.kept_manifest import KeptManifest
 
 
 def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | None = None):
@@ -37,10 +36,8 @@ def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | N
     return spark
 
 
-# Each project's dbt JSON artifacts, written where they change, and its manifest, kept while the
-# project is unchanged, as in cdc-run (scheduler/dbt_artifacts.py, scheduler/kept_manifest.py).
+# Each project's dbt JSON artifacts, written where they change as in cdc-run (scheduler/dbt_artifacts.py).
 _ARTIFACTS: dict[Path, JsonArtifacts] = {}
-_KEPT: dict[Path, KeptManifest] = {}
 
 
 def invoke(project: BenchProject, *args: str, threads: int | None = None):
@@ -52,8 +49,7 @@ def invoke(project: BenchProject, *args: str, threads: int | None = None):
     extra = ["--threads", str(threads)] if threads else []
     outcome = run_loop.invoke_dbt([*args, *extra, "--project-dir", str(project.dir),
                                    "--profiles-dir", str(PROFILES_DIR), "--quiet"],
-                                  _ARTIFACTS.setdefault(project.dir, JsonArtifacts()),
-                                  _KEPT.setdefault(project.dir, KeptManifest()))
+                                  _ARTIFACTS.setdefault(project.dir, JsonArtifacts()))
     if not outcome.success:
         raise RuntimeError(f"dbt {' '.join(args)} failed: {outcome.error}")
     return outcome

@@ -35,7 +35,6 @@ from typing import Any, Callable, Optional, Sequence
 from python_jobs.apply import key_index
 from python_jobs.scheduler.captures import Captures, CaptureStartError
 from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
-from python_jobs.scheduler.kept_manifest import KeptManifest
 from python_jobs.status import service as status_service
 from python_jobs.status.model import RedactingStream, redact
 from python_jobs.status.registry import REGISTRY
@@ -59,10 +58,9 @@ class RunOutcome:
         return redact(f"{'ok' if self.success else 'FAILED'} in {self.seconds:.1f} s ({nodes})" + (f": {self.error}" if self.error else ""))
 
 
-def invoke_dbt(args: Sequence[str], artifacts: JsonArtifacts | None = None, kept: KeptManifest | None = None) -> RunOutcome:
+def invoke_dbt(args: Sequence[str], artifacts: JsonArtifacts | None = None) -> RunOutcome:
     """One dbt command in this process (so in this process's SparkSession); with artifacts (the
-    process's JsonArtifacts), dbt's JSON artifacts written only where they change; with kept (the
-    process's KeptManifest), the manifest of an unchanged project given to the run instead of a parse."""
+    process's JsonArtifacts), dbt's JSON artifacts written only where they change."""
     from dbt.cli.main import dbtRunner
 
     from python_jobs import run_locks
@@ -71,8 +69,7 @@ def invoke_dbt(args: Sequence[str], artifacts: JsonArtifacts | None = None, kept
     operation_errors: list[str] = []
     callbacks = [operation_errors_into(operation_errors), *([artifacts.callback] if artifacts else [])]
     try:
-        manifest = kept.for_run(args, lambda parse_args: dbtRunner().invoke(parse_args)) if kept else None
-        result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(artifacts.args_for(args) if artifacts else list(args))
+        result = dbtRunner(callbacks=callbacks).invoke(artifacts.args_for(args) if artifacts else list(args))
         if artifacts:
             artifacts.after(result.result)
     finally:
@@ -237,9 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"cdc-run: cannot serve the status endpoint on {args.status_host}:{args.status_port}: "
                       f"{error.strerror or error}; choose another --status-port", file=sys.stderr)
                 return 2
-        artifacts, kept = JsonArtifacts(), KeptManifest()
+        artifacts = JsonArtifacts()
         summary = run_every(args.dbt_args, args.every, args.runs, args.keep_going, stop,
-                            run=lambda dbt_args: invoke_dbt(dbt_args, artifacts, kept), before_each=captures.roll)
+                            run=lambda dbt_args: invoke_dbt(dbt_args, artifacts), before_each=captures.roll)
     finally:
         if server is not None:
             server.stop()
