@@ -54,7 +54,10 @@ public class CdcMergeHadoopCatalog extends HadoopCatalog implements ViewCatalog 
 
   @Override
   public void initialize(String name, Map<String, String> properties) {
-    super.initialize(name, properties);
+    // Commits serialized across this machine's processes (FileLockManager), unless the settings name another lock.
+    Map<String, String> withLock = new java.util.HashMap<>(properties);
+    withLock.putIfAbsent(CatalogProperties.LOCK_IMPL, FileLockManager.class.getName());
+    super.initialize(name, withLock);
     this.warehouse = LocationUtil.stripTrailingSlash(properties.get(CatalogProperties.WAREHOUSE_LOCATION));
     views.initialize(name, properties);
   }
