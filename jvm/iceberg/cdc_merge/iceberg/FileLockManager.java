@@ -21,7 +21,7 @@ import org.apache.iceberg.LockManager;
  * default lock is one JVM's. A local file system's rename replaces a file that appeared in between,
  * so two processes committing the same version at the same instant (two landings into one raw
  * table, two runs appending offsets rows) both succeeded and one commit was lost. Here the lock is
- * also an OS file lock ({@code flock}-like, released when its process dies), so the second process
+ * also an OS file lock (fcntl, released when its process dies), so the second process
  * finds the version taken and Iceberg retries its commit on top of the first
  * (tests/test_catalog_commits.py). The lock files, a fixed number of stripes by the locked name,
  * live under the system temp folder beside the runs' own locks (python_jobs/run_locks.py).
