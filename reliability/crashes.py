@@ -2,7 +2,7 @@
 at the named crash points (python_jobs/crash_points.py) and at random moments; after each kill
 one plain `dbt run`, then every mirror against the oracle.
 
-    .venv/bin/python -m reliability.crashes                  # 16 named + 40 random points (about 30 min on 2 cores)
+    .venv/bin/python -m reliability.crashes                  # 16 named + 40 random points (about 15 min on 2 cores)
     .venv/bin/python -m reliability.crashes --random 4       # a shorter run
 
 Each point delivers one more wave of Debezium files first, so every kill interrupts real work.
