@@ -29,19 +29,28 @@ def _local(plan: Any, limit: int) -> bool:
     return plan.getClass().getSimpleName() == "LocalRelation" and plan.data().size() <= limit
 
 
+def _datasets(spark: Any) -> Any:
+    return kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
+
+
+def _frame_of(spark: Any, relation: Any) -> Any:
+    """A DataFrame over a local relation: a new instance of it, since the kept rows' columns are not
+    those of the query they came from."""
+    from pyspark.sql import DataFrame
+
+    return DataFrame(_datasets(spark).ofRows(spark._jsparkSession, relation.newInstance()), spark)
+
+
 def computed_in_driver(frame: Any, limit: int) -> Optional[Any]:
     """frame's rows as a DataFrame over a local relation, when the optimizer and LocalJoins compute
     them in the driver, at most limit rows at every step; None otherwise (nothing was run)."""
-    from pyspark.sql import DataFrame
-
     spark = frame.sparkSession
-    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
+    datasets = _datasets(spark)
     plan = frame._jdf.queryExecution().optimizedPlan()
     joins = None
     for _ in range(MAX_ROUNDS):
         if _local(plan, limit):
-            # A new instance: the kept rows' columns are not those of the query they came from.
-            return DataFrame(datasets.ofRows(spark._jsparkSession, plan.newInstance()), spark)
+            return _frame_of(spark, plan)
         joins = joins or jvm_class(spark, LOCAL_JOINS_CLASS)
         joined = joins.joined(plan, limit) if joins is not None else None
         if joined is None:
@@ -54,8 +63,6 @@ def collected(frame: Any) -> Optional[Any]:
     """frame's rows computed now and held in the driver as a local relation, as the rows Spark's
     plan returns (CollectedRows.java) or, where the optimizer computes them itself, with no job;
     None without the helpers' jar."""
-    from pyspark.sql import DataFrame
-
     spark = frame.sparkSession
     plan = frame._jdf.queryExecution().optimizedPlan()
     if plan.getClass().getSimpleName() != "LocalRelation":
@@ -63,8 +70,7 @@ def collected(frame: Any) -> Optional[Any]:
         if java_class is None:
             return None
         plan = java_class.collected(frame._jdf)
-    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
-    return DataFrame(datasets.ofRows(spark._jsparkSession, plan.newInstance()), spark)
+    return _frame_of(spark, plan)
 
 
 def column_summaries(frame: Any) -> Optional[List[int]]:
@@ -103,12 +109,6 @@ def range_plans(frame: Any) -> Optional[Dict[str, Dict[str, Any]]]:
 def newest_events(frame: Any) -> Optional[Any]:
     """raw_ranges.newest_events of a raw range's rows held in the driver, computed there and kept as
     a local relation; None where Spark computes it."""
-    from pyspark.sql import DataFrame
-
     java_class = _local_raw_ranges(frame)
     newest = java_class.newest(frame._jdf.queryExecution().analyzed()) if java_class is not None else None
-    if newest is None:
-        return None
-    spark = frame.sparkSession
-    datasets = kept_class("org.apache.spark.sql.Dataset", spark._sc._gateway._gateway_client)
-    return DataFrame(datasets.ofRows(spark._jsparkSession, newest.newInstance()), spark)
+    return None if newest is None else _frame_of(frame.sparkSession, newest)

@@ -78,8 +78,14 @@ public final class FileLockManager implements LockManager {
     }
     FileChannel channel = null;
     try {
-      Files.createDirectories(file.getParent());
-      channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      try {
+        channel = open(file);
+      } catch (java.nio.file.AccessDeniedException anotherUsers) {
+        // Another user's lock file: this process's commits keep to the JVM's lock, as Iceberg's own.
+        warnOnce(file + " is another user's: commits of this process are locked in this JVM only");
+        held.put(key(entityId, ownerId), new Held(inJvm, null, null));
+        return true;
+      }
       FileLock lock = channel.tryLock();
       while (lock == null) {
         if (System.currentTimeMillis() > deadline) {
@@ -107,7 +113,9 @@ public final class FileLockManager implements LockManager {
       return false;
     }
     try {
-      lock.lock.release();
+      if (lock.lock != null) {
+        lock.lock.release();
+      }
       return true;
     } catch (IOException error) {
       return false;
@@ -119,6 +127,38 @@ public final class FileLockManager implements LockManager {
 
   @Override
   public void close() {}
+
+  /** The lock file, made writable by every user of the machine where this process may. */
+  private static FileChannel open(Path file) throws IOException {
+    Path folder = file.getParent();
+    if (!Files.isDirectory(folder)) {
+      Files.createDirectories(folder);
+      everyone(folder, "rwxrwxrwx");
+    }
+    boolean created = !Files.exists(file);
+    FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    if (created) {
+      everyone(file, "rw-rw-rw-");
+    }
+    return channel;
+  }
+
+  private static void everyone(Path path, String permissions) {
+    try {
+      Files.setPosixFilePermissions(path, java.nio.file.attribute.PosixFilePermissions.fromString(permissions));
+    } catch (IOException | UnsupportedOperationException notPermitted) {
+      // another user made it, or a file system without POSIX permissions: left as it is
+    }
+  }
+
+  private static volatile boolean warned;
+
+  private static void warnOnce(String message) {
+    if (!warned) {
+      warned = true;
+      System.err.println("cdc_merge: " + message);
+    }
+  }
 
   private static String key(String entityId, String ownerId) {
     return entityId + "\u0000" + ownerId;

@@ -5,10 +5,8 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -26,11 +24,12 @@ import org.apache.iceberg.view.ViewMetadataParser;
  * A view of {@link CdcMergeHadoopCatalog}: its metadata files in {@code <view>/view-metadata/},
  * the current one named in {@code version-hint.text}. A commit writes the new metadata file, then
  * replaces the hint if it still names the metadata the commit started from (checked and replaced
- * under a lock per view in this JVM; a view is built by one dbt run at a time). A process killed
+ * under the commit lock the tables use, held across the machine's processes). A process killed
  * while it replaced the hint leaves none: the newest metadata file is then the view's.
  */
 final class HadoopViewOperations extends BaseViewOperations {
-  private static final Map<String, Object> LOCKS = new ConcurrentHashMap<>();
+  // The tables' commit lock (FileLockManager): across this machine's processes.
+  private static final FileLockManager LOCK = new FileLockManager();
 
   private final CdcMergeHadoopCatalog catalog;
   private final TableIdentifier identifier;
@@ -60,13 +59,19 @@ final class HadoopViewOperations extends BaseViewOperations {
   @Override
   protected void doCommit(ViewMetadata base, ViewMetadata metadata) {
     String written = writeNewMetadataIfRequired(metadata);
-    synchronized (LOCKS.computeIfAbsent(location, key -> new Object())) {
+    String hint = hint().toString();
+    if (!LOCK.acquire(hint, written)) {
+      throw new CommitFailedException("Cannot commit view %s: another commit holds its lock", identifier);
+    }
+    try {
       String current = currentFromHint(written);
       String expected = base == null ? null : base.metadataFileLocation();
       if (!Objects.equals(current, expected)) {
         throw new CommitFailedException("Cannot commit view %s: it changed since it was read", identifier);
       }
       writeHint(written);
+    } finally {
+      LOCK.release(hint, written);
     }
   }
 
