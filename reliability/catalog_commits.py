@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from python_jobs.landing import io
+
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "catalog_commits.json"
 TABLE = "lake.catalog_commits.appended"
@@ -48,9 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=1500, help="commits per process (default 1500)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(PROJECT))
-    from python_jobs.landing import io
-
     work = Path(tempfile.mkdtemp(prefix="cdc_merge_catalog_commits_"))
     warehouse = work / "warehouse"
     spark = io.spark_session("catalog_commits", str(warehouse))
