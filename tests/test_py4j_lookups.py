@@ -18,13 +18,16 @@ REFLECTION = "r\n"  # py4j's reflection commands: what a name is, what a class's
 
 @contextmanager
 def commands_sent(spark):
-    """Every command this process sends the JVM while the block runs."""
+    """Every command the calling thread sends the JVM while the block runs. Py4J's finalizer thread
+    sends the deletes of objects Python collected whenever it gets to them: not counted."""
     client = spark.sparkContext._gateway._gateway_client
     sent: list[str] = []
     send = client.send_command
+    caller = threading.get_ident()
 
     def counting(command, *args, **kwargs):
-        sent.append(command)
+        if threading.get_ident() == caller:
+            sent.append(command)
         return send(command, *args, **kwargs)
 
     client.send_command = counting
