@@ -55,6 +55,10 @@ _FLOATS = {"real": "float", "float": "float", "double precision": "double", "dou
 _TIMESTAMPS = {"timestamp with time zone", "timestamp without time zone", "timestamp", "datetime"}
 
 
+# The widest decimal of Spark (and Databend's decimal128): a wider value cast to it would be null.
+SPARK_MAX_PRECISION = 38
+
+
 def model_type(column: SourceColumn) -> str:
     """The type cdc_columns() casts the column's JSON value to, as the capture commands write values."""
     data_type = column.data_type.lower()
@@ -63,9 +67,9 @@ def model_type(column: SourceColumn) -> str:
     if data_type in _INTEGERS:
         return "bigint" if column.unsigned and data_type == "int" else _INTEGERS[data_type]
     if data_type in ("numeric", "decimal"):
-        if column.precision is None:
-            return "string"  # unbounded numeric: kept as its exact text
-        return f"decimal({min(column.precision, 38)},{column.scale or 0})"
+        if column.precision is None or column.precision > SPARK_MAX_PRECISION:
+            return "string"  # unbounded, or wider than a mirror's decimal holds: kept as its exact text
+        return f"decimal({column.precision},{column.scale or 0})"
     if data_type in _FLOATS:
         return _FLOATS[data_type]
     if data_type == "boolean":

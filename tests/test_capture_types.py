@@ -53,6 +53,11 @@ POSTGRES_COLUMNS = [
     ("tx", "text", "'zoë \"q\" \\ 東京'", "''"),
     ("ch", "char(4)", "'ab'", "''"),
     ("ip", "inet", "'10.0.0.1/32'", "'::1'"),
+    # Years before 1000 as they are; times before year 1 as null (docs/type_mapping.md).
+    ("early", "timestamptz", "'0099-06-01 12:00:00+00'", "'0001-01-01 00:00:00+00 BC'"),
+    ("early3", "timestamptz(3)", "'0999-01-01 00:00:00.5+00'", "'0001-01-01 00:00:00+00 BC'"),
+    ("local", "timestamp", "'0999-01-01 00:00:00'", "'0044-03-15 10:00:00 BC'"),
+    ("day", "date", "'0099-06-01'", "'0044-03-15 BC'"),
 ]
 MARIADB_COLUMNS = [
     ("s", "set('a','b','c')", "'a,c'", "''"),
@@ -115,17 +120,17 @@ def apply(project, table: scaffold.SourceTable, data_format: str = "auto") -> di
 
 
 def assert_verify_is_clean_and_can_fail(project, source: dict[str, str], model: str, column: str, value: str,
-                                        rows: int = 6) -> None:
+                                        rows: int = 6, source_table: str = "shop.typed") -> None:
     """The user's own check (cdc-verify's operation), by key ranges and by a sample, finds every row
     equal, the checksums of both sides agreeing on every type (no row compared one by one); and it
     can fail: a value changed in the mirror behind the pipeline's back is reported with its key and
     column."""
     by_ranges, sampled = json.dumps({"source": source}), json.dumps({"source": source, "sample": 1000})
     project.dbt("run-operation", "cdc_verify", "--args", by_ranges)
-    assert f"{project.schema}.{model} vs shop.typed: equal: {rows} rows" in project.dbt_log(), project.dbt_log()
+    assert f"{project.schema}.{model} vs {source_table}: equal: {rows} rows" in project.dbt_log(), project.dbt_log()
     assert "key ranges, 0 rows compared one by one" in project.dbt_log(), project.dbt_log()
     project.dbt("run-operation", "cdc_verify", "--args", sampled)
-    assert f"{project.schema}.{model} vs shop.typed: equal: {rows} rows" in project.dbt_log()
+    assert f"{project.schema}.{model} vs {source_table}: equal: {rows} rows" in project.dbt_log()
     project.execute(f"update {project.schema}.{model} set {column} = {value} where id = 2")
     for arguments in (by_ranges, sampled):
         assert not project.dbt("run-operation", "cdc_verify", "--args", arguments, expect_success=False).success
@@ -167,19 +172,73 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
         (table,) = scaffold.postgres_tables(dsn, ["shop.typed"])
         mirrored = apply(dbt_project, table, "debezium")  # as the starters' landing.yml reads the capture's files
         assert_snapshot_and_stream_agree(mirrored, (STREAMED, FOLLOWED))
-
-        # The source's own rendering of each value (its type's output function), in UTC.
-        with connection.cursor() as cursor:
-            cursor.execute("set timezone = 'UTC'")
-            cursor.execute("select id, " + ", ".join(f"case when {name} is not null then format('%s', {name}) end"
-                                                     for name, *_ in POSTGRES_COLUMNS) + " from shop.typed")
-            source = {row[0]: row[1:] for row in cursor.fetchall()}
-        types = {column.name: scaffold.model_type(column) for column in table.columns}
-        for row_id, values in source.items():
-            for (name, pg_type, *_), text in zip(POSTGRES_COLUMNS, values):
-                expected = expected_postgres_value(pg_type, types[name], text)
-                assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({pg_type}): source {text!r}"
+        assert mirrored[2]["day"] is None and mirrored[1]["day"] == dt.date(99, 6, 1)
+        assert_mirror_equals_postgres_source(connection, POSTGRES_COLUMNS, table, mirrored)
         assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "j", "'{}'", rows=9)
+        connection.close()
+    finally:
+        server.stop()
+
+
+def assert_mirror_equals_postgres_source(connection, columns, table: scaffold.SourceTable, mirrored: dict[int, dict]) -> None:
+    """Each mirrored value is the source's own rendering of it (its type's output function, in UTC)
+    as docs/type_mapping.md maps it."""
+    with connection.cursor() as cursor:
+        cursor.execute("set timezone = 'UTC'")
+        cursor.execute("select id, " + ", ".join(f"case when {name} is not null then format('%s', {name}) end"
+                                                 for name, *_ in columns) + f" from {table.qualified}")
+        source = {row[0]: row[1:] for row in cursor.fetchall()}
+    assert sorted(source) == sorted(mirrored)
+    types = {column.name: scaffold.model_type(column) for column in table.columns}
+    for row_id, values in source.items():
+        for (name, pg_type, *_), text in zip(columns, values):
+            expected = expected_postgres_value(pg_type, types[name], text)
+            assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({pg_type}): source {text!r}"
+
+
+# Values a mirror type holds only in part, and domains, whose values wal2json sends as text.
+POSTGRES_EDGE_COLUMNS = [
+    ("flag", "shop.flag", "true", "false"),
+    ("big", "shop.big_number", "9000000000", "-1"),
+    ("ratio", "shop.ratio", "1.5", "'NaN'"),
+    ("price", "shop.price", "12.5", "-0.01"),
+    ("wide", "numeric(50,10)", "12345678901234567890123456789012345678.1234567890", "-0.0000000001"),
+]
+POSTGRES_DOMAINS = ("create domain shop.flag as boolean; create domain shop.big_number as bigint; "
+                    "create domain shop.ratio as double precision; "
+                    "create domain shop.price as numeric(10,2) check (value > -1)")
+
+
+def test_postgres_domains_and_wide_numerics_equal_the_source(dbt_project, server_directory, tmp_path):
+    """A domain's values (sent as text by wal2json) as its base type's, and a numeric wider than a
+    mirror's decimal as its exact text, from the snapshot, the one-shot stream and --follow alike."""
+    server = start_postgres(server_directory)
+    try:
+        connection = server.connect()
+        with connection.cursor() as cursor:
+            cursor.execute(f"create schema shop; {POSTGRES_DOMAINS}")
+            cursor.execute("create table shop.edges (id int primary key, "
+                           + ", ".join(f"{name} {data_type}" for name, data_type, *_ in POSTGRES_EDGE_COLUMNS) + ")")
+        connection.commit()
+        dsn = create_capture_user(server, ["shop"])
+        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.edges",), slot="edges", out=dbt_project.inbox,
+                                                state=tmp_path / "capture-state.json")
+        names = ", ".join(name for name, *_ in POSTGRES_EDGE_COLUMNS)
+        rows_through_both_ways(connection, POSTGRES_EDGE_COLUMNS, lambda: capture_postgres.run(config),
+                               "insert into shop.edges values ({row}, {values})",
+                               f"insert into shop.edges select id + {STREAMED}, {names} from shop.edges")
+        with connection.cursor() as cursor:
+            cursor.execute(f"insert into shop.edges select id + {FOLLOWED}, {names} from shop.edges where id < {STREAMED}")
+        connection.commit()
+        follow_until_written(config, 3)
+        (table,) = scaffold.postgres_tables(dsn, ["shop.edges"])
+        assert {column.name: scaffold.model_type(column) for column in table.columns}["wide"] == "string"
+        mirrored = apply(dbt_project, table, "debezium")
+        assert_snapshot_and_stream_agree(mirrored, (STREAMED, FOLLOWED))
+        assert mirrored[1]["flag"] is True and mirrored[1]["big"] == 9000000000 and mirrored[2]["ratio"] is None
+        assert_mirror_equals_postgres_source(connection, POSTGRES_EDGE_COLUMNS, table, mirrored)
+        assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "wide", "'1'", rows=9,
+                                            source_table="shop.edges")
         connection.close()
     finally:
         server.stop()
@@ -200,6 +259,8 @@ def expected_postgres_value(pg_type: str, mirror_type: str, text: str | None):
     """The mirror's value of a source value, as docs/type_mapping.md says."""
     if text is None or (text in NOT_FINITE and (mirror_type != "string" or pg_type == "numeric")):
         return None  # wal2json sends not-finite numbers as null, and no mirror type holds infinite times
+    if text.endswith(" BC") and mirror_type in ("date", "timestamp"):
+        return None  # nor times before year 1
     if mirror_type == "string":
         return text[2:] if pg_type == "bytea" else text
     if mirror_type in ("int", "bigint"):

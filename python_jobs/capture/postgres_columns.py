@@ -26,13 +26,18 @@ _CATALOG_SQL = """
 select
     a.attnum,
     a.attname,
-    format_type(a.atttypid, a.atttypmod),
+    case
+        when t.typtype = 'd' then format_type(t.typbasetype, t.typtypmod)
+        else format_type(a.atttypid, a.atttypmod)
+    end,
     a.attstorage <> 'p',
     a.atthasmissing,
     case when a.atthasmissing then (a.attmissingval::text::text[])[1] end,
     a.atthasdef,
-    coalesce(a.attnum = any(i.indkey), false)
+    coalesce(a.attnum = any(i.indkey), false),
+    t.typtype = 'd'
 from pg_attribute as a
+inner join pg_type as t on t.oid = a.atttypid
 left join pg_index as i on i.indrelid = a.attrelid and i.indisprimary
 where a.attrelid = to_regclass(%s) and a.attnum > 0 and not a.attisdropped
 order by a.attnum
@@ -43,7 +48,7 @@ order by a.attnum
 class CatalogColumn:
     attnum: int
     name: str
-    type_name: str  # format_type(): numeric(10,2), text[], timestamp with time zone, ...
+    type_name: str  # format_type(): numeric(10,2), text[], timestamp with time zone, ...; a domain's base type
     # Whether the value may be stored out of line, where an update that does not change it leaves it out.
     toastable: bool = False
     # ADD COLUMN with a default the server computed once: every row that existed then has it (pg_attribute.attmissingval).
@@ -51,6 +56,8 @@ class CatalogColumn:
     missing_value_text: str | None = None
     has_default: bool = False
     in_primary_key: bool = False
+    # Of a domain (create domain ... as boolean): wal2json names the domain, whose values it sends as text.
+    domain: bool = False
 
     def added(self) -> AddedColumn:
         """The column as added to a table with rows: what those rows hold in it."""
@@ -60,6 +67,60 @@ class CatalogColumn:
         # A default but no value kept for old rows: the server rewrote the table with a value per row
         # (or the default was set later, when the old rows kept null: said as unknown either way).
         return AddedColumn(self.name, self.type_name, None, known=not self.has_default)
+
+
+# What the server logs of a table's old rows: the replica identity, and whether it holds the primary key.
+_IDENTITY_SQL = """
+select
+    c.relkind,
+    c.relreplident,
+    coalesce(primary_key.indimmediate, true),
+    coalesce(identity_index.indkey::int2[] @> primary_key.indkey::int2[], false)
+from pg_class as c
+left join pg_index as primary_key on primary_key.indrelid = c.oid and primary_key.indisprimary
+left join pg_index as identity_index on identity_index.indrelid = c.oid and identity_index.indisreplident
+where c.oid = to_regclass(%s)
+"""
+
+
+def identity_problem(table: str, kind: str, replica_identity: str, primary_key_immediate: bool,
+                     identity_index_holds_key: bool) -> str | None:
+    """Why the server's log of table (pg_class relkind, relreplident) would lose changes of a mirror
+    keyed on its primary key, as a message saying what to change; None when it would not. The
+    server logs an update's or delete's old row by the table's replica identity: without the
+    primary key's values there, wal2json sends no such change, or one the mirror cannot key."""
+    if kind == "p":
+        return (f"table {table} is partitioned: the server logs its rows' changes under its partitions' names, "
+                "which this capture does not map back to it; capture each partition as a table of its own, or "
+                "leave it out of --tables")
+    if replica_identity == "n":
+        return (f"table {table} has REPLICA IDENTITY NOTHING: the server logs no old key of its updates and "
+                f"deletes, so they would be lost; run: alter table {table} replica identity default")
+    if not primary_key_immediate:
+        # Checked at the end of a statement or transaction, such a key may be held by two rows until
+        # then (update ... set id = id + 1): the changes of that key would contradict each other.
+        # Nor can it be the replica identity: without FULL the old keys would not be logged at all.
+        return (f"the primary key of table {table} is DEFERRABLE: two rows may hold one key until the "
+                "statement or transaction ends, and the log's changes of that key cannot be ordered; "
+                "recreate the key without DEFERRABLE, or leave the table out of --tables")
+    if replica_identity == "i" and not identity_index_holds_key:
+        return (f"table {table}'s REPLICA IDENTITY is an index without every primary key column: its deletes and "
+                f"key changes would be logged without their old key; run: alter table {table} replica identity "
+                "default")
+    return None
+
+
+def identity_problems(connection: Any, tables: Iterable[str]) -> list[str]:
+    """identity_problem of each table that exists."""
+    problems = []
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(_IDENTITY_SQL, (table,))
+            row = cursor.fetchone()
+            problem = row and identity_problem(table, *row)
+            if problem:
+                problems.append(problem)
+    return problems
 
 
 def read_catalog(connection: Any, tables: Iterable[str]) -> dict[str, list[CatalogColumn]]:

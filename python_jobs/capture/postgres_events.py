@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import orjson
 
 from python_jobs.capture.output import CAPTURE_VERSION, CaptureError, TransactionOrder
-from python_jobs.formats.wal2json import keeps_text, parse_lsn, value_converter
+from python_jobs.formats.wal2json import NOT_AS_TEXT_TYPES, keeps_text, parse_lsn, snapshot_converter, value_converter
 
 CONNECTOR = "postgresql"
 # Debezium's marker for a TOAST column an update did not change (wal2json leaves it out).
@@ -160,6 +160,8 @@ class TableShape:
     columns: frozenset[str]
     # The columns whose value may be stored out of line (TOAST): an update that leaves one unchanged leaves it out.
     toastable: frozenset[str] = frozenset()
+    # The base type of each column of a domain type, which wal2json names instead (its values then come as text).
+    domain_bases: Mapping[str, str] = field(default_factory=dict)
 
 
 def change_events(
@@ -196,10 +198,13 @@ def change_events(
                                                    ts_ms=transaction.commit_ts_ms, tx_id=transaction.xid)
         source = source.copy()
         source["lsn"] = change_lsn(change["lsn"])
+        shape = shapes.get(table)
+        if shape is not None and shape.domain_bases:
+            of_bases(change, shape.domain_bases)
         identity = columns_image(change.get("identity") or ())
         after = columns_image(change.get("columns") or ())
         if action == "U":
-            unchanged_toast(after, identity, shapes.get(table), lambda column: additions is not None
+            unchanged_toast(after, identity, shape, lambda column: additions is not None
                             and additions.is_pending(table, column))
         pk_columns = [column["name"] for column in change.get("pk") or []]
         changes: list[tuple[str, dict | None, dict | None]]
@@ -220,6 +225,17 @@ def change_events(
     if order.total:
         events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
     return events
+
+
+def of_bases(change: dict[str, Any], bases: Mapping[str, str]) -> None:
+    """The change's columns of a domain type typed as the domain's base type (bases: name -> type)."""
+    for column in (change.get("columns") or []) + (change.get("identity") or []):
+        base = bases.get(column.get("name"))
+        if base is not None:
+            column["type"] = base
+            value = column.get("value")
+            if isinstance(value, str) and base.split("(")[0] in NOT_AS_TEXT_TYPES:
+                column["value"] = snapshot_converter(base)(value)
 
 
 def unchanged_toast(after: dict[str, Any], identity: Mapping[str, Any], shape: TableShape | None,

@@ -29,7 +29,13 @@ from python_jobs.capture.postgres_events import (
     change_events,
     lsn_text,
 )
-from python_jobs.capture.postgres_columns import MESSAGE_PREFIX, CatalogColumn, ColumnAdditions, read_catalog
+from python_jobs.capture.postgres_columns import (
+    MESSAGE_PREFIX,
+    CatalogColumn,
+    ColumnAdditions,
+    identity_problems,
+    read_catalog,
+)
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets
 from python_jobs.capture.postgres_pages import PageWatch, write_page
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
@@ -88,7 +94,8 @@ class PostgresCapture:
 
     def read_catalog(self, connection: Any = None) -> dict[str, list[CatalogColumn]]:
         """The captured tables' columns, as of now or as of the snapshot connection's snapshot; each
-        table must exist and have a primary key (checked before the slot is made)."""
+        table must exist, have a primary key, and be logged with its old key (checked before the slot
+        is made)."""
         catalog = read_catalog(connection or self.connection, self.config.tables)
         for table in self.config.tables:
             if table not in catalog:
@@ -96,7 +103,15 @@ class PostgresCapture:
             if not any(column.in_primary_key for column in catalog[table]):
                 raise CaptureError(f"table {table} has no primary key: a mirror needs one to merge on; add one, or "
                                    "leave the table out of --tables")
+        self.check_identities(connection)
         return catalog
+
+    def check_identities(self, connection: Any = None) -> None:
+        """Stop, saying what to change, where the server would log a captured table's updates or
+        deletes without the old key (postgres_columns.identity_problem): they would be lost."""
+        problems = identity_problems(connection or self.connection, self.config.tables)
+        if problems:
+            raise CaptureError("; ".join(problems))
 
     def slot_exists(self) -> bool:
         with self.connection.cursor() as cursor:
@@ -191,15 +206,19 @@ class PostgresCapture:
         # Read again: an ALTER TABLE since the last file adds, renames or drops columns. A table
         # dropped meanwhile has no more changes; the others go on (a restart asks for --tables without it).
         self.catalog = read_catalog(self.connection, self.config.tables)
+        self.check_identities()  # changed by an ALTER TABLE since the start: stop before the file
         for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
         noticed = self.additions.notice(self.catalog)
         shapes = {table: TableShape(frozenset(column.name for column in columns),
-                                    frozenset(column.name for column in columns if column.toastable))
+                                    frozenset(column.name for column in columns if column.toastable),
+                                    {column.name: column.type_name for column in columns if column.domain})
                   for table, columns in self.catalog.items()}
         watch = PageWatch(self.pages)
-        columns = table_columns({table: [column.name for column in found] for table, found in self.catalog.items()})
+        # A table with a domain's column is decoded (its values retyped): record_lines writes none of its records.
+        columns = table_columns({table: [column.name for column in found] for table, found in self.catalog.items()
+                                 if not shapes[table].domain_bases})
         lines: list[bytes] = []
         first: int | None = None
         change_count = 0

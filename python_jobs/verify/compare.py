@@ -57,6 +57,13 @@ def _timestamp(value: Any) -> dt.datetime:
     return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None) if parsed.tzinfo else parsed
 
 
+def _date(value: Any) -> dt.date:
+    text = str(value).strip()
+    if text.endswith(" BC"):  # before year 1: null in a mirror (docs/type_mapping.md)
+        raise ValueError(text)
+    return dt.date.fromisoformat(text[:10])
+
+
 def _string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -71,7 +78,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     "float": _float32,
     "double": float,
     "boolean": _boolean,
-    "date": lambda value: dt.date.fromisoformat(str(value).strip()[:10]),
+    "date": _date,
     "timestamp": _timestamp,
     "string": _string,
     "other": _string,

@@ -32,9 +32,12 @@ _VALUE = {
         "float": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
         "double": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
         "boolean": "case when ({c})::text in ('true', '1') then '1' when {c} is not null then '0' end",
-        "timestamp": "case when isfinite({c}) then trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
+        # Times before year 1 are null too.
+        "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 then "
+                     "trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
+        "date": "case when isfinite({c}) and extract(year from {c}) > 0 then to_char({c}, 'YYYY-MM-DD') end",
         # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32.
-        "date": "to_char({c}, 'YYYY-MM-DD')", "string": "case when {c} is not null then format('%s', {c}) end",
+        "string": "case when {c} is not null then format('%s', {c}) end",
     },
     "mysql": {
         "integer": "cast({c} as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",

@@ -66,12 +66,14 @@ def test_utc_timestamps_rewritten_as_text_equal_the_datetime_conversion():
 
     from python_jobs.formats.wal2json import _utc_timestamp
 
-    def through_datetime(value: str) -> str:
+    def through_datetime(value: str) -> str | None:
+        if value.endswith(" BC"):
+            return None  # no mirror reads times before year 1
         try:
             instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
         except ValueError:
             return value
-        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ").rjust(27, "0")  # %Y does not pad years before 1000
 
     chance = random.Random(20261128)
     values = ["2026-01-01 00:00:01+00", "0001-01-01 00:00:00+00", "0999-01-01 00:00:00.5+00", "2026-01-01 00:00:01+02",

@@ -35,6 +35,8 @@ final class Wal2jsonImage {
   private static final Value TRUE = new Value(Kind.TRUE, "true");
   private static final Value FALSE = new Value(Kind.FALSE, "false");
   private static final Value NULL = new Value(Kind.NULL, null);
+  // wal2json.py _BEFORE_CHRIST: how the server writes a time before year 1.
+  private static final String BEFORE_CHRIST = " BC";
 
   final LinkedHashMap<String, Value> columns = new LinkedHashMap<>();
 
@@ -125,10 +127,19 @@ final class Wal2jsonImage {
         return utc == null ? null : new Value(Kind.STRING, utc);
       case "timestamp without time zone":
         if (token == JsonToken.VALUE_STRING) {
+          if (text.endsWith(BEFORE_CHRIST)) {
+            return null; // Python nulls it
+          }
           int space = text.indexOf(' ');
           return new Value(Kind.STRING, space < 0 ? text : text.substring(0, space) + 'T' + text.substring(space + 1));
         }
         return number ? new Value(Kind.STRING, text) : null; // a number's text has no space
+      case "date":
+      case "timestamp": // timestamp(n) with or without time zone
+        if (token == JsonToken.VALUE_STRING && text.endsWith(BEFORE_CHRIST)) {
+          return null; // Python nulls it
+        }
+        // fall through: as sent
       default:
         // _as_sent: numbers stay their exact text, as a JSON string.
         if (token == JsonToken.VALUE_STRING || number) {
