@@ -12,6 +12,7 @@ and tests) are printed, or appended to the folder's YAML with --yaml.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -83,9 +84,29 @@ def model_type(column: SourceColumn) -> str:
     return "string"
 
 
+# A column name the mirror's SQL takes as it is.
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def model_column_names(table: SourceTable) -> dict[str, str]:
+    """{source column: mirror column}: a name that is not plain ("two words", "price-eur", "café") becomes
+    one (two_words, price_eur, caf), read from its JSON field by cdc_columns()' json_fields."""
+    names = {column.name: column.name if _PLAIN_NAME.match(column.name) else
+             (re.sub(r"[^A-Za-z0-9_]+", "_", column.name).strip("_") or "column") for column in table.columns}
+    names = {source: name if not name[0].isdigit() else f"_{name}" for source, name in names.items()}
+    taken = [name for name in names.values() if list(names.values()).count(name) > 1]
+    if taken:
+        raise ScaffoldError(f"table {table.qualified}: two columns would be mirrored as {taken[0]}; "
+                            "write the model's cdc_columns() yourself")
+    return names
+
+
 def model_sql(table: SourceTable) -> str:
     key = table.primary_key[0] if len(table.primary_key) == 1 else list(table.primary_key)
-    columns = "\n".join(f"            '{column.name}': '{model_type(column)}'," for column in table.columns)
+    names = model_column_names(table)
+    columns = "\n".join(f"            {names[column.name]!r}: '{model_type(column)}'," for column in table.columns)
+    renamed = {name: source for source, name in names.items() if name != source}
+    json_fields = ", {" + ", ".join(f"{name!r}: {source!r}" for name, source in renamed.items()) + "}" if renamed else ""
     return f"""{{{{
     config(
         unique_key={key!r},
@@ -106,7 +127,7 @@ final as (
     select
         {{{{ cdc_merge.cdc_columns({{
 {columns}
-        }}) }}}},
+        }}{json_fields}) }}}},
         {{{{ cdc_merge.cdc_metadata_columns() }}}}
     from events
 
@@ -140,9 +161,11 @@ def model_yaml(table: SourceTable) -> str:
     if len(table.primary_key) > 1:
         lines += ["      - cdc_merge.cdc_unique_combination:", "          arguments:", f"            columns: [{', '.join(table.primary_key)}]"]
     lines.append("    columns:")
+    names = model_column_names(table)
     for column in table.columns:
-        lines.append(f"      - name: {column.name}")
-        lines.append(f"        description: {column.name} ({column.data_type}{' unsigned' if column.unsigned else ''} in the source).")
+        lines.append(f"      - name: {names[column.name]}")
+        described = f"{column.name} ({column.data_type}{' unsigned' if column.unsigned else ''} in the source)."
+        lines.append(f"        description: {json.dumps(described, ensure_ascii=False)}")
         if table.primary_key == (column.name,):
             lines.append("        data_tests: [unique, not_null]")
         elif column.name in table.primary_key:
@@ -218,6 +241,10 @@ def _read_table(cursor, qualified: str, columns_sql: str, key_sql: str) -> Sourc
     key = tuple(row[0] for row in cursor.fetchall())
     if not key:
         raise ScaffoldError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+    odd_keys = [column for column in key if not _PLAIN_NAME.match(column)]
+    if odd_keys:
+        raise ScaffoldError(f"table {qualified}: primary key column {odd_keys[0]!r} is not a plain name (letters, "
+                            "digits, _); a mirror keys on its columns by name: rename it in the source")
     columns = tuple(
         SourceColumn(row[0], row[1], int(row[2]) if row[2] is not None else None,
                      int(row[3]) if row[3] is not None else None, bool(row[4]))

@@ -30,9 +30,10 @@ def test_scaffolded_models_mirror_a_postgres_table(dbt_project, server_directory
         with connection.cursor() as cursor:
             cursor.execute("create schema shop")
             cursor.execute("create table shop.line_items (order_id int, line_no smallint, sku text, qty bigint, "
-                           "price numeric(10,3), shipped boolean, placed_at timestamptz, primary key (order_id, line_no))")
-            cursor.execute("insert into shop.line_items values (1, 1, 'a', 5000000000, 1.5, true, '2026-01-02 03:04:05+00'),"
-                           " (1, 2, null, -1, 0.001, false, null)")
+                           "price numeric(10,3), shipped boolean, placed_at timestamptz, \"unit price-eur\" numeric(8,2), "
+                           "primary key (order_id, line_no))")
+            cursor.execute("insert into shop.line_items values (1, 1, 'a', 5000000000, 1.5, true, '2026-01-02 03:04:05+00', 2.5),"
+                           " (1, 2, null, -1, 0.001, false, null, null)")
         connection.commit()
         mirrors = dbt_project.project_dir / "models" / "mirrors"
         assert scaffold.main(["--postgres", server.dsn, "--tables", "shop.line_items", "--out", str(mirrors),
@@ -40,7 +41,7 @@ def test_scaffolded_models_mirror_a_postgres_table(dbt_project, server_directory
         models = yaml.safe_load((mirrors / "_mirrors__models.yml").read_text())["models"]
         (entry,) = [model for model in models if model["name"] == "shop_line_items"]
         assert [column["name"] for column in entry["columns"]] == [
-            "order_id", "line_no", "sku", "qty", "price", "shipped", "placed_at"]
+            "order_id", "line_no", "sku", "qty", "price", "shipped", "placed_at", "unit_price_eur"]
         assert scaffold.main(["--postgres", server.dsn, "--tables", "shop.line_items", "--out", str(mirrors)]) == 2
 
         capture_postgres.run(capture_postgres.CaptureConfig(
@@ -50,8 +51,10 @@ def test_scaffolded_models_mirror_a_postgres_table(dbt_project, server_directory
         dbt_project.dbt("run", "--select", "shop_line_items")
         dbt_project.dbt("test", "--select", "shop_line_items")
         rows = [tuple(row.values()) for row in dbt_project.query(
-            f"select order_id, line_no, sku, qty, price, shipped from {dbt_project.schema}.shop_line_items order by line_no")]
-        assert rows == [(1, 1, "a", 5000000000, Decimal("1.500"), True), (1, 2, None, -1, Decimal("0.001"), False)]
+            f"select order_id, line_no, sku, qty, price, shipped, unit_price_eur from {dbt_project.schema}.shop_line_items"
+            " order by line_no")]
+        assert rows == [(1, 1, "a", 5000000000, Decimal("1.500"), True, Decimal("2.50")),
+                        (1, 2, None, -1, Decimal("0.001"), False, None)]
         connection.close()
     finally:
         server.stop()
