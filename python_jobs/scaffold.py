@@ -79,8 +79,8 @@ def model_type(column: SourceColumn) -> str:
         return "timestamp"
     if data_type == "date":
         return "date"
-    if data_type == "bit":
-        return "bigint"
+    if data_type == "bit":  # its bits as an unsigned number
+        return "decimal(20,0)" if (column.precision or 1) > 63 else "bigint"
     return "string"
 
 

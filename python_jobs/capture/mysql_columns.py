@@ -1,5 +1,6 @@
-"""Columns added to a captured MariaDB/MySQL table: which columns an ALTER TABLE in the binlog added,
-and the value the rows that existed then hold in them (python_jobs/capture/schema_events.py says
+"""A captured MariaDB/MySQL table's columns, as information_schema has them (read_table_info), and
+the columns added to it: which columns an ALTER TABLE in the binlog added, and the value the rows
+that existed then hold in them (python_jobs/capture/schema_events.py says
 why that needs an event of its own). The binlog has the ALTER TABLE at its exact place, so the
 schema change event is written there."""
 
@@ -10,9 +11,11 @@ import re
 from typing import Any, Sequence
 
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
+from python_jobs.capture.output import CaptureError
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event
 
-_ALTER = re.compile(r"^\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:`?([^`.\s]+)`?\.)?`?([^`.\s]+)`?", re.IGNORECASE)
+_ALTER = re.compile(r"^\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s]+)`?",
+                    re.IGNORECASE)
 _INTEGER_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
 _BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json"}
@@ -140,3 +143,33 @@ def schema_event(table: TableInfo, added: Sequence[AddedColumn], binlog_file: st
         columns=[(column.name, column.column_type) for column in table.columns], primary_key=table.primary_key,
         added=added, processed_ms=processed_ms, ddl=ddl,
     )
+
+
+def read_table_info(connection: Any, qualified: str) -> TableInfo:
+    """A table's columns and primary key from information_schema."""
+    schema, name = qualified.split(".")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select column_name, data_type, column_type, column_key from information_schema.columns "
+            "where table_schema = %s and table_name = %s order by ordinal_position",
+            (schema, name),
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
+    columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
+    primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
+    if not primary_key:
+        raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+    compressed = [column.name for column in columns if "compressed" in column.column_type]
+    if compressed:
+        raise CaptureError(f"column {compressed[0]} of table {qualified} is COMPRESSED, whose binlog values the "
+                           "capture cannot decode: alter it to a column without COMPRESSED, or leave the table out")
+    with connection.cursor() as cursor:
+        cursor.execute("select table_type from information_schema.tables where table_schema = %s and table_name = %s",
+                       (schema, name))
+        (table_type,) = cursor.fetchone() or ("",)
+    if table_type.upper() == "SYSTEM VERSIONED":
+        raise CaptureError(f"table {qualified} is system-versioned: the binlog logs its history rows as inserts of "
+                           "the table; leave it out of --tables, or alter it to drop system versioning")
+    return TableInfo(schema, name, columns, primary_key)

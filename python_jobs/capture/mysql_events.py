@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import functools
+import ipaddress
 import json
 import math
 import re
 import struct
+import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping
@@ -19,7 +21,25 @@ from python_jobs.capture.output import CAPTURE_VERSION, TransactionOrder
 _SET_MEMBER = re.compile(r"'((?:[^']|'')*)'")
 _DATE_TYPES = {"date", "datetime", "timestamp"}
 # The types whose int or text value is not yet what Debezium writes (a zero date's text, bits, a SET, JSON).
-_READ_AGAIN = _DATE_TYPES | {"bit", "set", "json"}
+# MariaDB's address and UUID types: their text from the snapshot, their bytes (trailing zero bytes
+# cut, all zeros an empty string) from the binlog; (length, the text of the bytes).
+_BINARY_TEXT_TYPES = {
+    "uuid": (16, lambda data: str(uuid.UUID(bytes=data))),
+    "inet6": (16, lambda data: _inet6_text(data)),
+    "inet4": (4, lambda data: ".".join(str(byte) for byte in data)),
+}
+_READ_AGAIN = _DATE_TYPES | {"bit", "set", "json"} | set(_BINARY_TEXT_TYPES)
+
+
+def _inet6_text(data: bytes) -> str:
+    """An INET6 value as MariaDB shows it: IPv4-mapped and IPv4-compatible addresses end in the
+    IPv4 address's dotted form (::ffff:1.2.3.4, ::1.2.3.4; not :: or ::1), others as compressed."""
+    address = ipaddress.IPv6Address(data)
+    if address.ipv4_mapped is not None:
+        return f"::ffff:{address.ipv4_mapped}"
+    if data[:12] == bytes(12) and int.from_bytes(data[12:], "big") > 1:
+        return f"::{ipaddress.IPv4Address(data[12:])}"
+    return address.compressed
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,11 @@ def json_value(column: Column, value: Any) -> Any:
         return None  # a zero date ('0000-00-00', '2020-00-00'), which PyMySQL returns as text and the binlog as None
     if column.data_type == "float" and isinstance(value, float):
         return float32_value(value)
+    if column.data_type in _BINARY_TEXT_TYPES:
+        if isinstance(value, str) and value:
+            return value  # the snapshot's text
+        length, text = _BINARY_TEXT_TYPES[column.data_type]
+        return text((b"" if isinstance(value, str) else bytes(value)).ljust(length, b"\0"))
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, dt.datetime):
@@ -89,6 +114,9 @@ def json_value(column: Column, value: Any) -> Any:
     return value
 
 
+_FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+
+
 def float32_value(value: float) -> float:
     """A FLOAT column's value, a 32-bit float (1.100000023841858 as the binlog gives it), as the
     shortest decimal that is the same 32-bit float (1.1): what the server shows, to every digit."""
@@ -97,7 +125,8 @@ def float32_value(value: float) -> float:
     single = struct.pack("<f", value)
     for digits in range(1, 10):
         shortest = float(f"{value:.{digits}g}")
-        if struct.pack("<f", shortest) == single:
+        # Near the largest float, fewer digits may round past it (3.4e38), which no 32-bit float is.
+        if abs(shortest) <= _FLOAT32_MAX and struct.pack("<f", shortest) == single:
             return shortest
     return value
 
@@ -130,6 +159,8 @@ class Transaction:
     schema_events: list[dict[str, Any]] = field(default_factory=list)
     # Rows of the online snapshots' signal table (mysql_pages.py): (row, binlog file, event start).
     watermarks: list[tuple[dict[str, Any], str, int]] = field(default_factory=list)
+    # Each SAVEPOINT's place in changes: a ROLLBACK TO drops the changes after it (mysql_statements.py).
+    savepoints: dict[str, int] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_rows import fast_rows
-from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, schema_event
+from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, read_table_info, schema_event
 from python_jobs.capture.mysql_snapshot import take_snapshot
+from python_jobs.capture.mysql_statements import (
+    emptied_tables,
+    replaced_tables,
+    rolled_back_to,
+    row_statement_table,
+    savepoint,
+    statement,
+)
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
 from python_jobs.capture.schema_events import warn_unknown_values
@@ -81,10 +89,13 @@ class MysqlCapture:
             return {name.lower(): value for name, value in cursor.fetchall()}
 
     def _check_binlog_settings(self) -> None:
-        found = self._variables("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata")
+        found = self._variables("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "log_bin_compress")
         wanted = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
         wrong = [f"{name}={found.get(name, 'unset')} (needs {value})" for name, value in wanted.items()
                  if found.get(name, "").upper() != value]
+        # MariaDB's compressed rows events, which the binlog reader skips: their changes would be lost.
+        if found.get("log_bin_compress", "OFF").upper() == "ON":
+            wrong.append("log_bin_compress=ON (needs OFF)")
         if wrong:
             raise CaptureError("the server's binlog cannot be captured: " + ", ".join(wrong))
 
@@ -138,6 +149,7 @@ class MysqlCapture:
             MariadbGtidEvent,
             QueryEvent,
             RotateEvent,
+            XAPrepareEvent,
             XidEvent,
         )
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -147,7 +159,7 @@ class MysqlCapture:
             connection_settings=self.config.connection_settings, server_id=self.config.server_id,
             log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,
             slave_heartbeat=heartbeat_seconds,
-            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent, XAPrepareEvent,
                          RotateEvent, GtidEvent, MariadbGtidEvent, *([HeartbeatLogEvent] if following else [])],
         )
         captured = {(table.schema, table.name): table for table in self.tables.values()}
@@ -162,21 +174,36 @@ class MysqlCapture:
                 if isinstance(event, (GtidEvent, MariadbGtidEvent)):
                     current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start)
                 elif isinstance(event, QueryEvent):
-                    query = event.query.strip().upper()
+                    query = statement(event.query).upper()
+                    where = f"{stream.log_file}:{start}"
                     if query == "BEGIN":
                         current = current or Transaction(begin_file=stream.log_file, begin_position=start)
                     elif query == "COMMIT" and current is not None:  # non-transactional engines
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif (truncated := _truncated_table(event, captured)) is not None:
-                        # TRUNCATE is DDL: a transaction of its own (after its GTID event, if any).
+                    elif current is not None and (name := savepoint(event.query)) is not None:
+                        current.savepoints[name] = len(current.changes)
+                    elif current is not None and (name := rolled_back_to(event.query)) is not None:
+                        del current.changes[current.savepoints.get(name, len(current.changes)):]
+                    elif truncated := _captured(emptied_tables(event.query, event.schema), captured):
+                        # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
-                        current.changes.append(RowChange(truncated, "t", None, None, stream.log_file, start, 0))
+                        current.changes.extend(RowChange(table, "t", None, None, stream.log_file, start, number)
+                                               for number, table in enumerate(truncated))
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
+                    elif replaced := _captured(replaced_tables(event.query, event.schema), captured):
+                        raise CaptureError(
+                            f"{event.query[:200]!r} at {where} changes rows of {_names(replaced)} with no rows event in "
+                            "the binlog: run the capture once with --resnapshot to read them again")
+                    elif written := _captured([row_statement_table(event.query, event.schema)], captured):
+                        raise CaptureError(
+                            f"a change of {_names(written)} at {where} is logged as a statement (a session with "
+                            "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
+                            "session, then run the capture once with --resnapshot")
                     elif (altered := self._added_columns(event, captured, stream.log_file, start)) is not None:
                         # DDL is a transaction of its own (after its GTID event, if any).
                         current = current if current is not None and not current.changes else Transaction(
@@ -190,6 +217,17 @@ class MysqlCapture:
                         self._warn_on_captured_ddl(event, captured)
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
+                elif isinstance(event, XAPrepareEvent):
+                    if current is not None and current.changes and not event.one_phase:
+                        raise CaptureError(
+                            f"a two-phase XA transaction (XA PREPARE at {stream.log_file}:{start}) changed "
+                            f"{_names(sorted({(c.table.schema, c.table.name) for c in current.changes}))}: the capture "
+                            "does not follow XA PREPARE to its XA COMMIT; commit such changes in one phase (XA COMMIT "
+                            "... ONE PHASE, or a plain transaction), then run the capture once with --resnapshot")
+                    if current is not None:
+                        current.commit_ts_ms = event.timestamp * 1000
+                        yield current, stream.log_file, event.packet.log_pos
+                    current = None
                 elif isinstance(event, XidEvent):
                     if current is not None:
                         current.commit_ts_ms = event.timestamp * 1000
@@ -215,14 +253,15 @@ class MysqlCapture:
                        start: int) -> dict[str, Any] | None:
         """An ALTER TABLE of a captured table that added columns: its schema change event, with the values
         the rows that existed then hold (mysql_columns.py); the table's info read again."""
-        named = altered_table(event.query, event.schema)
+        ddl = statement(event.query)
+        named = altered_table(ddl, event.schema)
         table = captured.get(named) if named else None
         if table is None:
             return None
         qualified = f"{table.schema}.{table.name}"
         refreshed = self._table_info(qualified)
         self.tables[qualified] = captured[named] = refreshed
-        added, self.known_columns[qualified] = added_columns(self.known_columns.get(qualified, ()), refreshed, event.query)
+        added, self.known_columns[qualified] = added_columns(self.known_columns.get(qualified, ()), refreshed, ddl)
         if not added:
             return None
         values = existing_rows(self.connection, refreshed, added)
@@ -255,18 +294,14 @@ class MysqlCapture:
                 connection.close()
 
 
-_TRUNCATE = re.compile(r"^\s*truncate\s+(?:table\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s;]+)`?\s*;?\s*$", re.IGNORECASE)
+def _captured(names: list, captured: Mapping[tuple[str, str], TableInfo]) -> list[TableInfo]:
+    """The captured tables among names ((database, table) pairs; None left out)."""
+    return [captured[name] for name in names if name in captured]
 
 
-def _truncated_table(event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> TableInfo | None:
-    """The captured table a QueryEvent's TRUNCATE [TABLE] [db.]name empties, else None."""
-    match = _TRUNCATE.match(event.query)
-    if match is None:
-        return None
-    schema = match.group(1) or event.schema
-    if isinstance(schema, bytes):
-        schema = schema.decode("utf-8")
-    return captured.get((schema, match.group(2)))
+def _names(tables: list) -> str:
+    return ", ".join(f"{table.schema}.{table.name}" if isinstance(table, TableInfo) else ".".join(table)
+                     for table in tables)
 
 
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:
@@ -286,22 +321,3 @@ def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_fil
     if isinstance(event, DeleteRowsEvent):
         return RowChange(table, "d", binlog_values(table, row["values"], row["none_sources"]), None, binlog_file, start, row_number)
     return RowChange(table, "c", None, binlog_values(table, row["values"], row["none_sources"]), binlog_file, start, row_number)
-
-
-def read_table_info(connection: Any, qualified: str) -> TableInfo:
-    """A table's columns and primary key from information_schema."""
-    schema, name = qualified.split(".")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "select column_name, data_type, column_type, column_key from information_schema.columns "
-            "where table_schema = %s and table_name = %s order by ordinal_position",
-            (schema, name),
-        )
-        rows = cursor.fetchall()
-    if not rows:
-        raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
-    columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
-    primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
-    if not primary_key:
-        raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")
-    return TableInfo(schema, name, columns, primary_key)

@@ -161,7 +161,7 @@ class MysqlSource:
             cursor.execute("set session time_zone = '+00:00'")  # TIMESTAMP in UTC, as the capture reads it
 
     def _table(self, table: str) -> Any:
-        from python_jobs.capture.mysql_server import read_table_info
+        from python_jobs.capture.mysql_columns import read_table_info
         from python_jobs.capture.output import CaptureError
 
         try:

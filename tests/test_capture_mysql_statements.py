@@ -1,0 +1,109 @@
+"""Statements that change a captured MariaDB table's rows outside its rows events
+(python_jobs/capture/mysql_statements.py): those the capture can say (a TRUNCATE however written,
+DROP TABLE, CREATE OR REPLACE TABLE, a ROLLBACK TO SAVEPOINT of rows the binlog kept) reach the
+mirror, which then equals the source table; those it cannot (a two-phase XA transaction, a change
+logged as a statement, a partition truncated, a system-versioned table, a compressed binlog) stop
+it with what to do, before it writes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.mariadb_server import create_mariadb_capture_user
+from python_jobs import scaffold
+from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture.output import CaptureError
+from test_capture_mysql import mariadb  # noqa: F401 (a fixture)
+
+TABLES = ("shop.t", "shop.d", "shop.r")
+
+
+def execute(connection, *statements: str) -> None:
+    with connection.cursor() as cursor:
+        for text in statements:
+            cursor.execute(text)
+
+
+def config_for(server, user: str, password: str, tables, out, state) -> capture_mysql.CaptureConfig:
+    return capture_mysql.CaptureConfig(host="127.0.0.1", port=server.port, user=user, password=password,
+                                       tables=tuple(tables), out=out, state=state)
+
+
+def test_tables_emptied_or_rolled_back_by_statements_equal_the_source(mariadb, dbt_project, tmp_path):
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop",
+            *(f"create table {table} (id int primary key, n int)" for table in TABLES),
+            "create table shop.log (id int primary key) engine = MyISAM",
+            *(f"insert into {table} values (1, 1), (2, 2)" for table in TABLES))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    config = config_for(mariadb, user, password, TABLES, dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection,
+            "/* cleanup */ truncate table shop.t nowait", "insert into shop.t values (10, 10)",
+            # A transaction that wrote a MyISAM table keeps its rolled-back rows in the binlog.
+            "begin", "update shop.t set n = 11 where id = 10", "insert into shop.log values (1)", "savepoint s2",
+            "update shop.t set n = 999 where id = 10", "insert into shop.t values (11, 11)",
+            "rollback to savepoint s2", "commit",
+            "drop table shop.d", "create table shop.d (id int primary key, n int)", "insert into shop.d values (5, 5)",
+            "create or replace table shop.r (id int primary key, n int)", "insert into shop.r values (7, 7)")
+    capture_mysql.run(config)
+
+    tables = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, list(TABLES))
+    for table in tables:
+        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+    summary = dbt_project.land({table.qualified: list(table.primary_key) for table in tables})
+    assert summary.counts["rejected"] == 0, summary.counts
+    dbt_project.dbt("run", "--select", *(table.model_name for table in tables))
+    for table in tables:
+        mirrored = sorted((row["id"], row["n"]) for row in dbt_project.query(
+            f"select id, n from {dbt_project.schema}.{table.model_name}"))
+        with connection.cursor() as cursor:
+            cursor.execute(f"select id, n from {table.qualified} order by id")
+            assert mirrored == [tuple(row) for row in cursor.fetchall()], table.qualified
+    assert mirrored == [(7, 7)]
+    connection.close()
+
+
+REFUSED = [
+    ("create table shop.x (id int primary key, n int)",
+     ["xa start 'x1'", "update shop.x set n = 5 where id = 1", "xa end 'x1'", "xa prepare 'x1'", "xa commit 'x1'"],
+     "two-phase XA transaction"),
+    ("create table shop.x (id int primary key, n int)",
+     ["set session binlog_format = 'STATEMENT'", "insert into shop.x values (2, 2)"],
+     "logged as a statement"),
+    ("create table shop.x (id int primary key, n int) partition by range (id) "
+     "(partition p0 values less than (100), partition p1 values less than maxvalue)",
+     ["alter table shop.x truncate partition p0"],
+     "no rows event in the binlog: run the capture once with --resnapshot"),
+]
+
+
+@pytest.mark.parametrize("create, statements, message", REFUSED, ids=["xa-prepare", "statement-format", "partition"])
+def test_changes_the_binlog_cannot_say_stop_the_capture_before_they_are_written(mariadb, tmp_path, create,
+                                                                                  statements, message):
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", create, "insert into shop.x values (1, 1)")
+    config = config_for(mariadb, "root", "", ["shop.x"], tmp_path / "out", tmp_path / "state.json")
+    capture_mysql.run(config)
+    files = sorted(config.out.iterdir())
+    state = config.state.read_text()
+    execute(connection, *statements)
+    with pytest.raises(CaptureError, match=message):
+        capture_mysql.run(config)
+    assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
+    connection.close()
+
+
+def test_tables_and_servers_the_binlog_cannot_follow_are_refused_at_the_start(mariadb, tmp_path):
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop",
+            "create table shop.versioned (id int primary key, n int) with system versioning",
+            "create table shop.squeezed (id int primary key, note varchar(500) compressed)",
+            "create table shop.plain (id int primary key)")
+    for table, message in (("shop.versioned", "system-versioned"), ("shop.squeezed", "column note of table shop.squeezed is COMPRESSED")):
+        with pytest.raises(CaptureError, match=message):
+            capture_mysql.run(config_for(mariadb, "root", "", [table], tmp_path / table, tmp_path / f"{table}.json"))
+    execute(connection, "set global log_bin_compress = ON")
+    with pytest.raises(CaptureError, match=r"log_bin_compress=ON \(needs OFF\)"):
+        capture_mysql.run(config_for(mariadb, "root", "", ["shop.plain"], tmp_path / "plain", tmp_path / "plain.json"))
+    connection.close()
