@@ -74,6 +74,11 @@ def _key_expressions(column: Column) -> tuple[str, str, str]:
                 "cast(convert(%s using utf8mb4) as binary)")
     if column.data_type in _BINARY:
         return f"cast(to_base64({quoted}) as binary)", f"hex({quoted})", "cast(to_base64(unhex(%s)) as binary)"
+    if column.data_type == "time":  # written as text ('-12:00:00.000000', '100:00:00.000000'), not in time order
+        written = f"time_format({quoted}, '%%H:%%i:%%s.%%f')"  # in statements with parameters: % doubled
+        return f"cast({written} as binary)", written, "cast(%s as binary)"
+    if column.data_type == "bit":  # written as its number; its own text is its bytes
+        return f"({quoted} + 0)", f"cast({quoted} + 0 as char)", "cast(%s as unsigned)"
     return quoted, f"cast({quoted} as char)", "%s"
 
 
