@@ -107,3 +107,14 @@ def test_tables_and_servers_the_binlog_cannot_follow_are_refused_at_the_start(ma
     with pytest.raises(CaptureError, match=r"log_bin_compress=ON \(needs OFF\)"):
         capture_mysql.run(config_for(mariadb, "root", "", ["shop.plain"], tmp_path / "plain", tmp_path / "plain.json"))
     connection.close()
+
+
+def test_a_foreign_key_that_cascades_into_a_captured_table_is_named_at_the_start(mariadb, tmp_path, caplog):
+    """The server writes no rows event for the child rows a cascade deletes or changes."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.parent (id int primary key)",
+            "create table shop.child (id int primary key, parent_id int, constraint child_parent foreign key "
+            "(parent_id) references shop.parent (id) on delete cascade)")
+    capture_mysql.run(config_for(mariadb, "root", "", ["shop.child"], tmp_path / "out", tmp_path / "state.json"))
+    assert "foreign key child_parent of shop.child (ON DELETE CASCADE from parent)" in caplog.text
+    connection.close()

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_rows import fast_rows
-from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, read_table_info, schema_event
+from python_jobs.capture.mysql_columns import (
+    added_columns,
+    altered_table,
+    existing_rows,
+    read_table_info,
+    schema_event,
+    warn_of_cascades,
+)
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -50,6 +57,7 @@ class MysqlCapture:
             ) from None
         self._check_binlog_settings()
         self.tables = {table: self._table_info(table) for table in config.tables}
+        warn_of_cascades(self.connection, config.tables)
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
