@@ -161,22 +161,8 @@ def test_postgres_types_read_alike_both_ways_and_equal_the_source(dbt_project, s
     server = start_postgres(server_directory)
     try:
         connection = server.connect()
-        with connection.cursor() as cursor:
-            cursor.execute("create schema shop; create type shop.mood as enum ('sad', 'ok')")
-            cursor.execute("create table shop.typed (id int primary key, "
-                           + ", ".join(f"{name} {data_type}" for name, data_type, *_ in POSTGRES_COLUMNS) + ")")
-        connection.commit()
-        dsn = create_capture_user(server, ["shop"])
-        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.typed",), slot="types", out=dbt_project.inbox,
-                                                state=tmp_path / "capture-state.json")
-        names = ", ".join(name for name, *_ in POSTGRES_COLUMNS)
-        rows_through_both_ways(connection, POSTGRES_COLUMNS, lambda: capture_postgres.run(config),
-                               "insert into shop.typed values ({row}, {values})",
-                               f"insert into shop.typed select id + {STREAMED}, {names} from shop.typed")
-        with connection.cursor() as cursor:
-            cursor.execute(f"insert into shop.typed select id + {FOLLOWED}, {names} from shop.typed where id < {STREAMED}")
-        connection.commit()
-        follow_until_written(config, 3)
+        dsn, config = postgres_rows_three_ways(server, connection, "create type shop.mood as enum ('sad', 'ok')",
+                                               "shop.typed", POSTGRES_COLUMNS, dbt_project.inbox, tmp_path)
         # Both streamed copies written as the server sent them (python_jobs/capture/postgres_records.py).
         assert sum(line.startswith('{"commit_lsn":') for path in config.out.glob("*.json")
                    for line in path.read_text().splitlines()) == 6
@@ -226,22 +212,8 @@ def test_postgres_domains_and_wide_numerics_equal_the_source(dbt_project, server
     server = start_postgres(server_directory)
     try:
         connection = server.connect()
-        with connection.cursor() as cursor:
-            cursor.execute(f"create schema shop; {POSTGRES_DOMAINS}")
-            cursor.execute("create table shop.edges (id int primary key, "
-                           + ", ".join(f"{name} {data_type}" for name, data_type, *_ in POSTGRES_EDGE_COLUMNS) + ")")
-        connection.commit()
-        dsn = create_capture_user(server, ["shop"])
-        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.edges",), slot="edges", out=dbt_project.inbox,
-                                                state=tmp_path / "capture-state.json")
-        names = ", ".join(name for name, *_ in POSTGRES_EDGE_COLUMNS)
-        rows_through_both_ways(connection, POSTGRES_EDGE_COLUMNS, lambda: capture_postgres.run(config),
-                               "insert into shop.edges values ({row}, {values})",
-                               f"insert into shop.edges select id + {STREAMED}, {names} from shop.edges")
-        with connection.cursor() as cursor:
-            cursor.execute(f"insert into shop.edges select id + {FOLLOWED}, {names} from shop.edges where id < {STREAMED}")
-        connection.commit()
-        follow_until_written(config, 3)
+        dsn, _ = postgres_rows_three_ways(server, connection, POSTGRES_DOMAINS, "shop.edges", POSTGRES_EDGE_COLUMNS,
+                                          dbt_project.inbox, tmp_path)
         (table,) = scaffold.postgres_tables(dsn, ["shop.edges"])
         assert {column.name: scaffold.model_type(column) for column in table.columns}["wide"] == "string"
         mirrored = apply(dbt_project, table, "debezium")
@@ -253,6 +225,29 @@ def test_postgres_domains_and_wide_numerics_equal_the_source(dbt_project, server
         connection.close()
     finally:
         server.stop()
+
+
+def postgres_rows_three_ways(server, connection, types_sql: str, table: str, columns, inbox, tmp_path):
+    """The table (schema shop, after types_sql) with rows 1-3 through the snapshot, their copies
+    through the one-shot stream (+STREAMED) and through --follow (+FOLLOWED), captured by the
+    least-privileged user; (its DSN, the capture's config)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"create schema shop; {types_sql}")
+        cursor.execute(f"create table {table} (id int primary key, "
+                       + ", ".join(f"{name} {data_type}" for name, data_type, *_ in columns) + ")")
+    connection.commit()
+    dsn = create_capture_user(server, ["shop"])
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=(table,), slot="types", out=inbox,
+                                            state=tmp_path / "capture-state.json")
+    names = ", ".join(name for name, *_ in columns)
+    rows_through_both_ways(connection, columns, lambda: capture_postgres.run(config),
+                           f"insert into {table} values ({{row}}, {{values}})",
+                           f"insert into {table} select id + {STREAMED}, {names} from {table}")
+    with connection.cursor() as cursor:
+        cursor.execute(f"insert into {table} select id + {FOLLOWED}, {names} from {table} where id < {STREAMED}")
+    connection.commit()
+    follow_until_written(config, 3)
+    return dsn, config
 
 
 def follow_until_written(config, changes: int) -> None:
