@@ -28,7 +28,7 @@ from python_jobs.capture.mysql_statements import (
     savepoint,
     statement,
 )
-from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction
+from python_jobs.capture.mysql_events import RowChange, TableInfo, Transaction
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
 from python_jobs.capture.schema_events import warn_unknown_values
 from python_jobs.capture.snapshot_pages import Pages
