@@ -56,7 +56,7 @@ _FLOATS = {"real": "float", "float": "float", "double precision": "double", "dou
 _TIMESTAMPS = {"timestamp with time zone", "timestamp without time zone", "timestamp", "datetime"}
 
 
-# The widest decimal of Spark (and Databend's decimal128): a wider value cast to it would be null.
+# The widest decimal Spark holds (a model serves either engine): a wider value cast to it would be null.
 SPARK_MAX_PRECISION = 38
 
 
