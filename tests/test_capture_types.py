@@ -64,6 +64,10 @@ POSTGRES_COLUMNS = [
 MARIADB_COLUMNS = [
     ("s", "set('a','b','c')", "'a,c'", "''"),
     ("e", "enum('x','y')", "'y'", "''"),
+    # Members the binlog carries in the column's character set, not UTF-8.
+    ("el1", "enum('café','naïve','x') character set latin1", "'naïve'", "'café'"),
+    ("sl1", "set('é','ü','x') character set latin1", "'é,x'", "'ü'"),
+    ("esj", "enum('東京','大阪') character set sjis", "'大阪'", "'東京'"),
     ("d", "date", "'2026-01-02'", "'0000-00-00'"),
     ("dtm", "datetime(6)", "'2026-01-02 03:04:05.123456'", "'2026-00-00 00:00:00'"),
     ("ts", "timestamp(3) null", "'2026-01-02 03:04:05.5'", "'0000-00-00 00:00:00'"),

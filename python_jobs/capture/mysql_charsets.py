@@ -5,7 +5,12 @@ PyMySQL's table lacks utf16, utf16le, ucs2 and utf32, whose names Python reads a
 by a byte-order mark (little-endian without one) or does not know, while the server writes them
 big-endian (utf16le little-endian) without a mark; and its latin1 is Python's cp1252, which has no
 character for five bytes (0x81, 0x8D, 0x8F, 0x90, 0x9D) that the server's latin1 keeps as the C1
-controls of the same number: a value holding one stopped the capture."""
+controls of the same number: a value holding one stopped the capture.
+
+The library also decodes the ENUM and SET members a table map event carries as UTF-8, and leaves a
+member it cannot decode empty, while the server writes them in the column's character set: a
+`latin1` or `sjis` member that is not ASCII arrived as ''. `use_server_charsets` has it keep their
+bytes and decode them by the column's character set."""
 
 from __future__ import annotations
 
@@ -39,3 +44,41 @@ def binlog_encoding(charset: str) -> str:
         return _CODECS[charset]
     found = charset_by_name(charset)
     return found.encoding if found else charset
+
+
+def use_server_charsets() -> None:
+    """The library decodes row values and ENUM/SET members by the server's character sets, as
+    mapped here (for the events it decodes, and those mysql_rows.py decodes, which ask it the same)."""
+    from pymysqlreplication.row_event import RowsEvent, TableMapEvent
+
+    RowsEvent.charset_to_encoding = staticmethod(binlog_encoding)
+    if getattr(TableMapEvent, "_cdc_merge_members", False):
+        return
+    sync_columns = TableMapEvent._sync_column_info
+
+    def members_kept(event, length):
+        """The library's _read_type_values, each member's undecodable bytes kept as surrogates."""
+        packet, values = event.packet, []
+        end = packet.read_bytes + length
+        while packet.read_bytes < end:
+            count = packet.read_length_coded_binary()
+            values.append([packet.read_variable_length_string().decode("utf-8", "surrogateescape")
+                           for _ in range(count)])
+        return values or None
+
+    def columns_with_members(event):
+        sync_columns(event)
+        for column in event.columns:
+            encoding = binlog_encoding(column.character_set_name) if column.character_set_name else "utf-8"
+            for attribute in ("enum_values", "set_values"):
+                members = getattr(column, attribute, None)
+                if members:
+                    setattr(column, attribute, [_member(member, encoding) for member in members])
+
+    TableMapEvent._read_type_values = members_kept
+    TableMapEvent._sync_column_info = columns_with_members
+    TableMapEvent._cdc_merge_members = True
+
+
+def _member(member: str, encoding: str) -> str:
+    return member.encode("utf-8", "surrogateescape").decode(encoding)

@@ -20,7 +20,7 @@ import decimal
 import struct
 from typing import Any, Callable, Sequence
 
-from python_jobs.capture.mysql_charsets import binlog_encoding
+from python_jobs.capture.mysql_charsets import binlog_encoding, use_server_charsets
 
 # Decimal digits in each count of bytes of MySQL's packed decimal (0-9 digits -> 0-4 bytes).
 _DECIMAL_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
@@ -28,16 +28,8 @@ _FIXED = {"tiny": ("<b", "<B"), "short": ("<h", "<H"), "long": ("<i", "<I"), "lo
 
 Reader = Callable[[bytes, int], "tuple[Any, int]"]
 
+use_server_charsets()  # before any event is read
 
-def use_server_charsets() -> None:
-    """The library decodes text by the server's character sets as mysql_charsets.py maps them (for
-    the events it decodes, and those decoded here, which ask it the same)."""
-    from pymysqlreplication.row_event import RowsEvent
-
-    RowsEvent.charset_to_encoding = staticmethod(binlog_encoding)
-
-
-use_server_charsets()
 # The library's reason for a None that is not NULL (its NONE_SOURCE): a zero or impossible date.
 OUT_OF_DATE_RANGE = "out of date range"
 OUT_OF_DATETIME2_RANGE = "out of datetime2 range"
