@@ -2,8 +2,9 @@
 (python_jobs/capture/mysql_statements.py): those the capture can say (a TRUNCATE however written,
 DROP TABLE, CREATE OR REPLACE TABLE, a ROLLBACK TO SAVEPOINT of rows the binlog kept) reach the
 mirror, which then equals the source table; those it cannot (a two-phase XA transaction, a change
-logged as a statement, a partition truncated, a system-versioned table, a compressed binlog) stop
-it with what to do, before it writes them."""
+logged as a statement, a system-versioned table, a compressed binlog) stop it with what to do,
+before it writes them. Partitions truncated, dropped or exchanged have their tables read again
+online."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from python_jobs import scaffold
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture.output import CaptureError
 from test_capture_mysql import mariadb  # noqa: F401 (a fixture)
+from test_online_snapshots_mariadb import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 
 TABLES = ("shop.t", "shop.d", "shop.r")
 
@@ -27,6 +29,44 @@ def execute(connection, *statements: str) -> None:
 def config_for(server, user: str, password: str, tables, out, state) -> capture_mysql.CaptureConfig:
     return capture_mysql.CaptureConfig(host="127.0.0.1", port=server.port, user=user, password=password,
                                        tables=tuple(tables), out=out, state=state)
+
+
+def assert_mirrors_equal_sources(server, connection, project, user: str, password: str, names) -> None:
+    """Land, apply the scaffolded models, and each mirror's rows against its source table's."""
+    tables = scaffold.mysql_tables("127.0.0.1", server.port, user, password, list(names))
+    for table in tables:
+        (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+    summary = project.land({table.qualified: list(table.primary_key) for table in tables})
+    assert summary.counts["rejected"] == 0, summary.counts
+    project.dbt("run", "--select", *(table.model_name for table in tables))
+    for table in tables:
+        names = ", ".join(column.name for column in table.columns)
+        mirrored = sorted(tuple(row.values()) for row in project.query(
+            f"select {names} from {project.schema}.{table.model_name}"))
+        with connection.cursor() as cursor:
+            cursor.execute(f"select {names} from {table.qualified} order by id")
+            assert mirrored == [tuple(row) for row in cursor.fetchall()], table.qualified
+
+
+def test_partitions_truncated_exchanged_or_dropped_are_read_again_online(mariadb, dbt_project, tmp_path):
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "use shop",
+            "create table shop.p (id int primary key, n int) partition by range (id) (partition p0 values less than "
+            "(100), partition p1 values less than (200), partition p2 values less than maxvalue)",
+            "insert into shop.p select seq, seq from seq_1_to_260_step_3",
+            "create table shop.swap (id int primary key, n int)", "insert into shop.swap values (50, -50), (60, -60)",
+            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.p", "shop.swap"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "alter table shop.p truncate partition p1",
+            "alter table shop.p exchange partition p0 with table shop.swap",
+            "update shop.p set n = 0 where id = 50", "alter table shop.p drop partition p2",
+            "insert into shop.p values (150, 1)")
+    assert capture_mysql.run(config).snapshot_rows > 0
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.p", "shop.swap"])
+    connection.close()
 
 
 def test_tables_emptied_or_rolled_back_by_statements_equal_the_source(mariadb, dbt_project, tmp_path):
@@ -49,21 +89,8 @@ def test_tables_emptied_or_rolled_back_by_statements_equal_the_source(mariadb, d
             "drop table shop.d", "create table shop.d (id int primary key, n int)", "insert into shop.d values (5, 5)",
             "create or replace table shop.r (id int primary key, n int)", "insert into shop.r values (7, 7)")
     capture_mysql.run(config)
-
-    tables = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, list(TABLES))
-    for table in tables:
-        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-    summary = dbt_project.land({table.qualified: list(table.primary_key) for table in tables})
-    assert summary.counts["rejected"] == 0, summary.counts
-    dbt_project.dbt("run", "--select", *(table.model_name for table in tables))
-    for table in tables:
-        names = ", ".join(column.name for column in table.columns)
-        mirrored = sorted(tuple(row.values()) for row in dbt_project.query(
-            f"select {names} from {dbt_project.schema}.{table.model_name}"))
-        with connection.cursor() as cursor:
-            cursor.execute(f"select {names} from {table.qualified} order by id")
-            assert mirrored == [tuple(row) for row in cursor.fetchall()], table.qualified
-    assert mirrored == [(7, 7)]
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, TABLES)
+    assert dbt_project.query(f"select id, n from {dbt_project.schema}.shop_r") == [{"id": 7, "n": 7}]
     assert dbt_project.query(f"select c from {dbt_project.schema}.shop_t") == [{"c": 5}]
     connection.close()
 
@@ -78,7 +105,8 @@ REFUSED = [
     ("create table shop.x (id int primary key, n int) partition by range (id) "
      "(partition p0 values less than (100), partition p1 values less than maxvalue)",
      ["alter table shop.x truncate partition p0"],
-     "no rows event in the binlog: run the capture once with --resnapshot"),
+     # Read again online, which needs the signal table.
+     "no rows event in the binlog, which the capture reads again online; but online snapshots write watermarks"),
 ]
 
 

@@ -161,6 +161,8 @@ class Transaction:
     watermarks: list[tuple[dict[str, Any], str, int]] = field(default_factory=list)
     # Each SAVEPOINT's place in changes: a ROLLBACK TO drops the changes after it (mysql_statements.py).
     savepoints: dict[str, int] = field(default_factory=dict)
+    # Tables whose partitions its DDL changed, with no rows event: read again online (mysql_stream.py).
+    read_again: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:

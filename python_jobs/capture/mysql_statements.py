@@ -23,6 +23,7 @@ _ALTER_PARTITIONS = re.compile(
     rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s.*\b"
     r"(?:truncate|drop|exchange|reorganize|remove(?:\s+partitioning)?|coalesce|convert)\s+partition",
     re.IGNORECASE | re.DOTALL)
+_EXCHANGED_WITH = re.compile(rf"\bexchange\s+partition\s+{_NAME}\s+with\s+table\s+({_QUALIFIED})", re.IGNORECASE)
 _SAVEPOINT = re.compile(rf"^savepoint\s+({_NAME})\s*;?$", re.IGNORECASE)
 _ROLLBACK_TO = re.compile(rf"^rollback\s+(?:work\s+)?to\s+(?:savepoint\s+)?({_NAME})\s*;?$", re.IGNORECASE)
 _ROW_STATEMENT = re.compile(
@@ -66,16 +67,24 @@ def emptied_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
 
 
 def replaced_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
-    """Tables whose rows the statement changes in part, with no rows event and no way to say which:
-    a RENAME TABLE that gives a table another's name (an online schema change's swap), and an ALTER
-    TABLE that truncates, drops or exchanges partitions."""
+    """Tables a RENAME TABLE gives another's name (an online schema change's swap): their rows, and
+    maybe their columns, are another table's, with no rows event."""
+    match = _RENAME.match(statement(query))
+    if not match:
+        return []
+    renamed = (_RENAME_PAIR.match(pair) for pair in re.split(r"\s*,\s*", match.group(1)))
+    return [_table(pair.group(2), default_schema) for pair in renamed if pair]
+
+
+def repartitioned_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
+    """Tables whose rows an ALTER TABLE changes in part, with no rows event and no way to say which:
+    partitions truncated, dropped, exchanged (both tables), reorganized or removed."""
     text = statement(query)
-    match = _RENAME.match(text)
-    if match:
-        renamed = (_RENAME_PAIR.match(pair) for pair in re.split(r"\s*,\s*", match.group(1)))
-        return [_table(pair.group(2), default_schema) for pair in renamed if pair]
     match = _ALTER_PARTITIONS.match(text)
-    return [_table(match.group(1), default_schema)] if match else []
+    if not match:
+        return []
+    exchanged = _EXCHANGED_WITH.search(text)
+    return [_table(match.group(1), default_schema), *([_table(exchanged.group(1), default_schema)] if exchanged else [])]
 
 
 def savepoint(query: str) -> str | None:

@@ -14,6 +14,7 @@ from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, w
 from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import FollowProgress, change_event_count, write_state, write_status
 from python_jobs.capture.roll_requests import REQUESTS
+from python_jobs.capture.snapshot_pages import TableSnapshot
 
 if TYPE_CHECKING:
     from python_jobs.capture.mysql import CaptureConfig
@@ -76,6 +77,8 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             now = time.monotonic()
             if transaction is not None:
                 events = change_events(transaction, int(time.time() * 1000))
+                for table in transaction.read_again:
+                    pages.request_once(TableSnapshot(table, "partitions changed"), log)
                 watch_transaction(pages, events, transaction.watermarks, key_columns)
                 pending.events.extend(events)
                 pending.transactions += bool(transaction.changes)

@@ -40,6 +40,7 @@ from python_jobs.capture.postgres_events import lsn_text
 from python_jobs.capture.postgres_columns import ColumnAdditions
 from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
+from python_jobs.capture.postgres_partitions import resumed as resumed_partitions
 from python_jobs.capture.postgres_source import PostgresCapture, lost_connection_detail
 from python_jobs.capture.roll_requests import REQUESTS
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
@@ -97,6 +98,8 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             raise CaptureError(f"{config.state} belongs to slot {state.get('slot')}, not {config.slot}")
         capture.state = state
         capture.additions = ColumnAdditions.from_state(state)
+        if not config.resnapshot:
+            capture.partitions = resumed_partitions(state, capture.partitions, config.tables)
         capture.pages = Pages([entry for entry in state.get("snapshots") or () if entry["table"] in config.tables])
         if config.resnapshot or not state.get("snapshot_done"):
             _take_snapshot(capture, config, state)

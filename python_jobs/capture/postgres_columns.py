@@ -90,9 +90,10 @@ def identity_problem(table: str, kind: str, replica_identity: str, primary_key_i
     server logs an update's or delete's old row by the table's replica identity: without the
     primary key's values there, wal2json sends no such change, or one the mirror cannot key."""
     if kind == "p":
-        return (f"table {table} is partitioned: the server logs its rows' changes under its partitions' names, "
-                "which this capture does not map back to it; capture each partition as a table of its own, or "
-                "leave it out of --tables")
+        return None  # nothing of its own is logged: its leaf partitions are checked (postgres_partitions.py)
+    if kind == "f":
+        return (f"partition {table} is a foreign table: its rows live on another server, whose changes this "
+                "server does not log; leave its partitioned table out of --tables")
     if replica_identity == "n":
         return (f"table {table} has REPLICA IDENTITY NOTHING: the server logs no old key of its updates and "
                 f"deletes, so they would be lost; run: alter table {table} replica identity default")

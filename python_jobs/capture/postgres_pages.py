@@ -56,9 +56,10 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
             parameters.extend(bound)
     where = f"where {' and '.join(conditions)}" if conditions else ""
     key_positions = [names.index(column.name) for column in key]
+    relation = snapshot.table if snapshot.partition is None else _quoted_table(snapshot.partition)
     with connection.cursor() as cursor:
         # With parameters psycopg2 reads every %: the select list's are doubled.
-        cursor.execute(f"select {select_list(names).replace('%', '%%')} from {snapshot.table} {where} "
+        cursor.execute(f"select {select_list(names).replace('%', '%%')} from {relation} {where} "
                        f"order by {ordered} limit {int(page_rows)}", parameters)
         fetched = cursor.fetchall()
     rows = [image(values) for values in fetched]
@@ -69,6 +70,10 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
         last_image={column.name: rows[-1][column.name] for column in key} if rows else None,
         reaches_end=len(fetched) < page_rows, token=token,
     )
+
+
+def _quoted_table(table: str) -> str:
+    return ".".join(quote_identifier(part) for part in table.split(".", 1))
 
 
 def _ordered(column: CatalogColumn) -> str:

@@ -38,11 +38,20 @@ from python_jobs.capture.postgres_columns import (
 )
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets
 from python_jobs.capture.postgres_pages import PageWatch, write_page
+from python_jobs.capture.postgres_partitions import (
+    Partitions,
+    PartitionsChanged,
+    as_tables,
+    leaves_of,
+    read_partitions,
+    reads_for_change,
+    wal2json_table,
+)
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.capture.reconnect import follow_with_reconnects
-from python_jobs.capture.snapshot_pages import Pages
+from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 from python_jobs.formats.wal2json import parse_lsn
 
 if TYPE_CHECKING:
@@ -78,6 +87,9 @@ class PostgresCapture:
         if wal_level != "logical":
             raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
         self.catalog = self.read_catalog()
+        # The leaf partitions of partitioned tables the stream decodes with (postgres_partitions.py);
+        # those of the state, in _run.
+        self.partitions: Partitions = read_partitions(self.connection, config.tables)
         # Columns added to the tables while capturing (postgres_columns.py); from the state, in _run.
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
@@ -106,10 +118,14 @@ class PostgresCapture:
         self.check_identities(connection)
         return catalog
 
-    def check_identities(self, connection: Any = None) -> None:
+    def check_identities(self, connection: Any = None, partitions: Partitions | None = None) -> None:
         """Stop, saying what to change, where the server would log a captured table's updates or
-        deletes without the old key (postgres_columns.identity_problem): they would be lost."""
-        problems = identity_problems(connection or self.connection, self.config.tables)
+        deletes without the old key (postgres_columns.identity_problem): they would be lost. A
+        partitioned table's are its leaves'."""
+        connection = connection or self.connection
+        if partitions is None:
+            partitions = read_partitions(connection, self.config.tables)
+        problems = identity_problems(connection, [*self.config.tables, *leaves_of(partitions)])
         if problems:
             raise CaptureError("; ".join(problems))
 
@@ -136,19 +152,27 @@ class PostgresCapture:
         return take_snapshot(self, replaces_mirrors)
 
     def _decoding_options(self) -> list[str]:
-        options = {**DECODING_OPTIONS, "add-tables": ",".join(self.config.tables)}
+        tables = [*self.config.tables, *leaves_of(self.partitions)]
+        options = {**DECODING_OPTIONS, "add-tables": ",".join(wal2json_table(table) for table in tables)}
         return [text for option in options.items() for text in option]
 
     def follow(self, stop: threading.Event) -> None:
         """Stream the slot's changes until stop is set (postgres_stream.py), connecting again after
         the server restarts or the network breaks (reconnect.py)."""
-        options = dict(zip(self._decoding_options()[::2], self._decoding_options()[1::2]))
 
         def stream() -> None:
-            if self.connection.closed:
-                self.connection = self._connect()
-            PostgresStream(self, {**options, "include-xids": "true"}, self.config.max_wait_seconds,
-                           self.config.progress_seconds, stop, self.config.heartbeat_seconds).run()
+            while True:
+                if self.connection.closed:
+                    self.connection = self._connect()
+                options = self._decoding_options()
+                try:
+                    PostgresStream(self, {**dict(zip(options[::2], options[1::2])), "include-xids": "true"},
+                                   self.config.max_wait_seconds, self.config.progress_seconds, stop,
+                                   self.config.heartbeat_seconds).run()
+                    return
+                except PartitionsChanged as change:
+                    log.info("%s: streaming again from the slot's confirmed position, with them", change)
+                    self.pages.abandon()  # its watermarks come again: read it again
 
         def lost(error: BaseException) -> str | None:
             detail = lost_connection_detail(error)
@@ -187,7 +211,11 @@ class PostgresCapture:
             peeked = list(peeked_transactions(cursor.fetchall()))
         if not peeked:
             return 0
-        last_commit = self.write_transactions(peeked)
+        try:
+            last_commit = self.write_transactions(peeked)
+        except PartitionsChanged as change:
+            log.info("%s: reading the slot again with them", change)
+            return len(peeked)
         # Only now, with the file on disk, may the slot forget these transactions.
         with self.connection.cursor() as cursor:
             cursor.execute(
@@ -206,7 +234,10 @@ class PostgresCapture:
         # Read again: an ALTER TABLE since the last file adds, renames or drops columns. A table
         # dropped meanwhile has no more changes; the others go on (a restart asks for --tables without it).
         self.catalog = read_catalog(self.connection, self.config.tables)
-        self.check_identities()  # changed by an ALTER TABLE since the start: stop before the file
+        partitions = read_partitions(self.connection, self.config.tables)
+        self.check_identities(partitions=partitions)  # changed by an ALTER TABLE since the start: stop before the file
+        if partitions != self.partitions:
+            self.partitions_changed(partitions)
         for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
@@ -232,7 +263,12 @@ class PostgresCapture:
                 tx_lines, tx_first = as_sent
                 change_count += len(tx_lines) - 1  # and the END record
             else:
-                events = change_events(decoded(tx), self.database, shapes, processed_ms, self.additions, watch)
+                tx = decoded(tx)
+                if self.partitions:
+                    tx.changes, truncated = as_tables(tx.changes, self.partitions)
+                    for table in truncated:
+                        self.pages.request_once(TableSnapshot(table, "partitions truncated"), log)
+                events = change_events(tx, self.database, shapes, processed_ms, self.additions, watch)
                 tx_lines = [orjson.dumps(event) for event in events]
                 tx_first = events[0]["source"]["lsn"] if events else None
                 change_count += change_event_count(events)
@@ -255,6 +291,17 @@ class PostgresCapture:
         crash_points.crash_point("capture-before-confirm")
         return last_commit
 
+    def partitions_changed(self, partitions: Partitions) -> None:
+        """The leaves differ from the stream's: what entered or left the tables without a change in the
+        log is read online, and the transactions received are dropped for the stream to start again
+        with the new leaves (postgres_partitions.py)."""
+        for table, reason, partition in reads_for_change(self.partitions, partitions):
+            self.pages.request_once(TableSnapshot(table, reason, partition=partition), log)
+        self.partitions = partitions
+        # The reads asked for, with the leaves they were asked for.
+        self.write_state({**self.state, "snapshots": self.pages.state()})
+        raise PartitionsChanged(f"the partitions of {', '.join(sorted(partitions))} changed")
+
     def mark_additions(self, noticed: dict[str, list[str]]) -> None:
         """A logical message after the ALTER TABLEs of columns noticed but not yet carried by a change, at
         which their schema change events are written if no change carries them first (postgres_columns.py)."""
@@ -263,6 +310,7 @@ class PostgresCapture:
                 cursor.execute("select pg_logical_emit_message(true, %s, %s)", (MESSAGE_PREFIX, json.dumps(noticed)))
 
     def write_state(self, state: dict) -> None:
+        state = {**state, "partitions": self.partitions}
         write_state(self.config.state, state)
         self.state = state
 

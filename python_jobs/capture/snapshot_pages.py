@@ -38,6 +38,9 @@ class TableSnapshot:
     through_image: dict[str, Any] | None = None
     # A requested range's first key is read too (its first page: key >= after); later pages go on after their last.
     start_inclusive: bool = False
+    # Only this partition's rows, as the table's (a partition attached: postgres_partitions.py); its
+    # pages have no range record, for the table's other rows in their key range are not in them.
+    partition: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     pages: int = 0
     rows: int = 0
@@ -84,6 +87,15 @@ class Pages:
 
     def request(self, snapshot: TableSnapshot) -> None:
         self.snapshots.append(snapshot)
+
+    def request_once(self, snapshot: TableSnapshot, log: Any) -> None:
+        """A whole table's (or one partition's) read, unless the same waits unstarted: a statement
+        that asks for it may be met again, after a restart, before the state says it was."""
+        if any(entry.table == snapshot.table and not entry.pages and entry.after is None and entry.through is None
+               and entry.partition in (None, snapshot.partition) for entry in self.snapshots):
+            return
+        log.info("%s: reading %s online", snapshot.reason, snapshot.partition or snapshot.table)
+        self.request(snapshot)
 
     def tables_being_read(self) -> list[str]:
         return [snapshot.table for snapshot in self.snapshots]
@@ -158,8 +170,9 @@ def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], p
     snapshot = page.snapshot
     # From the key the page starts after (the previous page's last) to its own last, or to the range's end.
     through = snapshot.through_image if page.reaches_end else page.last_image
-    events.append(range_record(source(page.high, False), source(page.low, False), snapshot.after_image, through,
-                               processed_ms, start_inclusive=snapshot.start_inclusive))
+    if snapshot.partition is None:
+        events.append(range_record(source(page.high, False), source(page.low, False), snapshot.after_image, through,
+                                   processed_ms, start_inclusive=snapshot.start_inclusive))
     return events
 
 
@@ -213,17 +226,19 @@ def take_requested(pages: Pages, request: Mapping[str, Any], key_names: Sequence
 def write_page_file(capture: Any, page: OpenPage, prefix: str, position_name: str, events: list[dict[str, Any]],
                     log: Any) -> None:
     """A written page's file (its rows and range record, page_events), counted, and its snapshot moved on."""
-    capture.output.write(prefix, position_name, f"{page.snapshot.id}-{page.number:06d}", events)
-    capture.summary.files += 1
-    capture.summary.snapshot_rows += len(events) - 1
     snapshot = page.snapshot
-    if snapshot.estimated_rows is None and snapshot.after is None and snapshot.through is None:
+    if events:  # none: a partition's page without rows
+        capture.output.write(prefix, position_name, f"{snapshot.id}-{page.number:06d}", events)
+        capture.summary.files += 1
+    rows = len(events) - (snapshot.partition is None)  # and its range record
+    capture.summary.snapshot_rows += rows
+    if snapshot.estimated_rows is None and snapshot.after is None and snapshot.through is None and not snapshot.partition:
         snapshot.estimated_rows = capture.estimated_rows(snapshot.table)
     progress = capture.pages.progress.setdefault(snapshot.id, Progress(
         f"reading {snapshot.table} online ({snapshot.reason})", "rows", snapshot.estimated_rows, estimated=True,
         done=snapshot.rows))
-    capture.pages.finish(page, len(events) - 1)
-    line = progress.advance(len(events) - 1)
+    capture.pages.finish(page, rows)
+    line = progress.advance(rows)
     if line and not page.reaches_end:
         log.info("%s", line)
     if page.reaches_end:

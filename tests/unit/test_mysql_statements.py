@@ -7,6 +7,7 @@ import pytest
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
     replaced_tables,
+    repartitioned_tables,
     rolled_back_to,
     row_statement_table,
     savepoint,
@@ -33,14 +34,22 @@ def test_statements_that_empty_tables(query, tables):
 @pytest.mark.parametrize("query, tables", [
     ("rename table w to _w_old, _w_new to w", [("shop", "_w_old"), ("shop", "w")]),
     ("RENAME TABLE `a` TO `other`.`b`", [("other", "b")]),
+    ("alter table t truncate partition p0", []),
+])
+def test_statements_that_give_a_table_another_tables_rows(query, tables):
+    assert replaced_tables(query, "shop") == tables
+
+
+@pytest.mark.parametrize("query, tables", [
     ("alter table t truncate partition p0", [("shop", "t")]),
     ("ALTER TABLE other.t DROP PARTITION p1, p2", [("other", "t")]),
-    ("alter table t exchange partition p0 with table t_archive", [("shop", "t")]),
+    ("alter table t exchange partition p0 with table t_archive", [("shop", "t"), ("shop", "t_archive")]),
+    ("ALTER TABLE `t` EXCHANGE PARTITION `p0` WITH TABLE `other`.`a`", [("shop", "t"), ("other", "a")]),
     ("alter table t add column c int", []),
     ("alter table t add partition (partition p9 values less than (900))", []),
 ])
-def test_statements_that_change_rows_with_no_rows_event(query, tables):
-    assert replaced_tables(query, "shop") == tables
+def test_statements_that_change_partitions_rows_with_no_rows_event(query, tables):
+    assert repartitioned_tables(query, "shop") == tables
 
 
 def test_savepoints_and_rollbacks_to_them():
