@@ -178,6 +178,19 @@ def watch_transaction(pages: Pages, changes: Sequence[Mapping[str, Any]], waterm
         pages.watermark(content, (binlog_file, position))
 
 
+def check_read_again(capture: Any, statement: str, tables: str) -> None:
+    """Tables whose partitions a statement changed are read again online, which writes watermarks
+    into the signal table: without one the capture stops before it goes past the statement."""
+    if capture.signal_checked:
+        return
+    try:
+        check_signal_table(capture.page_connection(), capture.config.signal_table, capture.config.user)
+    except CaptureError as error:
+        raise CaptureError(f"{statement} changes rows of {tables} with no rows event in the binlog, which the capture "
+                           f"reads again online; but {error}; or run the capture once with --resnapshot") from None
+    capture.signal_checked = True
+
+
 def take_snapshot_requests(capture: Any) -> None:
     """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
     requests = take_requests(capture.config.state)

@@ -1,5 +1,8 @@
 """Everything the MariaDB/MySQL capture asks of the server: table metadata, the binlog settings,
-the consistent snapshot, and the binlog stream read as committed transactions."""
+the consistent snapshot, and the binlog stream read as committed transactions.
+
+Longer than most modules: the binlog's events become transactions in one generator, whose cases
+(rows, DDL, savepoints, XA, statements the binlog cannot say) share the transaction being built."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from python_jobs.capture.mysql_columns import (
     schema_event,
     warn_of_cascades,
 )
-from python_jobs.capture.mysql_pages import check_signal_table
+from python_jobs.capture.mysql_pages import check_read_again
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -206,7 +209,7 @@ class MysqlCapture:
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
                     elif repartitioned := _captured(repartitioned_tables(event.query, event.schema), captured):
-                        self._check_read_again(event.query, where, repartitioned)
+                        check_read_again(self, f"{event.query[:200]!r} at {where}", _names(repartitioned))
                         # DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
@@ -298,19 +301,6 @@ class MysqlCapture:
         self.tables[qualified] = refreshed
         log.info("columns of %s changed: now %s", qualified, ", ".join(column.name for column in refreshed.columns))
         return refreshed
-
-    def _check_read_again(self, query: str, where: str, tables: list[TableInfo]) -> None:
-        """Tables whose partitions changed are read again online, which writes watermarks into the
-        signal table: without one the capture stops before it goes past the statement."""
-        if self.signal_checked:
-            return
-        try:
-            check_signal_table(self.page_connection(), self.config.signal_table, self.config.user)
-        except CaptureError as error:
-            raise CaptureError(
-                f"{query[:200]!r} at {where} changes rows of {_names(tables)} with no rows event in the binlog, "
-                f"which the capture reads again online; but {error}; or run the capture once with --resnapshot") from None
-        self.signal_checked = True
 
     def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
         query = event.query.lower()

@@ -38,10 +38,10 @@ from python_jobs.capture.output import (
 )
 from python_jobs.capture.postgres_events import lsn_text
 from python_jobs.capture.postgres_columns import ColumnAdditions
-from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets
+from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
 from python_jobs.capture.postgres_partitions import resumed as resumed_partitions
-from python_jobs.capture.postgres_source import PostgresCapture, lost_connection_detail
+from python_jobs.capture.postgres_source import PostgresCapture
 from python_jobs.capture.roll_requests import REQUESTS
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
 

@@ -1,5 +1,5 @@
 """Connections to PostgreSQL as the capture makes them: value output settings fixed for every session,
-and the DSN as it may be shown."""
+the DSN as it may be shown, and which errors are a connection lost."""
 
 from __future__ import annotations
 
@@ -39,3 +39,22 @@ def dsn_settings(dsn: str) -> dict[str, str]:
         return parse_dsn(dsn)
     except Exception:  # noqa: BLE001 - libpq says what is wrong with it when connecting
         return {}
+
+
+# SQLSTATEs of a server going away or not back yet (admin or crash shutdown, starting up), and of the
+# slot still held by the walsender of a connection that broke: waited out by a following capture.
+_RETRIED_SQLSTATES = ("57P01", "57P02", "57P03", "55006")
+
+
+def lost_connection_detail(error: BaseException) -> str | None:
+    """What broke, when error is a lost connection (or one not made again yet); None for anything else."""
+    import psycopg2
+
+    if not isinstance(error, (psycopg2.DatabaseError, psycopg2.InterfaceError)):
+        return None
+    # An error the server sent has its SQLSTATE; a broken connection ("server closed the connection
+    # unexpectedly", "no COPY in progress" once the stream is cut) has none.
+    code = getattr(error, "pgcode", None)
+    if code is None or code.startswith("08") or code in _RETRIED_SQLSTATES:
+        return " ".join(str(error).split()) or type(error).__name__
+    return None

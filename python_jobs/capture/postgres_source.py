@@ -36,7 +36,7 @@ from python_jobs.capture.postgres_columns import (
     identity_problems,
     read_catalog,
 )
-from python_jobs.capture.postgres_connection import connect, dsn_without_secrets
+from python_jobs.capture.postgres_connection import connect, dsn_without_secrets, lost_connection_detail
 from python_jobs.capture.postgres_pages import PageWatch, write_page
 from python_jobs.capture.postgres_partitions import (
     Partitions,
@@ -316,22 +316,3 @@ class PostgresCapture:
 
     def close(self) -> None:
         self.connection.close()
-
-
-# SQLSTATEs of a server going away or not back yet (admin or crash shutdown, starting up), and of the
-# slot still held by the walsender of a connection that broke: waited out by a following capture.
-_RETRIED_SQLSTATES = ("57P01", "57P02", "57P03", "55006")
-
-
-def lost_connection_detail(error: BaseException) -> str | None:
-    """What broke, when error is a lost connection (or one not made again yet); None for anything else."""
-    import psycopg2
-
-    if not isinstance(error, (psycopg2.DatabaseError, psycopg2.InterfaceError)):
-        return None
-    # An error the server sent has its SQLSTATE; a broken connection ("server closed the connection
-    # unexpectedly", "no COPY in progress" once the stream is cut) has none.
-    code = getattr(error, "pgcode", None)
-    if code is None or code.startswith("08") or code in _RETRIED_SQLSTATES:
-        return " ".join(str(error).split()) or type(error).__name__
-    return None
