@@ -48,24 +48,30 @@ def assert_mirrors_equal_sources(server, connection, project, user: str, passwor
             assert mirrored == [tuple(row) for row in cursor.fetchall()], table.qualified
 
 
-def test_partitions_truncated_exchanged_or_dropped_are_read_again_online(mariadb, dbt_project, tmp_path):
+def test_partitions_changed_and_tables_swapped_in_are_read_again_online(mariadb, dbt_project, tmp_path):
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop", "use shop",
             "create table shop.p (id int primary key, n int) partition by range (id) (partition p0 values less than "
             "(100), partition p1 values less than (200), partition p2 values less than maxvalue)",
             "insert into shop.p select seq, seq from seq_1_to_260_step_3",
             "create table shop.swap (id int primary key, n int)", "insert into shop.swap values (50, -50), (60, -60)",
+            "create table shop.o (id int primary key, n int)", "insert into shop.o values (1, 1), (2, 2), (3, 3)",
             "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, ["shop.p", "shop.swap"], dbt_project.inbox, tmp_path / "state.json")
+    tables = ["shop.p", "shop.swap", "shop.o"]
+    config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
     capture_mysql.run(config)
     execute(connection, "alter table shop.p truncate partition p1",
             "alter table shop.p exchange partition p0 with table shop.swap",
             "update shop.p set n = 0 where id = 50", "alter table shop.p drop partition p2",
-            "insert into shop.p values (150, 1)")
+            "insert into shop.p values (150, 1)",
+            # An online schema change's swap (gh-ost, pt-online-schema-change): a copy with a column more.
+            "create table shop._o_new (id int primary key, n int, note varchar(10) default 'new')",
+            "insert into shop._o_new (id, n) select id, n from shop.o where id <> 2",
+            "rename table shop.o to shop._o_old, shop._o_new to shop.o", "insert into shop.o values (4, 4, 'after')")
     assert capture_mysql.run(config).snapshot_rows > 0
-    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.p", "shop.swap"])
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
     connection.close()
 
 

@@ -208,19 +208,14 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif repartitioned := _captured(repartitioned_tables(event.query, event.schema), captured):
-                        check_read_again(self, f"{event.query[:200]!r} at {where}", _names(repartitioned))
+                    elif read_again := self._read_again(event, captured, where):
                         # DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
-                        current.read_again = [f"{table.schema}.{table.name}" for table in repartitioned]
+                        current.read_again = read_again
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif replaced := _captured(replaced_tables(event.query, event.schema), captured):
-                        raise CaptureError(
-                            f"{event.query[:200]!r} at {where} changes rows of {_names(replaced)} with no rows event in "
-                            "the binlog: run the capture once with --resnapshot to read them again")
                     elif written := _captured([row_statement_table(event.query, event.schema)], captured):
                         raise CaptureError(
                             f"a change of {_names(written)} at {where} is logged as a statement (a session with "
@@ -291,6 +286,27 @@ class MysqlCapture:
         # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
         logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in self.known_columns[qualified]))
         return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000))
+
+    def _read_again(self, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
+        """The captured tables whose rows the statement changes with no rows event, to be read again
+        online: partitions truncated, dropped or exchanged, or a table renamed into a captured name (an
+        online schema change's swap, whose columns are read again here; a different key stops the capture)."""
+        repartitioned = _captured(repartitioned_tables(event.query, event.schema), captured)
+        replaced = _captured(replaced_tables(event.query, event.schema), captured)
+        if not (repartitioned or replaced):
+            return []
+        for table in replaced:
+            qualified = f"{table.schema}.{table.name}"
+            swapped_in = self._table_info(qualified)
+            if swapped_in.primary_key != table.primary_key:
+                raise CaptureError(
+                    f"{event.query[:200]!r} at {where} puts a table keyed on ({', '.join(swapped_in.primary_key)}) in "
+                    f"the place of {qualified}, keyed on ({', '.join(table.primary_key)}): change its mirror's "
+                    "unique_key, then run the capture once with --resnapshot")
+            self.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
+            self.known_columns[qualified] = [column.name for column in swapped_in.columns]
+        check_read_again(self, f"{event.query[:200]!r} at {where}", _names(repartitioned + replaced))
+        return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
 
     def _table_as_logged(self, table: TableInfo, event: Any) -> TableInfo:
         """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
