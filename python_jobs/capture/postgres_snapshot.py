@@ -1,15 +1,16 @@
 """The capture's first snapshot (and a --resnapshot): the slot created with an exported snapshot, and
 every row of the captured tables read in it and written as a snapshot read at the slot's
-consistent point, so that snapshot + stream is exactly each table's history from there."""
+consistent point, so that snapshot + stream is exactly each table's history from there; and the
+values a key change's update did not log, read from the table the same way."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.capture.output import debezium_event
 from python_jobs.capture.postgres_connection import connect
-from python_jobs.capture.postgres_events import source_block
+from python_jobs.capture.postgres_events import UNAVAILABLE_VALUE, source_block
 from python_jobs.formats.wal2json import keeps_text, parse_lsn, snapshot_converter
 
 
@@ -88,6 +89,31 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
             capture.output.write(f"pg-{capture.config.slot}-snapshot-{table}", f"{position:016X}", f"{part:06d}", events)
             capture.summary.files += 1
             capture.summary.snapshot_rows += len(events)
+
+
+def fill_unsent_toast(connection: Any, events: Sequence[dict[str, Any]], catalog: Mapping[str, Sequence[Any]]) -> None:
+    """A key change's insert with the TOAST values its update did not change, read from the table.
+
+    With REPLICA IDENTITY DEFAULT the server logs neither the old row's nor the new row's unchanged
+    out-of-line values, and a new key has no mirror row to keep them from: they would stay null. The
+    table's value now is the row's newest; a later change in the log writes over it in order, and a
+    row gone since is deleted by a later change too."""
+    for event in events:
+        after = event.get("after")
+        if event.get("op") != "c" or not after or UNAVAILABLE_VALUE not in after.values():
+            continue
+        source = event["source"]
+        columns = catalog.get(f"{source['schema']}.{source['table']}") or ()
+        unsent = [column for column in columns if after.get(column.name) == UNAVAILABLE_VALUE]
+        key = [column for column in columns if column.in_primary_key]
+        condition = " and ".join(f"{quote_identifier(column.name)} = %s::{column.type_name}" for column in key)
+        with connection.cursor() as cursor:
+            cursor.execute(f"select {select_list([column.name for column in unsent]).replace('%', '%%')} from "
+                           f"{quote_identifier(source['schema'])}.{quote_identifier(source['table'])} where {condition}",
+                           [None if after.get(column.name) is None else str(after[column.name]) for column in key])
+            row = cursor.fetchone()
+        if row is not None:
+            after.update(row_image([column.name for column in unsent], [column.type_name for column in unsent])(row))
 
 
 def row_image(names: Sequence[str], type_names: Sequence[str]) -> Callable[[Sequence[str | None]], dict[str, Any]]:

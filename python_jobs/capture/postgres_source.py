@@ -48,7 +48,7 @@ from python_jobs.capture.postgres_partitions import (
     wal2json_table,
 )
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
-from python_jobs.capture.postgres_snapshot import take_snapshot
+from python_jobs.capture.postgres_snapshot import fill_unsent_toast, take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.capture.reconnect import follow_with_reconnects
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
@@ -269,6 +269,7 @@ class PostgresCapture:
                     for table in truncated:
                         self.pages.request_once(TableSnapshot(table, "partitions truncated"), log)
                 events = change_events(tx, self.database, shapes, processed_ms, self.additions, watch)
+                fill_unsent_toast(self.connection, events, self.catalog)
                 tx_lines = [orjson.dumps(event) for event in events]
                 tx_first = events[0]["source"]["lsn"] if events else None
                 change_count += change_event_count(events)
