@@ -97,23 +97,35 @@ def fill_unsent_toast(connection: Any, events: Sequence[dict[str, Any]], catalog
     With REPLICA IDENTITY DEFAULT the server logs neither the old row's nor the new row's unchanged
     out-of-line values, and a new key has no mirror row to keep them from: they would stay null. The
     table's value now is the row's newest; a later change in the log writes over it in order, and a
-    row gone since is deleted by a later change too."""
+    row gone since is deleted by a later change too. One query per table and 1,000 rows."""
+    lacking: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         after = event.get("after")
-        if event.get("op") != "c" or not after or UNAVAILABLE_VALUE not in after.values():
-            continue
-        source = event["source"]
-        columns = catalog.get(f"{source['schema']}.{source['table']}") or ()
-        unsent = [column for column in columns if after.get(column.name) == UNAVAILABLE_VALUE]
+        if event.get("op") == "c" and after and UNAVAILABLE_VALUE in after.values():
+            source = event["source"]
+            lacking.setdefault(f"{source['schema']}.{source['table']}", []).append(after)
+    for table, images in lacking.items():
+        columns = catalog.get(table) or ()
         key = [column for column in columns if column.in_primary_key]
-        condition = " and ".join(f"{quote_identifier(column.name)} = %s::{column.type_name}" for column in key)
-        with connection.cursor() as cursor:
-            cursor.execute(f"select {select_list([column.name for column in unsent]).replace('%', '%%')} from "
-                           f"{quote_identifier(source['schema'])}.{quote_identifier(source['table'])} where {condition}",
-                           [None if after.get(column.name) is None else str(after[column.name]) for column in key])
-            row = cursor.fetchone()
-        if row is not None:
-            after.update(row_image([column.name for column in unsent], [column.type_name for column in unsent])(row))
+        toastable = [column for column in columns if column.toastable and not column.in_primary_key]
+        read = [*key, *toastable]
+        image = row_image([column.name for column in read], [column.type_name for column in read])
+        schema, name = table.split(".", 1)
+        row_key = ", ".join(quote_identifier(column.name) for column in key)
+        one_key = "(" + ", ".join(f"%s::{column.type_name}" for column in key) + ")"
+        for start in range(0, len(images), 1000):
+            chunk = images[start:start + 1000]
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"select {select_list([column.name for column in read]).replace('%', '%%')} "
+                    f"from {quote_identifier(schema)}.{quote_identifier(name)} "
+                    f"where ({row_key}) in ({', '.join([one_key] * len(chunk))})",
+                    [None if after.get(column.name) is None else str(after[column.name]) for after in chunk for column in key])
+                found = {tuple(row[column.name] for column in key): row for row in map(image, cursor.fetchall())}
+            for after in chunk:
+                row = found.get(tuple(after.get(column.name) for column in key))
+                if row is not None:
+                    after.update({name: value for name, value in row.items() if after.get(name) == UNAVAILABLE_VALUE})
 
 
 def row_image(names: Sequence[str], type_names: Sequence[str]) -> Callable[[Sequence[str | None]], dict[str, Any]]:
