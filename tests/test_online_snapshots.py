@@ -199,3 +199,72 @@ def test_a_table_dropped_while_read_ends_its_snapshot_and_the_others_go_on(postg
     assert "quarantined 0 lines" in landed.status()
     dbt_project.dbt("run", "--select", "order_lines")
     assert dbt_project.query(f"select count(*) as n from {dbt_project.schema}.order_lines")[0]["n"] == 500
+
+
+def mirror_and_source_rows(project, server, model: str, table: str, names: str) -> tuple[list, list]:
+    mirrored = sorted(tuple(str(value) for value in row.values())
+                      for row in project.query(f"select {names} from {project.schema}.{model}"))
+    connection = server.connect()
+    with connection.cursor() as cursor:
+        cursor.execute(f"select {', '.join(f'{name}::text' for name in names.split(', '))} from {table}")
+        source = sorted(cursor.fetchall())
+    connection.close()
+    return mirrored, source
+
+
+@pytest.mark.parametrize("key_type, keys", [
+    # Mirrored as their text (docs/type_mapping.md), which orders 100 before 20 and 'sad' before 'ok'.
+    ("numeric", "select g from generate_series(1, 150) g"),
+    ("shop.mood", "select (enum_range(null::shop.mood))[g] from generate_series(1, 4) g"),
+    ("money", "select g * 0.7 from generate_series(1, 30) g"),
+])
+def test_keys_the_mirror_orders_by_their_text_are_paged_in_that_order(postgres, dbt_project, tmp_path, key_type, keys):
+    """A page's key range is the range the mirror's range record deletes in: pages in the source's
+    own order lost rows of a mirror that compares the key as text."""
+    execute(postgres, "create schema shop; create type shop.mood as enum ('sad', 'ok', 'happy', 'elated');"
+                      f"create table shop.items (id {key_type} primary key, qty int);"
+                      f"insert into shop.items select k, 1 from ({keys}) as keys (k)")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'",
+                            "{{ cdc_merge.cdc_columns({'id': 'string', 'qty': 'int'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="ordered", out=dbt_project.inbox,
+                                            state=tmp_path / "capture-state.json", snapshot_mode="online", page_rows=3)
+    capture_postgres.run(config)
+    dbt_project.land({"shop.items": ["id"]})
+    dbt_project.dbt("run", "--select", "items")
+    mirrored, source = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")
+    assert mirrored == source
+    # A key range read again: the range of their text, in the source as in the mirror.
+    write_request(config.state, "shop.items", [source[0][0]], [source[len(source) // 2][0]])
+    assert capture_postgres.run(config).snapshot_rows > 0
+    dbt_project.land({"shop.items": ["id"]})
+    dbt_project.dbt("run", "--select", "items")
+    assert mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty") == (source, source)
+
+
+def test_a_truncate_inside_a_pages_window_keeps_none_of_its_rows(postgres, dbt_project, tmp_path, monkeypatch):
+    """The page's rows were read before the truncate committed, inside its watermarks: written at the
+    high watermark, after the truncate, they came back."""
+    from python_jobs.capture import postgres_pages
+
+    execute(postgres, "create schema shop; create table shop.items (id int primary key, code text, qty int);"
+                      "insert into shop.items select g, 'c' || g, g from generate_series(1, 20) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    read_page, pages_read = postgres_pages.read_page, []
+
+    def truncated_after_the_second_page(*args, **kwargs):
+        page = read_page(*args, **kwargs)
+        pages_read.append(page)
+        if len(pages_read) == 2:  # after the page's rows were read, before its high watermark
+            execute(postgres, "truncate shop.items; insert into shop.items values (1000, 'after', 1)")
+        return page
+
+    monkeypatch.setattr(postgres_pages, "read_page", truncated_after_the_second_page)
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="truncated", out=dbt_project.inbox,
+                                            state=tmp_path / "capture-state.json", snapshot_mode="online", page_rows=5)
+    capture_postgres.run(config)
+    assert len(pages_read[1].rows) == 5
+    dbt_project.land({"shop.items": ["id"]})
+    dbt_project.dbt("run", "--select", "items")
+    assert [row["id"] for row in dbt_project.query(f"select id from {dbt_project.schema}.items")] == [1000]

@@ -35,6 +35,7 @@ SIGNAL_TABLE_DDL = ("create table {table} (id bigint auto_increment primary key,
 _QUALIFIED = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
 _TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
 _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+_AS_TEXT = {"uuid", "inet4", "inet6"}
 _INTEGER = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "bit", "year"}
 
 
@@ -79,7 +80,16 @@ def _key_expressions(column: Column) -> tuple[str, str, str]:
         return f"cast({written} as binary)", written, "cast(%s as binary)"
     if column.data_type == "bit":  # written as its number; its own text is its bytes
         return f"({quoted} + 0)", f"cast({quoted} + 0 as char)", "cast(%s as unsigned)"
+    if column.data_type in _AS_TEXT or (column.data_type == "decimal" and _precision(column.column_type) > 38):
+        # Mirrored as its text (a uuid, an address, a decimal wider than a mirror's), which the
+        # server orders otherwise (a time-based uuid by its time, inet6 by its bytes, a decimal by value).
+        return f"cast(cast({quoted} as char) as binary)", f"cast({quoted} as char)", "cast(%s as binary)"
     return quoted, f"cast({quoted} as char)", "%s"
+
+
+def _precision(column_type: str) -> int:
+    found = re.search(r"\((\d+)", column_type)
+    return int(found.group(1)) if found else 10
 
 
 def _compare(expressions: Sequence[tuple[str, str]], operator: str) -> str:
@@ -167,6 +177,9 @@ def watch_transaction(pages: Pages, changes: Sequence[Mapping[str, Any]], waterm
         source = event.get("source") or {}
         table = f"{source.get('db')}.{source.get('table')}"
         if not pages.window_open(table):
+            continue
+        if event.get("op") == "t":
+            pages.emptied(table)
             continue
         for image_field in ("before", "after"):
             if isinstance(event.get(image_field), dict):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import uuid
 from typing import Any, Mapping, Sequence
@@ -33,6 +34,9 @@ WATERMARK_PREFIX = "cdc_merge.watermark"
 # Keys of these types are paged in binary order (collate "C"), the order Spark and Databend compare
 # strings in, so that a page's key range is the same range in a mirror.
 _TEXT_TYPES = ("text", "character", "name", "citext")
+# Keys a mirror orders as the source does (cdc-scaffold's number, boolean, date, timestamp, or a uuid,
+# whose text is in its bytes' order); the others are paged in the order of their written text.
+_OWN_ORDER_TYPES = ("smallint", "integer", "bigint", "real", "double precision", "boolean", "date", "uuid")
 
 
 def emit_watermark(connection: Any, page: str, mark: str) -> None:
@@ -76,13 +80,30 @@ def _quoted_table(table: str) -> str:
     return ".".join(quote_identifier(part) for part in table.split(".", 1))
 
 
+def _in_own_order(column: CatalogColumn) -> bool:
+    """Whether the mirror orders the key column as the source does: a number, a time or a uuid,
+    mirrored as one. A mirror keeps the others as their text (cdc-scaffold's string: an unbounded
+    numeric, an enum, money, inet, interval), which it orders by its bytes, not the source's order."""
+    name = column.type_name
+    if name.startswith("numeric"):
+        precision = re.match(r"numeric\((\d+)", name)
+        return precision is not None and int(precision.group(1)) <= 38  # a mirror's decimal
+    return name in _OWN_ORDER_TYPES or name.startswith("timestamp")
+
+
 def _ordered(column: CatalogColumn) -> str:
     quoted = quote_identifier(column.name)
-    return f'{quoted} collate "C"' if column.type_name.startswith(_TEXT_TYPES) else quoted
+    if column.type_name.startswith(_TEXT_TYPES):
+        return f'{quoted} collate "C"'
+    # In a statement with parameters: % doubled.
+    return quoted if _in_own_order(column) else f"format('%%s', {quoted}) collate \"C\""
 
 
 def _typed_parameter(column: CatalogColumn) -> str:
-    return f'%s::{column.type_name} collate "C"' if column.type_name.startswith(_TEXT_TYPES) else f"%s::{column.type_name}"
+    if column.type_name.startswith(_TEXT_TYPES):
+        return f'%s::{column.type_name} collate "C"'
+    # A page's last key is kept as the text select_list reads (format('%s'), as the capture writes it).
+    return f"%s::{column.type_name}" if _in_own_order(column) else '%s::text collate "C"'
 
 
 class PageWatch:
@@ -105,6 +126,8 @@ class PageWatch:
                 self.pages.watermark(json.loads(change.get("content") or "{}"), (commit_lsn, parse_lsn(change["lsn"])))
             return []
         table = f"{change.get('schema')}.{change.get('table')}"
+        if action == "T" and self.pages.window_open(table):
+            self.pages.emptied(table)
         if action in ("I", "U", "D") and self.pages.window_open(table):
             key_columns = self.pages.open.key_columns
             for image_field in ("columns", "identity"):

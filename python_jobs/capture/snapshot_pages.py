@@ -64,6 +64,7 @@ class OpenPage:
     low: Any = None  # the low watermark's position, once the stream met it
     high: Any = None
     changed: set[str] = field(default_factory=set)
+    emptied: bool = False  # a truncate of its table in its window: none of its rows is written
     # Its watermarks' own: a page read again (after a reconnect) ignores those of the earlier reading.
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
@@ -130,6 +131,12 @@ class Pages:
         if page is not None and page.snapshot.table == table and page.low is not None and page.high is None:
             page.changed.add(key)
 
+    def emptied(self, table: str) -> None:
+        """A truncate the stream met in the page's window: its rows may have been read before it,
+        and none of them is the table's any more; the rows written since come from the stream."""
+        if self.window_open(table):
+            self.open.emptied = True
+
     def window_open(self, table: str) -> bool:
         page = self.open
         return page is not None and page.snapshot.table == table and page.low is not None and page.high is None
@@ -160,8 +167,8 @@ def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], p
     source(position, snapshot): the capture's source block of the page's table at a position."""
     at_high = source(page.high, True)
     # Most pages have no key changed in their window: then no row's key is computed.
-    rows = [row for row in page.rows if canonical_key(row, "row", page.key_columns) not in page.changed] \
-        if page.changed else page.rows
+    rows = [] if page.emptied else [row for row in page.rows if canonical_key(row, "row", page.key_columns)
+                                    not in page.changed] if page.changed else page.rows
     events = [
         debezium_event(op="r", before=None, after=row, source=at_high, transaction_id=None, total_order=0,
                        processed_ms=processed_ms)
