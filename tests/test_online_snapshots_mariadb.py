@@ -191,9 +191,10 @@ def test_an_online_snapshot_without_a_writable_signal_table_says_what_to_create(
     assert os.environ["MYSQL_PWD"] not in failed.stderr
 
 
-def test_time_and_bit_keys_read_in_pages_reach_the_mirror_whole(mariadb, dbt_project, tmp_path):
+def test_keys_whose_text_is_not_in_their_order_read_in_pages_reach_the_mirror_whole(mariadb, dbt_project, tmp_path):
     """A page's key range is the range of the keys' written values, which the mirrors compare: a
-    TIME key's text is not in time order, and a BIT key's text is its bytes."""
+    TIME key's text is not in time order, a BIT key's text is its bytes, and the server orders a
+    time-based UUID by its time, INET4/INET6 and a wide decimal by value."""
     from python_jobs import scaffold
 
     execute(mariadb, "create database shop",
@@ -203,10 +204,21 @@ def test_time_and_bit_keys_read_in_pages_reach_the_mirror_whole(mariadb, dbt_pro
             "create table shop.flags (k bit(10) primary key, n int)",
             "insert into shop.flags values (b'1', 1), (b'10', 2), (b'11111111', 3), (b'100000000', 4), "
             "(b'1111111111', 5), (b'0', 6), (b'1000001', 7)",
+            "create table shop.ids (k uuid primary key, n int)",
+            "insert into shop.ids values ('00000001-0000-1000-8000-000000000000', 1), "
+            "('ffffffff-0000-1000-8000-000000000000', 2), ('00000000-ffff-1000-8000-000000000000', 3), "
+            "('10000000-0000-1001-8000-000000000000', 4), ('20000000-0000-1000-8000-000000000001', 5), "
+            "('0a000000-0000-1000-8000-000000000000', 6), ('00000000-0000-2000-8000-000000000000', 7)",
+            "create table shop.hosts (k inet4 primary key, n int)",
+            "insert into shop.hosts values ('9.0.0.1', 1), ('10.0.0.1', 2), ('100.0.0.1', 3), ('2.0.0.1', 4), "
+            "('20.0.0.1', 5), ('192.168.0.1', 6), ('1.0.0.1', 7)",
+            "create table shop.wide (k decimal(40,0) primary key, n int)",
+            "insert into shop.wide values (9, 1), (10, 2), (100, 3), (-5, 4), (2, 5), (1000000000000000000000000000000001, 6), "
+            "(-10, 7)",
             "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    names = ["shop.clock", "shop.flags"]
+    names = ["shop.clock", "shop.flags", "shop.ids", "shop.hosts", "shop.wide"]
     config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
                                          tables=tuple(names), out=dbt_project.inbox, state=tmp_path / "state.json",
                                          snapshot_mode="online", page_rows=2)
