@@ -24,7 +24,7 @@ from python_jobs.capture.snapshot_pages import (
     take_requested,
     write_page_file,
 )
-from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, take_requests
+from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, taken_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
 
@@ -143,16 +143,17 @@ class PageWatch:
 def take_snapshot_requests(capture: Any) -> None:
     """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
     capture.requests_taken_at = time.monotonic()
-    for request in take_requests(capture.config.state):
-        table = request.get("table")
-        columns = read_catalog(capture.connection, [table]).get(table) if table in capture.config.tables else None
-        if not columns:
-            log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
-                        ", ".join(capture.config.tables))
-            continue
-        key = [column for column in columns if column.in_primary_key]
-        take_requested(capture.pages, request, [column.name for column in key],
-                       lambda index, text: snapshot_converter(key[index].type_name)(text), log)
+    with taken_requests(capture.config.state, capture.pages) as requests:
+        for request in requests:
+            table = request.get("table")
+            columns = read_catalog(capture.connection, [table]).get(table) if table in capture.config.tables else None
+            if not columns:
+                log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
+                            ", ".join(capture.config.tables))
+                continue
+            key = [column for column in columns if column.in_primary_key]
+            take_requested(capture.pages, request, [column.name for column in key],
+                           lambda index, text: snapshot_converter(key[index].type_name)(text), log)
 
 
 def open_next_page(capture: Any) -> bool:

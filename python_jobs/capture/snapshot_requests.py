@@ -14,12 +14,15 @@ source writes them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
+
+from python_jobs.capture.output import read_state, write_state
 
 
 # A running capture looks for requests this often: a folder listing at every change cost a quarter of a
@@ -42,27 +45,52 @@ def write_request(state: Path, table: str, start: list[str] | None, through: lis
     return final
 
 
-def take_requests(state: Path) -> list[dict[str, Any]]:
-    """The requests waiting beside a state file, oldest first; taken (their files removed)."""
+@contextlib.contextmanager
+def taken_requests(state: Path, pages: Any) -> Iterator[list[dict[str, Any]]]:
+    """The requests waiting beside a state file, oldest first, for the caller to add to pages
+    (snapshot_pages.Pages); then the state file records pages' snapshots, and only then are the
+    request files removed: a capture that dies before takes them again when it starts."""
     folder = requests_folder(state)
-    if not folder.is_dir():
-        return []
+    paths = sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime) if folder.is_dir() else []
     taken = []
-    for path in sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime):
+    for path in paths:
         try:
             taken.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue  # not a request this command wrote
-        finally:
+    yield taken
+    if paths:
+        write_state(state, {**read_state(state), "snapshots": pages.state()})
+        for path in paths:
             path.unlink(missing_ok=True)
-    return taken
+
+
+def key_parts(key: str | None) -> list[str] | None:
+    """A key as given on the command line: its columns' values split at each comma, kept as they are
+    (spaces too); a comma or backslash inside a value written as \\, or \\\\."""
+    if key is None:
+        return None
+    parts, current, escaped = [], [], False
+    for char in key:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    return [*parts, "".join(current)]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="cdc-snapshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", required=True, type=Path, help="the capture's state file (its --state)")
     parser.add_argument("--table", required=True, help="schema.table (database.table) of the capture's --tables")
-    parser.add_argument("--from", dest="start", help="the range's first key, inclusive (default: the table's start)")
+    parser.add_argument("--from", dest="start", help="the range's first key, inclusive (default: the table's start): "
+                        "its columns' values in key order, comma-separated (a comma or backslash in a value as \\, or \\\\)")
     parser.add_argument("--to", dest="through", help="the range's last key, inclusive (default: the table's end)")
     args = parser.parse_args(argv)
     if not args.state.is_file():
@@ -81,8 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if tables is not None and args.table not in tables:
         print(f"cdc-snapshot: {args.table} is not one of the capture's tables ({', '.join(tables)})", file=sys.stderr)
         return 2
-    split = (lambda key: [part.strip() for part in key.split(",")] if key is not None else None)
-    path = write_request(args.state, args.table, split(args.start), split(args.through))
+    path = write_request(args.state, args.table, key_parts(args.start), key_parts(args.through))
     print(f"cdc-snapshot: {args.table} will be read again by the capture with state {args.state} ({path.name})",
           file=sys.stderr)
     return 0
