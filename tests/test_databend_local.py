@@ -79,6 +79,10 @@ def test_values_are_written_as_databend_writes_them(url):
         "Tuple(UInt8, String)", "Binary",
     ]
     assert response["data"] == [["[]", "{}", "0.1", "1", "['x\\'y']", "{'k':[1,2]}", "(1,'a')", "6162"]]
+    # The largest float32, whose shortest text (3.4028235e38) is a little above it.
+    extremes = post_query(url, "select 3.4028235e38::float as top, -3.4028235e38::float as bottom, 3.4028229e38::float as near")
+    assert extremes["data"] == [["340282350000000000000000000000000000000", "-340282350000000000000000000000000000000",
+                                 "340282290000000000000000000000000000000"]]
 
 
 def test_variant_text_matches_the_engines_own_rendering(url):

@@ -19,9 +19,24 @@ def _shortest_float32(value: float) -> str:
     single = struct.unpack("<f", struct.pack("<f", value))[0]
     for digits in range(1, 10):
         text = format(value, f".{digits}g")
-        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == single:
+        if _float32(float(text)) == single:
             return text
     return repr(value)
+
+
+_FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+_FLOAT32_HALFWAY = (_FLOAT32_MAX + 2.0 ** 128) / 2  # above it a double rounds to infinity as a float32
+
+
+def _float32(value: float) -> float:
+    """The float32 nearest value, as a float32 reads its text (struct refuses 3.4028235e38, the
+    largest float32's shortest text, which is a little above it)."""
+    if _FLOAT32_MAX < abs(value) < _FLOAT32_HALFWAY:
+        return math.copysign(_FLOAT32_MAX, value)
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _rust_float(value: float, debug: bool = False, float32: bool = False) -> str:
