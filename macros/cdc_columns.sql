@@ -52,11 +52,15 @@
 
 {% macro spark__cdc_value(row, json_field, data_type) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json({{ row }}, '`{{ json_field }}` {{ data_type }}').{{ cdc_merge.spark_field_reference(json_field) }}
+    from_json({{ row }}, {{ adapter.sql_string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}).{{ cdc_merge.spark_field_reference(json_field) }}
 {%- endmacro %}
 
 {% macro spark_field_reference(field) %}
-    {{- return(field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', field) else '`' ~ field ~ '`') -}}
+    {{- return(field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', field) else cdc_merge.spark_schema_field(field)) -}}
+{% endmacro %}
+
+{% macro spark_schema_field(field) %}
+    {{- return('`' ~ field | replace('`', '``') ~ '`') -}}
 {% endmacro %}
 
 {% macro databend__cdc_column(name, data_type, json_field) %}
@@ -66,11 +70,20 @@
 {% macro databend__cdc_value(row, json_field, data_type) %}
     {#-
         A JSON null is a VARIANT null, not SQL null. Decimals go through their text: a
-        VARIANT does not cast to DECIMAL, and a JSON string "12.50" stays exact.
+        VARIANT does not cast to DECIMAL, and a JSON string "12.50" stays exact. Databend's dates
+        run from year 1000 to 9999: a text outside them (year 999, 10000, infinity) is null, as
+        Spark has a value it cannot hold, where a cast would clamp it to 1000-01-01 or fail the run.
     -#}
-    {%- set field = row ~ "['" ~ json_field ~ "']" -%}
+    {#- get(), not row['field']: Databend reads a bracket's key as a key path, which a backslash breaks. -#}
+    {%- set field = "get(" ~ row ~ ", " ~ adapter.sql_string_literal(json_field) ~ ")" -%}
     {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
-    case when is_null_value({{ field }}) then null else cast({{ value }} as {{ data_type }}) end
+    case
+        when is_null_value({{ field }}) then null
+        {%- if modules.re.match('^(date|timestamp)', data_type | lower) %}
+        when is_string({{ field }}) and not regexp_like({{ field }}::string, '^[1-9][0-9]{3}-') then null
+        {%- endif %}
+        else cast({{ value }} as {{ data_type }})
+    end
 {%- endmacro %}
 
 
@@ -106,11 +119,11 @@
     -#}
     {%- set schema = [] -%}
     {%- for name, data_type in columns.items() -%}
-        {%- do schema.append('`' ~ fields[loop.index0] ~ '` ' ~ data_type) -%}
+        {%- do schema.append(cdc_merge.spark_schema_field(fields[loop.index0]) ~ ' ' ~ data_type) -%}
     {%- endfor -%}
     {%- for name in columns -%}
         {%- set field = fields[loop.index0] -%}
-        from_json(_cdc_row, '{{ schema | join(", ") }}', map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
+        from_json(_cdc_row, {{ adapter.sql_string_literal(schema | join(", ")) }}, map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
         {{- ",\n        " if not loop.last }}
     {%- endfor -%}
 {% endmacro %}

@@ -148,6 +148,39 @@ def postgres_line(op: str, lsn: int, row: dict) -> str:
     })
 
 
+def test_odd_field_names_and_times_an_engine_cannot_hold(conformance_project):
+    """Fields named with a quote or a backslash read as any other (they were null, or failed the
+    run); a time outside what the engine holds is null (Databend's dates run from year 1000 to 9999:
+    it clamped year 500 to 1000-01-01 and failed the run at 'infinity'), as on Spark."""
+    import datetime as dt
+
+    project = conformance_project
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'quoted': 'string', 'slashed': 'string', "
+                        "'ts': 'timestamp', 'day': 'date'}, json_fields={'quoted': \"it's\", 'slashed': 'back\\\\slash'}) }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    rows = [{"id": 1, "it's": "q", "back\\slash": "b", "ts": "2026-01-02T03:04:05.123456Z", "day": "2026-01-02"},
+            {"id": 2, "ts": "0500-06-01T00:00:00Z", "day": "0099-06-01"},
+            {"id": 3, "ts": "infinity", "day": "-infinity"}]
+    (project.inbox / "1.json").write_text("\n".join(postgres_line("c", 100 + row["id"], row) for row in rows) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.dbt("run", "--select", "docs")
+    mirrored = [tuple(row.values()) for row in project.query(
+        f"select id, quoted, slashed, ts, day from {project.schema}.docs order by id")]
+    early = (None, None) if project.on_databend else (dt.datetime(500, 6, 1), dt.date(99, 6, 1))
+    assert mirrored == [(1, "q", "b", dt.datetime(2026, 1, 2, 3, 4, 5, 123456), dt.date(2026, 1, 2)),
+                        (2, None, None, *early), (3, None, None, None, None)]
+
+
+def test_text_reaches_spark_as_written(spark):
+    """The adapter's string literal: quotes, backslashes, and ${...}, which Spark substitutes in a
+    statement's text before it parses it (a range's key '${x}' became '')."""
+    from dbt.adapters.cdc_spark.impl import _sql_literal
+
+    for text in ("it's", "back\\slash", "${x}", "${spark:x}z", "$", "\\u0024", "line\nbreak"):
+        assert spark.sql(f"select {_sql_literal(text)} as t").first().t == text
+
+
 def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_project):
     dbt_project = conformance_project
     unavailable = "__debezium_unavailable_value"

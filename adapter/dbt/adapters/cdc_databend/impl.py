@@ -79,6 +79,7 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Ve
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
         return capabilities.DATABEND
 
+    @available
     def sql_string_literal(self, text: str) -> str:
         return "'" + str(text).replace("\\", "\\\\").replace("'", "''") + "'"
 

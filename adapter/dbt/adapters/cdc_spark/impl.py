@@ -59,6 +59,7 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
         return capabilities.spark(self._in_process())
 
+    @available
     def sql_string_literal(self, text: str) -> str:
         return _sql_literal(str(text))
 
@@ -254,7 +255,8 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
 
 
 def _sql_literal(value: Any) -> str:
-    """A Spark SQL literal: integers as they are, text quoted (backslash escapes, Spark's default)."""
+    """A Spark SQL literal: integers as they are, text quoted (backslash escapes, Spark's default),
+    with $ as \\u0024: Spark substitutes ${...} in a statement's text before it parses it."""
     if isinstance(value, int):
         return str(value)
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\u0024") + "'"
