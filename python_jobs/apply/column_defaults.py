@@ -13,6 +13,7 @@ adds the column later, after its backfill.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Sequence
 
 from python_jobs.formats.records import RejectedRecord, object_members
@@ -22,16 +23,27 @@ EXISTING_ROWS = "existing_rows"
 
 def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[str]) -> list[dict[str, Any]]:
     """events: (seq, raw_data) of schema events. Returns, in seq order, each event that sets columns the
-    mirror has: {'seq', 'columns': [{'name': the mirror's column, 'image': '{"<field>":<exact JSON value>}'}]}
-    (an image the column's cdc_column() conversion reads, so the value is typed as the model types it)."""
+    mirror has: {'seq', 'columns': [{'name': the mirror's column, 'field': the source's, 'image':
+    '{"<field>":<exact JSON value>}'}]} (an image the column's cdc_value() conversion reads by its field,
+    so the value is typed as the model types it)."""
     mirror = {str(name).lower(): str(name) for name in mirror_columns}
     plan = []
     for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
-        columns = [{"name": mirror[field.lower()], "image": "{" + json.dumps(field) + ":" + value_text + "}"}
-                   for field, value_text in existing_rows(raw_data) if field.lower() in mirror]
+        columns = [{"name": mirror[name], "field": field, "image": "{" + json.dumps(field) + ":" + value_text + "}"}
+                   for field, value_text in existing_rows(raw_data) if (name := mirror_name(field, mirror)) is not None]
         if columns:
             plan.append({"seq": seq, "columns": columns})
     return plan
+
+
+def mirror_name(field: str, mirror: dict[str, str]) -> str | None:
+    """The mirror's column (lower-cased key of mirror) of a source field: the field itself in any case
+    (NewCol as newcol), or the plain name cdc-scaffold gives a field that is not plain ("sp ace" as
+    sp_ace, read through json_fields)."""
+    for name in (field.lower(), re.sub(r"[^A-Za-z0-9_]+", "_", field).strip("_").lower()):
+        if name in mirror:
+            return name
+    return None
 
 
 def existing_rows(raw_data: str) -> list[tuple[str, str]]:

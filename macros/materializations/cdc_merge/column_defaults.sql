@@ -57,7 +57,7 @@
         {% set assignments = [] %}
         {% for column in event.columns %}
             {% set row = cdc_merge.json_literal(column.image) %}
-            {% do assignments.append(column.name ~ ' = ' ~ cdc_merge.cdc_value(row, column.name, column_types[column.name])) %}
+            {% do assignments.append(column.name ~ ' = ' ~ cdc_merge.cdc_value(row, column.field, column_types[column.name])) %}
             {% do set_columns.append(column.name) %}
         {% endfor %}
         {% do run_query('update ' ~ target_relation ~ ' set ' ~ assignments | join(', ') ~ " where _cdc_seq < '" ~ event.seq ~ "'") %}
@@ -74,10 +74,9 @@
 {% endmacro %}
 
 {% macro spark__json_literal(json_text) %}
-    {#- Spark's string literals take backslash escapes. -#}
-    {{- return("'" ~ json_text | replace('\\', '\\\\') | replace("'", "\\'") ~ "'") -}}
+    {{- return(adapter.sql_string_literal(json_text)) -}}
 {% endmacro %}
 
 {% macro databend__json_literal(json_text) %}
-    {{- return("parse_json('" ~ json_text | replace('\\', '\\\\') | replace("'", "''") ~ "')") -}}
+    {{- return("parse_json(" ~ adapter.sql_string_literal(json_text) ~ ")") -}}
 {% endmacro %}

@@ -1,0 +1,26 @@
+"""column_defaults: a schema event's values for the rows the source had, as the mirror's columns
+read them (by the source's field, for the mirror's column)."""
+
+from __future__ import annotations
+
+import json
+
+from python_jobs.apply.column_defaults import column_defaults
+
+
+def schema_event(existing_rows: dict) -> str:
+    return json.dumps({"tableChanges": [], "existing_rows": existing_rows})
+
+
+def test_a_field_not_named_as_its_mirror_column_is_set_in_it():
+    events = [("0002", schema_event({"NewCol": 4, "sp ace": "dflt", "gone": 1})), ("0001", schema_event({"tier": "gold"}))]
+    plan = column_defaults(events, ["id", "newcol", "sp_ace", "tier"])
+    assert plan == [
+        {"seq": "0001", "columns": [{"name": "tier", "field": "tier", "image": '{"tier":"gold"}'}]},
+        {"seq": "0002", "columns": [{"name": "newcol", "field": "NewCol", "image": '{"NewCol":4}'},
+                                    {"name": "sp_ace", "field": "sp ace", "image": '{"sp ace":"dflt"}'}]},
+    ]
+
+
+def test_events_without_values_for_old_rows_set_nothing():
+    assert column_defaults([("0001", json.dumps({"tableChanges": []})), ("0002", "")], ["id"]) == []
