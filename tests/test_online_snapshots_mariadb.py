@@ -233,3 +233,30 @@ def test_keys_whose_text_is_not_in_their_order_read_in_pages_reach_the_mirror_wh
     mirrored = {table.qualified: sorted(row["n"] for row in dbt_project.query(
         f"select n from {dbt_project.schema}.{table.model_name}")) for table in tables}
     assert mirrored == {name: [1, 2, 3, 4, 5, 6, 7] for name in names}
+
+
+def test_a_truncate_inside_a_pages_window_keeps_none_of_its_rows(mariadb, dbt_project, tmp_path, monkeypatch):
+    """The page's rows were read before the truncate committed, inside its watermarks: written at the
+    high watermark, after the truncate, they came back."""
+    from python_jobs.capture import mysql_pages
+
+    user, password = setup_source(mariadb)
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    read_page, pages_read = mysql_pages.read_page, []
+
+    def truncated_after_the_second_page(*args, **kwargs):
+        page = read_page(*args, **kwargs)
+        pages_read.append(page)
+        if len(pages_read) == 2:  # after the page's rows were read, before its high watermark
+            execute(mariadb, "truncate table shop.items", "insert into shop.items values (5000, 'after', 1)")
+        return page
+
+    monkeypatch.setattr(mysql_pages, "read_page", truncated_after_the_second_page)
+    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
+                                         tables=("shop.items",), out=dbt_project.inbox, state=tmp_path / "state.json",
+                                         snapshot_mode="online", page_rows=500)
+    capture_mysql.run(config)
+    assert len(pages_read[1].rows) == 500
+    dbt_project.land({"shop.items": ["id"]})
+    dbt_project.dbt("run", "--select", "items")
+    assert [row["id"] for row in dbt_project.query(f"select id from {dbt_project.schema}.items")] == [5000]
