@@ -1,41 +1,33 @@
 """Everything the MariaDB/MySQL capture asks of the server: table metadata, the binlog settings,
 the consistent snapshot, and the binlog stream read as committed transactions.
-
-Longer than most modules: the binlog's events become transactions in one generator, whose cases
-(rows, DDL, savepoints, XA, statements the binlog cannot say) share the transaction being built."""
+(mysql_table_changes.py: what DDL in the binlog changes of the captured tables)."""
 
 from __future__ import annotations
 
 import logging
 import re
-import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_rows import fast_rows
-from python_jobs.capture.mysql_columns import (
-    added_columns,
-    altered_table,
-    existing_rows,
-    read_table_info,
-    schema_event,
-    warn_of_cascades,
-)
-from python_jobs.capture.mysql_pages import check_read_again
+from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
-    replaced_tables,
-    repartitioned_tables,
     rolled_back_to,
     row_statement_table,
     savepoint,
     statement,
 )
+from python_jobs.capture.mysql_table_changes import (
+    added_columns_event,
+    captured_among as _captured,
+    table_names as _names,
+    table_as_logged,
+    tables_read_again,
+)
 from python_jobs.capture.mysql_events import RowChange, TableInfo, Transaction
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
-from python_jobs.capture.schema_events import warn_unknown_values
 from python_jobs.capture.snapshot_pages import Pages
 
 if TYPE_CHECKING:
@@ -208,7 +200,7 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif read_again := self._read_again(event, captured, where):
+                    elif read_again := tables_read_again(self, event, captured, where):
                         # DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
@@ -221,7 +213,7 @@ class MysqlCapture:
                             f"a change of {_names(written)} at {where} is logged as a statement (a session with "
                             "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
                             "session, then run the capture once with --resnapshot")
-                    elif (altered := self._added_columns(event, captured, stream.log_file, start)) is not None:
+                    elif (altered := added_columns_event(self, event, captured, stream.log_file, start)) is not None:
                         # DDL is a transaction of its own (after its GTID event, if any).
                         current = current if current is not None and not current.changes else Transaction(
                             begin_file=stream.log_file, begin_position=start)
@@ -259,64 +251,12 @@ class MysqlCapture:
                         continue
                     if current is None:
                         raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
-                    table = self._table_as_logged(table, event)
+                    table = table_as_logged(self, table, event)
                     captured[(table.schema, table.name)] = table
                     for row_number, row in enumerate(fast_rows(event)):
                         current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
         finally:
             stream.close()
-
-    def _added_columns(self, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
-                       start: int) -> dict[str, Any] | None:
-        """An ALTER TABLE of a captured table that added columns: its schema change event, with the values
-        the rows that existed then hold (mysql_columns.py); the table's info read again."""
-        ddl = statement(event.query)
-        named = altered_table(ddl, event.schema)
-        table = captured.get(named) if named else None
-        if table is None:
-            return None
-        qualified = f"{table.schema}.{table.name}"
-        refreshed = self._table_info(qualified)
-        self.tables[qualified] = captured[named] = refreshed
-        added, self.known_columns[qualified] = added_columns(self.known_columns.get(qualified, ()), refreshed, ddl)
-        if not added:
-            return None
-        values = existing_rows(self.connection, refreshed, added)
-        warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
-        # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
-        logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in self.known_columns[qualified]))
-        return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000))
-
-    def _read_again(self, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
-        """The captured tables whose rows the statement changes with no rows event, to be read again
-        online: partitions truncated, dropped or exchanged, or a table renamed into a captured name (an
-        online schema change's swap, whose columns are read again here; a different key stops the capture)."""
-        repartitioned = _captured(repartitioned_tables(event.query, event.schema), captured)
-        replaced = _captured(replaced_tables(event.query, event.schema), captured)
-        if not (repartitioned or replaced):
-            return []
-        for table in replaced:
-            qualified = f"{table.schema}.{table.name}"
-            swapped_in = self._table_info(qualified)
-            if swapped_in.primary_key != table.primary_key:
-                raise CaptureError(
-                    f"{event.query[:200]!r} at {where} puts a table keyed on ({', '.join(swapped_in.primary_key)}) in "
-                    f"the place of {qualified}, keyed on ({', '.join(table.primary_key)}): change its mirror's "
-                    "unique_key, then run the capture once with --resnapshot")
-            self.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
-            self.known_columns[qualified] = [column.name for column in swapped_in.columns]
-        check_read_again(self, f"{event.query[:200]!r} at {where}", _names(repartitioned + replaced))
-        return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
-
-    def _table_as_logged(self, table: TableInfo, event: Any) -> TableInfo:
-        """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
-        if {column.name for column in event.columns} == set(table.types):
-            return table
-        qualified = f"{table.schema}.{table.name}"
-        refreshed = self._table_info(qualified)
-        self.tables[qualified] = refreshed
-        log.info("columns of %s changed: now %s", qualified, ", ".join(column.name for column in refreshed.columns))
-        return refreshed
 
     def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
         query = event.query.lower()
@@ -330,16 +270,6 @@ class MysqlCapture:
         for connection in (self.connection, self._page_connection):
             if connection is not None and connection.open:  # a server that went away closed it already
                 connection.close()
-
-
-def _captured(names: list, captured: Mapping[tuple[str, str], TableInfo]) -> list[TableInfo]:
-    """The captured tables among names ((database, table) pairs; None left out)."""
-    return [captured[name] for name in names if name in captured]
-
-
-def _names(tables: list) -> str:
-    return ", ".join(f"{table.schema}.{table.name}" if isinstance(table, TableInfo) else ".".join(table)
-                     for table in tables)
 
 
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:

@@ -1,0 +1,83 @@
+"""What DDL in the binlog changes of the MariaDB/MySQL capture's tables (mysql_server.py reads the
+binlog; capture is its MysqlCapture): columns an ALTER TABLE added, with the values of the rows that
+existed then; columns a rows event has that the table's info lacks; and tables whose rows a statement
+changes with no rows event, which are read again online."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any, Mapping
+
+from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, read_table_info, schema_event
+from python_jobs.capture.mysql_events import TableInfo
+from python_jobs.capture.mysql_pages import check_read_again
+from python_jobs.capture.mysql_statements import replaced_tables, repartitioned_tables, statement
+from python_jobs.capture.output import CaptureError
+from python_jobs.capture.schema_events import warn_unknown_values
+
+log = logging.getLogger("cdc_merge.capture")
+
+
+def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
+                        start: int) -> dict[str, Any] | None:
+    """An ALTER TABLE of a captured table that added columns: its schema change event, with the values
+    the rows that existed then hold (mysql_columns.py); the table's info read again."""
+    ddl = statement(event.query)
+    named = altered_table(ddl, event.schema)
+    table = captured.get(named) if named else None
+    if table is None:
+        return None
+    qualified = f"{table.schema}.{table.name}"
+    refreshed = read_table_info(capture.connection, qualified)
+    capture.tables[qualified] = captured[named] = refreshed
+    added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
+    if not added:
+        return None
+    values = existing_rows(capture.connection, refreshed, added)
+    warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
+    # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
+    logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in capture.known_columns[qualified]))
+    return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000))
+
+def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
+    """The captured tables whose rows the statement changes with no rows event, to be read again
+    online: partitions truncated, dropped or exchanged, or a table renamed into a captured name (an
+    online schema change's swap, whose columns are read again here; a different key stops the capture)."""
+    repartitioned = captured_among(repartitioned_tables(event.query, event.schema), captured)
+    replaced = captured_among(replaced_tables(event.query, event.schema), captured)
+    if not (repartitioned or replaced):
+        return []
+    for table in replaced:
+        qualified = f"{table.schema}.{table.name}"
+        swapped_in = read_table_info(capture.connection, qualified)
+        if swapped_in.primary_key != table.primary_key:
+            raise CaptureError(
+                f"{event.query[:200]!r} at {where} puts a table keyed on ({', '.join(swapped_in.primary_key)}) in "
+                f"the place of {qualified}, keyed on ({', '.join(table.primary_key)}): change its mirror's "
+                "unique_key, then run the capture once with --resnapshot")
+        capture.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
+        capture.known_columns[qualified] = [column.name for column in swapped_in.columns]
+    check_read_again(capture, f"{event.query[:200]!r} at {where}", table_names(repartitioned + replaced))
+    return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
+
+def table_as_logged(capture: Any, table: TableInfo, event: Any) -> TableInfo:
+    """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
+    if {column.name for column in event.columns} == set(table.types):
+        return table
+    qualified = f"{table.schema}.{table.name}"
+    refreshed = read_table_info(capture.connection, qualified)
+    capture.tables[qualified] = refreshed
+    log.info("columns of %s changed: now %s", qualified, ", ".join(column.name for column in refreshed.columns))
+    return refreshed
+
+
+def captured_among(names: list, captured: Mapping[tuple[str, str], TableInfo]) -> list[TableInfo]:
+    """The captured tables among names ((database, table) pairs; None left out)."""
+    return [captured[name] for name in names if name in captured]
+
+
+def table_names(tables: list) -> str:
+    return ", ".join(f"{table.schema}.{table.name}" if isinstance(table, TableInfo) else ".".join(table)
+                     for table in tables)
