@@ -52,7 +52,8 @@ class MirrorCheck:
     ranges: int | None = None
     compared_rows: int = 0
     checksum_columns: int = 0
-    # The key ranges whose rows differ, as key texts (after, exclusive; through, inclusive): what --repair reads again.
+    # The key ranges whose rows differ, as key texts (after, exclusive; through, inclusive): what --repair
+    # reads again (from after, inclusive); a sampled check's: each differing key, from and through itself.
     differing_ranges: list[tuple[list[str] | None, list[str] | None]] = field(default_factory=list)
     # The source's log position the check compared at, the keys left out as changed after it, the wait for the mirror.
     source_position: str | None = None
@@ -129,6 +130,9 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
     compare_rows(check, source_rows, mirrored, families, keys)
+    # What --repair reads again: each differing key, from itself through itself.
+    found = [*check.missing, *check.extra, *check.differing]
+    check.differing_ranges = [(key, key) for key in source.request_keys(table, key_values(found))]
     return check
 
 

@@ -56,8 +56,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--segments and --leaf-rows must be positive, --wait-seconds not negative")
     if args.repair and (args.state is None or not args.state.is_file()):
         parser.error("--repair needs --state: the state file of the capture that reads the mirrors' tables")
-    if args.repair and args.sample is not None:
-        parser.error("--repair reads the differing key ranges a check of every row finds: leave out --sample")
     return args
 
 
@@ -94,8 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def request_repairs(state: Path, checks: list) -> None:
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
-    range's first bound (read again, though the range starts after it) through its last."""
+    range's first bound (read again, though the range starts after it) through its last; a sampled
+    check's differing keys each from and through itself. A mirror that differs with no range to read
+    (its counts only) is said so, with what to do instead."""
     for check in checks:
+        if not check.get("clean", True) and not check.get("differing_ranges"):
+            print(f"cdc-verify: {check['source_table']}: no differing key was found to read again (the counts differ): "
+                  f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",
+                  file=sys.stderr)
         for after, through in check.get("differing_ranges") or ():
             path = write_request(state, check["source_table"], after, through)
             print(f"cdc-verify: {check['source_table']} keys {','.join(after) if after else 'start'} to "

@@ -22,11 +22,20 @@ LIMIT = "__CDC_MERGE_LIMIT__"
 AT = "__CDC_MERGE_AT__"
 
 
+def engine_literal(engine: str, string_literal: Callable[[str], str], text: str) -> str:
+    """A string as the engine's literal. On Spark no `$` is left in it: Spark substitutes `${...}` in a
+    statement's text before parsing it (spark.sql.variable.substitute), so `$` is written as the
+    literal's escape \\u0024, which the parser turns back into `$`."""
+    literal = string_literal(text)
+    return literal.replace("$", "\\u0024") if engine == "spark" else literal
+
+
 class MirrorRanges:
     def __init__(self, engine: str, mirror: dict[str, Any], key: Sequence[str], in_checksum: Sequence[str],
                  rows: Callable[[str], list[Sequence[Any]]], string_literal: Callable[[str], str]) -> None:
         self.engine, self.mirror, self.key = engine, mirror, [name.lower() for name in key]
-        self._rows, self._string_literal = rows, string_literal
+        self._rows = rows
+        self._string_literal = lambda text: engine_literal(engine, string_literal, text)
         types = {name.lower(): data_type for name, data_type in mirror["columns"]}
         self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
         self.in_checksum = list(in_checksum)

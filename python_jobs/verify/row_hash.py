@@ -1,9 +1,12 @@
 """One row's checksum, rendered alike by the source database and the mirror's engine (ranges.py).
 
 Each compared column becomes a text in the mirror column's type family (type_family in
-compare.py): integers and decimals as their digits at the mirror's scale, floats at 6 decimals,
-booleans as 1/0, timestamps as UTC microseconds since 1970, dates as ISO text, strings as
-themselves (floats beyond 1e31, which no decimal of the mirror engines holds, count as NULL); NULL apart from every value ('n', values 'v...'). The texts joined by '|' are hashed
+compare.py): integers and decimals as their digits at the mirror's scale, booleans as 1/0,
+timestamps as UTC microseconds since 1970, dates as ISO text, strings as themselves; floats and
+doubles exactly, as the double they hold (a float first rounded to 32 bits) written as a power of
+two and an integer (float_sql: no two doubles are written alike; 0 and -0 are '0'; NaN and
+infinities, which the capture writes as null, are NULL). NULL apart from every value ('n', values
+'v...'). The texts joined by '|' are hashed
 with md5, whose first 8 hex digits are the row's number; a segment's checksum is their sum. Every
 engine's templates are here, in one place, so that a difference of rendering is seen side by side.
 
@@ -29,8 +32,6 @@ _VALUE = {
     "postgres": {
         "integer": "({c})::text",
         "decimal": "case when ({c})::numeric not in ('NaN', 'Infinity', '-Infinity') then round(({c})::numeric, {s})::text end",
-        "float": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
-        "double": "case when abs({c}) < 1e31 then round(({c})::numeric, 6)::text end",
         "boolean": "case when ({c})::text in ('true', '1') then '1' when {c} is not null then '0' end",
         # Times before year 1 are null too.
         "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 then "
@@ -41,8 +42,6 @@ _VALUE = {
     },
     "mysql": {
         "integer": "cast({c} as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",
-        "float": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(65, 6)) as char) end",
-        "double": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(65, 6)) as char) end",
         "boolean": "case when {c} <> 0 then '1' when {c} = 0 then '0' end",
         # Zero dates ('0000-00-00', a zero month or day) are null, as the capture writes them.
         "timestamp": "case when month({c}) > 0 and dayofmonth({c}) > 0 then "
@@ -52,19 +51,53 @@ _VALUE = {
     },
     "spark": {
         "integer": "cast({c} as string)", "decimal": "cast({c} as string)",
-        "float": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(38, 6)) as string) end",
-        "double": "case when abs({c}) < 1e31 then cast(cast({c} as decimal(38, 6)) as string) end",
         "boolean": "case when {c} then '1' when not {c} then '0' end", "timestamp": "cast(unix_micros({c}) as string)",
         "date": "cast({c} as string)", "string": "{c}",
     },
     "databend": {
         "integer": "to_string({c})", "decimal": "to_string({c})",
-        "float": "case when abs({c}) < 1e31 then to_string(to_decimal(38, 6)({c})) end",
-        "double": "case when abs({c}) < 1e31 then to_string(to_decimal(38, 6)({c})) end",
         "boolean": "case when {c} then '1' when not {c} then '0' end", "timestamp": "to_string(to_int64({c}))",
         "date": "to_string({c})", "string": "{c}",
     },
 }
+# A float column as a double: {c} the column; the float family rounds it to 32 bits first, as a
+# mirror's float column holds it (a double beyond the largest float, which the mirror cannot hold, is NULL).
+_FLOAT_MAX = "3.4028234663852886e38"
+_AS_DOUBLE = {
+    "postgres": {"double": "({c})::float8",
+                 # Below 2**-150 a float is 0, which PostgreSQL's cast calls an underflow.
+                 "float": f"case when abs(({{c}})::float8) <= 7.006492321624085e-46 then 0::float8 "
+                          f"when abs(({{c}})::float8) <= {_FLOAT_MAX} then ({{c}})::float4::float8 end"},
+    "mysql": {"double": "cast({c} as double)",
+              "float": f"case when abs({{c}}) <= {_FLOAT_MAX} then cast(cast({{c}} as float) as double) end"},
+    "spark": {"double": "cast({c} as double)", "float": "cast(cast({c} as float) as double)"},
+    "databend": {"double": "to_float64({c})", "float": "to_float64(to_float32({c}))"},
+}
+# {x}: a double; the pieces float_sql writes its exact text with, in each engine's SQL.
+_DOUBLE_PARTS = {
+    "postgres": {"two": "float8 '2'", "finite": "{x} - {x} = 0", "integer": "({x})::bigint::text", "join": "{a} || ':' || {b}"},
+    "mysql": {"two": "2e0", "finite": "{x} - {x} = 0", "integer": "cast({x} as signed)", "join": "concat({a}, ':', {b})"},
+    "spark": {"two": "cast(2 as double)", "finite": "{x} - {x} = 0", "integer": "cast(cast({x} as bigint) as string)", "join": "concat({a}, ':', {b})"},
+    "databend": {"two": "2.0", "finite": "abs({x}) <= 1.7976931348623157e308", "integer": "to_string(to_int64({x}))", "join": "concat({a}, ':', {b})"},
+}
+
+
+def float_sql(engine: str, double: str) -> str:
+    """A double's exact text, alike on every engine: 'e:n' with n = x * 2**(54 - e), e the power of two
+    nearest |x| (from ln; any e within 1 of it makes n an integer below 2**56, so n and e give back x
+    exactly). Only exact steps: a product with a power of two (in two halves, so that neither
+    overflows for the smallest doubles) and the integer's digits. Engines whose ln differs in the last
+    bit may pick another e for a value next to 2**(k + 1/2): a false mismatch, which costs a range
+    compared row by row, never a false report. 0 and -0 are '0'; NaN and infinities NULL."""
+    parts = _DOUBLE_PARTS[engine]
+    two = parts["two"]
+    power = f"floor(ln(abs({double})) / ln({two}) + 0.5)"
+    half = f"floor((54 - {power}) / 2)"
+    scaled = f"{double} * power({two}, {half}) * power({two}, 54 - {power} - {half})"
+    exact = parts["join"].format(a=parts["integer"].format(x=power), b=parts["integer"].format(x=scaled))
+    return f"case when {double} = 0 then '0' when {parts['finite'].format(x=double)} then {exact} end"
+
+
 # MySQL source columns whose text differs from what the capture writes, by data type.
 _MYSQL_STRINGS = {
     "bit": "cast({c} + 0 as char)", "year": "cast({c} + 0 as char)", "time": "cast(cast({c} as time(6)) as char)",
@@ -93,6 +126,11 @@ def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "")
             return None
         if family in ("string", "integer") and source_type in _MYSQL_STRINGS:
             return _MYSQL_STRINGS[source_type].format(c=quoted)
+    if family in ("float", "double"):
+        # A PostgreSQL real in a double mirror: the capture writes its shortest decimal, which the mirror reads as a double.
+        as_double = "({c})::text::float8" if (engine, family, source_type) == ("postgres", "double", "real") \
+            else _AS_DOUBLE[engine][family]
+        return float_sql(engine, as_double.format(c=quoted))
     return _VALUE[engine][family].format(c=quoted, s=mirror_scale(mirror_type))
 
 

@@ -39,7 +39,7 @@ def _stats(rows: Sequence[Sequence[Any]]) -> dict[int, SegmentStats]:
 class PostgresRanges:
     def __init__(self, source: Any, table: str, mirror_columns: Sequence[Sequence[str]]) -> None:
         from python_jobs.capture.postgres_columns import read_catalog
-        from python_jobs.capture.postgres_pages import _ordered, _typed_parameter
+        from python_jobs.capture.postgres_pages import _TEXT_TYPES, _ordered, _typed_parameter
         from python_jobs.capture.postgres_snapshot import quote_identifier
 
         self.source, self.table = source, table
@@ -49,8 +49,16 @@ class PostgresRanges:
         for column in self.key:
             if type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
                 raise RangesUnsupported(f"key column {column.name} ({column.type_name}) is not compared by ranges")
-        self.ordered = f"({', '.join(_ordered(column) for column in self.key)})"
-        self.typed = f"({', '.join(_typed_parameter(column) for column in self.key)})"
+        # A key mirrored as a string whose type is not text (numeric, enum, money, inet, interval, uuid)
+        # is ranged by its written text, byte by byte, as the mirror orders it: read and compared as that text.
+        as_text = [type_family(mirror_types.get(column.name.lower(), "")) == "string"
+                   and not column.type_name.startswith(_TEXT_TYPES) for column in self.key]
+        self.selected = ", ".join(f"format('%%s', {quote_identifier(column.name)})" if text else quote_identifier(column.name)
+                                  for column, text in zip(self.key, as_text))
+        self.ordered = "(" + ", ".join(f"format('%%s', {quote_identifier(column.name)}) collate \"C\"" if text
+                                       else _ordered(column) for column, text in zip(self.key, as_text)) + ")"
+        self.typed = "(" + ", ".join('%s::text collate "C"' if text else _typed_parameter(column)
+                                     for column, text in zip(self.key, as_text)) + ")"
         self.values = {}
         for name, mirror_type in mirror_types.items():
             column = catalog.get(name)
@@ -86,12 +94,10 @@ class PostgresRanges:
         return " and ".join(conditions), parameters
 
     def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
-        from python_jobs.capture.postgres_snapshot import quote_identifier
-
         where, parameters = self._where(key_range)
-        names = ", ".join(quote_identifier(column.name) for column in self.key)
         with self.source.connection.cursor() as cursor:
-            cursor.execute(f"select {names} from {self.table} where {where} order by random() limit {int(count)}", parameters)
+            cursor.execute(f"select {self.selected} from {self.table} where {where} order by random() limit {int(count)}",
+                           parameters)
             return [tuple(row) for row in cursor.fetchall()]
 
     def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
@@ -125,6 +131,10 @@ class MysqlRanges:
             if column.data_type in _BINARY or type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
                 raise RangesUnsupported(f"key column {column.name} ({column.column_type}) is not compared by ranges")
         self.expressions = [_key_expressions(column) for column in self.key]
+        # A key mirrored as a string is sampled as its written text (a uuid, an address, a decimal wider
+        # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions).
+        self.selected = ", ".join(shown if type_family(mirror_types.get(column.name.lower(), "")) == "string"
+                                  else f"`{column.name}`" for column, (_, shown, _) in zip(self.key, self.expressions))
         self.values = {}
         for name, mirror_type in mirror_types.items():
             column = types.get(name)
@@ -166,11 +176,11 @@ class MysqlRanges:
 
     def sample_keys(self, key_range: KeyRange, count: int) -> list[Key]:
         where, parameters = self._where(key_range)
-        names = ", ".join(f"`{column.name}`" for column in self.key)
         with self.source.connection.cursor() as cursor:
-            cursor.execute(f"select {names} from {self.relation} where {where} order by rand() limit {int(count)}",
+            cursor.execute(f"select {self.selected} from {self.relation} where {where} order by rand() limit {int(count)}",
                            parameters)
-            return [tuple(row) for row in cursor.fetchall()]
+            return [tuple(value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else value for value in row)
+                    for row in cursor.fetchall()]
 
     def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
                       columns: Sequence[str] | None = None) -> dict[int, SegmentStats]:

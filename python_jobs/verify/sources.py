@@ -98,6 +98,16 @@ class PostgresSource:
         tuples = ", ".join("(" + ", ".join(["%s"] * len(key)) + ")" for _ in keys)
         return self._read(table, f"where ({rendered}) in ({tuples})", [value for values in keys for value in values]).rows
 
+    def request_keys(self, table: str, keys: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Canonical keys' values as a re-read request bounds them (snapshot_requests.py), each cast to its
+        column's type by the capture's pages: a bytea as \\x and its hex (the capture writes the hex alone)."""
+        from python_jobs.capture.postgres_columns import read_catalog
+
+        types = [column.type_name for column in read_catalog(self.connection, [table]).get(table) or ()
+                 if column.in_primary_key]
+        return [["\\x" + value if type_name == "bytea" else value for value, type_name in zip(key, types)]
+                for key in keys]
+
     def _read(self, table: str, condition: str, parameters: Sequence[Any]) -> SampledTable:
         from python_jobs.capture.postgres_snapshot import select_list
 
@@ -185,6 +195,23 @@ class MysqlSource:
         columns = ", ".join(f"`{name}`" for name in info.primary_key)
         tuples = ", ".join("(" + ", ".join(["%s"] * len(info.primary_key)) + ")" for _ in keys)
         return self._read(table, f"where ({columns}) in ({tuples})", [value for values in keys for value in values]).rows
+
+    def request_keys(self, table: str, keys: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Canonical keys' values as a re-read request bounds them (snapshot_requests.py): a binary key
+        as hex (the capture writes base64), a date and time as the server reads it (no T, no Z)."""
+        import base64
+
+        info = self._table(table)
+        types = [info.types[name].data_type for name in info.primary_key]
+
+        def bound(value: str, data_type: str) -> str:
+            if data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
+                return base64.b64decode(value).hex().upper()
+            if data_type in ("datetime", "timestamp"):
+                return value.replace("T", " ").removesuffix("Z")
+            return value
+
+        return [[bound(value, data_type) for value, data_type in zip(key, types)] for key in keys]
 
     def _read(self, table: str, condition: str, parameters: Sequence[Any]) -> SampledTable:
         from python_jobs.capture.mysql_events import row_image

@@ -78,6 +78,9 @@ class Source:
     def sample(self, table, size):
         return SampledTable(("id",), dict(list(self.table.items())[:size]))
 
+    def request_keys(self, table, keys):
+        return [list(key) for key in keys]
+
     def rows_by_key(self, table, keys):
         wanted = {json.dumps(values, separators=(",", ":")) for values in keys}
         return {key: row for key, row in self.table.items() if key in wanted}
@@ -114,3 +117,5 @@ def test_missing_extra_and_changed_rows_are_each_found_with_their_key():
     assert not check.clean
     assert (check.missing, check.extra, check.differing) == (['["3"]'], ['["4"]'], {'["1"]': {"tier": (9, 1)}})
     assert '  key ["1"]: tier: source 9, mirror 1' in check.lines()
+    # What --repair asks the capture to read again: each differing key, from and through itself.
+    assert check.differing_ranges == [(["3"], ["3"]), (["4"], ["4"]), (["1"], ["1"])]

@@ -1,0 +1,41 @@
+"""cdc-verify --repair's requests (python_jobs/verify/cli.py) and the mirror side's string literals
+(python_jobs/verify/mirror_ranges.py)."""
+
+from __future__ import annotations
+
+import json
+
+from python_jobs.verify.cli import parse_args, request_repairs
+from python_jobs.verify.mirror_ranges import MirrorRanges, engine_literal
+from python_jobs.verify.ranges import KeyRange
+
+
+def test_a_sampled_checks_differing_keys_are_each_asked_of_the_capture(tmp_path, capsys):
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    checks = [{"source_table": "shop.t", "clean": False, "differing_ranges": [(["2024-01-21"], ["2024-01-21"])]},
+              {"source_table": "shop.u", "clean": False, "differing_ranges": []},
+              {"source_table": "shop.v", "clean": True, "differing_ranges": []}]
+    request_repairs(state, checks)
+    requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
+    assert requests == [{"table": "shop.t", "from": ["2024-01-21"], "to": ["2024-01-21"]}]
+    said = capsys.readouterr().err
+    assert "shop.u: no differing key was found to read again" in said and "--table shop.u" in said
+    assert "shop.v" not in said
+    # --repair goes with --sample: a sampled check's keys are asked of the capture too.
+    assert parse_args(["--repair", "--state", str(state), "--sample", "10"]).repair
+
+
+def plain_literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def test_no_dollar_reaches_spark_sql_text():
+    """Spark replaces ${x} in a statement's text before parsing it: \\u0024 is the literal's own `$`."""
+    assert engine_literal("spark", plain_literal, "${x}z") == "'\\u0024{x}z'"
+    assert engine_literal("databend", plain_literal, "${x}") == "'${x}'"
+    mirror = {"columns": [["id", "string"]], "range_keys_sql": "select k where __CDC_MERGE_RANGE__"}
+    side = MirrorRanges("spark", mirror, ["id"], [], lambda sql: [], plain_literal)
+    side.exclude(['["${y}"]'])
+    where = side._where(KeyRange(("${x}",), ("${y}z",)))
+    assert "$" not in where and where.count("\\u0024") == 3, where
