@@ -55,10 +55,10 @@
                 'columns': columns,
                 'count_sql': cdc_merge.verify_count_sql(relation, soft),
                 'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
-                'rows_sql': cdc_merge.verify_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
+                'rows_sql': cdc_merge.verify_rows_sql(relation, columns | rejectattr('0', 'in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'key': key,
                 'range_keys_sql': cdc_merge.verify_range_keys_sql(relation, key, soft),
-                'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | map(attribute='0') | reject('in', cdc_merge.bookkeeping_columns()) | list, soft),
+                'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | rejectattr('0', 'in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'range_stats_sql': cdc_merge.verify_range_stats_sql(relation, soft),
                 'at_snapshot_sql': adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__'),
                 'applied_offset_sql': cdc_merge.latest_offset_sql(offsets, relation),
@@ -114,14 +114,20 @@
 {% endmacro %}
 
 {% macro spark__verify_row_json(columns) -%}
+    {#- columns: names, or (name, type) pairs. -#}
     to_json(
-        named_struct({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}),
+        named_struct({% for column in columns %}{% set name = column if column is string else column[0] %}'{{ name }}', {{ name }}{{ ', ' if not loop.last }}{% endfor %}),
         map('timestampFormat', "yyyy-MM-dd'T'HH:mm:ss.SSSSSS", 'ignoreNullFields', 'false')
     )
 {%- endmacro %}
 
 {% macro databend__verify_row_json(columns) -%}
-    to_string(json_object_keep_null({% for column in columns %}'{{ column }}', {{ column }}{{ ', ' if not loop.last }}{% endfor %}))
+    {#- columns: names, or (name, type) pairs; a decimal as its text, which json_object would make a double. -#}
+    to_string(json_object_keep_null(
+        {%- for column in columns %}{% set name = column if column is string else column[0] %}
+        '{{ name }}', {{ name ~ '::string' if column is not string and modules.re.match('^(decimal|numeric)', column[1] | lower) else name }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    ))
 {%- endmacro %}
 
 {% macro verify_range_keys_sql(relation, key, soft) %}

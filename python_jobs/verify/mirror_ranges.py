@@ -88,7 +88,7 @@ class MirrorRanges:
         statement = self._statement("range_keys_sql", key_range).replace(LIMIT, str(int(count)))
         keys = []
         for (text,) in self._rows(statement):
-            values = json.loads(text, parse_float=Decimal)
+            values = json.loads(text, parse_float=Decimal, strict=False)
             keys.append(tuple(values[name] for name in self.key))
         return keys
 
@@ -105,4 +105,4 @@ class MirrorRanges:
 
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
         statement = self._statement("range_rows_sql", key_range)
-        return {str(key): json.loads(row, parse_float=Decimal) for key, row in self._rows(statement)}
+        return {str(key): json.loads(row, parse_float=Decimal, strict=False) for key, row in self._rows(statement)}
