@@ -123,7 +123,7 @@
     and {{ prefix }}source_ts < {{ cdc_merge.cdc_changes_literal(to_ts) }}
     {%- endif %}
     {%- if keys is not none %}
-    and {{ prefix }}key in ({% for key in keys %}{{ adapter.sql_string_literal(key) }}{{ ', ' if not loop.last }}{% endfor %})
+    and {{ prefix }}key in ({% for key in keys %}{{ cdc_merge.string_literal(key) }}{{ ', ' if not loop.last }}{% endfor %})
     {%- endif %}
 {%- endmacro %}
 

@@ -52,11 +52,25 @@
 
 {% macro spark__cdc_value(row, json_field, data_type) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json({{ row }}, {{ adapter.sql_string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}).{{ cdc_merge.spark_field_reference(json_field) }}
+    from_json({{ row }}, {{ cdc_merge.string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}).{{ cdc_merge.spark_field_reference(json_field) }}
 {%- endmacro %}
 
 {% macro spark_field_reference(field) %}
     {{- return(field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', field) else cdc_merge.spark_schema_field(field)) -}}
+{% endmacro %}
+
+{% macro string_literal(text) %}
+    {#- A string literal of the target's SQL, whatever Spark adapter runs it (a plain dbt-spark target is refused later, by name). -#}
+    {{ return(adapter.dispatch('string_literal', 'cdc_merge')(text)) }}
+{% endmacro %}
+
+{% macro spark__string_literal(text) %}
+    {#- Backslash escapes; $ as \u0024, for Spark substitutes ${...} in a statement's text before it parses it. -#}
+    {{- return("'" ~ text | replace('\\', '\\\\') | replace("'", "\\'") | replace('$', '\\u0024') ~ "'") -}}
+{% endmacro %}
+
+{% macro databend__string_literal(text) %}
+    {{- return(adapter.sql_string_literal(text)) -}}
 {% endmacro %}
 
 {% macro spark_schema_field(field) %}
@@ -75,7 +89,7 @@
         Spark has a value it cannot hold, where a cast would clamp it to 1000-01-01 or fail the run.
     -#}
     {#- get(), not row['field']: Databend reads a bracket's key as a key path, which a backslash breaks. -#}
-    {%- set field = "get(" ~ row ~ ", " ~ adapter.sql_string_literal(json_field) ~ ")" -%}
+    {%- set field = "get(" ~ row ~ ", " ~ cdc_merge.string_literal(json_field) ~ ")" -%}
     {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
     case
         when is_null_value({{ field }}) then null
@@ -123,7 +137,7 @@
     {%- endfor -%}
     {%- for name in columns -%}
         {%- set field = fields[loop.index0] -%}
-        from_json(_cdc_row, {{ adapter.sql_string_literal(schema | join(", ")) }}, map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
+        from_json(_cdc_row, {{ cdc_merge.string_literal(schema | join(", ")) }}, map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
         {{- ",\n        " if not loop.last }}
     {%- endfor -%}
 {% endmacro %}

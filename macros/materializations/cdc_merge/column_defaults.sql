@@ -74,9 +74,9 @@
 {% endmacro %}
 
 {% macro spark__json_literal(json_text) %}
-    {{- return(adapter.sql_string_literal(json_text)) -}}
+    {{- return(cdc_merge.string_literal(json_text)) -}}
 {% endmacro %}
 
 {% macro databend__json_literal(json_text) %}
-    {{- return("parse_json(" ~ adapter.sql_string_literal(json_text) ~ ")") -}}
+    {{- return("parse_json(" ~ cdc_merge.string_literal(json_text) ~ ")") -}}
 {% endmacro %}
