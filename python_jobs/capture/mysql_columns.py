@@ -160,7 +160,9 @@ def read_table_info(connection: Any, qualified: str) -> TableInfo:
         rows = cursor.fetchall()
     if not rows:
         raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
-    columns = tuple(Column(row[0], row[1].lower(), row[2].lower()) for row in rows)
+    # An ENUM's or SET's members as defined: values are written in the members' own case ('Read', 'Õ').
+    columns = tuple(Column(row[0], row[1].lower(), row[2] if row[1].lower() in ("enum", "set") else row[2].lower())
+                    for row in rows)
     primary_key = tuple(row[0] for row in rows if row[3] == "PRI")
     if not primary_key:
         raise CaptureError(f"table {qualified} has no primary key: a mirror needs one to merge on")

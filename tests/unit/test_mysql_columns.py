@@ -1,0 +1,40 @@
+"""A MariaDB/MySQL table's columns as the capture reads them from information_schema
+(mysql_columns.read_table_info), without a server."""
+
+from __future__ import annotations
+
+from python_jobs.capture.mysql_columns import _implicit_default, read_table_info
+from python_jobs.capture.mysql_events import json_value
+
+COLUMNS = [("id", "int", "INT(11) UNSIGNED", "PRI"), ("perms", "set", "set('Read','Write','Õ')", ""),
+           ("mood", "enum", "enum('Happy','sad')", "")]
+
+
+class _Connection:
+    def cursor(self) -> "_Connection":
+        return self
+
+    def __enter__(self) -> "_Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def execute(self, query: str, parameters: tuple) -> None:
+        self.rows = COLUMNS if "information_schema.columns" in query else [("BASE TABLE",)]
+
+    def fetchall(self) -> list:
+        return self.rows
+
+    def fetchone(self) -> tuple:
+        return self.rows[0]
+
+
+def test_set_and_enum_members_keep_their_case_and_other_types_are_lowercase():
+    table = read_table_info(_Connection(), "shop.t")
+    types = table.types
+    assert types["id"].column_type == "int(11) unsigned"
+    # The snapshot's 'Read,Write' and the binlog's {'Write', 'Read'}: their members in their own case.
+    assert json_value(types["perms"], "Read,Write,Õ") == "Read,Write,Õ"
+    assert json_value(types["perms"], frozenset({"Write", "Read"})) == "Read,Write"
+    assert _implicit_default(types["mood"]) == "Happy"
