@@ -10,16 +10,24 @@ controls of the same number: a value holding one stopped the capture.
 The library also decodes the ENUM and SET members a table map event carries as UTF-8, and leaves a
 member it cannot decode empty, while the server writes them in the column's character set: a
 `latin1` or `sjis` member that is not ASCII arrived as ''. `use_server_charsets` has it keep their
-bytes and decode them by the column's character set."""
+bytes and decode them by the column's character set.
+
+Once the capture has read them from the server (mysql_server_charsets.load_server_charsets), every
+single-byte character set and eucjpms decode by the server's own mapping, which Python's codecs
+lack or differ from."""
 
 from __future__ import annotations
 
 import codecs
 
+from python_jobs.capture.mysql_server_charsets import server_encoding
+
 _LATIN1 = "cdc_merge_latin1"
 # By the names the library gives a column's character set: the server's, but cp1252 for latin1.
 _CODECS = {"utf16": "utf-16-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be", "cp1252": _LATIN1,
            "latin1": _LATIN1}
+# The server's name of a character set the library names after Python's codec.
+_SERVER_NAMES = {"cp1252": "latin1", "koi8_r": "koi8r", "koi8_u": "koi8u"}
 _LATIN1_DECODING = "".join(bytes([byte]).decode("cp1252", errors="ignore") or chr(byte) for byte in range(256))
 _LATIN1_ENCODING = codecs.charmap_build(_LATIN1_DECODING)
 
@@ -36,10 +44,13 @@ codecs.register(_latin1)
 
 
 def binlog_encoding(charset: str) -> str:
-    """The codec name of a column's character set as the library names it (its own name where
-    neither table knows it)."""
+    """The codec name of a column's character set as the library names it: the server's mapping
+    where it was read, else the tables here (its own name where neither table knows it)."""
     from pymysql.charset import charset_by_name
 
+    from_server = server_encoding(_SERVER_NAMES.get(charset, charset))
+    if from_server is not None:
+        return from_server
     if charset in _CODECS:
         return _CODECS[charset]
     found = charset_by_name(charset)

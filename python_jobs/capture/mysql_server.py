@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_rows import fast_rows
+from python_jobs.capture.mysql_server_charsets import load_server_charsets
 from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
@@ -160,6 +161,7 @@ class MysqlCapture:
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
         following = heartbeat_seconds is not None
+        load_server_charsets(self.connection)  # the server's own decoding of its text (mysql_server_charsets.py)
         stream = BinLogStreamReader(
             connection_settings=self.config.connection_settings, server_id=self.config.server_id,
             log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,

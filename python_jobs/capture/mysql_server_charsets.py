@@ -1,0 +1,148 @@
+"""The server's own decoding of character sets that Python decodes otherwise or not at all, for the
+text values and ENUM/SET members of binlog rows events (mysql_charsets.py). The snapshot needs none
+of this: its SELECT gets every value converted to utf8mb4 by the server.
+
+Python has no codec for dec8, hp8, swe7, keybcs2, macce, armscii8, geostd8 or eucjpms: the binlog
+reader kept such a value as bytes, and the capture stopped reading them as UTF-8 (or, where they
+happened to be UTF-8, wrote other text than the server's). Where Python has one it may map bytes
+otherwise than the server: koi8u's 0x95, cp866's 0xFC and 0xFD, greek's 0xA1 and 0xA2, bytes of
+cp1256 and hebrew that the server has no character for. And Python's euc_jp is neither eucJP-ms,
+whose NEC and IBM extensions (①, Ⅰ, ㈱, 髙) it cannot decode, nor quite the server's ujis (0xA1C0
+is '\\' there, '＼' in Python; the user-defined rows 0xF5-0xFE are the Private Use Area there, an
+error in Python).
+
+So each mapping is the server's: CONVERT(... USING utf8mb4) of every byte of every single-byte
+character set (one query), and of every code of eucjpms and of ujis (ASCII, 0x8E and a half-width
+kana, two bytes of 0xA1-0xFE, 0x8F and two such bytes: 17,863 codes in one query each), as the
+server converts them, '?' for a code it has no character for. Read once per process and server
+version: a few tens of milliseconds."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Any
+
+_PREFIX = "cdc_merge_server_"
+# The code structure of eucjpms and ujis (MariaDB's ctype-eucjpms.c and ctype-ujis.c, MySQL's alike):
+# each code's bytes, or one byte of none (which a column cannot hold: the server refuses such a value).
+_EUC_JP_SETS = ("eucjpms", "ujis")
+_EUC_JP_CODES = re.compile(rb"[\x00-\x7f]+|\x8e[\xa1-\xdf]|\x8f[\xa1-\xfe][\xa1-\xfe]|[\xa1-\xfe][\xa1-\xfe]|.", re.S)
+_EUC_JP_QUERY = """
+with recursive b(n) as (select 161 union all select n + 1 from b where n < 254),
+  a(n) as (select 0 union all select n + 1 from a where n < 127)
+select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
+  select n as code from a
+  union all select 142 * 256 + n from b where n <= 223
+  union all select h.n * 256 + l.n from b h, b l
+  union all select (143 * 256 + h.n) * 256 + l.n from b h, b l) codes"""
+
+# Codec name -> CodecInfo, found by the codecs search function below. Python caches what it finds
+# by name, so each reading has names of its own: "cdc_merge_server_2_dec8" for the second.
+_CODECS: dict[str, codecs.CodecInfo] = {}
+# Server character set -> the name of its codec, as last read; the server versions read, the last one last.
+_NAMES: dict[str, str] = {}
+_READ_FROM: list[str] = []
+
+
+def server_encoding(charset: str) -> str | None:
+    """The codec name of a server character set whose mapping was read from the server (None: not read)."""
+    return _NAMES.get(charset)
+
+
+def load_server_charsets(connection: Any) -> None:
+    """Read the mappings from the server (a PyMySQL connection with charset utf8mb4), unless this
+    process has them from the same server version."""
+    with connection.cursor() as cursor:
+        cursor.execute("select version()")
+        (version,) = cursor.fetchone()
+        if _READ_FROM and _READ_FROM[-1] == version:
+            return
+        cursor.execute("select character_set_name, maxlen from information_schema.character_sets")
+        charsets = {name.lower(): int(maxlen) for name, maxlen in cursor.fetchall()}
+        single = sorted(name for name, maxlen in charsets.items() if maxlen == 1 and name != "binary"
+                        and re.fullmatch(r"[a-z0-9_]+", name))
+        prefix = f"{_PREFIX}{len(_READ_FROM) + 1}_"
+        found: dict[str, codecs.CodecInfo] = {}
+        if single:
+            cursor.execute(_single_byte_query(single))
+            tables: dict[str, list[str]] = {name: [""] * 256 for name in single}
+            for name, byte, text in cursor.fetchall():
+                tables[name][int(byte)] = text
+            for name, table in tables.items():
+                found[name] = single_byte_codec(prefix + name, table)
+        for name in _EUC_JP_SETS:
+            if name in charsets:
+                cursor.execute(_EUC_JP_QUERY.format(name=name))
+                codes = {bytes.fromhex(code): text for code, text in cursor.fetchall()}
+                found[name] = euc_jp_codec(prefix + name, codes)
+    _CODECS.update((codec.name, codec) for codec in found.values())
+    _NAMES.clear()
+    _NAMES.update((charset, codec.name) for charset, codec in found.items())
+    _READ_FROM.append(version)
+
+
+def _single_byte_query(names: list[str]) -> str:
+    branches = " union all ".join(f"select '{name}', n, convert(char(n using {name}) using utf8mb4) from b"
+                                  for name in names)
+    return f"with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) {branches}"
+
+
+def single_byte_codec(name: str, table: list[str]) -> codecs.CodecInfo:
+    """A codec of 256 bytes, each the server's text of it (one character: a string of them decodes
+    fastest; a dict where one is not)."""
+    decoding: str | dict[int, str] = "".join(table) if all(len(text) == 1 for text in table) else dict(enumerate(table))
+    encoding: dict[int, int] = {}
+    for byte, text in enumerate(table):
+        if len(text) == 1:
+            encoding.setdefault(ord(text), byte)
+    return codecs.CodecInfo(name=name,
+                            encode=lambda text, errors="strict": codecs.charmap_encode(text, errors, encoding),
+                            decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, decoding))
+
+
+def euc_jp_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
+    """A codec of eucjpms's or ujis's codes; a byte that begins none (which a column cannot hold) is '?', as
+    the server converts it, or an error with errors='strict'."""
+    ascii_as_is = all(codes.get(bytes([byte])) == chr(byte) for byte in range(128))
+    encoding: dict[str, bytes] = {}
+    for code, text in codes.items():
+        if text != "?" or code == b"?":
+            encoding.setdefault(text, code)
+
+    def decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
+        data = bytes(data)
+        parts = []
+        for match in _EUC_JP_CODES.finditer(data):
+            code = match.group()
+            if code[0] < 0x80 and ascii_as_is:
+                parts.append(code.decode("ascii"))
+            elif code[0] < 0x80:
+                parts.extend(codes[bytes([byte])] for byte in code)
+            elif code in codes:
+                parts.append(codes[code])
+            else:
+                parts.append(_undecodable(name, data, match.start(), errors))
+        return "".join(parts), len(data)
+
+    def encode(text: str, errors: str = "strict") -> tuple[bytes, int]:
+        parts = []
+        for index, character in enumerate(text):
+            code = encoding.get(character)
+            if code is None:
+                if errors == "strict":
+                    raise UnicodeEncodeError(name, text, index, index + 1, "not in the server's character set")
+                code = b"?" if errors == "replace" else b""
+            parts.append(code)
+        return b"".join(parts), len(text)
+
+    return codecs.CodecInfo(name=name, encode=encode, decode=decode)
+
+
+def _undecodable(name: str, data: bytes, at: int, errors: str) -> str:
+    if errors == "strict":
+        raise UnicodeDecodeError(name, data, at, at + 1, "begins no code of the server's character set")
+    return "" if errors == "ignore" else "?"
+
+
+codecs.register(lambda name: _CODECS.get(name) if name.startswith(_PREFIX) else None)

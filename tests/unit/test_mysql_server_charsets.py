@@ -1,0 +1,105 @@
+"""The codecs built from a server's own conversion of its character sets (mysql_server_charsets.py),
+without a server: from tables as its queries return them."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from python_jobs.capture import mysql_server_charsets
+from python_jobs.capture.mysql_charsets import binlog_encoding
+from python_jobs.capture.mysql_server_charsets import euc_jp_codec, load_server_charsets, single_byte_codec
+
+EUCJPMS = {bytes([byte]): chr(byte) for byte in range(128)} | {
+    b"\x8e\xb1": "ｱ", b"\xad\xa1": "①", b"\xa1\xc0": "\\", b"\x8f\xf4\xfb": "髙", b"\xa3\xa1": "?"}
+
+
+def test_a_single_byte_codec_maps_each_byte_to_the_servers_text():
+    table = [chr(byte) for byte in range(128)] + ["Œ"] + ["?"] * 127
+    codec = single_byte_codec("test_dec8", table)
+    assert codec.decode(bytes([0x41, 0x80, 0x81, 0xFF])) == ("AŒ??", 4)
+    assert codec.encode("AŒ?") == (b"A\x80?", 3)  # '?' is the byte 0x3F, not one the server has no character for
+    with pytest.raises(UnicodeEncodeError):
+        codec.encode("é")
+    # A byte whose text is not one character (none of the server's tables has one) still decodes.
+    assert single_byte_codec("test_wide", table[:255] + ["ab"]).decode(b"\xffA") == ("abA", 2)
+
+
+def test_eucjpms_codes_are_cut_by_their_structure_and_decoded_by_the_servers_table():
+    codec = euc_jp_codec("test_eucjpms", EUCJPMS)
+    data = b"ab\x8e\xb1\xad\xa1\xa1\xc0\x8f\xf4\xfbz\xa3\xa1"
+    assert codec.decode(data) == ("abｱ①\\髙z?", len(data))
+    assert codec.decode(memoryview(b"\xad\xa1")) == ("①", 2)
+    assert codec.encode("ｱ①髙x") == (b"\x8e\xb1\xad\xa1\x8f\xf4\xfbx", 4)
+    # A byte that begins no code (a column cannot hold one): '?' as the server converts it, or an error.
+    for broken in (b"\x80", b"a\xad", b"\x8e\xe0", b"\x8f\xa1"):
+        with pytest.raises(UnicodeDecodeError):
+            codec.decode(broken)
+    assert codec.decode(b"a\xadb", "replace") == ("a?b", 3)
+    assert codec.decode(b"a\xadb", "ignore") == ("ab", 3)
+    # ASCII decodes by the table too where the server maps a byte of it otherwise.
+    assert euc_jp_codec("test_other", EUCJPMS | {b"\\": "¥"}).decode(b"a\\") == ("a¥", 2)
+
+
+class _Cursor:
+    def __init__(self, server: "_Server") -> None:
+        self.server = server
+        self.rows: list = []
+
+    def __enter__(self) -> "_Cursor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def execute(self, query: str) -> None:
+        self.server.queries.append(query)
+        if query == "select version()":
+            self.rows = [(self.server.version,)]
+        elif "information_schema.character_sets" in query:
+            self.rows = [("latin1", 1), ("koi8u", 1), ("dec8", 1), ("binary", 1), ("utf8mb4", 4), ("eucjpms", 3)]
+        elif "using eucjpms" in query:
+            self.rows = [(code.hex().upper(), text) for code, text in EUCJPMS.items()]
+        else:
+            self.rows = [(name, byte, self.server.texts.get(name, {}).get(byte, chr(byte)))
+                         for name in ("dec8", "koi8u", "latin1") for byte in range(256)]
+            assert "'binary'" not in query
+
+    def fetchone(self):
+        return self.rows[0]
+
+    def fetchall(self):
+        return self.rows
+
+
+class _Server:
+    def __init__(self, version: str, texts: dict[str, dict[int, str]]) -> None:
+        self.version, self.texts, self.queries = version, texts, []
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self)
+
+
+def test_the_mappings_read_from_a_server_decode_the_librarys_character_set_names(monkeypatch):
+    for name, empty in (("_CODECS", {}), ("_NAMES", {}), ("_READ_FROM", [])):
+        monkeypatch.setattr(mysql_server_charsets, name, empty)
+    before = binlog_encoding("cp1252")
+    server = _Server("10.11.19-MariaDB", {"dec8": {0xD7: "Œ"}, "koi8u": {0x95: "•"}, "latin1": {0x81: "\x81"}})
+    load_server_charsets(server)
+    assert len(server.queries) == 4
+    # The library names latin1 cp1252, koi8u koi8_u: both decode by the server's mapping now.
+    assert b"\xd7".decode(binlog_encoding("dec8")) == "Œ"
+    assert b"\x95".decode(binlog_encoding("koi8_u")) == "•"
+    assert binlog_encoding("cp1252") != before and b"\x81".decode(binlog_encoding("cp1252")) == "\x81"
+    assert "①".encode(binlog_encoding("eucjpms")) == b"\xad\xa1"
+    assert binlog_encoding("utf16") == "utf-16-be"  # not read from the server: the table of mysql_charsets
+    # The same server version again: read once a process.
+    load_server_charsets(server)
+    assert server.queries[4:] == ["select version()"]
+    # Another: read again, under new codec names (Python keeps a codec it found by its name).
+    first = binlog_encoding("dec8")
+    load_server_charsets(_Server("11.4.2-MariaDB", {"dec8": {0xD7: "×"}}))
+    assert binlog_encoding("dec8") != first
+    assert b"\xd7".decode(binlog_encoding("dec8")) == "×" and b"\xd7".decode(first) == "Œ"
+    assert codecs.lookup(binlog_encoding("dec8")).name == binlog_encoding("dec8")
