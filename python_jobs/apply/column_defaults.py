@@ -8,17 +8,28 @@ than it held the value from then on; an event after it carries the column itself
 row older than the event gets the value, whatever the order in which the mirror learned of the
 column: in the chunk that holds the event, after the chunk's batches, or when the mirror's model
 adds the column later, after its backfill.
+
+A column whose type the source changed from a 32-bit float to a double (raw_data's "retyped_columns",
+{field: type before}) is alike: the server widened the value each row held then exactly (a `real`
+1.1 is 1.100000023841858 as a `double precision`), while the events written before it carry the
+float's shortest digits ("1.1"), which a mirror's double column reads as 1.1. So a mirror's double
+column gets, in its rows older than the event, the float its value is (`float_retypes`); that
+changes only values read from those older events, whenever the mirror read them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from python_jobs.formats.records import RejectedRecord, object_members
 
 EXISTING_ROWS = "existing_rows"
+RETYPED_COLUMNS = "retyped_columns"
+# A 32-bit float's type as PostgreSQL (format_type) and MariaDB/MySQL (column_type) name it.
+_SINGLE_PRECISION = re.compile(r"(real|float4|float)(\(\d+(,\d+)?\))?( unsigned)?( zerofill)?")
+_DOUBLE = {"double", "double precision", "float64", "float8"}
 
 
 def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[str]) -> list[dict[str, Any]]:
@@ -56,3 +67,37 @@ def existing_rows(raw_data: str) -> list[tuple[str, str]]:
         return [(field, text) for field, (_, text, _) in object_members(raw_data, start, EXISTING_ROWS).items()]
     except RejectedRecord:
         return []
+
+
+def float_retypes(events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> list[dict[str, Any]]:
+    """events: (seq, raw_data) of schema events; column_types: {mirror column: type}. Returns, in seq
+    order, each event that retyped a 32-bit float the mirror holds as a double: {'seq', 'columns': [the
+    mirror's columns]}."""
+    mirror = {str(name).lower(): str(name) for name in column_types}
+    doubles = {name.lower() for name, type_name in column_types.items() if _bare_type(type_name) in _DOUBLE}
+    plan = []
+    for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
+        columns = [mirror[name] for field, before in retyped_columns(raw_data).items()
+                   if _SINGLE_PRECISION.fullmatch(before.strip().lower())
+                   and (name := mirror_name(field, mirror)) is not None and name in doubles]
+        if columns:
+            plan.append({"seq": seq, "columns": columns})
+    return plan
+
+
+def retyped_columns(raw_data: str) -> dict[str, str]:
+    """{field: its type before} of a schema event's retyped_columns; none when it has none."""
+    if RETYPED_COLUMNS not in raw_data:
+        return {}
+    try:
+        value = json.loads(raw_data).get(RETYPED_COLUMNS)
+    except (ValueError, AttributeError):
+        return {}
+    return {field: before for field, before in value.items() if isinstance(before, str)} if isinstance(value, dict) else {}
+
+
+def _bare_type(type_name: str) -> str:
+    """A column type without Databend's nullability: Nullable(Float64), DOUBLE NULL -> float64, double."""
+    bare = str(type_name).strip().lower()
+    bare = re.sub(r"^nullable\((.*)\)$", r"\1", bare)
+    return re.sub(r"\s+(not\s+)?null$", "", bare)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 from python_jobs.capture.output import CaptureError
@@ -47,6 +47,15 @@ def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[lis
     added = [column for column in after.columns
              if column.name not in old and column.name.lower() in named and column.name.lower() not in renamed]
     return added, [column.name for column in after.columns if column.name in old or column.name.lower() in named]
+
+
+def retyped_columns(before: TableInfo, after: TableInfo, ddl: str) -> dict[str, str]:
+    """The columns an ALTER TABLE changed the type of ({name: type before}): in the table before and
+    after it, named by the statement (a capture far behind reads the table's newest columns)."""
+    named = {word.lower() for word in re.findall(r"[A-Za-z0-9_$]+", ddl)}
+    old = {column.name: column.column_type for column in before.columns}
+    return {column.name: old[column.name] for column in after.columns
+            if column.name in old and old[column.name] != column.column_type and column.name.lower() in named}
 
 
 def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column]) -> list[AddedColumn]:
@@ -137,14 +146,14 @@ def _length(column: Column) -> int:
 
 
 def schema_event(table: TableInfo, added: Sequence[AddedColumn], binlog_file: str, position: int, ts_ms: int | None,
-                 ddl: str, processed_ms: int) -> dict[str, Any]:
+                 ddl: str, processed_ms: int, retyped: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The schema change event at the ALTER TABLE's place in the binlog."""
     source = {"connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
               "file": binlog_file, "pos": position, "row": 0, "ts_ms": ts_ms, "snapshot": "false"}
     return schema_change_event(
         source=source, table_id=f'"{table.schema}"."{table.name}"',
         columns=[(column.name, column.column_type) for column in table.columns], primary_key=table.primary_key,
-        added=added, processed_ms=processed_ms, ddl=ddl,
+        added=added, processed_ms=processed_ms, ddl=ddl, retyped=retyped,
     )
 
 

@@ -1,7 +1,7 @@
 """What DDL in the binlog changes of the MariaDB/MySQL capture's tables (mysql_server.py reads the
 binlog; capture is its MysqlCapture): columns an ALTER TABLE added, with the values of the rows that
-existed then; columns a rows event has that the table's info lacks; and tables whose rows a statement
-changes with no rows event, which are read again online."""
+existed then, and columns it retyped; columns a rows event has that the table's info lacks; and
+tables whose rows a statement changes with no rows event, which are read again online."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping
 
-from python_jobs.capture.mysql_columns import added_columns, altered_table, existing_rows, read_table_info, schema_event
+from python_jobs.capture.mysql_columns import (
+    added_columns, altered_table, existing_rows, read_table_info, retyped_columns, schema_event,
+)
 from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
 from python_jobs.capture.mysql_statements import replaced_tables, repartitioned_tables, statement
@@ -22,8 +24,9 @@ log = logging.getLogger("cdc_merge.capture")
 
 def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
                         start: int) -> dict[str, Any] | None:
-    """An ALTER TABLE of a captured table that added columns: its schema change event, with the values
-    the rows that existed then hold (mysql_columns.py); the table's info read again."""
+    """An ALTER TABLE of a captured table that added or retyped columns: its schema change event, with
+    the values the rows that existed then hold in the added ones (mysql_columns.py) and the retyped
+    ones' types before; the table's info read again."""
     ddl = statement(event.query)
     named = altered_table(ddl, event.schema)
     table = captured.get(named) if named else None
@@ -33,13 +36,15 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     refreshed = read_table_info(capture.connection, qualified)
     capture.tables[qualified] = captured[named] = refreshed
     added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
-    if not added:
+    retyped = retyped_columns(table, refreshed, ddl)
+    if not (added or retyped):
         return None
-    values = existing_rows(capture.connection, refreshed, added)
+    values = existing_rows(capture.connection, refreshed, added) if added else []
     warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
     logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in capture.known_columns[qualified]))
-    return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000))
+    return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000),
+                        retyped)
 
 def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
     """The captured tables whose rows the statement changes with no rows event, to be read again

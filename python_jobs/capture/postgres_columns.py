@@ -7,7 +7,9 @@ decoded without the column and before the first one with it, for the mirror's ro
 take its value. The capture therefore holds the addition until the stream delivers either a
 change of the table that carries the column, or a logical message the capture wrote when it
 noticed it (pg_logical_emit_message, which is in the log after the ALTER TABLE committed), and
-writes the event at the first of the two.
+writes the event at the first of the two. A column whose type an ALTER TABLE changed is noticed and
+said alike (its event names it in retypedColumns), at the first change that carries it in the new
+type or at the message.
 """
 
 from __future__ import annotations
@@ -144,13 +146,21 @@ class ColumnAdditions:
     known: dict[str, dict[str, str]] = field(default_factory=dict)
     pending: dict[str, dict[str, CatalogColumn]] = field(default_factory=dict)
     catalog: dict[str, list[CatalogColumn]] = field(default_factory=dict)
+    # The types the written log has ({table: {attnum: type}}; the state's "column_types"), and the
+    # columns whose type changed in the catalog but not yet in a written event ({table: {name: (type before, column)}}).
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
+    retyped: dict[str, dict[str, tuple[str, CatalogColumn]]] = field(default_factory=dict)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> ColumnAdditions:
-        return cls(known={table: dict(columns) for table, columns in (state.get("columns") or {}).items()})
+        return cls(known={table: dict(columns) for table, columns in (state.get("columns") or {}).items()},
+                   types={table: dict(types) for table, types in (state.get("column_types") or {}).items()})
 
     def state(self) -> dict[str, dict[str, str]]:
         return {table: dict(columns) for table, columns in self.known.items()}
+
+    def types_state(self) -> dict[str, dict[str, str]]:
+        return {table: dict(types) for table, types in self.types.items()}
 
     def notice(self, catalog: Mapping[str, list[CatalogColumn]]) -> dict[str, list[str]]:
         """Compare the catalog with the log; returns the tables with newly noticed additions, and their
@@ -160,17 +170,25 @@ class ColumnAdditions:
         noticed: dict[str, list[str]] = {}
         for table, columns in catalog.items():
             by_attnum = {str(column.attnum): column for column in columns}
+            types = self.types.setdefault(table, {})
             if table not in self.known:
                 self.known[table] = {attnum: column.name for attnum, column in by_attnum.items()}
+                types.update({attnum: column.type_name for attnum, column in by_attnum.items()})
                 continue
             known = self.known[table]
             for attnum in [attnum for attnum in known if attnum not in by_attnum]:
                 del known[attnum]
+                types.pop(attnum, None)
             for attnum, column in by_attnum.items():
                 if attnum in known:
                     known[attnum] = column.name
+                    before = types.setdefault(attnum, column.type_name)  # a state without types: as it is now
+                    if before != column.type_name and column.name not in self.retyped.get(table, {}):
+                        self.retyped.setdefault(table, {})[column.name] = (before, column)
+                        noticed.setdefault(table, []).append(column.name)
                 elif column.name not in self.pending.get(table, {}):
                     self.pending.setdefault(table, {})[column.name] = column
+                    types[attnum] = column.type_name
                     noticed.setdefault(table, []).append(column.name)
         return noticed
 
@@ -178,15 +196,15 @@ class ColumnAdditions:
         return column in self.pending.get(table, {})
 
     def observes_rows(self) -> bool:
-        """Whether a row change can carry an addition: only while one is pending."""
-        return bool(self.pending)
+        """Whether a row change can carry an addition or a retype: only while one is pending."""
+        return bool(self.pending or self.retyped)
 
     def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
                       processed_ms: int) -> list[dict[str, Any]]:
         """The schema change events to write before a wal2json change (of the transaction committed at
         commit_lsn): the pending additions its table's insert or update carries, or that the capture's
         message names."""
-        if not self.pending:  # nothing waits (as almost always): no change carries an addition
+        if not (self.pending or self.retyped):  # nothing waits (as almost always): no change carries one
             return []
         if change.get("action") == "M":
             if change.get("prefix") != MESSAGE_PREFIX:
@@ -195,11 +213,13 @@ class ColumnAdditions:
             return [event for table, columns in named.items()
                     for event in self._written(table, columns, change, commit_lsn, database, processed_ms)]
         table = f"{change.get('schema')}.{change.get('table')}"
-        if table not in self.pending or change.get("action") not in ("I", "U"):
+        if (table not in self.pending and table not in self.retyped) or change.get("action") not in ("I", "U"):
             return []
-        carried = {column.get("name") for column in change.get("columns") or ()}
-        return self._written(table, [name for name in self.pending[table] if name in carried], change, commit_lsn, database,
-                             processed_ms)
+        carried = {column.get("name"): column.get("type") for column in change.get("columns") or ()}
+        # A retyped column is carried in its new type by a change decoded after the ALTER TABLE.
+        names = [name for name in self.pending.get(table, {}) if name in carried] + [
+            name for name, (_, column) in self.retyped.get(table, {}).items() if carried.get(name) == column.type_name]
+        return self._written(table, names, change, commit_lsn, database, processed_ms)
 
     def _written(self, table: str, names: list[str], change: Mapping[str, Any], commit_lsn: int, database: str,
                  processed_ms: int) -> list[dict[str, Any]]:
@@ -207,10 +227,16 @@ class ColumnAdditions:
         columns = [waiting.pop(name) for name in names if name in waiting]
         if not waiting:
             self.pending.pop(table, None)
-        if not columns:
+        waiting_retypes = self.retyped.get(table, {})
+        retyped = {name: waiting_retypes.pop(name) for name in names if name in waiting_retypes}
+        if not waiting_retypes:
+            self.retyped.pop(table, None)
+        if not (columns or retyped):
             return []
         for column in columns:
             self.known.setdefault(table, {})[str(column.attnum)] = column.name
+        for _, column in retyped.values():
+            self.types.setdefault(table, {})[str(column.attnum)] = column.type_name
         added = [column.added() for column in columns]
         warn_unknown_values(table, added, "run the capture once with --resnapshot to read them")
         schema, name = table.split(".")
@@ -219,5 +245,5 @@ class ColumnAdditions:
             source=source_block(database, table, parse_lsn(change["lsn"]), commit_lsn), table_id=f'"{schema}"."{name}"',
             columns=[(column.name, column.type_name) for column in catalog],
             primary_key=[column.name for column in catalog if column.in_primary_key],
-            added=added, processed_ms=processed_ms,
+            added=added, processed_ms=processed_ms, retyped={name: before for name, (before, _) in retyped.items()},
         )]

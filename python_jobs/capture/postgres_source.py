@@ -286,9 +286,11 @@ class PostgresCapture:
         if unwritten or page is not None:
             # following: a streaming capture's figures (output.FollowProgress), for whoever watches it.
             self.write_state({**self.state, "written_lsn": lsn_text(last_commit), "columns": self.additions.state(),
+                              "column_types": self.additions.types_state(),
                               "snapshots": self.pages.state(), **({"following": following} if following else {})})
         self.summary.transactions += len(unwritten)
-        self.mark_additions({table: columns for table, columns in noticed.items() if table in self.additions.pending})
+        self.mark_additions({table: columns for table, columns in noticed.items()
+                             if table in self.additions.pending or table in self.additions.retyped})
         crash_points.crash_point("capture-before-confirm")
         return last_commit
 

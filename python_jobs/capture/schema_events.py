@@ -7,6 +7,12 @@ The event's `tableChanges[].existingRows` (an addition to Debezium's format, whi
 Debezium ignore) is an image of the added columns as those rows hold them; the landing keeps it in
 the schema event's `raw_data` and a mirror applies it to its rows older than the event
 (macros/materializations/cdc_merge/column_defaults.sql, docs/schema_changes.md).
+
+A column whose type the source changed (`real` to `double precision`, `int` to `bigint`) is named in
+`tableChanges[].retypedColumns` ({column: its type before}), another addition of ours: the server
+converted the rows it had without a row change, so a mirror that widens the column keeps those rows'
+stored values, widened as the server widened them, rather than computing them again from events
+written in the old type (a `real` sent as `1.1` is `1.100000023841858` as a `double precision`).
 """
 
 from __future__ import annotations
@@ -30,26 +36,30 @@ class AddedColumn:
 
 def schema_change_event(
     *, source: Mapping[str, Any], table_id: str, columns: Sequence[tuple[str, str]], primary_key: Sequence[str],
-    added: Sequence[AddedColumn], processed_ms: int, ddl: str | None = None,
+    added: Sequence[AddedColumn], processed_ms: int, ddl: str | None = None, retyped: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Debezium's schema change event of one table: its columns after the change ([(name, type)]) and
-    existingRows, the added columns' values in the rows that existed before it."""
+    """Debezium's schema change event of one table: its columns after the change ([(name, type)]),
+    existingRows, the added columns' values in the rows that existed before it, and retypedColumns,
+    the columns whose type it changed ({name: type before}), when there are any."""
+    change: dict[str, Any] = {
+        "type": "ALTER",
+        "id": table_id,
+        "table": {
+            "primaryKeyColumnNames": list(primary_key),
+            "columns": [{"name": name, "typeName": type_name, "position": position}
+                        for position, (name, type_name) in enumerate(columns, start=1)],
+        },
+        "existingRows": {column.name: column.existing_value for column in added if column.known},
+    }
+    if retyped:
+        change["retypedColumns"] = dict(retyped)
     return {
         "source": source,
         "ts_ms": processed_ms,
         "databaseName": source.get("db"),
         "schemaName": source.get("schema"),
         "ddl": ddl,
-        "tableChanges": [{
-            "type": "ALTER",
-            "id": table_id,
-            "table": {
-                "primaryKeyColumnNames": list(primary_key),
-                "columns": [{"name": name, "typeName": type_name, "position": position}
-                            for position, (name, type_name) in enumerate(columns, start=1)],
-            },
-            "existingRows": {column.name: column.existing_value for column in added if column.known},
-        }],
+        "tableChanges": [change],
     }
 
 

@@ -181,9 +181,12 @@ def _schema_change(envelope: Mapping[str, Any], key_columns: Mapping[str, Sequen
             {"name": column.get("name"), "type": _column_type(column)}
             for column in table.get("columns") or [] if isinstance(column, dict)
         ] if change.get("type") != "DROP" else None
+        retyped = change.get("retypedColumns")
         events.append(schema_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")),
                                    envelope.get("ddl"), None, columns,
-                                   existing_rows[index] if index < len(existing_rows) else None))
+                                   existing_rows[index] if index < len(existing_rows) else None,
+                                   {str(name): str(type_name) for name, type_name in retyped.items()}
+                                   if isinstance(retyped, dict) and retyped else None))
     if not events:
         raise IgnoredRecord(f"Debezium schema change of no configured table: {short(envelope.get('ddl'))}")
     return events

@@ -146,12 +146,14 @@ def truncate_event(table_name: str, seq: str, source_ts_ms: int | None) -> Parse
 def schema_event(
     table_name: str, seq: str, source_ts_ms: int | None, ddl: Any,
     columns_before: list[dict[str, Any]] | None, columns_after: list[dict[str, Any]] | None,
-    existing_rows: str | None = None,
+    existing_rows: str | None = None, retyped_columns: dict[str, str] | None = None,
 ) -> ParsedLine:
     """A change of table_name's shape: raw_data {"ddl", "columns"} after it, before_data {"columns"}
     before it when the record says ([{"name", "type"}]; null when unknown). existing_rows: the exact
     JSON text of the columns it added, as the rows that existed before it hold them (the captures'
-    schema change events say it: python_jobs/capture/schema_events.py); raw_data's "existing_rows"."""
+    schema change events say it: python_jobs/capture/schema_events.py); raw_data's "existing_rows".
+    retyped_columns: the columns whose type it changed, with their types before (the captures'
+    retypedColumns); raw_data's "retyped_columns"."""
 
     def image(columns: list[dict[str, Any]] | None, **more: Any) -> str:
         return json.dumps({**more, "columns": columns}, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -159,6 +161,8 @@ def schema_event(
     after = image(columns_after, ddl=ddl if isinstance(ddl, str) else None)
     if existing_rows is not None:
         after = f'{after[:-1]},"existing_rows":{existing_rows}}}'
+    if retyped_columns:
+        after = f'{after[:-1]},"retyped_columns":{json.dumps(retyped_columns, ensure_ascii=False)}}}'
     return ParsedLine(
         STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_SCHEMA,
         raw_data=after,

@@ -5,6 +5,9 @@
     (python_jobs/apply/column_defaults.py says why that is right whatever the order). Applied after a
     chunk's batches, for the chunk's events; and after a backfill, for every such event in the raw
     log, when the model adds the column later. A row keeps its _cdc_seq: the value is of that version.
+    The same events say which columns the source widened from a 32-bit float to a double; a mirror's
+    double column holds, in the rows older than that, the exact value of their float, as the source's
+    rows do (the captures' schema events always carry existing_rows, so both are found alike).
 #}
 
 {% macro chunk_column_defaults(chunk_view, cfg, chunk_plan) %}
@@ -64,7 +67,24 @@
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | map(attribute='name') | join(', ')
             ~ " added to the source at " ~ event.seq ~ ": set in the rows older than that to the value the source gave them", info=True) }}
     {% endfor %}
+    {#- A 32-bit float the source widened to a double: the older rows' values as the server widened them (column_defaults.py). -#}
+    {% for event in (adapter.cdc_float_retypes(events, column_types) if events else []) %}
+        {% for column in event.columns %}
+            {% do run_query(cdc_merge.float_widened_sql(target_relation, column, event.seq)) %}
+        {% endfor %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | join(', ') ~ " widened from a 32-bit float by the source at "
+            ~ event.seq ~ ": the rows older than that hold the float's exact value, as the source's do", info=True) }}
+    {% endfor %}
     {{ return(set_columns) }}
+{% endmacro %}
+
+
+{% macro float_widened_sql(relation, column, seq) %}
+    update {{ relation }}
+    set {{ column }} = cast(cast({{ column }} as float) as double)
+    where
+        _cdc_seq < {{ cdc_merge.string_literal(seq) }}
+        and {{ column }} <> cast(cast({{ column }} as float) as double)
 {% endmacro %}
 
 

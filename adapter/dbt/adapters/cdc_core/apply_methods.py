@@ -75,6 +75,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return column_defaults.column_defaults(events, mirror_columns)
 
     @available
+    def cdc_float_retypes(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
+        """column_defaults.sql: the mirror's double columns the source widened from a 32-bit float (column_defaults.py)."""
+        return column_defaults.float_retypes(events, column_types)
+
+    @available
     def cdc_snapshot_ranges(self, events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> List[Dict[str, Any]]:
         """snapshot_ranges.sql: the key ranges online snapshot pages read completely (snapshot_ranges.py)."""
         return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
