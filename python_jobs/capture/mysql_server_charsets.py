@@ -11,15 +11,16 @@ whose NEC and IBM extensions (①, Ⅰ, ㈱, 髙) it cannot decode, nor quite th
 is '\\' there, '＼' in Python; the user-defined rows 0xF5-0xFE are the Private Use Area there, an
 error in Python).
 
-So each mapping is the server's: CONVERT(... USING utf8mb4) of every byte of every single-byte
-character set (one query), and of every code of eucjpms and of ujis (ASCII, 0x8E and a half-width
-kana, two bytes of 0xA1-0xFE, 0x8F and two such bytes: 17,863 codes in one query each), as the
-server converts them, '?' for a code it has no character for. Read once per process and server
-version: a few tens of milliseconds."""
+So each mapping is the server's: CONVERT(... USING utf8mb4) of every byte of a single-byte
+character set, and of every code of eucjpms or ujis (ASCII, 0x8E and a half-width kana, two bytes
+of 0xA1-0xFE, 0x8F and two such bytes: 17,863 codes), as the server converts them, '?' for a code
+it has no character for. One query a character set, when a column of it is first decoded, once a
+process and server version: a few milliseconds, some tens for eucjpms and ujis."""
 
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from typing import Any
 
@@ -38,54 +39,51 @@ select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
   union all select (143 * 256 + h.n) * 256 + l.n from b h, b l) codes"""
 
 # Codec name -> CodecInfo, found by the codecs search function below. Python caches what it finds
-# by name, so each reading has names of its own: "cdc_merge_server_2_dec8" for the second.
+# by name, so each server version's codecs have names of their own: "cdc_merge_server_2_dec8".
 _CODECS: dict[str, codecs.CodecInfo] = {}
-# Server character set -> the name of its codec, as last read; the server versions read, the last one last.
+# Server character set -> the name of its codec, of those read from the server.
 _NAMES: dict[str, str] = {}
-_READ_FROM: list[str] = []
-
-
-def server_encoding(charset: str) -> str | None:
-    """The codec name of a server character set whose mapping was read from the server (None: not read)."""
-    return _NAMES.get(charset)
+# The server read from: its "connection", "version", the character sets it can give ("readable"),
+# and the codec names' "prefix", numbered by its reading in the process.
+_SERVER: dict[str, Any] = {}
+_READINGS = itertools.count(1)
 
 
 def load_server_charsets(connection: Any) -> None:
-    """Read the mappings from the server (a PyMySQL connection with charset utf8mb4), unless this
-    process has them from the same server version."""
+    """Decode by this server's mappings (a PyMySQL connection with charset utf8mb4, kept to read
+    them): each character set's is read when a column of it is first decoded, once a process and
+    server version, so a capture whose columns are all utf8mb4 reads none."""
     with connection.cursor() as cursor:
         cursor.execute("select version()")
         (version,) = cursor.fetchone()
-        if _READ_FROM and _READ_FROM[-1] == version:
-            return
-        cursor.execute("select character_set_name, maxlen from information_schema.character_sets")
-        charsets = {name.lower(): int(maxlen) for name, maxlen in cursor.fetchall()}
-        single = sorted(name for name, maxlen in charsets.items() if maxlen == 1 and name != "binary"
-                        and re.fullmatch(r"[a-z0-9_]+", name))
-        prefix = f"{_PREFIX}{len(_READ_FROM) + 1}_"
-        found: dict[str, codecs.CodecInfo] = {}
-        if single:
-            cursor.execute(_single_byte_query(single))
-            tables: dict[str, list[str]] = {name: [""] * 256 for name in single}
-            for name, byte, text in cursor.fetchall():
-                tables[name][int(byte)] = text
-            for name, table in tables.items():
-                found[name] = single_byte_codec(prefix + name, table)
-        for name in _EUC_JP_SETS:
-            if name in charsets:
-                cursor.execute(_EUC_JP_QUERY.format(name=name))
-                codes = {bytes.fromhex(code): text for code, text in cursor.fetchall()}
-                found[name] = euc_jp_codec(prefix + name, codes)
-    _CODECS.update((codec.name, codec) for codec in found.values())
-    _NAMES.clear()
-    _NAMES.update((charset, codec.name) for charset, codec in found.items())
-    _READ_FROM.append(version)
+        if version != _SERVER.get("version"):
+            cursor.execute("select character_set_name, maxlen from information_schema.character_sets")
+            charsets = {name.lower(): int(maxlen) for name, maxlen in cursor.fetchall()}
+            readable = {name for name, maxlen in charsets.items() if maxlen == 1 and name != "binary"}
+            readable |= set(_EUC_JP_SETS) & set(charsets)
+            _NAMES.clear()
+            _SERVER.update(version=version, prefix=f"{_PREFIX}{next(_READINGS)}_",
+                           readable={name for name in readable if re.fullmatch(r"[a-z0-9_]+", name)})
+    _SERVER["connection"] = connection
 
 
-def _single_byte_query(names: list[str]) -> str:
-    branches = " union all ".join(f"select '{name}', n, convert(char(n using {name}) using utf8mb4) from b"
-                                  for name in names)
-    return f"with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) {branches}"
+def server_encoding(charset: str) -> str | None:
+    """The codec name of a server character set by the server's own mapping, read now if it was
+    not yet (None: the server gives none, or none was asked for)."""
+    name = _NAMES.get(charset)
+    if name is None and charset in _SERVER.get("readable", ()):
+        name = _SERVER["prefix"] + charset
+        with _SERVER["connection"].cursor() as cursor:
+            if charset in _EUC_JP_SETS:
+                cursor.execute(_EUC_JP_QUERY.format(name=charset))
+                codec = euc_jp_codec(name, {bytes.fromhex(code): text for code, text in cursor.fetchall()})
+            else:
+                cursor.execute("with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) "
+                               f"select n, convert(char(n using {charset}) using utf8mb4) from b order by n")
+                codec = single_byte_codec(name, [text for _, text in cursor.fetchall()])
+        _CODECS[name] = codec
+        _NAMES[charset] = name
+    return name
 
 
 def single_byte_codec(name: str, table: list[str]) -> codecs.CodecInfo:

@@ -62,9 +62,8 @@ class _Cursor:
         elif "using eucjpms" in query:
             self.rows = [(code.hex().upper(), text) for code, text in EUCJPMS.items()]
         else:
-            self.rows = [(name, byte, self.server.texts.get(name, {}).get(byte, chr(byte)))
-                         for name in ("dec8", "koi8u", "latin1") for byte in range(256)]
-            assert "'binary'" not in query
+            (name,) = (name for name in ("dec8", "koi8u", "latin1") if f"using {name})" in query)
+            self.rows = [(byte, self.server.texts.get(name, {}).get(byte, chr(byte))) for byte in range(256)]
 
     def fetchone(self):
         return self.rows[0]
@@ -81,22 +80,25 @@ class _Server:
         return _Cursor(self)
 
 
-def test_the_mappings_read_from_a_server_decode_the_librarys_character_set_names(monkeypatch):
-    for name, empty in (("_CODECS", {}), ("_NAMES", {}), ("_READ_FROM", [])):
+def test_each_mapping_is_read_from_the_server_when_first_used_by_the_librarys_character_set_names(monkeypatch):
+    for name, empty in (("_CODECS", {}), ("_NAMES", {}), ("_SERVER", {})):
         monkeypatch.setattr(mysql_server_charsets, name, empty)
     before = binlog_encoding("cp1252")
     server = _Server("10.11.19-MariaDB", {"dec8": {0xD7: "Œ"}, "koi8u": {0x95: "•"}, "latin1": {0x81: "\x81"}})
     load_server_charsets(server)
-    assert len(server.queries) == 4
-    # The library names latin1 cp1252, koi8u koi8_u: both decode by the server's mapping now.
+    assert len(server.queries) == 2  # its version and its character sets: no mapping before one is used
     assert b"\xd7".decode(binlog_encoding("dec8")) == "Œ"
+    assert len(server.queries) == 3 and binlog_encoding("dec8") and len(server.queries) == 3
+    # The library names latin1 cp1252, koi8u koi8_u: both decode by the server's mapping.
     assert b"\x95".decode(binlog_encoding("koi8_u")) == "•"
     assert binlog_encoding("cp1252") != before and b"\x81".decode(binlog_encoding("cp1252")) == "\x81"
     assert "①".encode(binlog_encoding("eucjpms")) == b"\xad\xa1"
-    assert binlog_encoding("utf16") == "utf-16-be"  # not read from the server: the table of mysql_charsets
-    # The same server version again: read once a process.
+    assert binlog_encoding("utf16") == "utf-16-be"  # none from the server: the table of mysql_charsets
+    assert binlog_encoding("sjis") == "sjis"  # nor for one the server does not name here
+    # The same server version again: nothing read again.
+    queries = len(server.queries)
     load_server_charsets(server)
-    assert server.queries[4:] == ["select version()"]
+    assert server.queries[queries:] == ["select version()"]
     # Another: read again, under new codec names (Python keeps a codec it found by its name).
     first = binlog_encoding("dec8")
     load_server_charsets(_Server("11.4.2-MariaDB", {"dec8": {0xD7: "×"}}))
