@@ -1,7 +1,8 @@
 """Real PostgreSQL and MariaDB tables change shape in the middle of a captured workload (columns
 added, one with a default the existing rows take, types widened (a 32-bit float to a double, which
-the server widens exactly in the rows it has), a column dropped, the table truncated); captured by the least-privileged user the docs prescribe, the mirrors, on both engines,
-equal the source tables at the end without --full-refresh."""
+the server widens exactly in the rows it has), a column dropped, the table truncated); captured by
+the least-privileged user the docs prescribe, the mirrors, on both engines, equal the source tables
+at the end without --full-refresh."""
 
 from __future__ import annotations
 
@@ -178,6 +179,49 @@ def test_mariadb_source_changes_shape_and_the_mirrors_follow(conformance_project
             "add_with_default": "alter table shop.items add column tier varchar(10) not null default 'gold'",
             "truncate": "truncate table shop.items",
         })
+        connection.close()
+    finally:
+        server.stop()
+
+
+def test_mariadb_rows_older_than_an_addition_keep_its_default_when_a_later_alter_changed_it(
+        conformance_project, server_directory, tmp_path):
+    """The capture reaches ADD COLUMN ... DEFAULT 'gold' after a later ALTER set another default (or
+    dropped it): the rows that existed then hold the statement's default, not the catalog's newer one."""
+    server = start_mariadb(server_directory)
+    try:
+        connection = server.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("create database shop character set utf8mb4")
+            cursor.execute("create table shop.items (id bigint primary key, name varchar(50))")
+        connection.commit()
+        user, password = create_mariadb_capture_user(server, ["shop"])
+        config = capture_mysql.CaptureConfig(
+            host="127.0.0.1", port=server.port, user=user, password=password, tables=tuple(KEYS),
+            out=conformance_project.inbox, state=tmp_path / "capture-state.json")
+        capture_mysql.run(config)
+        with connection.cursor() as cursor:
+            cursor.executemany("insert into shop.items values (%s, %s)", [(n, f"item {n}") for n in range(1, 6)])
+            cursor.execute("alter table shop.items add column tier varchar(10) not null default 'it''s gold', "
+                           "add column level int default -5, add column note text default null")
+            cursor.execute("alter table shop.items alter column tier set default 'silver'")
+            cursor.execute("alter table shop.items alter column level drop default")
+            cursor.execute("alter table shop.items alter column note set default 'later'")
+            cursor.execute("insert into shop.items (id, name) values (6, 'item 6')")
+        connection.commit()
+        capture_mysql.run(config)
+        conformance_project.land(KEYS)
+        conformance_project.write_model(
+            "items", "unique_key='id', source_table='shop.items'",
+            "{{ cdc_merge.cdc_columns({'id': 'bigint', 'name': 'string', 'tier': 'string', 'level': 'int', 'note': 'string'}) }}, "
+            "{{ cdc_merge.cdc_metadata_columns() }}")
+        conformance_project.dbt("run", "--select", "items")
+        with connection.cursor() as cursor:
+            cursor.execute("select id, name, tier, level, note from shop.items order by id")
+            rows = [tuple(row) for row in cursor.fetchall()]
+        assert rows[0] == (1, "item 1", "it's gold", -5, None) and rows[-1] == (6, "item 6", "silver", None, "later")
+        assert [tuple(row.values()) for row in conformance_project.query(
+            f"select id, name, tier, level, note from {conformance_project.schema}.items order by id")] == rows
         connection.close()
     finally:
         server.stop()

@@ -1,8 +1,9 @@
 """A captured MariaDB/MySQL table's columns, as information_schema has them (read_table_info), its
-foreign keys whose cascades the binlog does not carry (warn_of_cascades), and the columns added to it: which columns an ALTER TABLE in the binlog added, and the value the rows
-that existed then hold in them (python_jobs/capture/schema_events.py says
-why that needs an event of its own). The binlog has the ALTER TABLE at its exact place, so the
-schema change event is written there."""
+foreign keys whose cascades the binlog does not carry (warn_of_cascades), and the columns changed:
+which columns an ALTER TABLE in the binlog added, and the value the rows that existed then hold in
+them (python_jobs/capture/schema_events.py says why that needs an event of its own), and which it
+retyped. The binlog has the ALTER TABLE at its exact place, so the schema change event is written
+there."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 import re
 from typing import Any, Mapping, Sequence
 
+from python_jobs.capture.mysql_ddl_defaults import added_column_defaults
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event
@@ -58,8 +60,11 @@ def retyped_columns(before: TableInfo, after: TableInfo, ddl: str) -> dict[str, 
             if column.name in old and old[column.name] != column.column_type and column.name.lower() in named}
 
 
-def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column]) -> list[AddedColumn]:
-    """What the rows that existed before the columns were added hold in them, from the catalog's defaults."""
+def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column], ddl: str = "") -> list[AddedColumn]:
+    """What the rows that existed before the columns were added hold in them: the literal default the
+    adding statement (ddl) gives, which a later ALTER may have changed in the catalog since
+    (mysql_ddl_defaults.py), else the catalog's default."""
+    stated = added_column_defaults(ddl)
     with connection.cursor() as cursor:
         cursor.execute("select version()")
         mariadb = "mariadb" in cursor.fetchone()[0].lower()
@@ -70,6 +75,9 @@ def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column]) 
         added = []
         for column in columns:
             default, nullable, extra = catalog.get(column.name, (None, "YES", ""))
+            literal = stated.get(column.name.lower())
+            if literal is not None and "generated" not in (extra or "").lower():
+                default = ("NULL" if literal.lower() == "null" else literal) if mariadb else _catalog_text(column, literal, default)
             added.append(_existing_value(cursor, column, default, nullable == "YES", (extra or "").lower(), mariadb))
     return added
 
@@ -91,6 +99,19 @@ def _existing_value(cursor: Any, column: Column, default: str | None, nullable: 
     if column.data_type == "binary" and isinstance(value, bytes):
         value = value.ljust(_length(column), b"\0")
     return known(value)
+
+
+def _catalog_text(column: Column, literal: str, catalog_default: str | None) -> str | None:
+    """A statement's literal default as MySQL's information_schema writes it (unquoted: _mysql_literal
+    quotes it again); the catalog's where the two forms are not the same kind."""
+    numeric = column.data_type in _INTEGER_TYPES | {"decimal", "float", "double", "year"}
+    if literal.lower() == "null":
+        return None
+    if literal.startswith("'") and not numeric and column.data_type != "bit":
+        return literal[1:-1].replace("''", "'")
+    if numeric and literal[0] in "+-0123456789" and not literal.lower().startswith("0x"):
+        return literal
+    return catalog_default
 
 
 def _mysql_literal(column: Column, default: str) -> str:
