@@ -110,7 +110,7 @@ def test_fast_rows_decode_as_the_library_does(mariadb):
     fast_read = []
 
     def fast(event):
-        fast_read.append(event.table if mysql_rows._readers(event) is not None else None)
+        fast_read.append(event.table if mysql_rows.readers_of(event) is not None else None)
         return mysql_rows.fast_rows(event)
 
     fast = _binlog_rows(mariadb, fast)

@@ -13,7 +13,7 @@ from python_jobs.capture.mysql_events import TableInfo
 _BINARY_LENGTH = re.compile(r"^binary\((\d+)\)$")
 # A TIMESTAMP cannot hold the epoch itself (its range starts a second later): the binlog's 0 is the
 # zero timestamp '0000-00-00 00:00:00'.
-_ZERO_TIMESTAMP = dt.datetime(1970, 1, 1)
+ZERO_TIMESTAMP = dt.datetime(1970, 1, 1)
 
 
 def binlog_values(table: TableInfo, values: Mapping[str, Any], none_sources: Mapping[str, str]) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def binlog_values(table: TableInfo, values: Mapping[str, Any], none_sources: Map
             fixed[name] = _negative_time(value)
         elif column.data_type == "year" and value == 1900:
             fixed[name] = 0  # YEAR 0000 is stored as 0, to which the library adds 1900
-        elif column.data_type == "timestamp" and value == _ZERO_TIMESTAMP:
+        elif column.data_type == "timestamp" and value == ZERO_TIMESTAMP:
             fixed[name] = None
         elif column.data_type == "binary" and isinstance(value, (bytes, bytearray, str)):
             # The binlog leaves out a BINARY(n) value's trailing zero bytes, which the column stores

@@ -14,7 +14,7 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from python_jobs.capture.output import CAPTURE_VERSION, TransactionOrder
 
@@ -60,6 +60,10 @@ class TableInfo:
     def types(self) -> dict[str, Column]:
         # Once per table: asked for every row image a capture writes.
         return {column.name: column for column in self.columns}
+
+    @functools.cached_property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
 
 
 def json_value(column: Column, value: Any) -> Any:
@@ -137,8 +141,10 @@ def row_image(table: TableInfo, values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: json_value(types.get(name) or Column(name, "", ""), value) for name, value in values.items()}
 
 
-@dataclass(frozen=True)
-class RowChange:
+class RowChange(NamedTuple):
+    """A named tuple, not a dataclass: one is made for every change (a frozen dataclass's fields are
+    each set through object.__setattr__, three times as slow)."""
+
     table: TableInfo
     op: str  # c, u, d, or t (a truncate of the table: no images)
     before: Mapping[str, Any] | None
@@ -146,6 +152,8 @@ class RowChange:
     binlog_file: str
     position: int  # start of the rows event
     row: int
+    # The images are Debezium's values already (mysql_row_images.py), else the binlog's (binlog_values).
+    debezium: bool = False
 
 
 @dataclass
@@ -176,28 +184,33 @@ def change_events(transaction: Transaction, processed_ms: int) -> list[dict[str,
     of the new one, as Debezium emits it; the mirror is keyed by the primary key.
     """
     events: list[dict[str, Any]] = list(transaction.schema_events)
-    order = TransactionOrder()
-    transaction_id = transaction.id
+    # TransactionOrder's numbering, counted here: once per change.
+    total, per_table = 0, dict[str, int]()
+    transaction_id, gtid, commit_ms = transaction.id, transaction.gtid, transaction.commit_ts_ms
     for change in transaction.changes:
         table = change.table
         source = {
             "version": CAPTURE_VERSION, "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
             "file": change.binlog_file, "pos": change.position, "row": change.row,
-            "gtid": transaction.gtid, "ts_ms": transaction.commit_ts_ms, "snapshot": "false",
+            "gtid": gtid, "ts_ms": commit_ms, "snapshot": "false",
         }
-        before = row_image(table, change.before) if change.before is not None else None
-        after = row_image(table, change.after) if change.after is not None else None
-        operations: list[tuple[str, dict | None, dict | None]] = [(change.op, before, after)]
+        before, after = change.before, change.after
+        if not change.debezium:
+            before = row_image(table, before) if before is not None else None
+            after = row_image(table, after) if after is not None else None
+        operations: tuple[tuple[str, dict | None, dict | None], ...] = ((change.op, before, after),)
         if change.op == "u" and before is not None and after is not None:
             if [before.get(c) for c in table.primary_key] != [after.get(c) for c in table.primary_key]:
-                operations = [("d", before, None), ("c", None, after)]
-        qualified = f"{table.schema}.{table.name}"
+                operations = (("d", before, None), ("c", None, after))
+        qualified = table.qualified
         for op, before_image, after_image in operations:
+            total += 1
+            in_table = per_table[qualified] = per_table.get(qualified, 0) + 1
             # output.debezium_event's envelope, built here: once per change.
             events.append({"before": before_image, "after": after_image, "source": source, "op": op, "ts_ms": processed_ms,
-                           "transaction": order.next_block(transaction_id, qualified)})
-    if order.total:
-        events.append(order.end_record(transaction_id, transaction.commit_ts_ms))
+                           "transaction": {"id": transaction_id, "total_order": total, "data_collection_order": in_table}})
+    if total:
+        events.append(TransactionOrder(total, per_table).end_record(transaction_id, commit_ms))
     return events
 
 

@@ -37,7 +37,7 @@ OUT_OF_DATETIME2_RANGE = "out of datetime2 range"
 
 def fast_rows(event: Any) -> list[dict[str, Any]]:
     """event.rows: decoded here when every column is of a type read here, else by the library."""
-    readers = _readers(event)
+    readers = readers_of(event)
     if readers is None:
         return event.rows
     body = event.packet.read(event.event_size - event.packet.read_bytes)
@@ -54,7 +54,7 @@ def _is_update(event: Any) -> bool:
     return isinstance(event, UpdateRowsEvent)
 
 
-def _readers(event: Any) -> list[tuple[str, Reader, str]] | None:
+def readers_of(event: Any) -> list[tuple[str, Reader, str]] | None:
     """(name, reader, why a None it reads is None) of each column of the event, or None when one is not read here."""
     from pymysqlreplication.constants import BINLOG
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -210,18 +210,23 @@ def _text(length_size: int, charset: str | None, ignore_decode_errors: bool) -> 
     return read
 
 
+def decimal_layout(precision: int, decimals: int) -> tuple[list[tuple[int, int]], int]:
+    """(bytes, digits) of each group of a packed decimal, most significant first (the point after
+    the integral ones), and its size in bytes."""
+    integral = precision - decimals
+    whole_integral, whole_fractional = integral // 9, decimals // 9
+    rest_integral, rest_fractional = integral - whole_integral * 9, decimals - whole_fractional * 9
+    groups = ([(_DECIMAL_BYTES[rest_integral], rest_integral)] if rest_integral else []) + [(4, 9)] * whole_integral
+    fraction_groups = [(4, 9)] * whole_fractional + ([(_DECIMAL_BYTES[rest_fractional], rest_fractional)] if rest_fractional else [])
+    layout = groups + fraction_groups
+    return layout, sum(length for length, _ in layout)
+
+
 def _new_decimal(precision: int, decimals: int) -> Reader:
     """MySQL's packed decimal: groups of 9 digits in 4 bytes (fewer digits in fewer bytes at either
     end), big-endian, the sign in the first byte's high bit, a negative value's bytes complemented.
     The same Decimal as the library's __read_new_decimal (same digits, same exponent)."""
-    integral = precision - decimals
-    whole_integral, whole_fractional = integral // 9, decimals // 9
-    rest_integral, rest_fractional = integral - whole_integral * 9, decimals - whole_fractional * 9
-    # (bytes, digits) of each group, most significant first; the point after the integral ones.
-    groups = ([(_DECIMAL_BYTES[rest_integral], rest_integral)] if rest_integral else []) + [(4, 9)] * whole_integral
-    fraction_groups = [(4, 9)] * whole_fractional + ([(_DECIMAL_BYTES[rest_fractional], rest_fractional)] if rest_fractional else [])
-    layout = groups + fraction_groups
-    size = sum(length for length, _ in layout)
+    layout, size = decimal_layout(precision, decimals)
     exponent = f"E-{decimals}"
 
     def read(body: bytes, at: int) -> tuple[decimal.Decimal, int]:

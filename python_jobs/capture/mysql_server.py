@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
+from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import fast_rows
 from python_jobs.capture.mysql_server_charsets import load_server_charsets
 from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
@@ -255,6 +256,11 @@ class MysqlCapture:
                         raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
                     table = table_as_logged(self, table, event)
                     captured[(table.schema, table.name)] = table
+                    if (decoded := debezium_images(event, table)) is not None:
+                        (op, images), log_file = decoded, stream.log_file
+                        current.changes.extend(RowChange(table, op, before, after, log_file, start, row_number, True)
+                                               for row_number, (before, after) in enumerate(images))
+                        continue
                     for row_number, row in enumerate(fast_rows(event)):
                         current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
         finally:
