@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from python_jobs.capture.freed_memory import keep_freed_memory
 from python_jobs.capture.mysql_pages import (
     SIGNAL_TABLE,
     check_signal_table,
@@ -288,6 +289,7 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    keep_freed_memory()  # each file's memory kept for the next file's events (freed_memory.py)
     return run_command("cdc-capture-mysql", run, parse_args(argv))
 
 
