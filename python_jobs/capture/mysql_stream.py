@@ -59,10 +59,10 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             capture.output.write("mysql", _position_name(first["file"], first["pos"]), _position_name(*pending.end),
                                  pending.events)
             capture.summary.files += 1
-            capture.summary.events += change_event_count(pending.events)
+        changes = change_event_count(pending.events)
+        capture.summary.events += changes
         capture.summary.transactions += pending.transactions
-        progress.written(change_event_count(pending.events), pending.transactions, f"{pending.end[0]}:{pending.end[1]}",
-                         pending.newest_commit_ms)
+        progress.written(changes, pending.transactions, f"{pending.end[0]}:{pending.end[1]}", pending.newest_commit_ms)
         # Only now, with the file on disk, may capture move past these transactions.
         binlog_file, position = pending.end
         save()
@@ -79,7 +79,8 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
                 events = change_events(transaction, int(time.time() * 1000))
                 for table in transaction.read_again:
                     pages.request_once(TableSnapshot(table, "partitions changed"), log)
-                watch_transaction(pages, events, transaction.watermarks, key_columns)
+                if pages.open is not None or transaction.watermarks:  # else nothing in it can matter to a page
+                    watch_transaction(pages, events, transaction.watermarks, key_columns)
                 pending.events.extend(events)
                 pending.transactions += bool(transaction.changes)
                 pending.end = (end_file, end_position)
@@ -126,5 +127,6 @@ def progress_line(capture: MysqlCapture, config: CaptureConfig, progress: Follow
 def capture_state(capture: MysqlCapture, binlog_file: str, position: int, following: dict[str, Any] | None = None) -> dict[str, Any]:
     """The state file's content: where the written log ends, the columns it has, and the online snapshots under way."""
     return {"snapshot_done": True, "file": binlog_file, "pos": position, "server_id": capture.config.server_id,
-            "columns": capture.known_columns, "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
+            "columns": capture.known_columns, "keys": capture.known_keys,
+            "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
             **({"following": following} if following else {})}
