@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from python_jobs.apply.column_names import DATABEND_KEYWORDS
+
 
 class ScaffoldError(RuntimeError):
     """The scaffold cannot be written; the message says what to fix."""
@@ -88,23 +90,13 @@ def model_type(column: SourceColumn) -> str:
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-# Words Databend takes as SQL, not as a column, where the mirror's SQL names a column (select order
-# from ...): found by naming a column each of the SQL keywords in the embedded engine.
-_RESERVED_WORDS = frozenset("""
-    all and any anti array as asc between both case cast create cross current_timestamp desc distinct do else
-    end except false for format from full grant group having in inner intersect into is join lateral leading
-    left like limit natural not null offset on or order over partition pivot qualify range right rows select
-    semi some stage then to trailing true union unpivot using when where window with
-""".split())
-
-
 def model_column_names(table: SourceTable) -> dict[str, str]:
     """{source column: mirror column}: a name that is not plain ("two words", "price-eur", "café") becomes
     one (two_words, price_eur, caf), and a reserved word one with an underscore (order_), read from its
     JSON field by cdc_columns()' json_fields."""
     names = {column.name: column.name if _PLAIN_NAME.match(column.name) else
              (re.sub(r"[^A-Za-z0-9_]+", "_", column.name).strip("_") or "column") for column in table.columns}
-    names = {source: f"{name}_" if name.lower() in _RESERVED_WORDS and source not in table.primary_key else name
+    names = {source: f"{name}_" if name.lower() in DATABEND_KEYWORDS and source not in table.primary_key else name
              for source, name in names.items()}
     names = {source: name if not name[0].isdigit() else f"_{name}" for source, name in names.items()}
     taken = [name for name in names.values() if list(names.values()).count(name) > 1]

@@ -144,3 +144,24 @@ def test_a_warehouse_that_cannot_be_written_fails_before_any_sql(dbt_project, tm
     assert "create " not in log.split("Command `cli run`")[-2 if log.count("Command `cli run`") > 1 else -1].lower() \
         or "items" not in tables_in(dbt_project, dbt_project.schema)
     assert "items" not in tables_in(dbt_project, dbt_project.schema)
+
+
+def test_a_column_named_as_a_keyword_is_refused_by_name_on_databend_and_mirrored_on_spark(conformance_project):
+    """Databend reads `order` as SQL where the mirror's statements name a column: the run stops before
+    any SQL writes, saying what to name it; Spark reads it as a name and mirrors it."""
+    line = LINE.replace('"note":"a"', '"note":"a","order":7')
+    (conformance_project.inbox / "a.json").write_text(line + "\n")
+    conformance_project.land(KEYS)
+    conformance_project.write_model(
+        "items", "unique_key='id', source_table='shop.items'",
+        "{{ cdc_merge.cdc_columns({'id': 'bigint', 'order': 'int', 'note': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+
+    result = conformance_project.dbt("run", "--select", "items", expect_success=not conformance_project.on_databend)
+
+    if conformance_project.on_databend:
+        assert "column order is a word Databend reads as SQL" in run_message(result)
+        assert "json_fields={'order_': 'order'}" in run_message(result)
+        assert not conformance_project.query(f"show tables from {conformance_project.schema} like 'items'")
+    else:
+        assert [tuple(row.values()) for row in conformance_project.query(
+            f"select id, `order`, note from {conformance_project.schema}.items")] == [(1, 7, "a")]

@@ -86,4 +86,8 @@
     {% if '_cdc_deleted' in lowered %}
         {% do exceptions.raise_compiler_error(fail_prefix ~ "_cdc_deleted is kept by the materialization; do not select it.") %}
     {% endif %}
+    {% set keyword_problem = adapter.cdc_column_names_problem(model_columns, cfg.unique_key, model.name) %}
+    {% if keyword_problem %}
+        {% do exceptions.raise_compiler_error(keyword_problem) %}
+    {% endif %}
 {% endmacro %}

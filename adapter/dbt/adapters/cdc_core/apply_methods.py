@@ -10,8 +10,8 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, idle_decision, key_range, maintenance_due, mirror_config, one_commit, run_plan, schema_plan,
-    snapshot_ranges, truncate_plan, write_plan,
+    chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, one_commit,
+    run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -73,6 +73,13 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str]) -> List[Dict[str, Any]]:
         """column_defaults.sql: what the source's added columns hold in the mirror's older rows (column_defaults.py)."""
         return column_defaults.column_defaults(events, mirror_columns)
+
+    @available
+    def cdc_column_names_problem(self, columns: Sequence[str], key_columns: Sequence[str], model: str) -> Optional[str]:
+        """validate.sql: a model column the engine's SQL reads as a keyword, and what to change (column_names.py)."""
+        if self.cdc_connection_capabilities().keywords_as_names:
+            return None
+        return column_names.keyword_column_problem(columns, key_columns, str(model))
 
     @available
     def cdc_float_retypes(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:

@@ -34,6 +34,9 @@ class Capabilities:
     # delete-only MERGE reads only the key and seq of the changes (BENCHMARKS.md, "Levers tried").
     # Not measured on Databend, which keeps the UPDATE MERGE.
     replaces_rows: bool
+    # The engine's SQL reads a keyword (order, rows, range) as a column's name where the macros write
+    # one unquoted; Databend does not, and refuses such a model column by name (column_names.py).
+    keywords_as_names: bool
 
     def as_dict(self) -> Dict[str, bool]:
         return asdict(self)
@@ -50,6 +53,7 @@ def spark(in_process_session: bool) -> Capabilities:
         iceberg_helpers=True,
         change_streams=False,
         replaces_rows=True,
+        keywords_as_names=True,
     )
 
 
@@ -65,4 +69,5 @@ DATABEND = Capabilities(
     iceberg_helpers=False,
     change_streams=True,
     replaces_rows=False,
+    keywords_as_names=False,
 )
