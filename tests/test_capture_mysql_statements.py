@@ -75,6 +75,33 @@ def test_partitions_changed_and_tables_swapped_in_are_read_again_online(mariadb,
     connection.close()
 
 
+
+def test_a_table_swapped_in_with_another_primary_key_stops_the_capture(mariadb, tmp_path):
+    """An online schema change's swap (gh-ost's RENAME TABLE) that puts a copy keyed otherwise in the
+    captured table's place: its rows are no longer one per mirror key, so the capture stops at the
+    rename naming both keys (mysql_table_changes.tables_read_again), writes none of the copy's rows
+    and keeps its position; run again, it stops there again."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "use shop",
+            "create table shop.items (id int primary key, code varchar(10) not null, n int)",
+            "insert into shop.items values (1, 'a', 1), (2, 'b', 2)",
+            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.items"], tmp_path / "out", tmp_path / "state.json")
+    capture_mysql.run(config)
+    files = sorted(config.out.iterdir())
+    state = config.state.read_text()
+    execute(connection, "create table shop._items_gho (id int not null, code varchar(10) not null, n int, primary key (code))",
+            "insert into shop._items_gho select * from shop.items",
+            "rename table shop.items to shop._items_old, shop._items_gho to shop.items",
+            "insert into shop.items values (1, 'c', 3)")
+    for _ in range(2):
+        with pytest.raises(CaptureError, match=r"puts a table keyed on \(code\) in the place of shop\.items, keyed on \(id\)"):
+            capture_mysql.run(config)
+        assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
+    connection.close()
+
 def test_tables_emptied_or_rolled_back_by_statements_equal_the_source(mariadb, dbt_project, tmp_path):
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop",

@@ -60,6 +60,10 @@ class MysqlCapture:
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
+        # Each table's primary key as the written log has it, from the state file too: a table renamed
+        # into its place is compared with this (mysql_table_changes.py), not with the catalog's, which
+        # already has the swapped-in table's key when the capture starts after the swap.
+        self.known_keys = {table: list(info.primary_key) for table, info in self.tables.items()}
         # Tables being read in pages while the binlog streams (mysql_pages.py); from the state, in mysql._run.
         self.pages = Pages()
         self._page_connection: Any = None

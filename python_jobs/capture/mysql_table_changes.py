@@ -57,12 +57,14 @@ def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], 
     for table in replaced:
         qualified = f"{table.schema}.{table.name}"
         swapped_in = read_table_info(capture.connection, qualified)
-        if swapped_in.primary_key != table.primary_key:
+        logged_key = tuple(capture.known_keys.get(qualified) or table.primary_key)
+        if swapped_in.primary_key != logged_key:
             raise CaptureError(
                 f"{event.query[:200]!r} at {where} puts a table keyed on ({', '.join(swapped_in.primary_key)}) in "
-                f"the place of {qualified}, keyed on ({', '.join(table.primary_key)}): change its mirror's "
+                f"the place of {qualified}, keyed on ({', '.join(logged_key)}): change its mirror's "
                 "unique_key, then run the capture once with --resnapshot")
         capture.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
+        capture.known_keys[qualified] = list(swapped_in.primary_key)
         capture.known_columns[qualified] = [column.name for column in swapped_in.columns]
     check_read_again(capture, f"{event.query[:200]!r} at {where}", table_names(repartitioned + replaced))
     return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
