@@ -122,10 +122,11 @@
 {%- endmacro %}
 
 {% macro databend__verify_row_json(columns) -%}
-    {#- columns: names, or (name, type) pairs; a decimal as its text, which json_object would make a double. -#}
+    {#- columns: names, or (name, type) pairs; a decimal as its text, which json_object would make a double
+        (a nullable column's type as Databend names it: Nullable(Decimal(38, 10))). -#}
     to_string(json_object_keep_null(
         {%- for column in columns %}{% set name = column if column is string else column[0] %}
-        '{{ name }}', {{ name ~ '::string' if column is not string and modules.re.match('^(decimal|numeric)', column[1] | lower) else name }}{{ ',' if not loop.last }}
+        '{{ name }}', {{ name ~ '::string' if column is not string and modules.re.match('^(nullable\\()?(decimal|numeric)', column[1] | lower) else name }}{{ ',' if not loop.last }}
         {%- endfor %}
     ))
 {%- endmacro %}
