@@ -202,12 +202,21 @@ def _text(length_size: int, charset: str | None, ignore_decode_errors: bool) -> 
         return None  # the library keeps such a value as bytes
     errors = "ignore" if ignore_decode_errors else "strict"
 
+    # The common lengths (a VARCHAR's, a TEXT's) read from their bytes, without a call.
+    def read_short(body: bytes, at: int) -> tuple[str, int]:
+        end = at + 1 + body[at]
+        return body[at + 1:end].decode(encoding, errors), end
+
+    def read_long(body: bytes, at: int) -> tuple[str, int]:
+        end = at + 2 + (body[at] | body[at + 1] << 8)
+        return body[at + 2:end].decode(encoding, errors), end
+
     def read(body: bytes, at: int) -> tuple[str, int]:
         length = int.from_bytes(body[at:at + length_size], "little")
         start = at + length_size
         return body[start:start + length].decode(encoding, errors), start + length
 
-    return read
+    return {1: read_short, 2: read_long}.get(length_size, read)
 
 
 def decimal_layout(precision: int, decimals: int) -> tuple[list[tuple[int, int]], int]:
