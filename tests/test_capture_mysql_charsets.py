@@ -1,8 +1,8 @@
 """Text in the character sets Python decodes otherwise than the server, or not at all (dec8, hp8,
-eucjpms's NEC and IBM characters, ujis, every single-byte set's 256 bytes: mysql_server_charsets.py),
-captured from a real MariaDB through the snapshot and through the binlog (the fast row decoder's
-tables and the library's, ENUM and SET members too), each value exactly the text the server's own
-CONVERT(... USING utf8mb4) gives."""
+eucjpms's NEC and IBM characters, ujis, every single-byte set's 256 bytes, every code of big5, cp932,
+euckr, gb2312, gbk and sjis: mysql_server_charsets.py), captured from a real MariaDB through the
+snapshot and through the binlog (the fast row decoder's tables and the library's, ENUM and SET members
+too), each value exactly the text the server's own CONVERT(... USING utf8mb4) gives."""
 
 from __future__ import annotations
 
@@ -23,6 +23,25 @@ EUCJPMS_TEXT = "①⑳Ⅰⅹ㈱№∵纊褜鍈銈蓜髙ⅰ￢ｱｶﾟ丂\\～"
 UJIS_BYTES = "x'a1c0f5a1c6fccbdc8eb1'"
 EUC_JP_COLUMNS = ["e varchar(100) character set eucjpms", "everything mediumtext character set eucjpms",
                   "u varchar(100) character set ujis", "u_everything mediumtext character set ujis"]
+
+# Codes of the double-byte sets that Python decodes otherwise than the server or not at all, and their server
+# text: big5's seven U+FFFD (Python: '＼', '╴', '￣', 'ˍ', '十', '卅', '／') and 0xF9D6-0xF9DC; euckr's
+# cp949 hangul; sjis's backslash (Python: '＼'); in each a code the server has no character for ('?').
+DOUBLE_BYTE_TEXTS = {
+    "big5": ("a240a15aa1c3a1c5a2cca2cea1fef9d6f9d7f9d8f9d9f9daf9dbf9dca3c0", "\ufffd" * 7 + "碁銹裏墻恒粧嫺?"),
+    "euckr": ("8141824183418441c5a0a5ab", "갂괔귺껦힋?"),
+    "sjis": ("815f8540", "\\?"),
+    "cp932": ("8240", "?"),
+    "gb2312": ("a2a1", "?"),
+    "gbk": ("a140", "?"),
+}
+
+
+def _every_double_byte_code(charset: str) -> str:
+    """A SELECT of the text of every two bytes led by 0x80-0xFF that the server keeps in `charset`."""
+    return ("with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) "
+            f"select group_concat(char(h.n * 256 + l.n using {charset}) order by h.n, l.n separator '') "
+            f"from b h, b l where h.n >= 128 and char(h.n * 256 + l.n using {charset}) is not null")
 
 
 def _euc_jp_codes() -> bytes:
@@ -73,33 +92,49 @@ def test_text_of_every_character_set_is_the_servers_both_ways(mariadb, tmp_path)
                        + ", ".join(f"s_{name} varchar(256) character set {name}" for name in single)
                        + ", " + ", ".join(EUC_JP_COLUMNS) + ")")
         # ENUM and SET: the library's decoding, with the members the table map event carries.
-        members = ["en", "st", "ee", "es", "d", "h", "sr"]
+        members = ["en", "st", "ee", "es", "d", "h", "sr", "ke", "bs"]
         cursor.execute("create table shop.members (id int primary key, "
                        "en enum('Å','é','ÿ','x') character set dec8, st set('é','Õ','£','x') character set hp8, "
                        "ee enum('①','Ⅰ','ｱ','髙') character set eucjpms, es set('㈱','ⅰ','x') character set eucjpms, "
-                       "d varchar(256) character set dec8, h varchar(256) character set hp8, sr set('Read','Write'))")
+                       "d varchar(256) character set dec8, h varchar(256) character set hp8, sr set('Read','Write'), "
+                       "ke enum('갂','힋','x') character set euckr, bs set('碁','嫺','x') character set big5)")
+        # The double-byte sets: their codes Python got wrong, and every code.
+        wide = [name for charset in DOUBLE_BYTE_TEXTS for name in (charset, f"every_{charset}")]
+        cursor.execute("create table shop.wide (id int primary key, " + ", ".join(
+            f"{charset} varchar(100) character set {charset}, every_{charset} mediumtext character set {charset}"
+            for charset in DOUBLE_BYTE_TEXTS) + ")")
+        cursor.execute("insert into shop.wide (id, " + ", ".join(DOUBLE_BYTE_TEXTS) + ") values (1, "
+                       + ", ".join(f"x'{code}'" for code, _ in DOUBLE_BYTE_TEXTS.values()) + ")")
+        for charset in DOUBLE_BYTE_TEXTS:
+            cursor.execute(f"update shop.wide set every_{charset} = ({_every_double_byte_code(charset)})")
         every_code = "x'" + _euc_jp_codes().hex() + "'"
         cursor.execute(f"insert into shop.texts values (1, {', '.join([EVERY_BYTE] * len(single))}, %s, {every_code}, "
                        f"{UJIS_BYTES}, {every_code})", (EUCJPMS_TEXT,))
         cursor.execute("insert into shop.texts (id, e) values (2, %s)", (EUCJPMS_TEXT[::-1],))
         cursor.execute(f"insert into shop.members values (1, 'ÿ', 'é,Õ,£', '①', '㈱,ⅰ', {EVERY_BYTE}, {EVERY_BYTE}, "
-                       "'Write,Read'), (2, 'Å', '', 'ｱ', 'x', 'Œ', 'Š', 'Write'), (3, 'x', 'x', '髙', '', '', '', '')")
-        source = {"texts": _server_text(cursor, "texts", texts), "members": _server_text(cursor, "members", members)}
+                       "'Write,Read', '갂', '嫺,碁'), (2, 'Å', '', 'ｱ', 'x', 'Œ', 'Š', 'Write', '힋', 'x'), "
+                       "(3, 'x', 'x', '髙', '', '', '', '', 'x', '')")
+        source = {"texts": _server_text(cursor, "texts", texts), "members": _server_text(cursor, "members", members),
+                  "wide": _server_text(cursor, "wide", wide)}
         # The server keeps what the test means to capture: all 256 bytes, and nearly every eucjpms code.
         assert len(source["texts"][1]["s_dec8"]) == len(source["members"][1]["h"]) == 256
         assert source["texts"][1]["e"] == EUCJPMS_TEXT and len(source["texts"][1]["everything"]) > 17_000
         assert source["texts"][1]["u"] == "\\\ue000日本ｱ" and len(source["texts"][1]["u_everything"]) > 17_000
         assert source["members"][1]["st"] == "é,Õ,£" and source["members"][1]["ee"] == "①"
         assert source["members"][1]["sr"] == "Read,Write"  # members in their own case, in the definition's order
+        assert source["members"][1]["ke"] == "갂" and source["members"][1]["bs"] == "碁,嫺"
+        for charset, (_, text) in DOUBLE_BYTE_TEXTS.items():
+            assert source["wide"][1][charset] == text, charset
+            assert len(source["wide"][1][f"every_{charset}"]) > 8_000, charset
 
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
-                                         tables=("shop.texts", "shop.members"), out=tmp_path / "out",
+                                         tables=("shop.texts", "shop.members", "shop.wide"), out=tmp_path / "out",
                                          state=tmp_path / "capture-state.json")
     capture_mysql.run(config)  # the snapshot
     with connection.cursor() as cursor:
         # Copies written, then moved to their keys: rows, and the before and after images of updates.
-        for table, columns in (("texts", texts), ("members", members)):
+        for table, columns in (("texts", texts), ("members", members), ("wide", wide)):
             cursor.execute(f"insert into shop.{table} select id + {2 * STREAMED}, {', '.join(columns)} from shop.{table}")
             cursor.execute(f"update shop.{table} set id = id - {STREAMED} where id > {2 * STREAMED}")
     capture_mysql.run(config)  # the binlog

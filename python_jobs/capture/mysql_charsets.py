@@ -13,8 +13,8 @@ member it cannot decode empty, while the server writes them in the column's char
 bytes and decode them by the column's character set.
 
 Once the capture has read them from the server (mysql_server_charsets.load_server_charsets), every
-single-byte character set and eucjpms decode by the server's own mapping, which Python's codecs
-lack or differ from."""
+single-byte character set, eucjpms, ujis and the double-byte sets (big5, cp932, euckr, gb2312, gbk,
+sjis) decode by the server's own mapping, which Python's codecs lack or differ from."""
 
 from __future__ import annotations
 

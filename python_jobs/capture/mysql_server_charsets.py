@@ -11,11 +11,21 @@ whose NEC and IBM extensions (①, Ⅰ, ㈱, 髙) it cannot decode, nor quite th
 is '\\' there, '＼' in Python; the user-defined rows 0xF5-0xFE are the Private Use Area there, an
 error in Python).
 
+The double-byte sets big5, cp932, euckr, gb2312, gbk and sjis: Python's codecs cannot decode a code
+the server keeps but has no character for (it converts it to '?'): such a value stopped the capture,
+in every one of them (big5 256 codes, cp932 1,676, euckr 5,380, gb2312 733, gbk 2,149, sjis 4,401 on
+MariaDB 10.11). The server's euckr is also Microsoft's extension of it (cp949: 0x81-0xFE, then
+0x41-0x5A, 0x61-0x7A or 0x81-0xFE), whose 8,823 further hangul Python's euc_kr cannot decode; its
+big5 has seven more (0xF9D6-0xF9DC, 碁 to 嫺), and seven that it converts to U+FFFD where Python
+has '＼', '╴', '￣', 'ˍ', '十', '卅', '／'; its sjis 0x815F is '\\', Python's '＼'.
+
 So each mapping is the server's: CONVERT(... USING utf8mb4) of every byte of a single-byte
-character set, and of every code of eucjpms or ujis (ASCII, 0x8E and a half-width kana, two bytes
-of 0xA1-0xFE, 0x8F and two such bytes: 17,863 codes), as the server converts them, '?' for a code
-it has no character for. One query a character set, when a column of it is first decoded, once a
-process and server version: a few milliseconds, some tens for eucjpms and ujis."""
+character set, of every code of eucjpms or ujis (ASCII, 0x8E and a half-width kana, two bytes
+of 0xA1-0xFE, 0x8F and two such bytes: 17,863 codes), and of every byte and every two bytes led by
+0x80-0xFF that a double-byte set takes for one character (its codes: which those are the server
+says, not a table here), as the server converts them, '?' for a code it has no character for. One
+query a character set, when a column of it is first decoded, once a process and server version: a
+few milliseconds, some tens for eucjpms and ujis, up to some hundred for a double-byte set."""
 
 from __future__ import annotations
 
@@ -25,10 +35,8 @@ import re
 from typing import Any
 
 _PREFIX = "cdc_merge_server_"
-# The code structure of eucjpms and ujis (MariaDB's ctype-eucjpms.c and ctype-ujis.c, MySQL's alike):
-# each code's bytes, or one byte of none (which a column cannot hold: the server refuses such a value).
+# The code structure of eucjpms and ujis (MariaDB's ctype-eucjpms.c and ctype-ujis.c, MySQL's alike).
 _EUC_JP_SETS = ("eucjpms", "ujis")
-_EUC_JP_CODES = re.compile(rb"[\x00-\x7f]+|\x8e[\xa1-\xdf]|\x8f[\xa1-\xfe][\xa1-\xfe]|[\xa1-\xfe][\xa1-\xfe]|.", re.S)
 _EUC_JP_QUERY = """
 with recursive b(n) as (select 161 union all select n + 1 from b where n < 254),
   a(n) as (select 0 union all select n + 1 from a where n < 127)
@@ -37,6 +45,16 @@ select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
   union all select 142 * 256 + n from b where n <= 223
   union all select h.n * 256 + l.n from b h, b l
   union all select (143 * 256 + h.n) * 256 + l.n from b h, b l) codes"""
+# A byte or a lead byte and a trail byte: a code where the server keeps it (CHAR(... USING) is NULL
+# where it would refuse it) and counts it as one character (a half-width kana of sjis and the ASCII
+# byte after it are two).
+_DOUBLE_BYTE_SETS = ("big5", "cp932", "euckr", "gb2312", "gbk", "sjis")
+_DOUBLE_BYTE_QUERY = """
+with recursive b(n) as (select 0 union all select n + 1 from b where n < 255)
+select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
+  select n as code from b union all select h.n * 256 + l.n from b h, b l where h.n >= 128) codes
+where char_length(char(code using {name})) = 1"""
+_ASCII = re.compile(rb"[\x00-\x7f]+")
 
 # Codec name -> CodecInfo, found by the codecs search function below. Python caches what it finds
 # by name, so each server version's codecs have names of their own: "cdc_merge_server_2_dec8".
@@ -60,7 +78,7 @@ def load_server_charsets(connection: Any) -> None:
             cursor.execute("select character_set_name, maxlen from information_schema.character_sets")
             charsets = {name.lower(): int(maxlen) for name, maxlen in cursor.fetchall()}
             readable = {name for name, maxlen in charsets.items() if maxlen == 1 and name != "binary"}
-            readable |= set(_EUC_JP_SETS) & set(charsets)
+            readable |= set(_EUC_JP_SETS + _DOUBLE_BYTE_SETS) & set(charsets)
             _NAMES.clear()
             _SERVER.update(version=version, prefix=f"{_PREFIX}{next(_READINGS)}_",
                            readable={name for name in readable if re.fullmatch(r"[a-z0-9_]+", name)})
@@ -74,9 +92,9 @@ def server_encoding(charset: str) -> str | None:
     if name is None and charset in _SERVER.get("readable", ()):
         name = _SERVER["prefix"] + charset
         with _SERVER["connection"].cursor() as cursor:
-            if charset in _EUC_JP_SETS:
-                cursor.execute(_EUC_JP_QUERY.format(name=charset))
-                codec = euc_jp_codec(name, {bytes.fromhex(code): text for code, text in cursor.fetchall()})
+            if charset in _EUC_JP_SETS or charset in _DOUBLE_BYTE_SETS:
+                cursor.execute((_EUC_JP_QUERY if charset in _EUC_JP_SETS else _DOUBLE_BYTE_QUERY).format(name=charset))
+                codec = multi_byte_codec(name, {bytes.fromhex(code): text for code, text in cursor.fetchall()})
             else:
                 cursor.execute("with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) "
                                f"select n, convert(char(n using {charset}) using utf8mb4) from b order by n")
@@ -99,10 +117,13 @@ def single_byte_codec(name: str, table: list[str]) -> codecs.CodecInfo:
                             decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, decoding))
 
 
-def euc_jp_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
-    """A codec of eucjpms's or ujis's codes; a byte that begins none (which a column cannot hold) is '?', as
-    the server converts it, or an error with errors='strict'."""
+def multi_byte_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
+    """A codec of a multi-byte set's codes (eucjpms, ujis, big5...): each the longest code at its
+    place, as the server cuts them (no code's first bytes are another's in these sets); a byte that
+    begins none (which a column cannot hold) is '?', as the server converts it, or an error with
+    errors='strict'."""
     ascii_as_is = all(codes.get(bytes([byte])) == chr(byte) for byte in range(128))
+    widths = sorted({len(code) for code in codes}, reverse=True)
     encoding: dict[str, bytes] = {}
     for code, text in codes.items():
         if text != "?" or code == b"?":
@@ -110,17 +131,23 @@ def euc_jp_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
 
     def decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
         data = bytes(data)
-        parts = []
-        for match in _EUC_JP_CODES.finditer(data):
-            code = match.group()
-            if code[0] < 0x80 and ascii_as_is:
-                parts.append(code.decode("ascii"))
-            elif code[0] < 0x80:
-                parts.extend(codes[bytes([byte])] for byte in code)
-            elif code in codes:
-                parts.append(codes[code])
+        parts: list[str] = []
+        at = 0
+        while at < len(data):
+            ascii_run = _ASCII.match(data, at) if ascii_as_is else None
+            if ascii_run:
+                parts.append(ascii_run.group().decode("ascii"))
+                at = ascii_run.end()
+                continue
+            for width in widths:
+                text = codes.get(data[at:at + width])
+                if text is not None:
+                    parts.append(text)
+                    at += width
+                    break
             else:
-                parts.append(_undecodable(name, data, match.start(), errors))
+                parts.append(_undecodable(name, data, at, errors))
+                at += 1
         return "".join(parts), len(data)
 
     def encode(text: str, errors: str = "strict") -> tuple[bytes, int]:

@@ -9,10 +9,16 @@ import pytest
 
 from python_jobs.capture import mysql_server_charsets
 from python_jobs.capture.mysql_charsets import binlog_encoding
-from python_jobs.capture.mysql_server_charsets import euc_jp_codec, load_server_charsets, single_byte_codec
+from python_jobs.capture.mysql_server_charsets import load_server_charsets, multi_byte_codec, single_byte_codec
 
 EUCJPMS = {bytes([byte]): chr(byte) for byte in range(128)} | {
     b"\x8e\xb1": "ｱ", b"\xad\xa1": "①", b"\xa1\xc0": "\\", b"\x8f\xf4\xfb": "髙", b"\xa3\xa1": "?"}
+# As the server gives them: sjis's half-width kana (one byte), 0x815F a backslash (Python's '＼'), 0x8540
+# a code it has no character for (an error in Python); big5's 0xA240 U+FFFD (Python's '＼'), 0xF9D6 '碁'
+# (an error in Python).
+SJIS = {bytes([byte]): chr(byte) for byte in range(128)} | {
+    b"\xb1": "ｱ", b"\xdf": "ﾟ", b"\x81\x5f": "\\", b"\x82\xa0": "ぁ", b"\x85\x40": "?", b"\xe0\x40": "漾"}
+BIG5 = {bytes([byte]): chr(byte) for byte in range(128)} | {b"\xa2\x40": "\ufffd", b"\xf9\xd6": "碁", b"\xa4\x40": "一"}
 
 
 def test_a_single_byte_codec_maps_each_byte_to_the_servers_text():
@@ -27,7 +33,7 @@ def test_a_single_byte_codec_maps_each_byte_to_the_servers_text():
 
 
 def test_eucjpms_codes_are_cut_by_their_structure_and_decoded_by_the_servers_table():
-    codec = euc_jp_codec("test_eucjpms", EUCJPMS)
+    codec = multi_byte_codec("test_eucjpms", EUCJPMS)
     data = b"ab\x8e\xb1\xad\xa1\xa1\xc0\x8f\xf4\xfbz\xa3\xa1"
     assert codec.decode(data) == ("abｱ①\\髙z?", len(data))
     assert codec.decode(memoryview(b"\xad\xa1")) == ("①", 2)
@@ -39,7 +45,21 @@ def test_eucjpms_codes_are_cut_by_their_structure_and_decoded_by_the_servers_tab
     assert codec.decode(b"a\xadb", "replace") == ("a?b", 3)
     assert codec.decode(b"a\xadb", "ignore") == ("ab", 3)
     # ASCII decodes by the table too where the server maps a byte of it otherwise.
-    assert euc_jp_codec("test_other", EUCJPMS | {b"\\": "¥"}).decode(b"a\\") == ("a¥", 2)
+    assert multi_byte_codec("test_other", EUCJPMS | {b"\\": "¥"}).decode(b"a\\") == ("a¥", 2)
+
+
+def test_double_byte_codes_are_a_byte_or_two_as_the_server_counts_them():
+    codec = multi_byte_codec("test_sjis", SJIS)
+    # A kana is one byte also before a byte that would trail a lead byte ('@'); a code the server has no
+    # character for is '?' as it converts it.
+    data = b"a\xb1@\x81\x5f\x82\xa0\xdf\x85\x40\xe0\x40z"
+    assert codec.decode(data) == ("aｱ@\\ぁﾟ?漾z", len(data))
+    assert codec.encode("ｱ\\ぁ") == (b"\xb1\\\x82\xa0", 3)  # '\\' the ASCII byte, the first of its codes
+    for broken in (b"\x81", b"a\x82", b"\x82\x41", b"\xfd"):  # no code (a column cannot hold one)
+        with pytest.raises(UnicodeDecodeError):
+            codec.decode(broken)
+    assert codec.decode(b"\x82\x41", "replace") == ("?A", 2)  # as the server converts it
+    assert multi_byte_codec("test_big5", BIG5).decode(b"\xa2\x40\xf9\xd6\xa4\x40!") == ("\ufffd碁一!", 7)
 
 
 class _Cursor:
@@ -58,9 +78,11 @@ class _Cursor:
         if query == "select version()":
             self.rows = [(self.server.version,)]
         elif "information_schema.character_sets" in query:
-            self.rows = [("latin1", 1), ("koi8u", 1), ("dec8", 1), ("binary", 1), ("utf8mb4", 4), ("eucjpms", 3)]
-        elif "using eucjpms" in query:
-            self.rows = [(code.hex().upper(), text) for code, text in EUCJPMS.items()]
+            self.rows = [("latin1", 1), ("koi8u", 1), ("dec8", 1), ("binary", 1), ("utf8mb4", 4), ("eucjpms", 3),
+                         ("sjis", 2), ("ucs2", 2)]
+        elif "using eucjpms" in query or "using sjis" in query:
+            table = EUCJPMS if "using eucjpms" in query else SJIS
+            self.rows = [(code.hex().upper(), text) for code, text in table.items()]
         else:
             (name,) = (name for name in ("dec8", "koi8u", "latin1") if f"using {name})" in query)
             self.rows = [(byte, self.server.texts.get(name, {}).get(byte, chr(byte))) for byte in range(256)]
@@ -94,7 +116,9 @@ def test_each_mapping_is_read_from_the_server_when_first_used_by_the_librarys_ch
     assert binlog_encoding("cp1252") != before and b"\x81".decode(binlog_encoding("cp1252")) == "\x81"
     assert "①".encode(binlog_encoding("eucjpms")) == b"\xad\xa1"
     assert binlog_encoding("utf16") == "utf-16-be"  # none from the server: the table of mysql_charsets
-    assert binlog_encoding("sjis") == "sjis"  # nor for one the server does not name here
+    assert b"\xb1\x81\x5f".decode(binlog_encoding("sjis")) == "ｱ\\" and "using sjis" in server.queries[-1]
+    assert binlog_encoding("ucs2") == "utf-16-be"  # two bytes each, not a double-byte set read from the server
+    assert binlog_encoding("big5") == "big5"  # nor for one the server does not name here
     # The same server version again: nothing read again.
     queries = len(server.queries)
     load_server_charsets(server)
