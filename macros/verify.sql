@@ -151,14 +151,22 @@
 {% endmacro %}
 
 {% macro verify_range_stats_sql(relation, soft) %}
-    {#- Each segment's rows and checksum (python_jobs/verify/row_hash.py). -#}
-    with ranged as (
-        select
-            __CDC_MERGE_SEGMENT__ as segment,
-            __CDC_MERGE_DIGEST__ as _cdc_digest
+    {#- Each segment's rows and checksum (python_jobs/verify/row_hash.py); __CDC_MERGE_STAGES__: the
+        CTEs from live rows to staged rows (the steps of a float's text on Databend), each ending in a comma. -#}
+    with live as (
+        select *
         from {{ relation }} __CDC_MERGE_AT__
         {{ cdc_merge.verify_live_rows(soft) }}
             and (__CDC_MERGE_RANGE__)
+    ),
+
+    __CDC_MERGE_STAGES__
+
+    ranged as (
+        select
+            __CDC_MERGE_SEGMENT__ as segment,
+            __CDC_MERGE_DIGEST__ as _cdc_digest
+        from staged
     )
 
     select

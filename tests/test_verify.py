@@ -179,10 +179,18 @@ DOUBLES = ["0", "-0", "1.0000001", "1.0000004", "1e35", "2e35", "0.1", "0.100000
 
 
 def test_floats_are_rendered_exactly_and_alike_on_every_engine(postgres, mariadb, spark):  # noqa: F811
-    """row_hash.float_sql: the checksums of PostgreSQL, MariaDB and Spark see any two doubles (or floats)
-    apart, and one value alike. (Databend renders these alike too, but plans such a statement of
-    constants slowly: not here.)"""
-    from python_jobs.verify.row_hash import value_sql
+    """row_hash.float_sql: the checksums of PostgreSQL, MariaDB, Spark and Databend (in the steps its
+    planner needs: staged_float_sql, as a mirror's range query has them) see any two doubles (or
+    floats) apart, and one value alike."""
+    import databend
+
+    from python_jobs.verify.mirror_ranges import stages_sql
+    from python_jobs.verify.row_hash import as_double_sql, staged_float_sql, value_sql
+
+    embedded = databend.SessionContext()
+    embedded.sql("create table v (i int, d double null, f float null)").collect()
+    embedded.sql("insert into v (i, d) values " + ", ".join(f"({index}, {value})" for index, value in enumerate(DOUBLES))).collect()
+    embedded.sql("update v set f = d").collect()  # a mirror's float column: the double rounded to 32 bits
 
     my_execute(mariadb, "create database floats", "create table floats.v (i int primary key, v double)",
                "insert into floats.v values " + ", ".join(f"({index}, {value})" for index, value in enumerate(DOUBLES)))
@@ -199,6 +207,10 @@ def test_floats_are_rendered_exactly_and_alike_on_every_engine(postgres, mariadb
         connection.close()
         rendered["spark"] = list(spark.sql("select " + ", ".join(value_sql("spark", f"cast('{value}' as double)", family)
                                                                  for value in DOUBLES)).collect()[0])
+        stages, text = staged_float_sql("databend", as_double_sql("databend", family[0], family), "f0")
+        rendered["databend"] = [None if value != value else value for value in embedded.sql(
+            f"with live as (select * from v), {stages_sql(stages)} ranged as (select i, {text} as t from staged) "
+            "select t from ranged order by i").to_pandas()["t"]]
         for engine, texts in rendered.items():
             assert texts == rendered["postgres"], (family, engine, list(zip(DOUBLES, texts, rendered["postgres"])))
         texts = rendered["postgres"]
@@ -263,7 +275,8 @@ def test_keys_in_text_order_by_sample_and_with_dollars_are_verified_and_repaired
     assert check() == 0, project.dbt_log()[-3000:]
 
 
-MEASURES = ("{{ cdc_merge.cdc_columns({'id': 'int', 'amount': 'decimal(38,10)', 'note': 'string'}) }}, "
+MEASURES = ("{{ cdc_merge.cdc_columns({'id': 'int', 'amount': 'decimal(38,10)', 'note': 'string', 'ratio': 'float', "
+            "'portion': 'double'}) }}, "
             "{{ cdc_merge.cdc_metadata_columns() }}")
 
 
@@ -271,12 +284,14 @@ def test_wide_decimals_and_control_characters_are_compared_row_by_row_as_they_ar
     """Rows compared one by one (a sampled check; a range check's range that differs elsewhere) read each
     mirror row as the engine's JSON: a decimal(38,10) must come as its text (Databend's json_object made
     it a double, 12345678901234567890.0123456789 a false difference) and a text's control characters,
-    which Databend leaves unescaped in the JSON, must be read. Equal rows are equal; changed ones reported."""
+    which Databend leaves unescaped in the JSON, must be read. Equal rows are equal; changed ones reported.
+    Its float and double columns are in the ranges' checksums (on Databend in the steps its planner needs)."""
     project = conformance_project
-    execute(postgres, "create schema shop; create table shop.measures (id int primary key, amount numeric(38,10), note text);"
+    execute(postgres, "create schema shop; create table shop.measures (id int primary key, amount numeric(38,10), note text, "
+                      "ratio real, portion double precision);"
                       "insert into shop.measures select g, (array[12345678901234567890.0123456789, -0.0000000001, "
                       "9999999999999999999999999000.9999999999, -12345678901234567890.0123456789])[g % 4 + 1] + g, "
-                      "'n' || g || chr(1) || chr(9) || chr(10) || chr(31) || 'end' from generate_series(1, 40) g")
+                      "'n' || g || chr(1) || chr(9) || chr(10) || chr(31) || 'end', g / 3.0, g * 1.1 from generate_series(1, 40) g")
     dsn = create_capture_user(postgres, ["shop"])
     config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.measures",), slot="measures", out=project.inbox,
                                             state=project.work_dir / "state.json", snapshot_mode="online", page_rows=1000)

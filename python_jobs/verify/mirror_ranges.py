@@ -11,7 +11,9 @@ from typing import Any, Callable, Sequence
 
 from python_jobs.verify.in_flight import SNAPSHOT
 from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
-from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
+from python_jobs.verify.row_hash import (
+    STAGED_FLOAT_ENGINES, as_double_sql, digest_number_sql, row_digest_sql, staged_float_sql, value_sql,
+)
 
 RANGE = "__CDC_MERGE_RANGE__"
 SEGMENT = "__CDC_MERGE_SEGMENT__"
@@ -20,6 +22,16 @@ NUMBER = "__CDC_MERGE_NUMBER__"
 LIMIT = "__CDC_MERGE_LIMIT__"
 # Where the statements name the mirror: filled with the engine's time travel to the pinned snapshot.
 AT = "__CDC_MERGE_AT__"
+STAGES = "__CDC_MERGE_STAGES__"
+
+
+def stages_sql(steps: list[list[str]]) -> str:
+    """The CTEs from the live rows to the staged rows: a step each that computes columns."""
+    ctes, source = [], "live"
+    for number, columns in enumerate((columns for columns in steps if columns), start=1):
+        ctes.append(f"step_{number} as (select *, {', '.join(columns)} from {source}),")
+        source = f"step_{number}"
+    return "\n".join([*ctes, f"staged as (select * from {source}),"])
 
 
 def engine_literal(engine: str, string_literal: Callable[[str], str], text: str) -> str:
@@ -38,6 +50,15 @@ class MirrorRanges:
         self._string_literal = lambda text: engine_literal(engine, string_literal, text)
         types = {name.lower(): data_type for name, data_type in mirror["columns"]}
         self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
+        # The steps of the floats' texts as columns of their own, where the engine's planner needs it.
+        steps: list[list[str]] = [[], [], []]
+        for index, name in enumerate(in_checksum):
+            double = as_double_sql(engine, name, types[name]) if engine in STAGED_FLOAT_ENGINES else None
+            if double is not None:
+                stages, self.values[name] = staged_float_sql(engine, double, f"f{index}")
+                for step, columns in zip(steps, stages):
+                    step.extend(columns)
+        self.stages = stages_sql(steps)
         self.in_checksum = list(in_checksum)
         self.excluded: list[str] = []
         self.excluded_view: str | None = None
@@ -98,7 +119,7 @@ class MirrorRanges:
         conditions = [self._compare(point, "<=") for point in points]
         segment = ("case " + " ".join(f"when {condition} then {index}" for index, condition in enumerate(conditions))
                    + f" else {len(conditions)} end") if conditions else "0"
-        statement = (self._statement("range_stats_sql", key_range).replace(SEGMENT, segment)
+        statement = (self._statement("range_stats_sql", key_range).replace(STAGES, self.stages).replace(SEGMENT, segment)
                      .replace(DIGEST, digest).replace(NUMBER, digest_number_sql(self.engine, "_cdc_digest")))
         return {int(Decimal(str(segment))): SegmentStats(int(Decimal(str(count))), int(Decimal(str(total or 0))))
                 for segment, count, total in self._rows(statement)}
