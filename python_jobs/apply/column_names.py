@@ -1,18 +1,20 @@
 """Mirror column names an engine's SQL reads as a keyword where the mirror's statements name a column
-unquoted (`select order from ...`): Databend's, found by naming a column each of its SQL keywords in
-the embedded engine. Spark reads them as names. cdc-scaffold gives such a column a name with an
-underscore (order_), read from its field; a hand-written model is told to do the same before any SQL
-runs (validate.sql)."""
+unquoted (`select order from ...`): Databend's, found by naming a column each of 3,783 SQL keywords
+in the embedded engine (python_jobs/devtools/databend_keywords.py prints them). Spark reads them as
+names. cdc-scaffold gives such a column a name with an underscore (order_), read from its field; a
+hand-written model is told to do the same before any SQL runs (validate.sql)."""
 
 from __future__ import annotations
 
 from typing import Iterable, Optional
 
 DATABEND_KEYWORDS = frozenset("""
-    all and any anti array as asc between both case cast create cross current_timestamp desc distinct do else
-    end except false for format from full grant group having in inner intersect into is join lateral leading
-    left like limit natural not null offset on or order over partition pivot qualify range right rows select
-    semi some stage then to trailing true union unpivot using when where window with
+    all analyze and anti any array as asc attach between both case cast connection create cross
+    current_timestamp desc distinct div do else end except false for format from full function grant group
+    having identifier in inner intersect into is join lateral leading left like limit masking natural not
+    notification null of offset on or order over partition pipe pivot policy qualify range regexp right rlike
+    rows select semi share shares some stage stream task then to top trailing transaction true union unpivot
+    using when where window with xor
 """.split())
 
 
