@@ -6,7 +6,8 @@ malloc gives freed memory back to the system once 128 KiB are free at its heap's
 each block of 128 KiB or more (a file's text) with a mapping of its own, unmapped when freed: every
 file's memory was faulted in again, page by page. On the 2-core virtual machine of BENCHMARKS.md
 ("Capture") a page fault costs about 3.5 µs, and the MariaDB capture took 265,000 of them for
-200,000 changes, a third of its CPU time; with this, 40,000.
+200,000 changes, a quarter to a third of its CPU time; with this, 40,000 (most of the rest are
+Python's own arenas, which it unmaps when they empty, beyond the reach of this setting).
 """
 
 from __future__ import annotations
