@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import shutil
 import struct
 import tempfile
@@ -292,7 +291,7 @@ def expected_postgres_value(pg_type: str, mirror_type: str, text: str | None):
     raise AssertionError(f"no expectation for {pg_type} as {mirror_type}")
 
 
-def test_mariadb_types_read_alike_both_ways_and_equal_the_source(dbt_project, server_directory, tmp_path):
+def test_mariadb_types_read_alike_both_ways_and_equal_the_source(dbt_project, server_directory, tmp_path, monkeypatch):
     server = start_mariadb(server_directory)
     try:
         connection = server.connect()
@@ -325,7 +324,7 @@ def test_mariadb_types_read_alike_both_ways_and_equal_the_source(dbt_project, se
             for (name, data_type, *_), value in zip(MARIADB_COLUMNS, values):
                 expected = expected_mariadb_value(data_type, types[name], value)
                 assert mirrored[row_id][name] == expected, f"row {row_id} column {name} ({data_type}): source {value!r}"
-        os.environ["MYSQL_PWD"] = password
+        monkeypatch.setenv("MYSQL_PWD", password)  # cdc-verify's; gone after the test, not left to the next tests' captures
         assert_verify_is_clean_and_can_fail(dbt_project, {"mysql": f"{user}@127.0.0.1:{server.port}"}, table.model_name,
                                             "f", "2.5")
         connection.close()
