@@ -16,6 +16,7 @@ from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_events import RowChange, Transaction, change_events
 from python_jobs.capture.mysql_row_images import debezium_images, decimal_text
 from python_jobs.capture.mysql_server import _row_change
+from python_jobs.capture.mysql_server_charsets import load_server_charsets
 
 
 def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
@@ -24,6 +25,8 @@ def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+    # Text decoded by this server's own mappings, read through a connection of its own (as the capture does).
+    load_server_charsets(server.connect())
     stream = BinLogStreamReader(
         connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=98,
         resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
