@@ -32,7 +32,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-from typing import Any
+from typing import Any, Callable
 
 _PREFIX = "cdc_merge_server_"
 # The code structure of eucjpms and ujis (MariaDB's ctype-eucjpms.c and ctype-ujis.c, MySQL's alike).
@@ -49,6 +49,8 @@ select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
 # where it would refuse it) and counts it as one character (a half-width kana of sjis and the ASCII
 # byte after it are two).
 _DOUBLE_BYTE_SETS = ("big5", "cp932", "euckr", "gb2312", "gbk", "sjis")
+# Python's codec of each double-byte set, which decodes at C speed the values it decodes as the server does.
+_NATIVE = {"big5": "big5", "cp932": "cp932", "euckr": "euc_kr", "gb2312": "gb2312", "gbk": "gbk", "sjis": "shift_jis"}
 _DOUBLE_BYTE_QUERY = """
 with recursive b(n) as (select 0 union all select n + 1 from b where n < 255)
 select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
@@ -94,7 +96,8 @@ def server_encoding(charset: str) -> str | None:
         with _SERVER["connection"].cursor() as cursor:
             if charset in _EUC_JP_SETS or charset in _DOUBLE_BYTE_SETS:
                 cursor.execute((_EUC_JP_QUERY if charset in _EUC_JP_SETS else _DOUBLE_BYTE_QUERY).format(name=charset))
-                codec = multi_byte_codec(name, {bytes.fromhex(code): text for code, text in cursor.fetchall()})
+                codec = multi_byte_codec(name, {bytes.fromhex(code): text for code, text in cursor.fetchall()},
+                                         _NATIVE.get(charset))
             else:
                 cursor.execute("with recursive b(n) as (select 0 union all select n + 1 from b where n < 255) "
                                f"select n, convert(char(n using {charset}) using utf8mb4) from b order by n")
@@ -117,12 +120,14 @@ def single_byte_codec(name: str, table: list[str]) -> codecs.CodecInfo:
                             decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, decoding))
 
 
-def multi_byte_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
+def multi_byte_codec(name: str, codes: dict[bytes, str], native: str | None = None) -> codecs.CodecInfo:
     """A codec of a multi-byte set's codes (eucjpms, ujis, big5...): each the longest code at its
     place, as the server cuts them (no code's first bytes are another's in these sets); a byte that
     begins none (which a column cannot hold) is '?', as the server converts it, or an error with
-    errors='strict'."""
+    errors='strict'. native: Python's codec of a double-byte set, used where it must decode as the
+    server does (_native_check)."""
     ascii_as_is = all(codes.get(bytes([byte])) == chr(byte) for byte in range(128))
+    native_check = _native_check(codes, native) if native else None
     widths = sorted({len(code) for code in codes}, reverse=True)
     encoding: dict[str, bytes] = {}
     for code, text in codes.items():
@@ -131,6 +136,11 @@ def multi_byte_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
 
     def decode(data: bytes, errors: str = "strict") -> tuple[str, int]:
         data = bytes(data)
+        if native and native_check is not None and native_check(data):
+            try:
+                return data.decode(native), len(data)
+            except UnicodeDecodeError:  # a code Python's codec has no character for: the server's '?' below
+                pass
         parts: list[str] = []
         at = 0
         while at < len(data):
@@ -162,6 +172,41 @@ def multi_byte_codec(name: str, codes: dict[bytes, str]) -> codecs.CodecInfo:
         return b"".join(parts), len(text)
 
     return codecs.CodecInfo(name=name, encode=encode, decode=decode)
+
+
+def _native_check(codes: dict[bytes, str], native: str) -> Callable[[bytes], bool]:
+    """Whether Python's codec decodes a value as the server does, asked before it decodes it: Python's
+    codecs of these sets take a byte for a character or the lead of two by the byte alone, so where a
+    lead byte leads as many bytes in both and no code of the value has other text in Python, Python
+    cuts the value at the server's places and gives the server's text, or fails where it has no
+    character (then the value is decoded here). So a value must hold no byte whose length the two
+    take otherwise and none of the codes Python decodes to other text."""
+    def python_length(byte: int) -> int:
+        try:
+            bytes([byte]).decode(native)
+            return 1
+        except UnicodeDecodeError:
+            return 2
+    server_length = {code[0]: len(code) for code in codes}
+    lengths = {byte: python_length(byte) for byte in range(256)}
+    # A byte that begins no code of the server's is only ever a code's second in a value the server
+    # wrote (a binlog's), where Python cuts as the server does before it: not a hazard.
+    hazard_bytes = bytes(byte for byte, length in server_length.items() if length != lengths[byte])
+    other_text = []
+    for code, text in codes.items():
+        if len(code) == lengths[code[0]]:
+            try:
+                if code.decode(native) != text:
+                    other_text.append(code)
+            except UnicodeDecodeError as error:
+                # No character in Python: a value holding it fails there. But a code Python reads on
+                # past (euc_kr's 0xA4D4 begins an eight-byte syllable) may decode otherwise in a value.
+                if "incomplete" in error.reason:
+                    other_text.append(code)
+    single = hazard_bytes + b"".join(code for code in other_text if len(code) == 1)
+    hazards = re.compile(b"[" + b"".join(re.escape(bytes([byte])) for byte in single) + b"]") if single else None
+    pairs = [code for code in other_text if len(code) > 1]
+    return lambda data: not (hazards is not None and hazards.search(data)) and not any(code in data for code in pairs)
 
 
 def _undecodable(name: str, data: bytes, at: int, errors: str) -> str:

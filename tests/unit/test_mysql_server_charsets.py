@@ -62,6 +62,59 @@ def test_double_byte_codes_are_a_byte_or_two_as_the_server_counts_them():
     assert multi_byte_codec("test_big5", BIG5).decode(b"\xa2\x40\xf9\xd6\xa4\x40!") == ("\ufffd碁一!", 7)
 
 
+def _as_python(native: str, leads: list[int], trails: range) -> dict[bytes, str]:
+    """A double-byte set's codes as Python's codec decodes them ('?' where it has no character)."""
+    codes = {bytes([byte]): bytes([byte]).decode(native) for byte in range(256) if byte not in leads
+             and _decodes(bytes([byte]), native)}
+    for lead in leads:
+        for trail in trails:
+            code = bytes([lead, trail])
+            codes[code] = code.decode(native) if _decodes(code, native) else "?"
+    return codes
+
+
+def _decodes(code: bytes, native: str) -> bool:
+    try:
+        code.decode(native)
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+@pytest.mark.parametrize("native, leads, server", [
+    # sjis: 0x815F is the server's '\' (Python's '＼'); 0xA0 one byte the server has, a lead in Python.
+    ("shift_jis", [*range(0x81, 0xA0), *range(0xE0, 0xFD)], {b"\x81\x5f": "\\", b"\xa0": "?"}),
+    # big5: leads to 0xF9 (0xFA-0xFE only second bytes), 0xA240 the server's U+FFFD.
+    ("big5", [*range(0xA1, 0xFA)], {b"\xa2\x40": "\ufffd"}),
+    # euckr: 0xA4D4 alone is the filler on the server; Python reads on past it into an eight-byte syllable.
+    ("euc_kr", [*range(0xA1, 0xFF)], {b"\xa4\xd4": "\u3164"}),
+])
+def test_pythons_codec_decodes_only_what_it_decodes_as_the_server_does(native, leads, server):
+    import random
+
+    codes = _as_python(native, leads, range(0x40, 0xFF)) | server
+    checked = multi_byte_codec(f"test_native_{native}", codes, native)
+    alone = multi_byte_codec(f"test_alone_{native}", codes)
+    pick = random.Random(7)
+    pieces = list(codes)
+    for count in (1, 2, 3, 8, 40):
+        for _ in range(300):
+            data = b"".join(pick.choice(pieces) for _ in range(count))
+            assert checked.decode(data) == alone.decode(data), data
+    # The syllable Python would make of euc_kr's filler and three jamo is the server's four characters.
+    if native == "euc_kr":
+        data = b"\xa4\xd4\xa4\xa1\xa4\xbf\xa4\xd4"
+        assert checked.decode(data) == alone.decode(data) and len(checked.decode(data)[0]) == 4
+
+
+def test_a_value_python_decodes_as_the_server_is_decoded_by_python():
+    sjis = _as_python("shift_jis", [*range(0x81, 0xA0), *range(0xE0, 0xFD)], range(0x40, 0xFF))
+    checked = mysql_server_charsets._native_check(sjis | {b"\x81\x5f": "\\", b"\xa0": "?"}, "shift_jis")
+    assert checked("日本語のテキスト abc".encode("shift_jis"))
+    assert checked(b"a\\b") and not checked("テ＼".encode("shift_jis"))  # 0x815F: the server's '\\'
+    assert not checked(b"a\xa0")  # one byte on the server, a lead in Python
+
+
 class _Cursor:
     def __init__(self, server: "_Server") -> None:
         self.server = server
