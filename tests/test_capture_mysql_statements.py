@@ -102,6 +102,30 @@ def test_a_table_swapped_in_with_another_primary_key_stops_the_capture(mariadb, 
         assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
     connection.close()
 
+
+def test_an_alter_table_that_changes_the_primary_key_stops_the_capture(mariadb, tmp_path):
+    """ALTER TABLE ... DROP PRIMARY KEY, ADD PRIMARY KEY (id, region): the rows are no longer one per
+    mirror key (two rows of id 1), so the capture stops at the statement naming both keys, writes
+    none of the rows after it and keeps its position; run again, it stops there again."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop",
+            "create table shop.items (id int primary key, region varchar(10) not null, n int)",
+            "insert into shop.items values (1, 'eu', 1), (2, 'eu', 2)")
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    config = config_for(mariadb, user, password, ["shop.items"], tmp_path / "out", tmp_path / "state.json")
+    capture_mysql.run(config)
+    files = sorted(config.out.iterdir())
+    state = config.state.read_text()
+    execute(connection, "alter table shop.items drop primary key, add primary key (id, region)",
+            "insert into shop.items values (1, 'us', 3)")
+    for _ in range(2):
+        with pytest.raises(CaptureError, match=r"shop\.items is keyed on \(id, region\) since 'alter table shop\.items drop "
+                                               r"primary key.*not on \(id\) as captured: change its mirror's unique_key"):
+            capture_mysql.run(config)
+        assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
+    connection.close()
+
+
 def test_tables_emptied_or_rolled_back_by_statements_equal_the_source(mariadb, dbt_project, tmp_path):
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop",

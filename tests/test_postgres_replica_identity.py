@@ -1,7 +1,8 @@
 """Source tables whose changes the server would log without their old primary key, or with one key
 held by two rows (python_jobs/capture/postgres_columns.py identity_problem): the capture, as the
 least-privileged user the docs prescribe, refuses them before it makes its slot, saying what to
-change, and stops before its next file when a table becomes one. Under REPLICA IDENTITY DEFAULT, a
+change, and stops before its next file when a table becomes one, or when an ALTER TABLE changes its
+primary key. Under REPLICA IDENTITY DEFAULT, a
 bulk key change of rows whose large values it did not change reaches the mirror whole."""
 
 from __future__ import annotations
@@ -82,6 +83,28 @@ def test_tables_logged_without_their_old_key_are_refused_before_any_slot(postgre
     with connection.cursor() as cursor:
         cursor.execute("select count(*) from pg_logical_slot_peek_changes('taken', null, null)")
         assert cursor.fetchone()[0] > 0
+    connection.close()
+
+
+def test_a_primary_key_an_alter_table_changes_stops_the_capture_before_its_next_file(postgres, tmp_path):
+    """The rows are no longer one per mirror key (two rows of id 1): the capture stops naming both
+    keys, writes none of the changes and keeps them in its slot; run again, it stops there again."""
+    connection = postgres.connect()
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute("create schema shop; create table shop.keyed (id int primary key, region text not null, v text);"
+                       "insert into shop.keyed values (1, 'eu', 'a'), (2, 'eu', 'b')")
+    config = config_for(create_capture_user(postgres, ["shop"]), "shop.keyed", tmp_path, "keyed")
+    capture_postgres.run(config)
+    written = sorted(config.out.glob("*.json"))
+    with connection.cursor() as cursor:
+        cursor.execute("alter table shop.keyed drop constraint keyed_pkey, add primary key (id, region)")
+        cursor.execute("insert into shop.keyed values (1, 'us', 'c')")
+    for _ in range(2):
+        with pytest.raises(CaptureError, match=r"shop\.keyed is keyed on \(id, region\) since an ALTER TABLE, not on "
+                                               r"\(id\) as captured: change its mirror's unique_key"):
+            capture_postgres.run(config)
+        assert sorted(config.out.glob("*.json")) == written
     connection.close()
 
 

@@ -26,7 +26,7 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
                         start: int) -> dict[str, Any] | None:
     """An ALTER TABLE of a captured table that added or retyped columns: its schema change event, with
     the values the rows that existed then hold in the added ones (mysql_columns.py) and the retyped
-    ones' types before; the table's info read again."""
+    ones' types before; the table's info read again. One that changed the primary key stops the capture."""
     ddl = statement(event.query)
     named = altered_table(ddl, event.schema)
     table = captured.get(named) if named else None
@@ -34,6 +34,13 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
         return None
     qualified = f"{table.schema}.{table.name}"
     refreshed = read_table_info(capture.connection, qualified)
+    logged_key = tuple(capture.known_keys.get(qualified) or table.primary_key)
+    if set(refreshed.primary_key) != set(logged_key):
+        # The mirror is keyed on the old key, which may no longer tell the rows apart.
+        raise CaptureError(
+            f"{qualified} is keyed on ({', '.join(refreshed.primary_key)}) since {event.query[:200]!r} at "
+            f"{binlog_file}:{start} (or an ALTER TABLE after it), not on ({', '.join(logged_key)}) as captured: change "
+            "its mirror's unique_key, then run the capture once with --resnapshot")
     capture.tables[qualified] = captured[named] = refreshed
     added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
     retyped = retyped_columns(table, refreshed, ddl)

@@ -173,6 +173,7 @@ def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict)
         log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
     capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True,
                          "columns": capture.additions.state(), "column_types": capture.additions.types_state(),
+                         "keys": capture.additions.keys_state(),
                          "tables": list(config.tables),
                          "snapshots": capture.pages.state()})
 

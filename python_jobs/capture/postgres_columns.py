@@ -9,7 +9,7 @@ change of the table that carries the column, or a logical message the capture wr
 noticed it (pg_logical_emit_message, which is in the log after the ALTER TABLE committed), and
 writes the event at the first of the two. A column whose type an ALTER TABLE changed is noticed and
 said alike (its event names it in retypedColumns), at the first change that carries it in the new
-type or at the message.
+type or at the message. A primary key an ALTER TABLE changed stops the capture.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from python_jobs.capture.output import CaptureError
 from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event, warn_unknown_values
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
@@ -150,17 +151,23 @@ class ColumnAdditions:
     # columns whose type changed in the catalog but not yet in a written event ({table: {name: (type before, column)}}).
     types: dict[str, dict[str, str]] = field(default_factory=dict)
     retyped: dict[str, dict[str, tuple[str, CatalogColumn]]] = field(default_factory=dict)
+    # Each table's primary key as the written log has it (the state's "keys").
+    keys: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> ColumnAdditions:
         return cls(known={table: dict(columns) for table, columns in (state.get("columns") or {}).items()},
-                   types={table: dict(types) for table, types in (state.get("column_types") or {}).items()})
+                   types={table: dict(types) for table, types in (state.get("column_types") or {}).items()},
+                   keys={table: list(key) for table, key in (state.get("keys") or {}).items()})
 
     def state(self) -> dict[str, dict[str, str]]:
         return {table: dict(columns) for table, columns in self.known.items()}
 
     def types_state(self) -> dict[str, dict[str, str]]:
         return {table: dict(types) for table, types in self.types.items()}
+
+    def keys_state(self) -> dict[str, list[str]]:
+        return {table: list(key) for table, key in self.keys.items()}
 
     def notice(self, catalog: Mapping[str, list[CatalogColumn]]) -> dict[str, list[str]]:
         """Compare the catalog with the log; returns the tables with newly noticed additions, and their
@@ -169,6 +176,15 @@ class ColumnAdditions:
         self.catalog = dict(catalog)
         noticed: dict[str, list[str]] = {}
         for table, columns in catalog.items():
+            key = [column.name for column in columns if column.in_primary_key]
+            logged_key = self.keys.get(table)
+            if not logged_key:  # a table new to the log (or a state without keys, or no key yet): as it is now
+                self.keys[table] = key
+            elif key and set(key) != set(logged_key):
+                # The mirror is keyed on the old key, which may no longer tell the rows apart.
+                raise CaptureError(
+                    f"{table} is keyed on ({', '.join(key)}) since an ALTER TABLE, not on ({', '.join(logged_key)}) as "
+                    "captured: change its mirror's unique_key, then run the capture once with --resnapshot")
             by_attnum = {str(column.attnum): column for column in columns}
             types = self.types.setdefault(table, {})
             if table not in self.known:

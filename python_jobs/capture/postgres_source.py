@@ -286,7 +286,7 @@ class PostgresCapture:
         if unwritten or page is not None:
             # following: a streaming capture's figures (output.FollowProgress), for whoever watches it.
             self.write_state({**self.state, "written_lsn": lsn_text(last_commit), "columns": self.additions.state(),
-                              "column_types": self.additions.types_state(),
+                              "column_types": self.additions.types_state(), "keys": self.additions.keys_state(),
                               "snapshots": self.pages.state(), **({"following": following} if following else {})})
         self.summary.transactions += len(unwritten)
         self.mark_additions({table: columns for table, columns in noticed.items()
