@@ -49,8 +49,9 @@ select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (
 # where it would refuse it) and counts it as one character (a half-width kana of sjis and the ASCII
 # byte after it are two).
 _DOUBLE_BYTE_SETS = ("big5", "cp932", "euckr", "gb2312", "gbk", "sjis")
-# Python's codec of each double-byte set, which decodes at C speed the values it decodes as the server does.
-_NATIVE = {"big5": "big5", "cp932": "cp932", "euckr": "euc_kr", "gb2312": "gb2312", "gbk": "gbk", "sjis": "shift_jis"}
+# Python's codec nearest each multi-byte set, which decodes at C speed the values it decodes as the server does.
+_NATIVE = {"big5": "big5", "cp932": "cp932", "euckr": "euc_kr", "gb2312": "gb2312", "gbk": "gbk", "sjis": "shift_jis",
+           "ujis": "euc_jp", "eucjpms": "euc_jp"}
 _DOUBLE_BYTE_QUERY = """
 with recursive b(n) as (select 0 union all select n + 1 from b where n < 255)
 select hex(char(code)), convert(char(code using {name}) using utf8mb4) from (

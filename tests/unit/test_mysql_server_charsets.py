@@ -86,6 +86,8 @@ def _decodes(code: bytes, native: str) -> bool:
     ("shift_jis", [*range(0x81, 0xA0), *range(0xE0, 0xFD)], {b"\x81\x5f": "\\", b"\xa0": "?"}),
     # big5: leads to 0xF9 (0xFA-0xFE only second bytes), 0xA240 the server's U+FFFD.
     ("big5", [*range(0xA1, 0xFA)], {b"\xa2\x40": "\ufffd"}),
+    # ujis: 0xA1C0 is the server's '\\' (Python's '＼').
+    ("euc_jp", [*range(0xA1, 0xFF)], {b"\xa1\xc0": "\\"}),
     # euckr: 0xA4D4 alone is the filler on the server; Python reads on past it into an eight-byte syllable.
     ("euc_kr", [*range(0xA1, 0xFF)], {b"\xa4\xd4": "\u3164"}),
 ])
