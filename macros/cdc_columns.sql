@@ -52,8 +52,17 @@
 
 {% macro spark__cdc_value(row, json_field, data_type) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json({{ row }}, {{ cdc_merge.string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}).{{ cdc_merge.spark_field_reference(json_field) }}
+    from_json({{ row }}, {{ cdc_merge.string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}, {{ cdc_merge.spark_json_options() }}).{{ cdc_merge.spark_field_reference(json_field) }}
 {%- endmacro %}
+
+{% macro spark_json_options() %}
+    {#-
+        A timestamp without a zone (PostgreSQL's `timestamp`) is read as UTC whatever the session's
+        time zone: in a session of another zone the stored instant would depend on who ran the apply,
+        and a wall time that zone skips (02:30 on a spring-forward night) would move an hour.
+    -#}
+    {{- return("map('mode', 'PERMISSIVE', 'timeZone', 'UTC')") -}}
+{% endmacro %}
 
 {% macro spark_field_reference(field) %}
     {{- return(field if modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', field) else cdc_merge.spark_schema_field(field)) -}}
@@ -137,7 +146,7 @@
     {%- endfor -%}
     {%- for name in columns -%}
         {%- set field = fields[loop.index0] -%}
-        from_json(_cdc_row, {{ cdc_merge.string_literal(schema | join(", ")) }}, map('mode', 'PERMISSIVE')).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
+        from_json(_cdc_row, {{ cdc_merge.string_literal(schema | join(", ")) }}, {{ cdc_merge.spark_json_options() }}).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
         {{- ",\n        " if not loop.last }}
     {%- endfor -%}
 {% endmacro %}

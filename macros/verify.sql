@@ -117,7 +117,7 @@
     {#- columns: names, or (name, type) pairs. -#}
     to_json(
         named_struct({% for column in columns %}{% set name = column if column is string else column[0] %}'{{ name }}', {{ name }}{{ ', ' if not loop.last }}{% endfor %}),
-        map('timestampFormat', "yyyy-MM-dd'T'HH:mm:ss.SSSSSS", 'ignoreNullFields', 'false')
+        map('timestampFormat', "yyyy-MM-dd'T'HH:mm:ss.SSSSSS", 'ignoreNullFields', 'false', 'timeZone', 'UTC')
     )
 {%- endmacro %}
 

@@ -34,4 +34,7 @@ def keep_nulls(handle: Any, database: str) -> None:
     """Make a databend-sqlalchemy connection (dbt-databend-cloud's handle) read NULL as None."""
     client = handle.client
     client.query_result_cls = NullKeepingResult
-    client.connection.client_session = {"database": database, "settings": {"format_null_as_str": "0"}}
+    # timezone: a timestamp without a zone is read as UTC, as on Spark, whatever the server's or the
+    # user's default (in another zone a skipped wall time fails the cast, and the instants would
+    # depend on who ran the apply).
+    client.connection.client_session = {"database": database, "settings": {"format_null_as_str": "0", "timezone": "UTC"}}
