@@ -52,6 +52,7 @@ from python_jobs.capture.mysql_pages import (
     take_snapshot_requests,
 )
 from python_jobs.capture.mysql_server import MysqlCapture
+from python_jobs.capture.mysql_snapshot import READ_AS_STORED
 from python_jobs.capture.output import (
     CaptureError,
     CaptureSummary,
@@ -99,7 +100,8 @@ class CaptureConfig:
 
     @property
     def connection_settings(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password, "charset": "utf8mb4"}
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password, "charset": "utf8mb4",
+                "init_command": READ_AS_STORED}
 
 
 def run(config: CaptureConfig) -> CaptureSummary:

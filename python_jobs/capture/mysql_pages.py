@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, json_value, row_image
-from python_jobs.capture.mysql_snapshot import select_list
+from python_jobs.capture.mysql_snapshot import quoted as _quoted, select_list
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.snapshot_pages import (
     OpenPage,
@@ -62,14 +62,14 @@ def emit_watermark(connection: Any, table: str, page: str, mark: str) -> None:
     """A low or high watermark of a page: a row of the signal table, committed at once (autocommit)."""
     schema, name = table.split(".")
     with connection.cursor() as cursor:
-        cursor.execute(f"insert into `{schema}`.`{name}` (page, mark) values (%s, %s)", (page, mark))
+        cursor.execute(f"insert into {_quoted(schema, name)} (page, mark) values (%s, %s)", (page, mark))
 
 
 def _key_expressions(column: Column) -> tuple[str, str, str]:
     """How a key column is ordered, shown (the text a page's last key is kept as) and compared with
     such a text: in the order the mirrors compare its written value, so that a page's key range is
     the same range in a mirror (strings by their UTF-8 bytes, binary as its base64 text)."""
-    quoted = f"`{column.name}`"
+    quoted = _quoted(column.name)
     if column.data_type in _TEXT:
         return (f"cast(convert({quoted} using utf8mb4) as binary)", f"convert({quoted} using utf8mb4)",
                 "cast(convert(%s using utf8mb4) as binary)")
@@ -123,7 +123,7 @@ def read_page(connection: Any, table: TableInfo, snapshot: TableSnapshot, page_r
     order = ", ".join(ordered for ordered, _, _ in expressions)
     shown = ", ".join(text for _, text, _ in expressions)
     with connection.cursor() as cursor:
-        cursor.execute(f"select {select_list(table.columns)}, {shown} from `{table.schema}`.`{table.name}` {where} "
+        cursor.execute(f"select {select_list(table.columns)}, {shown} from {_quoted(table.schema, table.name)} {where} "
                        f"order by {order} limit {int(page_rows)}", parameters)
         fetched = cursor.fetchall()
     rows = [row_image(table, dict(zip(names, values))) for values in fetched]

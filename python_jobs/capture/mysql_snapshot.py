@@ -11,6 +11,13 @@ from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_numb
 from python_jobs.capture.output import CaptureError, debezium_event
 
 
+# Every session the capture (and cdc-verify) reads rows in: a CHAR's value without the padding that a
+# server-wide sql_mode PAD_CHAR_TO_FULL_LENGTH adds to it in a SELECT, as it is stored and as the
+# binlog has it.
+READ_AS_STORED = ("set session sql_mode = trim(both ',' from "
+                  "replace(concat(',', @@session.sql_mode, ','), ',PAD_CHAR_TO_FULL_LENGTH,', ','))")
+
+
 def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> tuple[str, int]:
     """Write every row as of one consistent snapshot; returns its binlog position. replaces_mirrors:
     each table's rows come after a truncate just before that position, so the mirrors drop rows
@@ -78,7 +85,7 @@ def _write_truncate_before(capture: Any, table: TableInfo, binlog_file: str, pos
 
 def _snapshot_table(capture: Any, cursor: Any, table: TableInfo, binlog_file: str, position: int) -> None:
     names = [column.name for column in table.columns]
-    cursor.execute(f"select {select_list(table.columns)} from `{table.schema}`.`{table.name}`")
+    cursor.execute(f"select {select_list(table.columns)} from {quoted(table.schema, table.name)}")
     source = {
         "connector": "mysql", "name": "cdc_merge", "db": table.schema, "table": table.name,
         "file": binlog_file, "pos": position, "row": 0, "ts_ms": None, "snapshot": "true",
@@ -101,4 +108,10 @@ def _snapshot_table(capture: Any, cursor: Any, table: TableInfo, binlog_file: st
 def select_list(columns: Sequence[Column]) -> str:
     """The columns as the snapshot reads them, for mysql_events.json_value: a FLOAT as the double it is
     (the text protocol shows it with 6 digits, the binlog has all of it)."""
-    return ", ".join(f"`{column.name}` + 0e0" if column.data_type == "float" else f"`{column.name}`" for column in columns)
+    return ", ".join(f"{quoted(column.name)} + 0e0" if column.data_type == "float" else quoted(column.name)
+                     for column in columns)
+
+
+def quoted(*names: str) -> str:
+    """An identifier (or schema and table) in backquotes, a backquote in it doubled: `a``b`."""
+    return ".".join("`" + name.replace("`", "``") + "`" for name in names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Sequence
 
+from python_jobs.capture.mysql_snapshot import quoted
 from python_jobs.verify.compare import type_family
 from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
 from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
@@ -134,15 +135,15 @@ class MysqlRanges:
         # A key mirrored as a string is sampled as its written text (a uuid, an address, a decimal wider
         # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions).
         self.selected = ", ".join(shown if type_family(mirror_types.get(column.name.lower(), "")) == "string"
-                                  else f"`{column.name}`" for column, (_, shown, _) in zip(self.key, self.expressions))
+                                  else quoted(column.name) for column, (_, shown, _) in zip(self.key, self.expressions))
         self.values = {}
         for name, mirror_type in mirror_types.items():
             column = types.get(name)
-            rendered = column and value_sql("mysql", f"`{column.name}`", mirror_type, column.data_type)
+            rendered = column and value_sql("mysql", quoted(column.name), mirror_type, column.data_type)
             if rendered:
                 self.values[name] = rendered
         self.in_checksum = list(self.values)
-        self.relation = f"`{self.info.schema}`.`{self.info.name}`"
+        self.relation = quoted(self.info.schema, self.info.name)
         self.excluded: list[list[str]] = []
 
     def exclude(self, keys: Sequence[Sequence[str]]) -> None:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from python_jobs.capture.mysql_snapshot import READ_AS_STORED, quoted
 from python_jobs.formats.records import canonical_key, format_seq
 from python_jobs.formats.wal2json import parse_lsn
 from python_jobs.verify.in_flight import SourcePosition
@@ -169,6 +170,7 @@ class MysqlSource:
             raise SourceError(f"cannot connect to {self.name}: {error}; check the address and MYSQL_PWD") from None
         with self.connection.cursor() as cursor:
             cursor.execute("set session time_zone = '+00:00'")  # TIMESTAMP in UTC, as the capture reads it
+            cursor.execute(READ_AS_STORED)
 
     def _table(self, table: str) -> Any:
         from python_jobs.capture.mysql_columns import read_table_info
@@ -182,7 +184,7 @@ class MysqlSource:
     def count(self, table: str) -> int:
         info = self._table(table)
         with self.connection.cursor() as cursor:
-            cursor.execute(f"select count(*) from `{info.schema}`.`{info.name}`")
+            cursor.execute(f"select count(*) from {quoted(info.schema, info.name)}")
             return int(cursor.fetchone()[0])
 
     def sample(self, table: str, size: int) -> SampledTable:
@@ -192,7 +194,7 @@ class MysqlSource:
         info = self._table(table)
         if not keys:
             return {}
-        columns = ", ".join(f"`{name}`" for name in info.primary_key)
+        columns = ", ".join(quoted(name) for name in info.primary_key)
         tuples = ", ".join("(" + ", ".join(["%s"] * len(info.primary_key)) + ")" for _ in keys)
         return self._read(table, f"where ({columns}) in ({tuples})", [value for values in keys for value in values]).rows
 
@@ -220,7 +222,7 @@ class MysqlSource:
         info = self._table(table)
         names = [column.name for column in info.columns]
         with self.connection.cursor() as cursor:
-            cursor.execute(f"select {select_list(info.columns)} from `{info.schema}`.`{info.name}` {condition}", parameters)
+            cursor.execute(f"select {select_list(info.columns)} from {quoted(info.schema, info.name)} {condition}", parameters)
             rows = [row_image(info, dict(zip(names, values))) for values in cursor.fetchall()]
         return SampledTable(info.primary_key, {canonical_key(row, "row", info.primary_key): row for row in rows})
 
