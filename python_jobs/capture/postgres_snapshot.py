@@ -151,6 +151,8 @@ def quote_identifier(name: str) -> str:
 
 def select_list(names: Sequence[str]) -> str:
     """The columns as their types' text output: format('%s') calls the output function, as wal2json
-    does (a cast to text may differ: char(n) loses its padding, inet its netmask)."""
-    return ", ".join(f"case when {quote_identifier(name)} is not null then format('%s', {quote_identifier(name)}) end"
+    does (a cast to text may differ: char(n) loses its padding, inet its netmask). IS NOT NULL is
+    false for a row type's value with a null field, row(1, null), which is no null: IS DISTINCT FROM
+    NULL tells a value from null (format() would render null as '')."""
+    return ", ".join(f"case when {quote_identifier(name)} is distinct from null then format('%s', {quote_identifier(name)}) end"
                      for name in names)

@@ -39,8 +39,9 @@ _VALUE = {
         "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 then "
                      "trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
         "date": "case when isfinite({c}) and extract(year from {c}) > 0 then to_char({c}, 'YYYY-MM-DD') end",
-        # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32.
-        "string": "case when {c} is not null then format('%s', {c}) end",
+        # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32;
+        # a row type's value with a null field is distinct from null, though IS NOT NULL calls it null.
+        "string": "case when {c} is distinct from null then format('%s', {c}) end",
     },
     "mysql": {
         "integer": "cast({c} as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",
