@@ -70,9 +70,15 @@ def model_type(column: SourceColumn) -> str:
     if data_type in _INTEGERS:
         return "bigint" if column.unsigned and data_type == "int" else _INTEGERS[data_type]
     if data_type in ("numeric", "decimal"):
-        if column.precision is None or column.precision > SPARK_MAX_PRECISION:
-            return "string"  # unbounded, or wider than a mirror's decimal holds: kept as its exact text
-        return f"decimal({column.precision},{column.scale or 0})"
+        if column.precision is None:
+            return "string"  # unbounded: kept as its exact text
+        # PostgreSQL's scale may exceed the precision (numeric(3,5): 0.00123) or be negative (numeric(5,-2):
+        # 12300), which no mirror's decimal takes: the decimal that holds every such value.
+        scale = column.scale or 0
+        precision = max(column.precision, scale) - min(scale, 0)
+        if precision > SPARK_MAX_PRECISION:
+            return "string"  # wider than a mirror's decimal holds: kept as its exact text
+        return f"decimal({precision},{max(scale, 0)})"
     if data_type in _FLOATS:
         return _FLOATS[data_type]
     if data_type == "boolean":
@@ -213,9 +219,12 @@ def mysql_tables(host: str, port: int, user: str, password: str, names: Sequence
         connection.close()
 
 
+# PostgreSQL's bit(n) is its text of 0s and 1s as the capture writes it ("bit string", not MySQL's
+# number); information_schema gives a negative numeric scale (numeric(5,-2)) as 2048 plus it.
 _POSTGRES_COLUMNS = (
-    "select column_name, data_type, numeric_precision, numeric_scale, false from information_schema.columns "
-    "where table_schema = %s and table_name = %s order by ordinal_position"
+    "select column_name, case when data_type = 'bit' then 'bit string' else data_type end, numeric_precision, "
+    "case when data_type = 'numeric' and numeric_scale > 1000 then numeric_scale - 2048 else numeric_scale end, "
+    "false from information_schema.columns where table_schema = %s and table_name = %s order by ordinal_position"
 )
 # From pg_catalog: information_schema's constraint views list only the tables the user owns or may
 # change, and the capture's user may only read them.
