@@ -81,6 +81,14 @@ def _all_present(bitmap: bytes, count: int) -> bool:
     return all(bitmap[index >> 3] & (1 << (index & 7)) for index in range(count))
 
 
+def absent_columns(event: Any) -> list[str]:
+    """The columns an image of the rows event leaves out: logged by a session whose binlog_row_image
+    is MINIMAL or NOBLOB, whatever the server's is. The library reads such a column as None."""
+    bitmaps = [event.columns_present_bitmap] + ([event.columns_present_bitmap2] if _is_update(event) else [])
+    return [column.name or f"#{index + 1}" for index, column in enumerate(event.columns)
+            if not all(bitmap[index >> 3] & (1 << (index & 7)) for bitmap in bitmaps)]
+
+
 def _reader(column: Any, ignore_decode_errors: bool) -> Reader | None:
     from pymysqlreplication.constants import FIELD_TYPE
 

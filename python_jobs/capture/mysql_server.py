@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_row_images import debezium_images
-from python_jobs.capture.mysql_rows import fast_rows
+from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import load_server_charsets
 from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
 from python_jobs.capture.mysql_snapshot import take_snapshot
@@ -287,13 +287,14 @@ class MysqlCapture:
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
 
-    # The columns the binlog's table map names for this event: all of them with a FULL row image.
-    missing = [column.name for column in event.columns if column.name not in (row.get("values") or row.get("after_values") or {})]
+    # All the table map's columns with a FULL row image (a session may set MINIMAL: the library reads None).
+    missing = absent_columns(event) or [
+        column.name for column in event.columns if column.name not in (row.get("values") or row.get("after_values") or {})]
     if missing:
         raise CaptureError(
-            f"binlog rows of {table.schema}.{table.name} at {binlog_file}:{start} lack columns {missing}: "
-            "set binlog_row_image=FULL and binlog_row_metadata=FULL (or the table changed since capture began)"
-        )
+            f"binlog rows of {table.schema}.{table.name} at {binlog_file}:{start} lack columns {missing}: set "
+            "binlog_row_image=FULL (for every session: a session may set its own) and binlog_row_metadata=FULL, then "
+            "run the capture once with --resnapshot (or the table changed since capture began)")
     if isinstance(event, UpdateRowsEvent):
         before = binlog_values(table, row["before_values"], row["before_none_sources"])
         after = binlog_values(table, row["after_values"], row["after_none_sources"])
