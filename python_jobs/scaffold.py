@@ -220,12 +220,39 @@ def mysql_tables(host: str, port: int, user: str, password: str, names: Sequence
 
 
 # PostgreSQL's bit(n) is its text of 0s and 1s as the capture writes it ("bit string", not MySQL's
-# number); information_schema gives a negative numeric scale (numeric(5,-2)) as 2048 plus it.
-_POSTGRES_COLUMNS = (
-    "select column_name, case when data_type = 'bit' then 'bit string' else data_type end, numeric_precision, "
-    "case when data_type = 'numeric' and numeric_scale > 1000 then numeric_scale - 2048 else numeric_scale end, "
-    "false from information_schema.columns where table_schema = %s and table_name = %s order by ordinal_position"
-)
+# number); information_schema gives a negative numeric scale (numeric(5,-2)) as 2048 plus it, and a
+# domain over a domain as USER-DEFINED: its columns as information_schema gives the type under them all.
+_POSTGRES_COLUMNS = """
+select column_name, case when data_type = 'bit' then 'bit string' else data_type end, numeric_precision,
+    case when data_type = 'numeric' and numeric_scale > 1000 then numeric_scale - 2048 else numeric_scale end, false
+from (
+    select c.ordinal_position, c.column_name, coalesce(base.data_type, c.data_type) as data_type,
+        coalesce(base.numeric_precision, c.numeric_precision) as numeric_precision,
+        coalesce(base.numeric_scale, c.numeric_scale) as numeric_scale
+    from information_schema.columns as c
+    left join lateral (
+        with recursive bases (type_oid, type_modifier) as (
+            select outer_domain.typbasetype, outer_domain.typtypmod from pg_type as outer_domain
+            where c.data_type = 'USER-DEFINED' and outer_domain.typtype = 'd'
+                and outer_domain.oid = to_regtype(quote_ident(c.domain_schema) || '.' || quote_ident(c.domain_name))
+            union all
+            select inner_domain.typbasetype, inner_domain.typtypmod
+            from bases inner join pg_type as inner_domain on inner_domain.oid = bases.type_oid
+            where inner_domain.typtype = 'd'
+        )
+        select
+            case when t.typelem <> 0 and t.typlen = -1 then 'ARRAY'
+                when t.typnamespace = 'pg_catalog'::regnamespace then format_type(t.oid, null)
+                else 'USER-DEFINED' end as data_type,
+            information_schema._pg_numeric_precision(t.oid, bases.type_modifier) as numeric_precision,
+            information_schema._pg_numeric_scale(t.oid, bases.type_modifier) as numeric_scale
+        from bases inner join pg_type as t on t.oid = bases.type_oid
+        where t.typtype <> 'd'
+    ) as base on true
+    where c.table_schema = %s and c.table_name = %s
+) as columns
+order by ordinal_position
+"""
 # From pg_catalog: information_schema's constraint views list only the tables the user owns or may
 # change, and the capture's user may only read them.
 _POSTGRES_KEY = (

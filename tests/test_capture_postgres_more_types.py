@@ -1,6 +1,6 @@
 """More PostgreSQL types read alike from the snapshot and the stream and land as the source holds
 them: row types with a null field, bit strings, numerics whose scale exceeds their precision or is
-negative, stored generated columns (also after an update of the column they are computed from),
+negative, domains over domains, stored generated columns (also after an update of the column they are computed from),
 extension types, ranges, geometry and the rest, each as docs/type_mapping.md says (modelled on
 tests/test_capture_types.py, whose helpers it uses)."""
 
@@ -25,7 +25,10 @@ from test_capture_types import (
 
 TYPES_SQL = ("create extension citext; create extension hstore; create schema shop; "
              "create type shop.mood as enum ('sad', 'ok'); create type shop.pair as (n int, at timestamptz, s text); "
-             "create domain shop.label as text; create domain shop.price as numeric(10,2)")
+             "create domain shop.label as text; create domain shop.price as numeric(10,2); "
+             # Domains over domains: as the type under them all.
+             "create domain shop.dear as shop.price; create domain shop.flag as boolean; create domain shop.yes as shop.flag; "
+             "create domain shop.moment as timestamptz; create domain shop.instant as shop.moment")
 # (column, type, a typical value, an edge value); a third row is all null.
 COLUMNS = [
     ("a", "int", "3", "-5"),
@@ -53,6 +56,9 @@ COLUMNS = [
     ("hs", "hstore", "'a=>1, b=>NULL'", "''"),
     ("lbl", "shop.label", "'zoë'", "''"),
     ("price", "shop.price", "12.5", "-0.01"),
+    ("dear", "shop.dear", "12.5", "'NaN'"),
+    ("yes", "shop.yes", "true", "false"),
+    ("instant", "shop.instant", "'2026-01-02 03:04:05.5+05:30'", "'infinity'"),
     ("nums", "numeric[]", "'{1.50,NaN,2}'", "'{}'"),
     ("times", "timestamptz[]", "'{\"2026-01-01 10:00+02\",infinity}'", "'{}'"),
     ("moods", "shop.mood[]", "'{ok,sad}'", "'{}'"),
@@ -96,9 +102,11 @@ def test_postgres_more_types_read_alike_both_ways_and_equal_the_source(dbt_proje
         (table,) = scaffold.postgres_tables(dsn, ["shop.more"])
         types = {column.name: scaffold.model_type(column) for column in table.columns}
         assert (types["bits"], types["tiny"], types["hundreds"]) == ("string", "decimal(5,5)", "decimal(7,0)")
+        assert (types["dear"], types["yes"], types["instant"]) == ("decimal(10,2)", "boolean", "timestamp")
         mirrored = apply(dbt_project, table, "debezium")
         assert_snapshot_and_stream_agree({row: values for row, values in mirrored.items() if row < FOLLOWED})
         assert mirrored[2]["pair"] == '(,,"")' and mirrored[1]["bits"] == "1010"
+        assert mirrored[1]["yes"] is True and mirrored[2]["dear"] is None
         assert mirrored[201]["twice"] == 26 and mirrored[201]["label"] == "z!"
         assert_mirror_equals_source(connection, [*COLUMNS, *GENERATED], types, mirrored)
         assert_verify_is_clean_and_can_fail(dbt_project, {"postgres": dsn}, table.model_name, "ci", "'x'", rows=9,

@@ -30,7 +30,19 @@ select
     a.attnum,
     a.attname,
     case
-        when t.typtype = 'd' then format_type(t.typbasetype, t.typtypmod)
+        when t.typtype = 'd' then (
+            -- a domain over a domain: the type under them all, with the modifier its own domain gave it
+            with recursive bases (type_oid, type_modifier) as (
+                select t.typbasetype, t.typtypmod
+                union all
+                select inner_domain.typbasetype, inner_domain.typtypmod
+                from bases inner join pg_type as inner_domain on inner_domain.oid = bases.type_oid
+                where inner_domain.typtype = 'd'
+            )
+            select format_type(bases.type_oid, bases.type_modifier)
+            from bases inner join pg_type as base on base.oid = bases.type_oid
+            where base.typtype <> 'd'
+        )
         else format_type(a.atttypid, a.atttypmod)
     end,
     a.attstorage <> 'p',
@@ -51,7 +63,7 @@ order by a.attnum
 class CatalogColumn:
     attnum: int
     name: str
-    type_name: str  # format_type(): numeric(10,2), text[], timestamp with time zone, ...; a domain's base type
+    type_name: str  # format_type(): numeric(10,2), text[], timestamp with time zone, ...; a domain's base type, at any depth
     # Whether the value may be stored out of line, where an update that does not change it leaves it out.
     toastable: bool = False
     # ADD COLUMN with a default the server computed once: every row that existed then has it (pg_attribute.attmissingval).
