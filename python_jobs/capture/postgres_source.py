@@ -47,6 +47,7 @@ from python_jobs.capture.postgres_partitions import (
     reads_for_change,
     wal2json_table,
 )
+from python_jobs.capture.postgres_relations import Relations, read_relations, replaced
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import fill_unsent_toast, take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
@@ -90,6 +91,8 @@ class PostgresCapture:
         # The leaf partitions of partitioned tables the stream decodes with (postgres_partitions.py);
         # those of the state, in _run.
         self.partitions: Partitions = read_partitions(self.connection, config.tables)
+        # The relation each table name is (postgres_relations.py); the written log's, from the state, in _run.
+        self.relations: Relations = read_relations(self.connection, config.tables)
         # Columns added to the tables while capturing (postgres_columns.py); from the state, in _run.
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
@@ -238,6 +241,7 @@ class PostgresCapture:
         self.check_identities(partitions=partitions)  # changed by an ALTER TABLE since the start: stop before the file
         if partitions != self.partitions:
             self.partitions_changed(partitions)
+        self.notice_replaced_tables(read_relations(self.connection, self.config.tables))
         for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
@@ -305,6 +309,17 @@ class PostgresCapture:
         self.write_state({**self.state, "snapshots": self.pages.state()})
         raise PartitionsChanged(f"the partitions of {', '.join(sorted(partitions))} changed")
 
+    def notice_replaced_tables(self, now: Relations) -> None:
+        """A table replaced under its name since the written log's relation is read again online
+        (postgres_relations.py); the state has the read asked for with the new relation."""
+        tables = replaced(self.relations, now)
+        for table in tables:
+            self.pages.request_once(TableSnapshot(table, f"{table} was replaced under its name (another table renamed "
+                                                         "to it, or dropped and created again)"), log)
+        self.relations = {**self.relations, **now}
+        if tables:
+            self.write_state({**self.state, "snapshots": self.pages.state()})
+
     def mark_additions(self, noticed: dict[str, list[str]]) -> None:
         """A logical message after the ALTER TABLEs of columns noticed but not yet carried by a change, at
         which their schema change events are written if no change carries them first (postgres_columns.py)."""
@@ -313,7 +328,7 @@ class PostgresCapture:
                 cursor.execute("select pg_logical_emit_message(true, %s, %s)", (MESSAGE_PREFIX, json.dumps(noticed)))
 
     def write_state(self, state: dict) -> None:
-        state = {**state, "partitions": self.partitions}
+        state = {**state, "partitions": self.partitions, "relations": self.relations}
         write_state(self.config.state, state)
         self.state = state
 
