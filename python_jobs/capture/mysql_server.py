@@ -17,7 +17,8 @@ from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
     rolled_back_to,
-    row_statement_table,
+    load_statement,
+    row_statement_tables,
     savepoint,
     statement,
 )
@@ -154,15 +155,8 @@ class MysqlCapture:
         (None, file, 0): a following capture's chance to close a file or stop.
         """
         from pymysqlreplication import BinLogStreamReader
-        from pymysqlreplication.event import (
-            GtidEvent,
-            HeartbeatLogEvent,
-            MariadbGtidEvent,
-            QueryEvent,
-            RotateEvent,
-            XAPrepareEvent,
-            XidEvent,
-        )
+        from pymysqlreplication.event import (ExecuteLoadQueryEvent, GtidEvent, HeartbeatLogEvent, MariadbGtidEvent,
+                                              QueryEvent, RotateEvent, XAPrepareEvent, XidEvent)
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
         following = heartbeat_seconds is not None
@@ -172,7 +166,8 @@ class MysqlCapture:
             log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,
             slave_heartbeat=heartbeat_seconds,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent, XAPrepareEvent,
-                         RotateEvent, GtidEvent, MariadbGtidEvent, *([HeartbeatLogEvent] if following else [])],
+                         RotateEvent, GtidEvent, MariadbGtidEvent, ExecuteLoadQueryEvent,
+                         *([HeartbeatLogEvent] if following else [])],
         )
         captured = {(table.schema, table.name): table for table in self.tables.values()}
         signal = tuple(self.config.signal_table.split("."))
@@ -185,7 +180,9 @@ class MysqlCapture:
                 start = event.packet.log_pos - event.event_size
                 if isinstance(event, (GtidEvent, MariadbGtidEvent)):
                     current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start)
-                elif isinstance(event, QueryEvent):
+                elif isinstance(event, (QueryEvent, ExecuteLoadQueryEvent)):
+                    if isinstance(event, ExecuteLoadQueryEvent):  # a LOAD DATA logged as a statement
+                        event.query, event.schema = load_statement(event)
                     query = statement(event.query).upper()
                     where = f"{stream.log_file}:{start}"
                     if query == "BEGIN":
@@ -215,7 +212,7 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif written := _captured([row_statement_table(event.query, event.schema)], captured):
+                    elif written := _captured(row_statement_tables(event.query, event.schema), captured):
                         raise CaptureError(
                             f"a change of {_names(written)} at {where} is logged as a statement (a session with "
                             "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "

@@ -19,6 +19,10 @@ _DROP = re.compile(rf"^drop\s+table\s+(?:if\s+exists\s+)?(.+?){_WAIT}(?:\s+(?:re
 _CREATE_OR_REPLACE = re.compile(rf"^create\s+or\s+replace\s+table\s+({_QUALIFIED})", re.IGNORECASE)
 _RENAME = re.compile(r"^rename\s+tables?\s+(.+?)\s*;?$", re.IGNORECASE | re.DOTALL)
 _RENAME_PAIR = re.compile(rf"^({_QUALIFIED})\s+to\s+({_QUALIFIED})$", re.IGNORECASE)
+# ALTER TABLE ... RENAME [TO | AS] name, alone or among other changes; not RENAME COLUMN / INDEX / KEY.
+_ALTER_RENAME = re.compile(
+    rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?{_QUALIFIED}\s.*?\brename\s+"
+    rf"(?!(?:column|index|key|constraint)\b)(?:(?:to|as)\s+)?({_QUALIFIED})\s*(?:,|;|$)", re.IGNORECASE | re.DOTALL)
 _ALTER_PARTITIONS = re.compile(
     rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s.*\b"
     r"(?:truncate|drop|exchange|reorganize|remove(?:\s+partitioning)?|coalesce|convert)\s+partition",
@@ -29,8 +33,16 @@ _ROLLBACK_TO = re.compile(rf"^rollback\s+(?:work\s+)?to\s+(?:savepoint\s+)?({_NA
 _ROW_STATEMENT = re.compile(
     rf"^(?:insert|replace)\s+(?:(?:low_priority|delayed|high_priority|ignore)\s+)*(?:into\s+)?({_QUALIFIED})"
     rf"|^update\s+(?:(?:low_priority|ignore)\s+)*({_QUALIFIED})"
-    rf"|^delete\s+(?:(?:low_priority|quick|ignore)\s+)*from\s+({_QUALIFIED})",
-    re.IGNORECASE)
+    rf"|^delete\s+(?:(?:low_priority|quick|ignore)\s+)*from\s+({_QUALIFIED})"
+    rf"|^load\s+(?:data|xml)\b.*?\binto\s+table\s+({_QUALIFIED})",
+    re.IGNORECASE | re.DOTALL)
+# A multi-table UPDATE's or DELETE's table references (UPDATE a JOIN b SET, DELETE a FROM a JOIN b,
+# DELETE FROM a USING a JOIN b), and each table named in them; MySQL's WITH ... before either.
+_MULTI_TABLE = re.compile(r"^(?:with\b.*?\)\s*)?(?:update\s+(?:(?:low_priority|ignore)\s+)*(.*?)\s+set\s"
+                          r"|delete\s+(?:(?:low_priority|quick|ignore)\s+)*(.*?)(?:\s+where\s.*)?$)",
+                          re.IGNORECASE | re.DOTALL)
+_REFERENCED = re.compile(rf"(?:^|,|\b(?:straight_)?join|\bfrom|\busing(?!\s*\())\s*[(\s]*({_QUALIFIED})", re.IGNORECASE)
+_NOT_TABLES = {"from", "select", "lateral"}
 
 
 def statement(query: str) -> str:
@@ -67,9 +79,13 @@ def emptied_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
 
 
 def replaced_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
-    """Tables a RENAME TABLE gives another's name (an online schema change's swap): their rows, and
-    maybe their columns, are another table's, with no rows event."""
-    match = _RENAME.match(statement(query))
+    """Tables a RENAME TABLE or an ALTER TABLE ... RENAME gives another's name (an online schema
+    change's swap): their rows, and maybe their columns, are another table's, with no rows event."""
+    text = statement(query)
+    altered = _ALTER_RENAME.match(text)
+    if altered:
+        return [_table(altered.group(1), default_schema)]
+    match = _RENAME.match(text)
     if not match:
         return []
     renamed = (_RENAME_PAIR.match(pair) for pair in re.split(r"\s*,\s*", match.group(1)))
@@ -102,10 +118,33 @@ def rolled_back_to(query: str) -> str | None:
 
 
 def row_statement_table(query: str, default_schema: Any) -> tuple[str, str] | None:
-    """The (first) table an INSERT, REPLACE, UPDATE or DELETE logged as a statement writes, else None:
-    a session with binlog_format STATEMENT or MIXED logs its changes so, and their rows are not in
-    the binlog."""
+    """The (first) table an INSERT, REPLACE, UPDATE, DELETE or LOAD DATA logged as a statement writes,
+    else None: a session with binlog_format STATEMENT or MIXED logs its changes so, and their rows are
+    not in the binlog."""
     match = _ROW_STATEMENT.match(statement(query))
     if match is None:
         return None
     return _table(next(group for group in match.groups() if group), default_schema)
+
+
+def row_statement_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
+    """row_statement_table's, and every table a multi-table UPDATE or DELETE names: it may write any
+    of them (which, its aliases and SET clause say; a table it only reads counts too)."""
+    text = statement(query)
+    written = row_statement_table(text, default_schema)
+    multi = _MULTI_TABLE.match(text)
+    if multi is None:
+        return [written] if written else []
+    references = next(group for group in multi.groups() if group is not None)
+    named = [_table(name, default_schema) for name in _REFERENCED.findall(references) if name.lower() not in _NOT_TABLES]
+    return list(dict.fromkeys(([written] if written else []) + named))
+
+
+def load_statement(event: Any) -> tuple[str, str]:
+    """(statement, default database) of an Execute_load_query event, the LOAD DATA a session with
+    binlog_format STATEMENT logs (its rows not in the binlog): a Query event with four more fields,
+    which the library reads (its status variables, database and statement it leaves unread)."""
+    event.packet.read(event.status_vars_length)
+    schema = event.packet.read(event.schema_length).decode("utf-8", "replace")
+    event.packet.read(1)
+    return event.packet.read(event.event_size - event.packet.read_bytes).decode("utf-8", "replace"), schema
