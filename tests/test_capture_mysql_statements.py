@@ -56,10 +56,11 @@ def test_partitions_changed_and_tables_swapped_in_are_read_again_online(mariadb,
             "insert into shop.p select seq, seq from seq_1_to_260_step_3",
             "create table shop.swap (id int primary key, n int)", "insert into shop.swap values (50, -50), (60, -60)",
             "create table shop.o (id int primary key, n int)", "insert into shop.o values (1, 1), (2, 2), (3, 3)",
+            "create table shop.a (id int primary key, n int)", "insert into shop.a values (1, 1), (2, 2)",
             "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    tables = ["shop.p", "shop.swap", "shop.o"]
+    tables = ["shop.p", "shop.swap", "shop.o", "shop.a"]
     config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
     capture_mysql.run(config)
     execute(connection, "alter table shop.p truncate partition p1",
@@ -69,7 +70,11 @@ def test_partitions_changed_and_tables_swapped_in_are_read_again_online(mariadb,
             # An online schema change's swap (gh-ost, pt-online-schema-change): a copy with a column more.
             "create table shop._o_new (id int primary key, n int, note varchar(10) default 'new')",
             "insert into shop._o_new (id, n) select id, n from shop.o where id <> 2",
-            "rename table shop.o to shop._o_old, shop._o_new to shop.o", "insert into shop.o values (4, 4, 'after')")
+            "rename table shop.o to shop._o_old, shop._o_new to shop.o", "insert into shop.o values (4, 4, 'after')",
+            # The same swap by ALTER TABLE ... RENAME, the old table renamed away first.
+            "create table shop._a_new like shop.a", "insert into shop._a_new values (2, 20), (5, 5)",
+            "alter table shop.a rename to shop._a_old", "alter table shop._a_new rename to shop.a",
+            "update shop.a set n = 50 where id = 5")
     assert capture_mysql.run(config).snapshot_rows > 0
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
     connection.close()

@@ -35,6 +35,11 @@ def test_statements_that_empty_tables(query, tables):
     ("rename table w to _w_old, _w_new to w", [("shop", "_w_old"), ("shop", "w")]),
     ("RENAME TABLE `a` TO `other`.`b`", [("other", "b")]),
     ("alter table t truncate partition p0", []),
+    ("alter table _w_new rename to w", [("shop", "w")]),
+    ("ALTER TABLE `_w_new` RENAME AS `other`.`w`;", [("other", "w")]),
+    ("alter table _w_new add column c int, rename w", [("shop", "w")]),
+    ("alter table w rename column a to b", []),
+    ("alter table w rename index i to j, rename key k to l", []),
 ])
 def test_statements_that_give_a_table_another_tables_rows(query, tables):
     assert replaced_tables(query, "shop") == tables
