@@ -66,7 +66,16 @@ COLUMNS = [
     ("iv", "interval", "'1 year 2 mons 3 days 04:05:06.789'", "'-1 days +02:00:00'"),
     ("o", "oid", "4294967295", "0"),
     ("rc", "regclass", "'pg_class'", "'shop.more'"),
+    # Rendered alike whatever output settings the capture user's role has (ROLE_SETTINGS).
+    ("by", "bytea", r"'\x0102ff'", r"'\x'"),
+    ("day", "date", "'2026-01-02'", "'0099-06-01'"),
+    ("at", "timestamptz", "'2026-01-02 03:04:05.5+05:30'", "'2026-07-01 00:00:00+00'"),
+    ("ratio", "double precision", "0.1", "-1e-300"),
+    ("clock", "time", "'12:34:56.5'", "'24:00'"),
 ]
+ROLE_SETTINGS = ("alter role cdc set DateStyle = 'SQL, DMY'; alter role cdc set IntervalStyle = 'iso_8601'; "
+                 "alter role cdc set TimeZone = 'Asia/Kolkata'; alter role cdc set extra_float_digits = 0; "
+                 "alter role cdc set bytea_output = 'escape'")
 # Stored generated columns: not inserted, computed by the server (and sent by wal2json).
 GENERATED = [("twice", "int", "generated always as (a * 2) stored"),
              ("label", "text", "generated always as ((pair).s || '!') stored")]
@@ -83,6 +92,9 @@ def test_postgres_more_types_read_alike_both_ways_and_equal_the_source(dbt_proje
                            + ", ".join(" ".join(column) for column in GENERATED) + ")")
         connection.commit()
         dsn = create_capture_user(server, ["shop"])
+        with connection.cursor() as cursor:
+            cursor.execute(ROLE_SETTINGS)
+        connection.commit()
         config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.more",), slot="more", out=dbt_project.inbox,
                                                 state=tmp_path / "capture-state.json")
         names = ", ".join(name for name, *_ in COLUMNS)
