@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.mysql_ddl_defaults import added_column_defaults
@@ -60,10 +61,12 @@ def retyped_columns(before: TableInfo, after: TableInfo, ddl: str) -> dict[str, 
             if column.name in old and old[column.name] != column.column_type and column.name.lower() in named}
 
 
-def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column], ddl: str = "") -> list[AddedColumn]:
+def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column], ddl: str = "",
+                  time_zone: str | None = None) -> list[AddedColumn]:
     """What the rows that existed before the columns were added hold in them: the literal default the
     adding statement (ddl) gives, which a later ALTER may have changed in the catalog since
-    (mysql_ddl_defaults.py), else the catalog's default."""
+    (mysql_ddl_defaults.py), else the catalog's default. time_zone: the adding session's (its binlog
+    event's, when not the server's), in which a TIMESTAMP's literal is the time it stores."""
     stated = added_column_defaults(ddl)
     with connection.cursor() as cursor:
         cursor.execute("select version()")
@@ -76,13 +79,16 @@ def existing_rows(connection: Any, table: TableInfo, columns: Sequence[Column], 
         for column in columns:
             default, nullable, extra = catalog.get(column.name, (None, "YES", ""))
             literal = stated.get(column.name.lower())
+            zone = None  # the catalog shows a TIMESTAMP's default in this session's time zone
             if literal is not None and "generated" not in (extra or "").lower():
                 default = ("NULL" if literal.lower() == "null" else literal) if mariadb else _catalog_text(column, literal, default)
-            added.append(_existing_value(cursor, column, default, nullable == "YES", (extra or "").lower(), mariadb))
+                zone = time_zone
+            added.append(_existing_value(cursor, column, default, nullable == "YES", (extra or "").lower(), mariadb, zone))
     return added
 
 
-def _existing_value(cursor: Any, column: Column, default: str | None, nullable: bool, extra: str, mariadb: bool) -> AddedColumn:
+def _existing_value(cursor: Any, column: Column, default: str | None, nullable: bool, extra: str, mariadb: bool,
+                    time_zone: str | None = None) -> AddedColumn:
     def known(value: Any) -> AddedColumn:
         return AddedColumn(column.name, column.column_type, json_value(column, value))
 
@@ -93,12 +99,32 @@ def _existing_value(cursor: Any, column: Column, default: str | None, nullable: 
     literal = default if mariadb else _mysql_literal(column, default)
     if not _LITERAL.match(literal):  # current_timestamp(), uuid(), ...: computed when the rows were changed
         return AddedColumn(column.name, column.column_type, known=False)
+    if column.data_type == "timestamp":
+        return known(_stored_timestamp(cursor, literal, time_zone))
     cast = _cast_type(column)
     cursor.execute(f"select cast({literal} as {cast})" if cast else f"select {literal} + 0")
     value = cursor.fetchone()[0]
     if column.data_type == "binary" and isinstance(value, bytes):
         value = value.ljust(_length(column), b"\0")
     return known(value)
+
+
+def _stored_timestamp(cursor: Any, literal: str, time_zone: str | None) -> dt.datetime | None:
+    """A TIMESTAMP literal as the UTC time the column stores: read in the writing session's time zone
+    (this session's when None); the zero timestamp as None, as the captures write it."""
+    if time_zone:
+        cursor.execute("select @@session.time_zone")
+        (own,) = cursor.fetchone()
+        cursor.execute("set session time_zone = %s", (time_zone,))
+    try:
+        cursor.execute(f"select unix_timestamp(cast({literal} as datetime(6)))")
+        (epoch,) = cursor.fetchone()
+    finally:
+        if time_zone:
+            cursor.execute("set session time_zone = %s", (own,))
+    if not epoch:
+        return None
+    return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(Decimal(epoch) * 1_000_000))
 
 
 def _catalog_text(column: Column, literal: str, catalog_default: str | None) -> str | None:

@@ -46,7 +46,8 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     retyped = retyped_columns(table, refreshed, ddl)
     if not (added or retyped):
         return None
-    values = existing_rows(capture.connection, refreshed, added, ddl) if added else []
+    zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
+    values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
     warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
     logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in capture.known_columns[qualified]))
