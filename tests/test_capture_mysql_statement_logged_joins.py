@@ -2,9 +2,10 @@
 capture stops at one that may change a captured table, saying what to do, before it writes it
 (tests/test_capture_mysql_statements.py has the single-table INSERT, UPDATE and DELETE). Here the
 forms those do not match: a multi-table UPDATE (joined or listed), a multi-table DELETE (DELETE t
-FROM t JOIN ...), and LOAD DATA, which the binlog has as an Execute_load_query event of its own.
-Written on without them, the mirror would keep the rows as they were. Captured by the
-least-privileged user the docs prescribe."""
+FROM t JOIN ...), LOAD DATA, which the binlog has as an Execute_load_query event of its own, and
+CREATE OR REPLACE TABLE ... SELECT (which binlog_format ROW logs as a CREATE TABLE and its rows).
+Written on without them, the mirror would keep the rows as they were (have none, after the CREATE).
+Captured by the least-privileged user the docs prescribe."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ CHANGES = {
     "update-listed": "update other, t set t.n = 5 where other.id = t.id",
     "delete-join": "delete t from t join shop.other o on o.id = t.id",
     "load-data": "load data local infile '{rows}' into table t",
+    "create-select": "create or replace table t (id int primary key) select id, id * 10 as n from other",
 }
 
 
@@ -56,6 +58,11 @@ def test_changes_logged_as_statements_that_name_a_captured_table_after_another_s
     ("insert into other select * from t", [("shop", "other")]),
     ("delete from other where id in (select id from t)", [("shop", "other")]),
     ("select * from t join other", []),
+    ("create or replace table x.t (id int primary key) select id from other", [("x", "t")]),
+    ("create table t as (select 1)", [("shop", "t")]),
+    ("CREATE TABLE `t` (`select` int, note varchar(9) default 'select') comment \"select\"", []),
+    ("create table if not exists t select 1", []),
+    ("create temporary table t select 1", []),
 ])
 def test_tables_a_change_logged_as_a_statement_may_write(query, tables):
     assert row_statement_tables(query, "shop") == tables

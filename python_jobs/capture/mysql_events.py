@@ -171,6 +171,9 @@ class Transaction:
     savepoints: dict[str, int] = field(default_factory=dict)
     # Tables whose partitions its DDL changed, with no rows event: read again online (mysql_stream.py).
     read_again: list[str] = field(default_factory=list)
+    # MariaDB: its GTID event begins a group (BEGIN GTID), which ends at its COMMIT, not at a DDL statement
+    # in it (a CREATE TABLE ... SELECT's, whose rows follow it).
+    grouped: bool = False
 
     @property
     def id(self) -> str:

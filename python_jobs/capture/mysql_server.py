@@ -179,7 +179,8 @@ class MysqlCapture:
                     continue
                 start = event.packet.log_pos - event.event_size
                 if isinstance(event, (GtidEvent, MariadbGtidEvent)):
-                    current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start)
+                    current = Transaction(gtid=str(event.gtid), begin_file=stream.log_file, begin_position=start,
+                                          grouped=isinstance(event, MariadbGtidEvent) and not event.flags & 1)
                 elif isinstance(event, (QueryEvent, ExecuteLoadQueryEvent)):
                     if isinstance(event, ExecuteLoadQueryEvent):  # a LOAD DATA logged as a statement
                         event.query, event.schema = load_statement(event)
@@ -195,6 +196,11 @@ class MysqlCapture:
                         current.savepoints[name] = len(current.changes)
                     elif current is not None and (name := rolled_back_to(event.query)) is not None:
                         del current.changes[current.savepoints.get(name, len(current.changes)):]
+                    elif written := _captured(row_statement_tables(event.query, event.schema), captured):
+                        raise CaptureError(
+                            f"a change of {_names(written)} at {where} is logged as a statement (a session with "
+                            "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
+                            "session, then run the capture once with --resnapshot")
                     elif truncated := _captured(emptied_tables(event.query, event.schema), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
@@ -202,8 +208,9 @@ class MysqlCapture:
                         current.changes.extend(RowChange(table, "t", None, None, stream.log_file, start, number)
                                                for number, table in enumerate(truncated))
                         current.commit_ts_ms = event.timestamp * 1000
-                        yield current, stream.log_file, event.packet.log_pos
-                        current = None
+                        if not current.grouped:  # else a CREATE OR REPLACE ... SELECT: its rows, then its commit
+                            yield current, stream.log_file, event.packet.log_pos
+                            current = None
                     elif read_again := tables_read_again(self, event, captured, where):
                         # DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
@@ -212,11 +219,6 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif written := _captured(row_statement_tables(event.query, event.schema), captured):
-                        raise CaptureError(
-                            f"a change of {_names(written)} at {where} is logged as a statement (a session with "
-                            "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
-                            "session, then run the capture once with --resnapshot")
                     elif (altered := added_columns_event(self, event, captured, stream.log_file, start)) is not None:
                         # DDL is a transaction of its own (after its GTID event, if any).
                         current = current if current is not None and not current.changes else Transaction(
@@ -225,7 +227,7 @@ class MysqlCapture:
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
-                    elif current is not None and current.gtid and not current.changes:
+                    elif current is not None and current.gtid and not current.changes and not current.grouped:
                         # A statement outside a transaction (DDL): its GTID event came first.
                         self._warn_on_captured_ddl(event, captured)
                         yield current, stream.log_file, event.packet.log_pos

@@ -43,6 +43,10 @@ _MULTI_TABLE = re.compile(r"^(?:with\b.*?\)\s*)?(?:update\s+(?:(?:low_priority|i
                           re.IGNORECASE | re.DOTALL)
 _REFERENCED = re.compile(rf"(?:^|,|\b(?:straight_)?join|\bfrom|\busing(?!\s*\())\s*[(\s]*({_QUALIFIED})", re.IGNORECASE)
 _NOT_TABLES = {"from", "select", "lateral"}
+# CREATE TABLE ... SELECT as a statement: with binlog_format ROW the server logs a plain CREATE TABLE
+# and the rows. (IF NOT EXISTS left out: logged as it is when the table exists, and then it writes none.)
+_CREATE_SELECT = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?!if\s+not\s+exists\s)({_QUALIFIED})", re.IGNORECASE)
+_QUOTED = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.DOTALL)
 
 
 def statement(query: str) -> str:
@@ -128,9 +132,13 @@ def row_statement_table(query: str, default_schema: Any) -> tuple[str, str] | No
 
 
 def row_statement_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
-    """row_statement_table's, and every table a multi-table UPDATE or DELETE names: it may write any
-    of them (which, its aliases and SET clause say; a table it only reads counts too)."""
+    """row_statement_table's, every table a multi-table UPDATE or DELETE names (it may write any of
+    them: which, its aliases and SET clause say; a table it only reads counts too), and the table a
+    CREATE TABLE ... SELECT fills."""
     text = statement(query)
+    created = _CREATE_SELECT.match(text)
+    if created and re.search(r"\bselect\b", _QUOTED.sub(" ", text), re.IGNORECASE):
+        return [_table(created.group(1), default_schema)]
     written = row_statement_table(text, default_schema)
     multi = _MULTI_TABLE.match(text)
     if multi is None:
