@@ -16,6 +16,23 @@ _BINARY_LENGTH = re.compile(r"^binary\((\d+)\)$")
 ZERO_TIMESTAMP = dt.datetime(1970, 1, 1)
 
 
+def _read_old_time(event: Any) -> dt.timedelta:
+    """A TIME of MariaDB 5.3's (and MySQL 5.5's) format, `time /* mariadb-5.3 */` in the catalog: a
+    signed three-byte integer, -123456 for -12:34:56; the library reads it unsigned (1665:38:00)."""
+    value = int.from_bytes(event.packet.read(3), "little", signed=True)
+    sign, value = (-1 if value < 0 else 1), abs(value)
+    return sign * dt.timedelta(hours=value // 10000, minutes=value // 100 % 100, seconds=value % 100)
+
+
+def use_signed_old_time() -> None:
+    from pymysqlreplication.row_event import RowsEvent
+
+    RowsEvent._RowsEvent__read_time = _read_old_time
+
+
+use_signed_old_time()  # before any event is read
+
+
 def binlog_values(table: TableInfo, values: Mapping[str, Any], none_sources: Mapping[str, str]) -> dict[str, Any]:
     """values of one row image; none_sources: the library's reason for each None ("null", "empty set", ...)."""
     fixed = dict(values)

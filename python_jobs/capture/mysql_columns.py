@@ -226,6 +226,13 @@ def read_table_info(connection: Any, qualified: str) -> TableInfo:
     if compressed:
         raise CaptureError(f"column {compressed[0]} of table {qualified} is COMPRESSED, whose binlog values the "
                            "capture cannot decode: alter it to a column without COMPRESSED, or leave the table out")
+    # MariaDB 5.3's DATETIME(n), TIME(n) and TIMESTAMP(n) (mysql56_temporal_format OFF): the binlog has
+    # neither their type nor their length.
+    old = [column.name for column in columns if "mariadb-5.3" in column.column_type and "(" in column.column_type]
+    if old:
+        raise CaptureError(f"column {old[0]} of table {qualified} has MariaDB 5.3's format of fractional seconds "
+                           "(created while mysql56_temporal_format was OFF), whose binlog values the capture cannot "
+                           f"read: with mysql56_temporal_format=ON, ALTER TABLE {qualified} FORCE converts it")
     with connection.cursor() as cursor:
         cursor.execute("select table_type from information_schema.tables where table_schema = %s and table_name = %s",
                        (schema, name))
