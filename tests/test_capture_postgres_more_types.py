@@ -11,6 +11,7 @@ import pytest
 from harness.postgres_server import create_capture_user, start_postgres
 from python_jobs import scaffold
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture import postgres_labels
 from test_capture_types import (
     FOLLOWED,
     STREAMED,
@@ -71,6 +72,8 @@ COLUMNS = [
     ("day", "date", "'2026-01-02'", "'1000-01-01'"),
     ("at", "timestamptz", "'2026-01-02 03:04:05.5+05:30'", "'2026-07-01 00:00:00+00'"),
     ("ratio", "double precision", "0.1", "-1e-300"),
+    ("at0", "timestamptz(0)", "'2026-01-02 03:04:05.5+05:30'", "'1999-12-31 23:59:59.9-08'"),
+    ("local3", "timestamp(3)", "'2026-01-02 03:04:05.1236'", "'1000-01-01 00:00:00'"),
     ("clock", "time", "'12:34:56.5'", "'24:00'"),
 ]
 ROLE_SETTINGS = ("alter role cdc set DateStyle = 'SQL, DMY'; alter role cdc set IntervalStyle = 'iso_8601'; "
@@ -150,3 +153,54 @@ def assert_mirror_equals_source(connection, columns, types: dict[str, str], mirr
 ])
 def test_scaffold_types_postgres_numerics_and_bit_strings(data_type, precision, scale, expected):
     assert scaffold.model_type(scaffold.SourceColumn("c", data_type, precision, scale)) == expected
+
+
+def test_postgres_enum_values_renamed_reach_the_mirror(dbt_project, server_directory, tmp_path):  # noqa: F811
+    """ALTER TYPE ... RENAME VALUE changes what the rows show without a change in the log: the tables
+    whose rows can show the value (in an enum column, an array, a row type or a domain) are read again
+    online; a table without it, and ADD VALUE, which changes no row, read nothing."""
+    server = start_postgres(server_directory)
+    try:
+        connection = server.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("create schema shop; create type shop.mood as enum ('sad', 'ok'); "
+                           "create type shop.pair as (m shop.mood, n int); create domain shop.feeling as shop.mood; "
+                           "create table shop.moods (id int primary key, m shop.mood, ms shop.mood[], p shop.pair, "
+                           "f shop.feeling); create table shop.plain (id int primary key, x text)")
+            cursor.execute("insert into shop.moods values (1, 'ok', '{ok,sad}', row('ok', 1), 'ok'), "
+                           "(2, 'sad', '{}', null, 'sad'); insert into shop.plain values (1, 'ok')")
+        connection.commit()
+        dsn = create_capture_user(server, ["shop"])
+        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.moods", "shop.plain"), slot="moods",
+                                                out=dbt_project.inbox, state=tmp_path / "capture-state.json")
+        capture_postgres.run(config)
+        with connection.cursor() as cursor:
+            cursor.execute("alter type shop.mood add value 'meh'")
+        connection.commit()
+        assert capture_postgres.run(config).snapshot_rows == 0
+        with connection.cursor() as cursor:
+            cursor.execute("alter type shop.mood rename value 'ok' to 'fine'")
+        connection.commit()
+        assert capture_postgres.run(config).snapshot_rows == 2  # shop.moods' rows, not shop.plain's
+
+        (table,) = scaffold.postgres_tables(dsn, ["shop.moods"])
+        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+        summary = dbt_project.land({"shop.moods": ["id"], "shop.plain": ["id"]})
+        assert summary.counts["rejected"] == 0, summary.counts
+        dbt_project.dbt("run", "--select", table.model_name)
+        mirrored = {row["id"]: {name: value for name, value in row.items() if not name.startswith("_cdc")}
+                    for row in dbt_project.query(f"select * from {dbt_project.schema}.{table.model_name}")}
+        assert mirrored[1] == {"id": 1, "m": "fine", "ms": "{fine,sad}", "p": "(fine,1)", "f": "fine"}
+        assert mirrored[2] == {"id": 2, "m": "sad", "ms": "{}", "p": None, "f": "sad"}
+        connection.close()
+    finally:
+        server.stop()
+
+
+
+def test_enum_labels_renamed_not_added_ask_for_reads():
+    known = {"shop.a": {"1": "sad", "2": "ok"}, "shop.b": {}}
+    now = {"shop.a": {"1": "sad", "2": "fine", "3": "meh"}, "shop.b": {}, "shop.c": {"2": "fine"}}
+    assert postgres_labels.relabeled(known, now) == {"shop.a": ["fine"]}
+    assert postgres_labels.relabeled(known, {**now, "shop.a": {**known["shop.a"], "3": "meh"}}) == {}
+    assert postgres_labels.resumed({"labels": known}, now) == {**now, **known}

@@ -41,6 +41,7 @@ from python_jobs.capture.postgres_columns import ColumnAdditions
 from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
 from python_jobs.capture.postgres_partitions import resumed as resumed_partitions
+from python_jobs.capture.postgres_labels import resumed as resumed_labels
 from python_jobs.capture.postgres_relations import resumed as resumed_relations
 from python_jobs.capture.postgres_source import PostgresCapture
 from python_jobs.capture.roll_requests import REQUESTS
@@ -102,6 +103,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         if not config.resnapshot:
             capture.partitions = resumed_partitions(state, capture.partitions, config.tables)
             capture.relations = resumed_relations(state, capture.relations)
+            capture.labels = resumed_labels(state, capture.labels)
         capture.pages = Pages([entry for entry in state.get("snapshots") or () if entry["table"] in config.tables])
         if config.resnapshot or not state.get("snapshot_done"):
             _take_snapshot(capture, config, state)
