@@ -25,6 +25,7 @@ _ALTER = re.compile(r"^\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists
 _INTEGER_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
 _BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _TEXT_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json"}
+_ID = r"(?:`(?:[^`]|``)*`|[^`\s,()]+)"  # a column's name in a statement, backquoted or not
 _ENUM_MEMBER = re.compile(r"'((?:[^']|'')*)'")
 # A default that is a literal: a number, a quoted string, or a bit or hex literal.
 _LITERAL = re.compile(r"^(?:[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?|'(?:[^']|'')*'|b'[01]*'|0x[0-9a-f]+)$", re.IGNORECASE)
@@ -39,13 +40,24 @@ def altered_table(query: str, default_schema: Any) -> tuple[str, str] | None:
     return schema, match.group(2)
 
 
+def names_in(ddl: str) -> set[str]:
+    """Every name a statement may give a column, lower-cased: its words (`Straße` too) and its
+    backquoted names (`two words`, `a``b`)."""
+    quoted = re.compile(r"`(?:[^`]|``)*`")
+    return {_unquoted(name) for name in quoted.findall(ddl)} | {word.lower() for word in re.findall(r"[\w$]+", quoted.sub(" ", ddl))}
+
+
+def _unquoted(name: str) -> str:
+    return (name[1:-1].replace("``", "`") if name.startswith("`") else name).lower()
+
+
 def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[list[Column], list[str]]:
     """The columns an ALTER TABLE added: those of after that the log did not have (known), that the
     statement names and did not rename into being; and the columns the log has after it. Only the
     columns the statement names count: a capture far behind reads the table's newest columns."""
-    named = {word.lower() for word in re.findall(r"[A-Za-z0-9_$]+", ddl)}
-    renamed = {name.lower() for name in re.findall(
-        r"\b(?:rename\s+column\s+`?[^`\s]+`?\s+to|change\s+(?:column\s+)?`?[^`\s]+`?)\s+`?([^`\s,]+)`?", ddl, re.IGNORECASE)}
+    named = names_in(ddl)
+    renamed = {_unquoted(name) for name in re.findall(
+        rf"\b(?:rename\s+column\s+{_ID}\s+to|change\s+(?:column\s+)?{_ID})\s+({_ID})", ddl, re.IGNORECASE)}
     old = set(known)
     added = [column for column in after.columns
              if column.name not in old and column.name.lower() in named and column.name.lower() not in renamed]
@@ -55,7 +67,7 @@ def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[lis
 def retyped_columns(before: TableInfo, after: TableInfo, ddl: str) -> dict[str, str]:
     """The columns an ALTER TABLE changed the type of ({name: type before}): in the table before and
     after it, named by the statement (a capture far behind reads the table's newest columns)."""
-    named = {word.lower() for word in re.findall(r"[A-Za-z0-9_$]+", ddl)}
+    named = names_in(ddl)
     old = {column.name: column.column_type for column in before.columns}
     return {column.name: old[column.name] for column in after.columns
             if column.name in old and old[column.name] != column.column_type and column.name.lower() in named}

@@ -1,0 +1,57 @@
+"""A column added by ALTER TABLE under a name that needs backquotes (`two words`, `a``b`) or is not
+ASCII (`ünï`): the capture says so in a schema change event with the default that the rows which
+existed then hold (docs/type_mapping.md), as for a plain name, and the mirror equals the source
+table; a column renamed to such a name is not taken for an added one. Modelled on
+tests/test_capture_types.py, with its helpers."""
+
+from __future__ import annotations
+
+import json
+
+from harness.mariadb_server import start_mariadb
+from python_jobs import scaffold
+from python_jobs.capture import mysql as capture_mysql
+from test_capture_mysql_generated_invisible_and_quoted_columns import (  # noqa: F401
+    assert_mirror_equals_source,
+    capture_config,
+    server_directory,
+    source_rows,
+)
+from test_capture_types import apply
+
+ADDED = ["add column `two words` int not null default 7", "add column `ünï` varchar(3) not null default 'ü'",
+         "add column `a``b` int default 3, add column plain int default 4",
+         "change column was `Was Renamed` int"]
+
+
+def test_columns_added_under_names_needing_quotes_keep_their_default_in_older_rows(
+        dbt_project, server_directory, tmp_path):  # noqa: F811
+    server = start_mariadb(server_directory)
+    try:
+        connection = server.connect(autocommit=True)
+        with connection.cursor() as cursor:
+            cursor.execute("create database shop character set utf8mb4")
+            cursor.execute("create table shop.grown (id int primary key, was int)")
+            cursor.execute("insert into shop.grown values (1, 10), (2, null)")
+        config = capture_config(server, dbt_project.inbox, tmp_path / "capture-state.json", "shop.grown")
+        capture_mysql.run(config)
+        with connection.cursor() as cursor:
+            cursor.execute("insert into shop.grown (id) values (4)")
+            for clause in ADDED:
+                cursor.execute(f"alter table shop.grown {clause}")
+            cursor.execute("insert into shop.grown (id) values (3)")
+        capture_mysql.run(config)
+        (table,) = scaffold.mysql_tables("127.0.0.1", server.port, config.user, config.password, ["shop.grown"])
+        names = [column.name for column in table.columns]
+        assert names == ["id", "Was Renamed", "two words", "ünï", "a`b", "plain"]
+        mirrored = apply(dbt_project, table)
+        # A renamed column's older rows have its value under the old name (docs/schema_changes.md).
+        source = source_rows(connection, "shop.grown", [name for name in names if name != "Was Renamed"])
+        assert source[1] == {"id": 1, "two words": 7, "ünï": "ü", "a`b": 3, "plain": 4}
+        assert_mirror_equals_source(mirrored, source, table)
+        added = [list(change["existingRows"]) for path in config.out.glob("*.json") for line in path.read_text().splitlines()
+                 for change in json.loads(line).get("tableChanges", [])]
+        assert added == [["two words"], ["ünï"], ["a`b", "plain"]]
+        connection.close()
+    finally:
+        server.stop()
