@@ -155,10 +155,11 @@ def test_scaffold_types_postgres_numerics_and_bit_strings(data_type, precision, 
     assert scaffold.model_type(scaffold.SourceColumn("c", data_type, precision, scale)) == expected
 
 
-def test_postgres_enum_values_renamed_reach_the_mirror(dbt_project, server_directory, tmp_path):  # noqa: F811
-    """ALTER TYPE ... RENAME VALUE changes what the rows show without a change in the log: the tables
-    whose rows can show the value (in an enum column, an array, a row type or a domain) are read again
-    online; a table without it, and ADD VALUE, which changes no row, read nothing."""
+def test_postgres_enum_values_renamed_and_row_types_changed_reach_the_mirror(dbt_project, server_directory,  # noqa: F811
+                                                                              tmp_path):
+    """ALTER TYPE ... RENAME VALUE, and ADD ATTRIBUTE, change what the rows show without a change in the
+    log: the tables whose rows can show the value (in an enum column, an array, a row type or a domain)
+    are read again online; a table without it, and ADD VALUE, which changes no row, read nothing."""
     server = start_postgres(server_directory)
     try:
         connection = server.connect()
@@ -182,6 +183,10 @@ def test_postgres_enum_values_renamed_reach_the_mirror(dbt_project, server_direc
             cursor.execute("alter type shop.mood rename value 'ok' to 'fine'")
         connection.commit()
         assert capture_postgres.run(config).snapshot_rows == 2  # shop.moods' rows, not shop.plain's
+        with connection.cursor() as cursor:  # every row holding a shop.pair shows one field more
+            cursor.execute("alter type shop.pair add attribute note text")
+        connection.commit()
+        assert capture_postgres.run(config).snapshot_rows == 2
 
         (table,) = scaffold.postgres_tables(dsn, ["shop.moods"])
         (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
@@ -190,7 +195,7 @@ def test_postgres_enum_values_renamed_reach_the_mirror(dbt_project, server_direc
         dbt_project.dbt("run", "--select", table.model_name)
         mirrored = {row["id"]: {name: value for name, value in row.items() if not name.startswith("_cdc")}
                     for row in dbt_project.query(f"select * from {dbt_project.schema}.{table.model_name}")}
-        assert mirrored[1] == {"id": 1, "m": "fine", "ms": "{fine,sad}", "p": "(fine,1)", "f": "fine"}
+        assert mirrored[1] == {"id": 1, "m": "fine", "ms": "{fine,sad}", "p": "(fine,1,)", "f": "fine"}
         assert mirrored[2] == {"id": 2, "m": "sad", "ms": "{}", "p": None, "f": "sad"}
         connection.close()
     finally:
@@ -198,9 +203,11 @@ def test_postgres_enum_values_renamed_reach_the_mirror(dbt_project, server_direc
 
 
 
-def test_enum_labels_renamed_not_added_ask_for_reads():
-    known = {"shop.a": {"1": "sad", "2": "ok"}, "shop.b": {}}
-    now = {"shop.a": {"1": "sad", "2": "fine", "3": "meh"}, "shop.b": {}, "shop.c": {"2": "fine"}}
-    assert postgres_labels.relabeled(known, now) == {"shop.a": ["fine"]}
-    assert postgres_labels.relabeled(known, {**now, "shop.a": {**known["shop.a"], "3": "meh"}}) == {}
+def test_enum_labels_renamed_and_row_types_changed_ask_for_reads():
+    known = {"shop.a": {"1": "sad", "2": "ok"}, "shop.b": {"row type 5": "shop.pair (integer)"}}
+    now = {"shop.a": {"1": "sad", "2": "fine", "3": "meh"}, "shop.b": {"row type 5": "shop.pair (integer, text)"},
+           "shop.c": {"2": "fine"}}
+    assert postgres_labels.relabeled(known, now) == {"shop.a": ["enum value renamed to fine"],
+                                                     "shop.b": ["row type shop.pair (integer, text)"]}
+    assert postgres_labels.relabeled(known, {**known, "shop.a": {**known["shop.a"], "3": "meh"}}) == {}
     assert postgres_labels.resumed({"labels": known}, now) == {**now, **known}

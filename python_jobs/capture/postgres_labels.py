@@ -1,11 +1,14 @@
-"""The enum labels each captured table's rows show: a table whose rows show a renamed label is read again.
+"""The enum labels and row types each captured table's rows show: a table whose rows show a renamed
+label, or a row type with other attributes, is read again.
 
-ALTER TYPE ... RENAME VALUE changes the text of every row holding that value, and the log has no
-change of those rows: the mirror would keep the old label. The capture keeps the labels of the enum
-values each captured table's columns can hold (of an enum column, and of enums in arrays, domains,
-ranges and row types; the state's "labels", {table: {value oid: label}}), and when one of them is
-renamed reads that table again online, as a replaced table (postgres_relations.py). A value added
-to an enum (ADD VALUE) changes no row: nothing is read for it.
+ALTER TYPE ... RENAME VALUE changes the text of every row holding that value, and ALTER TYPE ...
+ADD (or DROP) ATTRIBUTE that of every row holding a value of the row type, and the log has no change
+of those rows: the mirror would keep the old text. The capture keeps the labels of the enum values
+each captured table's columns can hold, and the attributes' types of the row types they can hold
+(in an enum or row type column, and in arrays, domains, ranges and row types of them; the state's
+"labels", {table: {the enum value's oid, or "row type" and the type's oid: its label, or its
+attributes}}), and when one of them changes reads that table again online, as a replaced table
+(postgres_relations.py). A value added to an enum (ADD VALUE) changes no row: nothing is read for it.
 """
 
 from __future__ import annotations
@@ -17,20 +20,20 @@ from python_jobs.capture.snapshot_pages import TableSnapshot
 
 log = logging.getLogger("cdc_merge.capture")
 
-Labels = dict[str, dict[str, str]]  # table -> {the enum value's oid: its label}
+Labels = dict[str, dict[str, str]]  # table -> {an enum value's oid: its label, "row type <oid>": its attributes}
+ROW_TYPE = "row type "
 
-# Every type a table's columns show the text of, down to the enums: a domain's base type, an
-# array's element, a range's (and multirange's) subtype, a row type's attributes. Nothing is read
-# where the database has no enum.
+# Every type a table's columns show the text of: a domain's base type, an array's element, a
+# range's (and multirange's) subtype, a row type's attributes; and of those, the enums' labels and
+# the row types' attributes.
 _LABELS_SQL = """
 with recursive captured (table_name, relation) as materialized (
-    select name, to_regclass(name) from unnest(%s::text[]) as tables (name) where exists (select from pg_enum)
+    select name, to_regclass(name)::oid from unnest(%s::text[]) as tables (name)
 ),
 column_types (table_name, type_oid) as (
-    select distinct captured.table_name, columns.atttypid
-    from captured cross join lateral (
-        select a.atttypid from pg_attribute as a where a.attrelid = captured.relation and a.attnum > 0 and not a.attisdropped
-    ) as columns
+    select distinct captured.table_name, a.atttypid
+    from pg_attribute as a inner join captured on captured.relation = a.attrelid
+    where a.attrelid = any(array(select relation from captured)) and a.attnum > 0 and not a.attisdropped
 ),
 shown (column_type, type_oid) as (
     select distinct type_oid, type_oid from column_types
@@ -48,16 +51,29 @@ shown (column_type, type_oid) as (
         select a.atttypid from pg_attribute as a
         where t.typtype = 'c' and a.attrelid = t.typrelid and a.attnum > 0 and not a.attisdropped
     ) as inner_type (oid)
+),
+table_types (table_name, type_oid, type_type, type_relation) as materialized (
+    select distinct column_types.table_name, t.oid, t.typtype, t.typrelid
+    from column_types
+    inner join shown on shown.column_type = column_types.type_oid
+    inner join pg_type as t on t.oid = shown.type_oid
+    where t.typtype in ('e', 'c')
 )
-select distinct column_types.table_name, e.oid::bigint, e.enumlabel
-from column_types
-inner join shown on shown.column_type = column_types.type_oid
-inner join pg_enum as e on e.enumtypid = shown.type_oid
+select table_types.table_name, e.oid::bigint::text, e.enumlabel
+from table_types inner join pg_enum as e on e.enumtypid = table_types.type_oid
+where table_types.type_type = 'e'
+union all
+select table_types.table_name, '""" + ROW_TYPE + """' || table_types.type_oid::bigint,
+    format_type(table_types.type_oid, null) || ' (' || coalesce((
+        select string_agg(format_type(a.atttypid, a.atttypmod), ', ' order by a.attnum) from pg_attribute as a
+        where a.attrelid = table_types.type_relation and a.attnum > 0 and not a.attisdropped), '') || ')'
+from table_types
+where table_types.type_type = 'c'
 """
 
 
 def read_labels(connection: Any, tables: Iterable[str]) -> Labels:
-    """The labels of the enum values each captured table's rows can show now (a table without any: {})."""
+    """The labels of the enum values, and the row types' attributes, each captured table's rows can show now."""
     tables = list(tables)
     found: Labels = {table: {} for table in tables}
     with connection.cursor() as cursor:
@@ -75,23 +91,25 @@ def resumed(state: Mapping[str, Any], current: Labels) -> Labels:
 
 
 def relabeled(known: Labels, now: Labels) -> dict[str, list[str]]:
-    """The tables whose rows may show a label renamed since the written log's, with the new labels."""
+    """The tables whose rows may show a label renamed, or a row type changed, since the written log's:
+    what changed, as it is now."""
     found = {}
     for table, labels in now.items():
         before = known.get(table) or {}
-        renamed = sorted(label for oid, label in labels.items() if oid in before and before[oid] != label)
-        if renamed:
-            found[table] = renamed
+        changed = sorted(f"row type {label}" if key.startswith(ROW_TYPE) else f"enum value renamed to {label}"
+                         for key, label in labels.items() if key in before and before[key] != label)
+        if changed:
+            found[table] = changed
     return found
 
 
 def notice_relabeled_tables(capture: Any, now: Labels) -> None:
-    """A table whose rows show an enum label renamed since the written log's is read again online; the
-    state has the read asked for with the new labels."""
+    """A table whose rows show an enum label renamed, or a row type changed, since the written log's is
+    read again online; the state has the read asked for with the new labels."""
     tables = relabeled(capture.labels, now)
     for table, labels in tables.items():
-        capture.pages.request_once(TableSnapshot(table, f"enum values renamed to {', '.join(labels)} (ALTER TYPE ... "
-                                                        "RENAME VALUE), which its rows show without a change in the log"), log)
+        capture.pages.request_once(TableSnapshot(table, f"{'; '.join(labels)} (ALTER TYPE), which its rows show without a "
+                                                        "change in the log"), log)
     capture.labels = {**capture.labels, **now}
     if tables:
         capture.write_state({**capture.state, "snapshots": capture.pages.state()})
