@@ -74,7 +74,8 @@
     {% set by_position = cdc_merge.deletes_by_position(target_relation, cfg) %}
     {#- The written columns' types, for the values the source gave older rows in columns it added (column_defaults.sql). -#}
     {% set column_types = {} %}
-    {% for name, data_type in cdc_merge.lower_names(model_described) if name in columns %}
+    {% set written_names = columns | map('lower') | list %}  {#- NewCol as newcol, as lower_names has it -#}
+    {% for name, data_type in cdc_merge.lower_names(model_described) if name in written_names %}
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
     {% do run_state.update({'columns': columns, 'column_types': column_types, 'by_position': by_position}) %}
