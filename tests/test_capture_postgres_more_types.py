@@ -1,7 +1,9 @@
 """More PostgreSQL types read alike from the snapshot and the stream and land as the source holds
 them: row types with a null field, bit strings, numerics whose scale exceeds their precision or is
-negative, domains over domains, stored generated columns (also after an update of the column they are computed from),
-extension types, ranges, geometry and the rest, each as docs/type_mapping.md says (modelled on
+negative, domains over domains, stored generated columns (also after an update of the column they
+are computed from), extension types, ranges, geometry and the rest, each as docs/type_mapping.md
+says, whatever output settings the capture user's role has; and enum values renamed and row types
+changed by ALTER TYPE, which change rows without a change in the log (modelled on
 tests/test_capture_types.py, whose helpers it uses)."""
 
 from __future__ import annotations
