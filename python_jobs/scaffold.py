@@ -198,8 +198,11 @@ def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
         raise ScaffoldError(f"cannot connect to PostgreSQL ({dsn_without_secrets(dsn)}): {' '.join(str(error).split())}; "
                             "check --postgres, and the password in PGPASSWORD (or ~/.pgpass)") from None
     try:
+        from python_jobs.scaffold_project import postgres_name
+
         with connection.cursor() as cursor:
-            return [_read_table(cursor, qualified, _POSTGRES_COLUMNS, _POSTGRES_KEY) for qualified in names]
+            return [_read_table(cursor, postgres_name(cursor, qualified), _POSTGRES_COLUMNS, _POSTGRES_KEY)
+                    for qualified in names]
     finally:
         connection.close()
 
@@ -281,7 +284,8 @@ def _read_table(cursor, qualified: str, columns_sql: str, key_sql: str) -> Sourc
     cursor.execute(key_sql, (schema, name))
     key = tuple(row[0] for row in cursor.fetchall())
     if not key:
-        raise ScaffoldError(f"table {qualified} has no primary key: a mirror needs one to merge on")
+        raise ScaffoldError(f"table {qualified} has no primary key: a mirror needs one to merge on; add one, or "
+                            "leave the table out of --tables")
     odd_keys = [column for column in key if not _PLAIN_NAME.match(column)]
     if odd_keys:
         raise ScaffoldError(f"table {qualified}: primary key column {odd_keys[0]!r} is not a plain name (letters, "
@@ -305,10 +309,9 @@ def write(tables: Sequence[SourceTable], out: Path, yaml_file: Path | None, over
         path.write_text(model_sql(table))
         written.append(path)
     if yaml_file is not None:
-        text = yaml_file.read_text() if yaml_file.exists() else "version: 2\n\nmodels:\n"
-        if not re.search(r"^models:\s*$", text, re.MULTILINE) or re.search(r"^\S", text.split("\nmodels:", 1)[-1], re.MULTILINE):
-            raise ScaffoldError(f"{yaml_file}: its last top-level key is not 'models:'; paste the printed YAML yourself")
-        yaml_file.write_text(text.rstrip("\n") + "\n\n" + "\n".join(model_yaml(table) for table in tables))
+        from python_jobs.scaffold_project import write_model_yaml
+
+        write_model_yaml(yaml_file, tables)
     return written
 
 
@@ -338,6 +341,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("models/mirrors"), help="folder of the model files")
     parser.add_argument("--yaml", type=Path, help="append the models' YAML to this file instead of printing it")
     parser.add_argument("--overwrite", action="store_true", help="replace model files that exist")
+    parser.add_argument("--no-landing", action="store_true",
+                        help="leave the project's landing configs as they are (default: add each table that is "
+                             "not under their tables: with its key columns)")
     return parser.parse_args(argv)
 
 
@@ -346,11 +352,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tables = source_tables(args)
         written = write(tables, args.out, args.yaml, args.overwrite)
+        if not args.no_landing:
+            from python_jobs.scaffold_project import add_to_project_landing
+
+            written += add_to_project_landing(args.out, tables)
     except ScaffoldError as error:
         print(f"cdc-scaffold: {error}", file=sys.stderr)
         return 2
     for path in written:
-        print(f"wrote {path}", file=sys.stderr)
+        print(f"wrote {path}" if isinstance(path, Path) else path, file=sys.stderr)
     if args.yaml is None:
         print("\n".join(model_yaml(table) for table in tables))
     return 0
