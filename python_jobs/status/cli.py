@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cdc-status: could not read the tables: {result.exception or 'see dbt output above'}", file=sys.stderr)
         return 2
     status = tables.LAST[0]
-    status.captures = [read_capture_status(f"capture {state}", Path(args.project_dir, state)) for state in args.capture_state]
+    status.captures = [read_capture_status(str(state), Path(args.project_dir, state)) for state in args.capture_state]
     print("\n".join(render_text(status, args.hours)))
     stale = not status.mirrors or any(not check.clean for check in status.verify)
     return 1 if stale else 0

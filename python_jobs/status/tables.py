@@ -27,6 +27,8 @@ def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Map
     mirrors: dict[str, MirrorStatus] = {}
     by_invocation: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     landing = LandingStatus()
+    # Each mirror's runs count the lines quarantined since its previous run, every mirror the same lines.
+    quarantined: dict[str, int] = defaultdict(int)
     for row in sorted(runs, key=lambda row: str(row.get("finished_at"))):
         name = relation_name(row["target_table"])
         mirror = mirrors.setdefault(name, MirrorStatus(name))
@@ -44,7 +46,7 @@ def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Map
         mirror.consistency_group = row.get("consistency_group") or None
         if row.get("cut_lag_seconds") not in (None, ""):
             mirror.cut_lag_seconds = _number(row["cut_lag_seconds"])
-        landing.quarantined += int(_number(row.get("lines_quarantined")))
+        quarantined[name] += int(_number(row.get("lines_quarantined")))
         by_invocation[str(row.get("invocation_id"))].append(row)
     for rows in by_invocation.values():
         lags = [_number(row["lag_seconds"]) for row in rows if row.get("lag_seconds") not in (None, "")]
@@ -55,6 +57,7 @@ def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Map
     status.history.sort(key=lambda sample: sample.at)
     status.mirrors = [mirrors[name] for name in sorted(mirrors)]
     status.cycles = len(by_invocation)
+    landing.quarantined = max(quarantined.values(), default=0)
     status.landing = landing
     newest: dict[str, Mapping[str, Any]] = {}
     for check in checks:

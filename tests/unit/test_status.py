@@ -143,3 +143,17 @@ def test_a_redacting_stream_redacts_whole_lines_written_in_pieces():
     stream.flush()
     assert "hunter2" not in out.getvalue() and "abc" not in out.getvalue()
     assert out.getvalue().startswith("connecting to host=db password=*** user=cdc\nnext line\n")
+
+
+def test_lines_quarantined_once_are_counted_once_whatever_the_number_of_mirrors():
+    """Each mirror's run counts the lines quarantined since its previous run: four mirrors that saw the
+    same 3 lines are 3 lines, not 12."""
+    from python_jobs.status.tables import snapshot_from_tables
+    from python_jobs.status.text import render_text
+
+    runs = [{"target_table": f"mirror.m{index}", "invocation_id": invocation, "finished_at": f"2026-01-01 00:0{minute}:00",
+             "run_seconds": 1, "lines_quarantined": quarantined}
+            for index in range(4) for invocation, minute, quarantined in (("a", 1, 3), ("b", 2, 0), ("c", 3, 2))]
+    status = snapshot_from_tables(runs, [])
+    assert status.landing.quarantined == 5
+    assert "  5 lines quarantined (the quarantine table says why)" in render_text(status, 1)
