@@ -153,14 +153,22 @@
 {% endmacro %}
 
 
-{% macro remember_model_checksum(target_relation, model_sql, cfg) %}
-    {#- After the mirror's columns were checked against the model: the checksum the idle check compares. -#}
+{% macro checked_model_checksum(target_relation, cfg) %}
+    {#- The checksum of the model SQL the stored mirror was last checked against, or none (no mirror, or a stream's). -#}
+    {% if cfg.change_source != 'changes' or target_relation is none %}
+        {{ return(none) }}
+    {% endif %}
+    {{ return(adapter.cdc_model_checksum(target_relation | string) if cdc_merge.in_process_session()
+        else cdc_merge.stored_model_checksum(target_relation)) }}
+{% endmacro %}
+
+
+{% macro remember_model_checksum(target_relation, model_sql, cfg, stored) %}
+    {#- After the mirror's columns were checked against the model: the checksum the idle check compares (stored: checked_model_checksum's). -#}
     {% if cfg.change_source != 'changes' %}
         {{ return(none) }}
     {% endif %}
     {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
-    {% set in_process = cdc_merge.in_process_session() %}
-    {% set stored = adapter.cdc_model_checksum(target_relation | string) if in_process else cdc_merge.stored_model_checksum(target_relation) %}
     {% if stored != checksum %}
         {% do run_query(cdc_merge.store_model_checksum_sql(target_relation, checksum)) %}
     {% endif %}

@@ -39,6 +39,9 @@
     {% set model_described = cdc_merge.query_columns(run_state.model_sql, cfg.raw_relation) %}
     {% set model_columns = model_described | map(attribute='0') | list %}
     {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
+    {#- A model SQL the mirror has not run with: one row for each row of its batch (model_rows.sql), before anything is written. -#}
+    {% set stored_checksum = none if run.create else cdc_merge.checked_model_checksum(target_relation, cfg) %}
+    {% do cdc_merge.check_model_keeps_rows(run_state.model_sql, batch_view, stored_checksum == cdc_merge.model_checksum(compiled_code, cfg)) %}
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
@@ -66,7 +69,7 @@
         {% endif %}
     {% endif %}
     {#- The model as compiled, not as evolve_mirror rewrote it: the idle check compares the compiled code. -#}
-    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg) %}
+    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg, stored_checksum) %}
     {#- Created with a new mirror, or when the run's list of relations does not have them. -#}
     {% if tombstones is not none and (run.create or load_cached_relation(tombstones) is none) %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}

@@ -10,7 +10,7 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, one_commit,
+    chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, model_rows, one_commit,
     run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
@@ -80,6 +80,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         if self.cdc_connection_capabilities().keywords_as_names:
             return None
         return column_names.keyword_column_problem(columns, key_columns, str(model))
+
+    @available
+    def cdc_model_rows_problem(self, explained: Optional[str], batch_view: str, model: str) -> Optional[str]:
+        """model_rows.sql: a model whose plan can leave out or repeat its batch's rows, and what to change (model_rows.py)."""
+        return model_rows.model_rows_problem(None if explained is None else str(explained), str(batch_view), str(model))
 
     @available
     def cdc_float_retypes(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
