@@ -159,6 +159,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     snapshots, both sides without the keys changed after it."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    state_reached = None
     if progress is not None and position is not None:
         check.source_position = position.label
         state = progress.settle(position, float(options.get("wait_seconds") or 0))
@@ -167,6 +168,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         source_side.exclude(key_values(in_flight))
         mirror_side.exclude(in_flight, view)
         check.in_flight, check.waited_seconds = len(in_flight), state.waited_seconds
+        state_reached = state.reached
         if state.reached == "behind":
             check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
                                f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
@@ -204,6 +206,10 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         texts = (lambda key: [str(value) for value in key] if key is not None else None)
         check.differing_ranges = [(texts(leaf.after), texts(leaf.through)) for leaf in leaves
                                   if any(in_range(key, leaf) for key in differing_keys)]
+    if state_reached == "quiet" and not (check.clean_rows and check.source_rows == check.mirror_rows):
+        check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet: a change "
+                           "the capture has not written, or dbt has not landed, shows as a difference; run the capture "
+                           "and dbt build (or wait for them), then cdc-verify again")
     if check.clean_rows and check.source_rows != check.mirror_rows:
         check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
