@@ -5,6 +5,8 @@ capture cannot take refused by cdc-init with what to change."""
 
 from __future__ import annotations
 
+import shlex
+
 import yaml
 
 from harness.postgres_server import create_capture_user
@@ -37,15 +39,19 @@ def test_a_column_and_a_table_added_on_day_one_reach_the_mirrors(postgres, tmp_p
     dsn = create_capture_user(postgres, ["shop"])
     project, home = tmp_path / "my_shop", tmp_path / "home"
     home.mkdir()
-    run(["cdc-init", str(project), "--postgres", dsn, "--tables", "shop.customers", "--package-local", str(PROJECT_DIR)],
-        tmp_path, home)
+    written = run(["cdc-init", str(project), "--postgres", dsn, "--tables", "Shop.Customers", "--package-local",
+                   str(PROJECT_DIR)], tmp_path, home)
     run(["dbt", "deps", "--profiles-dir", "."], project, home)
+    # The next steps it prints, the capture's command whole, as the capture folds the table's name.
+    (printed,) = [line.strip() for line in written.splitlines() if line.strip().startswith("cdc-capture-postgres")]
+    assert shlex.split(printed) == ["cdc-capture-postgres", "--dsn", dsn, "--tables", "shop.customers", "--slot", "my_shop",
+                                    "--out", "data/inbox", "--state", "data/capture-state.json"]
+    run(shlex.split(printed), project, home)
 
     def capture(tables: str) -> str:
         return run(["cdc-capture-postgres", "--dsn", dsn, "--tables", tables, "--slot", "my_shop",
                     "--out", "data/inbox", "--state", "data/capture-state.json"], project, home)
 
-    capture("shop.customers")
     run(["dbt", "build", "--profiles-dir", "."], project, home)
     with connection.cursor() as cursor:
         cursor.execute(CHANGES)

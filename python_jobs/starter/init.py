@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from importlib import resources
 from pathlib import Path
@@ -148,6 +149,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def capture_command(args: argparse.Namespace, name: str, tables: Sequence[SourceTable]) -> str:
+    """The capture's command for the project's tables, as docs/your_project.md gives it (its slot named
+    after the project)."""
+    names = ",".join(table.qualified for table in tables)
+    files = "--out data/inbox --state data/capture-state.json"
+    if args.postgres:
+        return f"cdc-capture-postgres --dsn {shlex.quote(args.postgres)} --tables {names} --slot {name} {files}"
+    match = re.fullmatch(r"(?:([^@]+)@)?([^:]+)(?::(\d+))?", args.mysql)
+    user, host, port = (match.group(1) or "root", match.group(2), match.group(3) or "3306") if match else ("?", "?", "?")
+    return f"cdc-capture-mysql --host {host} --port {port} --user {user} --tables {names} {files}"
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     name = args.name or args.folder.resolve().name
@@ -164,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"wrote {args.folder}: {len(tables)} mirror models. Next, in {args.folder}:\n"
           "  dbt deps --profiles-dir .\n"
-          "  cdc-capture-postgres (or cdc-capture-mysql) ... --out data/inbox --state data/capture-state.json\n"
+          f"  {capture_command(args, name, tables)}\n"
           "  dbt build --profiles-dir .\n"
           "  cdc-verify --profiles-dir .\n"
           "docs/your_project.md says each step.", file=sys.stderr)
