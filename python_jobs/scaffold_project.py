@@ -111,6 +111,10 @@ def postgres_name(cursor, qualified: str) -> str:
     """The table cdc-capture-postgres captures for the name: in lower case, as PostgreSQL reads an
     unquoted name; a table whose name needs quotes (upper case) it cannot capture, so it is refused here."""
     folded = qualified.lower()
+    if '"' in qualified:
+        raise ScaffoldError(f"table {qualified}: cdc-capture-postgres reads --tables as unquoted names, in lower case, "
+                            "and cannot capture a table whose name needs quotes: rename it in the source "
+                            "(alter schema/table ... rename to a lower-case name), or capture a lower-case table")
     if folded != qualified and qualified.count(".") == 1:
         cursor.execute("select to_regclass(format('%%I.%%I', %s, %s)) is not null, to_regclass(format('%%I.%%I', %s, %s)) "
                        "is not null", (*qualified.split("."), *folded.split(".")))

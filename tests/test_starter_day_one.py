@@ -79,6 +79,7 @@ def test_a_column_and_a_table_added_on_day_one_reach_the_mirrors(postgres, tmp_p
         cursor.execute('create table shop."Crates" (id int primary key); create table shop.audit (at timestamptz, what text)')
     connection.close()
     for table, said in (("shop.Crates", "cannot capture a table whose name needs quotes: rename it in the source"),
+                        ('shop."Crates"', "cannot capture a table whose name needs quotes: rename it in the source"),
                         ("shop.audit", "has no primary key: a mirror needs one to merge on; add one, or leave the table "
                                        "out of --tables")):
         refused = run(["cdc-init", str(tmp_path / "other"), "--postgres", dsn, "--tables", table,
