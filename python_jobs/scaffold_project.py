@@ -12,7 +12,7 @@ from typing import Sequence
 
 import yaml
 
-from python_jobs.scaffold import ScaffoldError, SourceTable, model_yaml
+from python_jobs.source_tables import ScaffoldError, SourceTable
 
 # The landing configs cdc-init writes beside dbt_project.yml, one a target.
 LANDING_CONFIGS = ("landing.yml", "landing-databend.yml")
@@ -84,20 +84,21 @@ def add_to_project_landing(out: Path, tables: Sequence[SourceTable]) -> list[str
             said.append(f"added {', '.join(added)} to {path} (tables:, with the key columns)")
     return said
 
-def write_model_yaml(yaml_file: Path, tables: Sequence[SourceTable]) -> None:
-    """The tables' model entries in yaml_file: each replaces the entry of the same model where the
-    file has one, the others are appended under its `models:` (its last top-level key)."""
+def write_model_yaml(yaml_file: Path, entries: Sequence[tuple[str, str]]) -> None:
+    """The models' entries ((model name, its YAML entry), scaffold.model_yaml's) in yaml_file: each
+    replaces the entry of the same model where the file has one, the others are appended under its
+    `models:` (its last top-level key)."""
     text = yaml_file.read_text() if yaml_file.exists() else "version: 2\n\nmodels:\n"
     if not re.search(r"^models:\s*$", text, re.MULTILINE) or re.search(r"^\S", text.split("\nmodels:", 1)[-1], re.MULTILINE):
         raise ScaffoldError(f"{yaml_file}: its last top-level key is not 'models:'; paste the printed YAML yourself")
     appended = []
-    for table in tables:
-        entry = model_yaml(table).rstrip("\n")
+    for model_name, model_entry in entries:
+        entry = model_entry.rstrip("\n")
         # An entry: from its `  - name: <model>` line to the next entry's, or the end of the file.
-        pattern = re.compile(rf"^  - name: {re.escape(table.model_name)}\s*\n(?:(?!  - ).*\n?)*", re.MULTILINE)
+        pattern = re.compile(rf"^  - name: {re.escape(model_name)}\s*\n(?:(?!  - ).*\n?)*", re.MULTILINE)
         found = pattern.findall(text)
         if len(found) > 1:
-            raise ScaffoldError(f"{yaml_file} has {len(found)} entries of model {table.model_name}: keep one, then run again")
+            raise ScaffoldError(f"{yaml_file} has {len(found)} entries of model {model_name}: keep one, then run again")
         if found:
             text = pattern.sub(lambda _: entry + "\n" + ("\n" if found[0].endswith("\n\n") else ""), text, count=1)
         else:
@@ -105,22 +106,3 @@ def write_model_yaml(yaml_file: Path, tables: Sequence[SourceTable]) -> None:
     if appended:
         text = text.rstrip("\n") + "\n\n" + "\n\n".join(appended) + "\n"
     yaml_file.write_text(text)
-
-
-def postgres_name(cursor, qualified: str) -> str:
-    """The table cdc-capture-postgres captures for the name: in lower case, as PostgreSQL reads an
-    unquoted name; a table whose name needs quotes (upper case) it cannot capture, so it is refused here."""
-    folded = qualified.lower()
-    if '"' in qualified:
-        raise ScaffoldError(f"table {qualified}: cdc-capture-postgres reads --tables as unquoted names, in lower case, "
-                            "and cannot capture a table whose name needs quotes: rename it in the source "
-                            "(alter schema/table ... rename to a lower-case name), or capture a lower-case table")
-    if folded != qualified and qualified.count(".") == 1:
-        cursor.execute("select to_regclass(format('%%I.%%I', %s, %s)) is not null, to_regclass(format('%%I.%%I', %s, %s)) "
-                       "is not null", (*qualified.split("."), *folded.split(".")))
-        quoted, unquoted = cursor.fetchone()
-        if quoted and not unquoted:
-            raise ScaffoldError(f"table {qualified}: cdc-capture-postgres reads --tables as unquoted names, in lower case "
-                                f"({folded}), and cannot capture a table whose name needs quotes: rename it in the source "
-                                "(alter schema/table ... rename to a lower-case name), or capture a lower-case table")
-    return folded
