@@ -42,6 +42,12 @@
         {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
         {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
+        {#- The chunk's schema events; a column the source retyped beyond what its mirror column holds stops the run here (retype_check.py). -#}
+        {% set schema_events = cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan) %}
+        {% set retyped = adapter.cdc_retype_problem(schema_events, column_types, cfg.source_table, model.name) if schema_events else none %}
+        {% if retyped %}
+            {% do exceptions.raise_compiler_error(retyped) %}
+        {% endif %}
         {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none) %}
         {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
         {% set truncated.seq = truncate.seq %}
@@ -68,7 +74,7 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
-        {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan), column_types)) %}
+        {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, schema_events, column_types)) %}
         {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, chunk_plan), column_types, cfg) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}

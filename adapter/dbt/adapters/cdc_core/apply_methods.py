@@ -11,7 +11,7 @@ from dbt.adapters.base.meta import AdapterMeta
 
 from python_jobs.apply import (
     chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, model_rows, one_commit,
-    run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -85,6 +85,12 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_model_rows_problem(self, explained: Optional[str], batch_view: str, model: str) -> Optional[str]:
         """model_rows.sql: a model whose plan can leave out or repeat its batch's rows, and what to change (model_rows.py)."""
         return model_rows.model_rows_problem(None if explained is None else str(explained), str(batch_view), str(model))
+
+    @available
+    def cdc_retype_problem(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str], source_table: str,
+                           model: str) -> Optional[str]:
+        """apply_chunk.sql: a column the source retyped beyond what its mirror column holds, and what to change (retype_check.py)."""
+        return retype_check.retype_problem(events, column_types, str(source_table), str(model))
 
     @available
     def cdc_float_retypes(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:

@@ -1,0 +1,86 @@
+"""A column the source retyped to values its mirror column cannot hold (apply_chunk.sql).
+
+`ALTER TABLE ... ALTER COLUMN balance TYPE numeric(16,4)` leaves a model that casts balance to
+decimal(12,2) running: 1.2345 lands as 1.23 and 123456789012.3456 as null, and every data test
+passes. The captures name the retyped columns in their schema change events (raw_data's
+"retyped_columns", with the columns' types after it in "columns"), so a chunk that holds one whose
+mirror column is an integer or a decimal too narrow for the new type stops before its batches are
+applied, naming the column and what to change. A mirror column of text or a floating type is the
+model's own choice and is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping, Optional, Sequence
+
+from python_jobs.apply.column_defaults import mirror_name, retyped_columns
+
+# Integer types by the digits every value of theirs has at most (PostgreSQL, MySQL/MariaDB, Spark, Databend names).
+_INTEGER_DIGITS = {
+    "tinyint": 3, "int8": 3, "smallint": 5, "int2": 5, "int16": 5, "mediumint": 7, "int": 10, "integer": 10, "int4": 10,
+    "int32": 10, "bigint": 19, "int64": 19, "tinyint unsigned": 3, "uint8": 3, "smallint unsigned": 5, "uint16": 5,
+    "mediumint unsigned": 8, "int unsigned": 10, "integer unsigned": 10, "uint32": 10, "bigint unsigned": 20,
+    "uint64": 20,
+}
+_DECIMAL = re.compile(r"^(?:numeric|decimal)\s*\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)(\s+unsigned)?(\s+zerofill)?$")
+_UNBOUNDED = {"numeric", "decimal"}
+
+
+def _bare(type_name: str) -> str:
+    """A type without Databend's nullability and with single spaces, lower case."""
+    bare = re.sub(r"\s+", " ", str(type_name).strip().lower())
+    bare = re.sub(r"^nullable\((.*)\)$", r"\1", bare)
+    bare = re.sub(r"^((?:tiny|small|medium|big)?int(?:eger)?)\s*\(\d+\)", r"\1", bare)  # MySQL's display width
+    return re.sub(r" (not )?null$", "", bare).replace(" zerofill", "")
+
+
+def _digits(type_name: str) -> Optional[tuple[int, int]]:
+    """(integer digits, fractional digits) every value of an integer or decimal type fits in; None for
+    another type; (-1, -1) for an unbounded numeric."""
+    bare = _bare(type_name)
+    if bare in _INTEGER_DIGITS:
+        return _INTEGER_DIGITS[bare], 0
+    if bare in _UNBOUNDED:
+        return -1, -1
+    match = _DECIMAL.match(bare)
+    if match is None:
+        return None
+    precision, scale = int(match.group(1)), int(match.group(2) or 0)
+    return max(precision - scale, 0), max(scale, 0)
+
+
+def _holds(mirror_type: str, source_type: str) -> bool:
+    """Whether every value of source_type fits mirror_type, as far as both are integers or decimals."""
+    mirror, source = _digits(mirror_type), _digits(source_type)
+    if mirror is None or source is None:
+        return True
+    if source == (-1, -1):
+        return mirror == (-1, -1)
+    return mirror == (-1, -1) or (mirror[0] >= source[0] and mirror[1] >= source[1])
+
+
+def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, str], source_table: str,
+                   model: str) -> Optional[str]:
+    """events: (seq, raw_data) of the chunk's schema events; column_types: {mirror column: type}. What
+    to change where a retyped column's new type holds values its mirror column cannot, else None."""
+    mirror = {str(name).lower(): str(name) for name in column_types}
+    types = {str(name).lower(): str(type_name) for name, type_name in column_types.items()}
+    for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
+        before = retyped_columns(raw_data)
+        if not before:
+            continue
+        after = {str(column.get("name")): str(column.get("type")) for column in json.loads(raw_data).get("columns") or []
+                 if isinstance(column, dict)}
+        for field, old_type in before.items():
+            name = mirror_name(field, mirror)
+            new_type = after.get(field)
+            if name is None or new_type is None or _holds(types[name], new_type):
+                continue
+            return (f"cdc_merge model '{model}': {source_table}.{field} is {new_type} at the source since {seq} (it was "
+                    f"{old_type}), and the mirror's column {mirror[name]} ({_bare(types[name])}) cannot hold its values: "
+                    "they would be rounded or null. Change the column's type in the model (cdc-scaffold --overwrite "
+                    "writes it), then run the model again, with --full-refresh where the mirror cannot widen the "
+                    "column in place (a decimal's scale); nothing of this chunk was applied.")
+    return None

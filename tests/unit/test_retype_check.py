@@ -1,0 +1,30 @@
+"""A column the source retyped beyond what its mirror column holds (python_jobs/apply/retype_check.py)."""
+
+import json
+
+from python_jobs.apply.retype_check import retype_problem
+
+
+def event(seq: str, columns: dict[str, str], retyped: dict[str, str]) -> tuple[str, str]:
+    return seq, json.dumps({"ddl": None, "columns": [{"name": name, "type": type_name} for name, type_name in columns.items()],
+                            "existing_rows": {}, "retyped_columns": retyped})
+
+
+def test_a_decimal_or_integer_widened_beyond_the_mirror_column_is_named():
+    events = [event("0002", {"id": "integer", "balance": "numeric(16,4)"}, {"balance": "numeric(12,2)"})]
+    problem = retype_problem(events, {"id": "int", "balance": "decimal(12,2)"}, "shop.accounts", "accounts")
+    assert problem.startswith("cdc_merge model 'accounts': shop.accounts.balance is numeric(16,4) at the source since "
+                              "0002 (it was numeric(12,2)), and the mirror's column balance (decimal(12,2)) cannot hold")
+    mysql = [event("0003", {"Qty": "bigint(20)"}, {"Qty": "int(11)"})]
+    assert "shop.t.Qty is bigint(20)" in retype_problem(mysql, {"qty": "Nullable(Int32)"}, "shop.t", "t")
+
+
+def test_a_mirror_column_that_holds_the_new_type_or_is_not_a_number_is_left_alone():
+    widened = [event("0002", {"balance": "numeric(16,4)", "ratio": "double precision", "note": "text"},
+                     {"balance": "numeric(12,2)", "ratio": "real", "note": "character varying(10)"})]
+    assert retype_problem(widened, {"balance": "decimal(18,4)", "ratio": "float", "note": "string"}, "s.t", "t") is None
+    assert retype_problem(widened, {"balance": "Nullable(Decimal(20, 6))"}, "s.t", "t") is None
+    assert retype_problem(widened, {"balance": "string"}, "s.t", "t") is None
+    unbounded = [event("0002", {"n": "numeric"}, {"n": "numeric(10,2)"})]
+    assert retype_problem(unbounded, {"n": "decimal(38,10)"}, "s.t", "t") is not None
+    assert retype_problem([event("0002", {"n": "bigint"}, {})], {"n": "int"}, "s.t", "t") is None  # not retyped
