@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-import yaml
-
 from python_jobs.source_tables import ScaffoldError, SourceTable
 
 # The landing configs cdc-init writes beside dbt_project.yml, one a target.
@@ -33,6 +31,8 @@ def landing_config_update(path: Path, tables: Sequence[SourceTable]) -> tuple[st
     """The config's text with each table missing from its `tables:` added with its key columns, and
     the tables added. A table it has with other key columns is refused: the mirror's key would not be
     the source's."""
+    import yaml  # here: the commands import with the standard library alone (the wheel test in tests/test_starter.py)
+
     text = path.read_text()
     configured = (yaml.safe_load(text) or {}).get("tables") or {}
     if not isinstance(configured, dict):
