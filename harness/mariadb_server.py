@@ -43,9 +43,15 @@ def start_mariadb(directory: Path) -> MariadbServer:
     if os.geteuid() == 0:
         shutil.chown(directory, "nobody")
     data = directory / "data"
+    # Each server its own tmpdir: a starting server deletes every #sql file in its tmpdir, which failed
+    # another server's install in /tmp ("Error on delete of '/tmp/#sql-temptable-...'") under xdist.
+    scratch = directory / "tmp"
+    scratch.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        shutil.chown(scratch, "nobody")
     install = subprocess.run(
         [str(INSTALL_DB), f"--datadir={data}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", "--no-defaults", *_server_user()],
+         "--skip-test-db", "--no-defaults", *_server_user(), f"--tmpdir={scratch}"],
         capture_output=True, text=True,
     )
     if install.returncode:
@@ -54,7 +60,7 @@ def start_mariadb(directory: Path) -> MariadbServer:
     log = open(directory / "server.log", "w")
     process = subprocess.Popen(
         [str(MARIADBD), "--no-defaults", f"--datadir={data}", f"--port={port}", "--bind-address=127.0.0.1",
-         f"--socket={directory / 'mysqld.sock'}", f"--pid-file={directory / 'mysqld.pid'}", *_server_user(),
+         f"--socket={directory / 'mysqld.sock'}", f"--pid-file={directory / 'mysqld.pid'}", *_server_user(), f"--tmpdir={scratch}",
          "--server-id=1", f"--log-bin={data / 'binlog'}", "--binlog-format=ROW", "--binlog-row-image=FULL",
          "--binlog-row-metadata=FULL", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
          "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--skip-name-resolve"],
