@@ -134,6 +134,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             binlog_file, position = state["file"], int(state["pos"])
             capture.known_columns.update(state.get("columns") or {})
             capture.known_keys.update(state.get("keys") or {})
+            capture.known_types.update(state.get("types") or {})
             _check_binlog_still_there(capture, binlog_file, config.state)
             # States written before tables were recorded name them by their columns.
             read_added_tables(capture, state.get("tables") or list(state.get("columns") or {}) or None)

@@ -64,11 +64,11 @@ def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[lis
     return added, [column.name for column in after.columns if column.name in old or column.name.lower() in named]
 
 
-def retyped_columns(before: TableInfo, after: TableInfo, ddl: str) -> dict[str, str]:
-    """The columns an ALTER TABLE changed the type of ({name: type before}): in the table before and
-    after it, named by the statement (a capture far behind reads the table's newest columns)."""
+def retyped_columns(old: Mapping[str, str], after: TableInfo, ddl: str) -> dict[str, str]:
+    """The columns an ALTER TABLE changed the type of ({name: type before}): with their types as the
+    log had them before it (old) and the catalog's after it, named by the statement (a capture far
+    behind reads the table's newest columns)."""
     named = names_in(ddl)
-    old = {column.name: column.column_type for column in before.columns}
     return {column.name: old[column.name] for column in after.columns
             if column.name in old and old[column.name] != column.column_type and column.name.lower() in named}
 

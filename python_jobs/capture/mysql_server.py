@@ -65,6 +65,10 @@ class MysqlCapture:
         # into its place is compared with this (mysql_table_changes.py), not with the catalog's, which
         # already has the swapped-in table's key when the capture starts after the swap.
         self.known_keys = {table: list(info.primary_key) for table, info in self.tables.items()}
+        # Each column's type as the written log has it, from the state file too: an ALTER TABLE that
+        # retyped a column while the capture was stopped is told by these, not by the catalog's types.
+        self.known_types = {table: {column.name: column.column_type for column in info.columns}
+                            for table, info in self.tables.items()}
         # Tables being read in pages while the binlog streams (mysql_pages.py); from the state, in mysql._run.
         self.pages = Pages()
         self._page_connection: Any = None

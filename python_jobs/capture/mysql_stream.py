@@ -128,5 +128,6 @@ def capture_state(capture: MysqlCapture, binlog_file: str, position: int, follow
     """The state file's content: where the written log ends, the columns it has, and the online snapshots under way."""
     return {"snapshot_done": True, "file": binlog_file, "pos": position, "server_id": capture.config.server_id,
             "columns": capture.known_columns, "keys": capture.known_keys,
+            "types": capture.known_types,
             "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
             **({"following": following} if following else {})}

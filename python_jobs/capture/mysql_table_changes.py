@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from python_jobs.capture.mysql_columns import (
-    added_columns, altered_table, existing_rows, read_table_info, retyped_columns, schema_event,
+    added_columns, altered_table, existing_rows, names_in, read_table_info, retyped_columns, schema_event,
 )
 from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
@@ -43,7 +43,11 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
             "its mirror's unique_key, then run the capture once with --resnapshot")
     capture.tables[qualified] = captured[named] = refreshed
     added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
-    retyped = retyped_columns(table, refreshed, ddl)
+    known_types = capture.known_types.setdefault(qualified, {column.name: column.column_type for column in table.columns})
+    retyped = retyped_columns(known_types, refreshed, ddl)
+    named = names_in(ddl)
+    known_types.update({column.name: column.column_type for column in refreshed.columns
+                        if column.name.lower() in named or column.name not in known_types})
     if not (added or retyped):
         return None
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
@@ -74,6 +78,7 @@ def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], 
         capture.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
         capture.known_keys[qualified] = list(swapped_in.primary_key)
         capture.known_columns[qualified] = [column.name for column in swapped_in.columns]
+        capture.known_types[qualified] = {column.name: column.column_type for column in swapped_in.columns}
     check_read_again(capture, f"{event.query[:200]!r} at {where}", table_names(repartitioned + replaced))
     return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
 

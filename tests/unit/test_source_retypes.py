@@ -57,8 +57,7 @@ def test_postgres_a_state_without_types_takes_the_catalog_as_it_is():
 
 
 def test_mysql_retyped_columns_are_those_the_statement_names():
-    before = TableInfo("shop", "items", (Column("id", "bigint", "bigint"), Column("ratio", "float", "float"),
-                                         Column("qty", "int", "int")), ("id",))
+    before = {"id": "bigint", "ratio": "float", "qty": "int"}  # as the written log has them
     after = TableInfo("shop", "items", (Column("id", "bigint", "bigint"), Column("ratio", "double", "double"),
                                         Column("qty", "bigint", "bigint")), ("id",))
     assert retyped_columns(before, after, "alter table items modify ratio double") == {"ratio": "float"}
