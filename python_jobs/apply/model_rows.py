@@ -1,16 +1,19 @@
-"""Whether a cdc_merge model gives one row for every row of its batch (prepare_mirror.sql).
+"""Whether a cdc_merge model gives one row for every row of its batch (model_rows.sql).
 
 A mirror applies every change of its source table: a key whose newest change the model leaves out
 (a `where`, a `limit`, an inner join) is not applied, and its mirror row stays as it was; a join or an
-explode that repeats a key fails the write. The model's analyzed plan (Spark's `explain extended`)
-says which steps it takes above the batch view: a step that can drop or repeat rows outside the
-view itself and outside the subqueries of its expressions refuses the model before anything is
-written. Read once for each model SQL the mirror has not run with (its checksum).
+explode that repeats a key fails the write. The model's plan says which steps it takes above the
+batch view: a step that can drop or repeat rows outside the view itself and outside the subqueries
+of its expressions refuses the model before anything is written. Read once for each model SQL the
+mirror has not run with (its checksum). Spark's analyzed plan (`explain extended`) marks the view
+in the tree; Databend's unoptimized plan (`explain raw`) has the view's steps inlined and its
+expressions' subqueries left out, so there the model's steps are those beyond the view's own plan.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -32,7 +35,19 @@ ROW_CHANGING_STEPS = {
     "Except": "an except",
     "Expand": "a grouping set",
 }
+# Databend's raw plan steps that can leave out or repeat a row (Join(Left), Aggregate(Initial): by the name's first word).
+RAW_ROW_CHANGING_STEPS = {
+    "Filter": "a where, having or qualify clause",
+    "Join": "a join, intersect or except",
+    "Aggregate": "a group by, distinct or union",
+    "Limit": "a limit or offset",
+    "ProjectSet": "an unnest",
+    "UnionAll": "a union",
+}
+RAW_PLAN = "== Raw Plan =="
+BATCH_VIEW_RAW_PLAN = "== Batch View Raw Plan =="
 _NAME = re.compile(r"[A-Za-z]+")
+_RAW_STEP = re.compile(r"^[\s│├└─]*([A-Z][A-Za-z]*)(?:\(|$)")
 _BATCH = "the batch view"
 
 
@@ -88,14 +103,39 @@ def _names(step_line: str, batch_view: str) -> bool:
     return re.search(rf"(?<![\w$]){re.escape(batch_view)}(?![\w$])", step_line, re.IGNORECASE) is not None
 
 
+def _plan_section(explained: str, header: str) -> list[str]:
+    lines = explained.splitlines()
+    if header not in lines:
+        return []
+    section = []
+    for line in lines[lines.index(header) + 1:]:
+        if line.startswith("== "):
+            break
+        section.append(line)
+    return section
+
+
+def raw_row_changing_steps(explained: str) -> list[str]:
+    """The row-changing steps of Databend's raw plan of the model beyond those of the batch view's own
+    (both in explained, under RAW_PLAN and BATCH_VIEW_RAW_PLAN)."""
+    def steps(header: str) -> Counter:
+        names = (_RAW_STEP.match(line) for line in _plan_section(explained, header))
+        return Counter(match.group(1) for match in names if match and match.group(1) in RAW_ROW_CHANGING_STEPS)
+
+    return list((steps(RAW_PLAN) - steps(BATCH_VIEW_RAW_PLAN)).elements())
+
+
 def model_rows_problem(explained: Optional[str], batch_view: str, model: str) -> Optional[str]:
     """What to change in a model whose plan can drop or repeat its batch's rows, or None."""
     if not explained:
         return None
-    steps = list(dict.fromkeys(row_changing_steps(explained, batch_view)))
+    if RAW_PLAN in explained.splitlines():
+        steps, known = list(dict.fromkeys(raw_row_changing_steps(explained))), RAW_ROW_CHANGING_STEPS
+    else:
+        steps, known = list(dict.fromkeys(row_changing_steps(explained, batch_view))), ROW_CHANGING_STEPS
     if not steps:
         return None
-    made_by = ", ".join(f"{ROW_CHANGING_STEPS[step]} ({step})" for step in steps)
+    made_by = ", ".join(f"{known[step]} ({step})" for step in steps)
     return (f"cdc_merge model '{model}': its SQL can leave out or repeat rows of cdc_events: {made_by}. A mirror "
             "applies every change of its source table, and a row the model left out would stay in the mirror as it "
             "was. Select one row for each row of cdc_events, and filter or join in a model on top of the mirror "

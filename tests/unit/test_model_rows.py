@@ -80,3 +80,33 @@ def test_filters_joins_and_limits_above_the_batch_are_named():
 def test_another_view_is_not_the_batch_and_no_plan_says_nothing():
     assert row_changing_steps(BATCH.format(top=PLAIN), "other__cdc_batch") == ["Filter"]
     assert model_rows_problem(None, "docs__cdc_batch", "docs") is None
+
+
+# Databend's `explain raw` of a model over the batch view (its steps inlined: its Filter is the view's) and of the view.
+RAW_BATCH_VIEW = """EvalScalar
+├── scalars: [x.id (#0) AS (#0), x.seq (#1) AS (#1)]
+└── Filter
+    ├── filters: [eq(x.rn (#2), 1)]
+    └── Window
+        ├── aggregate function: row_number
+        └── Scan
+            ├── table: raw.raw_events
+            └── limit: NONE"""
+
+
+def raw_plans(model_steps: str) -> str:
+    return f"== Raw Plan ==\n{model_steps}{RAW_BATCH_VIEW.replace(chr(10), chr(10) + '    ')}\n== Batch View Raw Plan ==\n{RAW_BATCH_VIEW}"
+
+
+def test_databend_a_projection_with_a_scalar_subquery_keeps_every_row():
+    explained = raw_plans("EvalScalar\n├── scalars: [x.id (#0) AS (#0), SUBQUERY AS (#11)]\n└── ")
+    assert model_rows_problem(explained, "docs__cdc_batch", "orders") is None
+
+
+def test_databend_steps_beyond_the_batch_views_own_are_named():
+    explained = raw_plans("Limit\n├── limit: [100]\n└── EvalScalar\n    ├── scalars: []\n    └── Join(Left)\n"
+                          "        ├── equi conditions: []\n        ├── EvalScalar\n        │   └── Scan\n        └── ")
+    problem = model_rows_problem(explained, "docs__cdc_batch", "orders")
+    assert problem is not None and "a limit or offset (Limit), a join, intersect or except (Join)" in problem
+    filtered = raw_plans("EvalScalar\n├── scalars: []\n└── Filter\n    ├── filters: [eq(x.region (#3), 'EU')]\n    └── ")
+    assert "a where, having or qualify clause (Filter)" in model_rows_problem(filtered, "docs__cdc_batch", "orders")
