@@ -9,6 +9,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from python_jobs.capture.mysql_event_lines import change_lines, first_position
 from python_jobs.capture.mysql_events import binlog_file_number, change_events
 from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, write_page
 from python_jobs.capture.mysql_server import MysqlCapture
@@ -30,7 +33,9 @@ class _PendingFile:
     """Whole transactions collected for the next file."""
 
     def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+        self.events: list[bytes] = []  # their JSON lines (mysql_event_lines.py)
+        self.changes = 0
+        self.first: tuple[str, int] | None = None  # the binlog position of its first event
         self.transactions = 0
         self.end: tuple[str, int] | None = None
         self.since: float | None = None  # when its first transaction came
@@ -55,11 +60,10 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         if pending.end is None:
             return
         if pending.events:
-            first = pending.events[0]["source"]
-            capture.output.write("mysql", _position_name(first["file"], first["pos"]), _position_name(*pending.end),
-                                 pending.events)
+            capture.output.write_lines("mysql", _position_name(*pending.first), _position_name(*pending.end),
+                                       pending.events)
             capture.summary.files += 1
-        changes = change_event_count(pending.events)
+        changes = pending.changes
         capture.summary.events += changes
         capture.summary.transactions += pending.transactions
         progress.written(changes, pending.transactions, f"{pending.end[0]}:{pending.end[1]}", pending.newest_commit_ms)
@@ -76,12 +80,18 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         for transaction, end_file, end_position in capture.transactions(binlog_file, position, heartbeat):
             now = time.monotonic()
             if transaction is not None:
-                events = change_events(transaction, int(time.time() * 1000))
+                processed_ms = int(time.time() * 1000)
                 for table in transaction.read_again:
                     pages.request_once(TableSnapshot(table, "partitions changed"), log)
                 if pages.open is not None or transaction.watermarks:  # else nothing in it can matter to a page
+                    events = change_events(transaction, processed_ms)
                     watch_transaction(pages, events, transaction.watermarks, key_columns)
-                pending.events.extend(events)
+                    lines, changes = [orjson.dumps(event) for event in events], change_event_count(events)
+                else:
+                    lines, changes = change_lines(transaction, processed_ms)
+                pending.first = pending.first or first_position(transaction)
+                pending.events.extend(lines)
+                pending.changes += changes
                 pending.transactions += bool(transaction.changes)
                 pending.end = (end_file, end_position)
                 pending.since = pending.since or now
