@@ -108,8 +108,9 @@ test-dbs:
 # in this process (for a debugger).
 PYTEST_WORKERS ?= 2
 
+# Every test's time goes to build/pytest-results.xml (junit), where the suite's time is looked for.
 pytest: venv check-java test-dbs
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 --junitxml=build/pytest-results.xml
 
 # The full reliability suite behind RELIABILITY.md (about 1.5 hours on 2 cores): crash points and random
 # kills, the run locks under overlapping runs, commits from two processes at once, hostile input. make test runs a bounded part of each.
