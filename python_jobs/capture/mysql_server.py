@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
+from python_jobs.capture.mysql_connection import connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import load_server_charsets
@@ -49,7 +50,7 @@ class MysqlCapture:
         self.output = OutputFolder(config.out)
         self.summary = CaptureSummary()
         try:
-            self.connection = pymysql.connect(**config.connection_settings, autocommit=True)
+            self.connection = connect(**config.connection_settings, autocommit=True)
         except pymysql.Error as error:
             raise CaptureError(
                 f"cannot connect to {config.user}@{config.host}:{config.port}: {error}; check --user, --host, "
@@ -94,7 +95,7 @@ class MysqlCapture:
             except pymysql.Error:  # the server restarted or the network broke since the last page
                 self._page_connection = None
         if self._page_connection is None:
-            self._page_connection = pymysql.connect(**self.config.connection_settings, autocommit=True)
+            self._page_connection = connect(**self.config.connection_settings, autocommit=True)
             with self._page_connection.cursor() as cursor:
                 cursor.execute("set session time_zone = '+00:00'")
         return self._page_connection
@@ -168,7 +169,7 @@ class MysqlCapture:
         stream = BinLogStreamReader(
             connection_settings=self.config.connection_settings, server_id=self.config.server_id,
             log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,
-            slave_heartbeat=heartbeat_seconds,
+            slave_heartbeat=heartbeat_seconds, pymysql_wrapper=connect,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent, XAPrepareEvent,
                          RotateEvent, GtidEvent, MariadbGtidEvent, ExecuteLoadQueryEvent,
                          *([HeartbeatLogEvent] if following else [])],

@@ -25,7 +25,9 @@ def take_snapshot(capture: Any, replaces_mirrors: bool = False) -> tuple[str, in
     import pymysql
     import pymysql.cursors
 
-    reader = pymysql.connect(**capture.config.connection_settings)
+    from python_jobs.capture.mysql_connection import connect
+
+    reader = connect(**capture.config.connection_settings)
     try:
         with reader.cursor() as cursor:
             cursor.execute("set session time_zone = '+00:00'")
