@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from python_jobs.capture.mysql_binlog_values import ZERO_TIMESTAMP
 from python_jobs.capture.mysql_events import TableInfo, float32_value
+from python_jobs.capture.mysql_row_decoder import decoder
 from python_jobs.capture.mysql_rows import Reader, decimal_layout, readers_of
 
 Image = dict[str, Any]
@@ -51,7 +52,7 @@ def debezium_images(event: Any, table: TableInfo) -> tuple[str, list[tuple[Image
         plan.append((name, final))
     # The event's packet is read to its end here: its rows are these images, not event.rows.
     body = event.packet.read(event.event_size - event.packet.read_bytes)
-    images = _decode(body, plan)
+    images = decoder(plan, image_with_nulls)(body)
     if isinstance(event, UpdateRowsEvent):  # each row's before image, then its after image
         return "u", list(zip(images[::2], images[1::2]))
     if isinstance(event, DeleteRowsEvent):
@@ -159,25 +160,26 @@ def _few_groups(layout: list[tuple[int, int]], size: int, decimals: int) -> Read
     return read
 
 
-def _decode(body: bytes, plan: list[tuple[str, Reader]]) -> list[Image]:
-    """Every image of the event's rows, in order (an update's before then its after)."""
+def image_with_nulls(body: bytes, at: int, plan: list[tuple[str, Reader]], bitmap_size: int) -> tuple[Image, int]:
+    """The image at `at` (its NULL bitmap first), and where the next begins."""
+    nulls = body[at:at + bitmap_size]
+    at += bitmap_size
+    image: Image = {}
+    for index, (name, read) in enumerate(plan):
+        if nulls[index >> 3] & (1 << (index & 7)):
+            image[name] = None
+        else:
+            image[name], at = read(body, at)
+    return image, at
+
+
+def decode_each(body: bytes, plan: list[tuple[str, Reader]]) -> list[Image]:
+    """Every image of the event's rows, in order (an update's before then its after), column by
+    column: what mysql_row_decoder's unrolled functions give."""
     images = []
     bitmap_size = (len(plan) + 7) // 8
-    no_nulls = bytes(bitmap_size)
     at, end = 0, len(body)
     while at < end:
-        image: Image = {}
-        if body.startswith(no_nulls, at):  # the common case: no column is NULL
-            at += bitmap_size
-            for name, read in plan:
-                image[name], at = read(body, at)
-        else:
-            nulls = body[at:at + bitmap_size]
-            at += bitmap_size
-            for index, (name, read) in enumerate(plan):
-                if nulls[index >> 3] & (1 << (index & 7)):
-                    image[name] = None
-                else:
-                    image[name], at = read(body, at)
+        image, at = image_with_nulls(body, at, plan, bitmap_size)
         images.append(image)
     return images

@@ -134,6 +134,7 @@ def _fixed(layout: str, size: int) -> Reader:
     def read(body: bytes, at: int) -> tuple[Any, int]:
         return unpack(body, at)[0], at + size
 
+    read.inline = ("fixed", layout, size)  # type: ignore[attr-defined]  # mysql_row_decoder.py reads it in place
     return read
 
 
@@ -224,6 +225,8 @@ def _text(length_size: int, charset: str | None, ignore_decode_errors: bool) -> 
         start = at + length_size
         return body[start:start + length].decode(encoding, errors), start + length
 
+    read_short.inline = ("text", 1, encoding, errors)  # type: ignore[attr-defined]  # read in place (mysql_row_decoder.py)
+    read_long.inline = ("text", 2, encoding, errors)  # type: ignore[attr-defined]
     return {1: read_short, 2: read_long}.get(length_size, read)
 
 
