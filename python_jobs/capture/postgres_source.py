@@ -49,6 +49,7 @@ from python_jobs.capture.postgres_partitions import (
     wal2json_table,
 )
 from python_jobs.capture.postgres_labels import Labels, notice_relabeled_tables, read_labels
+from python_jobs.capture.postgres_persistence import Persistence, as_kept, notice_persistence, read_persistence
 from python_jobs.capture.postgres_relations import Relations, read_relations, replaced
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import fill_unsent_toast, take_snapshot
@@ -97,6 +98,9 @@ class PostgresCapture:
         self.relations: Relations = read_relations(self.connection, config.tables)
         # The enum labels each table's rows show (postgres_labels.py); the written log's, from the state, in _run.
         self.labels: Labels = read_labels(self.connection, config.tables)
+        # Each table's relations' persistence and relfilenode (postgres_persistence.py); the written log's, in _run.
+        self.persistence: Persistence = as_kept(read_persistence(self.connection, config.tables))
+        self.unlogged_warned: set[str] = set()
         # Columns added to the tables while capturing (postgres_columns.py); from the state, in _run.
         self.additions = ColumnAdditions()
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
@@ -247,6 +251,7 @@ class PostgresCapture:
             self.partitions_changed(partitions)
         self.notice_replaced_tables(read_relations(self.connection, self.config.tables))
         notice_relabeled_tables(self, read_labels(self.connection, self.config.tables))
+        notice_persistence(self, committed)
         for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
@@ -333,7 +338,8 @@ class PostgresCapture:
                 cursor.execute("select pg_logical_emit_message(true, %s, %s)", (MESSAGE_PREFIX, json.dumps(noticed)))
 
     def write_state(self, state: dict) -> None:
-        state = {**state, "partitions": self.partitions, "relations": self.relations, "labels": self.labels}
+        state = {**state, "partitions": self.partitions, "relations": self.relations, "labels": self.labels,
+                 "persistence": self.persistence}
         write_state(self.config.state, state)
         self.state = state
 
