@@ -130,7 +130,8 @@ def notice_persistence(capture: Any, transactions: Sequence[Any]) -> None:
     """Warn once for a captured table unlogged now; read again online a table logged again, or
     rewritten, since the written log's; the state has the read asked for with the new relfilenodes."""
     now = read_persistence(capture.connection, capture.config.tables)
-    for table, relations in unlogged(now).items():
+    unlogged_now = unlogged(now)
+    for table, relations in unlogged_now.items():
         for relation in relations:
             if relation not in capture.unlogged_warned:
                 named = relation if relation == table else f"{relation} (a partition of {table})"
@@ -138,7 +139,8 @@ def notice_persistence(capture: Any, transactions: Sequence[Any]) -> None:
                             "the log, so the mirror misses them until ALTER TABLE %s SET LOGGED, after which the capture "
                             "reads %s again", named, relation, table)
                 capture.unlogged_warned.add(relation)
-    capture.unlogged_warned &= {relation for relations in unlogged(now).values() for relation in relations}
+    # Warned again if unlogged again after SET LOGGED.
+    capture.unlogged_warned &= {relation for relations in unlogged_now.values() for relation in relations}
     truncated = truncates(transactions) if rewritten(capture.persistence, now) else {}
     tables = reads(capture.persistence, now, truncated)
     for table, reason in sorted(tables.items()):
