@@ -52,6 +52,7 @@
                 'schema': relation.schema,
                 'identifier': relation.identifier,
                 'source_table': node.config.source_table,
+                'engine': adapter.dispatch('verify_engine', 'cdc_merge')(),
                 'columns': columns,
                 'count_sql': cdc_merge.verify_count_sql(relation, soft),
                 'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
@@ -81,6 +82,16 @@
     {% if report.differing %}
         {% do exceptions.raise_compiler_error(report.summary) %}
     {% endif %}
+{% endmacro %}
+
+
+{% macro spark__verify_engine() %}
+    {#- The engine's name in python_jobs/verify/ (row_hash.py, compare.py): the values its mirror holds. -#}
+    {{ return('spark') }}
+{% endmacro %}
+
+{% macro databend__verify_engine() %}
+    {{ return('databend') }}
 {% endmacro %}
 
 

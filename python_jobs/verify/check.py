@@ -130,7 +130,7 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
         mirrored = {str(key): json.loads(row, parse_float=Decimal, strict=False) for key, row in rows(statement)}
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
-    compare_rows(check, source_rows, mirrored, families, keys)
+    compare_rows(check, source_rows, mirrored, families, keys, mirror.get("engine"))
     # What --repair reads again: each differing key, from itself through itself.
     found = [*check.missing, *check.extra, *check.differing]
     check.differing_ranges = [(key, key) for key in source.request_keys(table, key_values(found))]
@@ -138,15 +138,16 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
 
 
 def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: Mapping[str, Any],
-                 families: Mapping[str, str], keys: Sequence[str]) -> None:
-    """Each key's row on both sides, its difference (missing, extra, other values) noted in check."""
+                 families: Mapping[str, str], keys: Sequence[str], engine: str | None = None) -> None:
+    """Each key's row on both sides, its difference (missing, extra, other values) noted in check;
+    engine: the mirror's, whose limits a source value is held in (compare.py)."""
     for key in keys:
         if key not in source_rows:
             check.extra.append(key)
         elif key not in mirrored:
             check.missing.append(key)
         else:
-            found = differences(source_rows[key], mirrored[key], families)
+            found = differences(source_rows[key], mirrored[key], families, engine)
             if found:
                 check.differing[key] = found
 
@@ -159,6 +160,9 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     snapshots, both sides without the keys changed after it."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    engine = mirror.get("engine")
+    if engine:
+        source_side.render_for(engine)
     state_reached = None
     if progress is not None and position is not None:
         check.source_position = position.label
@@ -188,7 +192,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
                 note(line)
             source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
             found.compared_rows += len(set(source_rows) | set(mirrored))
-            compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)))
+            compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)), engine)
             compared.done += 1
         return found
 

@@ -17,6 +17,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 
 _NULLABLE = re.compile(r"^nullable\((.*)\)$")
+# The years of the dates and times a mirror engine holds: Databend's run from 1000 to 9999, and its
+# mirror holds null for any other (macros/cdc_columns.sql), as Spark does for a year before 1.
+HELD_YEARS = {"databend": (1000, 9999)}
 
 
 def type_family(engine_type: str) -> str:
@@ -85,8 +88,9 @@ _READERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def comparable(value: Any, family: str) -> Any:
-    """value as the family's Python value; None for null and for a value the family cannot hold."""
+def comparable(value: Any, family: str, engine: str | None = None) -> Any:
+    """value as the family's Python value; None for null and for a value the family (on the mirror's
+    engine) cannot hold."""
     if value is None:
         return None
     try:
@@ -95,19 +99,24 @@ def comparable(value: Any, family: str) -> Any:
         return None
     if isinstance(result, (float, Decimal)) and not (result == result and abs(result) != float("inf")):
         return None  # NaN and infinities: the capture sends them as null (docs/type_mapping.md)
+    if isinstance(result, dt.date) and engine in HELD_YEARS:
+        first, last = HELD_YEARS[engine]
+        return result if first <= result.year <= last else None
     return result
 
 
 def differences(source_row: Mapping[str, Any], mirror_row: Mapping[str, Any],
-                families: Mapping[str, str]) -> dict[str, tuple[Any, Any]]:
+                families: Mapping[str, str], engine: str | None = None) -> dict[str, tuple[Any, Any]]:
     """{column: (source value, mirror value)} of the mirror's columns whose values differ; a mirror
-    column the source does not have (a derived or renamed column) is not compared."""
+    column the source does not have (a derived or renamed column) is not compared. engine: the
+    mirror's (row_hash.ENGINES), whose limits a value is held in."""
     source = {name.lower(): value for name, value in source_row.items()}
     found = {}
     for column, family in families.items():
         if column.lower() not in source:
             continue
-        expected, actual = comparable(source[column.lower()], family), comparable(mirror_row.get(column), family)
+        expected = comparable(source[column.lower()], family, engine)
+        actual = comparable(mirror_row.get(column), family, engine)
         if expected != actual:
             found[column] = (source[column.lower()], mirror_row.get(column))
     return found

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from python_jobs.verify.compare import type_family
+from python_jobs.verify.compare import HELD_YEARS, type_family
 
 ENGINES = ("postgres", "mysql", "spark", "databend")
 # Engines whose checksum query computes a float's text in steps (staged_float_sql), for their planner.
@@ -157,9 +157,18 @@ def mirror_scale(engine_type: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "") -> str | None:
-    """A column as the text the checksum hashes, in an engine's SQL; None: left out of the checksum."""
+# A source date or time's year (the session's time zone is UTC), where the mirror's engine holds only some.
+_YEAR = {"postgres": "extract(year from {c})", "mysql": "year({c})"}
+
+
+def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "", mirror_engine: str = "") -> str | None:
+    """A column as the text the checksum hashes, in an engine's SQL; None: left out of the checksum.
+    mirror_engine: the engine of the mirror a source is compared with, whose limits the value is held in."""
     family = type_family(mirror_type)
+    if family in ("date", "timestamp") and mirror_engine in HELD_YEARS and engine in _YEAR:
+        first, last = HELD_YEARS[mirror_engine]
+        return (f"case when {_YEAR[engine].format(c=quoted)} between {first} and {last} then "
+                f"{value_sql(engine, quoted, mirror_type, source_type)} end")
     if family == "other":
         return None
     if engine == "postgres" and family == "string" and source_type in _POSTGRES_STRINGS:

@@ -60,14 +60,16 @@ class PostgresRanges:
                                        else _ordered(column) for column, text in zip(self.key, as_text)) + ")"
         self.typed = "(" + ", ".join('%s::text collate "C"' if text else _typed_parameter(column)
                                      for column, text in zip(self.key, as_text)) + ")"
-        self.values = {}
-        for name, mirror_type in mirror_types.items():
-            column = catalog.get(name)
-            rendered = column and value_sql("postgres", quote_identifier(column.name), mirror_type, column.type_name)
-            if rendered:
-                self.values[name] = rendered
-        self.in_checksum = list(self.values)
+        self.rendered = [(name, quote_identifier(catalog[name].name), mirror_type, catalog[name].type_name)
+                         for name, mirror_type in mirror_types.items() if name in catalog]
+        self.render_for("")
         self.excluded: list[list[str]] = []
+
+    def render_for(self, mirror_engine: str) -> None:
+        """The checksum's texts as the mirror's engine holds each value (row_hash.value_sql)."""
+        self.values = {name: text for name, *column in self.rendered
+                       if (text := value_sql("postgres", *column, mirror_engine=mirror_engine))}
+        self.in_checksum = list(self.values)
 
     def exclude(self, keys: Sequence[Sequence[str]]) -> None:
         """Leave these keys (each its values as text) out of every later query: rows in flight (in_flight.py)."""
@@ -136,15 +138,17 @@ class MysqlRanges:
         # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions).
         self.selected = ", ".join(shown if type_family(mirror_types.get(column.name.lower(), "")) == "string"
                                   else quoted(column.name) for column, (_, shown, _) in zip(self.key, self.expressions))
-        self.values = {}
-        for name, mirror_type in mirror_types.items():
-            column = types.get(name)
-            rendered = column and value_sql("mysql", quoted(column.name), mirror_type, column.data_type)
-            if rendered:
-                self.values[name] = rendered
-        self.in_checksum = list(self.values)
+        self.rendered = [(name, quoted(types[name].name), mirror_type, types[name].data_type)
+                         for name, mirror_type in mirror_types.items() if name in types]
+        self.render_for("")
         self.relation = quoted(self.info.schema, self.info.name)
         self.excluded: list[list[str]] = []
+
+    def render_for(self, mirror_engine: str) -> None:
+        """The checksum's texts as the mirror's engine holds each value (row_hash.value_sql)."""
+        self.values = {name: text for name, *column in self.rendered
+                       if (text := value_sql("mysql", *column, mirror_engine=mirror_engine))}
+        self.in_checksum = list(self.values)
 
     def exclude(self, keys: Sequence[Sequence[str]]) -> None:
         """Leave these keys (each its values as text) out of every later query: rows in flight (in_flight.py)."""

@@ -59,6 +59,16 @@ def test_values_that_differ(family, source, mirror):
     assert comparable(source, family) != comparable(mirror, family)
 
 
+@pytest.mark.parametrize("family, source", [
+    ("date", "0999-12-31"), ("date", "0099-06-01"), ("timestamp", "0999-12-31T23:59:59.999999Z"),
+])
+def test_dates_databend_cannot_hold_equal_its_null(family, source):
+    """Databend's dates and times run from year 1000 to 9999: its mirror holds null for others; Spark's not."""
+    assert comparable(source, family, "databend") is None
+    assert comparable(source, family, "spark") is not None
+    assert comparable("1000-01-01", family, "databend") is not None
+
+
 def test_differences_name_the_columns_and_skip_those_the_source_has_not():
     families = {"id": "integer", "tier": "integer", "points_renamed": "integer"}
     assert differences({"id": 1, "tier": 9}, {"id": 1, "tier": 1, "points_renamed": 3}, families) == {"tier": (9, 1)}
