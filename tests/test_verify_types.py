@@ -5,16 +5,18 @@ another's range) is reported with its key and column, by ranges and by a sample.
 
 from __future__ import annotations
 
-import json
 import re
 
+from harness.mariadb_server import create_mariadb_capture_user
 from harness.postgres_server import create_capture_user
 from python_jobs import scaffold
+from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.verify import check as verify_check
 from python_jobs.verify import cli as verify_cli
-from test_capture_faults import postgres  # noqa: F401 - fixtures
+from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from test_online_snapshots import execute
+from test_online_snapshots_mariadb import execute as my_execute
 
 PROFILES = verify_cli.Path(__file__).resolve().parent.parent / "profiles"
 
@@ -63,6 +65,44 @@ POSTGRES_CHANGES = [
     ("tz1", 1, "cast('1000-01-01 00:00:00.000001' as timestamp)"), ("tx2", 1, "'🚀'"), ("tx2", 2, "''"),
 ]
 
+MARIADB_COLUMNS = [
+    ("i", "int", "-2147483648", "7"),
+    ("ui", "int unsigned", "4294967295", "0"),
+    ("bu", "bigint unsigned", "18446744073709551615", "0"),
+    ("big", "bigint", "-9223372036854775808", "9223372036854775807"),
+    ("t1", "tinyint(1)", "1", "0"),
+    ("dc", "decimal(12,4)", "12.5000", "-0.0001"),
+    ("dc0", "decimal(20,0)", "99999999999999999999", "0"),
+    ("f", "float", "1.1", "-3.4e38"),
+    ("db", "double", "0.1", "-0"),
+    ("tx", "varchar(20)", "'zoë 東京 '", "''"),
+    ("ch", "char(3)", "'ab'", "''"),
+    ("bi", "binary(3)", "'ab'", "''"),
+    ("vb", "varbinary(10)", "'xyz'", "''"),
+    ("d", "date", "'2026-01-02'", "'1000-01-01'"),
+    ("dtm", "datetime(6)", "'2026-01-02 03:04:05.123456'", "'1970-01-01 00:00:00'"),
+    ("ts", "timestamp(6) null", "'2026-01-02 03:04:05.123456'", "'1970-01-01 00:00:01'"),
+    ("tm", "time(6)", "'-12:34:56.5'", "'838:59:59'"),
+    ("y", "year", "2026", "0"),
+    ("j", "json", """'{"b": 1,  "a": [1, 2.50]}'""", "'null'"),
+    ("uu", "uuid", "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'00000000-0000-0000-0000-000000000000'"),
+    ("e", "enum('x','y')", "'y'", "'x'"),
+    ("s", "set('a','b','c')", "'a,c'", "''"),
+    ("bt", "bit(5)", "b'10101'", "b'0'"),
+    ("bw", "bit(64)", "b'" + "1" * 64 + "'", "b'1'"),
+    ("tn", "varchar(10)", "'a\\0🚀'", "' '"),
+    ("dtb", "datetime(6)", "'1000-01-01 00:00:00'", "'0999-12-31 23:59:59.999999'"),
+]
+MARIADB_CHANGES = [
+    ("i", 1, "-2147483647"), ("ui", 1, "4294967294"), ("bu", 1, "18446744073709551614"), ("big", 2, "9223372036854775806"),
+    ("t1", 1, "2"), ("dc", 1, "12.5001"), ("dc0", 1, "99999999999999999998"), ("f", 1, "cast(1.1000001 as float)"),
+    ("db", 1, "0.10000000000000002"), ("tx", 1, "'zoë 東京'"), ("tx", 2, "null"), ("tx", 3, "''"),
+    ("ch", 1, "'ab '"), ("bi", 1, "'YWIB'"), ("vb", 1, "'eHl7'"), ("d", 1, "cast('2026-01-03' as date)"),
+    ("dtm", 1, "cast('2026-01-02 03:04:05.123457' as timestamp)"), ("ts", 1, "cast('2026-01-02 03:04:05.123455' as timestamp)"),
+    ("tm", 1, "'-12:34:56.500001'"), ("y", 1, "2025"), ("j", 1, """'{"b": 1,  "a": [1, 2.5]}'"""),
+    ("uu", 1, "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12'"), ("e", 1, "'x'"), ("s", 1, "'a'"), ("bt", 1, "20"),
+    ("bw", 1, "18446744073709551614"), ("tn", 1, "'a🚀'"), ("dtb", 1, "cast('1000-01-01 00:00:00.000001' as timestamp)"),
+]
 CHANGED_FROM = 100  # the copy of a row that a change alters is row CHANGED_FROM + the change's index
 
 
@@ -119,3 +159,20 @@ def test_postgres_types_verified_equal_and_each_change_found(postgres, conforman
     (table,) = scaffold.postgres_tables(dsn, ["shop.typed"])
     model = land_and_apply(project, table)
     check_equal_then_each_change_found(project, model, ["--postgres", dsn], POSTGRES_CHANGES, monkeypatch)
+
+
+def test_mariadb_types_verified_equal_and_each_change_found(mariadb, conformance_project, monkeypatch):  # noqa: F811
+    project = conformance_project
+    my_execute(mariadb, "create database shop character set utf8mb4",
+               "create table shop.typed (id int primary key, "
+               + ", ".join(f"{name} {data_type}" for name, data_type, *_ in MARIADB_COLUMNS) + ")",
+               "insert into shop.typed values " + ", ".join(rows_sql(MARIADB_COLUMNS, MARIADB_CHANGES)))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    monkeypatch.setenv("MYSQL_PWD", password)
+    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
+                                         tables=("shop.typed",), out=project.inbox, state=project.work_dir / "state.json")
+    capture_mysql.run(config)
+    (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, ["shop.typed"])
+    model = land_and_apply(project, table)
+    check_equal_then_each_change_found(project, model, ["--mysql", f"{user}@127.0.0.1:{mariadb.port}"],
+                                       MARIADB_CHANGES, monkeypatch)

@@ -250,7 +250,9 @@ class MysqlSource:
         if before is None or within is None:
             raise SourceError(f"{self.name}: the binary log is off (SHOW MASTER STATUS is empty), so there is no position "
                               "to compare the mirror at: the capture needs log_bin")
-        return SourcePosition(_binlog_seq(before), _binlog_seq(within), f"{within[0]}:{within[1]}")
+        # A snapshot's rows at the position itself (phase 0) show the table as this snapshot does: not
+        # in flight, or a quiet server's whole table would be left out after the capture's snapshot.
+        return SourcePosition(_binlog_seq(before, phase=1), _binlog_seq(within), f"{within[0]}:{within[1]}")
 
     def release(self) -> None:
         self.connection.rollback()
@@ -259,10 +261,11 @@ class MysqlSource:
         self.connection.close()
 
 
-def _binlog_seq(status: Sequence[Any]) -> str:
-    """A binlog file and offset as the raw seq of an event there (formats/debezium.py)."""
+def _binlog_seq(status: Sequence[Any], phase: int = 0) -> str:
+    """A binlog file and offset as the raw seq of an event there (formats/debezium.py): phase 0 a
+    snapshot's row, 1 a streamed change (whose rows event starts after its transaction's first event)."""
     match = re.search(r"(\d+)$", str(status[0]))
-    return format_seq(int(match.group(1)) if match else 0, int(status[1]), 0, 0)
+    return format_seq(int(match.group(1)) if match else 0, int(status[1]), 0, phase)
 
 
 def key_values(keys: Iterable[str]) -> list[list[str]]:
