@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.progress import Progress
-from python_jobs.verify.compare import differences, type_family
+from python_jobs.verify.compare import differences, source_columns, type_family
 from python_jobs.verify.in_flight import MirrorProgress, SourcePosition
 from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
 from python_jobs.verify.sources import key_values
@@ -131,10 +131,28 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
     compare_rows(check, source_rows, mirrored, families, keys, mirror.get("engine"))
+    if source_rows:
+        check.notes += unchecked_notes(families, next(iter(source_rows.values())))
     # What --repair reads again: each differing key, from itself through itself.
     found = [*check.missing, *check.extra, *check.differing]
     check.differing_ranges = [(key, key) for key in source.request_keys(table, key_values(found))]
     return check
+
+
+def unchecked_notes(families: Mapping[str, str], source_names: Sequence[str],
+                    in_checksum: Sequence[str] | None = None) -> list[str]:
+    """What the check could not see: mirror columns of no source column, and (a range check's) those
+    no checksum renders alike on both sides, compared only in ranges that differ elsewhere."""
+    mapped, notes = source_columns(families, source_names), []
+    absent = [name for name in families if name.lower() not in mapped]
+    if absent:
+        notes.append(f"not compared, the source has no column of their names (nor one cdc-scaffold names so): "
+                     f"{', '.join(absent)}")
+    outside = [name for name in families if name.lower() in mapped and in_checksum is not None and name not in in_checksum]
+    if outside:
+        notes.append(f"not in the checksums, so a difference only there is not seen (python_jobs/verify/row_hash.py; "
+                     f"--sample compares them): {', '.join(outside)}")
+    return notes
 
 
 def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: Mapping[str, Any],
@@ -181,6 +199,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
                               int(options.get("leaf_rows") or 2000), search=search)
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
     check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
+    if getattr(source_side, "source_names", None) is not None:
+        check.notes += unchecked_notes(families, source_side.source_names, source_side.in_checksum)
     note = options.get("note") or (lambda line: None)
 
     def differing_in(leaves: list[KeyRange]) -> MirrorCheck:

@@ -14,7 +14,9 @@ import json
 import re
 import struct
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Mapping
+from functools import lru_cache
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, Mapping
 
 _NULLABLE = re.compile(r"^nullable\((.*)\)$")
 # The years of the dates and times a mirror engine holds: Databend's run from 1000 to 9999, and its
@@ -105,18 +107,40 @@ def comparable(value: Any, family: str, engine: str | None = None) -> Any:
     return result
 
 
+def source_columns(mirror_columns: Iterable[str], source_columns: Iterable[str]) -> dict[str, str]:
+    """{mirror column: the source column it mirrors}: of its own name, else the source column cdc-scaffold
+    names so (`two words` as two_words, `order` as order_: scaffold.model_column_names). A mirror column
+    of neither (derived, or renamed otherwise) is not in it: it cannot be compared."""
+    return dict(_source_columns(tuple(name.lower() for name in mirror_columns), tuple(source_columns)))
+
+
+@lru_cache(maxsize=64)
+def _source_columns(mirror_columns: tuple[str, ...], source_columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    from python_jobs.scaffold import model_column_names
+    from python_jobs.source_tables import ScaffoldError
+
+    by_name = {name.lower(): name for name in source_columns}
+    try:
+        table = SimpleNamespace(columns=[SimpleNamespace(name=name) for name in source_columns], primary_key=())
+        scaffolded = {mirror.lower(): source for source, mirror in model_column_names(table).items()}
+    except ScaffoldError:  # two source columns scaffolded alike: by their own names only
+        scaffolded = {}
+    return tuple((name, by_name.get(name) or scaffolded[name]) for name in mirror_columns
+                 if name in by_name or (name in scaffolded and scaffolded[name].lower() not in mirror_columns))
+
+
 def differences(source_row: Mapping[str, Any], mirror_row: Mapping[str, Any],
                 families: Mapping[str, str], engine: str | None = None) -> dict[str, tuple[Any, Any]]:
-    """{column: (source value, mirror value)} of the mirror's columns whose values differ; a mirror
-    column the source does not have (a derived or renamed column) is not compared. engine: the
-    mirror's (row_hash.ENGINES), whose limits a value is held in."""
-    source = {name.lower(): value for name, value in source_row.items()}
-    found = {}
+    """{column: (source value, mirror value)} of the mirror's columns whose values differ, each against
+    its source column (source_columns); a mirror column the source has none for is not compared.
+    engine: the mirror's (row_hash.ENGINES), whose limits a value is held in."""
+    found, names = {}, source_columns(families, source_row)
     for column, family in families.items():
-        if column.lower() not in source:
+        source = names.get(column.lower())
+        if source is None:
             continue
-        expected = comparable(source[column.lower()], family, engine)
+        expected = comparable(source_row[source], family, engine)
         actual = comparable(mirror_row.get(column), family, engine)
         if expected != actual:
-            found[column] = (source[column.lower()], mirror_row.get(column))
+            found[column] = (source_row[source], mirror_row.get(column))
     return found

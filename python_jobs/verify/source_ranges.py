@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any, Sequence
 
 from python_jobs.capture.mysql_snapshot import quoted
-from python_jobs.verify.compare import type_family
+from python_jobs.verify.compare import source_columns, type_family
 from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
 from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value_sql
 
@@ -60,8 +60,10 @@ class PostgresRanges:
                                        else _ordered(column) for column, text in zip(self.key, as_text)) + ")"
         self.typed = "(" + ", ".join('%s::text collate "C"' if text else _typed_parameter(column)
                                      for column, text in zip(self.key, as_text)) + ")"
-        self.rendered = [(name, quote_identifier(catalog[name].name), mirror_type, catalog[name].type_name)
-                         for name, mirror_type in mirror_types.items() if name in catalog]
+        self.source_names = [column.name for column in catalog.values()]
+        sources = {name: catalog[source.lower()] for name, source in source_columns(mirror_types, self.source_names).items()}
+        self.rendered = [(name, quote_identifier(sources[name].name), mirror_type, sources[name].type_name)
+                         for name, mirror_type in mirror_types.items() if name in sources]
         self.render_for("")
         self.excluded: list[list[str]] = []
 
@@ -138,8 +140,10 @@ class MysqlRanges:
         # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions).
         self.selected = ", ".join(shown if type_family(mirror_types.get(column.name.lower(), "")) == "string"
                                   else quoted(column.name) for column, (_, shown, _) in zip(self.key, self.expressions))
-        self.rendered = [(name, quoted(types[name].name), mirror_type, types[name].data_type)
-                         for name, mirror_type in mirror_types.items() if name in types]
+        self.source_names = [column.name for column in self.info.columns]
+        sources = {name: types[source.lower()] for name, source in source_columns(mirror_types, self.source_names).items()}
+        self.rendered = [(name, quoted(sources[name].name), mirror_type, sources[name].data_type)
+                         for name, mirror_type in mirror_types.items() if name in sources]
         self.render_for("")
         self.relation = quoted(self.info.schema, self.info.name)
         self.excluded: list[list[str]] = []
