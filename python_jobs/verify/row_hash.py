@@ -44,7 +44,8 @@ _VALUE = {
         "string": "case when {c} is distinct from null then format('%s', {c}) end",
     },
     "mysql": {
-        "integer": "cast({c} as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",
+        # + 0: a zerofill column's text is padded ('00042'), its number not.
+        "integer": "cast({c} + 0 as char)", "decimal": "cast(cast({c} as decimal(65, {s})) as char)",
         "boolean": "case when {c} <> 0 then '1' when {c} = 0 then '0' end",
         # Zero dates ('0000-00-00', a zero month or day) are null, as the capture writes them.
         "timestamp": "case when month({c}) > 0 and dayofmonth({c}) > 0 then "
