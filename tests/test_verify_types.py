@@ -105,6 +105,7 @@ MARIADB_COLUMNS = [
     ("tn", "varchar(10)", "'a\\0🚀'", "' '"),
     ("dtb", "datetime(6)", "'1000-01-01 00:00:00'", "'0999-12-31 23:59:59.999999'"),
     ("zf", "int(5) zerofill", "42", "0"),
+    ("dz", "decimal(6,2) zerofill", "1.50", "0"),
     ("dw", "decimal(50,10)", "1.5000000000", "-0.0000000001"),
     ("`order`", "int", "4", "-4"),
     ("`two words`", "varchar(10)", "'a b'", "''"),
@@ -119,7 +120,7 @@ MARIADB_CHANGES = [
     ("tm", 1, "'-12:34:56.500001'"), ("y", 1, "2025"), ("j", 1, """'{"b": 1,  "a": [1, 2.5]}'"""),
     ("uu", 1, "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12'"), ("e", 1, "'x'"), ("s", 1, "'a'"), ("bt", 1, "20"),
     ("bw", 1, "18446744073709551614"), ("tn", 1, "'a🚀'"), ("dtb", 1, "cast('1000-01-01 00:00:00.000001' as timestamp)"),
-    ("zf", 1, "43"), ("dw", 1, "'1.5000000001'"),
+    ("zf", 1, "43"), ("dz", 1, "1.51"), ("dw", 1, "'1.5000000001'"),
     ("order_", 1, "5"), ("two_words", 2, "null"),
 ]
 CHANGED_FROM = 100  # the copy of a row that a change alters is row CHANGED_FROM + the change's index
