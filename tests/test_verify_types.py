@@ -14,6 +14,7 @@ from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.verify import check as verify_check
 from python_jobs.verify import cli as verify_cli
+from python_jobs.verify import in_flight
 from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from test_online_snapshots import execute
 from test_online_snapshots_mariadb import execute as my_execute
@@ -149,6 +150,8 @@ def verify(project, model: str, source: list[str], *options: str) -> int:
 
 def check_equal_then_each_change_found(project, model: str, source: list[str], same, changes, monkeypatch) -> None:
     rows = 3 + len(changes)
+    # The source is quiet: no wait of 5 s a check for nothing more to land.
+    monkeypatch.setattr(in_flight, "QUIET_SECONDS", 0.0)
     for column, row, value in same:
         project.execute(f"update {project.schema}.{model} set {column} = {value} where id = {row}")
     assert verify(project, model, source) == 0, project.dbt_log()[-4000:]
