@@ -14,6 +14,8 @@ import logging
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.postgres_persistence import unlogged_warnings
+from python_jobs.status.status_files import read_capture_status
 from test_capture_faults import following_capture, postgres, stopped, wait_for  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 from test_postgres_partitions import apply_and_verify
@@ -68,13 +70,16 @@ def test_changes_while_a_table_was_unlogged_reach_the_mirror(postgres, dbt_proje
 
     # Following: unlogged (it warns), changed, logged; then all three in one transaction, between two checks.
     args = ["--dsn", dsn, "--tables", "shop.events", "--slot", "unlogged", "--out", str(dbt_project.inbox),
-            "--state", str(config.state), "--max-wait-seconds", "0.2"]
+            "--state", str(config.state), "--max-wait-seconds", "0.2", "--progress-seconds", "0.5"]
     with following_capture("postgres", *args) as following:
         execute(postgres, "alter table shop.events set unlogged")
         wait_for(lambda: "\"u\"" in json.dumps(json.loads(config.state.read_text()).get("persistence")))
+        # The status file cdc-run's page, metrics and cdc-status read says so while it lasts.
+        wait_for(lambda: read_capture_status("c", config.state).warnings == unlogged_warnings(["shop.events"]))
         execute(postgres, UNLOGGED_CHANGES.format(first=300))
         execute(postgres, "alter table shop.events set logged")
         wait_for(lambda: {300, 309} <= written_ids(dbt_project.inbox))
+        wait_for(lambda: read_capture_status("c", config.state).warnings == [])
         execute(postgres, "begin; alter table shop.events set unlogged;" + UNLOGGED_CHANGES.format(first=400)
                           + "; alter table shop.events set logged; commit")
         wait_for(lambda: {400, 409} <= written_ids(dbt_project.inbox))

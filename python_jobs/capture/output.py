@@ -191,9 +191,11 @@ class FollowProgress:
 
 
     def status(self, source: str, server_position: str | None, behind_bytes: int | None,
-               snapshots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The capture's status file (write_status): what `cdc-run`'s metrics and status page show of it."""
+               snapshots: Sequence[Mapping[str, Any]], warnings: Sequence[str] = ()) -> dict[str, Any]:
+        """The capture's status file (write_status): what `cdc-run`'s metrics and status page show of it.
+        warnings: conditions under which the mirrors miss changes until an operator acts."""
         return {"source": source, "connected": True, "updated_at": round(time.time(), 3), "changes": self.changes,
+                "warnings": list(warnings),
                 "transactions": self.transactions, "changes_per_second": round(self.rate, 1), "position": self.position,
                 "server_position": server_position, "behind_bytes": behind_bytes, "newest_commit_ms": self.newest_commit_ms,
                 "snapshots": [{name: snapshot.get(name) for name in ("table", "reason", "rows", "pages")}

@@ -126,6 +126,12 @@ def truncates(transactions: Sequence[Any]) -> dict[str, set[int]]:
     return found
 
 
+def unlogged_warnings(unlogged_relations: Iterable[str]) -> list[str]:
+    """The status file's warnings (cdc-run's status page, metrics and cdc-status) of the relations unlogged now."""
+    return [f"{relation} is unlogged: its changes are not in the log, so the mirror misses them until "
+            f"ALTER TABLE {relation} SET LOGGED" for relation in sorted(unlogged_relations)]
+
+
 def notice_persistence(capture: Any, transactions: Sequence[Any]) -> None:
     """Warn once for a captured table unlogged now; read again online a table logged again, or
     rewritten, since the written log's; the state has the read asked for with the new relfilenodes."""

@@ -22,6 +22,7 @@ from python_jobs.capture.output import FollowProgress, write_status
 from python_jobs.capture.postgres_connection import connect
 from python_jobs.capture.postgres_events import Transaction, lsn_text
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
+from python_jobs.capture.postgres_persistence import unlogged_warnings
 from python_jobs.capture.postgres_records import RecordAssembler
 from python_jobs.capture.roll_requests import REQUESTS
 
@@ -144,5 +145,5 @@ class PostgresStream:
         line = self.progress.line(f"slot {self.capture.config.slot}", f"{behind:,} bytes behind the server")
         write_status(self.capture.config.state, self.progress.status(
             f"slot {self.capture.config.slot}", lsn_text(cursor.wal_end) if cursor.wal_end else None,
-            behind if cursor.wal_end else None, self.capture.pages.state()))
+            behind if cursor.wal_end else None, self.capture.pages.state(), unlogged_warnings(self.capture.unlogged_warned)))
         return line

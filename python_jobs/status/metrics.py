@@ -80,6 +80,8 @@ def _capture_metrics(status: StatusSnapshot) -> Iterator[Metric]:
     snapshot = _gauge("cdc_capture_snapshot_running", "1 while the capture reads tables or key ranges online", labels)
     remaining = _gauge("cdc_capture_snapshot_tables_remaining", "Tables or key ranges the capture has still to read online", labels)
     snapshot_rows = _counter("cdc_capture_snapshot_rows_read", "Rows of the online snapshots in progress read so far", [*labels, "table"])
+    warnings = _gauge("cdc_capture_warnings", "Conditions under which the mirrors miss changes until someone acts "
+                      "(a table set UNLOGGED); the status page and cdc-status say which", labels)
     for capture in status.captures:
         values = [capture.name]
         if capture.connected is not None:
@@ -95,9 +97,10 @@ def _capture_metrics(status: StatusSnapshot) -> Iterator[Metric]:
             updated.add_metric(values, capture.updated_at)
         snapshot.add_metric(values, 1.0 if capture.snapshots else 0.0)
         remaining.add_metric(values, len(capture.snapshots))
+        warnings.add_metric(values, len(capture.warnings))
         for table in capture.snapshots:
             snapshot_rows.add_metric([capture.name, table.table], table.rows)
-    yield from (connected, behind, changes, rate, since, updated, snapshot, remaining, snapshot_rows)
+    yield from (connected, behind, changes, rate, since, updated, snapshot, remaining, snapshot_rows, warnings)
 
 
 def _landing_metrics(status: StatusSnapshot) -> Iterator[Metric]:

@@ -104,6 +104,7 @@ class CaptureStatus:
     snapshots: list[SnapshotProgress] = field(default_factory=list)
     lost: str | None = None
     running: bool | None = None  # under cdc-run: whether its process is alive
+    warnings: list[str] = field(default_factory=list)  # what makes the mirrors miss changes until someone acts
 
     def seconds_since_last_event(self, now: float) -> float | None:
         return None if self.newest_commit_ms is None else max(0.0, now - self.newest_commit_ms / 1000)
@@ -178,12 +179,15 @@ class StatusSnapshot:
         failing = [mirror.mirror for mirror in self.mirrors if mirror.state == "failing"]
         lost = [capture.name for capture in self.captures if capture.connected is False or capture.running is False]
         differing = [check.mirror for check in self.verify if not check.clean]
+        warnings = [warning for capture in self.captures for warning in capture.warnings]
         if failing or lost:
             parts = ([f"{len(failing)} mirror(s) failing"] if failing else []) + (
                 [f"{len(lost)} capture(s) not connected"] if lost else [])
             return "bad", "; ".join(parts)
-        if differing:
-            return "warn", f"{len(differing)} mirror(s) differ from their source in the last check"
+        if differing or warnings:
+            return "warn", "; ".join(
+                ([f"{len(differing)} mirror(s) differ from their source in the last check"] if differing else [])
+                + [f"capture: {warning}" for warning in warnings])
         if not self.mirrors:
             return "warn", "no run has finished yet"
         return "ok", f"all {len(self.mirrors)} mirrors applied their last run"

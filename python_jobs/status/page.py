@@ -18,7 +18,7 @@ h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.4em 0 .4em}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3em .6em;border-bottom:1px solid #e3e6ea}
 th{font-weight:600;color:#4a5560}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .state-ok{color:#1a7f37}.state-failing,.state-disconnected{color:#c62828;font-weight:600}
-.muted{color:#6b7580}svg{width:100%;height:auto;background:#fafbfc;border:1px solid #e3e6ea;border-radius:6px}
+.warning{color:#8a5a00;font-weight:600}.muted{color:#6b7580}svg{width:100%;height:auto;background:#fafbfc;border:1px solid #e3e6ea;border-radius:6px}
 """
 
 
@@ -76,9 +76,11 @@ def render(status: StatusSnapshot) -> str:
         snapshot = ", ".join(f"{escape(table.table)}: {table.rows:,} rows in {table.pages} pages ({escape(table.reason or '')})"
                              for table in capture.snapshots) or "none"
         age = capture.seconds_since_last_event(status.taken_at)
+        warnings = "".join(f'<div class="warning">{escape(warning)}</div>' for warning in capture.warnings)
         captures.append(
             f'<tr class="capture"><td>{escape(capture.name)}</td><td class="state-{state}">{state}'
-            f'{" (" + escape(capture.lost) + ")" if capture.lost and capture.connected is False else ""}</td>'
+            f'{" (" + escape(capture.lost) + ")" if capture.lost and capture.connected is False else ""}'
+            f'{warnings}</td>'
             f'<td>{escape(capture.position or "-")}</td><td class="n">{number_text(capture.behind_bytes)}</td>'
             f'<td class="n">{capture.changes_per_second:,.0f}</td><td class="n">{seconds_text(age)}</td><td>{snapshot}</td></tr>')
     captures_html = ('<table id="captures"><tr><th>capture</th><th>state</th><th>written through</th><th class="n">bytes behind</th>'

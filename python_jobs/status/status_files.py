@@ -49,6 +49,7 @@ def read_capture_status(name: str, state: Path | None, running: bool | None = No
     status.behind_bytes = written.get("behind_bytes")
     status.newest_commit_ms = written.get("newest_commit_ms")
     status.lost = redact(written.get("lost"))
+    status.warnings = [str(warning) for warning in written.get("warnings") or ()]
     status.snapshots = [SnapshotProgress(entry.get("table") or "", entry.get("reason"), int(entry.get("rows") or 0),
                                          int(entry.get("pages") or 0)) for entry in written.get("snapshots") or ()]
     return status

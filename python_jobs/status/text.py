@@ -23,7 +23,8 @@ def render_text(status: StatusSnapshot, hours: float) -> list[str]:
                      f"{capture.position or '-'}, {capture.behind_bytes if capture.behind_bytes is not None else '?'} bytes "
                      f"behind, newest commit {seconds_text(age)} ago"
                      + "".join(f"; reading {table.table} online: {table.rows:,} rows in {table.pages} pages"
-                               for table in capture.snapshots))
+                               for table in capture.snapshots)
+                     + "".join(f"; WARNING: {warning}" for warning in capture.warnings))
     for check in status.verify:
         lines.append(f"  verify {check.mirror} at {check.checked_at}: "
                      + ("equal" if check.clean else f"DIFFERS ({check.missing} missing, {check.extra} extra, "

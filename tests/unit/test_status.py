@@ -10,10 +10,12 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from python_jobs.capture.output import FollowProgress, lost_connection_status, write_status
+from python_jobs.capture.postgres_persistence import unlogged_warnings
 from python_jobs.status import metrics, page
 from python_jobs.status.model import CaptureStatus, RedactingStream, VerifyStatus, redact
 from python_jobs.status.registry import Registry, relation_name
 from python_jobs.status.status_files import capture_name, read_capture_status, read_verify_report, state_file
+from python_jobs.status.text import render_text
 
 
 def run_row(inserted=5, updated=3, deleted=2, lag=5.0, **more):
@@ -157,3 +159,24 @@ def test_lines_quarantined_once_are_counted_once_whatever_the_number_of_mirrors(
     status = snapshot_from_tables(runs, [])
     assert status.landing.quarantined == 5
     assert "  5 lines quarantined (the quarantine table says why)" in render_text(status, 1)
+
+
+def test_a_captures_warning_reaches_the_verdict_the_page_the_metrics_and_cdc_status(tmp_path):
+    state = tmp_path / "capture-state.json"
+    write_status(state, FollowProgress().status("slot cdc", "0/1", 0, [], unlogged_warnings(["shop.items"])))
+    capture = read_capture_status("cdc-capture-postgres", state, running=True)
+    assert capture.warnings == ["shop.items is unlogged: its changes are not in the log, so the mirror misses them "
+                                "until ALTER TABLE shop.items SET LOGGED"]
+    registry = Registry()
+    registry.enabled = True
+    registry.observe_run_row("shop.orders", run_row())
+    snapshot = registry.snapshot([capture], [])
+    kind, verdict = snapshot.verdict()
+    assert kind == "warn" and "shop.items is unlogged" in verdict
+    assert '<div class="warning">shop.items is unlogged' in page.render(snapshot)
+    assert any("WARNING: shop.items is unlogged" in line for line in render_text(snapshot, 1))
+    text, _ = metrics.render(lambda: registry.snapshot([capture], []))
+    assert samples(text.decode())[("cdc_capture_warnings", (("capture", "cdc-capture-postgres"),))] == 1
+    # Logged again: no warning, and the verdict is the runs' own.
+    write_status(state, FollowProgress().status("slot cdc", "0/1", 0, [], unlogged_warnings([])))
+    assert registry.snapshot([read_capture_status("c", state)], []).verdict()[0] == "ok"
