@@ -121,7 +121,8 @@ def _source_columns(mirror_columns: tuple[str, ...], source_columns: tuple[str, 
 
     by_name = {name.lower(): name for name in source_columns}
     try:
-        table = SimpleNamespace(columns=[SimpleNamespace(name=name) for name in source_columns], primary_key=())
+        table = SimpleNamespace(columns=[SimpleNamespace(name=name) for name in source_columns], primary_key=(),
+                                qualified="")
         scaffolded = {mirror.lower(): source for source, mirror in model_column_names(table).items()}
     except ScaffoldError:  # two source columns scaffolded alike: by their own names only
         scaffolded = {}
