@@ -159,3 +159,14 @@ def test_drift_in_a_mirror_caught_up_with_a_quiet_source_is_reported_without_wai
                and "run the capture and dbt build" in note for note in result.notes), result.notes
     caught_up = check(Pipeline(BASE, EVENTS[:2], applied=2), AT_POSITION, wait=60)
     assert caught_up.clean and caught_up.notes == []
+
+
+def test_a_mysql_snapshots_rows_at_the_position_are_not_in_flight():
+    """MariaDB's position after a capture's snapshot on a quiet server is the snapshot's own: its rows
+    (phase 0) show what the check's snapshot shows; a streamed change's rows event starts after it."""
+    from python_jobs.formats.records import format_seq
+    from python_jobs.verify.sources import _binlog_seq
+
+    changed_from = _binlog_seq(("binlog.000001", 17277), phase=1)
+    assert format_seq(1, 17277, 0, 0) < changed_from <= format_seq(1, 17278, 0, 1)
+    assert _binlog_seq(("binlog.000001", 17277)) == format_seq(1, 17277, 0, 0)
