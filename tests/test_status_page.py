@@ -94,6 +94,10 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
                  120, "the changes applied", service, log)
         wait_for(lambda: all(c["connected"] for c in status()["captures"]) and status()["captures"], 30,
                  "the capture's status", service, log)
+        # A table set UNLOGGED writes no WAL: the capture's warning reaches the metrics, the page and cdc-status.
+        with connection.cursor() as cursor:
+            cursor.execute("alter table shop.items set unlogged; insert into shop.items values (100, 'not in the log')")
+        wait_for(lambda: any(c["warnings"] for c in status()["captures"]), 60, "the capture's warning", service, log)
 
         metrics = get(f"{address}/metrics")
         found = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -109,12 +113,14 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
         assert found[("cdc_capture_changes_total", capture_label)] >= 10
         assert found[("cdc_landing_events_total", ())] >= 50
         assert found[("cdc_run_failures_total", ())] >= 1  # the broken model fails every run
+        assert found[("cdc_capture_warnings", capture_label)] == 1
 
         dom = browser(f"{address}/", home, "--dump-dom")
         assert "mirror.shop_items" in dom and 'class="state-ok"' in dom
         assert "mirror.broken_report" in dom or "broken_report" in dom
         assert "What to do:" in dom and "cannot reach the warehouse" in dom
         assert 'class="state-connected"' in dom and "cdc-capture-postgres data/capture-state.json" in dom
+        assert "shop.items is unlogged" in dom and "SET LOGGED" in dom
         assert "<polyline" in dom and 'class="throughput"' in dom
         assert 'id="verdict" class="verdict bad"' in dom  # a mirror fails: the page says so first
         for shown in (dom, metrics, json.dumps(status())):
@@ -137,7 +143,8 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
 
     # With the service stopped, cdc-status tells the same from the tables and the capture's status file.
     shown = run(["cdc-status", "--profiles-dir", ".", "--capture-state", "data/capture-state.json"], project, home,
-                PGPASSWORD=SECRET)
+                expect_success=False, PGPASSWORD=SECRET)  # exit status 1: the capture warns
     assert "mirror.shop_items" in shown and "40 inserted, 5 updated, 5 deleted" in shown
+    assert "WARNING: shop.items is unlogged" in shown
     assert "cdc-capture-postgres" not in shown or "data/capture-state.json" in shown
     assert SECRET not in shown

@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status.captures = [read_capture_status(str(state), Path(args.project_dir, state)) for state in args.capture_state]
     print("\n".join(render_text(status, args.hours)))
     stale = not status.mirrors or any(not check.clean for check in status.verify)
-    return 1 if stale else 0
+    return 1 if stale or any(capture.warnings for capture in status.captures) else 0
 
 
 if __name__ == "__main__":
