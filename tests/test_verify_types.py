@@ -202,3 +202,28 @@ def test_mariadb_types_verified_equal_and_each_change_found(mariadb, conformance
     model = land_and_apply(project, table)
     check_equal_then_each_change_found(project, model, ["--mysql", f"{user}@127.0.0.1:{mariadb.port}"],
                                        MARIADB_SAME, MARIADB_CHANGES, monkeypatch)
+
+
+def test_checksums_of_a_latin1_postgres_database_are_of_utf8_text(postgres):  # noqa: F811
+    """The mirrors' engines hash a text's UTF-8 bytes: a PostgreSQL database in another encoding must
+    hash the same bytes, or every row with a character beyond ASCII is compared one by one."""
+    import hashlib
+
+    from python_jobs.verify.ranges import KeyRange
+    from python_jobs.verify.sources import PostgresSource
+
+    connection = postgres.connect()
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute("create database latin encoding 'LATIN1' lc_collate 'C' lc_ctype 'C' template template0")
+    connection.close()
+    connection = postgres.connect("latin")
+    with connection.cursor() as cursor:
+        cursor.execute("create table t (id int primary key, s text); insert into t values (1, 'é'), (2, 'ab')")
+    connection.commit()
+    connection.close()
+    source = PostgresSource(postgres.dsn.replace("dbname=postgres", "dbname=latin"))
+    side = source.ranges("public.t", [["id", "int"], ["s", "string"]])
+    (stats,) = side.segment_stats(KeyRange(), []).values()
+    source.close()
+    assert stats.checksum == sum(int(hashlib.md5(text.encode()).hexdigest()[:8], 16) for text in ("v1|vé", "v2|vab"))

@@ -188,7 +188,9 @@ def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "",
 def row_digest_sql(engine: str, values: Sequence[str]) -> str:
     """The md5 of the row's columns' texts."""
     if engine == "postgres":  # concat() skips NULLs in PostgreSQL; || keeps them
-        return "md5(concat_ws('|', " + ", ".join(f"coalesce('v' || {value}, 'n')" for value in values) + "))"
+        # The UTF-8 bytes the mirrors' engines hash, whatever the database's encoding (LATIN1: 'é' apart).
+        return "md5(convert_to(concat_ws('|', " + ", ".join(f"coalesce('v' || {value}, 'n')" for value in values) \
+            + "), 'UTF8'))"
     return "md5(concat_ws('|', " + ", ".join(f"coalesce(concat('v', {value}), 'n')" for value in values) + "))"
 
 
