@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -28,6 +29,21 @@ class MariadbServer:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def server_charsets(server: MariadbServer):
+    """Text decoded by this server's own mappings while in the block, read through a connection of its
+    own (as the capture does); forgotten after it, so later tests in the process do not ask a stopped server."""
+    from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
+
+    connection = server.connect()
+    load_server_charsets(connection)
+    try:
+        yield
+    finally:
+        forget_server_charsets(connection)
+        connection.close()
 
 
 def _server_user() -> list[str]:

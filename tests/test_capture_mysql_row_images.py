@@ -11,12 +11,12 @@ import orjson
 from test_capture_faults import mariadb  # noqa: F401 - a fixture
 from test_capture_mysql_rows import _changes
 
+from harness.mariadb_server import server_charsets
 from python_jobs.capture import mysql_rows
 from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_events import RowChange, Transaction, change_events
 from python_jobs.capture.mysql_row_images import debezium_images, decimal_text
 from python_jobs.capture.mysql_server import _row_change
-from python_jobs.capture.mysql_server_charsets import load_server_charsets
 
 
 def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
@@ -25,29 +25,28 @@ def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    # Text decoded by this server's own mappings, read through a connection of its own (as the capture does).
-    load_server_charsets(server.connect())
-    stream = BinLogStreamReader(
-        connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=98,
-        resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
-    lines, taken = [], []
-    try:
-        for event in stream:
-            table = tables[event.table]
-            start = event.packet.log_pos - event.event_size
-            decoded = debezium_images(event, table) if one_pass else None
-            if decoded is not None:
-                taken.append(event.table)
-                op, images = decoded
-                changes = [RowChange(table, op, before, after, stream.log_file, start, number, True)
-                           for number, (before, after) in enumerate(images)]
-            else:
-                changes = [_row_change(event, row, table, stream.log_file, start, number)
-                           for number, row in enumerate(mysql_rows.fast_rows(event))]
-            transaction = Transaction(gtid="0-1-1", commit_ts_ms=1000, changes=changes)
-            lines.extend(orjson.dumps(event) for event in change_events(transaction, processed_ms=2000))
-    finally:
-        stream.close()
+    with server_charsets(server):
+        stream = BinLogStreamReader(
+            connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=98,
+            resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+        lines, taken = [], []
+        try:
+            for event in stream:
+                table = tables[event.table]
+                start = event.packet.log_pos - event.event_size
+                decoded = debezium_images(event, table) if one_pass else None
+                if decoded is not None:
+                    taken.append(event.table)
+                    op, images = decoded
+                    changes = [RowChange(table, op, before, after, stream.log_file, start, number, True)
+                               for number, (before, after) in enumerate(images)]
+                else:
+                    changes = [_row_change(event, row, table, stream.log_file, start, number)
+                               for number, row in enumerate(mysql_rows.fast_rows(event))]
+                transaction = Transaction(gtid="0-1-1", commit_ts_ms=1000, changes=changes)
+                lines.extend(orjson.dumps(event) for event in change_events(transaction, processed_ms=2000))
+        finally:
+            stream.close()
     return lines, taken
 
 

@@ -10,8 +10,8 @@ import random
 
 from test_capture_faults import mariadb  # noqa: F401 - a fixture
 
+from harness.mariadb_server import server_charsets
 from python_jobs.capture import mysql_rows
-from python_jobs.capture.mysql_server_charsets import load_server_charsets
 
 COLUMNS = [
     ("id", "int", lambda r: None),
@@ -87,15 +87,14 @@ def _binlog_rows(server, decode) -> list[tuple[str, str, list]]:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-    # Text decoded by this server's own mappings, read through a connection of its own (as the capture does).
-    load_server_charsets(server.connect())
-    stream = BinLogStreamReader(
-        connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=99,
-        resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
-    try:
-        return [(type(event).__name__, event.table, decode(event)) for event in stream]
-    finally:
-        stream.close()
+    with server_charsets(server):
+        stream = BinLogStreamReader(
+            connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=99,
+            resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+        try:
+            return [(type(event).__name__, event.table, decode(event)) for event in stream]
+        finally:
+            stream.close()
 
 
 def _typed(rows: list) -> list:

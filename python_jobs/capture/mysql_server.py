@@ -12,7 +12,7 @@ from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_connection import connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
-from python_jobs.capture.mysql_server_charsets import load_server_charsets
+from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
 from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
@@ -283,6 +283,7 @@ class MysqlCapture:
                 return
 
     def close(self) -> None:
+        forget_server_charsets(self.connection)
         for connection in (self.connection, self._page_connection):
             if connection is not None and connection.open:  # a server that went away closed it already
                 connection.close()

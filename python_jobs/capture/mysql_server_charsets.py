@@ -88,6 +88,14 @@ def load_server_charsets(connection: Any) -> None:
     _SERVER["connection"] = connection
 
 
+def forget_server_charsets(connection: Any) -> None:
+    """The capture closes the connection: later text decodes by Python's codecs and the codecs read so
+    far (a process that captures again reads the server's mappings again), not through a closed one."""
+    if _SERVER.get("connection") is connection:
+        _SERVER.clear()
+        _NAMES.clear()
+
+
 def server_encoding(charset: str) -> str | None:
     """The codec name of a server character set by the server's own mapping, read now if it was
     not yet (None: the server gives none, or none was asked for)."""
