@@ -10,15 +10,12 @@ import datetime as dt
 
 import orjson
 from test_capture_faults import mariadb  # noqa: F401 - a fixture
+from test_capture_mysql_row_images import binlog_row_changes
 from test_capture_mysql_rows import _changes
 
-from harness.mariadb_server import server_charsets
-from python_jobs.capture import mysql_rows
 from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_event_lines import change_lines, first_position
 from python_jobs.capture.mysql_events import Column, RowChange, TableInfo, Transaction, change_events
-from python_jobs.capture.mysql_row_images import debezium_images
-from python_jobs.capture.mysql_server import _row_change
 from python_jobs.capture.output import change_event_count
 
 
@@ -29,30 +26,8 @@ def _as_dicts(transaction: Transaction, processed_ms: int) -> tuple[list[bytes],
 
 def _binlog_changes(server, tables) -> list[list[RowChange]]:
     """Each rows event's changes: the one-pass images where it takes them, and the general path's."""
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-    with server_charsets(server):
-        changes = []
-        for one_pass in (True, False):
-            stream = BinLogStreamReader(
-                connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""},
-                server_id=97, resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
-            try:
-                for event in stream:
-                    table = tables[event.table]
-                    start = event.packet.log_pos - event.event_size
-                    decoded = debezium_images(event, table) if one_pass else None
-                    if decoded is not None:
-                        op, images = decoded
-                        changes.append([RowChange(table, op, before, after, stream.log_file, start, number, True)
-                                        for number, (before, after) in enumerate(images)])
-                    else:
-                        changes.append([_row_change(event, row, table, stream.log_file, start, number)
-                                        for number, row in enumerate(mysql_rows.fast_rows(event))])
-            finally:
-                stream.close()
-    return changes
+    return [changes for one_pass in (True, False)
+            for _, changes, _ in binlog_row_changes(server, tables, one_pass, server_id=97)]
 
 
 def test_lines_are_the_events_dumped_byte_for_byte_on_a_real_binlog(mariadb):

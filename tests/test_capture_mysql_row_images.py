@@ -19,34 +19,44 @@ from python_jobs.capture.mysql_row_images import debezium_images, decimal_text
 from python_jobs.capture.mysql_server import _row_change
 
 
-def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
-    """The events of every rows event of the tables (one transaction each, as the capture writes
-    them), and the tables of the rows events the one-pass path took."""
+def binlog_row_changes(server, tables, one_pass: bool, server_id: int) -> list[tuple[str, list[RowChange], bool]]:
+    """Each rows event of the tables: its table, its changes (by the one-pass images where one_pass and
+    they take it, else by the general path), and whether the one-pass path took it."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+    found = []
     with server_charsets(server):
         stream = BinLogStreamReader(
-            connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""}, server_id=98,
-            resume_stream=False, blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
-        lines, taken = [], []
+            connection_settings={"host": "127.0.0.1", "port": server.port, "user": "root", "password": ""},
+            server_id=server_id, resume_stream=False, blocking=False,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
         try:
             for event in stream:
                 table = tables[event.table]
                 start = event.packet.log_pos - event.event_size
                 decoded = debezium_images(event, table) if one_pass else None
                 if decoded is not None:
-                    taken.append(event.table)
                     op, images = decoded
-                    changes = [RowChange(table, op, before, after, stream.log_file, start, number, True)
-                               for number, (before, after) in enumerate(images)]
+                    found.append((event.table, [RowChange(table, op, before, after, stream.log_file, start, number, True)
+                                                for number, (before, after) in enumerate(images)], True))
                 else:
-                    changes = [_row_change(event, row, table, stream.log_file, start, number)
-                               for number, row in enumerate(mysql_rows.fast_rows(event))]
-                transaction = Transaction(gtid="0-1-1", commit_ts_ms=1000, changes=changes)
-                lines.extend(orjson.dumps(event) for event in change_events(transaction, processed_ms=2000))
+                    found.append((event.table, [_row_change(event, row, table, stream.log_file, start, number)
+                                                for number, row in enumerate(mysql_rows.fast_rows(event))], False))
         finally:
             stream.close()
+    return found
+
+
+def _events(server, tables, one_pass: bool) -> tuple[list[bytes], list[str]]:
+    """The events of every rows event of the tables (one transaction each, as the capture writes
+    them), and the tables of the rows events the one-pass path took."""
+    lines, taken = [], []
+    for table, changes, took in binlog_row_changes(server, tables, one_pass, server_id=98):
+        if took:
+            taken.append(table)
+        transaction = Transaction(gtid="0-1-1", commit_ts_ms=1000, changes=changes)
+        lines.extend(orjson.dumps(event) for event in change_events(transaction, processed_ms=2000))
     return lines, taken
 
 
