@@ -200,8 +200,12 @@
         Deletes from the offsets and runs tables (maintenance's trims) remove old rows that no
         writer appends again, so an append committed meanwhile (another mirror's rows) is no
         conflict: snapshot isolation, not Iceberg's default serializable, which fails the trim.
+        Every mirror of a run appends to them at once: Iceberg's default of four commit retries
+        failed an append of eight dbt threads (an append never conflicts, it only retries);
+        twenty retries, each backing off at most two seconds.
     -#}
-    'format-version' = '2', 'write.delete.isolation-level' = 'snapshot'
+    'format-version' = '2', 'write.delete.isolation-level' = 'snapshot',
+    'commit.retry.num-retries' = '20', 'commit.retry.max-wait-ms' = '2000'
 {%- endmacro %}
 
 
