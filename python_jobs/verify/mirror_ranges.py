@@ -42,6 +42,14 @@ def engine_literal(engine: str, string_literal: Callable[[str], str], text: str)
     return literal.replace("$", "\\u0024") if engine == "spark" else literal
 
 
+def ranged_key(mirror_key: Sequence[str], source_key: Sequence[str]) -> list[str]:
+    """The mirror's key columns in the source's key order, which both sides range and the capture pages
+    in, whatever order the model's unique_key lists them in (the same columns; else the mirror's own)."""
+    names = [name.lower() for name in mirror_key]
+    ordered = [name.lower() for name in source_key]
+    return ordered if sorted(ordered) == sorted(names) else names
+
+
 class MirrorRanges:
     def __init__(self, engine: str, mirror: dict[str, Any], key: Sequence[str], in_checksum: Sequence[str],
                  rows: Callable[[str], list[Sequence[Any]]], string_literal: Callable[[str], str]) -> None:

@@ -46,6 +46,7 @@ class PostgresRanges:
         self.source, self.table = source, table
         catalog = {column.name.lower(): column for column in read_catalog(source.connection, [table]).get(table) or ()}
         self.key = [column for column in catalog.values() if column.in_primary_key]
+        self.key_names = [column.name for column in self.key]
         mirror_types = dict(checked_columns(mirror_columns))
         for column in self.key:
             if type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
@@ -132,6 +133,7 @@ class MysqlRanges:
         types = {column.name.lower(): column for column in self.info.columns}
         mirror_types = dict(checked_columns(mirror_columns))
         self.key = [self.info.types[name] for name in self.info.primary_key]
+        self.key_names = list(self.info.primary_key)
         for column in self.key:
             if column.data_type in _BINARY or type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
                 raise RangesUnsupported(f"key column {column.name} ({column.column_type}) is not compared by ranges")

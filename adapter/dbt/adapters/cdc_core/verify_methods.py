@@ -21,7 +21,7 @@ from python_jobs.verify.check import (
     write_report,
 )
 from python_jobs.verify.in_flight import MirrorProgress
-from python_jobs.verify.mirror_ranges import MirrorRanges
+from python_jobs.verify.mirror_ranges import MirrorRanges, ranged_key
 from python_jobs.verify.source_ranges import RangesUnsupported
 from python_jobs.verify.sources import SourceError, source_from
 
@@ -85,8 +85,8 @@ class VerifyMethods(metaclass=AdapterMeta):
                 check = check_mirror(mirror, source, 1000, self._verify_rows, self.sql_string_literal)
                 check.notes.append(f"{error}: counts and 1000 sampled rows compared instead")
                 return check
-            mirror_side = MirrorRanges(self.verify_engine, dict(mirror), mirror["key"], source_side.in_checksum,
-                                       self._verify_rows, self.sql_string_literal)
+            mirror_side = MirrorRanges(self.verify_engine, dict(mirror), ranged_key(mirror["key"], source_side.key_names),
+                                       source_side.in_checksum, self._verify_rows, self.sql_string_literal)
             # The source held at one log position while the mirror is compared with it (in_flight.py).
             position = source.pin_position()
             try:
