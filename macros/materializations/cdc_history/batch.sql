@@ -3,7 +3,8 @@
     the newest per key, one row per (key, seq) (a replayed or re-landed copy of an event is the
     same change), with the columns of cdc_merge's batch view. The model's SQL runs over it, so
     each of its rows is one event's values; the chain of versions is built from them (chain.sql).
-    Unchanged Postgres TOAST values are not filled in: _cdc_unavailable is always empty here.
+    _cdc_unavailable names each event's unchanged Postgres TOAST values, which the chain fills
+    in from the version before.
 #}
 
 {% macro history_batch_view_name(model_name) %}
@@ -37,8 +38,67 @@
 
 
 {% macro history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
+    {{ return(adapter.dispatch('history_batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets)) }}
+{% endmacro %}
+
+{% macro spark__history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
     with
 
+    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets) }},
+
+    final as (
+        select
+            key as _cdc_key,
+            action as _cdc_action,
+            seq as _cdc_seq,
+            source_ts as _cdc_source_ts,
+            coalesce(raw_data, before_data) as _cdc_row,
+            {{ cdc_merge.spark__unavailable_fields_sql('raw_data') }} as _cdc_unavailable
+        from copies
+        where _cdc_copy = 1
+    )
+
+    select * from final
+{% endmacro %}
+
+{% macro databend__history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
+    {#- _cdc_unavailable is a string ',a,b,' as in cdc_merge's batch view (databend__batch_events_sql). -#}
+    with
+
+    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets) }},
+
+    unavailable as (
+        select
+            copies.key,
+            copies.seq,
+            ',' || string_agg(field.key, ',') || ',' as columns
+        from copies, json_each(copies.raw_data) as field
+        where
+            copies._cdc_copy = 1
+            and {{ cdc_merge.has_unavailable_sql('copies.raw_data') }}
+            and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
+        group by copies.key, copies.seq
+    ),
+
+    final as (
+        select
+            copies.key as _cdc_key,
+            copies.action as _cdc_action,
+            copies.seq as _cdc_seq,
+            copies.source_ts as _cdc_source_ts,
+            coalesce(copies.raw_data, copies.before_data) as _cdc_row,
+            coalesce(unavailable.columns, '') as _cdc_unavailable
+        from copies
+        left join unavailable
+            on copies.key = unavailable.key and copies.seq = unavailable.seq
+        where copies._cdc_copy = 1
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro history_event_copies_ctes(changes_view, source_table, bucket, buckets) %}
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
     copies as (
@@ -48,32 +108,5 @@
                 partition by key, seq order by landed_file desc, landed_line desc
             ) as _cdc_copy
         from table_events
-    ),
-
-    final as (
-        select
-            key as _cdc_key,
-            action as _cdc_action,
-            seq as _cdc_seq,
-            source_ts as _cdc_source_ts,
-            coalesce(raw_data, before_data) as _cdc_row,
-            {{ cdc_merge.no_unavailable_columns_sql() }} as _cdc_unavailable
-        from copies
-        where _cdc_copy = 1
     )
-
-    select * from final
-{% endmacro %}
-
-
-{% macro no_unavailable_columns_sql() %}
-    {{ return(adapter.dispatch('no_unavailable_columns_sql', 'cdc_merge')()) }}
-{% endmacro %}
-
-{% macro spark__no_unavailable_columns_sql() -%}
-    cast(array() as array<string>)
-{%- endmacro %}
-
-{% macro databend__no_unavailable_columns_sql() -%}
-    ''
 {%- endmacro %}

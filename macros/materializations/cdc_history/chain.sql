@@ -13,7 +13,8 @@
 #}
 
 {% macro history_columns() %}
-    {{ return(['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_key', '_cdc_seq', '_cdc_source_ts', '_cdc_updated_seq']) }}
+    {{ return(['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_key', '_cdc_seq', '_cdc_source_ts', '_cdc_updated_seq',
+        '_cdc_unsent_columns']) }}
 {% endmacro %}
 
 
@@ -40,10 +41,11 @@
 {% endmacro %}
 
 
-{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg) %}
+{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[]) %}
     {#-
         Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
-        the batch the model's SQL reads. deletes_relation: none with deletes='soft'.
+        the batch the model's SQL reads. deletes_relation: none with deletes='soft'. unsent_columns:
+        the columns whose unchanged TOAST values are filled in (unsent.sql).
     -#}
     {%- set history_row = columns + cdc_merge.history_columns() -%}
     with
@@ -59,7 +61,9 @@
 
     chain_stored as (
         select
-            {{ history_row | join(',\n            ') }}
+            {%- for column in history_row %}
+            {{ 'coalesce(_cdc_unsent_columns, \'\') as _cdc_unsent_columns' if column == '_cdc_unsent_columns' else column }}{{ ',' if not loop.last }}
+            {%- endfor %}
         from {{ target_relation }}
         where _cdc_key in (select _cdc_key from chain_batch_keys)
     ),
@@ -70,6 +74,7 @@
             {%- for column in columns %}
             {{ column }},
             {%- endfor %}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'batch') }}
             _cdc_key,
             _cdc_action = 'delete' as _cdc_is_delete,
             _cdc_seq,
@@ -81,6 +86,7 @@
             {%- for column in columns %}
             {{ column }},
             {%- endfor %}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'stored') }}
             _cdc_key,
             is_deleted as _cdc_is_delete,
             _cdc_seq,
@@ -92,6 +98,7 @@
             {%- for column in columns %}
             {{ column }},
             {%- endfor %}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'stored') }}
             _cdc_key,
             is_deleted as _cdc_is_delete,
             _cdc_updated_seq as _cdc_seq,
@@ -105,6 +112,7 @@
             {%- for column in columns %}
             null as {{ column }},
             {%- endfor %}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'delete') }}
             _cdc_key,
             true as _cdc_is_delete,
             _cdc_seq,
@@ -126,6 +134,8 @@
         where _cdc_copy = 1
     ),
 
+    {{ cdc_merge.unsent_filled_ctes(columns, unsent_columns, 'chain_unique_events') }},
+
     chain_previous as (
         select
             *,
@@ -133,7 +143,7 @@
             {%- for column in cfg.track_columns or [] %},
             lag({{ column }}) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_{{ column }}
             {%- endfor %}
-        from chain_unique_events
+        from chain_filled
     ),
 
     chain_opened as (
@@ -202,7 +212,8 @@
             _cdc_key,
             _cdc_open_seq as _cdc_seq,
             _cdc_open_ts as _cdc_source_ts,
-            _cdc_seq as _cdc_updated_seq
+            _cdc_seq as _cdc_updated_seq,
+            _cdc_unsent_columns
         from chain_chained
         {%- if deletes_relation is not none %}
         where not _cdc_is_delete

@@ -40,7 +40,8 @@
         _cdc_key,
         _cdc_seq,
         _cdc_source_ts,
-        _cdc_seq as _cdc_updated_seq
+        _cdc_seq as _cdc_updated_seq,
+        cast('' as string) as _cdc_unsent_columns
     from ({{ model_sql }}) as model_output
     limit 0
 {% endmacro %}
@@ -72,10 +73,28 @@
 {% macro check_history_columns(target_relation, columns) %}
     {% set expected = columns + cdc_merge.history_columns() %}
     {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
+    {% if (actual | map('lower') | list) == (expected[:-1] | map('lower') | list) %}
+        {#- A history written before it kept _cdc_unsent_columns gets it: its rows sent every value it holds. -#}
+        {% do run_query(cdc_merge.add_unsent_columns_column_sql(target_relation)) %}
+        {% set actual = actual + ['_cdc_unsent_columns'] %}
+    {% endif %}
     {% if (actual | map('lower') | list) != (expected | map('lower') | list) %}
         {% do exceptions.raise_compiler_error(
             "cdc_history model '" ~ model.name ~ "': the model now gives " ~ expected | join(', ')
             ~ " but " ~ target_relation ~ " has " ~ actual | join(', ')
             ~ ". Rebuild it from the raw log: dbt run --full-refresh --select " ~ model.name) %}
     {% endif %}
+{% endmacro %}
+
+
+{% macro add_unsent_columns_column_sql(target_relation) %}
+    {{ return(adapter.dispatch('add_unsent_columns_column_sql', 'cdc_merge')(target_relation)) }}
+{% endmacro %}
+
+{% macro spark__add_unsent_columns_column_sql(target_relation) %}
+    alter table {{ target_relation }} add columns (_cdc_unsent_columns string)
+{% endmacro %}
+
+{% macro databend__add_unsent_columns_column_sql(target_relation) %}
+    alter table {{ target_relation }} add column _cdc_unsent_columns string null
 {% endmacro %}

@@ -23,7 +23,7 @@
             {% do exceptions.raise_compiler_error(fail_prefix ~ "column " ~ column ~ " (unique_key or track_columns) is not selected by the model (it selects " ~ model_columns | join(', ') ~ ").") %}
         {% endif %}
     {% endfor %}
-    {% for reserved in ['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_updated_seq'] %}
+    {% for reserved in ['valid_from', 'valid_to', 'is_current', 'is_deleted', '_cdc_updated_seq', '_cdc_unsent_columns'] %}
         {% if reserved in lowered %}
             {% do exceptions.raise_compiler_error(fail_prefix ~ reserved ~ " is kept by the materialization; do not select it (rename the column).") %}
         {% endif %}
