@@ -14,7 +14,7 @@ import uuid
 from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
-from python_jobs.capture.postgres_events import source_block
+from python_jobs.capture.postgres_events import TableShape, of_bases, source_block
 from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list
 from python_jobs.capture.snapshot_pages import (
     OpenPage,
@@ -31,9 +31,13 @@ from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_co
 log = logging.getLogger("cdc_merge.capture")
 
 WATERMARK_PREFIX = "cdc_merge.watermark"
-# Keys of these types are paged in binary order (collate "C"), the order Spark and Databend compare
-# strings in, so that a page's key range is the same range in a mirror.
+# The text types, whose keys cdc-verify reads as they are (python_jobs/verify/source_ranges.py).
 _TEXT_TYPES = ("text", "character", "name", "citext")
+# Keys of these text types are paged in binary order (collate "C"), the order Spark and Databend
+# compare strings in, so that a page's key range is the same range in a mirror. Not citext, which
+# compares its values lower-cased under any collation, nor char(n), which compares them without
+# their padding: those are paged by their written text, as the types a mirror keeps as text are.
+_BINARY_ORDERED = re.compile(r"text|name|character varying(\(\d+\))?")
 # Keys a mirror orders as the source does (cdc-scaffold's number, boolean, date, timestamp, or a uuid,
 # whose text is in its bytes' order); the others are paged in the order of their written text.
 _OWN_ORDER_TYPES = ("smallint", "integer", "bigint", "real", "double precision", "boolean", "date", "uuid")
@@ -93,14 +97,14 @@ def _in_own_order(column: CatalogColumn) -> bool:
 
 def _ordered(column: CatalogColumn) -> str:
     quoted = quote_identifier(column.name)
-    if column.type_name.startswith(_TEXT_TYPES):
+    if _BINARY_ORDERED.fullmatch(column.type_name):
         return f'{quoted} collate "C"'
     # In a statement with parameters: % doubled.
     return quoted if _in_own_order(column) else f"format('%%s', {quoted}) collate \"C\""
 
 
 def _typed_parameter(column: CatalogColumn) -> str:
-    if column.type_name.startswith(_TEXT_TYPES):
+    if _BINARY_ORDERED.fullmatch(column.type_name):
         return f'%s::{column.type_name} collate "C"'
     # A page's last key is kept as the text select_list reads (format('%s'), as the capture writes it).
     return f"%s::{column.type_name}" if _in_own_order(column) else '%s::text collate "C"'
@@ -108,14 +112,23 @@ def _typed_parameter(column: CatalogColumn) -> str:
 
 class PageWatch:
     """What the stream's changes tell the open page (change_events calls it for every change): its
-    watermarks, and the keys of its table changed between them."""
+    watermarks, and the keys of its table changed between them. shapes: the tables' columns of a
+    domain type, whose key values wal2json sends as the domain's text, not as the page reads them."""
 
-    def __init__(self, pages: Pages) -> None:
-        self.pages = pages
+    def __init__(self, pages: Pages, shapes: Mapping[str, TableShape] | None = None) -> None:
+        self.pages, self.shapes = pages, shapes or {}
 
     def observes_rows(self) -> bool:
         """Whether a row change can tell the page anything: only while one is open."""
         return self.pages.open is not None
+
+    def windows_open(self) -> set[str]:
+        """The table whose page window is open (a transaction is inside it or not: the watermarks
+        commit alone), whose updates' unsent TOAST values are read from the table: the page leaves
+        out a key changed there, and the update's placeholder would keep a value the mirror may not
+        have (postgres_snapshot.fill_unsent_toast)."""
+        page = self.pages.open
+        return {page.snapshot.table} if page is not None and self.pages.window_open(page.snapshot.table) else set()
 
     def before_change(self, change: Mapping[str, Any], commit_lsn: int, database: str,
                       processed_ms: int) -> list[dict[str, Any]]:
@@ -130,6 +143,10 @@ class PageWatch:
             self.pages.emptied(table)
         if action in ("I", "U", "D") and self.pages.window_open(table):
             key_columns = self.pages.open.key_columns
+            shape = self.shapes.get(table)
+            if shape is not None and shape.domain_bases:  # a copy typed as the page's row is: its base type
+                change = {field: [dict(column) for column in change.get(field) or ()] for field in ("columns", "identity")}
+                of_bases(change, shape.domain_bases)
             for image_field in ("columns", "identity"):
                 image = {column["name"]: value_converter(column["type"])(column["value"])
                          for column in change.get(image_field) or () if column.get("value") is not None}

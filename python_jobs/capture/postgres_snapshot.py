@@ -91,19 +91,25 @@ def _snapshot_table(capture: Any, reader: Any, table: str, position: int) -> Non
             capture.summary.snapshot_rows += len(events)
 
 
-def fill_unsent_toast(connection: Any, events: Sequence[dict[str, Any]], catalog: Mapping[str, Sequence[Any]]) -> None:
-    """A key change's insert with the TOAST values its update did not change, read from the table.
+def fill_unsent_toast(connection: Any, events: Sequence[dict[str, Any]], catalog: Mapping[str, Sequence[Any]],
+                      updates_of: frozenset[str] | set[str] = frozenset()) -> None:
+    """A key change's insert with the TOAST values its update did not change, read from the table;
+    and so an update of a table in updates_of (an online snapshot's page window: postgres_pages.PageWatch).
 
     With REPLICA IDENTITY DEFAULT the server logs neither the old row's nor the new row's unchanged
-    out-of-line values, and a new key has no mirror row to keep them from: they would stay null. The
-    table's value now is the row's newest; a later change in the log writes over it in order, and a
-    row gone since is deleted by a later change too. One query per table and 1,000 rows."""
+    out-of-line values, and a new key has no mirror row to keep them from: they would stay null. Nor
+    may a key an online snapshot's page leaves out (changed in its window): the mirror's row is none
+    (a first snapshot) or the one being repaired. The table's value now is the row's newest; a later
+    change in the log writes over it in order, and a row gone since is deleted by a later change too.
+    One query per table and 1,000 rows."""
     lacking: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         after = event.get("after")
-        if event.get("op") == "c" and after and UNAVAILABLE_VALUE in after.values():
+        if after and event.get("op") in ("c", "u") and UNAVAILABLE_VALUE in after.values():
             source = event["source"]
-            lacking.setdefault(f"{source['schema']}.{source['table']}", []).append(after)
+            table = f"{source['schema']}.{source['table']}"
+            if event["op"] == "c" or table in updates_of:
+                lacking.setdefault(table, []).append(after)
     for table, images in lacking.items():
         columns = catalog.get(table) or ()
         key = [column for column in columns if column.in_primary_key]

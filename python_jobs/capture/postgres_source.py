@@ -260,7 +260,7 @@ class PostgresCapture:
                                     frozenset(column.name for column in columns if column.toastable),
                                     {column.name: column.type_name for column in columns if column.domain})
                   for table, columns in self.catalog.items()}
-        watch = PageWatch(self.pages)
+        watch = PageWatch(self.pages, shapes)
         # A table with a domain's column is decoded (its values retyped): record_lines writes none of its records.
         columns = table_columns({table: [column.name for column in found] for table, found in self.catalog.items()
                                  if not shapes[table].domain_bases})
@@ -283,7 +283,7 @@ class PostgresCapture:
                     for table in truncated:
                         self.pages.request_once(TableSnapshot(table, "partitions truncated"), log)
                 events = change_events(tx, self.database, shapes, processed_ms, self.additions, watch)
-                fill_unsent_toast(self.connection, events, self.catalog)
+                fill_unsent_toast(self.connection, events, self.catalog, watch.windows_open())
                 tx_lines = [orjson.dumps(event) for event in events]
                 tx_first = events[0]["source"]["lsn"] if events else None
                 change_count += change_event_count(events)
