@@ -169,8 +169,9 @@ class Transaction:
     watermarks: list[tuple[dict[str, Any], str, int]] = field(default_factory=list)
     # Each SAVEPOINT's place in changes: a ROLLBACK TO drops the changes after it (mysql_statements.py).
     savepoints: dict[str, int] = field(default_factory=dict)
-    # Tables whose partitions its DDL changed, with no rows event: read again online (mysql_stream.py).
-    read_again: list[str] = field(default_factory=list)
+    # Tables whose rows its DDL changed with no rows event (partitions, padding), and why: read again
+    # online (mysql_stream.py).
+    read_again: dict[str, str] = field(default_factory=dict)
     # MariaDB: its GTID event begins a group (BEGIN GTID), which ends at its COMMIT, not at a DDL statement
     # in it (a CREATE TABLE ... SELECT's, whose rows follow it).
     grouped: bool = False

@@ -220,7 +220,7 @@ class MysqlCapture:
                         # DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
-                        current.read_again = read_again
+                        current.read_again = dict.fromkeys(read_again, "partitions changed")
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None
@@ -228,7 +228,9 @@ class MysqlCapture:
                         # DDL is a transaction of its own (after its GTID event, if any).
                         current = current if current is not None and not current.changes else Transaction(
                             begin_file=stream.log_file, begin_position=start)
-                        current.schema_events.append(altered)
+                        schema_change, repadded = altered
+                        current.schema_events.append(schema_change)
+                        current.read_again = dict.fromkeys(repadded, "columns retyped to or from char or binary")
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None

@@ -81,8 +81,8 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             now = time.monotonic()
             if transaction is not None:
                 processed_ms = int(time.time() * 1000)
-                for table in transaction.read_again:
-                    pages.request_once(TableSnapshot(table, "partitions changed"), log)
+                for table, reason in transaction.read_again.items():
+                    pages.request_once(TableSnapshot(table, reason), log)
                 if pages.open is not None or transaction.watermarks:  # else nothing in it can matter to a page
                     events = change_events(transaction, processed_ms)
                     watch_transaction(pages, events, transaction.watermarks, key_columns)
