@@ -207,12 +207,17 @@
             changes_events.post_image
             {%- endif %}
             {%- if 'change' in images %},
+            {#- A Postgres TOAST value the update left unchanged (its placeholder) is not one it set. #}
             case
                 when changes_events.post_image is null then cast(null as map<string, string>)
-                when changes_events.pre_image is null then {{ cdc_merge.spark_exact_json_map('changes_events.post_image') }}
+                when changes_events.pre_image is null then map_filter(
+                    {{ cdc_merge.spark_exact_json_map('changes_events.post_image') }},
+                    (name, value) -> not (value <=> '{{ cdc_merge.unavailable_marker() }}')
+                )
                 else map_filter(
                     {{ cdc_merge.spark_exact_json_map('changes_events.post_image') }},
                     (name, value) -> not (value <=> {{ cdc_merge.spark_exact_json_map('changes_events.pre_image') }}[name])
+                        and not (value <=> '{{ cdc_merge.unavailable_marker() }}')
                 )
             end as change_image
             {%- endif %}
@@ -312,7 +317,10 @@
                 substr(to_string(json_object_keep_null(name, value)), 2, (length(to_string(json_object_keep_null(name, value))) - 2)::uint64), ','
             ) || '}') as change_image
         from changes_fields
-        where no_pre_image or compared_value is distinct from previous_value
+        where
+            (no_pre_image or compared_value is distinct from previous_value)
+            {#- A Postgres TOAST value the update left unchanged (its placeholder) is not one it set. #}
+            and not coalesce(compared_value::string = '{{ cdc_merge.unavailable_marker() }}', false)
         group by key, seq
     )
     {%- endif %},

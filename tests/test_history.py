@@ -156,7 +156,7 @@ def actual_changes(project, model: str) -> list[dict]:
 
     rows = project.query(f"select * from {project.schema}.{model} order by _cdc_seq, _cdc_key")
     return [{"key": tuple(int(value) for value in json.loads(row["_cdc_key"])), "operation": row["operation"],
-             "change_ts": row["change_ts"], **{name: comparable(row[name]) for name in
+             "change_ts": row["change_ts"], **{name: comparable(row.get(name)) for name in
                                                ("pre_image", "post_image", "change_image", "latest_image")}}
             for row in rows]
 
@@ -348,6 +348,15 @@ from {{ cdc_merge.cdc_events(ref('raw_events')) }}
     # A late event that sent another body: the stored version after it takes that body.
     assert land_and_run("3.json", [postgres_line("u", 250, {"id": 1, "title": "l", "body": "B"})]) == [
         (1, "a", "A", ""), (1, "b", "A", ",body,"), (1, "l", "B", ""), (1, "c", "B", ",body,"), (3, "q", None, ",body,")]
+    # cdc_changes(): a value the update did not send is not one it set.
+    (project.project_dir / "models" / "history" / "doc_changes.sql").write_text(
+        "{{ config(materialized='table') }}\n"
+        "select * from ({{ cdc_merge.cdc_changes('public.docs', '2020-01-01 00:00:00') }}) as changes\n")
+    project.dbt("run", "--select", "doc_changes")
+    changes = actual_changes(project, "doc_changes")
+    assert [(change["key"], change["change_image"]) for change in changes] == [
+        ((1,), {"id": Decimal(1), "title": "a", "body": "A"}), ((3,), {"id": Decimal(3), "title": "q"}), ((1,), {"title": "b"}),
+        ((1,), {"title": "l", "body": "B"}), ((1,), {"title": "c"})]
     # A history written before the column existed gets it (null in its rows) and keeps its versions.
     project.query(f"alter table {project.schema}.doc_versions drop column _cdc_unsent_columns")
     assert land_and_run("4.json", [postgres_line("u", 600, {"id": 3, "title": "r", "body": unsent})]) == [
