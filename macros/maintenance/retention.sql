@@ -102,10 +102,11 @@
     {#-
         One MERGE, so all or nothing. An event goes only if (1) it is in the raw snapshot every
         mirror of source_table has applied, (2) it landed more than raw_retention_hours ago, and
-        (3) an event of the same key with a greater seq is in the log: the newest event of every
-        key stays, so a new mirror or a full refresh still rebuilds every row (the table's own
-        events, truncates and schema changes, all stay), and
-        cdc_mirror_matches_log compares the same newest events as before.
+        (3) an event of the same key with a greater seq that sent every value is in the log: the
+        newest event of every key stays, and so do the events a Postgres update that left a TOAST
+        value unchanged takes it from (those since the key's newest whole event), so a new mirror
+        or a full refresh still rebuilds every row (the table's own events, truncates and schema
+        changes, all stay), and cdc_mirror_matches_log compares the same newest events as before.
     -#}
     {% if settings.raw_retention_hours is none %}
         {{ return(0) }}
@@ -133,12 +134,12 @@
         inner join (
             select
                 key,
-                max(seq) as newest_seq
+                max(case when not {{ cdc_merge.has_unavailable_sql('raw_data') }} then seq end) as newest_whole_seq
             from {{ raw_relation }}
             where table_name = '{{ source_table }}'
             group by key
         ) as newest
-            on applied.key = newest.key and applied.seq < newest.newest_seq
+            on applied.key = newest.key and applied.seq < newest.newest_whole_seq
         where applied.table_name = '{{ source_table }}'
             {#- A table's own events (truncates, schema changes with older rows' values) are few and every rebuild needs them. #}
             and applied.key != '[]'
