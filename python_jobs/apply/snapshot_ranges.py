@@ -17,9 +17,9 @@ from python_jobs.formats.records import RejectedRecord, object_members
 def snapshot_ranges(events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> list[dict[str, Any]]:
     """events: (seq, raw_data) of range events. Returns, in seq order, {'seq', 'low', 'after', 'from',
     'through'} with each bound None (none: the table's start or end) or [{'name': key column, 'image':
-    '{"<column>":<exact value>}'}] in the source's key order (the bound's own): an image the column's
-    cdc_value() conversion reads; 'after' is exclusive, 'from' and 'through' inclusive. A range whose
-    bounds do not name every key column (a model whose key columns are not the source's) is left out."""
+    '{"<column>":<exact value>}'}] in key order: an image the column's cdc_value() conversion reads;
+    'after' is exclusive, 'from' and 'through' inclusive. A range whose bounds do not name every key
+    column (a model whose key columns are not the source's) is left out."""
     plan = []
     for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
         try:
@@ -42,8 +42,4 @@ def _bound(raw_data: str, members: Any, name: str, key_columns: Sequence[str]) -
     image = {column.lower(): text for column, (_, text, _) in object_members(raw_data, start, name).items()}
     if any(column.lower() not in image for column in key_columns):
         return False
-    # In the image's order, the order the capture paged the key in: a model may list its key otherwise,
-    # and a range of (a, b) compared as one of (b, a) holds other rows.
-    named = {column.lower(): column for column in key_columns}
-    return [{"name": named[column], "image": "{" + json.dumps(named[column]) + ":" + text + "}"}
-            for column, text in image.items() if column in named]
+    return [{"name": column, "image": "{" + json.dumps(column) + ":" + image[column.lower()] + "}"} for column in key_columns]

@@ -118,13 +118,6 @@ def test_the_apply_reads_ranges_in_seq_order_with_every_key_column_or_leaves_the
     assert second["after"][1] == {"name": "line", "image": '{"line":"b"}'} and second["through"] is None
 
 
-def test_a_range_is_compared_in_the_source_key_order_whatever_order_the_model_lists_its_key():
-    # The capture pages (order_id, line); unique_key=['line', 'order_id'] must not make it a range of (line, order_id).
-    (ranged,) = snapshot_ranges([["0001", '{"after":{"order_id":1,"line":"b"},"through":{"order_id":2,"line":"a"},'
-                                           '"low":"0000"}']], ["line", "order_id"])
-    assert [bound["name"] for bound in ranged["after"]] == [bound["name"] for bound in ranged["through"]] == ["order_id", "line"]
-
-
 def test_a_request_becomes_a_snapshot_of_its_range_or_says_why_not():
     from python_jobs.capture.snapshot_pages import requested_snapshot
 
