@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from python_jobs.progress import Progress
 from python_jobs.verify.compare import differences, source_columns, type_family
 from python_jobs.verify.in_flight import MirrorProgress, SourcePosition
+from python_jobs.verify.mirror_ranges import keyed_rows
 from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
 from python_jobs.verify.sources import key_values
 
@@ -123,14 +124,16 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
         mirror_keys, looked_up = [], {}
     source_rows = {**looked_up, **sampled.rows}
     keys = sorted(set(sampled.rows) | set(mirror_keys))
-    mirrored = {}
+    mirrored: dict[str, Any] = {}
+    repeated: dict[str, int] = {}
     if keys:
         statement = mirror["rows_sql"].replace(KEYS_PLACEHOLDER, ", ".join(string_literal(key) for key in keys))
         # strict=False: Databend's JSON text keeps control characters unescaped.
-        mirrored = {str(key): json.loads(row, parse_float=Decimal, strict=False) for key, row in rows(statement)}
+        mirrored, repeated = keyed_rows((key, json.loads(row, parse_float=Decimal, strict=False)) for key, row in rows(statement))
     families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
     compare_rows(check, source_rows, mirrored, families, keys, mirror.get("engine"))
+    note_repeated(check, check, repeated)
     if source_rows:
         check.notes += unchecked_notes(families, next(iter(source_rows.values())))
     # What --repair reads again: each differing key, from itself through itself.
@@ -153,6 +156,15 @@ def unchecked_notes(families: Mapping[str, str], source_names: Sequence[str],
         notes.append(f"not in the checksums, so a difference only there is not seen (python_jobs/verify/row_hash.py; "
                      f"--sample compares them): {', '.join(outside)}")
     return notes
+
+
+def note_repeated(found: MirrorCheck, check: MirrorCheck, repeated: Mapping[str, int]) -> None:
+    """Keys the mirror holds more than once: extra rows in found (each key once), said in check's notes."""
+    found.extra.extend(key for key in repeated if key not in found.extra)
+    if repeated:
+        shown = ", ".join(f"{key} ({count} rows)" for key, count in list(repeated.items())[:SHOWN_DIFFERENCES])
+        check.notes.append(f"keys held by more than one row of the mirror (a key is one row: delete its rows, and the range "
+                           f"read again (--repair) brings it back): {shown}")
 
 
 def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: Mapping[str, Any],
@@ -213,6 +225,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
             source_rows, mirrored = source_side.rows(leaf), mirror_side.rows(leaf)
             found.compared_rows += len(set(source_rows) | set(mirrored))
             compare_rows(found, source_rows, mirrored, families, sorted(set(source_rows) | set(mirrored)), engine)
+            note_repeated(found, check, getattr(mirror_side, "repeated", {}))
             compared.done += 1
         return found
 

@@ -42,6 +42,17 @@ def engine_literal(engine: str, string_literal: Callable[[str], str], text: str)
     return literal.replace("$", "\\u0024") if engine == "spark" else literal
 
 
+def keyed_rows(pairs: Any) -> tuple[dict[str, Any], dict[str, int]]:
+    """(key, row) pairs as rows by key, and the keys held by more than one row with how many: a dict
+    by key would keep one of a key's copies and show the mirror equal."""
+    rows: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for key, row in pairs:
+        rows[str(key)] = row
+        counts[str(key)] = counts.get(str(key), 0) + 1
+    return rows, {key: count for key, count in counts.items() if count > 1}
+
+
 def ranged_key(mirror_key: Sequence[str], source_key: Sequence[str]) -> list[str]:
     """The mirror's key columns in the source's key order, which both sides range and the capture pages
     in, whatever order the model's unique_key lists them in (the same columns; else the mirror's own)."""
@@ -71,6 +82,8 @@ class MirrorRanges:
         self.excluded: list[str] = []
         self.excluded_view: str | None = None
         self.at = ""
+        # The keys the last rows() found more than once, with their rows' count.
+        self.repeated: dict[str, int] = {}
 
     def pin(self, snapshot: str | None) -> None:
         """Read the mirror as of one of its snapshots (None: as it is when each query runs)."""
@@ -134,4 +147,6 @@ class MirrorRanges:
 
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
         statement = self._statement("range_rows_sql", key_range)
-        return {str(key): json.loads(row, parse_float=Decimal, strict=False) for key, row in self._rows(statement)}
+        rows, self.repeated = keyed_rows((key, json.loads(row, parse_float=Decimal, strict=False))
+                                         for key, row in self._rows(statement))
+        return rows
