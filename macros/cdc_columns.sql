@@ -29,15 +29,71 @@
 
 
 {% macro cdc_metadata_columns() %}
+    {#-
+        _cdc_unavailable names JSON fields; a column the model reads from a field of another name
+        (cdc_columns' json_fields, cdc_column's json_field) is named by the model's name, which the
+        mirror keeps a value by: renamed_json_fields, noted when the model's columns rendered.
+    -#}
+    {%- set renamed = cdc_merge.renamed_json_fields() -%}
+    {%- if model is mapping -%}
+        {%- do model.update({'cdc_merge_metadata_rendered': true}) -%}
+    {%- endif %}
     _cdc_key,
     _cdc_action,
     _cdc_seq,
     _cdc_source_ts,
+    {% if renamed -%}
+    {{ adapter.dispatch('unavailable_renamed_sql', 'cdc_merge')('_cdc_unavailable', renamed) }} as _cdc_unavailable
+    {%- else -%}
     _cdc_unavailable
+    {%- endif %}
 {% endmacro %}
 
 
+{% macro note_json_fields(names, fields) %}
+    {#- The model's columns (names) read from JSON fields of other names (fields), for its cdc_metadata_columns(). -#}
+    {%- set renamed = {} -%}
+    {%- for name in names -%}
+        {%- if fields[loop.index0] != name -%}
+            {%- do renamed.update({name: fields[loop.index0]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if renamed and model is mapping -%}
+        {%- if execute and model.get('cdc_merge_metadata_rendered') -%}
+            {%- do exceptions.raise_compiler_error(
+                "Model '" ~ model.name ~ "' selects cdc_metadata_columns() before the columns it reads from JSON fields of"
+                ~ " other names (" ~ renamed | join(', ') ~ "): select them first, so that an unchanged TOAST value"
+                ~ " of theirs keeps the mirror's value.") -%}
+        {%- endif -%}
+        {%- do model.setdefault('cdc_merge_json_fields', {}).update(renamed) -%}
+    {%- endif -%}
+{% endmacro %}
+
+
+{% macro renamed_json_fields() %}
+    {{ return(model.get('cdc_merge_json_fields', {}) if model is mapping else {}) }}
+{% endmacro %}
+
+
+{% macro spark__unavailable_renamed_sql(column, renamed) -%}
+    transform({{ column }}, field -> case field
+        {%- for name, field in renamed.items() %} when {{ cdc_merge.string_literal(field) }} then {{ cdc_merge.string_literal(name) }}{% endfor %}
+        else field end)
+{%- endmacro %}
+
+{% macro databend__unavailable_renamed_sql(column, renamed) -%}
+    {#- ',a,b,' text: each field's name replaced, marked by char(1) until all are, so that no name is replaced twice. -#}
+    {%- set mark = "cast(char(1) as string)" -%}
+    {%- set replaced = namespace(sql=column) -%}
+    {%- for name, field in renamed.items() -%}
+        {%- set replaced.sql = "replace(" ~ replaced.sql ~ ", " ~ cdc_merge.string_literal(',' ~ field ~ ',') ~ ", ',' || " ~ mark ~ " || " ~ cdc_merge.string_literal(name ~ ',') ~ ")" -%}
+    {%- endfor -%}
+    replace({{ replaced.sql }}, {{ mark }}, '')
+{%- endmacro %}
+
+
 {% macro cdc_column(name, data_type, json_field=none) %}
+    {% do cdc_merge.note_json_fields([name], [json_field or name]) %}
     {{ return(adapter.dispatch('cdc_column', 'cdc_merge')(name, data_type, json_field or name)) }}
 {% endmacro %}
 
@@ -131,6 +187,7 @@
             "cdc_columns() in model '" ~ model.name ~ "': json_fields names " ~ unknown | join(', ')
             ~ ", which are not in its columns. Add them to the columns, or remove them from json_fields.") -%}
     {%- endif -%}
+    {%- do cdc_merge.note_json_fields(columns | list, fields) -%}
     {{ return(adapter.dispatch('cdc_columns', 'cdc_merge')(columns, fields)) }}
 {% endmacro %}
 

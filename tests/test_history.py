@@ -317,7 +317,8 @@ def test_unchanged_toast_values_take_the_value_of_the_version_before(conformance
     """An update that left a Postgres TOAST value unchanged does not send it (Debezium's placeholder):
     its version holds the value the key had, from the batch or from the stored history, also when a
     late event with another value is placed before it; a key first seen in such an update holds null,
-    as its mirror does. Each version's _cdc_unsent_columns names what was filled so."""
+    as its mirror does. Each version's _cdc_unsent_columns names what was filled so (by the model's
+    column names: here content, read from the field body)."""
     from test_materialization import postgres_line
 
     project = conformance_project
@@ -325,7 +326,7 @@ def test_unchanged_toast_values_take_the_value_of_the_version_before(conformance
     (project.project_dir / "models" / "history" / "doc_versions.sql").write_text("""
 {{ config(materialized='cdc_history', unique_key='id', source_table='public.docs') }}
 select
-    {{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string'}) }},
+    {{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'content': 'string'}, json_fields={'content': 'body'}) }},
     {{ cdc_merge.cdc_metadata_columns() }}
 from {{ cdc_merge.cdc_events(ref('raw_events')) }}
 """)
@@ -335,19 +336,19 @@ from {{ cdc_merge.cdc_events(ref('raw_events')) }}
         project.land({"public.docs": ["id"]})
         project.dbt("run", "--select", "doc_versions")
         return [tuple(row.values()) for row in project.query(
-            f"select id, title, body, _cdc_unsent_columns from {project.schema}.doc_versions order by id, _cdc_seq")]
+            f"select id, title, content, _cdc_unsent_columns from {project.schema}.doc_versions order by id, _cdc_seq")]
 
     assert land_and_run("1.json", [
         postgres_line("c", 100, {"id": 1, "title": "a", "body": "A"}),
         postgres_line("u", 200, {"id": 1, "title": "b", "body": unsent}),
         postgres_line("u", 150, {"id": 3, "title": "q", "body": unsent}),
-    ]) == [(1, "a", "A", ""), (1, "b", "A", ",body,"), (3, "q", None, ",body,")]
+    ]) == [(1, "a", "A", ""), (1, "b", "A", ",content,"), (3, "q", None, ",content,")]
     # From the stored version.
     assert land_and_run("2.json", [postgres_line("u", 300, {"id": 1, "title": "c", "body": unsent})]) == [
-        (1, "a", "A", ""), (1, "b", "A", ",body,"), (1, "c", "A", ",body,"), (3, "q", None, ",body,")]
+        (1, "a", "A", ""), (1, "b", "A", ",content,"), (1, "c", "A", ",content,"), (3, "q", None, ",content,")]
     # A late event that sent another body: the stored version after it takes that body.
     assert land_and_run("3.json", [postgres_line("u", 250, {"id": 1, "title": "l", "body": "B"})]) == [
-        (1, "a", "A", ""), (1, "b", "A", ",body,"), (1, "l", "B", ""), (1, "c", "B", ",body,"), (3, "q", None, ",body,")]
+        (1, "a", "A", ""), (1, "b", "A", ",content,"), (1, "l", "B", ""), (1, "c", "B", ",content,"), (3, "q", None, ",content,")]
     # cdc_changes(): a value the update did not send is not one it set.
     (project.project_dir / "models" / "history" / "doc_changes.sql").write_text(
         "{{ config(materialized='table') }}\n"
@@ -361,4 +362,4 @@ from {{ cdc_merge.cdc_events(ref('raw_events')) }}
     project.query(f"alter table {project.schema}.doc_versions drop column _cdc_unsent_columns")
     assert land_and_run("4.json", [postgres_line("u", 600, {"id": 3, "title": "r", "body": unsent})]) == [
         (1, "a", "A", None), (1, "b", "A", None), (1, "l", "B", None), (1, "c", "B", None), (3, "q", None, ""),
-        (3, "r", None, ",body,")]  # key 3's first version closed: written again, its column read as ''
+        (3, "r", None, ",content,")]  # key 3's first version closed: written again, its column read as ''

@@ -254,6 +254,33 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
     assert mirrored() == [(1, "c", "A"), (2, "z", "Y"), (3, "q", None)]
 
 
+def test_unchanged_toast_values_of_columns_named_apart_from_their_field_keep_the_mirrors_value(conformance_project):
+    """A column read from a JSON field of another name (cdc_columns' json_fields, which cdc-scaffold
+    writes for a source column named `order` or `two words`; cdc_column's json_field) held Debezium's
+    placeholder text after an update that left its TOAST value unchanged: _cdc_unavailable named the
+    field, and the mirror looked for the column's name."""
+    project = conformance_project
+    unsent = "__debezium_unavailable_value"
+    columns = "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'content': 'string'}, json_fields={'content': 'body'}) }}"
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        f"{columns}, {{{{ cdc_merge.cdc_column('note', 'string', json_field='two words') }}}}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    (project.inbox / "1.json").write_text("\n".join([
+        postgres_line("c", 100, {"id": 1, "title": "a", "body": "A", "two words": "N"}),
+        postgres_line("u", 150, {"id": 2, "title": "q", "body": unsent, "two words": unsent}),
+        postgres_line("u", 200, {"id": 1, "title": "b", "body": unsent, "two words": unsent}),
+    ]) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.dbt("run", "--select", "docs")
+    assert [tuple(row.values()) for row in project.query(
+        f"select id, title, content, note from {project.schema}.docs order by id")] == [(1, "b", "A", "N"), (2, "q", None, None)]
+
+    # The renames are noted as the columns render: the metadata columns after them.
+    project.write_model("docs", "unique_key='id', source_table='public.docs'", "{{ cdc_merge.cdc_metadata_columns() }}, " + columns)
+    error = run_error(project.dbt("run", "--select", "docs", expect_success=False))
+    assert "selects cdc_metadata_columns() before the columns it reads from JSON fields of other names (content)" in error
+
+
 def docs_mirror_with_a_pending_batch(project) -> str:
     """A mirror of public.docs holding ids 1-3, and a landed batch that updates 1, deletes 2, inserts 4."""
     project.write_model(

@@ -8,13 +8,13 @@
     placeholders rebuilds its chains as before.
 #}
 
-{% macro history_unsent_columns(target_relation, batch_view, columns) %}
-    {#- The model columns to fill in this batch's chains (a list, often empty). -#}
+{% macro history_unsent_columns(target_relation, batch_view, model_sql, columns) %}
+    {#- The model columns to fill in this batch's chains (a list, often empty); named as the model names them. -#}
     {% set names_sql %}
         select distinct names
         from (
             select {{ cdc_merge.unavailable_text_sql('_cdc_unavailable') }} as names
-            from {{ batch_view }}
+            from ({{ model_sql }}) as model_output
             where {{ cdc_merge.any_unavailable_sql('_cdc_unavailable') }}
             union all
             select _cdc_unsent_columns as names

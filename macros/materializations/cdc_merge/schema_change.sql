@@ -32,7 +32,12 @@
         {{ name }},
         {%- endif %}
         {%- endfor %}
-        {{ cdc_merge.cdc_metadata_columns() | trim }}
+        {#- Not cdc_metadata_columns(): the model's own already names its columns in _cdc_unavailable. #}
+        _cdc_key,
+        _cdc_action,
+        _cdc_seq,
+        _cdc_source_ts,
+        _cdc_unavailable
     from ({{ model_sql }}) as model_output
 {% endmacro %}
 
