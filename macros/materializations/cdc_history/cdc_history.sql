@@ -14,6 +14,7 @@
         batch.sql      what cdc_events() reads here: every event of the batch
         target.sql     the history table and its deletes table: created, columns checked
         chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
+        unsent.sql     unchanged TOAST values in those chains, filled from the version before
         write.sql      a batch's rows removed and added, published in one commit
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk)
