@@ -11,6 +11,7 @@ import logging
 import re
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
@@ -31,6 +32,8 @@ from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_co
 log = logging.getLogger("cdc_merge.capture")
 
 WATERMARK_PREFIX = "cdc_merge.watermark"
+# The transactions written last whose xids a page's SELECT is checked against (PageWatch.transaction).
+WRITTEN_XIDS_KEPT = 100_000
 # The text types, whose keys cdc-verify reads as they are (python_jobs/verify/source_ranges.py).
 _TEXT_TYPES = ("text", "character", "name", "citext")
 # Keys of these text types are paged in binary order (collate "C"), the order Spark and Databend
@@ -52,7 +55,7 @@ def emit_watermark(connection: Any, page: str, mark: str) -> None:
 def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[CatalogColumn], page_rows: int,
               number: int, token: str) -> OpenPage:
     """The next page of a snapshot: at most page_rows rows after snapshot.after, through snapshot.through,
-    in key order, every value as the capture writes it."""
+    in key order, every value as the capture writes it, and the transactions running as it was read."""
     key = [column for column in columns if column.in_primary_key]
     names = [column.name for column in columns]
     image = row_image(names, [column.type_name for column in columns])
@@ -66,17 +69,25 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
     key_positions = [names.index(column.name) for column in key]
     relation = snapshot.table if snapshot.partition is None else _quoted_table(snapshot.partition)
     with connection.cursor() as cursor:
-        # With parameters psycopg2 reads every %: the select list's are doubled.
-        cursor.execute(f"select {select_list(names).replace('%', '%%')} from {relation} {where} "
-                       f"order by {ordered} limit {int(page_rows)}", parameters)
-        fetched = cursor.fetchall()
+        # One snapshot for both: the running transactions' 32-bit xids (the stream's), then the rows.
+        cursor.execute("begin isolation level repeatable read read only")
+        try:
+            cursor.execute("select array(select (running::text::numeric % 4294967296)::bigint "
+                           "from pg_snapshot_xip(pg_current_snapshot()) as running)")
+            unseen = frozenset(cursor.fetchone()[0])
+            # With parameters psycopg2 reads every %: the select list's are doubled.
+            cursor.execute(f"select {select_list(names).replace('%', '%%')} from {relation} {where} "
+                           f"order by {ordered} limit {int(page_rows)}", parameters)
+            fetched = cursor.fetchall()
+        finally:
+            cursor.execute("rollback")
     rows = [image(values) for values in fetched]
     last = fetched[-1] if fetched else None
     return OpenPage(
         snapshot=snapshot, number=number, key_columns=tuple(column.name for column in key), rows=rows,
         last_key=[last[position] for position in key_positions] if last else None,
         last_image={column.name: rows[-1][column.name] for column in key} if rows else None,
-        reaches_end=len(fetched) < page_rows, token=token,
+        reaches_end=len(fetched) < page_rows, token=token, unseen=unseen,
     )
 
 
@@ -113,10 +124,24 @@ def _typed_parameter(column: CatalogColumn) -> str:
 class PageWatch:
     """What the stream's changes tell the open page (change_events calls it for every change): its
     watermarks, and the keys of its table changed between them. shapes: the tables' columns of a
-    domain type, whose key values wal2json sends as the domain's text, not as the page reads them."""
+    domain type, whose key values wal2json sends as the domain's text, not as the page reads them.
 
-    def __init__(self, pages: Pages, shapes: Mapping[str, TableShape] | None = None) -> None:
-        self.pages, self.shapes = pages, shapes or {}
+    A commit is in the log before it is visible (one waiting for a synchronous standby, above all),
+    so a transaction the stream carries before the low watermark may be one the page's SELECT did
+    not see (xid: the transaction whose changes come; written: those the capture wrote before the
+    page opened, open_next_page): then the page is read again."""
+
+    def __init__(self, pages: Pages, shapes: Mapping[str, TableShape] | None = None,
+                 written: OrderedDict[int, None] | None = None) -> None:
+        self.pages, self.shapes, self.written = pages, shapes or {}, written if written is not None else OrderedDict()
+        self.xid = 0
+
+    def transaction(self, xid: int) -> None:
+        """The transaction whose changes come next, kept among those written (open_next_page)."""
+        self.xid = xid
+        self.written[xid] = None
+        if len(self.written) > WRITTEN_XIDS_KEPT:
+            self.written.popitem(last=False)
 
     def observes_rows(self) -> bool:
         """Whether a row change can tell the page anything: only while one is open."""
@@ -139,10 +164,17 @@ class PageWatch:
                 self.pages.watermark(json.loads(change.get("content") or "{}"), (commit_lsn, parse_lsn(change["lsn"])))
             return []
         table = f"{change.get('schema')}.{change.get('table')}"
+        page = self.pages.open
+        if page is not None and page.low is None and page.snapshot.table == table and self.xid in page.unseen:
+            # Before the window, where the range record would delete its rows, and not in the page.
+            log.info("a page of %s is read again: a transaction committed before its low watermark was not visible "
+                     "to it (a commit waiting for a synchronous standby)", table)
+            self.pages.abandon()
+            return []
         if action == "T" and self.pages.window_open(table):
             self.pages.emptied(table)
         if action in ("I", "U", "D") and self.pages.window_open(table):
-            key_columns = self.pages.open.key_columns
+            key_columns = page.key_columns
             shape = self.shapes.get(table)
             if shape is not None and shape.domain_bases:  # a copy typed as the page's row is: its base type
                 change = {field: [dict(column) for column in change.get(field) or ()] for field in ("columns", "identity")}
@@ -197,6 +229,13 @@ def open_next_page(capture: Any) -> bool:
         log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
         capture.pages.snapshots.remove(snapshot)
         return True
+    if page.unseen & capture.written_xids.keys():
+        # Its SELECT did not see a transaction the stream has passed (PageWatch): read again, in a while.
+        if getattr(capture, "unseen_page", None) != (snapshot.id, number):
+            capture.unseen_page = (snapshot.id, number)
+            log.info("a page of %s waits: a transaction committed in the log is not visible yet (a commit waiting "
+                     "for a synchronous standby)", snapshot.table)
+        return False
     emit_watermark(capture.connection, watermark, "high")
     capture.pages.opened(page)
     return True

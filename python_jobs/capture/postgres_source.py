@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -106,6 +107,7 @@ class PostgresCapture:
         # Tables being read in pages while the stream goes on (snapshot_pages.py); from the state, in _run.
         self.pages = Pages()
         self.requests_taken_at = 0.0  # when cdc-snapshot's requests were last taken (postgres_pages.py)
+        self.written_xids: OrderedDict[int, None] = OrderedDict()  # the last transactions written (PageWatch)
         self.tables_gone: set[str] = set()
 
     def _connect(self) -> Any:
@@ -260,7 +262,7 @@ class PostgresCapture:
                                     frozenset(column.name for column in columns if column.toastable),
                                     {column.name: column.type_name for column in columns if column.domain})
                   for table, columns in self.catalog.items()}
-        watch = PageWatch(self.pages, shapes)
+        watch = PageWatch(self.pages, shapes, self.written_xids)
         # A table with a domain's column is decoded (its values retyped): record_lines writes none of its records.
         columns = table_columns({table: [column.name for column in found] for table, found in self.catalog.items()
                                  if not shapes[table].domain_bases})
@@ -268,6 +270,7 @@ class PostgresCapture:
         first: int | None = None
         change_count = 0
         for tx in unwritten:
+            watch.transaction(tx.xid)
             # The records as the server sent them where they land as their Debezium events would; in order:
             # a transaction's events may open a page or say an addition, which the next ones must see.
             as_sent = None

@@ -67,6 +67,8 @@ class OpenPage:
     emptied: bool = False  # a truncate of its table in its window: none of its rows is written
     # Its watermarks' own: a page read again (after a reconnect) ignores those of the earlier reading.
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    # The transactions (PostgreSQL xids) running as its rows were read: their changes are not in the page.
+    unseen: frozenset[int] = frozenset()
 
     @property
     def watermark_id(self) -> str:
