@@ -13,8 +13,9 @@ from typing import Any, Mapping
 from python_jobs.capture.mysql_columns import (
     added_columns, altered_table, existing_rows, names_in, read_table_info, retyped_columns, schema_event,
 )
-from python_jobs.capture.mysql_events import Column, TableInfo
+from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
+from python_jobs.capture.mysql_retypes import charset_converted, converted_columns
 from python_jobs.capture.mysql_statements import replaced_tables, repartitioned_tables, statement
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.schema_events import warn_unknown_values
@@ -24,10 +25,11 @@ log = logging.getLogger("cdc_merge.capture")
 
 def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
                         start: int) -> tuple[dict[str, Any], list[str]] | None:
-    """An ALTER TABLE of a captured table that added or retyped columns: its schema change event, with
-    the values the rows that existed then hold in the added ones (mysql_columns.py) and the retyped
-    ones' types before, and the table if its rows are to be read again online (repadded); the table's
-    info read again. One that changed the primary key stops the capture."""
+    """An ALTER TABLE of a captured table that added, retyped or converted columns: its schema change
+    event, with the values the rows that existed then hold in the added ones (mysql_columns.py) and the
+    retyped ones' types before, and the table if the server may have changed its rows' values with no
+    rows event, to be read again online (mysql_retypes.py); the table's info read again. One that
+    changed the primary key stops the capture."""
     ddl = statement(event.query)
     named = altered_table(ddl, event.schema)
     table = captured.get(named) if named else None
@@ -45,16 +47,20 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     capture.tables[qualified] = captured[named] = refreshed
     added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
     known_types = capture.known_types.setdefault(qualified, {column.name: column.column_type for column in table.columns})
+    before = dict(known_types)
     retyped = retyped_columns(known_types, refreshed, ddl)
     named = names_in(ddl)
     known_types.update({column.name: column.column_type for column in refreshed.columns
                         if column.name.lower() in named or column.name not in known_types})
-    if not (added or retyped):
+    # Told by the statement too: the catalog may have a later ALTER's types (a capture far behind).
+    changed = converted_columns(before, {column.name: column.column_type for column in refreshed.columns}, retyped, ddl)
+    converted = charset_converted(ddl)
+    if not (added or retyped or changed or converted):
         return None
     read_again = []
-    if repadded := [name for name, before in retyped.items() if padding_changed(before, refreshed.types[name])]:
-        check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} (retyping {', '.join(repadded)})",
-                         qualified)
+    if changed or converted:
+        how = f"retyping {', '.join(changed)}" if changed else "converting character sets"
+        check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
         read_again = [qualified]
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
     values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
@@ -64,15 +70,6 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000),
                         retyped), read_again
 
-
-def padding_changed(before: str, after: Column) -> bool:
-    """Whether a retyped column's stored values may have changed with no rows event (before: its
-    column_type): the server strips trailing spaces from a value made CHAR, which the collation's
-    PAD SPACE took as equal (a key 'a ' becomes 'a', another key to a mirror), pads a value made
-    BINARY with zero bytes to its length, and pads a CHAR made VARCHAR or TEXT to its length when the
-    ALTER's session has PAD_CHAR_TO_FULL_LENGTH. A CHAR's new length changes nothing as read."""
-    old = before.split("(")[0].split()[0].lower()
-    return (old != after.data_type and "char" in (old, after.data_type)) or "binary" in (old, after.data_type)
 
 def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
     """The captured tables whose rows the statement changes with no rows event, to be read again
