@@ -61,9 +61,7 @@
 
     chain_stored as (
         select
-            {%- for column in history_row %}
-            {{ 'coalesce(_cdc_unsent_columns, \'\') as _cdc_unsent_columns' if column == '_cdc_unsent_columns' else column }}{{ ',' if not loop.last }}
-            {%- endfor %}
+            {{ history_row | join(',\n            ') }}
         from {{ target_relation }}
         where _cdc_key in (select _cdc_key from chain_batch_keys)
     ),

@@ -41,7 +41,7 @@
         _cdc_seq,
         _cdc_source_ts,
         _cdc_seq as _cdc_updated_seq,
-        cast('' as string) as _cdc_unsent_columns
+        cast(null as string) as _cdc_unsent_columns
     from ({{ model_sql }}) as model_output
     limit 0
 {% endmacro %}

@@ -3,33 +3,54 @@
     event holds Debezium's placeholder, named in its _cdc_unavailable). Its version takes the
     value of the key's event before it that sent one (a key first seen in such an update: null,
     as its cdc_merge mirror holds). The history keeps, per row, the columns so filled
-    (_cdc_unsent_columns, ',a,b,'), so that a late event placed before the row fills it again.
+    (_cdc_unsent_columns, ',a,b,'; null when it sent them all), so that a late event placed before
+    the row fills it again.
     Only the columns the batch or its keys' stored rows name are filled: a batch without
     placeholders rebuilds its chains as before.
 #}
 
-{% macro history_unsent_columns(target_relation, batch_view, model_sql, columns) %}
-    {#- The model columns to fill in this batch's chains (a list, often empty); named as the model names them. -#}
-    {% set names_sql %}
-        select distinct names
-        from (
-            select {{ cdc_merge.unavailable_text_sql('_cdc_unavailable') }} as names
-            from ({{ model_sql }}) as model_output
-            where {{ cdc_merge.any_unavailable_sql('_cdc_unavailable') }}
-            union all
-            select _cdc_unsent_columns as names
-            from {{ target_relation }}
-            where
-                _cdc_unsent_columns != ''
-                and _cdc_key in (select _cdc_key from {{ batch_view }})
-        ) as unsent
+{% macro history_batch_facts(target_relation, batch_view, model_sql, columns) %}
+    {#-
+        One query a bucket: its events, their newest source time, and the model columns to fill
+        in its chains (unsent_columns, often none): those the model's events did not send, and
+        those a stored row of the batch's keys was filled in (a late event before it fills it again).
+        Stored rows that sent every value hold null, which Iceberg's column statistics skip.
+    -#}
+    {% set facts_sql %}
+        select
+            count(*) as events,
+            coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts,
+            {{ cdc_merge.distinct_texts_sql(
+                'case when ' ~ cdc_merge.any_unavailable_sql('_cdc_unavailable') ~ ' then '
+                ~ cdc_merge.unavailable_text_sql('_cdc_unavailable') ~ ' end') }} as batch_unsent,
+            (
+                select {{ cdc_merge.distinct_texts_sql('_cdc_unsent_columns') }}
+                from {{ target_relation }}
+                where
+                    _cdc_unsent_columns is not null
+                    and _cdc_key in (select _cdc_key from {{ batch_view }})
+            ) as stored_unsent
+        from ({{ model_sql }}) as model_output
     {% endset %}
-    {% set named = [] %}
-    {% for row in run_query(names_sql).rows %}
-        {% do named.extend((row['names'] or '').split(',')) %}
-    {% endfor %}
-    {{ return(columns | select('in', named) | list) }}
+    {% set row = run_query(facts_sql).rows[0] %}
+    {% set named = ((row['batch_unsent'] or '') ~ (row['stored_unsent'] or '')).split(',') %}
+    {{ return({'events': row['events'] | int, 'max_source_ts': row['max_source_ts'],
+               'unsent_columns': columns | select('in', named) | list}) }}
 {% endmacro %}
+
+
+{% macro distinct_texts_sql(expression) %}
+    {#- The distinct non-null texts of expression, run together (each is ',a,b,'). -#}
+    {{ return(adapter.dispatch('distinct_texts_sql', 'cdc_merge')(expression)) }}
+{% endmacro %}
+
+{% macro spark__distinct_texts_sql(expression) -%}
+    concat_ws('', collect_set({{ expression }}))
+{%- endmacro %}
+
+{% macro databend__distinct_texts_sql(expression) -%}
+    string_agg(distinct {{ expression }}, '')
+{%- endmacro %}
 
 
 {% macro unavailable_text_sql(column) %}
@@ -132,10 +153,9 @@
                 when {% for column in unsent_columns %}_cdc_unsent_{{ loop.index0 }}{{ ' or ' if not loop.last }}{% endfor %}
                     then concat(','
                         {%- for column in unsent_columns %}, case when _cdc_unsent_{{ loop.index0 }} then '{{ column }},' else '' end{% endfor %})
-                else ''
-            end as _cdc_unsent_columns
+                end as _cdc_unsent_columns
             {%- else %}
-            '' as _cdc_unsent_columns
+            cast(null as string) as _cdc_unsent_columns
             {%- endif %}
         from chain_unsent_groups
     )

@@ -66,12 +66,11 @@
 {% endmacro %}
 
 
-{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg) %}
-    {#- One bucket of a chunk, whose events are in batch_view. Returns its counts. -#}
+{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns) %}
+    {#- One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'. Returns its counts. -#}
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view)) %}
     {% endif %}
-    {% set unsent_columns = cdc_merge.history_unsent_columns(target_relation, batch_view, model_sql, columns) %}
     {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns) %}
     {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
     {% if created.added + created.removed > 0 %}
