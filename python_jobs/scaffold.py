@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from python_jobs.apply.column_names import DATABEND_KEYWORDS
+from python_jobs.apply.column_names import scaffolded_name
 from python_jobs.scaffold_project import add_to_project_landing, write_model_yaml
 from python_jobs.source_tables import (  # noqa: F401 - the tables and errors cdc-scaffold works with, as its callers name them
     PLAIN_NAME, ScaffoldError, SourceColumn, SourceTable, mysql_tables, postgres_tables,
@@ -73,11 +73,7 @@ def model_column_names(table: SourceTable) -> dict[str, str]:
     """{source column: mirror column}: a name that is not plain ("two words", "price-eur", "café") becomes
     one (two_words, price_eur, caf), and a reserved word one with an underscore (order_), read from its
     JSON field by cdc_columns()' json_fields."""
-    names = {column.name: column.name if PLAIN_NAME.match(column.name) else
-             (re.sub(r"[^A-Za-z0-9_]+", "_", column.name).strip("_") or "column") for column in table.columns}
-    names = {source: f"{name}_" if name.lower() in DATABEND_KEYWORDS and source not in table.primary_key else name
-             for source, name in names.items()}
-    names = {source: name if not name[0].isdigit() else f"_{name}" for source, name in names.items()}
+    names = {column.name: scaffolded_name(column.name, column.name in table.primary_key) for column in table.columns}
     taken = [name for name in names.values() if list(names.values()).count(name) > 1]
     if taken:
         raise ScaffoldError(f"table {table.qualified}: two columns would be mirrored as {taken[0]}; "

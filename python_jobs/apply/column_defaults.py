@@ -23,6 +23,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from python_jobs.apply.column_names import scaffolded_name
 from python_jobs.formats.records import RejectedRecord, object_members
 
 EXISTING_ROWS = "existing_rows"
@@ -49,9 +50,9 @@ def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[st
 
 def mirror_name(field: str, mirror: dict[str, str]) -> str | None:
     """The mirror's column (lower-cased key of mirror) of a source field: the field itself in any case
-    (NewCol as newcol), or the plain name cdc-scaffold gives a field that is not plain ("sp ace" as
-    sp_ace, read through json_fields)."""
-    for name in (field.lower(), re.sub(r"[^A-Za-z0-9_]+", "_", field).strip("_").lower()):
+    (NewCol as newcol), or the name cdc-scaffold gives a field that is not plain or is a keyword ("sp
+    ace" as sp_ace, order as order_, 2fa as _2fa, read through json_fields)."""
+    for name in (field.lower(), scaffolded_name(field).lower()):
         if name in mirror:
             return name
     return None

@@ -6,7 +6,10 @@ hand-written model is told to do the same before any SQL runs (validate.sql)."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 DATABEND_KEYWORDS = frozenset("""
     all analyze and anti any array as asc attach between both case cast connection create cross
@@ -33,3 +36,14 @@ def keyword_column_problem(columns: Iterable[str], key_columns: Iterable[str], m
                 f"statements name a column: select it as {name}_ and read it from its field, "
                 f"cdc_columns({{..., '{name}_': <type>}}, json_fields={{'{name}_': '{column}'}}) (cdc-scaffold names it so).")
     return None
+
+
+def scaffolded_name(field: str, in_key: bool = False) -> str:
+    """The mirror column cdc-scaffold names a source column (read from its field by json_fields): a name
+    that is not plain ("two words", "price-eur", "café") made one (two_words, price_eur, caf), a
+    Databend keyword given an underscore (order_; a key column keeps its name), a leading digit an
+    underscore before it (_2fa)."""
+    name = field if _PLAIN_NAME.match(field) else (re.sub(r"[^A-Za-z0-9_]+", "_", field).strip("_") or "column")
+    if name.lower() in DATABEND_KEYWORDS and not in_key:
+        name = f"{name}_"
+    return f"_{name}" if name[0].isdigit() else name

@@ -22,5 +22,12 @@ def test_a_field_not_named_as_its_mirror_column_is_set_in_it():
     ]
 
 
+def test_a_field_cdc_scaffold_names_with_an_underscore_is_set_in_its_mirror_column():
+    """A keyword (order as order_) and a leading digit (2fa as _2fa): the added columns stayed null in
+    the mirror's older rows while the source gave them a value."""
+    plan = column_defaults([("0001", schema_event({"order": 3, "2fa": True}))], ["id", "order_", "_2fa"])
+    assert [column["name"] for column in plan[0]["columns"]] == ["order_", "_2fa"]
+
+
 def test_events_without_values_for_old_rows_set_nothing():
     assert column_defaults([("0001", json.dumps({"tableChanges": []})), ("0002", "")], ["id"]) == []
