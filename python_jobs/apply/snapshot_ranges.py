@@ -17,14 +17,15 @@ from python_jobs.formats.records import RejectedRecord, object_members
 def snapshot_ranges(events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> list[dict[str, Any]]:
     """events: (seq, raw_data) of range events. Returns, in seq order, {'seq', 'low', 'after', 'from',
     'through'} with each bound None (none: the table's start or end) or [{'name': key column, 'image':
-    '{"<column>":<exact value>}'}] in key order: an image the column's cdc_value() conversion reads;
+    '{"<column>":<exact value>}'}] in the range's key order: an image the column's cdc_value() conversion reads;
     'after' is exclusive, 'from' and 'through' inclusive. A range whose bounds do not name every key
     column (a model whose key columns are not the source's) is left out."""
     plan = []
     for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
         try:
             members = object_members(raw_data, 0, "raw_data")
-            bounds = {name: _bound(raw_data, members, name, key_columns) for name in ("after", "from", "through")}
+            ordered = in_range_order(key_columns, members.get("key", (None, None, 0))[0])
+            bounds = {name: _bound(raw_data, members, name, ordered) for name in ("after", "from", "through")}
         except (RejectedRecord, KeyError):
             continue
         low = members.get("low", (None, None, 0))[0]
@@ -32,6 +33,17 @@ def snapshot_ranges(events: Sequence[Sequence[Any]], key_columns: Sequence[str])
             continue
         plan.append({"seq": seq, "low": low, **bounds})
     return plan
+
+
+def in_range_order(key_columns: Sequence[str], order: Any) -> Sequence[str]:
+    """The key columns in the order the range is of (its record's "key": the capture pages the
+    source's key, whatever order a model's unique_key lists it in); as given for a record without it."""
+    if not isinstance(order, list):
+        return key_columns
+    position = {str(name).lower(): index for index, name in enumerate(order)}
+    if any(column.lower() not in position for column in key_columns):
+        return key_columns
+    return sorted(key_columns, key=lambda column: position[column.lower()])
 
 
 def _bound(raw_data: str, members: Any, name: str, key_columns: Sequence[str]) -> list[dict[str, str]] | None | bool:

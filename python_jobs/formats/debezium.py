@@ -139,14 +139,17 @@ def _key_range(text: str, members: Members, envelope: Mapping[str, Any], key_col
     table_name = _table_name(source)
     key_columns_for(table_name, key_columns)
     bounds = object_members(text, members["range"][2], "field 'range'")
-    texts = {}
+    texts, key = {}, []
     for bound in ("after", "from", "through"):
         value, bound_text, _ = bounds.get(bound, (None, None, 0))
         if value is not None and not isinstance(value, dict):
             raise RejectedRecord(f"field 'range.{bound}' is {short(value)}, not a key image")
         texts[bound] = bound_text if value is not None else None
+        # The key's columns in the order the capture paged it: its images' own order.
+        key = key or list(value or ())
     return range_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")), _seq(low, "c"),
-                       texts["from"] or texts["after"], texts["through"], start_inclusive=texts["from"] is not None)
+                       texts["from"] or texts["after"], texts["through"], start_inclusive=texts["from"] is not None,
+                       key=key)
 
 
 def _existing_rows_texts(text: str, members: Members) -> list[str | None]:

@@ -172,13 +172,14 @@ def schema_event(
 
 
 def range_event(table_name: str, seq: str, source_ts_ms: int | None, low_seq: str, start: str | None,
-                through: str | None, start_inclusive: bool = False) -> ParsedLine:
+                through: str | None, start_inclusive: bool = False, key: Sequence[str] = ()) -> ParsedLine:
     """A key range of table_name an online snapshot page read completely: raw_data {"after": key image
     (exclusive; "from" when start_inclusive) or null (the table's start), "through": key image
-    (inclusive) or null (its end), "low": the seq of the page's low watermark}, the images as their
-    exact JSON text."""
+    (inclusive) or null (its end), "low": the seq of the page's low watermark, "key": the key's
+    columns in the order the range is of (an image's own order, which a VARIANT does not keep)},
+    the images as their exact JSON text."""
     raw = (f'{{"{"from" if start_inclusive else "after"}":{start or "null"},"through":{through or "null"},'
-           f'"low":{json.dumps(low_seq)}}}')
+           f'"low":{json.dumps(low_seq)}' + (f',"key":{json.dumps(list(key), ensure_ascii=False)}' if key else "") + "}")
     return ParsedLine(STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_RANGE, raw_data=raw, seq=seq,
                       source_ts_ms=source_ts_ms)
 

@@ -118,6 +118,17 @@ def test_the_apply_reads_ranges_in_seq_order_with_every_key_column_or_leaves_the
     assert second["after"][1] == {"name": "line", "image": '{"line":"b"}'} and second["through"] is None
 
 
+def test_a_range_keeps_the_order_of_its_key_which_a_model_may_list_otherwise():
+    # The landing keeps the images' own order as "key" (a VARIANT keeps an object's members by name).
+    record = {"source": source((30, 29), False), "ts_ms": 1,
+              "range": {"after": {"order_id": 1, "line": "b"}, "through": None, "low": source((20, 18), False)}}
+    (parsed,) = parse_line(json.dumps(record), {"shop.items": ["order_id", "line"]})
+    assert json.loads(parsed.raw_data)["key"] == ["order_id", "line"]
+    (ranged,) = snapshot_ranges([["0001", '{"after":{"line":"b","order_id":1},"through":null,"low":"0000",'
+                                           '"key":["order_id","line"]}']], ["line", "order_id"])
+    assert [bound["name"] for bound in ranged["after"]] == ["order_id", "line"]
+
+
 def test_a_request_becomes_a_snapshot_of_its_range_or_says_why_not():
     from python_jobs.capture.snapshot_pages import requested_snapshot
 
