@@ -41,6 +41,8 @@ _TEXT_TYPES = ("text", "character", "name", "citext")
 # compares its values lower-cased under any collation, nor char(n), which compares them without
 # their padding: those are paged by their written text, as the types a mirror keeps as text are.
 _BINARY_ORDERED = re.compile(r"text|name|character varying(\(\d+\))?")
+# The database encodings whose text's bytes are UTF-8's (SQL_ASCII keeps the client's, UTF-8 here).
+_UTF8_BYTES = ("UTF8", "SQL_ASCII")
 # Keys a mirror orders as the source does (cdc-scaffold's number, boolean, date, timestamp, or a uuid,
 # whose text is in its bytes' order); the others are paged in the order of their written text.
 _OWN_ORDER_TYPES = ("smallint", "integer", "bigint", "real", "double precision", "boolean", "date", "uuid")
@@ -59,13 +61,6 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
     key = [column for column in columns if column.in_primary_key]
     names = [column.name for column in columns]
     image = row_image(names, [column.type_name for column in columns])
-    ordered = ", ".join(_ordered(column) for column in key)
-    conditions, parameters = [], []
-    for bound, operator in ((snapshot.after, ">=" if snapshot.start_inclusive else ">"), (snapshot.through, "<=")):
-        if bound is not None:
-            conditions.append(f"({ordered}) {operator} ({', '.join(_typed_parameter(column) for column in key)})")
-            parameters.extend(bound)
-    where = f"where {' and '.join(conditions)}" if conditions else ""
     key_positions = [names.index(column.name) for column in key]
     relation = snapshot.table if snapshot.partition is None else _quoted_table(snapshot.partition)
     with connection.cursor() as cursor:
@@ -73,8 +68,17 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
         cursor.execute("begin isolation level repeatable read read only")
         try:
             cursor.execute("select array(select (running::text::numeric % 4294967296)::bigint "
-                           "from pg_snapshot_xip(pg_current_snapshot()) as running)")
-            unseen = frozenset(cursor.fetchone()[0])
+                           "from pg_snapshot_xip(pg_current_snapshot()) as running), current_setting('server_encoding')")
+            xids, encoding = cursor.fetchone()
+            unseen = frozenset(xids)
+            ordered = ", ".join(_ordered(column, encoding) for column in key)
+            conditions, parameters = [], []
+            for bound, operator in ((snapshot.after, ">=" if snapshot.start_inclusive else ">"), (snapshot.through, "<=")):
+                if bound is not None:
+                    typed = ", ".join(_typed_parameter(column, encoding) for column in key)
+                    conditions.append(f"({ordered}) {operator} ({typed})")
+                    parameters.extend(bound)
+            where = f"where {' and '.join(conditions)}" if conditions else ""
             # With parameters psycopg2 reads every %: the select list's are doubled.
             cursor.execute(f"select {select_list(names).replace('%', '%%')} from {relation} {where} "
                            f"order by {ordered} limit {int(page_rows)}", parameters)
@@ -106,19 +110,30 @@ def _in_own_order(column: CatalogColumn) -> bool:
     return name in _OWN_ORDER_TYPES or name.startswith("timestamp")
 
 
-def _ordered(column: CatalogColumn) -> str:
+def _ordered(column: CatalogColumn, encoding: str = "UTF8") -> str:
+    """The key column as the page query orders it. encoding: the database's (server_encoding)."""
     quoted = quote_identifier(column.name)
+    if _in_own_order(column):
+        return quoted
+    if encoding not in _UTF8_BYTES:
+        # Its bytes in collate "C" are in another order than the mirrors' (LATIN9: Š < ª): compared as UTF-8's.
+        text = quoted if _BINARY_ORDERED.fullmatch(column.type_name) else f"format('%%s', {quoted})"
+        return f"convert_to({text}, 'UTF8')"
     if _BINARY_ORDERED.fullmatch(column.type_name):
         return f'{quoted} collate "C"'
     # In a statement with parameters: % doubled.
-    return quoted if _in_own_order(column) else f"format('%%s', {quoted}) collate \"C\""
+    return f"format('%%s', {quoted}) collate \"C\""
 
 
-def _typed_parameter(column: CatalogColumn) -> str:
+def _typed_parameter(column: CatalogColumn, encoding: str = "UTF8") -> str:
+    if _in_own_order(column):
+        return f"%s::{column.type_name}"
+    if encoding not in _UTF8_BYTES:
+        return "convert_to(%s::text, 'UTF8')"
     if _BINARY_ORDERED.fullmatch(column.type_name):
         return f'%s::{column.type_name} collate "C"'
     # A page's last key is kept as the text select_list reads (format('%s'), as the capture writes it).
-    return f"%s::{column.type_name}" if _in_own_order(column) else '%s::text collate "C"'
+    return '%s::text collate "C"'
 
 
 class PageWatch:
