@@ -363,3 +363,39 @@ from {{ cdc_merge.cdc_events(ref('raw_events')) }}
     assert land_and_run("4.json", [postgres_line("u", 600, {"id": 3, "title": "r", "body": unsent})]) == [
         (1, "a", "A", None), (1, "b", "A", None), (1, "l", "B", None), (1, "c", "B", None), (3, "q", None, None),
         (3, "r", None, ",content,")]
+
+
+def test_a_history_run_killed_between_its_removed_and_added_rows_is_healed_by_the_next(conformance_project, monkeypatch):
+    """A batch's versions replaced are removed, then their new rows added: a run killed in between
+    (at the add) must leave the history as the next run can rebuild. The removed rows are what the
+    chains are rebuilt from."""
+    import re
+
+    from dbt.adapters.sql.connections import SQLConnectionManager
+
+    project = conformance_project
+    write_history_model(project, "customers_versions", "deletes='hard'")
+    _, waves = build_waves(13, events=400, waves=2, connector="postgresql", snapshot_rows=20,
+                           late_fraction=0.08, duplicate_fraction=0.0)
+    write_wave(waves[0], project.inbox)
+    project.land(KEYS)
+    project.dbt("run", "--select", "customers_versions")
+    write_wave(waves[1], project.inbox)
+    project.land(KEYS)
+    # On Spark the add writes to the batch's branch (customers_versions.branch_...); on Databend the
+    # removes and adds are one MERGE: killed at the statement after it (the offset), once it committed.
+    the_add = re.compile(rf"insert into {project.schema}\.(customers_versions(\.branch_\w+)? select|cdc_merge_offsets)")
+    add_query, killed = SQLConnectionManager.add_query, []
+
+    def dies_at_the_add(self, sql, *arguments, **options):
+        if the_add.search(" ".join(sql.split())):
+            killed.append(sql)
+            raise RuntimeError("killed at the add")
+        return add_query(self, sql, *arguments, **options)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SQLConnectionManager, "add_query", dies_at_the_add)
+        assert not project.dbt("run", "--select", "customers_versions", expect_success=False).success
+    assert killed
+    project.dbt("run", "--select", "customers_versions")
+    assert_history_equals_oracle(project, waves[0].delivered + waves[1].delivered, "customers_versions", "hard")

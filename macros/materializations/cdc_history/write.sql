@@ -66,6 +66,55 @@
 {% endmacro %}
 
 
+{% macro spark__write_history_changes(target_relation, created, columns) %}
+    {#- Both statements on the batch's branch, published in one commit. -#}
+    {% set history = cdc_merge.begin_mirror_writes(target_relation) %}
+    {% if created.removed > 0 %}
+        {% do run_query(cdc_merge.remove_history_rows_sql(history, created.changes)) %}
+    {% endif %}
+    {% if created.added > 0 %}
+        {% do run_query(cdc_merge.add_history_rows_sql(history, created.changes, columns)) %}
+    {% endif %}
+    {% do cdc_merge.publish_mirror_writes(target_relation) %}
+{% endmacro %}
+
+{% macro databend__write_history_changes(target_relation, created, columns) %}
+    {#-
+        One MERGE, so all or nothing: a run killed between a remove and an add lost the removed
+        versions, which the next run rebuilds its chains from (no branch here to publish at once).
+        A replaced row's (key, seq) is both removed and added: updated in place.
+    -#}
+    {%- set history_row = columns + cdc_merge.history_columns() -%}
+    {% set merge_sql %}
+        merge into {{ target_relation }} as history
+        using (
+            select
+                coalesce(added._cdc_key, removed._cdc_key) as _cdc_target_key,
+                coalesce(added._cdc_seq, removed._cdc_seq) as _cdc_target_seq,
+                added._cdc_key is null as _cdc_removed_only,
+                {%- for column in history_row %}
+                added.{{ column }}{{ ',' if not loop.last }}
+                {%- endfor %}
+            from (select * from {{ created.changes }} where _cdc_change = 'add') as added
+            full outer join (select _cdc_key, _cdc_seq from {{ created.changes }} where _cdc_change = 'remove') as removed
+                on added._cdc_key = removed._cdc_key and added._cdc_seq = removed._cdc_seq
+        ) as change
+            on history._cdc_key = change._cdc_target_key and history._cdc_seq = change._cdc_target_seq
+        when matched and change._cdc_removed_only then delete
+        when matched then update set
+            {%- for column in history_row if column not in ['_cdc_key', '_cdc_seq'] %}
+            {{ column }} = change.{{ column }}{{ ',' if not loop.last }}
+            {%- endfor %}
+        when not matched and not change._cdc_removed_only then insert ({{ history_row | join(', ') }})
+            values (
+            {%- for column in history_row %}
+            change.{{ column }}{{ ', ' if not loop.last }}
+            {%- endfor %})
+    {% endset %}
+    {% do run_query(merge_sql) %}
+{% endmacro %}
+
+
 {% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns) %}
     {#- One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'. Returns its counts. -#}
     {% if deletes_relation is not none %}
@@ -74,14 +123,7 @@
     {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns) %}
     {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
     {% if created.added + created.removed > 0 %}
-        {% set history = cdc_merge.begin_mirror_writes(target_relation) %}
-        {% if created.removed > 0 %}
-            {% do run_query(cdc_merge.remove_history_rows_sql(history, created.changes)) %}
-        {% endif %}
-        {% if created.added > 0 %}
-            {% do run_query(cdc_merge.add_history_rows_sql(history, created.changes, columns)) %}
-        {% endif %}
-        {% do cdc_merge.publish_mirror_writes(target_relation) %}
+        {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}
     {% endif %}
     {% do cdc_merge.drop_history_changes(created) %}
     {{ return({'added': created.added, 'removed': created.removed}) }}
