@@ -125,6 +125,11 @@ def _ordered(column: CatalogColumn, encoding: str = "UTF8") -> str:
     return f"format('%%s', {quoted}) collate \"C\""
 
 
+def _ordered_text(text: str, encoding: str = "UTF8") -> str:
+    """A text expression as pages and ranges order it: by its UTF-8 bytes, as the mirrors compare strings."""
+    return f'{text} collate "C"' if encoding in _UTF8_BYTES else f"convert_to({text}, 'UTF8')"
+
+
 def _typed_parameter(column: CatalogColumn, encoding: str = "UTF8") -> str:
     if _in_own_order(column):
         return f"%s::{column.type_name}"

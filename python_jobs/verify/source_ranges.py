@@ -40,7 +40,7 @@ def _stats(rows: Sequence[Sequence[Any]]) -> dict[int, SegmentStats]:
 class PostgresRanges:
     def __init__(self, source: Any, table: str, mirror_columns: Sequence[Sequence[str]]) -> None:
         from python_jobs.capture.postgres_columns import read_catalog
-        from python_jobs.capture.postgres_pages import _TEXT_TYPES, _ordered, _typed_parameter
+        from python_jobs.capture.postgres_pages import _TEXT_TYPES, _ordered, _ordered_text, _typed_parameter
         from python_jobs.capture.postgres_snapshot import quote_identifier
 
         self.source, self.table = source, table
@@ -57,9 +57,13 @@ class PostgresRanges:
                    and not column.type_name.startswith(_TEXT_TYPES) for column in self.key]
         self.selected = ", ".join(f"format('%%s', {quote_identifier(column.name)})" if text else quote_identifier(column.name)
                                   for column, text in zip(self.key, as_text))
-        self.ordered = "(" + ", ".join(f"format('%%s', {quote_identifier(column.name)}) collate \"C\"" if text
-                                       else _ordered(column) for column, text in zip(self.key, as_text)) + ")"
-        self.typed = "(" + ", ".join('%s::text collate "C"' if text else _typed_parameter(column)
+        # Ranged as the capture's pages are: by UTF-8 bytes also in a database of another encoding.
+        with source.connection.cursor() as cursor:
+            cursor.execute("select current_setting('server_encoding')")
+            (encoding,) = cursor.fetchone()
+        self.ordered = "(" + ", ".join(_ordered_text(f"format('%%s', {quote_identifier(column.name)})", encoding) if text
+                                       else _ordered(column, encoding) for column, text in zip(self.key, as_text)) + ")"
+        self.typed = "(" + ", ".join(_ordered_text("%s::text", encoding) if text else _typed_parameter(column, encoding)
                                      for column, text in zip(self.key, as_text)) + ")"
         self.source_names = [column.name for column in catalog.values()]
         sources = {name: catalog[source.lower()] for name, source in source_columns(mirror_types, self.source_names).items()}
