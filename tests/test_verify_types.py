@@ -204,6 +204,21 @@ def test_mariadb_types_verified_equal_and_each_change_found(mariadb, conformance
                                        MARIADB_SAME, MARIADB_CHANGES, monkeypatch)
 
 
+def database_in(postgres, name: str, encoding: str, ddl: str) -> str:  # noqa: F811
+    """A database of the server in encoding, with ddl run in it: its DSN."""
+    connection = postgres.connect()
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute(f"create database {name} encoding '{encoding}' lc_collate 'C' lc_ctype 'C' template template0")
+    connection.close()
+    connection = postgres.connect(name)
+    with connection.cursor() as cursor:
+        cursor.execute(ddl)
+    connection.commit()
+    connection.close()
+    return postgres.dsn.replace("dbname=postgres", f"dbname={name}")
+
+
 def test_checksums_of_a_latin1_postgres_database_are_of_utf8_text(postgres):  # noqa: F811
     """The mirrors' engines hash a text's UTF-8 bytes: a PostgreSQL database in another encoding must
     hash the same bytes, or every row with a character beyond ASCII is compared one by one."""
@@ -212,17 +227,8 @@ def test_checksums_of_a_latin1_postgres_database_are_of_utf8_text(postgres):  # 
     from python_jobs.verify.ranges import KeyRange
     from python_jobs.verify.sources import PostgresSource
 
-    connection = postgres.connect()
-    connection.autocommit = True
-    with connection.cursor() as cursor:
-        cursor.execute("create database latin encoding 'LATIN1' lc_collate 'C' lc_ctype 'C' template template0")
-    connection.close()
-    connection = postgres.connect("latin")
-    with connection.cursor() as cursor:
-        cursor.execute("create table t (id int primary key, s text); insert into t values (1, 'é'), (2, 'ab')")
-    connection.commit()
-    connection.close()
-    source = PostgresSource(postgres.dsn.replace("dbname=postgres", "dbname=latin"))
+    source = PostgresSource(database_in(postgres, "latin", "LATIN1",
+                                        "create table t (id int primary key, s text); insert into t values (1, 'é'), (2, 'ab')"))
     side = source.ranges("public.t", [["id", "int"], ["s", "string"]])
     (stats,) = side.segment_stats(KeyRange(), []).values()
     source.close()
@@ -236,17 +242,8 @@ def test_text_keys_of_a_latin9_postgres_database_are_ranged_by_their_utf8_bytes(
     from python_jobs.verify.ranges import KeyRange
     from python_jobs.verify.sources import PostgresSource
 
-    connection = postgres.connect()
-    connection.autocommit = True
-    with connection.cursor() as cursor:
-        cursor.execute("create database latin9 encoding 'LATIN9' lc_collate 'C' lc_ctype 'C' template template0")
-    connection.close()
-    connection = postgres.connect("latin9")
-    with connection.cursor() as cursor:
-        cursor.execute("create table k (id text primary key); insert into k values ('a'), ('z'), ('ª'), ('é'), ('Š')")
-    connection.commit()
-    connection.close()
-    source = PostgresSource(postgres.dsn.replace("dbname=postgres", "dbname=latin9"))
+    source = PostgresSource(database_in(postgres, "latin9", "LATIN9",
+                                        "create table k (id text primary key); insert into k values ('a'), ('z'), ('ª'), ('é'), ('Š')"))
     side = source.ranges("public.k", [["id", "string"]])
     counts = {segment: stats.rows for segment, stats in side.segment_stats(KeyRange(), [("é",)]).items()}
     through_z = sorted(side.rows(KeyRange(through=("z",))))
