@@ -37,6 +37,10 @@
     {%- set renamed = cdc_merge.renamed_json_fields() -%}
     {%- if model is mapping -%}
         {%- do model.update({'cdc_merge_metadata_rendered': true}) -%}
+        {#- For the materialization's added columns (column_defaults.sql), which cannot render the model's columns again. -#}
+        {%- if execute and adapter.cdc_note_renamed_fields is defined -%}
+            {%- do adapter.cdc_note_renamed_fields(model.unique_id, renamed) -%}
+        {%- endif -%}
     {%- endif %}
     _cdc_key,
     _cdc_action,

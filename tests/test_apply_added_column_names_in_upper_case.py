@@ -1,7 +1,9 @@
-"""A column the source adds with a default under a name in upper or mixed case (NewCol, `Two Words`):
-the mirror's rows older than the addition take the default the capture's schema change event says
-they hold, as for a name in lower case (macros/materializations/cdc_merge/column_defaults.sql), and
-the mirror equals the source table. Modelled on tests/test_capture_types.py, with its helpers."""
+"""A column the source adds with a default under a name in upper or mixed case (NewCol, `Two Words`),
+a keyword or a leading digit (cdc-scaffold's order_ and _2fa), or that the model reads under another
+name (json_fields): the mirror's rows older than the addition take the default the capture's schema
+change event says they hold, as for a name in lower case
+(macros/materializations/cdc_merge/column_defaults.sql), and the mirror equals the source table.
+Modelled on tests/test_capture_types.py, with its helpers."""
 
 from __future__ import annotations
 
@@ -29,15 +31,22 @@ def test_columns_added_in_upper_case_keep_their_default_in_older_rows(dbt_projec
         capture_mysql.run(config)
         with connection.cursor() as cursor:
             cursor.execute("alter table shop.grown add column NewCol int not null default 8, "
-                           "add column `Two Words` varchar(3) default 'tw', add column lower_one int default 1")
+                           "add column `Two Words` varchar(3) default 'tw', add column lower_one int default 1, "
+                           "add column `order` int default 4, add column `2fa` int default 2, add column isActive int default 7")
             cursor.execute("insert into shop.grown (id, NewCol) values (3, 9)")
         capture_mysql.run(config)
         (table,) = scaffold.mysql_tables("127.0.0.1", server.port, config.user, config.password, ["shop.grown"])
         names = [column.name for column in table.columns]
-        mirrored = apply(dbt_project, table)
+        # The model reads isActive as is_active, a name of the user's own.
+        model = dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql"
+        model.write_text(scaffold.model_sql(table).replace("'isActive': 'int'", "'is_active': 'int'")
+                         .replace("}, {'Two_Words'", "}, {'is_active': 'isActive', 'Two_Words'"))
+        mirrored = apply(dbt_project, table, model_written=True)
         source = source_rows(connection, "shop.grown", names)
-        assert source[1] == {"id": 1, "NewCol": 8, "Two Words": "tw", "lower_one": 1}
-        assert_mirror_equals_source(mirrored, source, table)
+        assert source[1] == {"id": 1, "NewCol": 8, "Two Words": "tw", "lower_one": 1, "order": 4, "2fa": 2, "isActive": 7}
+        assert [row["is_active"] for _, row in sorted(mirrored.items())] == [7, 7, 7]
+        assert_mirror_equals_source({key: {**row, "isActive": row.pop("is_active")} for key, row in mirrored.items()},
+                                    source, table)
         connection.close()
     finally:
         server.stop()

@@ -125,9 +125,10 @@ def rows_through_both_ways(connection, columns, capture, insert_sql: str, copy_s
     capture()
 
 
-def apply(project, table: scaffold.SourceTable, data_format: str = "auto") -> dict[int, dict]:
-    """Land, apply the scaffolded model, and the mirror's rows by id."""
-    (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+def apply(project, table: scaffold.SourceTable, data_format: str = "auto", model_written: bool = False) -> dict[int, dict]:
+    """Land, apply the scaffolded model (or the one written already), and the mirror's rows by id."""
+    if not model_written:
+        (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
     summary = project.land({table.qualified: list(table.primary_key)}, format=data_format)
     assert summary.counts["rejected"] == 0, summary.counts
     project.dbt("run", "--select", table.model_name)

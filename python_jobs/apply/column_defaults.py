@@ -33,16 +33,20 @@ _SINGLE_PRECISION = re.compile(r"(real|float4|float)(\(\d+(,\d+)?\))?( unsigned)
 _DOUBLE = {"double", "double precision", "float64", "float8"}
 
 
-def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[str]) -> list[dict[str, Any]]:
-    """events: (seq, raw_data) of schema events. Returns, in seq order, each event that sets columns the
+def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[str],
+                    renamed: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """events: (seq, raw_data) of schema events; renamed: {model column: JSON field} of the columns the
+    model reads from a field of another name. Returns, in seq order, each event that sets columns the
     mirror has: {'seq', 'columns': [{'name': the mirror's column, 'field': the source's, 'image':
     '{"<field>":<exact JSON value>}'}]} (an image the column's cdc_value() conversion reads by its field,
     so the value is typed as the model types it)."""
     mirror = {str(name).lower(): str(name) for name in mirror_columns}
+    by_field = {field: column.lower() for column, field in (renamed or {}).items() if column.lower() in mirror}
     plan = []
     for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
         columns = [{"name": mirror[name], "field": field, "image": "{" + json.dumps(field) + ":" + value_text + "}"}
-                   for field, value_text in existing_rows(raw_data) if (name := mirror_name(field, mirror)) is not None]
+                   for field, value_text in existing_rows(raw_data)
+                   if (name := by_field.get(field) or mirror_name(field, mirror)) is not None]
         if columns:
             plan.append({"seq": seq, "columns": columns})
     return plan

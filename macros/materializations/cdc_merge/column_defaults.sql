@@ -54,7 +54,7 @@
         events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
         columns that the mirror has are set in its rows older than the event. Returns the columns set.
     -#}
-    {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list) if events else [] %}
+    {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id) if events else [] %}
     {% set set_columns = [] %}
     {% for event in plan %}
         {% set assignments = [] %}

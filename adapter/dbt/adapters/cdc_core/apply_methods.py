@@ -15,8 +15,20 @@ from python_jobs.apply import (
 )
 
 
+# {model unique_id: {model column: JSON field}} of the columns a model reads from a field of another
+# name, as its SQL rendered them (cdc_metadata_columns() notes them): dbt compiles a model in the
+# process that runs its materialization, which needs them and cannot render cdc_columns() again.
+_RENAMED_FIELDS: Dict[str, Dict[str, str]] = {}
+
+
 class ApplyMethods(metaclass=AdapterMeta):
     """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    @available
+    def cdc_note_renamed_fields(self, model_id: str, renamed: Mapping[str, str]) -> str:
+        """cdc_columns.sql: the model's columns read from JSON fields of other names, as just rendered."""
+        _RENAMED_FIELDS[str(model_id)] = {str(column): str(field) for column, field in renamed.items()}
+        return ""
 
     @available
     def cdc_pending_snapshots(self, snapshot_log: Mapping[str, Any], offset_snapshot: Optional[str]) -> Dict[str, Any]:
@@ -70,9 +82,10 @@ class ApplyMethods(metaclass=AdapterMeta):
         return {}
 
     @available
-    def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str]) -> List[Dict[str, Any]]:
+    def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str],
+                            model_id: Optional[str] = None) -> List[Dict[str, Any]]:
         """column_defaults.sql: what the source's added columns hold in the mirror's older rows (column_defaults.py)."""
-        return column_defaults.column_defaults(events, mirror_columns)
+        return column_defaults.column_defaults(events, mirror_columns, _RENAMED_FIELDS.get(str(model_id), {}))
 
     @available
     def cdc_column_names_problem(self, columns: Sequence[str], key_columns: Sequence[str], model: str) -> Optional[str]:
