@@ -29,5 +29,10 @@ def test_a_field_cdc_scaffold_names_with_an_underscore_is_set_in_its_mirror_colu
     assert [column["name"] for column in plan[0]["columns"]] == ["order_", "_2fa"]
 
 
+def test_a_field_the_model_reads_under_another_name_is_set_in_that_column():
+    plan = column_defaults([("0001", schema_event({"isActive": 7}))], ["id", "is_active"], {"is_active": "isActive"})
+    assert plan[0]["columns"] == [{"name": "is_active", "field": "isActive", "image": '{"isActive":7}'}]
+
+
 def test_events_without_values_for_old_rows_set_nothing():
     assert column_defaults([("0001", json.dumps({"tableChanges": []})), ("0002", "")], ["id"]) == []
