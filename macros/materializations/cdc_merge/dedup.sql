@@ -108,7 +108,7 @@
         when {{ cdc_merge.has_unavailable_sql(column) }}
             then map_keys(map_filter(
                 from_json({{ column }}, 'map<string, string>'),
-                (_, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
+                (field_name, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
             ))
         else cast(array() as array<string>)
     end
