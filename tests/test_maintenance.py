@@ -11,7 +11,7 @@ from conftest import FIXTURES
 from python_jobs.apply import one_commit
 from python_jobs.demo.generate import KEYS, build_waves, replay, write_wave
 from test_driver_maintenance import die_at_expiry, record_compactions
-from test_materialization import docs_mirror_with_a_pending_batch, postgres_line, record_statements, run_error
+from test_materialization import docs_mirror_with_a_pending_batch, record_statements, run_error
 
 ORDERS = "shop.orders"
 PRODUCTS = {"inventory.products": ["id"]}
@@ -208,37 +208,6 @@ def test_retention_and_expiry_keep_what_a_mirror_behind_still_needs(conformance_
     (first,) = project.query(f"select min(id) as id from {project.schema}.orders_behind")
     project.query(f"delete from {project.schema}.orders_behind where id = {first['id']}")
     assert not project.dbt("test", "--select", "orders_behind,test_name:cdc_mirror_matches_log", expect_success=False).success
-
-
-def test_retention_keeps_the_event_an_unchanged_toast_value_was_last_sent_in(conformance_project):
-    """A Postgres update that left a TOAST value unchanged does not send it; a mirror built anew takes
-    it from the key's event before that sent it. Retention kept only each key's newest event, and a
-    --full-refresh then held null where the source holds the value."""
-    project = conformance_project
-    unsent = "__debezium_unavailable_value"
-    project.write_model(
-        "docs", "unique_key='id', source_table='public.docs'",
-        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
-    (project.inbox / "docs.json").write_text("\n".join([
-        postgres_line("c", 100, {"id": 1, "title": "a", "body": "A"}),
-        postgres_line("c", 110, {"id": 2, "title": "p", "body": "X"}),
-        postgres_line("u", 200, {"id": 1, "title": "b", "body": unsent}),
-        postgres_line("u", 210, {"id": 2, "title": "q", "body": "Y"}),
-        postgres_line("u", 300, {"id": 1, "title": "c", "body": unsent}),
-    ]) + "\n")
-    project.land({"public.docs": ["id"]})
-    project.dbt("run", "--select", "docs")
-
-    def mirrored() -> list[tuple]:
-        return [tuple(row.values()) for row in project.query(f"select id, title, body from {project.schema}.docs order by id")]
-
-    assert mirrored() == [(1, "c", "A"), (2, "q", "Y")]
-    maintain(project, ["docs"], raw_retention_hours=0)
-    # Key 2's older event went (its newest sent every value); key 1 keeps the one that sent its body.
-    kept = project.query(f"select key, seq from {project.raw_schema}.raw_events where table_name = 'public.docs' order by seq")
-    assert [row["key"] for row in kept] == ['["1"]', '["1"]', '["2"]', '["1"]']
-    project.dbt("run", "--select", "docs", "--full-refresh")
-    assert mirrored() == [(1, "c", "A"), (2, "q", "Y")]
 
 
 def test_a_maintenance_that_dies_between_steps_loses_nothing(dbt_project, monkeypatch):
