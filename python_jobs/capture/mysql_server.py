@@ -22,6 +22,7 @@ from python_jobs.capture.mysql_statements import (
     row_statement_tables,
     savepoint,
     statement,
+    versioned_tables,
 )
 from python_jobs.capture.mysql_table_changes import (
     added_columns_event,
@@ -206,6 +207,12 @@ class MysqlCapture:
                             f"a change of {_names(written)} at {where} is logged as a statement (a session with "
                             "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
                             "session, then run the capture once with --resnapshot")
+                    elif versioned := _captured(versioned_tables(event.query, event.schema), captured):
+                        raise CaptureError(
+                            f"{event.query[:200]!r} at {where} makes {_names(versioned)} system-versioned, whose binlog "
+                            "rows then include its history rows as inserts, which the mirror would take for its rows: "
+                            "alter it to drop system versioning (or leave it out of --tables), then run the capture "
+                            "once with --resnapshot")
                     elif truncated := _captured(emptied_tables(event.query, event.schema), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:

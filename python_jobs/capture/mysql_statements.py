@@ -46,6 +46,10 @@ _NOT_TABLES = {"from", "select", "lateral"}
 # CREATE TABLE ... SELECT as a statement: with binlog_format ROW the server logs a plain CREATE TABLE
 # and the rows. (IF NOT EXISTS left out: logged as it is when the table exists, and then it writes none.)
 _CREATE_SELECT = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?!if\s+not\s+exists\s)({_QUALIFIED})", re.IGNORECASE)
+# A statement after which the table's binlog rows include its history rows, as inserts.
+_VERSIONED = re.compile(
+    rf"^(?:alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s"
+    rf"|create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?({_QUALIFIED}))", re.IGNORECASE)
 _QUOTED = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.DOTALL)
 
 
@@ -156,3 +160,14 @@ def load_statement(event: Any) -> tuple[str, str]:
     schema = event.packet.read(event.schema_length).decode("utf-8", "replace")
     event.packet.read(1)
     return event.packet.read(event.event_size - event.packet.read_bytes).decode("utf-8", "replace"), schema
+
+
+def versioned_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
+    """The table an ALTER TABLE ... ADD SYSTEM VERSIONING or a CREATE TABLE ... WITH SYSTEM VERSIONING
+    makes system-versioned, else none: the binlog then logs its history rows as inserts of the table
+    (an UPDATE as an update and an insert of the row as it was, a DELETE as an update of row_end)."""
+    text = statement(query)
+    match = _VERSIONED.match(text)
+    if match is None or not re.search(r"\b(?:add|with)\s+system\s+versioning\b", _QUOTED.sub(" ", text), re.IGNORECASE):
+        return []
+    return [_table(next(group for group in match.groups() if group), default_schema)]

@@ -1,0 +1,56 @@
+"""What a MariaDB user may do to captured tables on the first day that the binlog's rows do not say
+plainly: the capture stops before it writes rows it would mirror wrongly, says what to do, and
+after it is done the mirror equals the source table."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness.mariadb_server import create_mariadb_capture_user
+from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture.output import CaptureError
+from test_capture_faults import mariadb  # noqa: F401 - fixture
+from test_capture_mysql_statements import assert_mirrors_equal_sources, config_for, execute
+
+
+def test_a_table_made_system_versioned_while_captured_stops_the_capture_at_that_statement(mariadb, dbt_project, tmp_path):
+    """A system-versioned table's binlog has its history rows as inserts (an UPDATE is an update and an
+    insert of the row as it was; a DELETE an update of its row_end): mirrored, deleted rows come back
+    and changed rows get their old values. The table's being versioned now is refused at the start;
+    once versioning is dropped, as that error says, the binlog still holds the versioned rows."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.w (id int primary key, n int)",
+            "insert into shop.w values (1, 1), (2, 2)")
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    config = config_for(mariadb, user, password, ["shop.w"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "insert into shop.w values (3, 3)", "alter table shop.w add system versioning", "insert ignore into shop.w values (1, 1), (2, 2)",
+            "update shop.w set n = 20 where id = 2", "delete from shop.w where id = 1",
+            "alter table shop.w drop system versioning")
+    files, state = sorted(config.out.iterdir()), config.state.read_text()
+    with pytest.raises(CaptureError, match=r"(?s)shop\.w.*system-versioned.*binlog.*--resnapshot"):
+        capture_mysql.run(config)
+    assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
+    with pytest.raises(CaptureError, match="system-versioned"):
+        capture_mysql.run(config)
+    capture_mysql.run(dataclasses.replace(config, resnapshot=True))
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.w"])
+    connection.close()
+
+
+@pytest.mark.parametrize("query, tables", [
+    ("alter table w add system versioning", [("shop", "w")]),
+    ("ALTER TABLE `x`.`w w` ADD PERIOD FOR SYSTEM_TIME(s, e), ADD SYSTEM VERSIONING", [("x", "w w")]),
+    ("create or replace table w (id int primary key) with system versioning", [("shop", "w")]),
+    ("/* tool */ create table if not exists x.w (id int, n int with system versioning)", [("x", "w")]),
+    ("alter table w comment 'add system versioning later'", []),
+    ("alter table w drop system versioning", []),
+    ("create table w (id int primary key)", []),
+])
+def test_statements_that_make_a_table_system_versioned(query, tables):
+    from python_jobs.capture.mysql_statements import versioned_tables
+
+    assert versioned_tables(query, b"shop") == tables
