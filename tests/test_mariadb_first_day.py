@@ -13,6 +13,7 @@ from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture.output import CaptureError
 from test_capture_faults import mariadb  # noqa: F401 - fixture
 from test_capture_mysql_statements import assert_mirrors_equal_sources, config_for, execute
+from test_online_snapshots_mariadb import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 
 
 def test_a_table_made_system_versioned_while_captured_stops_the_capture_at_that_statement(mariadb, dbt_project, tmp_path):
@@ -54,3 +55,46 @@ def test_statements_that_make_a_table_system_versioned(query, tables):
     from python_jobs.capture.mysql_statements import versioned_tables
 
     assert versioned_tables(query, b"shop") == tables
+
+
+CASCADES = (
+    "create table shop.parent (id int primary key, code int not null unique, note varchar(10))",
+    "create table shop.child (id int primary key, parent_id int, constraint child_parent foreign key (parent_id) "
+    "references shop.parent (id) on delete cascade on update cascade)",
+    "create table shop.staff (id int primary key, boss int, constraint staff_boss foreign key (boss) "
+    "references shop.staff (id) on delete set null)",
+    "create table shop.late (id int primary key, parent_code int)",
+    # A cascade through a table that is not captured: top -> mid -> leaf.
+    "create table shop.top (id int primary key)",
+    "create table shop.mid (id int primary key, top_id int, foreign key (top_id) references shop.top (id) on delete cascade)",
+    "create table shop.leaf (id int primary key, mid_id int, foreign key (mid_id) references shop.mid (id) on delete cascade)",
+    "insert into shop.parent values (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')",
+    "insert into shop.child values (1, 1), (2, 1), (3, 2), (4, 3)",
+    "insert into shop.staff values (1, null), (2, 1), (3, 2)",
+    "insert into shop.late values (1, 10), (2, 30)",
+    "insert into shop.top values (1), (2)", "insert into shop.mid values (1, 1), (2, 2)",
+    "insert into shop.leaf values (1, 1), (2, 2)",
+)
+CAPTURED = ["shop.child", "shop.staff", "shop.late", "shop.leaf"]
+
+
+def test_rows_a_foreign_key_cascades_into_are_read_again_and_the_mirrors_equal_the_source(mariadb, dbt_project, tmp_path):
+    """The server writes no rows event for the child rows a cascade deletes or changes, only the
+    parent's: after such a parent's change the capture reads the tables it reaches again online."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", *CASCADES, "create database cdc_merge",
+            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, CAPTURED, dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "update shop.parent set note = 'x'")  # no key changed: nothing cascades
+    assert capture_mysql.run(config).snapshot_rows == 0
+    execute(connection,
+            "alter table shop.late add constraint late_parent foreign key (parent_code) references shop.parent (code) "
+            "on delete set null",
+            "delete from shop.parent where id = 1", "update shop.parent set id = 5 where id = 2",
+            "delete from shop.parent where code = 30", "delete from shop.staff where id = 1", "delete from shop.top where id = 2")
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, CAPTURED)
+    connection.close()

@@ -1,6 +1,5 @@
-"""A captured MariaDB/MySQL table's columns, as information_schema has them (read_table_info), its
-foreign keys whose cascades the binlog does not carry (warn_of_cascades), and the columns changed:
-which columns an ALTER TABLE in the binlog added, and the value the rows that existed then hold in
+"""A captured MariaDB/MySQL table's columns, as information_schema has them (read_table_info), and the
+columns changed: which columns an ALTER TABLE in the binlog added, and the value the rows that existed then hold in
 them (python_jobs/capture/schema_events.py says why that needs an event of its own), and which it
 retyped. The binlog has the ALTER TABLE at its exact place, so the schema change event is written
 there."""
@@ -8,7 +7,6 @@ there."""
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import re
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
@@ -17,8 +15,6 @@ from python_jobs.capture.mysql_ddl_defaults import added_column_defaults
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event
-
-log = logging.getLogger("cdc_merge.capture")
 
 _ALTER = re.compile(r"^\s*alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?(?:`?([^`.\s]+)`?\.)?`?([^`.\s]+)`?",
                     re.IGNORECASE)
@@ -253,27 +249,3 @@ def read_table_info(connection: Any, qualified: str) -> TableInfo:
         raise CaptureError(f"table {qualified} is system-versioned: the binlog logs its history rows as inserts of "
                            "the table; leave it out of --tables, or alter it to drop system versioning")
     return TableInfo(schema, name, columns, primary_key)
-
-
-def warn_of_cascades(connection: Any, tables: Sequence[str]) -> list[str]:
-    """Warn of each captured table's foreign keys that change its rows when their parent's change
-    (ON DELETE/UPDATE CASCADE, SET NULL, SET DEFAULT): the server writes no rows event for a
-    cascade's rows, so the mirror keeps them as they were. Returns the warnings."""
-    warnings = []
-    with connection.cursor() as cursor:
-        for qualified in tables:
-            schema, name = qualified.split(".")
-            cursor.execute(
-                "select constraint_name, referenced_table_name, delete_rule, update_rule "
-                "from information_schema.referential_constraints where constraint_schema = %s and table_name = %s",
-                (schema, name))
-            for constraint, parent, on_delete, on_update in cursor.fetchall():
-                rules = [f"ON {event} {rule}" for event, rule in (("DELETE", on_delete), ("UPDATE", on_update))
-                         if rule.upper() in ("CASCADE", "SET NULL", "SET DEFAULT")]
-                if rules:
-                    warnings.append(f"foreign key {constraint} of {qualified} ({', '.join(rules)} from {parent}): the "
-                                    "binlog has no rows for what it changes, so the mirror keeps those rows as they were "
-                                    "until cdc-verify --repair reads them again (docs/your_project.md)")
-    for warning in warnings:
-        log.warning(warning)
-    return warnings

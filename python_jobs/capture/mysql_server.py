@@ -13,7 +13,9 @@ from python_jobs.capture.mysql_connection import connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
-from python_jobs.capture.mysql_columns import read_table_info, warn_of_cascades
+from python_jobs.capture.mysql_cascades import cascaded_tables, read_cascades
+from python_jobs.capture.mysql_columns import read_table_info
+from python_jobs.capture.mysql_pages import check_read_again
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -59,7 +61,8 @@ class MysqlCapture:
             ) from None
         self._check_binlog_settings()
         self.tables = {table: self._table_info(table) for table in config.tables}
-        warn_of_cascades(self.connection, config.tables)
+        # Parent tables whose changes cascade into captured ones with no rows event (mysql_cascades.py).
+        self.cascades = read_cascades(self.connection, config.tables)
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
@@ -192,6 +195,8 @@ class MysqlCapture:
                         event.query, event.schema = load_statement(event)
                     query = statement(event.query).upper()
                     where = f"{stream.log_file}:{start}"
+                    if "FOREIGN" in query or "REFERENCES" in query:
+                        self.cascades = read_cascades(self.connection, self.config.tables, warn=False)
                     if query == "BEGIN":
                         current = current or Transaction(begin_file=stream.log_file, begin_position=start)
                     elif query == "COMMIT" and current is not None:  # non-transactional engines
@@ -266,6 +271,8 @@ class MysqlCapture:
                     if (event.schema, event.table) == signal and isinstance(event, WriteRowsEvent) and current:
                         current.watermarks.extend((row["values"], stream.log_file, start) for row in event.rows)
                         continue
+                    if current is not None and (cascades := self.cascades.get((event.schema, event.table))):
+                        cascade_reads_again(self, current, event, cascades, f"{stream.log_file}:{start}")
                     table = captured.get((event.schema, event.table))
                     if table is None:
                         continue
@@ -296,6 +303,23 @@ class MysqlCapture:
         for connection in (self.connection, self._page_connection):
             if connection is not None and connection.open:  # a server that went away closed it already
                 connection.close()
+
+
+def cascade_reads_again(capture: MysqlCapture, current: Transaction, event: Any, cascades: list, where: str) -> None:
+    """The captured tables a parent's rows event may have changed by a cascade, to be read again online."""
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
+
+    if not isinstance(event, (DeleteRowsEvent, UpdateRowsEvent)):
+        return
+    deleted = isinstance(event, DeleteRowsEvent)
+    reached = cascaded_tables(cascades, deleted, lambda: {
+        name for row in event.rows for name, value in row["before_values"].items() if row["after_values"].get(name) != value})
+    if reached:
+        parent = f"{event.schema}.{event.table}"
+        check_read_again(capture, f"a {'delete' if deleted else 'update'} of {parent} at {where} (a foreign key's cascade)",
+                         ", ".join(reached))
+        for table in reached:
+            current.read_again.setdefault(table, f"a cascade from {parent}")
 
 
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:
