@@ -29,6 +29,11 @@ class RunPlan:
     # created at the snapshot it reached and an offset row says 'stream'. Not with --empty, which
     # applies nothing: a stream from there would skip the events before it.
     start_stream: bool
+    # The mirror is created while its offsets say it stands further on (it was dropped, or is
+    # rebuilt): an offset row at the start of the log goes first, or a run that creates it and
+    # applies nothing (--empty, or one that dies before its first offset row) would leave a mirror
+    # whose offset skips every event it never applied.
+    restart_offset: bool
 
     def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -48,7 +53,8 @@ def plan_run(relation_kind: Optional[str], full_refresh: bool, empty: bool, chan
     else:
         read_from = "offset" if offset is not None else "start"
     return RunPlan(rebuild=rebuild, create=create, read_from=read_from, apply_events=not empty,
-                   start_stream=streaming and read_from != "stream" and not empty)
+                   start_stream=streaming and read_from != "stream" and not empty,
+                   restart_offset=create and offset_snapshot is not None)
 
 
 def offset_row(keeps_offset_rows: bool, last_chunk: bool, from_stream: bool) -> str:

@@ -74,11 +74,14 @@ def test_a_one_commit_plan_writes_nothing_else_and_the_tombstones_only_when_they
     "relation_kind, full_refresh, empty, change_source, offset, expected",
     [
         (None, False, False, "changes", None, {"rebuild": False, "create": True, "read_from": "start", "start_stream": False}),
-        # A missing mirror is built from the start of the log, whatever its offsets say.
-        (None, False, False, "changes", "41", {"create": True, "read_from": "start"}),
-        ("table", False, False, "changes", "41", {"rebuild": False, "create": False, "read_from": "offset"}),
+        # A missing mirror is built from the start of the log, whatever its offsets say, and they go back there first.
+        (None, False, False, "changes", "41", {"create": True, "read_from": "start", "restart_offset": True}),
+        (None, False, True, "changes", "41", {"create": True, "apply_events": False, "restart_offset": True}),
+        (None, False, False, "changes", None, {"create": True, "restart_offset": False}),
+        ("table", False, False, "changes", "41", {"rebuild": False, "create": False, "read_from": "offset", "restart_offset": False}),
         ("table", False, False, "changes", None, {"create": False, "read_from": "start"}),
-        ("table", True, False, "changes", "41", {"rebuild": True, "create": True, "read_from": "start"}),
+        ("table", True, False, "changes", "41", {"rebuild": True, "create": True, "read_from": "start", "restart_offset": True}),
+        ("table", True, True, "changes", None, {"rebuild": True, "restart_offset": False}),
         # A view where the mirror should be (a model materialized otherwise before) is rebuilt.
         ("view", False, False, "changes", "41", {"rebuild": True, "create": True}),
         ("table", False, True, "changes", "41", {"apply_events": False, "read_from": "offset"}),

@@ -59,7 +59,15 @@
 
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
     {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
-    {% set offset_snapshot = (latest.rows[0]['offset_snapshot'] or none) if (latest.rows | length and existing_relation is not none) else none %}
+    {#- Where it reads from, and whether its offset goes back to the start first (run_plan.py): a history made again that
+        applies nothing (--empty) or dies before its first offset row must not resume from the old offset. -#}
+    {% set run = adapter.cdc_run_plan(none if existing_relation is none else 'table', false, flags.EMPTY, 'changes',
+        (latest.rows[0]['offset_snapshot'] or none) if latest.rows | length else none) %}
+    {% if run.restart_offset %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, none, cdc_merge.no_counts())) %}
+    {% endif %}
+    {% set offset_snapshot = (latest.rows[0]['offset_snapshot'] or none) if run.read_from == 'offset' else none %}
     {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, cdc_merge.raw_snapshot_log(cfg.raw_relation)) %}
     {% set chunks = [] if flags.EMPTY else cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot, cfg.raw_relation, cfg.source_table) %}
 

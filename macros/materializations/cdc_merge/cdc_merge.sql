@@ -46,13 +46,14 @@
     {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
     {% set run = adapter.cdc_run_plan(none if existing_relation is none else ('view' if existing_relation.is_view else 'table'),
         should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot) %}
+    {#- The offset goes back to the start of the log first: a mirror created again (rebuilt, or dropped by hand) that
+        dies before its first offset row, or applies nothing (--empty), resumes from there. -#}
+    {% if run.restart_offset %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, latest.offset_ordinal + 1, none, cdc_merge.no_counts())) %}
+        {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
+    {% endif %}
     {% if run.rebuild %}
         {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
-        {#- The offset goes back to the start of the log first: a rebuild that dies once the new mirror exists resumes from there. -#}
-        {% if latest.offset_ordinal > 0 %}
-            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, latest.offset_ordinal + 1, none, cdc_merge.no_counts())) %}
-            {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
-        {% endif %}
         {% do adapter.drop_relation(existing_relation) %}
         {% if tombstones is not none %}
             {% do run_query('drop table if exists ' ~ tombstones) %}
