@@ -98,3 +98,26 @@ def test_rows_a_foreign_key_cascades_into_are_read_again_and_the_mirrors_equal_t
     capture_mysql.run(config)
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, CAPTURED)
     connection.close()
+
+
+def test_columns_computed_per_row_by_an_alter_table_are_read_again(mariadb, dbt_project, tmp_path):
+    """An ALTER TABLE that gives a generated column another expression, or adds a column whose older
+    rows each get their own value (generated, AUTO_INCREMENT, a default expression), changes every
+    row with no rows event: the schema change event cannot carry one value for them all."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop",
+            "create table shop.g (id int primary key, a int, p int as (a * 2) persistent, v int as (a + 1) virtual)",
+            "insert into shop.g (id, a) values (1, 10), (2, 20)", "create database cdc_merge",
+            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.g"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "alter table shop.g modify p int as (a * 3) persistent, modify v int as (a + 5) virtual",
+            "alter table shop.g add column n int not null auto_increment unique",
+            "alter table shop.g add column u varchar(36) default (uuid()), add column b int default (a + 1)",
+            "insert into shop.g (id, a) values (3, 30)")
+    summary = capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.g"])
+    assert summary.snapshot_rows == 3  # the table read again, once
+    connection.close()

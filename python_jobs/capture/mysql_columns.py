@@ -100,7 +100,7 @@ def _existing_value(cursor: Any, column: Column, default: str | None, nullable: 
     def known(value: Any) -> AddedColumn:
         return AddedColumn(column.name, column.column_type, json_value(column, value))
 
-    if "generated" in extra:  # a generated column, or MySQL's expression default: computed per row
+    if "generated" in extra or "auto_increment" in extra:  # computed or numbered per row
         return AddedColumn(column.name, column.column_type, known=False)
     if default is None or (mariadb and default == "NULL"):
         return known(None) if nullable else known(_implicit_default(column))

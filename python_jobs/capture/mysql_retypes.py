@@ -30,6 +30,7 @@ _MEMBER = re.compile(r"'((?:[^']|'')*)'")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`")
 _COLUMN_CHARSET = re.compile(r"^(?:modify|change)\b.*\b(?:character\s+set|charset|collate)\b", re.DOTALL)
 _CONVERT = re.compile(r"\bconvert\s+to\s+(?:character\s+set|charset)\b")
+_GENERATED = re.compile(r"^(?:modify|change)\b.*\b(?:as\s*\(|generated\s+always\b)", re.DOTALL)
 _ID = r"(?:`(?:[^`]|``)*`|[^`\s,()]+)"  # a column's name, backquoted or not
 # A MODIFY's or CHANGE's column (a CHANGE's name before it) and its type: name, (length), attributes.
 _STATED_TYPE = r"([a-z][a-z0-9_]*(?:\s+precision|\s+varying)?)(?:\s*(\((?:[^()']|'(?:[^']|'')*')*\)))?((?:\s+(?:unsigned|signed|zerofill)\b)*)"
@@ -126,6 +127,14 @@ def charset_converted(ddl: str) -> bool:
     if _CONVERT.search(bare):
         return True
     return any(_COLUMN_CHARSET.match(clause.strip()) for clause in _clauses(bare))
+
+
+def regenerated(ddl: str) -> bool:
+    """Whether an ALTER TABLE gave a column a generation expression (MODIFY or CHANGE ... AS (...)):
+    the server computes every row's value again with no rows event, a VIRTUAL column's too (the
+    binlog's full row image carries its value)."""
+    bare = _QUOTED.sub("''", ddl).lower()
+    return any(_GENERATED.match(clause.strip()) for clause in _clauses(bare))
 
 
 def _clauses(ddl: str) -> list[str]:

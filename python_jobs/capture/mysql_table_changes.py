@@ -15,10 +15,9 @@ from python_jobs.capture.mysql_columns import (
 )
 from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
-from python_jobs.capture.mysql_retypes import charset_converted, converted_columns
+from python_jobs.capture.mysql_retypes import charset_converted, converted_columns, regenerated
 from python_jobs.capture.mysql_statements import replaced_tables, repartitioned_tables, statement
 from python_jobs.capture.output import CaptureError
-from python_jobs.capture.schema_events import warn_unknown_values
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -55,16 +54,20 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     # Told by the statement too: the catalog may have a later ALTER's types (a capture far behind).
     changed = converted_columns(before, {column.name: column.column_type for column in refreshed.columns}, retyped, ddl)
     converted = charset_converted(ddl)
-    if not (added or retyped or changed or converted):
+    computed = regenerated(ddl)
+    if not (added or retyped or changed or converted or computed):
         return None
-    read_again = []
-    if changed or converted:
-        how = f"retyping {', '.join(changed)}" if changed else "converting character sets"
-        check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
-        read_again = [qualified]
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
     values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
-    warn_unknown_values(qualified, values, "run the capture once with --resnapshot to read them")
+    # Added columns whose older rows' values no event carries (a generated column, an expression or
+    # AUTO_INCREMENT default): the rows are read again, as after a lossy retype.
+    unknown = [value.name for value in values if not value.known]
+    read_again = []
+    if changed or converted or computed or unknown:
+        how = (f"retyping {', '.join(changed)}" if changed else "converting character sets" if converted else
+               "computing a generated column again" if computed else f"adding {', '.join(unknown)} with a value per row")
+        check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
+        read_again = [qualified]
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
     logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in capture.known_columns[qualified]))
     return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000),
