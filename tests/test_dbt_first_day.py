@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+from harness.dbt_project import error_text
 from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS
 
 HISTORY_CONFIG = "materialized='cdc_history', " + CONFIG
@@ -36,3 +37,48 @@ def test_a_mirror_or_history_made_again_by_an_empty_run_is_filled_from_the_whole
 
     project.dbt("run", "--select", "products", "products_history")
     assert (count(project, "products"), count(project, "products_history")) == (10, versions)
+
+
+UNIT_TESTS_YML = """
+version: 2
+unit_tests:
+  - name: products_newest_event_per_key
+    model: products
+    given:
+      - input: ref('raw_events')
+        rows:
+          - {table_name: inventory.products, key: '[1]', action: insert, seq: 1, raw_data: '{"id": 1, "name": "a"}'}
+          - {table_name: inventory.products, key: '[1]', action: update, seq: 3, raw_data: '{"id": 1, "name": "c"}'}
+          - {table_name: inventory.products, key: '[1]', action: update, seq: 2, raw_data: '{"id": 1, "name": "b"}'}
+          - {table_name: inventory.products, key: '[2]', action: delete, seq: 4, before_data: '{"id": 2, "name": "x"}'}
+          - {table_name: inventory.orders, key: '[3]', action: insert, seq: 5, raw_data: '{"id": 3, "name": "o"}'}
+    expect:
+      rows:
+        - {id: 1, name: c, _cdc_action: update}
+        - {id: 2, name: x, _cdc_action: delete}
+  - name: products_history_every_version
+    model: products_history
+    given:
+      - input: ref('raw_events')
+        rows:
+          - {table_name: inventory.products, key: '[1]', action: insert, seq: 1, raw_data: '{"id": 1, "name": "a"}'}
+          - {table_name: inventory.products, key: '[1]', action: update, seq: 2, raw_data: '{"id": 1, "name": "b"}'}
+    expect:
+      rows:
+        - {id: 1, name: a}
+        - {id: 1, name: b}
+"""
+
+
+def test_unit_tests_of_a_mirror_and_a_history_read_the_raw_rows_they_give(dbt_project):
+    """A unit test's model is the unit test, not the mirror: cdc_events() must still find the mirror's
+    config, or the test fails and `dbt build` skips the mirror it tests. Spark only: the local Databend
+    stand-in cannot plan a fixture's CTE read from inside the batch query's own WITH."""
+    project = dbt_project
+    project.write_model("products", CONFIG, COLUMNS)
+    project.write_model("products_history", HISTORY_CONFIG, COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_unit_tests.yml").write_text(UNIT_TESTS_YML)
+    result = project.dbt("build", "--select", "products", "products_history", expect_success=False)
+    assert {r.node.name: str(r.status) for r in result.result.results} == {
+        "products_newest_event_per_key": "pass", "products_history_every_version": "pass",
+        "products": "success", "products_history": "success"}, error_text(result)

@@ -9,12 +9,16 @@
                    whose compiled SQL is then a query a reviewer can read and run)
         all        the same over the whole raw log
         batch_view the batch view's name, as in a run: sqlfluff (.sqlfluff) lints the model's own SQL so
+    In a dbt unit test of a mirror or a history, the rows given for its raw table are the whole log.
 #}
 
 {% macro cdc_events_relation(raw_relation) %}
     {% set fail_prefix = "cdc_events() in model '" ~ model.name ~ "': " %}
     {% if not execute %}
         {{ return(cdc_merge.batch_view_name(model.name)) }}
+    {% endif %}
+    {% if model.resource_type == 'unit_test' %}
+        {{ return(cdc_merge.unit_test_events_relation(raw_relation)) }}
     {% endif %}
     {% if model.resource_type == 'model' and model.config.materialized == 'cdc_history' %}
         {{ return(cdc_merge.history_events_relation(raw_relation)) }}
@@ -153,4 +157,21 @@
         '' as _cdc_unavailable
     from {{ mirror }}
     {{ 'where not _cdc_deleted' if soft_deletes }}
+{% endmacro %}
+
+
+{% macro unit_test_events_relation(raw_relation) %}
+    {#- A unit test's model and config are the unit test's own; the tested mirror's config is asked of the manifest. -#}
+    {% set tested_config = adapter.cdc_tested_model_config(model.tested_node_unique_id) %}
+    {% set materialized = tested_config.get('materialized') %}
+    {% if materialized not in ['cdc_merge', 'cdc_history'] or not tested_config.get('source_table') %}
+        {% do exceptions.raise_compiler_error("cdc_events() in unit test '" ~ model.name ~ "': it reads the raw events of a model"
+            ~ " materialized as 'cdc_merge' or 'cdc_history' with a source_table config, and " ~ model.tested_node_unique_id
+            ~ " is " ~ (materialized or 'neither') ~ ".") %}
+    {% endif %}
+    {% set raw_events = cdc_merge.raw_events_since_sql(raw_relation, none, []) %}
+    {% if materialized == 'cdc_history' %}
+        {{ return('(' ~ cdc_merge.history_batch_events_sql(raw_events, tested_config.source_table, 0, 1) ~ ') as cdc_events') }}
+    {% endif %}
+    {{ return('(' ~ cdc_merge.batch_events_sql(raw_events, tested_config.source_table, 0, 1) ~ ') as cdc_events') }}
 {% endmacro %}

@@ -37,6 +37,16 @@ class InvocationMethods(metaclass=AdapterMeta):
         return os.path.abspath(os.path.join(self.config.project_root, os.path.expanduser(str(path))))
 
     @available
+    def cdc_tested_model_config(self, unique_id: str) -> Dict[str, Any]:
+        """The config of the model a dbt unit test tests: the unit test's own context has the unit test
+        node and a graph of its fixtures only; the manifest dbt gave the adapter for its macros holds
+        every node. {} where it has none of that id."""
+        nodes = getattr(getattr(self, "_macro_resolver", None), "nodes", None) or {}
+        node = nodes.get(str(unique_id))
+        config = getattr(node, "config", None)
+        return dict(config.to_dict()) if config is not None else {}
+
+    @available
     def cdc_execute_one_at_a_time(self, key: str, statements: List[str]) -> None:
         """Statements that one thread of the process runs at a time per key: the shared tables' create
         if not exists, which concurrent mirrors would otherwise race (a failed commit, a warning)."""
