@@ -220,9 +220,26 @@ def canonical_key(image: Mapping[str, Any], image_field: str, columns: Sequence[
             raise RejectedRecord(f"key column '{column}' in '{image_field}' is not a scalar")
         if isinstance(value, bool):
             values.append("true" if value else "false")
+        elif isinstance(value, (float, Decimal)):
+            values.append(_number_key_text(value))
         else:
             values.append(str(value))
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+def _number_key_text(value: float | Decimal) -> str:
+    """A fractional number's key text, alike whether the line was read with floats (wal2json) or
+    decimals (a Debezium line, as the captures' snapshots and decoded changes are written): the text
+    of its decimal (1e+300 and 1e300 both 1E+300). Zero without its sign: a double precision key of
+    -0 is the row 0 is (they compare equal), and the server sends it either way."""
+    if value.__class__ is float and value == value and value not in (_INFINITY, -_INFINITY):
+        value = Decimal(repr(value))
+    if value.__class__ is Decimal and value.is_zero():
+        value = value.copy_abs()
+    return str(value)
+
+
+_INFINITY = float("inf")
 
 
 def key_columns_for(

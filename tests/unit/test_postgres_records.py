@@ -12,7 +12,8 @@ import orjson
 import pytest
 from test_fuzz import mutate
 
-from python_jobs.capture.postgres_events import TableShape, Transaction, change_events
+from python_jobs.capture.output import debezium_event
+from python_jobs.capture.postgres_events import TableShape, Transaction, change_events, source_block
 from python_jobs.capture.postgres_records import (
     RecordAssembler,
     decoded,
@@ -23,6 +24,7 @@ from python_jobs.capture.postgres_records import (
 )
 from python_jobs.formats.detect import parse_line
 from python_jobs.formats.records import INTERNAL_ERROR, STATUS_EVENT, STATUS_REJECTED
+from python_jobs.formats.wal2json import snapshot_converter
 
 TS = '"timestamp":"2026-11-29 16:01:28.012559+00"'
 PK = '"pk":[{"name":"id","type":"bigint"}]'
@@ -167,3 +169,25 @@ def test_peeked_rows_become_transactions_of_records_with_the_row_s_xid():
     assert (tx.xid, tx.commit_lsn, tx.records) == (731, 0x24BC4F0, [insert.encode()])
     lines, _ = record_lines(tx, table_columns(COLUMNS))
     assert [event.tx_id for line in lines for event in parse_line(line.decode(), KEYS)] == [f"731:{0x24BC4F0}"] * 2
+
+
+@pytest.mark.parametrize("text", ["1e+300", "1.2345678901234568e+17", "1e-05", "3.4e+38", "0.1", "1", "-0", "16777216"])
+def test_a_float_key_lands_as_one_key_from_a_record_line_a_debezium_event_and_a_snapshot_row(text):
+    """A double precision (or real) key: the snapshot's row and the stream's record and decoded event
+    of one row must land under one key, or the mirror keeps the snapshot's row beside the stream's
+    (the landing reads a Debezium line's numbers as decimals, wal2json's as floats)."""
+    keys, names = {"shop.readings": ["k"]}, {"shop.readings": ["k", "n"]}
+    record = ('{"action":"I","xid":726,' + TS + ',"lsn":"0/231FCC0","schema":"shop","table":"readings","columns":['
+              f'{{"name":"k","type":"double precision","value":{text}}},{{"name":"n","type":"integer","value":1}}],'
+              '"pk":[{"name":"k","type":"double precision"}]}').encode()
+    tx = transaction(record)
+    snapshot_row = {"k": snapshot_converter("double precision")(text), "n": 0}
+    snapshot = debezium_event(op="r", before=None, after=snapshot_row, source=source_block("shop", "shop.readings", 1, 1, snapshot=True),
+                              transaction_id=None, total_order=1, processed_ms=0)
+    lines = [*record_lines(tx, table_columns(names))[0][:1],
+             orjson.dumps(change_events(decoded(tx), "shop", {"shop.readings": TableShape(frozenset(names["shop.readings"]))}, 0)[0]),
+             orjson.dumps(snapshot)]
+
+    landed_keys = {event.key for line in lines for event in parse_line(line.decode(), keys)}
+
+    assert len(landed_keys) == 1, landed_keys
