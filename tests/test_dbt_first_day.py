@@ -82,3 +82,39 @@ def test_unit_tests_of_a_mirror_and_a_history_read_the_raw_rows_they_give(dbt_pr
     assert {r.node.name: str(r.status) for r in result.result.results} == {
         "products_newest_event_per_key": "pass", "products_history_every_version": "pass",
         "products": "success", "products_history": "success"}, error_text(result)
+
+
+CONTRACTS_YML = """
+version: 2
+models:
+  - name: products_contract_kept
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: integer}
+      - {name: name, data_type: varchar(20)}
+      - {name: _cdc_key, description: the materialization's own column}
+  - name: products_contract_broken
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: bigint}
+      - {name: name, data_type: string}
+"""
+
+
+def test_an_enforced_contract_of_a_mirror_is_checked_before_it_is_written(conformance_project):
+    """dbt's table materialization fails a model whose columns differ from its enforced contract; a
+    mirror ignored the contract and was written with the types its model casts to."""
+    project = conformance_project
+    for name in ("products_contract_kept", "products_contract_broken"):
+        project.write_model(name, CONFIG, COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_contracts.yml").write_text(CONTRACTS_YML)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    result = project.dbt("run", "--select", "products_contract_kept", "products_contract_broken", expect_success=False)
+    assert {r.node.name: str(r.status) for r in result.result.results} == {
+        "products_contract_kept": "success", "products_contract_broken": "error"}
+    assert "id is int in the model but declared bigint" in error_text(result), error_text(result)
+    assert count(project, "products_contract_kept") == 10
+    assert not project.query(f"select * from information_schema.tables where table_schema = '{project.schema}'"
+                             " and table_name = 'products_contract_broken'") if project.on_databend else not \
+        project.spark.catalog.tableExists(f"{project.schema}.products_contract_broken")

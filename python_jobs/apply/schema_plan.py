@@ -99,3 +99,23 @@ def plan_schema(mirror_types: Columns, model_types: Columns, mode: str, kept_bef
         written = list(model_types)
     return {"error": None, "changed": changed, "steps": steps, "written": written, "to_backfill": to_backfill, "notes": notes,
             "ignored": describe(found) if changed and mode == "ignore" else None}
+
+
+def contract_error(model_name: str, declared: Columns, produced: Columns) -> str | None:
+    """A model contract (`contract: {enforced: true}`) of a mirror, against the model's columns: both
+    [(name, type)] as normalized_type spells the types, the materialization's own columns (_cdc_*) left
+    out; a declared column without a data_type has ''. The error names every difference, or None."""
+    declared_types = {name.lower(): data_type for name, data_type in declared}
+    produced_types = {name.lower(): data_type for name, data_type in produced}
+    problems = [f"{name} has no data_type" for name, data_type in declared if not data_type]
+    problems += [f"{name} is declared but the model does not select it" for name, _ in declared
+                 if name.lower() not in produced_types]
+    problems += [f"{name} is selected but not declared" for name, _ in produced if name.lower() not in declared_types]
+    problems += [f"{name} is {data_type} in the model but declared {declared_types[name.lower()]}"
+                 for name, data_type in produced
+                 if declared_types.get(name.lower()) and declared_types[name.lower()] != data_type]
+    if not problems:
+        return None
+    return (f"cdc_merge model '{model_name}': its enforced contract differs from the model's columns: "
+            + "; ".join(problems) + ". Change the model's YAML columns or the types its cdc_columns() casts to; the _cdc_"
+            " columns are the materialization's and need no entry.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.apply.schema_plan import plan_schema, type_change
+from python_jobs.apply.schema_plan import contract_error, plan_schema, type_change
 
 MIRROR = [("id", "int"), ("name", "string"), ("price", "decimal(10,2)"), ("old", "string")]
 # name kept, price wider, old no longer selected, tier new.
@@ -61,3 +61,21 @@ def test_fail_and_a_type_no_engine_changes_in_place_say_what_to_do():
 def test_the_same_columns_change_nothing():
     planned = plan("fail", model=MIRROR)
     assert planned["error"] is None and not planned["changed"] and planned["steps"] == [] and planned["written"] == MIRROR
+
+
+@pytest.mark.parametrize(
+    "declared, produced, expected",
+    [
+        ([("id", "int"), ("Name", "string")], [("id", "int"), ("name", "string")], None),
+        ([("id", "bigint"), ("name", "string")], [("id", "int"), ("name", "string")], ["id is int in the model but declared bigint"]),
+        ([("id", "int")], [("id", "int"), ("name", "string")], ["name is selected but not declared"]),
+        ([("id", "int"), ("gone", "int")], [("id", "int")], ["gone is declared but the model does not select it"]),
+        ([("id", "")], [("id", "int")], ["id has no data_type"]),
+    ],
+)
+def test_an_enforced_contract_names_each_difference_from_the_model_s_columns(declared, produced, expected):
+    error = contract_error("products", declared, produced)
+    if expected is None:
+        assert error is None
+    else:
+        assert error.startswith("cdc_merge model 'products': its enforced contract differs") and all(e in error for e in expected)

@@ -44,6 +44,9 @@
     {% do cdc_merge.check_model_keeps_rows(run_state.model_sql, batch_view, stored_checksum == cdc_merge.model_checksum(compiled_code, cfg)) %}
     {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
+    {% if model.contract is defined and model.contract.enforced %}
+        {% do cdc_merge.check_model_contract(model_described, metadata_columns) %}
+    {% endif %}
 
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
     {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if read_first else [] %}
@@ -82,4 +85,31 @@
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
     {% do run_state.update({'columns': columns, 'column_types': column_types, 'by_position': by_position}) %}
+{% endmacro %}
+
+
+{% macro check_model_contract(model_described, metadata_columns) %}
+    {#- An enforced contract, before anything is written: the declared types as the engine spells them (cast in a
+        query of no rows, as dbt's own contract check does), against the model's columns; the _cdc_ columns are the materialization's. -#}
+    {% set declared_columns = [] %}
+    {% for column in model.columns.values() if not (column.name | lower).startswith('_cdc_') %}
+        {% do declared_columns.append(column) %}
+    {% endfor %}
+    {% set typed = [] %}
+    {% for column in declared_columns if column.data_type %}
+        {% do typed.append('cast(null as ' ~ column.data_type ~ ') as ' ~ adapter.quote(column.name)) %}
+    {% endfor %}
+    {% set engine_types = dict(cdc_merge.query_columns('select ' ~ typed | join(', '))) if typed else {} %}
+    {% set declared = [] %}
+    {% for column in declared_columns %}
+        {% do declared.append([column.name, engine_types.get(column.name, column.data_type) if column.data_type else '']) %}
+    {% endfor %}
+    {% set produced = [] %}
+    {% for name, data_type in model_described if name not in metadata_columns %}
+        {% do produced.append([name, data_type]) %}
+    {% endfor %}
+    {% set error = adapter.cdc_contract_error(model.name, declared, produced) %}
+    {% if error %}
+        {% do exceptions.raise_compiler_error(error) %}
+    {% endif %}
 {% endmacro %}

@@ -149,6 +149,12 @@ class ApplyMethods(metaclass=AdapterMeta):
                                  None if offset_snapshot is None else str(offset_snapshot)).as_dict()
 
     @available
+    def cdc_contract_error(self, model_name: str, declared: List[List[str]], produced: List[List[str]]) -> Optional[str]:
+        """prepare_mirror.sql: an enforced model contract against the model's columns (schema_plan.py)."""
+        return schema_plan.contract_error(str(model_name), [(str(n), str(t or '')) for n, t in declared],
+                                          [(str(n), str(t)) for n, t in produced])
+
+    @available
     def cdc_offset_row(self, last_chunk: bool, from_stream: bool) -> str:
         """cdc_merge.sql: whether a chunk's offset row is kept for the invocation or appended now (run_plan.py)."""
         return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream))
