@@ -121,3 +121,39 @@ def test_columns_computed_per_row_by_an_alter_table_are_read_again(mariadb, dbt_
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.g"])
     assert summary.snapshot_rows == 3  # the table read again, once
     connection.close()
+
+
+def test_a_table_renamed_away_and_created_again_mirrors_only_its_new_rows(mariadb, dbt_project, tmp_path):
+    """RENAME TABLE (or ALTER TABLE ... RENAME) that takes a captured table's name away leaves the
+    name with no rows, as a DROP TABLE does, with no rows event; a table created under it later
+    starts empty. In the same statement another captured name may get a table (a swap): read again."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop",
+            *(f"create table shop.{name} (id int primary key, n int)" for name in ("a", "b", "c", "c_new")),
+            *(f"insert into shop.{name} values (1, 1), (2, 2)" for name in ("a", "b", "c")),
+            "insert into shop.c_new values (7, 7)", "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    tables = ["shop.a", "shop.b", "shop.c"]
+    config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "rename table shop.a to shop.a_old, shop.c to shop.c_old, shop.c_new to shop.c",
+            "create table shop.a like shop.a_old", "insert into shop.a values (5, 5)",
+            "alter table shop.b rename to shop.b_old", "create table shop.b (id int primary key, n int)",
+            "insert into shop.b values (8, 8)")
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
+    connection.close()
+
+
+@pytest.mark.parametrize("query, tables", [
+    ("rename table a to a_old", [("shop", "a")]),
+    ("RENAME TABLE `x`.`a` TO x.a_old, b TO a", [("x", "a"), ("shop", "b")]),
+    ("rename table a to t, b to a, t to b", []),  # a swap: both names get a table again
+    ("alter table a add column c int, rename to a_old", [("shop", "a")]),
+    ("alter table a rename column n to m", []),
+])
+def test_tables_whose_name_a_rename_takes_away(query, tables):
+    from python_jobs.capture.mysql_statements import renamed_away_tables
+
+    assert renamed_away_tables(query, "shop") == tables

@@ -224,6 +224,9 @@ class MysqlCapture:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
                         current.changes.extend(RowChange(table, "t", None, None, stream.log_file, start, number)
                                                for number, table in enumerate(truncated))
+                        # One RENAME TABLE may take a captured name away and give another one a table.
+                        current.read_again = dict.fromkeys(tables_read_again(self, event, captured, where),
+                                                            "a table renamed into its place")
                         current.commit_ts_ms = event.timestamp * 1000
                         if not current.grouped:  # else a CREATE OR REPLACE ... SELECT: its rows, then its commit
                             yield current, stream.log_file, event.packet.log_pos

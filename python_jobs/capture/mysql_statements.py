@@ -21,7 +21,7 @@ _RENAME = re.compile(r"^rename\s+tables?\s+(.+?)\s*;?$", re.IGNORECASE | re.DOTA
 _RENAME_PAIR = re.compile(rf"^({_QUALIFIED})\s+to\s+({_QUALIFIED})$", re.IGNORECASE)
 # ALTER TABLE ... RENAME [TO | AS] name, alone or among other changes; not RENAME COLUMN / INDEX / KEY.
 _ALTER_RENAME = re.compile(
-    rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?{_QUALIFIED}\s.*?\brename\s+"
+    rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s.*?\brename\s+"
     rf"(?!(?:column|index|key|constraint)\b)(?:(?:to|as)\s+)?({_QUALIFIED})\s*(?:,|;|$)", re.IGNORECASE | re.DOTALL)
 _ALTER_PARTITIONS = re.compile(
     rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s.*\b"
@@ -73,8 +73,8 @@ def _table(text: str, default_schema: Any) -> tuple[str, str]:
 
 def emptied_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
     """Tables the statement empties, whose rows leave with no rows event: TRUNCATE, DROP TABLE
-    (not of a temporary table) and CREATE OR REPLACE TABLE. A table created again afterwards gets
-    its rows through rows events, as any new table."""
+    (not of a temporary table), CREATE OR REPLACE TABLE, and a RENAME that takes the table's name
+    away. A table created again afterwards gets its rows through rows events, as any new table."""
     text = statement(query)
     for pattern in (_TRUNCATE, _CREATE_OR_REPLACE):
         match = pattern.match(text)
@@ -83,21 +83,34 @@ def emptied_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
     match = _DROP.match(text)
     if match:
         return [_table(name, default_schema) for name in match.group(1).split(",")]
-    return []
+    return renamed_away_tables(text, default_schema)
 
 
 def replaced_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
     """Tables a RENAME TABLE or an ALTER TABLE ... RENAME gives another's name (an online schema
     change's swap): their rows, and maybe their columns, are another table's, with no rows event."""
     text = statement(query)
+    return [new for _, new in _renamed(text, default_schema)]
+
+
+def renamed_away_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
+    """Tables a RENAME TABLE or an ALTER TABLE ... RENAME takes the name from, none given it again
+    by the same statement: like a dropped table's, their rows are gone from that name, with no rows
+    event (a table created under it later starts empty)."""
+    pairs = _renamed(statement(query), default_schema)
+    return [old for old, _ in pairs if old not in {new for _, new in pairs}]
+
+
+def _renamed(text: str, default_schema: Any) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """(old name, new name) of each table a RENAME TABLE or an ALTER TABLE ... RENAME renames."""
     altered = _ALTER_RENAME.match(text)
     if altered:
-        return [_table(altered.group(1), default_schema)]
+        return [(_table(altered.group(1), default_schema), _table(altered.group(2), default_schema))]
     match = _RENAME.match(text)
     if not match:
         return []
     renamed = (_RENAME_PAIR.match(pair) for pair in re.split(r"\s*,\s*", match.group(1)))
-    return [_table(pair.group(2), default_schema) for pair in renamed if pair]
+    return [(_table(pair.group(1), default_schema), _table(pair.group(2), default_schema)) for pair in renamed if pair]
 
 
 def repartitioned_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
