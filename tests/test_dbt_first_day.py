@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 from harness.dbt_project import error_text
-from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS
+from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, mysql_line
 
 HISTORY_CONFIG = "materialized='cdc_history', " + CONFIG
 
@@ -118,3 +118,28 @@ def test_an_enforced_contract_of_a_mirror_is_checked_before_it_is_written(confor
     assert not project.query(f"select * from information_schema.tables where table_schema = '{project.schema}'"
                              " and table_name = 'products_contract_broken'") if project.on_databend else not \
         project.spark.catalog.tableExists(f"{project.schema}.products_contract_broken")
+
+
+def test_a_mirror_whose_deletes_mode_changed_is_refused_until_rebuilt(conformance_project):
+    """A soft mirror applied as hard kept its deleted rows as live ones (10 rows where the log has 9);
+    a hard one applied as soft failed on a column it lacks. dbt_project.yml sets deletes from a var."""
+    project = conformance_project
+    project.write_model("was_soft", CONFIG + ", deletes='soft'", COLUMNS)
+    project.write_model("was_hard", CONFIG + ", deletes='hard'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "was_soft", "was_hard")
+    # The fixture deletes 111; 102 deleted now.
+    (project.inbox / "part-2.json").write_text(mysql_line("d", 20, {"id": 102, "name": "car battery"}) + "\n")
+    project.land(PRODUCTS)
+    project.write_model("was_soft", CONFIG + ", deletes='hard'", COLUMNS)
+    project.write_model("was_hard", CONFIG + ", deletes='soft'", COLUMNS)
+    failed = project.dbt("run", "--select", "was_soft", "was_hard", expect_success=False)
+    message = error_text(failed)
+    assert "was built with deletes='soft' and the model now says deletes='hard'" in message, message
+    assert "was built with deletes='hard' and the model now says deletes='soft'" in message, message
+    assert (count(project, "was_soft"), count(project, "was_hard")) == (11, 10)
+
+    project.dbt("run", "--select", "was_soft", "was_hard", "--full-refresh")
+    assert count(project, "was_soft") == 9
+    assert project.query(f"select count(*) as n from {project.schema}.was_hard where not _cdc_deleted")[0]["n"] == 9

@@ -119,3 +119,15 @@ def contract_error(model_name: str, declared: Columns, produced: Columns) -> str
     return (f"cdc_merge model '{model_name}': its enforced contract differs from the model's columns: "
             + "; ".join(problems) + ". Change the model's YAML columns or the types its cdc_columns() casts to; the _cdc_"
             " columns are the materialization's and need no entry.")
+
+
+def deletes_mode_error(model_name: str, relation: str, deletes: str, mirror_columns: Sequence[str]) -> str | None:
+    """A stored mirror keeps the deletes mode it was built with: soft mode's _cdc_deleted column, with
+    the deleted rows in it, or hard mode's tombstones and no deleted rows. Applying in the other mode
+    would keep deleted rows as live ones (soft to hard) or fail on the column it lacks (hard to soft)."""
+    stored = "soft" if "_cdc_deleted" in [name.lower() for name in mirror_columns] else "hard"
+    if stored == deletes:
+        return None
+    return (f"cdc_merge model '{model_name}': {relation} was built with deletes='{stored}' and the model now says "
+            f"deletes='{deletes}'. Rebuild it from the raw log in the new mode with "
+            f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{stored}'.")

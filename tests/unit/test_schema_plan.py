@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.apply.schema_plan import contract_error, plan_schema, type_change
+from python_jobs.apply.schema_plan import contract_error, deletes_mode_error, plan_schema, type_change
 
 MIRROR = [("id", "int"), ("name", "string"), ("price", "decimal(10,2)"), ("old", "string")]
 # name kept, price wider, old no longer selected, tier new.
@@ -79,3 +79,16 @@ def test_an_enforced_contract_names_each_difference_from_the_model_s_columns(dec
         assert error is None
     else:
         assert error.startswith("cdc_merge model 'products': its enforced contract differs") and all(e in error for e in expected)
+
+
+@pytest.mark.parametrize(
+    "deletes, columns, stored",
+    [("hard", ["id", "_cdc_key"], None), ("soft", ["id", "_CDC_DELETED"], None),
+     ("soft", ["id", "_cdc_key"], "hard"), ("hard", ["id", "_cdc_deleted"], "soft")],
+)
+def test_a_mirror_applies_only_in_the_deletes_mode_it_was_built_with(deletes, columns, stored):
+    error = deletes_mode_error("products", "mirror.products", deletes, columns)
+    if stored is None:
+        assert error is None
+    else:
+        assert f"was built with deletes='{stored}'" in error and "--full-refresh --select products" in error

@@ -50,7 +50,12 @@
         a backfill defined the batch view anew}.
     -#}
     {% set bookkeeping = cdc_merge.bookkeeping_columns() %}
-    {% set mirror_types = cdc_merge.relation_column_types(target_relation) | rejectattr('0', 'in', bookkeeping) | list %}
+    {% set stored_types = cdc_merge.relation_column_types(target_relation) %}
+    {% set mode_error = adapter.cdc_deletes_mode_error(model.name, target_relation | string, cfg.deletes, stored_types | map(attribute='0') | list) %}
+    {% if mode_error %}
+        {% do exceptions.raise_compiler_error(mode_error) %}
+    {% endif %}
+    {% set mirror_types = stored_types | rejectattr('0', 'in', bookkeeping) | list %}
     {% set model_types = cdc_merge.lower_names(model_described) | rejectattr('0', 'in', ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable']) | list %}
     {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
     {% set history = {'columns': [], 'ordinal': 0, 'newest': {}} %}

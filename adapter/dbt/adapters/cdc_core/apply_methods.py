@@ -155,6 +155,11 @@ class ApplyMethods(metaclass=AdapterMeta):
                                           [(str(n), str(t)) for n, t in produced])
 
     @available
+    def cdc_deletes_mode_error(self, model_name: str, relation: str, deletes: str, mirror_columns: List[str]) -> Optional[str]:
+        """schema_change.sql: a stored mirror applied in the deletes mode it was built with (schema_plan.py)."""
+        return schema_plan.deletes_mode_error(str(model_name), str(relation), str(deletes), [str(c) for c in mirror_columns])
+
+    @available
     def cdc_offset_row(self, last_chunk: bool, from_stream: bool) -> str:
         """cdc_merge.sql: whether a chunk's offset row is kept for the invocation or appended now (run_plan.py)."""
         return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream))
