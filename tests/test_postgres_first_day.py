@@ -37,18 +37,24 @@ def apply_and_verify(project, dsn: str) -> None:
     assert all(": equal: " in line for line in reports), "\n".join(reports)
 
 
-def test_float_keys_and_a_retype_that_converts_values_reach_the_mirrors(postgres, dbt_project, tmp_path, caplog):  # noqa: F811
+def write_models(project, models: dict) -> None:
+    for name, (table, key, columns) in models.items():
+        project.write_model(name, f"unique_key='{key}', source_table='{table}', on_schema_change='sync_all_columns'",
+                            f"{{{{ cdc_merge.cdc_columns({columns!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+
+
+def test_float_keys_a_renamed_column_and_a_retype_that_converts_values_reach_the_mirrors(postgres, dbt_project, tmp_path, caplog):  # noqa: F811
     """A double precision key the snapshot read and the stream changed: one row per key, as the source
     has (the snapshot's lines are Debezium's, whose numbers land as decimals, the stream's records
-    wal2json's, whose numbers land as floats: 1E+300 and 1e+300 must be one key). And ALTER COLUMN
+    wal2json's, whose numbers land as floats: 1E+300 and 1e+300 must be one key). A column renamed
+    after its rows' last changes: the model reads the new name, which every row holds at the source
+    and none of their events carried, so the capture reads the table again online. And ALTER COLUMN
     ... TYPE, which rewrites every row without a change in the log: timestamp made timestamptz reads
     each value in the session's time zone (10:00 in New York is 15:00 UTC), char(5) made varchar drops
     the trailing spaces; the capture reads the rewritten table again online."""
     execute(postgres, SETUP)
     dsn = create_capture_user(postgres, ["shop"])
-    for name, (table, key, columns) in MODELS.items():
-        dbt_project.write_model(name, f"unique_key='{key}', source_table='{table}'",
-                                f"{{{{ cdc_merge.cdc_columns({columns!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+    write_models(dbt_project, MODELS)
     config = capture_postgres.CaptureConfig(dsn=dsn, tables=tuple(table for table, _, _ in MODELS.values()), slot="first_day",
                                             out=dbt_project.inbox, state=tmp_path / "capture-state.json", page_rows=5)
     capture_postgres.run(config)
@@ -56,12 +62,14 @@ def test_float_keys_and_a_retype_that_converts_values_reach_the_mirrors(postgres
 
     caplog.set_level(logging.INFO, logger="cdc_merge.capture")
     execute(postgres, "update shop.readings set n = n + 10; delete from shop.readings where k = 1e-5;"
+                      "alter table shop.readings rename column n to qty;"
                       "set timezone = 'America/New_York'; alter table shop.events alter column at type timestamptz;"
                       "alter table shop.events alter column code type varchar(5);"
                       "update shop.events set note = 'after' where id = 2")
     capture_postgres.run(config)
     assert "reading shop.events online" in caplog.text
+    write_models(dbt_project, {"readings": ("shop.readings", "k", {"k": "double", "qty": "int"})})  # as cdc-scaffold writes it
     apply_and_verify(dbt_project, dsn)
-    assert sorted(row["n"] for row in dbt_project.query(f"select n from {dbt_project.schema}.readings")) == [11, 13, 14, 15]
+    assert sorted(row["qty"] for row in dbt_project.query(f"select qty from {dbt_project.schema}.readings")) == [11, 13, 14, 15]
     assert dbt_project.query(f"select at, code from {dbt_project.schema}.events where id = 3") == [
-        {"at": dt.datetime(2026, 4, 11, 14, 0), "code": "c3"}]
+        {"at": dt.datetime(2026, 5, 1, 14, 0), "code": "c3"}]

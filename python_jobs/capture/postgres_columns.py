@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event, warn_unknown_values
+from python_jobs.capture.snapshot_pages import TableSnapshot
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
 
 MESSAGE_PREFIX = "cdc_merge.columns_added"
@@ -165,6 +166,8 @@ class ColumnAdditions:
     retyped: dict[str, dict[str, tuple[str, CatalogColumn]]] = field(default_factory=dict)
     # Each table's primary key as the written log has it (the state's "keys").
     keys: dict[str, list[str]] = field(default_factory=dict)
+    # The columns the last notice found renamed ({table: ["old -> new", ...]}).
+    renamed: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> ColumnAdditions:
@@ -186,6 +189,7 @@ class ColumnAdditions:
         columns, for the capture's logical message. A table not known yet (a new capture or state) is
         taken as it is; a renamed or dropped column only changes what is known."""
         self.catalog = dict(catalog)
+        self.renamed = {}
         noticed: dict[str, list[str]] = {}
         for table, columns in catalog.items():
             key = [column.name for column in columns if column.in_primary_key]
@@ -209,6 +213,8 @@ class ColumnAdditions:
                 types.pop(attnum, None)
             for attnum, column in by_attnum.items():
                 if attnum in known:
+                    if known[attnum] != column.name:
+                        self.renamed.setdefault(table, []).append(f"{known[attnum]} -> {column.name}")
                     known[attnum] = column.name
                     before = types.setdefault(attnum, column.type_name)  # a state without types: as it is now
                     if before != column.type_name and column.name not in self.retyped.get(table, {}):
@@ -275,3 +281,14 @@ class ColumnAdditions:
             primary_key=[column.name for column in catalog if column.in_primary_key],
             added=added, processed_ms=processed_ms, retyped={name: before for name, (before, _) in retyped.items()},
         )]
+
+
+def notice_renamed_columns(capture: Any, log: Any) -> None:
+    """A table with a column renamed since the written log is read again online: the log has no change
+    of its rows, whose newest events carry the value under the old name only, so a mirror reading the
+    new name would hold null in every row not changed since (docs/schema_changes.md)."""
+    for table, renames in capture.additions.renamed.items():
+        capture.pages.request_once(TableSnapshot(table, f"{table}: column renamed ({', '.join(renames)}), which its rows' "
+                                                        "events before it carry under the old name"), log)
+    if capture.additions.renamed:
+        capture.write_state({**capture.state, "columns": capture.additions.state(), "snapshots": capture.pages.state()})

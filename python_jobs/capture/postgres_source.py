@@ -36,6 +36,7 @@ from python_jobs.capture.postgres_columns import (
     CatalogColumn,
     ColumnAdditions,
     identity_problems,
+    notice_renamed_columns,
     read_catalog,
 )
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets, lost_connection_detail
@@ -258,6 +259,7 @@ class PostgresCapture:
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
         noticed = self.additions.notice(self.catalog)
+        notice_renamed_columns(self, log)
         shapes = {table: TableShape(frozenset(column.name for column in columns),
                                     frozenset(column.name for column in columns if column.toastable),
                                     {column.name: column.type_name for column in columns if column.domain})
