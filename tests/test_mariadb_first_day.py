@@ -157,3 +157,43 @@ def test_tables_whose_name_a_rename_takes_away(query, tables):
     from python_jobs.capture.mysql_statements import renamed_away_tables
 
     assert renamed_away_tables(query, "shop") == tables
+
+
+def test_rows_an_alter_table_changed_as_it_ignored_errors_are_read_again(mariadb, dbt_project, tmp_path):
+    """ALTER IGNORE TABLE ... ADD UNIQUE drops the rows it finds duplicate, and a column made NOT NULL
+    in a session that is not strict gets 0 or '' for its NULLs: neither writes a rows event. A
+    strict session's ALTER that would have to fails instead, and reads nothing again."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.u (id int primary key, a int, s varchar(3))",
+            "insert into shop.u values (1, 1, null), (2, 1, 'x'), (3, 2, 'y')", "create database cdc_merge",
+            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.u"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "alter table shop.u modify a bigint not null default 0, add column n int")  # strict: no NULLs now
+    assert capture_mysql.run(config).snapshot_rows == 0
+    execute(connection, "alter ignore table shop.u add unique (a)")
+    execute(connection, "set session sql_mode = 'NO_ENGINE_SUBSTITUTION'", "alter table shop.u change s s varchar(3) not null")
+    summary = capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.u"])
+    assert summary.snapshot_rows == 2  # read again once, after both
+    connection.close()
+
+
+STRICT = 1 << 21
+
+
+@pytest.mark.parametrize("ddl, sql_mode, reason", [
+    ("alter ignore table u add unique (a)", STRICT, "ALTER IGNORE dropping duplicates"),
+    ("ALTER ONLINE IGNORE TABLE u ADD PRIMARY KEY (a)", STRICT, "ALTER IGNORE dropping duplicates"),
+    ("alter table u change s s varchar(3) not null", 0, "NOT NULL in a session that is not strict"),
+    ("alter table u modify s varchar(3) NOT NULL default ''", None, "NOT NULL in a session that is not strict"),
+    ("alter table u modify s varchar(3) not null", STRICT, None),
+    ("alter table u add column t int not null", 0, None),  # an added column: existingRows says its value
+    ("alter table u comment 'alter ignore: not null'", 0, None),
+])
+def test_alter_tables_that_may_change_rows_as_they_ignore_errors(ddl, sql_mode, reason):
+    from python_jobs.capture.mysql_retypes import ignored_errors
+
+    assert ignored_errors(ddl, sql_mode) == reason

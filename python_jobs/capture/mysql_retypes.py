@@ -30,6 +30,10 @@ _MEMBER = re.compile(r"'((?:[^']|'')*)'")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`")
 _COLUMN_CHARSET = re.compile(r"^(?:modify|change)\b.*\b(?:character\s+set|charset|collate)\b", re.DOTALL)
 _CONVERT = re.compile(r"\bconvert\s+to\s+(?:character\s+set|charset)\b")
+_NOT_NULL = re.compile(r"^(?:modify|change)\b.*\bnot\s+null\b", re.DOTALL)
+_ALTER_IGNORE = re.compile(r"^alter\s+(?:online\s+)?ignore\b")
+# The session's sql_mode bits that make a conversion that loses a value an error (the same in MySQL).
+_STRICT_MODES = (1 << 21) | (1 << 22)  # STRICT_TRANS_TABLES, STRICT_ALL_TABLES
 _GENERATED = re.compile(r"^(?:modify|change)\b.*\b(?:as\s*\(|generated\s+always\b)", re.DOTALL)
 _ID = r"(?:`(?:[^`]|``)*`|[^`\s,()]+)"  # a column's name, backquoted or not
 # A MODIFY's or CHANGE's column (a CHANGE's name before it) and its type: name, (length), attributes.
@@ -135,6 +139,18 @@ def regenerated(ddl: str) -> bool:
     binlog's full row image carries its value)."""
     bare = _QUOTED.sub("''", ddl).lower()
     return any(_GENERATED.match(clause.strip()) for clause in _clauses(bare))
+
+
+def ignored_errors(ddl: str, sql_mode: int | None) -> str | None:
+    """What an ALTER TABLE may have changed in rows with no rows event as it ignored what would have
+    stopped it, else None: ALTER IGNORE drops the rows a new unique key finds duplicate; a session
+    that is not strict makes NULLs the type's implicit default (0, '') in a column made NOT NULL."""
+    bare = _QUOTED.sub("''", ddl).lower()
+    if _ALTER_IGNORE.match(bare):
+        return "ALTER IGNORE dropping duplicates"
+    if (sql_mode is None or not sql_mode & _STRICT_MODES) and any(_NOT_NULL.match(c.strip()) for c in _clauses(bare)):
+        return "NOT NULL in a session that is not strict"
+    return None
 
 
 def _clauses(ddl: str) -> list[str]:

@@ -15,7 +15,7 @@ from python_jobs.capture.mysql_columns import (
 )
 from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
-from python_jobs.capture.mysql_retypes import charset_converted, converted_columns, regenerated
+from python_jobs.capture.mysql_retypes import charset_converted, converted_columns, ignored_errors, regenerated
 from python_jobs.capture.mysql_statements import replaced_tables, repartitioned_tables, statement
 from python_jobs.capture.output import CaptureError
 
@@ -55,7 +55,8 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     changed = converted_columns(before, {column.name: column.column_type for column in refreshed.columns}, retyped, ddl)
     converted = charset_converted(ddl)
     computed = regenerated(ddl)
-    if not (added or retyped or changed or converted or computed):
+    ignored = ignored_errors(ddl, getattr(event, "sql_mode", None))
+    if not (added or retyped or changed or converted or computed or ignored):
         return None
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
     values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
@@ -63,9 +64,10 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
     # AUTO_INCREMENT default): the rows are read again, as after a lossy retype.
     unknown = [value.name for value in values if not value.known]
     read_again = []
-    if changed or converted or computed or unknown:
+    if changed or converted or computed or unknown or ignored:
         how = (f"retyping {', '.join(changed)}" if changed else "converting character sets" if converted else
-               "computing a generated column again" if computed else f"adding {', '.join(unknown)} with a value per row")
+               "computing a generated column again" if computed else ignored or
+               f"adding {', '.join(unknown)} with a value per row")
         check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
         read_again = [qualified]
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
