@@ -272,7 +272,8 @@ class ColumnAdditions:
         for _, column in retyped.values():
             self.types.setdefault(table, {})[str(column.attnum)] = column.type_name
         added = [column.added() for column in columns]
-        warn_unknown_values(table, added, "run the capture once with --resnapshot to read them")
+        warn_unknown_values(table, added, "the capture reads the table again online when the ALTER TABLE rewrote it "
+                                          "(it says so); if it does not, run the capture once with --resnapshot")
         schema, name = table.split(".")
         catalog = self.catalog.get(table, columns)
         return [schema_change_event(
