@@ -197,3 +197,26 @@ def test_alter_tables_that_may_change_rows_as_they_ignore_errors(ddl, sql_mode, 
     from python_jobs.capture.mysql_retypes import ignored_errors
 
     assert ignored_errors(ddl, sql_mode) == reason
+
+
+def test_a_database_dropped_and_a_table_converted_to_a_partition_reach_the_mirrors(mariadb, dbt_project, tmp_path):
+    """DROP DATABASE drops its captured tables, and MariaDB's ALTER TABLE ... CONVERT TABLE x TO
+    PARTITION moves x's rows into the partitioned table (x is gone), all with no rows event."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create database old",
+            "create table shop.p (id int primary key, n int) partition by range (id) (partition p0 values less than (100))",
+            "create table shop.x (id int primary key, n int)", "create table old.t (id int primary key, n int)",
+            "insert into shop.p values (1, 1)", "insert into shop.x values (150, 150)", "insert into old.t values (1, 1), (2, 2)",
+            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop", "old"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    tables = ["shop.p", "shop.x", "old.t"]
+    config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "alter table shop.p convert table shop.x to partition p1 values less than (200)",
+            "create table shop.x (id int primary key, n int)", "insert into shop.x values (7, 7)",
+            "drop database old", "create database old", "create table old.t (id int primary key, n int)",
+            "insert into old.t values (5, 5)")
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
+    connection.close()

@@ -218,7 +218,7 @@ class MysqlCapture:
                             "rows then include its history rows as inserts, which the mirror would take for its rows: "
                             "alter it to drop system versioning (or leave it out of --tables), then run the capture "
                             "once with --resnapshot")
-                    elif truncated := _captured(emptied_tables(event.query, event.schema), captured):
+                    elif truncated := _captured(emptied_tables(event.query, event.schema, captured), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
