@@ -57,15 +57,17 @@
 {% endmacro %}
 
 
-{% macro query_columns(sql, raw_relation=none) %}
+{% macro cdc_query_columns(sql, raw_relation=none) %}
     {#-
         The names (as the query spells them) and types of a query's output columns, without running it.
         raw_relation: the raw table a mirror model's batch view reads, by which its answer may be kept.
+        Not named query_columns: dbt's snapshot check strategy reads a variable of that name before it
+        sets it, and this project's macros are global where it is the root project.
     -#}
-    {{ return(adapter.dispatch('query_columns', 'cdc_merge')(sql, raw_relation)) }}
+    {{ return(adapter.dispatch('cdc_query_columns', 'cdc_merge')(sql, raw_relation)) }}
 {% endmacro %}
 
-{% macro spark__query_columns(sql, raw_relation=none) %}
+{% macro spark__cdc_query_columns(sql, raw_relation=none) %}
     {#- Kept between runs of a process while the model's SQL and its raw table are the same (cdc_spark/model_columns.py). -#}
     {% set key = adapter.cdc_model_columns_key(sql, raw_relation | string) if raw_relation is not none else none %}
     {% set kept = adapter.cdc_kept_model_columns(key) %}
@@ -81,7 +83,7 @@
     {{ return(columns) }}
 {% endmacro %}
 
-{% macro databend__query_columns(sql, raw_relation=none) %}
+{% macro databend__cdc_query_columns(sql, raw_relation=none) %}
     {#- Databend describes tables and views, not queries. -#}
     {% set shape_view = model.name ~ '__cdc_shape' %}
     {% do run_query('create or replace view ' ~ shape_view ~ ' as ' ~ sql) %}

@@ -36,7 +36,7 @@
         {% set batch_view_sql.value = cdc_merge.create_empty_batch_view_sql(batch_view) %}
     {% endif %}
     {% do run_query(batch_view_sql.value) %}
-    {% set model_described = cdc_merge.query_columns(run_state.model_sql, cfg.raw_relation) %}
+    {% set model_described = cdc_merge.cdc_query_columns(run_state.model_sql, cfg.raw_relation) %}
     {% set model_columns = model_described | map(attribute='0') | list %}
     {% do cdc_merge.cdc_merge_validate_columns(model_columns, cfg) %}
     {#- A model SQL the mirror has not run with: one row for each row of its batch (model_rows.sql), before anything is written. -#}
@@ -99,7 +99,7 @@
     {% for column in declared_columns if column.data_type %}
         {% do typed.append('cast(null as ' ~ column.data_type ~ ') as ' ~ adapter.quote(column.name)) %}
     {% endfor %}
-    {% set engine_types = dict(cdc_merge.query_columns('select ' ~ typed | join(', '))) if typed else {} %}
+    {% set engine_types = dict(cdc_merge.cdc_query_columns('select ' ~ typed | join(', '))) if typed else {} %}
     {% set declared = [] %}
     {% for column in declared_columns %}
         {% do declared.append([column.name, engine_types.get(column.name, column.data_type) if column.data_type else '']) %}

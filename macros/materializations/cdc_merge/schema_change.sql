@@ -44,7 +44,7 @@
 
 {% macro evolve_mirror(target_relation, model_sql, model_described, cfg) %}
     {#-
-        model_described: the model's output columns and types (query_columns).
+        model_described: the model's output columns and types (cdc_query_columns).
         Returns {'columns': the mirror's columns the run writes, 'model_sql': the model shaped to them,
         'note': what changed, for the run's summary ('' when nothing did), 'batch_view_replaced': whether
         a backfill defined the batch view anew}.
