@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from python_jobs.capture.mysql_pages import check_read_again
+
 log = logging.getLogger("cdc_merge.capture")
 
 _CASCADING = ("CASCADE", "SET NULL", "SET DEFAULT")
@@ -109,3 +111,20 @@ def cascaded_tables(cascades: list[Cascade], deleted: bool, updated_columns: Any
         if hit:
             reached.extend(table for table in cascade.tables if table not in reached)
     return reached
+
+
+def cascade_reads_again(capture: Any, current: Any, event: Any, cascades: list, where: str) -> None:
+    """The captured tables a parent's rows event may have changed by a cascade, to be read again online."""
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
+
+    if not isinstance(event, (DeleteRowsEvent, UpdateRowsEvent)):
+        return
+    deleted = isinstance(event, DeleteRowsEvent)
+    reached = cascaded_tables(cascades, deleted, lambda: {
+        name for row in event.rows for name, value in row["before_values"].items() if row["after_values"].get(name) != value})
+    if reached:
+        parent = f"{event.schema}.{event.table}"
+        check_read_again(capture, f"a {'delete' if deleted else 'update'} of {parent} at {where} (a foreign key's cascade)",
+                         ", ".join(reached))
+        for table in reached:
+            current.read_again.setdefault(table, f"a cascade from {parent}")

@@ -13,9 +13,8 @@ from python_jobs.capture.mysql_connection import connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
-from python_jobs.capture.mysql_cascades import cascaded_tables, read_cascades
+from python_jobs.capture.mysql_cascades import cascade_reads_again, read_cascades
 from python_jobs.capture.mysql_columns import read_table_info
-from python_jobs.capture.mysql_pages import check_read_again
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -32,6 +31,7 @@ from python_jobs.capture.mysql_table_changes import (
     table_names as _names,
     table_as_logged,
     tables_read_again,
+    versioning_error,
 )
 from python_jobs.capture.mysql_events import RowChange, TableInfo, Transaction
 from python_jobs.capture.output import CaptureError, CaptureSummary, OutputFolder
@@ -213,11 +213,7 @@ class MysqlCapture:
                             "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "
                             "session, then run the capture once with --resnapshot")
                     elif versioned := _captured(versioned_tables(event.query, event.schema), captured):
-                        raise CaptureError(
-                            f"{event.query[:200]!r} at {where} makes {_names(versioned)} system-versioned, whose binlog "
-                            "rows then include its history rows as inserts, which the mirror would take for its rows: "
-                            "alter it to drop system versioning (or leave it out of --tables), then run the capture "
-                            "once with --resnapshot")
+                        raise versioning_error(event.query, where, versioned)
                     elif truncated := _captured(emptied_tables(event.query, event.schema, captured), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
@@ -306,23 +302,6 @@ class MysqlCapture:
         for connection in (self.connection, self._page_connection):
             if connection is not None and connection.open:  # a server that went away closed it already
                 connection.close()
-
-
-def cascade_reads_again(capture: MysqlCapture, current: Transaction, event: Any, cascades: list, where: str) -> None:
-    """The captured tables a parent's rows event may have changed by a cascade, to be read again online."""
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
-
-    if not isinstance(event, (DeleteRowsEvent, UpdateRowsEvent)):
-        return
-    deleted = isinstance(event, DeleteRowsEvent)
-    reached = cascaded_tables(cascades, deleted, lambda: {
-        name for row in event.rows for name, value in row["before_values"].items() if row["after_values"].get(name) != value})
-    if reached:
-        parent = f"{event.schema}.{event.table}"
-        check_read_again(capture, f"a {'delete' if deleted else 'update'} of {parent} at {where} (a foreign key's cascade)",
-                         ", ".join(reached))
-        for table in reached:
-            current.read_again.setdefault(table, f"a cascade from {parent}")
 
 
 def _row_change(event: Any, row: Mapping[str, Any], table: TableInfo, binlog_file: str, start: int, row_number: int) -> RowChange:

@@ -119,3 +119,10 @@ def captured_among(names: list, captured: Mapping[tuple[str, str], TableInfo]) -
 def table_names(tables: list) -> str:
     return ", ".join(f"{table.schema}.{table.name}" if isinstance(table, TableInfo) else ".".join(table)
                      for table in tables)
+
+
+def versioning_error(query: str, where: str, tables: list[TableInfo]) -> CaptureError:
+    return CaptureError(
+        f"{query[:200]!r} at {where} makes {table_names(tables)} system-versioned, whose binlog rows then include "
+        "its history rows as inserts, which the mirror would take for its rows: alter it to drop system versioning "
+        "(or leave it out of --tables), then run the capture once with --resnapshot")
