@@ -1,5 +1,6 @@
-"""Source tables whose changes the server would log without their old primary key, or with one key
-held by two rows (python_jobs/capture/postgres_columns.py identity_problem): the capture, as the
+"""Source tables whose changes the server would log without their old primary key, with one key
+held by two rows, or under other tables' names (a table others INHERIT from)
+(python_jobs/capture/postgres_columns.py identity_problem): the capture, as the
 least-privileged user the docs prescribe, refuses them before it makes its slot, saying what to
 change, and stops before its next file when a table becomes one, or when an ALTER TABLE changes its
 primary key. Under REPLICA IDENTITY DEFAULT, a
@@ -34,6 +35,8 @@ alter table shop.by_key_and_code replica identity using index by_key_and_code_in
 create table shop.full_key (id int primary key deferrable initially deferred, v text);
 alter table shop.full_key replica identity full;
 insert into shop.by_key_and_code select n, 'c' || n, 'v' || n from generate_series(1, 3) as n;
+create table shop.inherited (id int primary key, v text);
+create table shop.inherited_2025 (primary key (id)) inherits (shop.inherited);
 """
 REFUSED = {
     # A partitioned table's changes are logged by its partitions' identities.
@@ -44,6 +47,8 @@ REFUSED = {
     # (row 3's new key) before its deletion (row 4's old key).
     "shop.full_key": "the primary key of table shop.full_key is DEFERRABLE",
     "shop.by_code": "REPLICA IDENTITY is an index without every primary key column",
+    # A read of it shows the child's rows, whose changes the log names by the child.
+    "shop.inherited": "table shop.inherited is inherited by shop.inherited_2025 .INHERITS.",
 }
 
 

@@ -91,7 +91,9 @@ select
     c.relkind,
     c.relreplident,
     coalesce(primary_key.indimmediate, true),
-    coalesce(identity_index.indkey::int2[] @> primary_key.indkey::int2[], false)
+    coalesce(identity_index.indkey::int2[] @> primary_key.indkey::int2[], false),
+    (select string_agg(child.inhrelid::regclass::text, ', ' order by child.inhrelid::regclass::text)
+     from pg_inherits as child where child.inhparent = c.oid)
 from pg_class as c
 left join pg_index as primary_key on primary_key.indrelid = c.oid and primary_key.indisprimary
 left join pg_index as identity_index on identity_index.indrelid = c.oid and identity_index.indisreplident
@@ -100,7 +102,7 @@ where c.oid = to_regclass(%s)
 
 
 def identity_problem(table: str, kind: str, replica_identity: str, primary_key_immediate: bool,
-                     identity_index_holds_key: bool) -> str | None:
+                     identity_index_holds_key: bool, children: str | None = None) -> str | None:
     """Why the server's log of table (pg_class relkind, relreplident) would lose changes of a mirror
     keyed on its primary key, as a message saying what to change; None when it would not. The
     server logs an update's or delete's old row by the table's replica identity: without the
@@ -110,6 +112,13 @@ def identity_problem(table: str, kind: str, replica_identity: str, primary_key_i
     if kind == "f":
         return (f"partition {table} is a foreign table: its rows live on another server, whose changes this "
                 "server does not log; leave its partitioned table out of --tables")
+    if children:
+        # Not its partitions: tables made with INHERITS, whose rows a read of the table shows (the
+        # snapshot's) and whose changes the log names by their own tables (never the mirror's).
+        return (f"table {table} is inherited by {children} (INHERITS): a read of it shows their rows, whose "
+                "changes the log names by their own tables, so its mirror would keep them as first read; make "
+                f"them partitions of a partitioned table, or leave {table} out of --tables (each table that "
+                "inherits it can be captured as a table of its own)")
     if replica_identity == "n":
         return (f"table {table} has REPLICA IDENTITY NOTHING: the server logs no old key of its updates and "
                 f"deletes, so they would be lost; run: alter table {table} replica identity default")
