@@ -1,5 +1,6 @@
 """Source tables whose changes the server would log without their old primary key, with one key
-held by two rows, or under other tables' names (a table others INHERIT from)
+held by two rows, or under other tables' names (a table others INHERIT from), and those whose rows
+the capture's user reads only in part (ROW LEVEL SECURITY)
 (python_jobs/capture/postgres_columns.py identity_problem): the capture, as the
 least-privileged user the docs prescribe, refuses them before it makes its slot, saying what to
 change, and stops before its next file when a table becomes one, or when an ALTER TABLE changes its
@@ -37,6 +38,8 @@ alter table shop.full_key replica identity full;
 insert into shop.by_key_and_code select n, 'c' || n, 'v' || n from generate_series(1, 3) as n;
 create table shop.inherited (id int primary key, v text);
 create table shop.inherited_2025 (primary key (id)) inherits (shop.inherited);
+create table shop.tenants (id int primary key, tenant text);
+alter table shop.tenants enable row level security;
 """
 REFUSED = {
     # A partitioned table's changes are logged by its partitions' identities.
@@ -49,6 +52,8 @@ REFUSED = {
     "shop.by_code": "REPLICA IDENTITY is an index without every primary key column",
     # A read of it shows the child's rows, whose changes the log names by the child.
     "shop.inherited": "table shop.inherited is inherited by shop.inherited_2025 .INHERITS.",
+    # Its reads would show the capture's user no row (no policy), the log every row's changes.
+    "shop.tenants": "table shop.tenants has ROW LEVEL SECURITY, which shows the capture's user cdc.*alter role cdc bypassrls",
 }
 
 

@@ -93,7 +93,10 @@ select
     coalesce(primary_key.indimmediate, true),
     coalesce(identity_index.indkey::int2[] @> primary_key.indkey::int2[], false),
     (select string_agg(child.inhrelid::regclass::text, ', ' order by child.inhrelid::regclass::text)
-     from pg_inherits as child where child.inhparent = c.oid)
+     from pg_inherits as child where child.inhparent = c.oid),
+    -- This user, where row level security filters what it reads of the table (not its owner, unless FORCEd).
+    case when c.relrowsecurity and not (select rolsuper or rolbypassrls from pg_roles where rolname = current_user)
+        and (c.relforcerowsecurity or not pg_has_role(c.relowner, 'USAGE')) then current_user::text end
 from pg_class as c
 left join pg_index as primary_key on primary_key.indrelid = c.oid and primary_key.indisprimary
 left join pg_index as identity_index on identity_index.indrelid = c.oid and identity_index.indisreplident
@@ -102,11 +105,18 @@ where c.oid = to_regclass(%s)
 
 
 def identity_problem(table: str, kind: str, replica_identity: str, primary_key_immediate: bool,
-                     identity_index_holds_key: bool, children: str | None = None) -> str | None:
+                     identity_index_holds_key: bool, children: str | None = None,
+                     filtered_for: str | None = None) -> str | None:
     """Why the server's log of table (pg_class relkind, relreplident) would lose changes of a mirror
     keyed on its primary key, as a message saying what to change; None when it would not. The
     server logs an update's or delete's old row by the table's replica identity: without the
     primary key's values there, wal2json sends no such change, or one the mirror cannot key."""
+    if filtered_for:
+        # The snapshot and the online reads would see only the rows the policies show this user, while the
+        # log has every row's changes: the mirror would lack the others, and cdc-verify, as this user, too.
+        return (f"table {table} has ROW LEVEL SECURITY, which shows the capture's user {filtered_for} only the rows "
+                f"its policies allow: the mirror would lack the others; as a superuser, run: alter role "
+                f"{filtered_for} bypassrls")
     if kind == "p":
         return None  # nothing of its own is logged: its leaf partitions are checked (postgres_partitions.py)
     if kind == "f":
