@@ -170,3 +170,17 @@ def test_a_snapshot_of_a_mirror_keeps_its_rows_versions(dbt_project):
     versions = project.query(f"select name, dbt_valid_to is null as current from {project.schema}.products_snapshot "
                              "where id = 101 order by dbt_valid_from")
     assert [(row["name"], row["current"]) for row in versions] == [("scooter", False), ("e-scooter", True)]
+
+
+def test_an_empty_build_lands_no_file_and_the_next_run_lands_and_applies_them(dbt_project):
+    """`dbt run --empty` runs models without their data: the landing model landed every new file all
+    the same (the checkpoint moved on, the files left the inbox where landed_dir is set)."""
+    project = dbt_project
+    project.write_model("products", CONFIG, COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.landing_config(PRODUCTS)
+    project.dbt("run", "--select", "raw_events", "products", "--empty")
+    raw = f"{project.raw_schema}.raw_events"
+    assert (project.query(f"select count(*) as n from {raw}")[0]["n"], count(project, "products")) == (0, 0)
+    project.dbt("run", "--select", "raw_events", "products")
+    assert project.query(f"select count(*) as n from {raw}")[0]["n"] > 0 and count(project, "products") == 10

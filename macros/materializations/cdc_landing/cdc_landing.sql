@@ -3,7 +3,7 @@
 
     The model's table is the raw log itself and is never replaced: the landing job
     appends one Iceberg commit per batch of files and remembers the files in its
-    checkpoint, so --full-refresh does not apply here (it would lose the log).
+    checkpoint, so --full-refresh does not apply here (it would lose the log), and --empty lands nothing.
 #}
 
 {% materialization cdc_landing, default, supported_languages=['python'] %}
@@ -22,9 +22,15 @@
         {% do run_query(ddl(relation)) %}
     {% endfor %}
 
-    {% call statement('main', language='python') -%}
-        {{ cdc_merge.cdc_landing_python(compiled_code, cfg) }}
-    {%- endcall %}
+    {#- --empty runs the models without their data: the new files stay for the next run, which lands them (the mirrors apply nothing either). -#}
+    {% if flags.EMPTY %}
+        {{ log("cdc_landing " ~ target_relation ~ ": --empty lands no file; the next run lands them", info=True) }}
+        {% do store_raw_result('main', message='OK (--empty: nothing landed)', code='OK', rows_affected=0) %}
+    {% else %}
+        {% call statement('main', language='python') -%}
+            {{ cdc_merge.cdc_landing_python(compiled_code, cfg) }}
+        {%- endcall %}
+    {% endif %}
 
     {{ run_hooks(post_hooks) }}
 
