@@ -220,3 +220,24 @@ def test_a_database_dropped_and_a_table_converted_to_a_partition_reach_the_mirro
     capture_mysql.run(config)
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
     connection.close()
+
+
+def test_a_renamed_column_holds_its_values_in_every_mirror_row(mariadb, dbt_project, tmp_path):
+    """RENAME COLUMN or CHANGE gives every row its value under the new name with no rows event: the
+    rows not changed since would hold null in the mirror's column of the new name."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.r (id int primary key, a int, b varchar(5))",
+            "insert into shop.r values (1, 10, 'x'), (2, 20, 'y')", "create database cdc_merge",
+            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.r"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "alter table shop.r change b b varchar(8)")  # its own name: nothing to read
+    assert capture_mysql.run(config).snapshot_rows == 0
+    execute(connection, "alter table shop.r rename column a to qty, change column b `Label` varchar(8)",
+            "insert into shop.r values (3, 30, 'z')")
+    summary = capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.r"])
+    assert summary.snapshot_rows == 3
+    connection.close()

@@ -47,13 +47,25 @@ def _unquoted(name: str) -> str:
     return (name[1:-1].replace("``", "`") if name.startswith("`") else name).lower()
 
 
+def _renamed_into(ddl: str) -> set[str]:
+    """The names, lower-cased, a RENAME COLUMN or a CHANGE gives columns (a CHANGE's may be its own)."""
+    return {_unquoted(name) for name in re.findall(
+        rf"\b(?:rename\s+column\s+{_ID}\s+to|change\s+(?:column\s+)?{_ID})\s+({_ID})", ddl, re.IGNORECASE)}
+
+
+def renamed_columns(known: Sequence[str], after: TableInfo, ddl: str) -> list[str]:
+    """The columns an ALTER TABLE renamed: of after, under a name the log did not have (known) that
+    the statement renames a column to."""
+    renamed, old = _renamed_into(ddl), set(known)
+    return [column.name for column in after.columns if column.name not in old and column.name.lower() in renamed]
+
+
 def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[list[Column], list[str]]:
     """The columns an ALTER TABLE added: those of after that the log did not have (known), that the
     statement names and did not rename into being; and the columns the log has after it. Only the
     columns the statement names count: a capture far behind reads the table's newest columns."""
     named = names_in(ddl)
-    renamed = {_unquoted(name) for name in re.findall(
-        rf"\b(?:rename\s+column\s+{_ID}\s+to|change\s+(?:column\s+)?{_ID})\s+({_ID})", ddl, re.IGNORECASE)}
+    renamed = _renamed_into(ddl)
     old = set(known)
     added = [column for column in after.columns
              if column.name not in old and column.name.lower() in named and column.name.lower() not in renamed]
