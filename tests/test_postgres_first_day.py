@@ -10,6 +10,8 @@ import logging
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.postgres_events import UNAVAILABLE_VALUE
+from python_jobs.capture.postgres_records import file_events
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_online_snapshots import execute
 
@@ -73,3 +75,23 @@ def test_float_keys_a_renamed_column_and_a_retype_that_converts_values_reach_the
     assert sorted(row["qty"] for row in dbt_project.query(f"select qty from {dbt_project.schema}.readings")) == [11, 13, 14, 15]
     assert dbt_project.query(f"select at, code from {dbt_project.schema}.events where id = 3") == [
         {"at": dt.datetime(2026, 5, 1, 14, 0), "code": "c3"}]
+
+
+def test_a_column_set_to_storage_plain_keeps_the_values_stored_out_of_line(postgres, tmp_path):  # noqa: F811
+    """ALTER COLUMN ... SET STORAGE PLAIN leaves the values stored out of line (TOAST) where they are,
+    and an update that does not change one logs it as it logs any such value: not at all. The
+    capture marks it unchanged (the mirror keeps its value) and a key change reads it from the table,
+    as for any column that can hold such a value, instead of leaving it out (the mirror's null)."""
+    execute(postgres, "create schema shop; create table shop.docs (id int primary key, n int, body text);"
+                      "insert into shop.docs select g, g, (select string_agg(md5(g::text || s::text), '') "
+                      "from generate_series(1, 200) as s) from generate_series(1, 2) as g;"
+                      "alter table shop.docs alter column body set storage plain")
+    config = capture_postgres.CaptureConfig(dsn=create_capture_user(postgres, ["shop"]), tables=("shop.docs",),
+                                            slot="plain", out=tmp_path / "inbox", state=tmp_path / "capture-state.json")
+    capture_postgres.run(config)
+    execute(postgres, "update shop.docs set n = 10 where id = 1; update shop.docs set id = 20 where id = 2")
+    capture_postgres.run(config)
+
+    streamed = [event for path in sorted(config.out.glob("pg-plain-0*.json")) for event in file_events(path) if event.get("op")]
+    assert [(event["op"], (event["after"] or {}).get("body", "left out")[:8]) for event in streamed] == [
+        ("u", UNAVAILABLE_VALUE[:8]), ("d", "left out"), ("c", "3c59dc04")]

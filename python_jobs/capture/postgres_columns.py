@@ -46,7 +46,8 @@ select
         )
         else format_type(a.atttypid, a.atttypmod)
     end,
-    a.attstorage <> 'p',
+    -- Not attstorage <> 'p': SET STORAGE PLAIN leaves the values stored out of line where they are.
+    a.attlen = -1,
     a.atthasmissing,
     case when a.atthasmissing then (a.attmissingval::text::text[])[1] end,
     a.atthasdef,
