@@ -241,3 +241,26 @@ def test_a_renamed_column_holds_its_values_in_every_mirror_row(mariadb, dbt_proj
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.r"])
     assert summary.snapshot_rows == 3
     connection.close()
+
+
+def test_statements_prefixed_with_set_statement_are_told_as_the_statements_they_are(mariadb, dbt_project, tmp_path):
+    """MariaDB's SET STATEMENT var = value FOR <statement> is logged with its prefix: a TRUNCATE, an
+    ALTER or a change logged as a statement so prefixed is what it would be without it."""
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.t (id int primary key, s varchar(3))",
+            "create table shop.v (id int primary key, s varchar(3))",
+            "insert into shop.t values (1, 'a')", "insert into shop.v values (1, null), (2, 'b')",
+            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    config = config_for(mariadb, user, password, ["shop.t", "shop.v"], dbt_project.inbox, tmp_path / "state.json")
+    capture_mysql.run(config)
+    execute(connection, "set statement lock_wait_timeout = 5 for truncate table shop.t", "insert into shop.t values (2, 'c')",
+            "set statement sql_mode = 'NO_ENGINE_SUBSTITUTION', max_statement_time = 60 for "
+            "alter table shop.v modify s varchar(3) not null")
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.t", "shop.v"])
+    execute(connection, "set statement binlog_format = 'STATEMENT' for insert into shop.t values (3, 'd')")
+    with pytest.raises(CaptureError, match="shop.t at .* is logged as a statement"):
+        capture_mysql.run(config)
+    connection.close()

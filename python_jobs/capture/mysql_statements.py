@@ -54,12 +54,17 @@ _CREATE_SELECT = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?!if\s+not
 _VERSIONED = re.compile(
     rf"^(?:alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s"
     rf"|create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?({_QUALIFIED}))", re.IGNORECASE)
+# SET STATEMENT var = value [, ...] FOR: its values may be quoted (a sql_mode's list).
+_SET_STATEMENT = re.compile(r"^set\s+statement\s+(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|[^'\"])*?\sfor\s+",
+                            re.IGNORECASE | re.DOTALL)
 _QUOTED = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.DOTALL)
 
 
 def statement(query: str) -> str:
-    """The query without its comments and surrounding space."""
-    return _COMMENT.sub(" ", query).strip()
+    """The query without its comments, surrounding space and MariaDB's SET STATEMENT ... FOR prefix
+    (which the binlog keeps: SET STATEMENT binlog_format='STATEMENT' FOR INSERT ... is an INSERT)."""
+    text = _COMMENT.sub(" ", query).strip()
+    return _SET_STATEMENT.sub("", text, count=1) if text[:3].lower() == "set" else text
 
 
 def _name(text: str) -> str:
