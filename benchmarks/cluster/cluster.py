@@ -51,10 +51,11 @@ def arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc-merge-bench-cluster"))
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "cluster.json")
     args = parser.parse_args(argv)
-    if _megabytes(args.worker_memory) < 2 * _megabytes(args.executor_memory):
-        # Otherwise the fill application waits forever for an executor ("has not accepted any resources").
-        parser.error(f"--worker-memory {args.worker_memory} must hold two executors of --executor-memory "
-                     f"{args.executor_memory}: the Thrift server's and the fill application's")
+    if _megabytes(args.worker_memory) < _megabytes(args.executor_memory):
+        # Otherwise an application waits forever for an executor ("has not accepted any resources"); the
+        # Thrift server's executor and the fill application's take a worker each (spark_conf.application_conf).
+        parser.error(f"--worker-memory {args.worker_memory} must hold an executor of --executor-memory "
+                     f"{args.executor_memory}")
     try:
         args.scenarios = [tuple(int(n) for n in part.split(":")) for part in args.scenarios.split(",") if part.strip()]
     except ValueError:

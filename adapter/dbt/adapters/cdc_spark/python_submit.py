@@ -45,10 +45,18 @@ def spark_submit_command(server_side_parameters: Dict[str, str], script: Path, p
             "spark.master (e.g. spark://host:7077) in the profile target"
         )
     jars = conf.pop("spark.jars", "")
+    # Jars the workers have at these paths (cdc-cluster's, on this machine): not shipped to each
+    # executor, which copied the 47 MB Iceberg runtime into its work folder at every landing.
+    on_executors = set(filter(None, conf.get("spark.executor.extraClassPath", "").split(os.pathsep)))
+    if not on_executors:
+        conf.pop("spark.executor.extraClassPath", None)
     command = [str(spark_submit), "--master", master]
     if jars:
+        shipped = [jar for jar in jars.split(",") if jar not in on_executors]
+        if shipped:
+            command += ["--jars", ",".join(shipped)]
         # On the driver's own class path too: the landing job looks its JVM functions up through py4j.
-        command += ["--jars", jars, "--driver-class-path", jars.replace(",", os.pathsep)]
+        command += ["--driver-class-path", jars.replace(",", os.pathsep)]
     for name, value in conf.items():
         command += ["--conf", f"{name}={value}"]
     if py_files:
