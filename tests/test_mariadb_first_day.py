@@ -264,3 +264,16 @@ def test_statements_prefixed_with_set_statement_are_told_as_the_statements_they_
     with pytest.raises(CaptureError, match="shop.t at .* is logged as a statement"):
         capture_mysql.run(config)
     connection.close()
+
+
+@pytest.mark.parametrize("query, text", [
+    ("set statement lock_wait_timeout = 5 for truncate table t", "truncate table t"),
+    ("SET STATEMENT sql_mode='A,for b', max_statement_time=5 FOR alter table t add c int", "alter table t add c int"),
+    ("/*!40101 truncate table t */", "truncate table t"),
+    ("/*M!100101 truncate table t */ ", "truncate table t"),
+    ("/* a comment */ set session x = 1", "set session x = 1"),
+])
+def test_what_a_statement_is_behind_its_prefix_and_executable_comments(query, text):
+    from python_jobs.capture.mysql_statements import statement
+
+    assert statement(query) == text

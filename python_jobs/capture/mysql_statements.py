@@ -54,6 +54,7 @@ _CREATE_SELECT = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?!if\s+not
 _VERSIONED = re.compile(
     rf"^(?:alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s"
     rf"|create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?({_QUALIFIED}))", re.IGNORECASE)
+_EXECUTABLE = re.compile(r"/\*M?!\d*(.*?)\*/", re.DOTALL)
 # SET STATEMENT var = value [, ...] FOR: its values may be quoted (a sql_mode's list).
 _SET_STATEMENT = re.compile(r"^set\s+statement\s+(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|[^'\"])*?\sfor\s+",
                             re.IGNORECASE | re.DOTALL)
@@ -62,8 +63,9 @@ _QUOTED = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\"
 
 def statement(query: str) -> str:
     """The query without its comments, surrounding space and MariaDB's SET STATEMENT ... FOR prefix
-    (which the binlog keeps: SET STATEMENT binlog_format='STATEMENT' FOR INSERT ... is an INSERT)."""
-    text = _COMMENT.sub(" ", query).strip()
+    (which the binlog keeps: SET STATEMENT binlog_format='STATEMENT' FOR INSERT ... is an INSERT); an
+    executable comment's text kept (/*!40101 TRUNCATE t */, /*M!100101 ... */: the server ran it)."""
+    text = _COMMENT.sub(" ", _EXECUTABLE.sub(r" \1 ", query) if "/*" in query else query).strip()
     return _SET_STATEMENT.sub("", text, count=1) if text[:3].lower() == "set" else text
 
 
