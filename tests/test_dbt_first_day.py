@@ -102,8 +102,8 @@ models:
 
 
 def test_an_enforced_contract_of_a_mirror_is_checked_before_it_is_written(conformance_project):
-    """dbt's table materialization fails a model whose columns differ from its enforced contract; a
-    mirror ignored the contract and was written with the types its model casts to."""
+    """dbt's table materialization fails a model whose columns differ from its enforced contract; so
+    does a mirror, before it is created, rather than take the types its model casts to."""
     project = conformance_project
     for name in ("products_contract_kept", "products_contract_broken"):
         project.write_model(name, CONFIG, COLUMNS)
@@ -121,8 +121,8 @@ def test_an_enforced_contract_of_a_mirror_is_checked_before_it_is_written(confor
 
 
 def test_a_mirror_whose_deletes_mode_changed_is_refused_until_rebuilt(conformance_project):
-    """A soft mirror applied as hard kept its deleted rows as live ones (10 rows where the log has 9);
-    a hard one applied as soft failed on a column it lacks. dbt_project.yml sets deletes from a var."""
+    """A soft mirror applied as hard would keep its deleted rows as live ones (10 rows where the log
+    has 9); a hard one applied as soft fails on a column it lacks. dbt_project.yml sets deletes from a var."""
     project = conformance_project
     project.write_model("was_soft", CONFIG + ", deletes='soft'", COLUMNS)
     project.write_model("was_hard", CONFIG + ", deletes='hard'", COLUMNS)
@@ -155,8 +155,8 @@ snapshots:
 
 def test_a_snapshot_of_a_mirror_keeps_its_rows_versions(dbt_project):
     """dbt's check strategy reads an unset `query_columns` the first time, which a root project's macro
-    of that name filled in: every first `dbt snapshot` in this project failed ('MacroGenerator' object
-    is not iterable), of a mirror or of any model."""
+    of that name would fill in: the first `dbt snapshot` of any model would fail ('MacroGenerator'
+    object is not iterable)."""
     project = dbt_project
     project.write_model("products", CONFIG, COLUMNS)
     (project.project_dir / "snapshots").mkdir()
@@ -173,8 +173,8 @@ def test_a_snapshot_of_a_mirror_keeps_its_rows_versions(dbt_project):
 
 
 def test_an_empty_build_lands_no_file_and_the_next_run_lands_and_applies_them(dbt_project):
-    """`dbt run --empty` runs models without their data: the landing model landed every new file all
-    the same (the checkpoint moved on, the files left the inbox where landed_dir is set)."""
+    """`dbt run --empty` runs models without their data: landing the new files then would move the
+    checkpoint on (and the files out of the inbox where landed_dir is set) in a run meant to apply nothing."""
     project = dbt_project
     project.write_model("products", CONFIG, COLUMNS)
     shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
