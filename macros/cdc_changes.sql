@@ -28,11 +28,14 @@
     {% set raw = raw if raw is not none else ref('raw_events') %}
     {% set cfg = cdc_merge.cdc_changes_validated(source_table, from_ts, to_ts, keys, images, mirror) %}
     {% set mirror_columns = [] %}
+    {#- dbt run --empty renders ref() as a subquery of no rows: the rows are read from it, the tables' metadata from the tables. -#}
+    {% set raw_table = raw.incorporate(limit=none) if raw.limit is defined and raw.limit is not none else raw %}
+    {% set mirror_table = mirror.incorporate(limit=none) if mirror is not none and mirror.limit is defined and mirror.limit is not none else mirror %}
     {#- A raw table not created yet (a fresh project being compiled or linted) holds nothing to check. -#}
     {% if execute and adapter.get_relation(database=raw.database, schema=raw.schema, identifier=raw.identifier) is not none %}
-        {% do cdc_merge.check_range_is_retained(raw, source_table, from_ts) %}
+        {% do cdc_merge.check_range_is_retained(raw_table, source_table, from_ts) %}
         {% if 'latest' in images %}
-            {% for column in adapter.get_columns_in_relation(mirror) %}
+            {% for column in adapter.get_columns_in_relation(mirror_table) %}
                 {% if column.name | lower == '_cdc_deleted' %}
                     {% do mirror_columns.append({'name': column.name, 'soft_deletes': true}) %}
                 {% elif not column.name.startswith('_cdc_') %}
