@@ -21,7 +21,6 @@ from typing import Any, Iterable, Mapping
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.postgres_events import source_block
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event, warn_unknown_values
-from python_jobs.capture.snapshot_pages import TableSnapshot
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter
 
 MESSAGE_PREFIX = "cdc_merge.columns_added"
@@ -303,13 +302,3 @@ class ColumnAdditions:
             added=added, processed_ms=processed_ms, retyped={name: before for name, (before, _) in retyped.items()},
         )]
 
-
-def notice_renamed_columns(capture: Any, log: Any) -> None:
-    """A table with a column renamed since the written log is read again online: the log has no change
-    of its rows, whose newest events carry the value under the old name only, so a mirror reading the
-    new name would hold null in every row not changed since (docs/schema_changes.md)."""
-    for table, renames in capture.additions.renamed.items():
-        capture.pages.request_once(TableSnapshot(table, f"{table}: column renamed ({', '.join(renames)}), which its rows' "
-                                                        "events before it carry under the old name"), log)
-    if capture.additions.renamed:
-        capture.write_state({**capture.state, "columns": capture.additions.state(), "snapshots": capture.pages.state()})

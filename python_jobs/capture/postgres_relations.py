@@ -1,4 +1,5 @@
-"""Which relation each captured table name is: a table replaced under its name is read again.
+"""Which relation each captured table name is: a table replaced under its name is read again, and so
+is a table whose column is renamed (notice_renamed_columns).
 
 Migrations replace tables: a copy built beside the table and renamed to its name (the old one renamed
 away or dropped), or the table dropped and created again. The log names each change by the relation's
@@ -11,6 +12,8 @@ again online: its range records delete the rows that left (snapshot_pages.py).
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
+
+from python_jobs.capture.snapshot_pages import TableSnapshot
 
 Relations = dict[str, int]  # table -> the oid of the relation the name is
 
@@ -38,3 +41,14 @@ def replaced(known: Relations, now: Relations) -> list[str]:
     """The tables whose name is now another relation than the written log's. A table gone keeps its
     relation in `known`, so one dropped and created again later is found too."""
     return sorted(table for table, oid in now.items() if table in known and known[table] != oid)
+
+
+def notice_renamed_columns(capture: Any, log: Any) -> None:
+    """A table with a column renamed since the written log is read again online: the log has no change
+    of its rows, whose newest events carry the value under the old name only, so a mirror reading the
+    new name would hold null in every row not changed since (docs/schema_changes.md)."""
+    for table, renames in capture.additions.renamed.items():
+        capture.pages.request_once(TableSnapshot(table, f"{table}: column renamed ({', '.join(renames)}), which its rows' "
+                                                        "events before it carry under the old name"), log)
+    if capture.additions.renamed:
+        capture.write_state({**capture.state, "columns": capture.additions.state(), "snapshots": capture.pages.state()})

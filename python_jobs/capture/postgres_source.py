@@ -36,7 +36,6 @@ from python_jobs.capture.postgres_columns import (
     CatalogColumn,
     ColumnAdditions,
     identity_problems,
-    notice_renamed_columns,
     read_catalog,
 )
 from python_jobs.capture.postgres_connection import connect, dsn_without_secrets, lost_connection_detail
@@ -52,7 +51,7 @@ from python_jobs.capture.postgres_partitions import (
 )
 from python_jobs.capture.postgres_labels import Labels, notice_relabeled_tables, read_labels
 from python_jobs.capture.postgres_persistence import Persistence, as_kept, notice_persistence, read_persistence
-from python_jobs.capture.postgres_relations import Relations, read_relations, replaced
+from python_jobs.capture.postgres_relations import Relations, notice_renamed_columns, read_relations, replaced
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
 from python_jobs.capture.postgres_snapshot import fill_unsent_toast, take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
