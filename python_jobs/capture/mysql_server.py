@@ -15,6 +15,7 @@ from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
 from python_jobs.capture.mysql_cascades import cascade_reads_again, read_cascades
 from python_jobs.capture.mysql_columns import read_table_info
+from python_jobs.capture.mysql_compressed_columns import read_compressed_columns_metadata
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -170,6 +171,7 @@ class MysqlCapture:
 
         following = heartbeat_seconds is not None
         load_server_charsets(self.connection)  # the server's own decoding of its text (mysql_server_charsets.py)
+        read_compressed_columns_metadata()
         stream = BinLogStreamReader(
             connection_settings=self.config.connection_settings, server_id=self.config.server_id,
             log_file=binlog_file, log_pos=position, resume_stream=True, blocking=following,
@@ -270,24 +272,36 @@ class MysqlCapture:
                     if (event.schema, event.table) == signal and isinstance(event, WriteRowsEvent) and current:
                         current.watermarks.extend((row["values"], stream.log_file, start) for row in event.rows)
                         continue
-                    if current is not None and (cascades := self.cascades.get((event.schema, event.table))):
-                        cascade_reads_again(self, current, event, cascades, f"{stream.log_file}:{start}")
-                    table = captured.get((event.schema, event.table))
-                    if table is None:
-                        continue
-                    if current is None:
-                        raise CaptureError(f"row event at {stream.log_file}:{start} outside a transaction")
-                    table = table_as_logged(self, table, event)
-                    captured[(table.schema, table.name)] = table
-                    if (decoded := debezium_images(event, table)) is not None:
-                        (op, images), log_file = decoded, stream.log_file
-                        current.changes.extend(RowChange(table, op, before, after, log_file, start, row_number, True)
-                                               for row_number, (before, after) in enumerate(images))
-                        continue
-                    for row_number, row in enumerate(fast_rows(event)):
-                        current.changes.append(_row_change(event, row, table, stream.log_file, start, row_number))
+                    try:
+                        self._read_rows(event, current, captured, stream.log_file, start)
+                    except NotImplementedError as error:  # the reader has no decoder for a column's type
+                        raise CaptureError(
+                            f"the rows event of {event.schema}.{event.table} at {stream.log_file}:{start} holds values "
+                            f"the capture cannot decode ({error}; MariaDB's COMPRESSED columns are types 140 and 141): "
+                            "with no such column left in the table, run the capture once with --resnapshot to read "
+                            "its tables again from now") from None
         finally:
             stream.close()
+
+    def _read_rows(self, event: Any, current: Transaction | None, captured: dict[tuple[str, str], TableInfo],
+                   log_file: str, start: int) -> None:
+        """A rows event's changes of a captured table into the transaction, and the reads again a cascade from it needs."""
+        if current is not None and (cascades := self.cascades.get((event.schema, event.table))):
+            cascade_reads_again(self, current, event, cascades, f"{log_file}:{start}")
+        table = captured.get((event.schema, event.table))
+        if table is None:
+            return
+        if current is None:
+            raise CaptureError(f"row event at {log_file}:{start} outside a transaction")
+        table = table_as_logged(self, table, event)
+        captured[(table.schema, table.name)] = table
+        if (decoded := debezium_images(event, table)) is not None:
+            op, images = decoded
+            current.changes.extend(RowChange(table, op, before, after, log_file, start, row_number, True)
+                                   for row_number, (before, after) in enumerate(images))
+            return
+        for row_number, row in enumerate(fast_rows(event)):
+            current.changes.append(_row_change(event, row, table, log_file, start, row_number))
 
     def _warn_on_captured_ddl(self, event: Any, captured: Mapping[tuple[str, str], TableInfo]) -> None:
         query = event.query.lower()
