@@ -151,3 +151,31 @@ def test_a_range_with_a_truncate_is_planned_by_spark(spark):
     assert ranges.plan(session, "raw", None, "1", "shop.a")["truncate_seq"] == "0002"
     assert ranges.plan(session, "raw", None, "1", "shop.c")["snapshot_ranges"] == [["0014", None]]
     ranges.forget()
+
+
+def chunk_plan_sql(view: str, source_table: str) -> str:
+    """raw_log.sql's chunk_plan_sql, rendered as dbt renders it on Spark."""
+    import re
+    from pathlib import Path
+
+    import jinja2
+
+    text = (Path(__file__).parents[1] / "macros/materializations/cdc_merge/raw_log.sql").read_text()
+    body = re.search(r"{% macro chunk_plan_sql\(changes_view, source_table\) %}(.*?){% endmacro %}", text, re.S).group(1)
+    marker = "contains(coalesce(raw_data, ''), '__debezium_unavailable_value')"
+    macros = type("Macros", (), {"has_unavailable_sql": staticmethod(lambda column: marker)})
+    return jinja2.Template(body).render(changes_view=view, source_table=source_table, cdc_merge=macros)
+
+
+def test_a_range_read_through_a_thrift_server_is_planned_by_one_query_as_the_pass_plans_it(spark):
+    from dbt.adapters.cdc_spark import range_plan
+
+    truncate = [("shop.a", "", "truncate", None, "0002", "f1", 8)]
+    rows = range_in_driver(spark, RANGE_ROWS + truncate)
+    view = f"plan_rows_{uuid.uuid4().hex}"
+    rows.createOrReplaceTempView(view)
+    by_pass = range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
+    for table in ("shop.a", "shop.b", "shop.c"):
+        found = spark.sql(chunk_plan_sql(view, table)).collect()[0]
+        assert range_plan.plan_from_query(list(found.asDict()), list(found)) == by_pass[table], table
+    spark.catalog.dropTempView(view)

@@ -57,8 +57,11 @@ def plan_run(relation_kind: Optional[str], full_refresh: bool, empty: bool, chan
                    restart_offset=create and offset_snapshot is not None)
 
 
-def offset_row(keeps_offset_rows: bool, last_chunk: bool, from_stream: bool) -> str:
+def offset_row(keeps_offset_rows: bool, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False) -> str:
     """Where a chunk's offset row goes once its batches are applied: 'keep' (written with the
     invocation's other mirrors' rows, kept_rows.py: only the run's last chunk, and never one read from
-    a stream, whose consumption commits with its offset) or 'append' (its own INSERT now)."""
-    return "keep" if keeps_offset_rows and last_chunk and not from_stream else "append"
+    a stream, whose consumption commits with its offset, nor a consistency group's mirror in a
+    catalog transaction, whose offset is published with its writes by the group's cut) or 'append'
+    (its own INSERT now)."""
+    kept = keeps_offset_rows and last_chunk and not from_stream and not in_catalog_transaction
+    return "keep" if kept else "append"

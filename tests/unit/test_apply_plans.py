@@ -100,9 +100,9 @@ def test_the_run_is_planned_from_the_mirror_the_flags_and_the_offset(relation_ki
 
 
 @pytest.mark.parametrize(
-    "keeps, last, from_stream, expected",
-    [(True, True, False, "keep"), (True, False, False, "append"), (False, True, False, "append"),
-     (True, True, True, "append")],
+    "keeps, last, from_stream, in_transaction, expected",
+    [(True, True, False, False, "keep"), (True, False, False, False, "append"), (False, True, False, False, "append"),
+     (True, True, True, False, "append"), (True, True, False, True, "append")],
 )
-def test_only_the_last_chunk_s_offset_is_kept_for_the_invocation_s_one_insert(keeps, last, from_stream, expected):
-    assert offset_row(keeps, last, from_stream) == expected
+def test_only_the_last_chunk_s_offset_is_kept_for_the_invocation_s_one_insert(keeps, last, from_stream, in_transaction, expected):
+    assert offset_row(keeps, last, from_stream, in_transaction) == expected

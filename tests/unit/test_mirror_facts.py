@@ -112,7 +112,7 @@ def test_each_adapter_says_what_the_macros_may_ask_of_it():
         "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
         "keywords_as_names": True}
     assert capabilities.spark(in_process_session=False).as_dict() == {
-        "in_process_session": False, "idle_state": False, "keeps_offset_rows": False, "keeps_run_rows": False, "guards": True,
+        "in_process_session": False, "idle_state": False, "keeps_offset_rows": True, "keeps_run_rows": True, "guards": True,
         "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
         "keywords_as_names": True}
     databend = capabilities.DATABEND

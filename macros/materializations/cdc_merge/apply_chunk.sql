@@ -42,18 +42,21 @@
         {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
         {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
+        {#- The same facts from one query where no pass gave them (raw_log.sql chunk_facts); the first chunk's read already for the model's columns. -#}
+        {% set facts = run_state.first_facts if (index == 1 and chunk_plan is none and chunk_view == raw_changes_view
+            and run_state.get('first_facts') is not none) else cdc_merge.chunk_facts(chunk_plan, chunk_view, cfg) %}
         {#- The chunk's schema events; a column the source retyped beyond what its mirror column holds stops the run here (retype_check.py). -#}
-        {% set schema_events = cdc_merge.chunk_column_defaults(chunk_view, cfg, chunk_plan) %}
+        {% set schema_events = cdc_merge.chunk_column_defaults(chunk_view, cfg, facts) %}
         {% set retyped = adapter.cdc_retype_problem(schema_events, column_types, cfg.source_table, model.name) if schema_events else none %}
         {% if retyped %}
             {% do exceptions.raise_compiler_error(retyped) %}
         {% endif %}
         {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none) %}
-        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, chunk_plan) %}
+        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, facts) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}
         {% for bucket in range(chunk.buckets) %}
-            {% set plan = chunk_plan if (chunk_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set plan = facts if (facts is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
             {% set key_range = adapter.cdc_key_range(plan, model.name) %}
             {% if key_range.error %}
@@ -75,14 +78,14 @@
             {% endfor %}
         {% endfor %}
         {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, schema_events, column_types)) %}
-        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, chunk_plan), column_types, cfg) %}
+        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}
     {% do cdc_merge.crash_point('apply-before-offset') %}
     {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
     {% set offset_to = adapter.cdc_group_offset(pending | map(attribute='snapshot_id') | list, horizon.tail_start, chunk.through)
         if horizon is not none else chunk.through %}
-    {% if adapter.cdc_offset_row(index == count, chunk.stream is defined) == 'keep' %}
+    {% if adapter.cdc_offset_row(index == count, chunk.stream is defined, run_state.in_catalog_transaction) == 'keep' %}
         {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats) %}
     {% else %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}

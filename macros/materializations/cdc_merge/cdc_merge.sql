@@ -29,7 +29,8 @@
     {% do cdc_merge.lock_mirror(target_relation) %}
 
     {#- Nothing new since the mirror's offset: one cheap check, no statement of its own (idle.sql). -#}
-    {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+    {% set idle_read = {} %}
+    {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started, idle_read) %}
         {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
         {% do cdc_merge.unlock_mirror(target_relation) %}
         {% do cdc_merge.finish_mirror_run() %}
@@ -43,7 +44,7 @@
     {% set transaction = cdc_merge.join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
 
     {#- The run's mode, decided in python_jobs/apply/run_plan.py from the mirror, the flags and its offset. -#}
-    {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
+    {% set latest = idle_read.get('offset') or cdc_merge.newest_offset(offsets, target_relation) %}
     {% set run = adapter.cdc_run_plan(none if existing_relation is none else ('view' if existing_relation.is_view else 'table'),
         should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot) %}
     {#- The offset goes back to the start of the log first: a mirror created again (rebuilt, or dropped by hand) that
@@ -75,7 +76,7 @@
     {% if run.read_from == 'stream' %}
         {% set chunks = [{'after': none, 'through': 'stream', 'buckets': 1, 'stream': stream}] %}
     {% else %}
-        {% set snapshot_log = cdc_merge.raw_snapshot_log(cfg.raw_relation) %}
+        {% set snapshot_log = cdc_merge.raw_snapshot_log(cfg.raw_relation, idle_read.get('current_snapshot')) %}
         {% if horizon is not none %}
             {% set snapshot_log = cdc_merge.group_snapshot_log(snapshot_log, horizon) %}
         {% endif %}
@@ -90,7 +91,7 @@
     {#- What the steps share: the run's relations and config; the counts and positions its chunks add up, changed in place. -#}
     {% set run_state = {'target_relation': target_relation, 'tombstones': tombstones, 'changes': changes, 'offsets': offsets,
         'cfg': cfg, 'model_sql': model_sql, 'raw_changes_view': raw_changes_view, 'batch_view': batch_view, 'horizon': horizon,
-        'pending': pending, 'run_started': run_started, 'ordinal': ordinal, 'truncated': truncated,
+        'pending': pending, 'run_started': run_started, 'ordinal': ordinal, 'truncated': truncated, 'in_catalog_transaction': transaction.joined,
         'batch_view_sql': namespace(value=none), 'defaulted': [], 'ranged': namespace(rows=0), 'notes': [],
         'totals': cdc_merge.no_counts(chunks | length)} %}
     {#- The model's columns, and the mirror created or changed to match them (prepare_mirror.sql). -#}

@@ -37,7 +37,7 @@
     {% do cdc_merge.drop_temporary_view(batch_view) %}
     {#- Only now, with every applied chunk's offset recorded: maintenance.sql, metrics.sql. -#}
     {% set maintained = transaction.maintained if transaction.joined else cdc_merge.maintain_after_run(target_relation, tombstones, offsets, cfg) %}
-    {% if can.keeps_run_rows %}
+    {% if can.keeps_run_rows and not transaction.joined %}
         {% do cdc_merge.keep_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}
     {% else %}
         {% do cdc_merge.record_run(offsets, target_relation, cfg, totals, run_started, maintained, ordinal.snapshot) %}

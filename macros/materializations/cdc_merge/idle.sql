@@ -18,18 +18,21 @@
     Elsewhere (a Thrift server) the same conditions take a few
     small statements of the mirror's own (nothing_new_by_queries): its newest offset, the raw
     table's current snapshot, the model checksum (a table property on Iceberg, the table comment
-    on Databend), its maintenance state, and its cdc_merge_runs row.
+    on Databend) and its maintenance state; its cdc_merge_runs row is kept with the invocation's
+    others. A mirror that takes the full path uses the offset and the snapshot read here.
 
     Both ask the adapter plugin for the decision (python_jobs/apply/idle_decision.py, with unit
     tests).
 #}
 
-{% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
-    {#- True when the mirror had nothing to apply and its run is done. -#}
+{% macro nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started, read={}) %}
+    {#- True when the mirror had nothing to apply and its run is done. read: filled with what the check's
+        queries read ('offset' as newest_offset gives it, 'current_snapshot'), for the full path to use
+        instead of reading them again: the mirror is locked, so its offset stays what it was. -#}
     {% if cdc_merge.capabilities().idle_state %}
         {{ return(cdc_merge.nothing_new_by_state(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
     {% endif %}
-    {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started)) }}
+    {{ return(cdc_merge.nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started, read)) }}
 {% endmacro %}
 
 
@@ -65,7 +68,7 @@
 {% endmacro %}
 
 
-{% macro nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started) %}
+{% macro nothing_new_by_queries(existing_relation, target_relation, offsets, cfg, model_sql, run_started, read={}) %}
     {% if cdc_merge.full_path_before_offsets(existing_relation, cfg) %}
         {{ return(false) }}
     {% endif %}
@@ -77,11 +80,14 @@
     {% endfor %}
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)).rows %}
     {% set offset_snapshot = (latest[0]['offset_snapshot'] or none) if latest | length else none %}
+    {% do read.update({'offset': {'offset_snapshot': offset_snapshot,
+                                  'offset_ordinal': (latest[0]['offset_ordinal'] | int) if latest | length else 0}}) %}
     {% if offset_snapshot is none %}
         {{ return(false) }}
     {% endif %}
     {% set current = run_query(cdc_merge.current_raw_snapshot_sql(cfg.raw_relation)).rows %}
     {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
+    {% do read.update({'current_snapshot': current_snapshot}) %}
     {% set stored_checksum = cdc_merge.stored_model_checksum(target_relation) if (offset_snapshot | string) == (current_snapshot | string) else none %}
     {% if cdc_merge.full_path_at_offsets(target_relation, offset_snapshot, current_snapshot, stored_checksum, model_sql, cfg) %}
         {{ return(false) }}
@@ -90,7 +96,11 @@
         {{ return(false) }}
     {% endif %}
     {% set nothing = cdc_merge.no_counts(0) %}
-    {% do cdc_merge.record_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
+    {% if cdc_merge.capabilities().keeps_run_rows %}
+        {% do cdc_merge.keep_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
+    {% else %}
+        {% do cdc_merge.record_run(offsets, target_relation, cfg, nothing, run_started, none, offset_snapshot) %}
+    {% endif %}
     {{ log("cdc_merge " ~ target_relation ~ ": nothing new (offset = current raw snapshot " ~ offset_snapshot ~ ")", info=True) }}
     {{ return(true) }}
 {% endmacro %}

@@ -21,13 +21,19 @@
     {% do cdc_merge.enter_large_batch(chunks) %}
     {#- batch_view_sql: the batch view's statement; a batch's own is not run again when it is this one. -#}
     {% set first_plan = none %}
+    {% set first_facts = none %}
     {#- A quiet chunk holds none of the source's events (chunk_plan.py): not read, as an empty batch tells the same columns. -#}
     {% set read_first = chunks | length and chunks[0].stream is not defined and not chunks[0].get('quiet') %}
     {% if read_first %}
         {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
         {% set first_plan = cdc_merge.chunk_plan(chunks[0], cfg) %}
+        {#- Where no pass over the range gave the plan, one query over the chunk does, and its first batch uses it (apply_chunk.sql). -#}
+        {% set first_facts = cdc_merge.chunk_facts(first_plan, raw_changes_view, cfg) %}
+        {% if first_plan is none %}
+            {% do run_state.update({'first_facts': first_facts}) %}
+        {% endif %}
         {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
-        {% set first_rounds = 1 if (first_plan is not none and chunks[0].buckets == 1 and (first_plan['placeholder_events'] | int) == 0) else none %}
+        {% set first_rounds = 1 if (first_facts is not none and chunks[0].buckets == 1 and (first_facts['placeholder_events'] | int) == 0) else none %}
         {#- A small range's newest events per key, deduplicated once for all its mirrors (dedup.sql newest_events_view). -#}
         {% set first_newest = cdc_merge.newest_events_view(chunks[0], raw_changes_view, cfg, first_plan, horizon is none) %}
         {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, first_newest or raw_changes_view, cfg.source_table, 0, 1, 1,
@@ -49,7 +55,7 @@
     {% endif %}
 
     {#- Source columns the model does not read (unmapped.sql), from a sample of the first chunk's images. -#}
-    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_plan.fields if first_plan is not none else none) if read_first else [] %}
+    {% set unmapped = cdc_merge.unmapped_columns(raw_changes_view, cfg, model_columns, first_facts.fields if first_facts is not none else none) if read_first else [] %}
     {% if unmapped %}
         {% do exceptions.warn("cdc_merge model '" ~ model.name ~ "': " ~ cfg.source_table ~ " has columns the model does not read: "
             ~ unmapped | join(', ') ~ ". Add them to the model (the mirror gets them, backfilled: docs/schema_changes.md), or list them"

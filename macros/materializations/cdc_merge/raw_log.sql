@@ -28,18 +28,21 @@
 {% endmacro %}
 
 
-{% macro raw_snapshot_log(raw_relation) %}
+{% macro raw_snapshot_log(raw_relation, current_snapshot=none) %}
     {#-
         The raw table's current snapshot ('current', none when it has none) and its snapshots
         ('snapshots', rows of raw_snapshots_sql). The cdc_spark adapter reads them from Iceberg's
-        metadata in the JVM, without a statement; elsewhere two queries on the metadata tables.
+        metadata in the JVM, without a statement; elsewhere two queries on the metadata tables, or
+        one where the caller read the current snapshot already (current_snapshot: the idle check's).
     -#}
     {% set listed = adapter.cdc_snapshot_log(raw_relation.schema ~ '.' ~ raw_relation.identifier) if cdc_merge.capabilities().iceberg_helpers else none %}
     {% if listed is not none %}
         {{ return(listed) }}
     {% endif %}
-    {% set current = run_query(cdc_merge.current_raw_snapshot_sql(raw_relation)).rows %}
-    {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
+    {% if current_snapshot is none %}
+        {% set current = run_query(cdc_merge.current_raw_snapshot_sql(raw_relation)).rows %}
+        {% set current_snapshot = current[0]['snapshot_id'] if current | length else none %}
+    {% endif %}
     {{ return({
         'current': current_snapshot,
         'snapshots': run_query(cdc_merge.raw_snapshots_sql(raw_relation)).rows if current_snapshot is not none else [],
@@ -137,6 +140,49 @@
         {{ return(adapter.cdc_view_plan(chunk_view, cfg.source_table)) }}
     {% endif %}
     {{ return(adapter.cdc_range_plan(cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, cfg.source_table)) }}
+{% endmacro %}
+
+
+{% macro chunk_facts(chunk_plan, changes_view, cfg) %}
+    {#-
+        chunk_plan's answers where the one pass over the range gave them; otherwise, on Spark, the
+        same from one query over the chunk's view (chunk_plan_sql) instead of the query each step
+        would run over it: the key range, the truncate, the added columns' defaults, the snapshot
+        ranges and the image fields. none on Databend, whose steps run their own.
+    -#}
+    {% if chunk_plan is not none %}
+        {{ return(chunk_plan) }}
+    {% endif %}
+    {{ return(adapter.dispatch('chunk_facts_by_query', 'cdc_merge')(changes_view, cfg)) }}
+{% endmacro %}
+
+{% macro spark__chunk_facts_by_query(changes_view, cfg) %}
+    {% set found = run_query(cdc_merge.chunk_plan_sql(changes_view, cfg.source_table)) %}
+    {{ return(adapter.cdc_plan_of_query(found.column_names | list, found.rows[0] | list)) }}
+{% endmacro %}
+
+{% macro databend__chunk_facts_by_query(changes_view, cfg) %}
+    {{ return(none) }}
+{% endmacro %}
+
+
+{% macro chunk_plan_sql(changes_view, source_table) %}
+    {#- The columns of range_plan.py range_plan_frame for one source table, its lists as JSON text. -#}
+    select
+        count_if(action not in ('truncate', 'schema', 'range')) as events,
+        coalesce(hex(min(case when action not in ('truncate', 'schema', 'range') then key end)), '') as min_key_hex,
+        coalesce(hex(max(case when action not in ('truncate', 'schema', 'range') then key end)), '') as max_key_hex,
+        count_if(action not in ('truncate', 'schema', 'range') and {{ cdc_merge.has_unavailable_sql('raw_data') }}) as placeholder_events,
+        coalesce(max(case when action = 'truncate' then seq end), '') as truncate_seq,
+        coalesce(cast(max(case when action = 'truncate' then source_ts end) as string), '') as truncate_source_ts,
+        to_json(collect_list(case when action = 'schema' and raw_data like '%"existing_rows":%' then array(seq, raw_data) end))
+            as column_defaults,
+        to_json(collect_list(case when action = 'range' then array(seq, raw_data) end)) as snapshot_ranges,
+        to_json(array_distinct(flatten(collect_set(
+            case when action in ('insert', 'update', 'read') and raw_data is not null then json_object_keys(raw_data) end
+        )))) as fields
+    from {{ changes_view }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}'
 {% endmacro %}
 
 

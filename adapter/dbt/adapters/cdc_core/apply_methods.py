@@ -160,9 +160,10 @@ class ApplyMethods(metaclass=AdapterMeta):
         return schema_plan.deletes_mode_error(str(model_name), str(relation), str(deletes), [str(c) for c in mirror_columns])
 
     @available
-    def cdc_offset_row(self, last_chunk: bool, from_stream: bool) -> str:
+    def cdc_offset_row(self, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False) -> str:
         """cdc_merge.sql: whether a chunk's offset row is kept for the invocation or appended now (run_plan.py)."""
-        return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream))
+        return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream),
+                                   bool(in_catalog_transaction))
 
     @available
     def cdc_write_plan(self, counts: Mapping[str, Any], deletes: str, has_tombstones: bool, tombstones_at_snapshot: bool,

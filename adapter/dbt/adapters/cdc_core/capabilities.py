@@ -43,12 +43,14 @@ class Capabilities:
 
 
 def spark(in_process_session: bool) -> Capabilities:
-    """cdc_spark: in dbt's own SparkSession (method session) or through a Thrift server."""
+    """cdc_spark: in dbt's own SparkSession (method session) or through a Thrift server. Through a
+    Thrift server the kept rows are written by INSERTs (kept_rows.sql) instead of in the driver: one
+    per table for the invocation instead of one per mirror."""
     return Capabilities(
         in_process_session=in_process_session,
         idle_state=in_process_session,
-        keeps_offset_rows=in_process_session,
-        keeps_run_rows=in_process_session,
+        keeps_offset_rows=True,
+        keeps_run_rows=True,
         guards=True,
         iceberg_helpers=True,
         change_streams=False,

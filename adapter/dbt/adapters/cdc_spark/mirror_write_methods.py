@@ -110,6 +110,11 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return dict(plans.get(source_table) or range_plan.empty_plan())
 
     @available
+    def cdc_plan_of_query(self, columns: List[str], values: List[Any]) -> Dict[str, Any]:
+        """The plan raw_log.sql chunk_plan_sql read where the range is not kept here (range_plan.py)."""
+        return range_plan.plan_from_query(list(columns), list(values))
+
+    @available
     def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None,
                                in_driver: bool = False, counts: Optional[List[List[str]]] = None) -> Optional[Dict[str, Any]]:
         """The rows of sql, computed now and kept in Spark's block store (a local checkpoint), as the

@@ -68,6 +68,15 @@ def plans_by_table(rows: List[Any]) -> Dict[str, Dict[str, Any]]:
     return {row["table_name"]: _plan(row.asDict()) for row in rows}
 
 
+def plan_from_query(columns: List[str], values: List[Any]) -> Dict[str, Any]:
+    """The row of raw_log.sql spark__chunk_plan_sql, which a Thrift server's session answers with the
+    lists as JSON text, as plans_by_table gives a table's plan."""
+    row = dict(zip(columns, values))
+    for name in ("column_defaults", "snapshot_ranges", "fields"):
+        row[name] = json.loads(row[name]) if row[name] else []
+    return _plan(row)
+
+
 def plans_from_json(text: str) -> Dict[str, Dict[str, Any]]:
     """The plans computed in the driver (LocalRawRanges.plansJson: JSON from table name to its
     PLAN_COLUMNS), as plans_by_table gives them."""
