@@ -109,13 +109,38 @@ ICEBERG_PLAN_IN_WORKER_POOL = "iceberg.scan.plan-in-worker-pool"
 ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE = "ICEBERG_SCAN_PLAN_IN_WORKER_POOL"
 
 
+# A process that starts a JVM for one command and exits spends most of that JVM's CPU compiling
+# Spark's and Iceberg's code: C1 alone compiles fast enough code for seconds of work, at a third less
+# CPU for a `dbt run` (BENCHMARKS.md, "Levers tried"). A long-lived process (`cdc-run`, a test
+# worker's or a benchmark's session) keeps C2: after its first cycles C2's code is faster.
+ONE_SHOT_COMMANDS = frozenset({"dbt", "cdc-land", "cdc-verify"})
+ONE_SHOT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+ONE_SHOT_JAVA_OPTIONS_VARIABLE = "CDC_MERGE_ONE_SHOT_JAVA_OPTIONS"
+
+
+def one_shot_java_options(java_options: str, command: str, environ: Mapping[str, str]) -> str:
+    """The JVM options a session adds to java_options (the profile's) in a process started as
+    command (its argv[0]): for one of ONE_SHOT_COMMANDS, $CDC_MERGE_ONE_SHOT_JAVA_OPTIONS (empty:
+    none) or else ONE_SHOT_JAVA_OPTIONS, unless java_options choose a JIT of their own
+    (TieredStopAtLevel, TieredCompilation); '' for any other process."""
+    if Path(command).stem not in ONE_SHOT_COMMANDS:
+        return ""
+    if "TieredStopAtLevel" in java_options or "TieredCompilation" in java_options:
+        return ""
+    return environ.get(ONE_SHOT_JAVA_OPTIONS_VARIABLE, ONE_SHOT_JAVA_OPTIONS).strip()
+
+
 def local_driver_conf(java_options: str | None = None) -> dict[str, str]:
     """A local session's driver: its JVM options (java_options, the profile's, kept) with a log of
-    errors only (spark-log4j2.properties) and Iceberg's scans planned in the thread that asks
+    errors only (spark-log4j2.properties), Iceberg's scans planned in the thread that asks
     (ICEBERG_PLAN_IN_WORKER_POOL, unless the options or Iceberg's own variable say otherwise;
-    docs/apply_service.md, "Iceberg's 10 ms polls"); no progress bars. It takes effect where this
-    session starts the JVM, as the driver's memory does."""
+    docs/apply_service.md, "Iceberg's 10 ms polls") and, in a one-shot command's process, C1-only
+    compilation (one_shot_java_options); no progress bars. It takes effect where this session
+    starts the JVM, as the driver's memory does."""
     options = java_options or ""
+    one_shot = one_shot_java_options(options, sys.argv[0] if sys.argv else "", os.environ)
+    if one_shot:
+        options = f"{options} {one_shot}".strip()
     if "log4j2.configurationFile" not in options:
         options = f"{options} -Dlog4j2.configurationFile=file:{SPARK_LOG_CONFIG}".strip()
     if ICEBERG_PLAN_IN_WORKER_POOL not in options and ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE not in os.environ:
