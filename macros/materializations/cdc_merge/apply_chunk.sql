@@ -86,7 +86,7 @@
     {% set offset_to = adapter.cdc_group_offset(pending | map(attribute='snapshot_id') | list, horizon.tail_start, chunk.through)
         if horizon is not none else chunk.through %}
     {% if adapter.cdc_offset_row(index == count, chunk.stream is defined, run_state.in_catalog_transaction) == 'keep' %}
-        {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats) %}
+        {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats, ordinal.value) %}
     {% else %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}
     {% endif %}

@@ -24,7 +24,11 @@
                 {% do statements.append({'append_to': group.table, 'rows': group.rows | length, 'follow': 'offsets',
                                          'select': cdc_merge.kept_offsets_sql(table, group.rows, ordinals)}) %}
             {% else %}
-                {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows)) %}
+                {#- Each mirror's own ordinal where each row has one, one row a mirror: the INSERT then reads no offsets. -#}
+                {% set carried = group.rows | map(attribute='offset_ordinal') | list %}
+                {% set one_each = (targets | unique | list | length) == (targets | length) %}
+                {% do statements.append(cdc_merge.append_offsets_sql(table, group.rows,
+                    carried if (one_each and none not in carried) else none)) %}
             {% endif %}
         {% else %}
             {% do statements.append(cdc_merge.create_runs_table(table)) %}

@@ -85,8 +85,9 @@
 {% endmacro %}
 
 
-{% macro keep_offset(offsets, target_relation, cfg, offset_snapshot, stats) %}
-    {#- The mirror's last offset of the run, written with the other mirrors' in one INSERT (append_offsets_sql). -#}
+{% macro keep_offset(offsets, target_relation, cfg, offset_snapshot, stats, ordinal=none) %}
+    {#- The mirror's last offset of the run, written with the other mirrors' in one INSERT (append_offsets_sql).
+        ordinal: the row's, where the run knows it from the offset it read (an appended row would take it). -#}
     {% do adapter.cdc_keep_row('offset', invocation_id, offsets | string, target_relation | string, {
         'raw_table': cfg.raw_relation | string,
         'source_table': cfg.source_table,
@@ -97,14 +98,15 @@
         'deleted': stats.deleted,
         'skipped': stats.skipped,
         'max_source_ts': (stats.max_source_ts | string) if stats.max_source_ts else none,
+        'offset_ordinal': ordinal,
     }) %}
 {% endmacro %}
 
 
-{% macro append_offsets_sql(offsets, rows) %}
+{% macro append_offsets_sql(offsets, rows, ordinals=none) %}
     {#- Kept offset rows of several mirrors (keep_offset) in one INSERT. -#}
     insert into {{ offsets }}
-    {{ cdc_merge.kept_offsets_sql(offsets, rows) }}
+    {{ cdc_merge.kept_offsets_sql(offsets, rows, ordinals) }}
 {% endmacro %}
 
 
