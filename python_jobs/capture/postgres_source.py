@@ -1,8 +1,8 @@
 """Everything the PostgreSQL capture asks of the server: the connection, the captured tables'
 catalog, the replication slot, the snapshot, the stream's files and the state written after each
 (postgres.py is the command; postgres_stream.py the streaming loop; postgres_pages.py the online
-snapshots' pages; postgres_events.py what the slot's changes become). Over 300 lines as one class:
-its steps share the connection, the catalog and the state each file's write records."""
+snapshots' pages; postgres_events.py what the slot's changes become). Why over 300 lines: one
+class, whose steps share the connection, the catalog and the state each file's write records."""
 
 from __future__ import annotations
 
