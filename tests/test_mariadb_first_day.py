@@ -16,6 +16,15 @@ from test_capture_mysql_statements import assert_mirrors_equal_sources, config_f
 from test_online_snapshots_mariadb import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 
 
+def captured_with_signal_table(mariadb, connection, tables, dbt_project, tmp_path, schemas=("shop",)):
+    """The capture's user, password and config for tables, with the signal table its online reads
+    write their watermarks into (docs/online_snapshots.md), as an administrator makes it."""
+    execute(connection, "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+    user, password = create_mariadb_capture_user(mariadb, list(schemas))
+    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+    return user, password, config_for(mariadb, user, password, list(tables), dbt_project.inbox, tmp_path / "state.json")
+
+
 def test_a_table_made_system_versioned_while_captured_stops_the_capture_at_that_statement(mariadb, dbt_project, tmp_path):
     """A system-versioned table's binlog has its history rows as inserts (an UPDATE is an update and an
     insert of the row as it was; a DELETE an update of its row_end): mirrored, deleted rows come back
@@ -82,11 +91,8 @@ def test_rows_a_foreign_key_cascades_into_are_read_again_and_the_mirrors_equal_t
     """The server writes no rows event for the child rows a cascade deletes or changes, only the
     parent's: after such a parent's change the capture reads the tables it reaches again online."""
     connection = mariadb.connect(autocommit=True)
-    execute(connection, "create database shop", *CASCADES, "create database cdc_merge",
-            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, CAPTURED, dbt_project.inbox, tmp_path / "state.json")
+    execute(connection, "create database shop", *CASCADES)
+    user, password, config = captured_with_signal_table(mariadb, connection, CAPTURED, dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "update shop.parent set note = 'x'")  # no key changed: nothing cascades
     assert capture_mysql.run(config).snapshot_rows == 0
@@ -107,11 +113,8 @@ def test_columns_computed_per_row_by_an_alter_table_are_read_again(mariadb, dbt_
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop",
             "create table shop.g (id int primary key, a int, p int as (a * 2) persistent, v int as (a + 1) virtual)",
-            "insert into shop.g (id, a) values (1, 10), (2, 20)", "create database cdc_merge",
-            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, ["shop.g"], dbt_project.inbox, tmp_path / "state.json")
+            "insert into shop.g (id, a) values (1, 10), (2, 20)")
+    user, password, config = captured_with_signal_table(mariadb, connection, ["shop.g"], dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "alter table shop.g modify p int as (a * 3) persistent, modify v int as (a + 5) virtual",
             "alter table shop.g add column n int not null auto_increment unique",
@@ -131,11 +134,9 @@ def test_a_table_renamed_away_and_created_again_mirrors_only_its_new_rows(mariad
     execute(connection, "create database shop",
             *(f"create table shop.{name} (id int primary key, n int)" for name in ("a", "b", "c", "c_new")),
             *(f"insert into shop.{name} values (1, 1), (2, 2)" for name in ("a", "b", "c")),
-            "insert into shop.c_new values (7, 7)", "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+            "insert into shop.c_new values (7, 7)")
     tables = ["shop.a", "shop.b", "shop.c"]
-    config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
+    user, password, config = captured_with_signal_table(mariadb, connection, tables, dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "rename table shop.a to shop.a_old, shop.c to shop.c_old, shop.c_new to shop.c",
             "create table shop.a like shop.a_old", "insert into shop.a values (5, 5)",
@@ -165,11 +166,8 @@ def test_rows_an_alter_table_changed_as_it_ignored_errors_are_read_again(mariadb
     strict session's ALTER that would have to fails instead, and reads nothing again."""
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop", "create table shop.u (id int primary key, a int, s varchar(3))",
-            "insert into shop.u values (1, 1, null), (2, 1, 'x'), (3, 2, 'y')", "create database cdc_merge",
-            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, ["shop.u"], dbt_project.inbox, tmp_path / "state.json")
+            "insert into shop.u values (1, 1, null), (2, 1, 'x'), (3, 2, 'y')")
+    user, password, config = captured_with_signal_table(mariadb, connection, ["shop.u"], dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "alter table shop.u modify a bigint not null default 0, add column n int")  # strict: no NULLs now
     assert capture_mysql.run(config).snapshot_rows == 0
@@ -206,12 +204,9 @@ def test_a_database_dropped_and_a_table_converted_to_a_partition_reach_the_mirro
     execute(connection, "create database shop", "create database old",
             "create table shop.p (id int primary key, n int) partition by range (id) (partition p0 values less than (100))",
             "create table shop.x (id int primary key, n int)", "create table old.t (id int primary key, n int)",
-            "insert into shop.p values (1, 1)", "insert into shop.x values (150, 150)", "insert into old.t values (1, 1), (2, 2)",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop", "old"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+            "insert into shop.p values (1, 1)", "insert into shop.x values (150, 150)", "insert into old.t values (1, 1), (2, 2)")
     tables = ["shop.p", "shop.x", "old.t"]
-    config = config_for(mariadb, user, password, tables, dbt_project.inbox, tmp_path / "state.json")
+    user, password, config = captured_with_signal_table(mariadb, connection, tables, dbt_project, tmp_path, schemas=["shop", "old"])
     capture_mysql.run(config)
     execute(connection, "alter table shop.p convert table shop.x to partition p1 values less than (200)",
             "create table shop.x (id int primary key, n int)", "insert into shop.x values (7, 7)",
@@ -227,11 +222,8 @@ def test_a_renamed_column_holds_its_values_in_every_mirror_row(mariadb, dbt_proj
     rows not changed since would hold null in the mirror's column of the new name."""
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop", "create table shop.r (id int primary key, a int, b varchar(5))",
-            "insert into shop.r values (1, 10, 'x'), (2, 20, 'y')", "create database cdc_merge",
-            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, ["shop.r"], dbt_project.inbox, tmp_path / "state.json")
+            "insert into shop.r values (1, 10, 'x'), (2, 20, 'y')")
+    user, password, config = captured_with_signal_table(mariadb, connection, ["shop.r"], dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "alter table shop.r change b b varchar(8)")  # its own name: nothing to read
     assert capture_mysql.run(config).snapshot_rows == 0
@@ -249,11 +241,8 @@ def test_statements_prefixed_with_set_statement_are_told_as_the_statements_they_
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop", "create table shop.t (id int primary key, s varchar(3))",
             "create table shop.v (id int primary key, s varchar(3))",
-            "insert into shop.t values (1, 'a')", "insert into shop.v values (1, null), (2, 'b')",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(connection, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = config_for(mariadb, user, password, ["shop.t", "shop.v"], dbt_project.inbox, tmp_path / "state.json")
+            "insert into shop.t values (1, 'a')", "insert into shop.v values (1, null), (2, 'b')")
+    user, password, config = captured_with_signal_table(mariadb, connection, ["shop.t", "shop.v"], dbt_project, tmp_path)
     capture_mysql.run(config)
     execute(connection, "set statement lock_wait_timeout = 5 for truncate table shop.t", "insert into shop.t values (2, 'c')",
             "set statement sql_mode = 'NO_ENGINE_SUBSTITUTION', max_statement_time = 60 for "
