@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from python_jobs.capture.freed_memory import keep_freed_memory
+from python_jobs.capture.mysql_cascades import resume_cascades
 from python_jobs.capture.mysql_pages import (
     SIGNAL_TABLE,
     check_signal_table,
@@ -135,6 +136,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
             capture.known_columns.update(state.get("columns") or {})
             capture.known_keys.update(state.get("keys") or {})
             capture.known_types.update(state.get("types") or {})
+            resume_cascades(capture, state.get("foreign_keys"))  # the keys of the position (mysql_cascades.py)
             _check_binlog_still_there(capture, binlog_file, config.state)
             # States written before tables were recorded name them by their columns.
             read_added_tables(capture, state.get("tables") or list(state.get("columns") or {}) or None)
@@ -214,6 +216,7 @@ def _follow(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posi
             return None
         state = read_state(config.state)
         binlog_file, position = state["file"], int(state["pos"])
+        resume_cascades(capture, state.get("foreign_keys"))
         capture.pages.abandon()  # its watermarks may be lost with the connection: read again
         detail = " ".join(str(error).split()) or type(error).__name__
         lost_connection_status(config.state, detail)

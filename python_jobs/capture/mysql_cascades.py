@@ -2,32 +2,23 @@
 NULL, SET DEFAULT): the server changes the child rows inside the storage engine and writes no rows
 event for them, only for the parent's row. So a parent's rows event that may cascade has the
 captured tables it reaches read again online (mysql_pages.py), which brings their mirrors back to
-the source's rows, the removed ones too."""
+the source's rows, the removed ones too. The keys are those of the binlog position the capture reads,
+kept in its state and changed as DDL passes (mysql_foreign_keys.py); the catalog adds to them."""
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+from python_jobs.capture.mysql_foreign_keys import (
+    CASCADING, Cascade, ForeignKey, Table, after_statement, cascaded_tables, cascades_of, keys_from_state, union,
+)
 from python_jobs.capture.mysql_pages import check_read_again
 
 log = logging.getLogger("cdc_merge.capture")
 
-_CASCADING = ("CASCADE", "SET NULL", "SET DEFAULT")
-
-
-@dataclass(frozen=True)
-class Cascade:
-    """What changes of one parent table reach captured tables with no rows event."""
-
-    tables: tuple[str, ...]  # the captured tables reached (database.table)
-    on_delete: bool
-    # The parent's columns whose change an UPDATE cascades; None: any update (a parent further up,
-    # whose cascade's own updates reach the captured table through a table between them).
-    on_update: frozenset[str] | None = frozenset()
-
+__all__ = ["Cascade", "cascaded_tables", "cascade_reads_again", "follow_statement", "read_cascades", "resume_cascades"]
 
 # A foreign key's line in SHOW CREATE TABLE, and its rules: information_schema.referential_constraints
 # has them too, but shows a user with only SELECT on the tables none of its rows.
@@ -35,9 +26,8 @@ _CONSTRAINT = re.compile(r"^\s*CONSTRAINT `((?:[^`]|``)+)` FOREIGN KEY .*$", re.
 _RULE = re.compile(r"\bON (DELETE|UPDATE) (CASCADE|SET NULL|SET DEFAULT)\b")
 
 
-def _foreign_keys(connection: Any, schema: str, name: str) -> list[tuple[str, str, str, str, str, list[str]]]:
-    """(constraint, parent database, parent table, delete rule, update rule, parent columns) of a table's
-    foreign keys whose rules cascade."""
+def _foreign_keys(connection: Any, schema: str, name: str) -> list[ForeignKey]:
+    """A table's foreign keys whose rules cascade, as the catalog has them now."""
     import pymysql
 
     with connection.cursor() as cursor:
@@ -53,64 +43,71 @@ def _foreign_keys(connection: Any, schema: str, name: str) -> list[tuple[str, st
             "select constraint_name, referenced_table_schema, referenced_table_name, referenced_column_name "
             "from information_schema.key_column_usage where table_schema = %s and table_name = %s "
             "and referenced_table_name is not null order by constraint_name, ordinal_position", (schema, name))
-        keys: dict[str, tuple[str, str, str, str, str, list[str]]] = {}
+        keys: dict[str, tuple[Table, dict[str, str], list[str]]] = {}
         for constraint, parent_schema, parent, column in cursor.fetchall():
-            rule = rules.get(constraint) or {}
-            if rule:
-                keys.setdefault(constraint, (constraint, parent_schema, parent, rule.get("DELETE", ""),
-                                             rule.get("UPDATE", ""), []))[5].append(column)
-    return list(keys.values())
+            if rule := rules.get(constraint):
+                keys.setdefault(constraint, ((parent_schema, parent), rule, []))[2].append(column)
+    return [ForeignKey((schema, name), constraint, parent, rule.get("DELETE", ""), rule.get("UPDATE", ""), tuple(columns))
+            for constraint, (parent, rule, columns) in keys.items()]
 
 
-def read_cascades(connection: Any, tables: Sequence[str], warn: bool = True) -> dict[tuple[str, str], list[Cascade]]:
-    """The parent tables whose changes cascade into the captured tables, directly or through tables
-    between them, each with what of its changes does; with warn, a warning for each direct one."""
-    cascades: dict[tuple[str, str], list[Cascade]] = {}
-    for qualified in tables:
-        schema, name = qualified.split(".", 1)
-        reached, direct = [(schema, name)], True
-        while reached:
-            further = []
-            for child in reached:
-                for constraint, parent_schema, parent, on_delete, on_update, columns in _foreign_keys(connection, *child):
-                    deletes, updates = on_delete in _CASCADING, on_update in _CASCADING
-                    if not (deletes or updates):
-                        continue
-                    if direct and warn:
-                        rules = [f"ON {when} {rule}" for when, rule in (("DELETE", on_delete), ("UPDATE", on_update))
-                                 if rule in _CASCADING]
-                        log.warning("foreign key %s of %s (%s from %s): the binlog has no rows for what it changes, so "
-                                    "the capture reads %s again online after each change of %s that may cascade (it "
-                                    "needs the signal table: docs/online_snapshots.md)", constraint, qualified,
-                                    ", ".join(rules), parent, qualified, parent)
-                    key = (parent_schema, parent)
-                    entry = Cascade((qualified,), deletes, frozenset(columns) if updates and direct else (None if updates else frozenset()))
-                    if entry not in cascades.setdefault(key, []):
-                        cascades[key].append(entry)
-                        if key != child and key != (schema, name):
-                            further.append(key)
-            reached, direct = further, False
-    return cascades
+def read_foreign_keys(connection: Any, tables: Sequence[str], known: Iterable[ForeignKey] = ()) -> list[ForeignKey]:
+    """The known keys and the catalog's of the captured tables and of the tables their keys (known or
+    the catalog's) reference, directly or through tables between them."""
+    known = list(known)
+    found: list[ForeignKey] = []
+    reached = [(schema, name) for schema, name in (table.split(".", 1) for table in tables)]
+    visited: set[Table] = set()
+    while reached:
+        child = reached.pop(0)
+        if child in visited:
+            continue
+        visited.add(child)
+        keys = _foreign_keys(connection, *child)
+        found.extend(keys)
+        reached.extend(key.parent for key in [*keys, *known] if key.table == child and key.parent not in visited)
+    return union(known, found)
 
 
-def cascaded_tables(cascades: list[Cascade], deleted: bool, updated_columns: Any) -> list[str]:
-    """The captured tables a parent's rows event may have changed with no rows event of theirs.
-    updated_columns(): the parent's columns an UPDATE changed in any row, asked only if needed."""
-    reached: list[str] = []
-    changed: set[str] | None = None
-    for cascade in cascades:
-        if deleted:
-            hit = cascade.on_delete
-        elif cascade.on_update is None:
-            hit = True
-        elif cascade.on_update:
-            changed = changed if changed is not None else updated_columns()
-            hit = bool(cascade.on_update & changed)
-        else:
-            hit = False
-        if hit:
-            reached.extend(table for table in cascade.tables if table not in reached)
-    return reached
+def read_cascades(connection: Any, tables: Sequence[str]) -> tuple[list[ForeignKey], dict[Table, list[Cascade]]]:
+    """The catalog's foreign keys that cascade into the captured tables, and their cascades; a warning
+    for each of a captured table."""
+    keys = read_foreign_keys(connection, tables)
+    for key in keys:
+        qualified = ".".join(key.table)
+        if qualified in tables and (rules := [f"ON {when} {rule}" for when, rule in (("DELETE", key.on_delete),
+                                                                                      ("UPDATE", key.on_update))
+                                              if rule in CASCADING]):
+            log.warning("foreign key %s of %s (%s from %s): the binlog has no rows for what it changes, so the capture "
+                        "reads %s again online after each change of %s that may cascade (it needs the signal table: "
+                        "docs/online_snapshots.md)", key.name, qualified, ", ".join(rules), key.parent[1], qualified,
+                        key.parent[1])
+    return keys, cascades_of(keys, tables)
+
+
+def resume_cascades(capture: Any, entries: Any) -> None:
+    """The keys of the state's position (entries: its foreign_keys) with those known now: a key dropped
+    since still cascades the changes before its drop. A state without them keeps the catalog's."""
+    if entries is None:
+        return
+    kept = keys_from_state(entries)
+    tables = capture.config.tables
+    keys = read_foreign_keys(capture.connection, tables, kept) if set(kept) - set(capture.foreign_keys) else kept
+    capture.foreign_keys = union(keys, capture.foreign_keys)
+    capture.cascades = cascades_of(capture.foreign_keys, tables)
+
+
+def follow_statement(capture: Any, event: Any, query: str) -> None:
+    """The keys after a DDL statement of the binlog (query: its text in upper case): those it drops go,
+    and the catalog's are added when it may have added some."""
+    if not query.startswith(("ALTER", "CREATE", "DROP", "RENAME")):
+        return
+    keys, adding = after_statement(capture.foreign_keys, event.query, event.schema)
+    if adding:
+        keys = read_foreign_keys(capture.connection, capture.config.tables, keys)
+    if keys != capture.foreign_keys:
+        capture.foreign_keys = keys
+        capture.cascades = cascades_of(keys, capture.config.tables)
 
 
 def cascade_reads_again(capture: Any, current: Any, event: Any, cascades: list, where: str) -> None:

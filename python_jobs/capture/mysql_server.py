@@ -13,7 +13,7 @@ from python_jobs.capture.mysql_connection import connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
-from python_jobs.capture.mysql_cascades import cascade_reads_again, read_cascades
+from python_jobs.capture.mysql_cascades import cascade_reads_again, follow_statement, read_cascades
 from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_compressed_columns import read_compressed_columns_metadata
 from python_jobs.capture.mysql_snapshot import take_snapshot
@@ -62,8 +62,9 @@ class MysqlCapture:
             ) from None
         self._check_binlog_settings()
         self.tables = {table: self._table_info(table) for table in config.tables}
-        # Parent tables whose changes cascade into captured ones with no rows event (mysql_cascades.py).
-        self.cascades = read_cascades(self.connection, config.tables)
+        # Parent tables whose changes cascade into captured ones with no rows event, and the foreign keys
+        # that make them, as of the position read: the state's with the catalog's (mysql_cascades.py).
+        self.foreign_keys, self.cascades = read_cascades(self.connection, config.tables)
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
@@ -197,8 +198,7 @@ class MysqlCapture:
                         event.query, event.schema = load_statement(event)
                     query = statement(event.query).upper()
                     where = f"{stream.log_file}:{start}"
-                    if "FOREIGN" in query or "REFERENCES" in query:
-                        self.cascades = read_cascades(self.connection, self.config.tables, warn=False)
+                    follow_statement(self, event, query)  # foreign keys dropped or added (mysql_foreign_keys.py)
                     if query == "BEGIN":
                         current = current or Transaction(begin_file=stream.log_file, begin_position=start)
                     elif query == "COMMIT" and current is not None:  # non-transactional engines

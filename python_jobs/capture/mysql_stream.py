@@ -13,6 +13,7 @@ import orjson
 
 from python_jobs.capture.mysql_event_lines import change_lines, first_position
 from python_jobs.capture.mysql_events import binlog_file_number, change_events
+from python_jobs.capture.mysql_foreign_keys import keys_to_state
 from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, write_page
 from python_jobs.capture.mysql_server import MysqlCapture
 from python_jobs.capture.output import FollowProgress, change_event_count, write_state, write_status
@@ -138,6 +139,6 @@ def capture_state(capture: MysqlCapture, binlog_file: str, position: int, follow
     """The state file's content: where the written log ends, the columns it has, and the online snapshots under way."""
     return {"snapshot_done": True, "file": binlog_file, "pos": position, "server_id": capture.config.server_id,
             "columns": capture.known_columns, "keys": capture.known_keys,
-            "types": capture.known_types,
+            "types": capture.known_types, "foreign_keys": keys_to_state(capture.foreign_keys),
             "tables": list(capture.config.tables), "snapshots": capture.pages.state(),
             **({"following": following} if following else {})}

@@ -1,0 +1,88 @@
+"""The foreign keys whose cascades reach captured MariaDB/MySQL tables, as of the binlog position the
+capture reads, and how DDL statements change them (python_jobs/capture/mysql_foreign_keys.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from python_jobs.capture.mysql_foreign_keys import (
+    Cascade,
+    ForeignKey,
+    after_statement,
+    cascaded_tables,
+    cascades_of,
+    keys_from_state,
+    keys_to_state,
+    union,
+)
+
+CHILD = ForeignKey(("shop", "child"), "child_parent", ("shop", "parent"), "CASCADE", "CASCADE", ("id",))
+STAFF = ForeignKey(("shop", "staff"), "staff_boss", ("shop", "staff"), "SET NULL", "", ("id",))
+LEAF = ForeignKey(("shop", "leaf"), "leaf_ibfk_1", ("shop", "mid"), "CASCADE", "", ("id",))
+MID = ForeignKey(("shop", "mid"), "mid_ibfk_1", ("shop", "top"), "CASCADE", "SET NULL", ("id",))
+KEYS = [CHILD, STAFF, LEAF, MID]
+
+
+def test_cascades_reach_captured_tables_directly_and_through_tables_between():
+    assert cascades_of(KEYS, ["shop.child", "shop.staff", "shop.leaf"]) == {
+        ("shop", "parent"): [Cascade(("shop.child",), True, frozenset({"id"}))],
+        ("shop", "staff"): [Cascade(("shop.staff",), True, frozenset())],
+        ("shop", "mid"): [Cascade(("shop.leaf",), True, frozenset())],
+        # Further up any update may cascade: mid's own rows change.
+        ("shop", "top"): [Cascade(("shop.leaf",), True, None)],
+    }
+    assert cascades_of(KEYS, ["shop.mid"]) == {("shop", "top"): [Cascade(("shop.mid",), True, frozenset({"id"}))]}
+    assert cascades_of([LEAF], ["shop.leaf"]) == {("shop", "mid"): [Cascade(("shop.leaf",), True, frozenset())]}
+    assert cascades_of([MID], ["shop.leaf"]) == {}  # a key of a table no captured one reaches
+
+
+def test_a_cycle_of_keys_ends():
+    a = ForeignKey(("s", "a"), "a_b", ("s", "b"), "CASCADE", "", ("id",))
+    b = ForeignKey(("s", "b"), "b_a", ("s", "a"), "CASCADE", "", ("id",))
+    assert cascades_of([a, b], ["s.a"]) == {("s", "b"): [Cascade(("s.a",), True, frozenset())],
+                                            ("s", "a"): [Cascade(("s.a",), True, frozenset())]}
+
+
+def test_which_changes_of_a_parent_reach_which_tables():
+    cascades = [Cascade(("s.a",), True, frozenset({"code"})), Cascade(("s.b",), False, None),
+                Cascade(("s.c",), False, frozenset())]
+    assert cascaded_tables(cascades, True, lambda: pytest.fail("not asked")) == ["s.a"]
+    assert cascaded_tables(cascades, False, lambda: {"note"}) == ["s.b"]
+    assert cascaded_tables(cascades, False, lambda: {"code"}) == ["s.a", "s.b"]
+
+
+@pytest.mark.parametrize("query, gone, adding", [
+    ("alter table child drop foreign key child_parent", {CHILD}, False),
+    ("ALTER TABLE `shop`.`child` DROP FOREIGN KEY IF EXISTS `CHILD_PARENT`", {CHILD}, False),
+    ("alter table shop.mid drop constraint mid_ibfk_1, drop foreign key other", {MID}, False),
+    ("/* tool */ alter online table child wait 5 drop foreign key child_parent", {CHILD}, False),
+    ("alter table child drop foreign key child_parent, add constraint child_parent foreign key (parent_id) "
+     "references parent (id) on delete cascade", {CHILD}, True),
+    ("alter table other.child drop foreign key child_parent", set(), False),  # another database's table
+    ("alter table child drop foreign key staff_boss", set(), False),  # a key of another table
+    ("alter table child drop index child_parent", set(), False),
+    ("alter table child comment 'drop foreign key child_parent'", set(), False),
+    ("drop table if exists `child`, shop.mid", {CHILD, MID}, False),
+    ("drop temporary table child", set(), False),
+    ("drop database shop", set(KEYS), False),
+    ("create or replace table staff (id int primary key, boss int references staff (id))", {STAFF}, True),
+    ("create table late (id int primary key, p int, foreign key (p) references parent (id))", set(), True),
+    ("alter table late add constraint late_parent foreign key (p) references parent (code) on delete set null",
+     set(), True),
+    ("rename table child to child_old, child_new to child", set(), True),
+    ("truncate table child", set(), False),
+    ("alter table child add column n int", set(), False),
+])
+def test_keys_a_statement_drops_and_whether_it_may_add_some(query, gone, adding):
+    kept, may_add = after_statement(KEYS, query, b"shop")
+    assert kept == [key for key in KEYS if key not in gone]
+    assert may_add is adding
+
+
+def test_the_state_keeps_the_keys_and_a_state_from_before_has_none():
+    state = json.loads(json.dumps(keys_to_state(KEYS)))
+    assert keys_from_state(state) == KEYS
+    assert keys_from_state(None) == []
+    assert union([CHILD, MID], [MID, STAFF, CHILD]) == [CHILD, MID, STAFF]
