@@ -145,6 +145,87 @@ def test_a_mirror_whose_deletes_mode_changed_is_refused_until_rebuilt(conformanc
     assert project.query(f"select count(*) as n from {project.schema}.was_hard where not _cdc_deleted")[0]["n"] == 9
 
 
+def test_a_history_whose_deletes_mode_changed_is_refused_until_rebuilt(conformance_project):
+    """A history always has is_deleted, so it records its deletes mode (a table property; on Databend its
+    comment): applied in the other mode it would hold both modes' versions. One built before the mode was
+    recorded is applied as configured, and records it."""
+    project = conformance_project
+    project.write_model("hist_soft", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    project.write_model("hist_hard", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "hist_soft", "hist_hard")
+    # hist_hard as a history stored before the mode was recorded; then 102 deleted.
+    project.execute(f"alter table {project.schema}.hist_hard comment = ''" if project.on_databend else
+                    f"alter table {project.schema}.hist_hard unset tblproperties ('cdc-merge.deletes')")
+    (project.inbox / "part-2.json").write_text(mysql_line("d", 20, {"id": 102, "name": "car battery"}) + "\n")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "hist_soft", "hist_hard")
+    versions = (count(project, "hist_soft"), count(project, "hist_hard"))
+
+    (project.inbox / "part-3.json").write_text(mysql_line("u", 30, {"id": 101, "name": "e-scooter"}) + "\n")
+    project.land(PRODUCTS)
+    project.write_model("hist_soft", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    project.write_model("hist_hard", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    failed = project.dbt("run", "--select", "hist_soft", "hist_hard", expect_success=False)
+    message = error_text(failed)
+    assert "cdc_history model 'hist_soft'" in message and "hist_soft was built with deletes='soft' and the model now says" \
+        " deletes='hard'. Rebuild it from the raw log in the new mode with `dbt run --full-refresh --select hist_soft`" in message, message
+    assert "hist_hard was built with deletes='hard' and the model now says deletes='soft'" in message, message
+    assert (count(project, "hist_soft"), count(project, "hist_hard")) == versions
+
+    project.dbt("run", "--select", "hist_soft", "hist_hard", "--full-refresh")
+    deleted = "select count(*) as n from {}.{} where is_deleted"
+    assert [project.query(deleted.format(project.schema, name))[0]["n"] for name in ("hist_soft", "hist_hard")] == [0, 2]
+    project.dbt("run", "--select", "hist_soft", "hist_hard")
+
+
+HISTORY_CONTRACTS_YML = """
+version: 2
+models:
+  - name: history_contract_kept
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: integer}
+      - {name: name, data_type: varchar(20)}
+      - {name: valid_from, description: the materialization's own column}
+      - {name: is_current, data_type: boolean}
+  - name: history_contract_broken
+    config: {contract: {enforced: true}}
+    columns:
+      - {name: id, data_type: %s}
+      - {name: name, data_type: string}
+"""
+
+
+def test_an_enforced_contract_of_a_history_is_checked_before_it_is_written(conformance_project):
+    """As a mirror's: a history whose model breaks its enforced contract is not created, and a stored one
+    is not dropped by --full-refresh; its own columns (valid_from, is_current, ...) need no entry."""
+    project = conformance_project
+    for name in ("history_contract_kept", "history_contract_broken"):
+        project.write_model(name, HISTORY_CONFIG, COLUMNS)
+    contracts = project.project_dir / "models" / "mirrors" / "_contracts.yml"
+    contracts.write_text(HISTORY_CONTRACTS_YML % "bigint")
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    result = project.dbt("run", "--select", "history_contract_kept", "history_contract_broken", expect_success=False)
+    assert {r.node.name: str(r.status) for r in result.result.results} == {
+        "history_contract_kept": "success", "history_contract_broken": "error"}, error_text(result)
+    assert "cdc_history model 'history_contract_broken': its enforced contract differs from the model's columns: id is int" \
+        " in the model but declared bigint" in error_text(result), error_text(result)
+    assert count(project, "history_contract_kept") == 15
+    assert not project.query(f"select * from information_schema.tables where table_schema = '{project.schema}'"
+                             " and table_name = 'history_contract_broken'") if project.on_databend else not \
+        project.spark.catalog.tableExists(f"{project.schema}.history_contract_broken")
+
+    # Kept, then broken: --full-refresh fails before it drops the history.
+    contracts.write_text(HISTORY_CONTRACTS_YML % "int")
+    project.dbt("run", "--select", "history_contract_broken")
+    contracts.write_text(HISTORY_CONTRACTS_YML % "bigint")
+    project.dbt("run", "--select", "history_contract_broken", "--full-refresh", expect_success=False)
+    assert count(project, "history_contract_broken") == 15
+
+
 SNAPSHOT_YML = """
 snapshots:
   - name: products_snapshot

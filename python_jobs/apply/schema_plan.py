@@ -2,7 +2,9 @@
 docs/schema_changes.md): what differs between the mirror's and the model's columns, which type changes
 the engines make in place, and what on_schema_change then does - the columns added, widened, dropped
 or kept, each recorded in the schema changes log, the columns the run writes, those to backfill from
-the raw log, the run's note - or the error that says what to change.
+the raw log, the run's note - or the error that says what to change. Also what a mirror and a history
+(cdc_history) refuse before they write: an enforced model contract their columns break, and a deletes
+mode other than the one they were built with.
 
 Types are compared as normalized_type spells them (lower case, one name per type).
 """
@@ -10,7 +12,7 @@ Types are compared as normalized_type spells them (lower case, one name per type
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 INTEGERS = ("tinyint", "smallint", "int", "bigint")
 DECIMAL = re.compile(r"decimal\(([0-9]+),([0-9]+)\)")
@@ -101,10 +103,19 @@ def plan_schema(mirror_types: Columns, model_types: Columns, mode: str, kept_bef
             "ignored": describe(found) if changed and mode == "ignore" else None}
 
 
-def contract_error(model_name: str, declared: Columns, produced: Columns) -> str | None:
-    """A model contract (`contract: {enforced: true}`) of a mirror, against the model's columns: both
-    [(name, type)] as normalized_type spells the types, the materialization's own columns (_cdc_*) left
-    out; a declared column without a data_type has ''. The error names every difference, or None."""
+def contract_error(model_name: str, declared: Columns, produced: Columns, materialization: str = "cdc_merge",
+                   own_columns: Sequence[str] = ()) -> str | None:
+    """A model contract (`contract: {enforced: true}`) of a mirror or a history, against the model's
+    columns: both [(name, type)] as normalized_type spells the types; a declared column without a
+    data_type has ''. The materialization's own columns (_cdc_*, and own_columns: a history's
+    valid_from, valid_to, is_current, is_deleted) need no entry and are not compared. The error names
+    every difference, or None."""
+    own = {name.lower() for name in own_columns}
+
+    def modelled(columns: Columns) -> Columns:
+        return [(name, data_type) for name, data_type in columns if not name.lower().startswith("_cdc_") and name.lower() not in own]
+
+    declared, produced = modelled(declared), modelled(produced)
     declared_types = {name.lower(): data_type for name, data_type in declared}
     produced_types = {name.lower(): data_type for name, data_type in produced}
     problems = [f"{name} has no data_type" for name, data_type in declared if not data_type]
@@ -116,9 +127,10 @@ def contract_error(model_name: str, declared: Columns, produced: Columns) -> str
                  if declared_types.get(name.lower()) and declared_types[name.lower()] != data_type]
     if not problems:
         return None
-    return (f"cdc_merge model '{model_name}': its enforced contract differs from the model's columns: "
-            + "; ".join(problems) + ". Change the model's YAML columns or the types its cdc_columns() casts to; the _cdc_"
-            " columns are the materialization's and need no entry.")
+    owned = ", ".join(["the _cdc_ columns", *[name for name in own_columns if not name.lower().startswith("_cdc_")]])
+    return (f"{materialization} model '{model_name}': its enforced contract differs from the model's columns: "
+            + "; ".join(problems) + f". Change the model's YAML columns or the types its cdc_columns() casts to; {owned}"
+            " are the materialization's and need no entry.")
 
 
 def deletes_mode_error(model_name: str, relation: str, deletes: str, mirror_columns: Sequence[str]) -> str | None:
@@ -131,3 +143,25 @@ def deletes_mode_error(model_name: str, relation: str, deletes: str, mirror_colu
     return (f"cdc_merge model '{model_name}': {relation} was built with deletes='{stored}' and the model now says "
             f"deletes='{deletes}'. Rebuild it from the raw log in the new mode with "
             f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{stored}'.")
+
+
+# The table property (on Databend, the table's comment) that records the deletes mode a history was built with.
+HISTORY_DELETES_PROPERTY = "cdc-merge.deletes"
+
+
+def history_deletes_mode(model_name: str, relation: str, deletes: str, stored: Optional[str]) -> Dict[str, Any]:
+    """A stored history keeps the deletes mode it was built with (stored: its HISTORY_DELETES_PROPERTY,
+    None when it has none). Its chains are rebuilt from the stored versions plus, with hard deletes,
+    the deletes table beside it, so applied in the other mode it would hold both modes' versions: a
+    soft history's delete versions where hard mode writes none, a hard one's touched keys rebuilt
+    without the deletes kept beside it.
+    A history built before the mode was recorded cannot tell: it is applied as configured and records it.
+    Returns {'error': the message or None, 'record': whether to record `deletes` on the history now}."""
+    if stored is None or stored == "":
+        return {"error": None, "record": True}
+    if stored == deletes:
+        return {"error": None, "record": False}
+    return {"error": f"cdc_history model '{model_name}': {relation} was built with deletes='{stored}' and the model now says "
+                     f"deletes='{deletes}'. Rebuild it from the raw log in the new mode with "
+                     f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{stored}'.",
+            "record": False}

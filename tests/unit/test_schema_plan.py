@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.apply.schema_plan import contract_error, deletes_mode_error, plan_schema, type_change
+from python_jobs.apply.schema_plan import contract_error, deletes_mode_error, history_deletes_mode, plan_schema, type_change
 
 MIRROR = [("id", "int"), ("name", "string"), ("price", "decimal(10,2)"), ("old", "string")]
 # name kept, price wider, old no longer selected, tier new.
@@ -92,3 +92,36 @@ def test_a_mirror_applies_only_in_the_deletes_mode_it_was_built_with(deletes, co
         assert error is None
     else:
         assert f"was built with deletes='{stored}'" in error and "--full-refresh --select products" in error
+
+
+HISTORY_OWN = ["valid_from", "valid_to", "is_current", "is_deleted", "_cdc_key", "_cdc_seq", "_cdc_source_ts",
+               "_cdc_updated_seq", "_cdc_unsent_columns"]
+
+
+def test_a_history_s_contract_leaves_out_its_own_columns_and_names_the_history():
+    # valid_from and is_current documented in YAML (as models/history/_history__models.yml does) are the history's.
+    declared = [("id", "bigint"), ("name", "string"), ("valid_from", "timestamp"), ("Is_Current", ""), ("_cdc_seq", "")]
+    assert contract_error("customers_history", declared, [("id", "bigint"), ("name", "string")], "cdc_history", HISTORY_OWN) is None
+    error = contract_error("customers_history", declared, [("id", "int"), ("name", "string")], "cdc_history", HISTORY_OWN)
+    assert error.startswith("cdc_history model 'customers_history': its enforced contract differs")
+    assert "id is int in the model but declared bigint" in error and "valid_from" in error.split(". Change")[1]
+    assert "valid_from" not in error.split(". Change")[0] and "Is_Current" not in error
+
+
+@pytest.mark.parametrize(
+    "deletes, stored, refused, record",
+    [("hard", "hard", None, False), ("soft", "soft", None, False),
+     ("soft", "hard", "hard", False), ("hard", "soft", "soft", False),
+     # Built before the mode was recorded: applied as configured, and the mode recorded.
+     ("hard", None, None, True), ("soft", None, None, True), ("soft", "", None, True)],
+)
+def test_a_history_applies_only_in_the_deletes_mode_it_recorded(deletes, stored, refused, record):
+    mode = history_deletes_mode("customers_history", "shop.customers_history", deletes, stored)
+    assert mode["record"] is record
+    if refused is None:
+        assert mode["error"] is None
+    else:
+        assert mode["error"] == (f"cdc_history model 'customers_history': shop.customers_history was built with deletes='{refused}'"
+                                 f" and the model now says deletes='{deletes}'. Rebuild it from the raw log in the new mode with"
+                                 " `dbt run --full-refresh --select customers_history`, or set deletes back to"
+                                 f" '{refused}'.")

@@ -12,7 +12,7 @@
     Files, each with its spark__ and databend__ versions side by side:
         validate.sql   every config, checked before any SQL runs
         batch.sql      what cdc_events() reads here: every event of the batch
-        target.sql     the history table and its deletes table: created, columns checked
+        target.sql     the history table and its deletes table: created, columns and deletes mode checked
         chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
         unsent.sql     unchanged TOAST values in those chains, filled from the version before
         write.sql      a batch's rows removed and added, published in one commit
@@ -48,6 +48,25 @@
                 ~ " history (no --full-refresh), or set allow_trimmed_log=true to build one that starts at that time.") %}
         {% endif %}
     {% endif %}
+    {#- Refused before anything is dropped or written: a model whose columns break its enforced contract (described over
+        a batch of no events), and a stored history applied in a deletes mode other than the one it was built with. -#}
+    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
+    {% if model.contract is defined and model.contract.enforced %}
+        {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
+        {% do cdc_merge.check_model_contract(cdc_merge.cdc_query_columns(model_sql), metadata_columns, 'cdc_history',
+            cdc_merge.history_columns()) %}
+    {% endif %}
+    {% if existing_relation is not none and not rebuild %}
+        {% set mode = adapter.cdc_history_deletes_mode(model.name, target_relation | string, cfg.deletes,
+            cdc_merge.stored_history_deletes(target_relation)) %}
+        {% if mode.error %}
+            {% do exceptions.raise_compiler_error(mode.error) %}
+        {% endif %}
+        {% if mode.record %}
+            {#- Built before the mode was recorded: from now on it keeps the mode of this run. -#}
+            {% do run_query(cdc_merge.record_history_deletes_sql(target_relation, cfg.deletes)) %}
+        {% endif %}
+    {% endif %}
     {% if existing_relation is not none and rebuild %}
         {{ log("cdc_history " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
         {% do adapter.drop_relation(existing_relation) %}
@@ -80,7 +99,6 @@
     {% endif %}
     {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
     {% do cdc_merge.cdc_history_validate_columns(model_columns, cfg) %}
-    {% set metadata_columns = ['_cdc_key', '_cdc_action', '_cdc_seq', '_cdc_source_ts', '_cdc_unavailable'] %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {% if existing_relation is none %}

@@ -2,6 +2,9 @@
     The history table and, with deletes='hard', its deletes table (every delete event, which
     leaves no row in the history but must still close a late older event's version): created
     here, and a stored history's columns checked against the model's (check_history_columns).
+    The history records the deletes mode it was built with (Spark: its table property
+    cdc-merge.deletes; Databend, which keeps no table properties of a user's choosing: its comment,
+    cdc-merge.deletes=<mode>), so that a run in the other mode is refused (schema_plan.py).
 #}
 
 {% macro history_deletes_relation(target_relation) %}
@@ -17,14 +20,47 @@
 {% macro spark__create_history_sql(target_relation, model_sql, columns, cfg) %}
     create table {{ target_relation }}
     using iceberg
-    {{ cdc_merge.merge_on_read_tblproperties(cfg) }}
+    {{ cdc_merge.merge_on_read_tblproperties(cfg, {'cdc-merge.deletes': cfg.deletes}) }}
     as
     {{ cdc_merge.empty_history_sql(model_sql, columns) }}
 {% endmacro %}
 
 {% macro databend__create_history_sql(target_relation, model_sql, columns, cfg) %}
-    create table {{ target_relation }} as
+    create table {{ target_relation }} comment = 'cdc-merge.deletes={{ cfg.deletes }}' as
     {{ cdc_merge.empty_history_sql(model_sql, columns) }}
+{% endmacro %}
+
+
+{% macro stored_history_deletes(target_relation) %}
+    {#- The deletes mode the stored history was built with, or none for one built before it was recorded. -#}
+    {{ return(adapter.dispatch('stored_history_deletes', 'cdc_merge')(target_relation)) }}
+{% endmacro %}
+
+{% macro spark__stored_history_deletes(target_relation) %}
+    {% for row in run_query("show tblproperties " ~ target_relation).rows if row['key'] == 'cdc-merge.deletes' %}
+        {{ return(row['value']) }}
+    {% endfor %}
+    {{ return(none) }}
+{% endmacro %}
+
+{% macro databend__stored_history_deletes(target_relation) %}
+    {% set rows = run_query("select comment from system.tables where database = '" ~ target_relation.schema
+        ~ "' and name = '" ~ target_relation.identifier ~ "'").rows %}
+    {% set comment = (rows[0]['comment'] or '') if rows | length else '' %}
+    {{ return(comment[('cdc-merge.deletes=' | length):] if comment.startswith('cdc-merge.deletes=') else none) }}
+{% endmacro %}
+
+
+{% macro record_history_deletes_sql(target_relation, deletes) %}
+    {{ return(adapter.dispatch('record_history_deletes_sql', 'cdc_merge')(target_relation, deletes)) }}
+{% endmacro %}
+
+{% macro spark__record_history_deletes_sql(target_relation, deletes) %}
+    alter table {{ target_relation }} set tblproperties ('cdc-merge.deletes' = '{{ deletes }}')
+{% endmacro %}
+
+{% macro databend__record_history_deletes_sql(target_relation, deletes) %}
+    alter table {{ target_relation }} comment = 'cdc-merge.deletes={{ deletes }}'
 {% endmacro %}
 
 

@@ -94,11 +94,12 @@
 {% endmacro %}
 
 
-{% macro check_model_contract(model_described, metadata_columns) %}
+{% macro check_model_contract(model_described, metadata_columns, materialization='cdc_merge', own_columns=[]) %}
     {#- An enforced contract, before anything is written: the declared types as the engine spells them (cast in a
-        query of no rows, as dbt's own contract check does), against the model's columns; the _cdc_ columns are the materialization's. -#}
+        query of no rows, as dbt's own contract check does), against the model's columns; the _cdc_ columns and
+        own_columns (a history's) are the materialization's. Mirrors and histories (cdc_history.sql) alike. -#}
     {% set declared_columns = [] %}
-    {% for column in model.columns.values() if not (column.name | lower).startswith('_cdc_') %}
+    {% for column in model.columns.values() if not (column.name | lower).startswith('_cdc_') and (column.name | lower) not in own_columns %}
         {% do declared_columns.append(column) %}
     {% endfor %}
     {% set typed = [] %}
@@ -114,7 +115,7 @@
     {% for name, data_type in model_described if name not in metadata_columns %}
         {% do produced.append([name, data_type]) %}
     {% endfor %}
-    {% set error = adapter.cdc_contract_error(model.name, declared, produced) %}
+    {% set error = adapter.cdc_contract_error(model.name, declared, produced, materialization, own_columns) %}
     {% if error %}
         {% do exceptions.raise_compiler_error(error) %}
     {% endif %}

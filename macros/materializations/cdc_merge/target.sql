@@ -30,8 +30,8 @@
 {% endmacro %}
 
 
-{% macro merge_on_read_tblproperties(cfg) -%}
-    {#- Iceberg format 2, merge-on-read, plus the model's table_properties: mirrors and histories alike. -#}
+{% macro merge_on_read_tblproperties(cfg, own={}) -%}
+    {#- Iceberg format 2, merge-on-read, plus the model's table_properties: mirrors and histories alike; own: the materialization's. -#}
     {%- set properties = {
         'format-version': '2',
         'write.delete.mode': 'merge-on-read',
@@ -39,6 +39,7 @@
         'write.merge.mode': 'merge-on-read',
     } -%}
     {%- do properties.update(cfg.table_properties) -%}
+    {%- do properties.update(own) -%}
     tblproperties (
         {%- for name, value in properties.items() %}
         '{{ name }}' = '{{ value }}'{{ ',' if not loop.last }}

@@ -149,15 +149,22 @@ class ApplyMethods(metaclass=AdapterMeta):
                                  None if offset_snapshot is None else str(offset_snapshot)).as_dict()
 
     @available
-    def cdc_contract_error(self, model_name: str, declared: List[List[str]], produced: List[List[str]]) -> Optional[str]:
-        """prepare_mirror.sql: an enforced model contract against the model's columns (schema_plan.py)."""
+    def cdc_contract_error(self, model_name: str, declared: List[List[str]], produced: List[List[str]],
+                           materialization: str = 'cdc_merge', own_columns: Optional[List[str]] = None) -> Optional[str]:
+        """prepare_mirror.sql, cdc_history.sql: an enforced model contract against the model's columns (schema_plan.py)."""
         return schema_plan.contract_error(str(model_name), [(str(n), str(t or '')) for n, t in declared],
-                                          [(str(n), str(t)) for n, t in produced])
+                                          [(str(n), str(t)) for n, t in produced], str(materialization),
+                                          [str(c) for c in own_columns or []])
 
     @available
     def cdc_deletes_mode_error(self, model_name: str, relation: str, deletes: str, mirror_columns: List[str]) -> Optional[str]:
         """schema_change.sql: a stored mirror applied in the deletes mode it was built with (schema_plan.py)."""
         return schema_plan.deletes_mode_error(str(model_name), str(relation), str(deletes), [str(c) for c in mirror_columns])
+
+    @available
+    def cdc_history_deletes_mode(self, model_name: str, relation: str, deletes: str, stored: Optional[str]) -> Dict[str, Any]:
+        """cdc_history.sql: a stored history applied in the deletes mode it was built with (schema_plan.py)."""
+        return schema_plan.history_deletes_mode(str(model_name), str(relation), str(deletes), None if stored is None else str(stored))
 
     @available
     def cdc_offset_row(self, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False) -> str:
