@@ -109,16 +109,21 @@ def test_rows_a_foreign_key_cascades_into_are_read_again_and_the_mirrors_equal_t
 def test_a_foreign_key_dropped_after_cascades_the_capture_has_not_read_yet_still_has_them_read_again(
         mariadb, dbt_project, tmp_path):
     """A capture judges a parent's change with the foreign keys of its place in the binlog, which its
-    state keeps, not with the catalog's now: deletes that cascaded while it was stopped are read
-    again though the keys are dropped before it runs (directly, and through a table between)."""
+    state keeps, not with the catalog's now: changes that cascaded while it was stopped are read
+    again though the keys are dropped before it runs (directly, through a table between, and by a
+    key added and dropped again meanwhile)."""
     connection = mariadb.connect(autocommit=True)
     execute(connection, "create database shop", *CASCADES)
     user, password, config = captured_with_signal_table(mariadb, connection, CAPTURED, dbt_project, tmp_path)
     capture_mysql.run(config)
-    execute(connection, "delete from shop.parent where id = 1", "update shop.parent set id = 5 where id = 2",
-            "delete from shop.top where id = 2", "alter table shop.child drop foreign key child_parent",
-            "alter table shop.mid drop foreign key if exists `mid_ibfk_1`",
-            "delete from shop.parent where id = 3", "delete from shop.top where id = 1")  # no cascade now
+    execute(connection,
+            "alter table shop.late add constraint late_parent foreign key (parent_code) references shop.parent (code) "
+            "on delete set null",
+            "delete from shop.parent where id = 1", "update shop.parent set id = 5 where id = 2",
+            "delete from shop.parent where code = 30", "delete from shop.top where id = 2",
+            "alter table shop.child drop foreign key child_parent",
+            "alter table shop.mid drop foreign key if exists `mid_ibfk_1`", "alter table shop.late drop foreign key late_parent",
+            "delete from shop.parent where id = 5", "delete from shop.top where id = 1")  # no cascade now
     capture_mysql.run(config)
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, CAPTURED)
     connection.close()

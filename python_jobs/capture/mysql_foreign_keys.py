@@ -7,7 +7,8 @@ key dropped since would leave its cascades unread. So the keys the capture last 
 state with its position. A statement that drops keys (ALTER TABLE ... DROP FOREIGN KEY or DROP
 CONSTRAINT, DROP TABLE, DROP DATABASE, CREATE OR REPLACE TABLE) removes them at its place; one that
 may add keys (a FOREIGN KEY or REFERENCES clause, a table renamed into a name) has the catalog read
-and its keys added to the known ones. Both err only towards a table read again that need not be."""
+and its keys added to the known ones, with the named keys it states (dropped since, the catalog
+lacks them). Both err only towards a table read again that need not be."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ class Cascade:
 
     tables: tuple[str, ...]  # the captured tables reached (database.table)
     on_delete: bool
-    # The parent's columns whose change an UPDATE cascades; None: any update (a parent further up,
-    # whose cascade's own updates reach the captured table through a table between them).
+    # The parent's columns (lower case) whose change an UPDATE cascades; None: any update (a parent
+    # further up, whose cascade's own updates reach the captured table through a table between them).
     on_update: frozenset[str] | None = frozenset()
 
 
@@ -63,7 +64,8 @@ def cascades_of(keys: Sequence[ForeignKey], tables: Sequence[str]) -> dict[Table
                     deletes, updates = key.on_delete in CASCADING, key.on_update in CASCADING
                     if not (deletes or updates):
                         continue
-                    on_update = frozenset(key.columns) if updates and direct else (None if updates else frozenset())
+                    columns = frozenset(column.lower() for column in key.columns)  # as MariaDB compares names
+                    on_update = columns if updates and direct else (None if updates else frozenset())
                     entry = Cascade((qualified,), deletes, on_update)
                     if entry not in cascades.setdefault(key.parent, []):
                         cascades[key.parent].append(entry)
@@ -84,7 +86,7 @@ def cascaded_tables(cascades: Sequence[Cascade], deleted: bool, updated_columns:
         elif cascade.on_update is None:
             hit = True
         elif cascade.on_update:
-            changed = changed if changed is not None else updated_columns()
+            changed = changed if changed is not None else {column.lower() for column in updated_columns()}
             hit = bool(cascade.on_update & changed)
         else:
             hit = False
@@ -100,6 +102,14 @@ _DROPPED_KEY = re.compile(rf"\bdrop\s+(?:foreign\s+key|constraint)\s+(?:if\s+exi
 _STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.DOTALL)
 _ADDING = re.compile(r"\breferences\b|(?<!\bdrop\s)\bforeign\s+key\b", re.IGNORECASE)
 _DROPPING_TABLES = re.compile(r"^(?:drop\s+(?:table|database|schema)|create\s+or\s+replace\s+table)\b", re.IGNORECASE)
+_CREATE = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?({_NAME}(?:\s*\.\s*{_NAME})?)",
+                     re.IGNORECASE)
+# A named key a statement adds (an unnamed one's name is the server's: the catalog tells it).
+_ADDED_KEY = re.compile(
+    rf"\bconstraint\s+({_NAME})\s+foreign\s+key\s+(?:if\s+not\s+exists\s+)?(?:{_NAME}\s*)?\([^()]*\)\s*references\s+"
+    rf"({_NAME}(?:\s*\.\s*{_NAME})?)\s*\(([^()]*)\)((?:\s+(?:match\s+\w+|on\s+(?:delete|update)\s+"
+    rf"(?:set\s+null|set\s+default|no\s+action|\w+)))*)", re.IGNORECASE)
+_STATED_RULE = re.compile(r"\bon\s+(delete|update)\s+(set\s+null|set\s+default|no\s+action|\w+)", re.IGNORECASE)
 
 
 def _unquoted(name: str) -> str:
@@ -124,7 +134,24 @@ def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any)
     if _DROPPING_TABLES.match(text):
         dropped = set(emptied_tables(text, schema, {key.table for key in keys}))
     kept = [key for key in keys if key.table not in dropped and (key.table, key.name.lower()) not in gone]
-    return kept, bool(_ADDING.search(text) or replaced_tables(text, schema))
+    stated = added_keys(text, schema)
+    return union(kept, stated), bool(_ADDING.search(text) or replaced_tables(text, schema))
+
+
+def added_keys(text: str, schema: str) -> list[ForeignKey]:
+    """The named keys with a cascading rule that an ALTER TABLE or CREATE TABLE adds, as it states
+    them: the catalog read after it has them no more if they were dropped since."""
+    named = _ALTER.match(text) or _CREATE.match(text)
+    if named is None:
+        return []
+    table, keys = _table(named.group(1), schema), []
+    for name, parent, columns, rules in _ADDED_KEY.findall(text[named.end():]):
+        stated = {when.upper(): " ".join(rule.upper().split()) for when, rule in _STATED_RULE.findall(rules)}
+        stated = {when: rule for when, rule in stated.items() if rule in CASCADING}  # as the catalog's are read
+        if stated:
+            keys.append(ForeignKey(table, _unquoted(name), _table(parent, schema), stated.get("DELETE", ""),
+                                   stated.get("UPDATE", ""), tuple(_unquoted(c.strip()) for c in columns.split(","))))
+    return keys
 
 
 def union(known: Iterable[ForeignKey], found: Iterable[ForeignKey]) -> list[ForeignKey]:

@@ -53,13 +53,14 @@ def test_which_changes_of_a_parent_reach_which_tables():
     assert cascaded_tables(cascades, False, lambda: {"code"}) == ["s.a", "s.b"]
 
 
+LATE = ForeignKey(("shop", "late"), "late_parent", ("shop", "parent"), "SET NULL", "", ("code",))
+
+
 @pytest.mark.parametrize("query, gone, adding", [
     ("alter table child drop foreign key child_parent", {CHILD}, False),
     ("ALTER TABLE `shop`.`child` DROP FOREIGN KEY IF EXISTS `CHILD_PARENT`", {CHILD}, False),
     ("alter table shop.mid drop constraint mid_ibfk_1, drop foreign key other", {MID}, False),
     ("/* tool */ alter online table child wait 5 drop foreign key child_parent", {CHILD}, False),
-    ("alter table child drop foreign key child_parent, add constraint child_parent foreign key (parent_id) "
-     "references parent (id) on delete cascade", {CHILD}, True),
     ("alter table other.child drop foreign key child_parent", set(), False),  # another database's table
     ("alter table child drop foreign key staff_boss", set(), False),  # a key of another table
     ("alter table child drop index child_parent", set(), False),
@@ -68,9 +69,8 @@ def test_which_changes_of_a_parent_reach_which_tables():
     ("drop temporary table child", set(), False),
     ("drop database shop", set(KEYS), False),
     ("create or replace table staff (id int primary key, boss int references staff (id))", {STAFF}, True),
-    ("create table late (id int primary key, p int, foreign key (p) references parent (id))", set(), True),
-    ("alter table late add constraint late_parent foreign key (p) references parent (code) on delete set null",
-     set(), True),
+    ("create table late (id int primary key, p int, foreign key (p) references parent (id) on delete cascade)",
+     set(), True),  # unnamed: the catalog names it
     ("rename table child to child_old, child_new to child", set(), True),
     ("truncate table child", set(), False),
     ("alter table child add column n int", set(), False),
@@ -79,6 +79,30 @@ def test_keys_a_statement_drops_and_whether_it_may_add_some(query, gone, adding)
     kept, may_add = after_statement(KEYS, query, b"shop")
     assert kept == [key for key in KEYS if key not in gone]
     assert may_add is adding
+
+
+@pytest.mark.parametrize("query, gone, added", [
+    ("alter table late add constraint late_parent foreign key (p) references parent (code) on delete set null",
+     set(), [LATE]),
+    ("ALTER TABLE `late` ADD CONSTRAINT `late_parent` FOREIGN KEY IF NOT EXISTS `i` (`p`) REFERENCES `shop`.`parent` "
+     "(`code`) MATCH FULL ON UPDATE RESTRICT ON DELETE SET  NULL", set(), [LATE]),
+    ("alter table child drop foreign key child_parent, add constraint child_parent foreign key (parent_id) "
+     "references parent (id) on delete cascade",
+     {CHILD}, [ForeignKey(("shop", "child"), "child_parent", ("shop", "parent"), "CASCADE", "", ("id",))]),
+    ("create table x.t (id int primary key, a int, b int, constraint t_ab foreign key (a, b) references u (c, d) "
+     "on update cascade, constraint t_u foreign key (a) references u (c) on delete restrict)",
+     set(), [ForeignKey(("x", "t"), "t_ab", ("shop", "u"), "", "CASCADE", ("c", "d"))]),
+    ("alter table late add constraint late_parent foreign key (p) references parent (code)", set(), []),
+])
+def test_named_keys_a_statement_adds_are_known_as_it_states_them(query, gone, added):
+    kept, may_add = after_statement(KEYS, query, b"shop")
+    assert kept == [key for key in KEYS if key not in gone] + added
+    assert may_add
+
+
+def test_a_parents_columns_compare_as_mariadb_compares_names():
+    key = ForeignKey(("s", "c"), "c_p", ("s", "p"), "", "CASCADE", ("Code",))
+    assert cascaded_tables(cascades_of([key], ["s.c"])[("s", "p")], False, lambda: {"CODE"}) == ["s.c"]
 
 
 def test_the_state_keeps_the_keys_and_a_state_from_before_has_none():
