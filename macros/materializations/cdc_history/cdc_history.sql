@@ -16,6 +16,7 @@
         chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
         unsent.sql     unchanged TOAST values in those chains, filled from the version before
         write.sql      a batch's rows removed and added, published in one commit
+        ranges.sql     online snapshot ranges: current versions of rows the source no longer has closed
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk)
     and publish.sql.
@@ -125,6 +126,9 @@
                 {% do stats.update({'max_source_ts': batch['max_source_ts']}) %}
             {% endif %}
         {% endfor %}
+        {#- Online snapshot ranges, after the chunk's batches: current versions of rows the source no longer has closed. -#}
+        {% set ranged = cdc_merge.apply_history_ranges(target_relation, deletes_relation, scratch, raw_changes_view, model_sql, columns, cfg) %}
+        {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}
         {% do totals.update({'events': totals.events + stats.events_read, 'added': totals.added + stats.inserted, 'removed': totals.removed + stats.deleted}) %}

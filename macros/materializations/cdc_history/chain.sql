@@ -9,7 +9,8 @@
     first, when it deletes a live key or brings a deleted key back, or (not deleted) when
     track_columns is not set or one of those columns differs from the previous event's. A
     later event that opens nothing updates its version's values in place (_cdc_updated_seq); a
-    delete of a deleted key opens nothing.
+    delete of a deleted key opens nothing. The deletes of online snapshot ranges (ranges.sql) are
+    rebuilt into their keys' chains here too, as any delete.
 #}
 
 {% macro history_columns() %}
@@ -41,22 +42,33 @@
 {% endmacro %}
 
 
-{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[]) %}
+{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[], range_deletes_sql=none) %}
     {#-
         Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
         the batch the model's SQL reads. deletes_relation: none with deletes='soft'. unsent_columns:
-        the columns whose unchanged TOAST values are filled in (unsent.sql).
+        the columns whose unchanged TOAST values are filled in (unsent.sql). range_deletes_sql: instead
+        of the batch, the delete events of online snapshot ranges (ranges.sql), whose keys are rebuilt.
     -#}
     {%- set history_row = columns + cdc_merge.history_columns() -%}
     with
 
     chain_model_events as (
         select * from ({{ model_sql }}) as model_output
+        {%- if range_deletes_sql is not none %}
+        where false
+        {%- endif %}
     ),
+
+    {%- if range_deletes_sql is not none %}
+
+    chain_range_deletes as (
+        {{ range_deletes_sql }}
+    ),
+    {%- endif %}
 
     chain_batch_keys as (
         select distinct _cdc_key
-        from chain_model_events
+        from {{ 'chain_model_events' if range_deletes_sql is none else 'chain_range_deletes' }}
     ),
 
     chain_stored as (
@@ -104,6 +116,20 @@
             0 as _cdc_origin
         from chain_stored
         where _cdc_updated_seq != _cdc_seq
+        {%- if range_deletes_sql is not none %}
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'delete') }}
+            _cdc_key,
+            true as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            1 as _cdc_origin
+        from chain_range_deletes
+        {%- endif %}
         {%- if deletes_relation is not none %}
         union all
         select

@@ -1,0 +1,122 @@
+"""A history and a mirror of one table take an online snapshot page and its range record
+(docs/online_snapshots.md) that leave out a key the source no longer has and whose delete the log
+never carried (a cascade-deleted child row): the history closes the key's current version at the
+page's low watermark, as the mirror removes its row, so its current versions are the mirror's rows
+and the source's; an older event of that key arriving later reopens nothing, and a replay of every
+event changes nothing (docs/history.md, "Online snapshots and repairs"). On Spark + Iceberg and on
+embedded Databend."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import pytest
+
+from test_materialization import postgres_line
+
+DOCS = {"public.docs": ["id"]}
+COLUMNS = "{{ cdc_merge.cdc_columns({'id': 'int', 'status': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}"
+EPOCH_MS = 1_767_225_600_000
+HISTORY_TESTS = """version: 2
+models:
+  - name: doc_versions
+    data_tests:
+      - cdc_history_intervals
+      - cdc_history_one_current:
+          arguments:
+            source_table: public.docs
+            raw_relation: ref('raw_events')
+"""
+
+
+def at(lsn: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp((EPOCH_MS + lsn) / 1000, dt.timezone.utc).replace(tzinfo=None)
+
+
+def position(lsn: int) -> dict:
+    return {"connector": "postgresql", "schema": "public", "table": "docs", "lsn": lsn, "snapshot": "false",
+            "ts_ms": EPOCH_MS + lsn}
+
+
+def read_line(lsn: int, row: dict) -> str:
+    """A page's snapshot read of a row, at the page's high watermark."""
+    return json.dumps({"before": None, "after": row, "source": {**position(lsn), "snapshot": "true"}, "op": "r"})
+
+
+def range_line(lsn: int, low: int, through: dict | None) -> str:
+    """The page's range record: every row the table has from its start through `through` was read."""
+    return json.dumps({"source": position(lsn), "ts_ms": EPOCH_MS + lsn,
+                       "range": {"after": None, "through": through, "low": position(low)}})
+
+
+def current_rows(project, deletes: str) -> tuple[list, list]:
+    """(the history's current, not deleted versions, the mirror's live rows) as (id, status)."""
+    schema = project.schema
+    history = project.query(f"select id, status from {schema}.doc_versions where is_current and not is_deleted order by id")
+    mirror = project.query(f"select id, status from {schema}.docs"
+                           f"{' where not _cdc_deleted' if deletes == 'soft' else ''} order by id")
+    return [tuple(row.values()) for row in history], [tuple(row.values()) for row in mirror]
+
+
+def versions(project, key: int) -> list[tuple]:
+    return [tuple(row.values()) for row in project.query(
+        f"select id, status, valid_from, valid_to, is_current, is_deleted from {project.schema}.doc_versions "
+        f"where id = {key} order by _cdc_seq")]
+
+
+@pytest.mark.parametrize("deletes", ["hard", "soft"])
+def test_a_range_record_closes_the_history_version_of_a_row_the_source_no_longer_has(conformance_project, deletes):
+    project = conformance_project
+    project.write_model("docs", f"unique_key='id', source_table='public.docs', deletes='{deletes}'", COLUMNS)
+    project.write_model("doc_versions", f"materialized='cdc_history', unique_key='id', source_table='public.docs', "
+                                        f"deletes='{deletes}'", COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_doc_versions.yml").write_text(HISTORY_TESTS)
+
+    def land_and_run(name: str, lines: list[str]) -> None:
+        (project.inbox / name).write_text("\n".join(lines) + "\n")
+        project.land(DOCS)
+        project.dbt("run", "--select", "docs", "doc_versions")
+
+    land_and_run("1.json", [
+        postgres_line("c", 100, {"id": 1, "status": "a"}),
+        postgres_line("c", 110, {"id": 2, "status": "b"}),
+        postgres_line("c", 120, {"id": 3, "status": "c"}),
+        postgres_line("c", 130, {"id": 4, "status": "d"}),
+        postgres_line("u", 140, {"id": 2, "status": "b2"}),
+        postgres_line("c", 150, {"id": 7, "status": "g"}),
+    ])
+    # The source loses key 2 with no delete in the log. A page of keys up to 5, between its low
+    # watermark (200) and its high (210), reads 1 and 3; 4 changed between them (the page leaves it
+    # to its change); 7 is outside the range.
+    land_and_run("2.json", [
+        postgres_line("u", 205, {"id": 4, "status": "d2"}),
+        read_line(210, {"id": 1, "status": "a"}),
+        read_line(210, {"id": 3, "status": "c"}),
+        range_line(220, 200, {"id": 5}),
+    ])
+    source = [(1, "a"), (3, "c"), (4, "d2"), (7, "g")]
+    assert current_rows(project, deletes) == (source, source)
+    # Closed at the low watermark, at the range record's time; a soft delete keeps the version's values, as the mirror's row.
+    closed = [(2, "b", at(110), at(140), False, False), (2, "b2", at(140), at(220), False, False)]
+    deleted = [(2, "b2", at(220), None, True, True)] if deletes == "soft" else []
+    assert versions(project, 2) == closed + deleted
+
+    # An older event of key 2 arriving late is placed before the delete: it opens nothing current.
+    land_and_run("3.json", [postgres_line("u", 160, {"id": 2, "status": "late"})])
+    assert current_rows(project, deletes) == (source, source)
+    closed = [(2, "b", at(110), at(140), False, False), (2, "b2", at(140), at(160), False, False),
+              (2, "late", at(160), at(220), False, False)]
+    assert versions(project, 2) == closed + deleted
+
+    # Every file again under a new name: the history does not change, not even its snapshot.
+    history = f"{project.schema}.doc_versions"
+    before = (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq"))
+    for path in sorted(project.inbox.iterdir()):
+        shutil.copy(path, path.with_name("again-" + path.name))
+    project.land(DOCS)
+    project.dbt("run", "--select", "docs", "doc_versions")
+    assert (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq")) == before
+    assert current_rows(project, deletes) == (source, source)
+    project.dbt("test", "--select", "doc_versions")
