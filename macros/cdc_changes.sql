@@ -281,15 +281,17 @@
 
     {#-
         json_each reads the raw table itself: over the CTEs above (windows) Databend 1.2.453 panics
-        planning it. Copies of one event give the same fields: kept once.
+        planning it. Copies of one event give the same fields: kept once. dbt run --empty renders
+        ref() as a subquery with an alias of its own: wrapped in one more, it takes the alias landed.
     #}
+    {%- set landed = '(select * from ' ~ raw ~ ')' if raw.limit is defined and raw.limit is not none else raw %}
     changes_post_fields as (
         select
             landed.key,
             landed.seq,
             field.key as name,
             any(field.value) as value
-        from {{ raw }} as landed, json_each(landed.raw_data) as field
+        from {{ landed }} as landed, json_each(landed.raw_data) as field
         where
             {{ cdc_merge.changes_range_filter(source_table, from_ts, to_ts, keys, 'landed') }}
             and landed.action != 'delete'

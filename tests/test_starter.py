@@ -241,6 +241,7 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
     for needed in ("python_jobs/jars/cdc-merge-parsers.jar", "python_jobs/jars/cdc-merge-iceberg.jar",
                    "python_jobs/jars/cdc-merge-local-fs.jar",
                    "dbt/include/cdc_spark/dbt_project.yml", "dbt/include/cdc_databend/dbt_project.yml",
+                   "dbt/include/cdc_databend/macros/snapshot.sql",
                    "python_jobs/starter/templates/profiles.yml", "python_jobs/landing/land.py",
                    "python_jobs/devtools/databend_local/__main__.py"):
         assert needed in names, needed

@@ -2,7 +2,8 @@
 
 dbt-databend-cloud 1.8.1 sets every relation's database to None (Databend has no level above
 schemas), and dbt's catalog filter drops every row whose database is None, so `dbt docs
-generate` wrote an empty catalog. This plugin inherits everything else (its dependency, so every
+generate` wrote an empty catalog. `dbt snapshot` works here too (relation.py, macros/snapshot.sql
+of its include path). This plugin inherits everything else (its dependency, so every
 `databend__` macro still applies); a profile opts in with `type: cdc_databend`.
 """
 

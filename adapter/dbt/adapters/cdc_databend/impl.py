@@ -24,6 +24,7 @@ from dbt.adapters.cdc_core.verify_methods import VerifyMethods
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 from dbt.adapters.cdc_databend.null_values import keep_nulls
+from dbt.adapters.cdc_databend.relation import CdcDatabendRelation
 from dbt.adapters.cdc_databend.python_landing import LocalSparkPythonJobHelper
 
 
@@ -52,6 +53,12 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
             keep_nulls(connection.handle, connection.credentials.schema)
         return connection
 
+    @classmethod
+    def data_type_code_to_name(cls, type_code: Any) -> str:
+        """A result column's type as dbt's get_column_schema_from_query asks it (dbt's snapshots do): the
+        cursor of databend-sqlalchemy already describes a column by its type's name, e.g. 'Timestamp'."""
+        return str(type_code)
+
     @contextmanager
     def exception_handler(self, sql: str):
         """The base's, but a refused login (HTTP 401, before the statement ran) says what to change."""
@@ -74,6 +81,7 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, StatusMethods,
                          DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
+    Relation = CdcDatabendRelation  # type: ignore[assignment]
     verify_engine = "databend"
 
     def cdc_connection_capabilities(self) -> capabilities.Capabilities:
