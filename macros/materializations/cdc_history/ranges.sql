@@ -12,29 +12,6 @@
     Keys are compared in the range's own key order (cdc_merge's key_range_predicate).
 #}
 
-{% macro range_events_with_time_sql(relation, source_table) %}
-    {{ return(adapter.dispatch('range_events_with_time_sql', 'cdc_merge')(relation, source_table)) }}
-{% endmacro %}
-
-{% macro spark__range_events_with_time_sql(relation, source_table) %}
-    select
-        seq,
-        raw_data,
-        cast(source_ts as string) as source_ts
-    from {{ relation }}
-    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
-{% endmacro %}
-
-{% macro databend__range_events_with_time_sql(relation, source_table) %}
-    select
-        seq,
-        raw_data::string as raw_data,
-        cast(source_ts as string) as source_ts
-    from {{ relation }}
-    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
-{% endmacro %}
-
-
 {% macro history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
     {#-
         One delete event per key the ranges close: (columns, _cdc_key, _cdc_seq, _cdc_source_ts). A key
@@ -83,7 +60,7 @@
 
 {% macro apply_history_ranges(target_relation, deletes_relation, scratch, changes_view, model_sql, columns, cfg) %}
     {#- The ranges of the chunk in changes_view, after its batches; returns {'added': n, 'removed': n} rows. -#}
-    {% set found = run_query(cdc_merge.range_events_with_time_sql(changes_view, cfg.source_table)).rows %}
+    {% set found = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(changes_view, cfg.source_table, with_time=true)).rows %}
     {% if not found | length %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}

@@ -14,18 +14,25 @@
     {{ return(found.rows | map('list') | list) }}
 {% endmacro %}
 
-{% macro spark__range_events_sql(relation, source_table) %}
+{% macro spark__range_events_sql(relation, source_table, with_time=false) %}
+    {#- with_time: the range record's source time too (a history closes versions at it). -#}
     select
         seq,
         raw_data
+        {%- if with_time %},
+        cast(source_ts as string) as source_ts
+        {%- endif %}
     from {{ relation }}
     where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
 {% endmacro %}
 
-{% macro databend__range_events_sql(relation, source_table) %}
+{% macro databend__range_events_sql(relation, source_table, with_time=false) %}
     select
         seq,
         raw_data::string as raw_data
+        {%- if with_time %},
+        cast(source_ts as string) as source_ts
+        {%- endif %}
     from {{ relation }}
     where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
 {% endmacro %}
