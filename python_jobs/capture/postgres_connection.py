@@ -1,5 +1,5 @@
-"""Connections to PostgreSQL as the capture makes them: value output settings fixed for every session,
-the DSN as it may be shown, and which errors are a connection lost."""
+"""Connections to PostgreSQL as the capture makes them: value output and commit settings fixed for
+every session, the DSN as it may be shown, and which errors are a connection lost."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from typing import Any
 # user's defaults: ISO dates, UTC, shortest exact floats, hex bytea.
 OUTPUT_SETTINGS = ("-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=UTC -c extra_float_digits=1 "
                    "-c bytea_output=hex")
+# The capture's own commits (a page's watermarks, heartbeats, the notice of columns added: logical
+# messages for its slot, which is on this server alone) need no standby's durability. With
+# synchronous_standby_names set, a commit waits for a synchronous standby, for ever while none
+# answers: the capture would stop at its next watermark or heartbeat. So they commit once flushed here.
+OWN_COMMIT_SETTINGS = "-c synchronous_commit=local"
 
 
 def connect(dsn: str, **options: Any) -> Any:
-    """psycopg2.connect with OUTPUT_SETTINGS added to the DSN's own options."""
+    """psycopg2.connect with OUTPUT_SETTINGS and OWN_COMMIT_SETTINGS added to the DSN's own options."""
     import psycopg2
 
     own = dsn_settings(dsn).get("options", "")
-    return psycopg2.connect(dsn, options=f"{own} {OUTPUT_SETTINGS}".strip(), **options)
+    return psycopg2.connect(dsn, options=f"{own} {OUTPUT_SETTINGS} {OWN_COMMIT_SETTINGS}".strip(), **options)
 
 
 def dsn_without_secrets(dsn: str) -> str:
