@@ -70,7 +70,8 @@
         'format-version' = '2',
         'write.distribution-mode' = 'none',
         'write.spark.fanout.enabled' = 'true',
-        'parquet.enable.dictionary' = 'false'
+        'parquet.enable.dictionary' = 'false',
+        {{ cdc_merge.metadata_log_tblproperties() }}
     )
 {% endmacro %}
 
@@ -88,7 +89,7 @@
         landed_at timestamp
     )
     using iceberg
-    tblproperties ('format-version' = '2')
+    tblproperties ('format-version' = '2', {{ cdc_merge.metadata_log_tblproperties() }})
 {% endmacro %}
 
 

@@ -17,6 +17,10 @@
         {% do shared_tables.append(relation) %}
     {% endfor %}
 
+    {#- A table made before its DDL bounded its metadata log gets the properties first, so this maintenance's commits delete old metadata files too. -#}
+    {% for relation in own_tables + shared_tables %}
+        {% do cdc_merge.bound_metadata_log(relation) %}
+    {% endfor %}
     {% for relation in own_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
     {% endfor %}
@@ -44,6 +48,7 @@
     {% do cdc_merge.crash_point('maintenance') %}
     {#- The raw table: compacted, and expired only behind the oldest offset of any mirror reading it. -#}
     {% if raw_free and cdc_merge.first_time_in_invocation('maintain ' ~ raw_relation) %}
+        {% do cdc_merge.bound_metadata_log(raw_relation) %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(raw_relation)) %}
         {% set raw_offsets = cdc_merge.applied_offsets(raw_relation, none, [offsets]) %}
         {% if 'stream' in raw_offsets | map(attribute='offset_snapshot') | list %}

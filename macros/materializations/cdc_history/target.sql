@@ -94,7 +94,7 @@
         _cdc_source_ts timestamp
     )
     using iceberg
-    tblproperties ('format-version' = '2')
+    tblproperties ('format-version' = '2', {{ cdc_merge.metadata_log_tblproperties() }})
 {% endmacro %}
 
 {% macro databend__create_history_deletes_sql(deletes_relation) %}

@@ -37,7 +37,7 @@
         invocation_id string
     )
     using iceberg
-    tblproperties ('format-version' = '2')
+    tblproperties ('format-version' = '2', {{ cdc_merge.metadata_log_tblproperties() }})
 {% endmacro %}
 
 {% macro databend__create_cuts_table(relation) %}

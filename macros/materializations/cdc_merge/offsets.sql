@@ -204,10 +204,11 @@
         conflict: snapshot isolation, not Iceberg's default serializable, which fails the trim.
         Every mirror of a run appends to them at once: Iceberg's default of four commit retries
         failed an append of eight dbt threads (an append never conflicts, it only retries);
-        twenty retries, each backing off at most two seconds.
+        twenty retries, each backing off at most two seconds. Old metadata files deleted on commit (metadata_log.sql).
     -#}
     'format-version' = '2', 'write.delete.isolation-level' = 'snapshot',
-    'commit.retry.num-retries' = '20', 'commit.retry.max-wait-ms' = '2000'
+    'commit.retry.num-retries' = '20', 'commit.retry.max-wait-ms' = '2000',
+    {{ cdc_merge.metadata_log_tblproperties() }}
 {%- endmacro %}
 
 

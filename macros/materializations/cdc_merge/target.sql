@@ -31,13 +31,17 @@
 
 
 {% macro merge_on_read_tblproperties(cfg, own={}) -%}
-    {#- Iceberg format 2, merge-on-read, plus the model's table_properties: mirrors and histories alike; own: the materialization's. -#}
+    {#-
+        Iceberg format 2, merge-on-read, old metadata files deleted on commit (metadata_log.sql), then
+        the model's table_properties, which may override any of them: mirrors and histories alike; own: the materialization's.
+    -#}
     {%- set properties = {
         'format-version': '2',
         'write.delete.mode': 'merge-on-read',
         'write.update.mode': 'merge-on-read',
         'write.merge.mode': 'merge-on-read',
     } -%}
+    {%- do properties.update(cdc_merge.metadata_log_properties()) -%}
     {%- do properties.update(cfg.table_properties) -%}
     {%- do properties.update(own) -%}
     tblproperties (
@@ -97,7 +101,8 @@
     using iceberg
     tblproperties (
         'format-version' = '2',
-        'write.merge.mode' = 'merge-on-read'
+        'write.merge.mode' = 'merge-on-read',
+        {{ cdc_merge.metadata_log_tblproperties() }}
     )
 {% endmacro %}
 

@@ -28,7 +28,7 @@
         invocation_id string
     )
     using iceberg
-    tblproperties ('format-version' = '2')
+    tblproperties ('format-version' = '2', {{ cdc_merge.metadata_log_tblproperties() }})
 {% endmacro %}
 
 {% macro databend__create_truncates_table(relation) %}

@@ -1,0 +1,67 @@
+{#
+    Iceberg writes a metadata file (vN.metadata.json) on every commit and, unless a table says
+    so, never deletes the old ones: under a run every few seconds a table's metadata folder grew
+    by one file of every snapshot kept per cycle, until orphan-file removal (72 h by default).
+    Every table the product creates on Spark sets these two properties, and maintenance sets
+    them on a table made before (or by hand) that has neither, so that each commit deletes the
+    metadata files that fall off the table's metadata log. Databend keeps no such files.
+#}
+
+{% macro metadata_log_properties() %}
+    {#-
+        The one list. Ten previous versions: the metadata log is for inspection only, time travel
+        reads snapshots, which live in the current file; a reader that read the version hint has
+        the ten commits after it (seconds under the tightest schedule) to open its file.
+    -#}
+    {{ return({
+        'write.metadata.delete-after-commit.enabled': 'true',
+        'write.metadata.previous-versions-max': '10',
+    }) }}
+{% endmacro %}
+
+
+{% macro metadata_log_tblproperties(properties=none) -%}
+    {#- The properties as a tblproperties list: 'name' = 'value', ... -#}
+    {%- set listed = [] -%}
+    {%- for name, value in (properties if properties is not none else cdc_merge.metadata_log_properties()).items() -%}
+        {%- do listed.append("'" ~ name ~ "' = '" ~ value ~ "'") -%}
+    {%- endfor -%}
+    {{ listed | join(', ') }}
+{%- endmacro %}
+
+
+{% macro bound_metadata_log(relation) %}
+    {#- Sets the properties the table lacks (a value set otherwise, as a model's table_properties, stays): those set. -#}
+    {% if relation is none %}
+        {{ return({}) }}
+    {% endif %}
+    {% set added = adapter.dispatch('bound_metadata_log', 'cdc_merge')(relation) %}
+    {% if added %}
+        {{ log("cdc_merge maintenance " ~ relation ~ ": old metadata files now deleted on commit ("
+            ~ cdc_merge.metadata_log_tblproperties(added) ~ ")", info=True) }}
+    {% endif %}
+    {{ return(added) }}
+{% endmacro %}
+
+{% macro spark__bound_metadata_log(relation) %}
+    {#- Through the Iceberg API in the driver where the session is in this process (metadata_log.py): no statement, no commit when set. -#}
+    {% set wanted = cdc_merge.metadata_log_properties() %}
+    {% set in_driver = adapter.cdc_bound_metadata_log_in_driver(relation.schema ~ '.' ~ relation.identifier, wanted) %}
+    {% if in_driver is not none %}
+        {{ return(in_driver) }}
+    {% endif %}
+    {% set current = {} %}
+    {% for row in run_query('show tblproperties ' ~ relation).rows %}
+        {% do current.update({row['key']: row['value']}) %}
+    {% endfor %}
+    {% set missing = adapter.cdc_missing_table_properties(current, wanted) %}
+    {% if missing %}
+        {% do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ cdc_merge.metadata_log_tblproperties(missing) ~ ')') %}
+    {% endif %}
+    {{ return(missing) }}
+{% endmacro %}
+
+{% macro databend__bound_metadata_log(relation) %}
+    {#- Databend's snapshots are its own files, removed by PURGE: nothing to bound. -#}
+    {{ return({}) }}
+{% endmacro %}
