@@ -15,6 +15,14 @@ SET_MESSAGE = "old metadata files now deleted on commit"
 PROPERTIES = ("write.metadata.delete-after-commit.enabled", "write.metadata.previous-versions-max")
 
 
+def keep_metadata_versions(project, versions: int = PREVIOUS_VERSIONS_MAX) -> None:
+    """The project's cdc_merge_metadata_versions_kept (100 by default: more commits than a test makes),
+    and the raw table's, which the fixture made before."""
+    path = project.project_dir / "dbt_project.yml"
+    path.write_text(path.read_text() + f"\nvars:\n  cdc_merge_metadata_versions_kept: {versions}\n")
+    project.execute(f"alter table {project.raw_schema}.raw_events set tblproperties ('{PROPERTIES[1]}' = '{versions}')")
+
+
 def tables(project) -> list[str]:
     """The tables a mirror's runs commit to: the mirror, its tombstones, the bookkeeping and the raw table."""
     return [f"{project.schema}.shop_orders", f"{project.schema}.shop_orders__cdc_tombstones",
@@ -43,6 +51,7 @@ def test_every_table_a_mirror_commits_to_keeps_a_bounded_number_of_metadata_file
     """More commits than the metadata log holds, on every table: each keeps its current metadata file and
     the log's, and the mirror stays equal to the replay. Histories' tables are created with the same bound."""
     project = dbt_project
+    keep_metadata_versions(project)
     configure_model(project, "shop_orders", maintenance="off")
     _, waves = build_waves(23, events=1600, waves=PREVIOUS_VERSIONS_MAX + 6, connector="postgresql", snapshot_rows=30,
                            late_fraction=0.05, duplicate_fraction=0.03)
@@ -63,6 +72,7 @@ def test_maintenance_bounds_the_metadata_files_of_tables_made_without_the_proper
     """Tables as an earlier version made them (the properties unset): their metadata files pile up
     until the next maintenance sets the properties, after which their number stays bounded."""
     project = dbt_project
+    keep_metadata_versions(project)
     configure_model(project, "shop_orders", maintenance="off")
     _, waves = build_waves(29, events=2000, waves=PREVIOUS_VERSIONS_MAX + 8, connector="postgresql", snapshot_rows=30,
                            late_fraction=0.05, duplicate_fraction=0.03)
@@ -94,6 +104,7 @@ def test_through_sql_maintenance_sets_only_the_properties_a_table_lacks(dbt_proj
     """As through a Thrift server, where the driver has no Iceberg API (SHOW TBLPROPERTIES, ALTER
     TABLE): a property the table sets otherwise keeps its value, and a table that has both gets no ALTER."""
     project = dbt_project
+    keep_metadata_versions(project)
     configure_model(project, "shop_orders", maintenance="off")
     _, waves = build_waves(31, events=300, waves=1, connector="postgresql", snapshot_rows=30)
     run_waves(project, waves, [])

@@ -9,13 +9,16 @@
 
 {% macro metadata_log_properties() %}
     {#-
-        The one list. Ten previous versions: the metadata log is for inspection only, time travel
-        reads snapshots, which live in the current file; a reader that read the version hint has
-        the ten commits after it (seconds under the tightest schedule) to open its file.
+        The one list. The metadata log is for inspection only (time travel reads snapshots, which
+        live in the current file), so its length only has to outlast a reader: a hundred versions,
+        Iceberg's own default, and the var cdc_merge_metadata_versions_kept. Not much fewer on the
+        embedded Hadoop catalog: under concurrent writers its version hint can fall a few commits
+        behind (a writer's hint written after later ones'), and a hint naming a deleted file fails
+        every reader until the next commit (eight threads appending to one table did so with ten).
     -#}
     {{ return({
         'write.metadata.delete-after-commit.enabled': 'true',
-        'write.metadata.previous-versions-max': '10',
+        'write.metadata.previous-versions-max': var('cdc_merge_metadata_versions_kept', 100) | string,
     }) }}
 {% endmacro %}
 
