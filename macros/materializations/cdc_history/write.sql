@@ -33,11 +33,9 @@
 
 
 {% macro drop_history_changes(created) %}
-    {% if created.in_memory %}
-        {% do adapter.drop_checkpoint_view(created.changes) %}
-    {% else %}
-        {% do run_query('drop table if exists ' ~ created.changes) %}
-    {% endif %}
+    {#- As a mirror's changes: a name is the kept view, a relation the table, purged on Spark (a drop
+        without purge leaves its files behind on a JDBC catalog). -#}
+    {% do cdc_merge.drop_changes(created.changes) %}
 {% endmacro %}
 
 
