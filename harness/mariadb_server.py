@@ -51,7 +51,9 @@ def _server_user() -> list[str]:
     return ["--user=nobody"] if os.geteuid() == 0 else []
 
 
-def start_mariadb(directory: Path) -> MariadbServer:
+def start_mariadb(directory: Path, options: tuple[str, ...] = ()) -> MariadbServer:
+    """A server on a new datadir; options (mariadbd's, as --name=value) go to the install too, for
+    settings a datadir is made with (--lower-case-table-names=1)."""
     for needed in (MARIADBD, INSTALL_DB):
         if not needed.exists():
             raise RuntimeError(f"{needed} is missing: run `make test-dbs` (mariadb-server)")
@@ -67,7 +69,7 @@ def start_mariadb(directory: Path) -> MariadbServer:
         shutil.chown(scratch, "nobody")
     install = subprocess.run(
         [str(INSTALL_DB), f"--datadir={data}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", "--no-defaults", *_server_user(), f"--tmpdir={scratch}"],
+         "--skip-test-db", "--no-defaults", *_server_user(), f"--tmpdir={scratch}", *options],
         capture_output=True, text=True,
     )
     if install.returncode:
@@ -79,7 +81,7 @@ def start_mariadb(directory: Path) -> MariadbServer:
          f"--socket={directory / 'mysqld.sock'}", f"--pid-file={directory / 'mysqld.pid'}", *_server_user(), f"--tmpdir={scratch}",
          "--server-id=1", f"--log-bin={data / 'binlog'}", "--binlog-format=ROW", "--binlog-row-image=FULL",
          "--binlog-row-metadata=FULL", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
-         "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--skip-name-resolve"],
+         "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--skip-name-resolve", *options],
         stdout=log, stderr=subprocess.STDOUT,
     )
     server = MariadbServer(directory, port, process)

@@ -12,8 +12,9 @@ import re
 from typing import Any, Iterable, Sequence
 
 from python_jobs.capture.mysql_foreign_keys import (
-    CASCADING, Cascade, ForeignKey, Table, after_statement, cascaded_tables, cascades_of, keys_from_state, union,
+    CASCADING, Cascade, ForeignKey, after_statement, cascaded_tables, cascades_of, keys_from_state, union,
 )
+from python_jobs.capture.mysql_names import EXACT, Table, TableNames
 from python_jobs.capture.mysql_pages import check_read_again
 
 log = logging.getLogger("cdc_merge.capture")
@@ -51,12 +52,13 @@ def _foreign_keys(connection: Any, schema: str, name: str) -> list[ForeignKey]:
             for constraint, (parent, rule, columns) in keys.items()]
 
 
-def read_foreign_keys(connection: Any, tables: Sequence[str], known: Iterable[ForeignKey] = ()) -> list[ForeignKey]:
+def read_foreign_keys(connection: Any, tables: Sequence[str], known: Iterable[ForeignKey] = (),
+                      names: TableNames = EXACT) -> list[ForeignKey]:
     """The known keys and the catalog's of the captured tables and of the tables their keys (known or
-    the catalog's) reference, directly or through tables between them."""
+    the catalog's) reference, directly or through tables between them (names compared as names says)."""
     known = list(known)
     found: list[ForeignKey] = []
-    reached = [(schema, name) for schema, name in (table.split(".", 1) for table in tables)]
+    reached = [names.table((schema, name)) for schema, name in (table.split(".", 1) for table in tables)]
     visited: set[Table] = set()
     while reached:
         child = reached.pop(0)
@@ -65,14 +67,16 @@ def read_foreign_keys(connection: Any, tables: Sequence[str], known: Iterable[Fo
         visited.add(child)
         keys = _foreign_keys(connection, *child)
         found.extend(keys)
-        reached.extend(key.parent for key in [*keys, *known] if key.table == child and key.parent not in visited)
+        reached.extend(names.table(key.parent) for key in [*keys, *known]
+                       if names.table(key.table) == child and names.table(key.parent) not in visited)
     return union(known, found)
 
 
-def read_cascades(connection: Any, tables: Sequence[str]) -> tuple[list[ForeignKey], dict[Table, list[Cascade]]]:
+def read_cascades(connection: Any, tables: Sequence[str],
+                  names: TableNames = EXACT) -> tuple[list[ForeignKey], dict[Table, list[Cascade]]]:
     """The catalog's foreign keys that cascade into the captured tables, and their cascades; a warning
     for each of a captured table."""
-    keys = read_foreign_keys(connection, tables)
+    keys = read_foreign_keys(connection, tables, names=names)
     for key in keys:
         qualified = ".".join(key.table)
         if qualified in tables and (rules := [f"ON {when} {rule}" for when, rule in (("DELETE", key.on_delete),
@@ -82,7 +86,7 @@ def read_cascades(connection: Any, tables: Sequence[str]) -> tuple[list[ForeignK
                         "reads %s again online after each change of %s that may cascade (it needs the signal table: "
                         "docs/online_snapshots.md)", key.name, qualified, ", ".join(rules), key.parent[1], qualified,
                         key.parent[1])
-    return keys, cascades_of(keys, tables)
+    return keys, cascades_of(keys, tables, names)
 
 
 def resume_cascades(capture: Any, entries: Any) -> None:
@@ -92,9 +96,10 @@ def resume_cascades(capture: Any, entries: Any) -> None:
         return
     kept = keys_from_state(entries)
     tables = capture.config.tables
-    keys = read_foreign_keys(capture.connection, tables, kept) if set(kept) - set(capture.foreign_keys) else kept
+    unknown = set(kept) - set(capture.foreign_keys)
+    keys = read_foreign_keys(capture.connection, tables, kept, capture.names) if unknown else kept
     capture.foreign_keys = union(keys, capture.foreign_keys)
-    capture.cascades = cascades_of(capture.foreign_keys, tables)
+    capture.cascades = cascades_of(capture.foreign_keys, tables, capture.names)
 
 
 def follow_statement(capture: Any, event: Any, query: str) -> None:
@@ -102,12 +107,12 @@ def follow_statement(capture: Any, event: Any, query: str) -> None:
     and the catalog's are added when it may have added some."""
     if not query.startswith(("ALTER", "CREATE", "DROP", "RENAME")):
         return
-    keys, adding = after_statement(capture.foreign_keys, event.query, event.schema)
+    keys, adding = after_statement(capture.foreign_keys, event.query, event.schema, capture.names)
     if adding:
-        keys = read_foreign_keys(capture.connection, capture.config.tables, keys)
+        keys = read_foreign_keys(capture.connection, capture.config.tables, keys, capture.names)
     if keys != capture.foreign_keys:
         capture.foreign_keys = keys
-        capture.cascades = cascades_of(keys, capture.config.tables)
+        capture.cascades = cascades_of(keys, capture.config.tables, capture.names)
 
 
 def cascade_reads_again(capture: Any, current: Any, event: Any, cascades: list, where: str) -> None:

@@ -16,11 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from python_jobs.capture.mysql_names import EXACT, Table, TableNames
 from python_jobs.capture.mysql_statements import emptied_tables, replaced_tables, statement
 
 CASCADING = ("CASCADE", "SET NULL", "SET DEFAULT")
-
-Table = tuple[str, str]  # (database, table)
 
 
 @dataclass(frozen=True)
@@ -46,16 +45,18 @@ class Cascade:
     on_update: frozenset[str] | None = frozenset()
 
 
-def cascades_of(keys: Sequence[ForeignKey], tables: Sequence[str]) -> dict[Table, list[Cascade]]:
+def cascades_of(keys: Sequence[ForeignKey], tables: Sequence[str],
+                names: TableNames = EXACT) -> dict[Table, list[Cascade]]:
     """The parent tables whose changes cascade into the captured tables (database.table), directly
-    or through tables between them, each with what of its changes does."""
+    or through tables between them, each with what of its changes does; keyed by names.table of the
+    parent's name (a rows event's table is looked up so)."""
     by_table: dict[Table, list[ForeignKey]] = {}
     for key in keys:
-        by_table.setdefault(key.table, []).append(key)
+        by_table.setdefault(names.table(key.table), []).append(key)
     cascades: dict[Table, list[Cascade]] = {}
     for qualified in tables:
         schema, name = qualified.split(".", 1)
-        captured = (schema, name)
+        captured = names.table((schema, name))
         reached, direct = [captured], True
         while reached:
             further = []
@@ -67,10 +68,11 @@ def cascades_of(keys: Sequence[ForeignKey], tables: Sequence[str]) -> dict[Table
                     columns = frozenset(column.lower() for column in key.columns)  # as MariaDB compares names
                     on_update = columns if updates and direct else (None if updates else frozenset())
                     entry = Cascade((qualified,), deletes, on_update)
-                    if entry not in cascades.setdefault(key.parent, []):
-                        cascades[key.parent].append(entry)
-                        if key.parent not in (child, captured):
-                            further.append(key.parent)
+                    parent = names.table(key.parent)
+                    if entry not in cascades.setdefault(parent, []):
+                        cascades[parent].append(entry)
+                        if parent not in (child, captured):
+                            further.append(parent)
             reached, direct = further, False
     return cascades
 
@@ -116,40 +118,44 @@ def _unquoted(name: str) -> str:
     return name[1:-1].replace("``", "`") if name.startswith("`") else name
 
 
-def _table(text: str, default_schema: str) -> Table:
+def _table(text: str, default_schema: str, names: TableNames) -> Table:
     parts = [_unquoted(part) for part in re.findall(_NAME, text)]
-    return (parts[0], parts[1]) if len(parts) == 2 else (default_schema, parts[0])
+    return names.table((parts[0], parts[1]) if len(parts) == 2 else (default_schema, parts[0]))
 
 
-def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any) -> tuple[list[ForeignKey], bool]:
+def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any,
+                    names: TableNames = EXACT) -> tuple[list[ForeignKey], bool]:
     """The known keys after a statement of the binlog, and whether it may have added keys, which the
-    catalog is then read for. A key is removed only by a statement that certainly drops it."""
+    catalog is then read for. A key is removed only by a statement that certainly drops it. Tables
+    are compared as names says the server compares them (a statement may name one in any case)."""
     schema = default_schema.decode() if isinstance(default_schema, bytes) else (default_schema or "")
     text = _STRING.sub("''", statement(query))
     gone: set[tuple[Table, str]] = set()
     if altered := _ALTER.match(text):
-        table = _table(altered.group(1), schema)
+        table = _table(altered.group(1), schema, names)
         gone = {(table, _unquoted(name).lower()) for name in _DROPPED_KEY.findall(text[altered.end():])}
     dropped: set[Table] = set()
     if _DROPPING_TABLES.match(text):
-        dropped = set(emptied_tables(text, schema, {key.table for key in keys}))
-    kept = [key for key in keys if key.table not in dropped and (key.table, key.name.lower()) not in gone]
-    stated = added_keys(text, schema)
+        dropped = {names.table(table) for table in emptied_tables(text, schema, {key.table for key in keys}, names)}
+    kept = [key for key in keys
+            if names.table(key.table) not in dropped and (names.table(key.table), key.name.lower()) not in gone]
+    stated = added_keys(text, schema, names)
     return union(kept, stated), bool(_ADDING.search(text) or replaced_tables(text, schema))
 
 
-def added_keys(text: str, schema: str) -> list[ForeignKey]:
+def added_keys(text: str, schema: str, names: TableNames = EXACT) -> list[ForeignKey]:
     """The named keys with a cascading rule that an ALTER TABLE or CREATE TABLE adds, as it states
-    them: the catalog read after it has them no more if they were dropped since."""
+    them (its tables' names in names.table's form): the catalog read after it has them no more if
+    they were dropped since."""
     named = _ALTER.match(text) or _CREATE.match(text)
     if named is None:
         return []
-    table, keys = _table(named.group(1), schema), []
+    table, keys = _table(named.group(1), schema, names), []
     for name, parent, columns, rules in _ADDED_KEY.findall(text[named.end():]):
         stated = {when.upper(): " ".join(rule.upper().split()) for when, rule in _STATED_RULE.findall(rules)}
         stated = {when: rule for when, rule in stated.items() if rule in CASCADING}  # as the catalog's are read
         if stated:
-            keys.append(ForeignKey(table, _unquoted(name), _table(parent, schema), stated.get("DELETE", ""),
+            keys.append(ForeignKey(table, _unquoted(name), _table(parent, schema, names), stated.get("DELETE", ""),
                                    stated.get("UPDATE", ""), tuple(_unquoted(c.strip()) for c in columns.split(","))))
     return keys
 

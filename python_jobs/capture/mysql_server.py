@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, MutableMapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
 from python_jobs.capture.mysql_connection import connect
@@ -16,6 +16,7 @@ from python_jobs.capture.mysql_server_charsets import forget_server_charsets, lo
 from python_jobs.capture.mysql_cascades import cascade_reads_again, follow_statement, read_cascades
 from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_compressed_columns import read_compressed_columns_metadata
+from python_jobs.capture.mysql_names import TablesByName, server_table_names
 from python_jobs.capture.mysql_snapshot import take_snapshot
 from python_jobs.capture.mysql_statements import (
     emptied_tables,
@@ -61,10 +62,12 @@ class MysqlCapture:
                 "--port and the password in MYSQL_PWD"
             ) from None
         self._check_binlog_settings()
+        # How the server compares database and table names (lower_case_table_names: mysql_names.py).
+        self.names = server_table_names(self.connection)
         self.tables = {table: self._table_info(table) for table in config.tables}
         # Parent tables whose changes cascade into captured ones with no rows event, and the foreign keys
         # that make them, as of the position read: the state's with the catalog's (mysql_cascades.py).
-        self.foreign_keys, self.cascades = read_cascades(self.connection, config.tables)
+        self.foreign_keys, self.cascades = read_cascades(self.connection, config.tables, self.names)
         # The columns the written log has of each table, from the state file (mysql.py): an ALTER TABLE
         # read from the binlog is compared with these, not with the catalog, which may be ahead of it.
         self.known_columns = {table: [column.name for column in info.columns] for table, info in self.tables.items()}
@@ -181,8 +184,8 @@ class MysqlCapture:
                          RotateEvent, GtidEvent, MariadbGtidEvent, ExecuteLoadQueryEvent,
                          *([HeartbeatLogEvent] if following else [])],
         )
-        captured = {(table.schema, table.name): table for table in self.tables.values()}
-        signal = tuple(self.config.signal_table.split("."))
+        captured = TablesByName(self.names, (((table.schema, table.name), table) for table in self.tables.values()))
+        signal = self.names.table(tuple(self.config.signal_table.split(".", 1)))
         current: Transaction | None = None
         try:
             for event in stream:
@@ -216,7 +219,7 @@ class MysqlCapture:
                             "session, then run the capture once with --resnapshot")
                     elif versioned := _captured(versioned_tables(event.query, event.schema), captured):
                         raise versioning_error(event.query, where, versioned)
-                    elif truncated := _captured(emptied_tables(event.query, event.schema, captured), captured):
+                    elif truncated := _captured(emptied_tables(event.query, event.schema, captured, self.names), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)
@@ -269,7 +272,7 @@ class MysqlCapture:
                         yield current, stream.log_file, event.packet.log_pos
                     current = None
                 elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
-                    if (event.schema, event.table) == signal and isinstance(event, WriteRowsEvent) and current:
+                    if self.names.table((event.schema, event.table)) == signal and isinstance(event, WriteRowsEvent) and current:
                         current.watermarks.extend((row["values"], stream.log_file, start) for row in event.rows)
                         continue
                     try:
@@ -283,10 +286,10 @@ class MysqlCapture:
         finally:
             stream.close()
 
-    def _read_rows(self, event: Any, current: Transaction | None, captured: dict[tuple[str, str], TableInfo],
+    def _read_rows(self, event: Any, current: Transaction | None, captured: MutableMapping[tuple[str, str], TableInfo],
                    log_file: str, start: int) -> None:
         """A rows event's changes of a captured table into the transaction, and the reads again a cascade from it needs."""
-        if current is not None and (cascades := self.cascades.get((event.schema, event.table))):
+        if current is not None and (cascades := self.cascades.get(self.names.table((event.schema, event.table)))):
             cascade_reads_again(self, current, event, cascades, f"{log_file}:{start}")
         table = captured.get((event.schema, event.table))
         if table is None:

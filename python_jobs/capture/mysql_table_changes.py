@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Mapping, MutableMapping
 
 from python_jobs.capture.mysql_columns import (
     added_columns, altered_table, existing_rows, names_in, read_table_info, renamed_columns, retyped_columns,
@@ -23,7 +23,7 @@ from python_jobs.capture.output import CaptureError
 log = logging.getLogger("cdc_merge.capture")
 
 
-def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], binlog_file: str,
+def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple[str, str], TableInfo], binlog_file: str,
                         start: int) -> tuple[dict[str, Any], list[str]] | None:
     """An ALTER TABLE of a captured table that added, retyped or converted columns: its schema change
     event, with the values the rows that existed then hold in the added ones (mysql_columns.py) and the
@@ -79,7 +79,7 @@ def added_columns_event(capture: Any, event: Any, captured: dict[tuple[str, str]
                         retyped), read_again
 
 
-def tables_read_again(capture: Any, event: Any, captured: dict[tuple[str, str], TableInfo], where: str) -> list[str]:
+def tables_read_again(capture: Any, event: Any, captured: MutableMapping[tuple[str, str], TableInfo], where: str) -> list[str]:
     """The captured tables whose rows the statement changes with no rows event, to be read again
     online: partitions truncated, dropped or exchanged, or a table renamed into a captured name (an
     online schema change's swap, whose columns are read again here; a different key stops the capture)."""
