@@ -146,9 +146,9 @@ def test_a_mirror_whose_deletes_mode_changed_is_refused_until_rebuilt(conformanc
 
 
 def test_a_history_whose_deletes_mode_changed_is_refused_until_rebuilt(conformance_project):
-    """A history always has is_deleted, so it records its deletes mode (a table property; on Databend its
-    comment): applied in the other mode it would hold both modes' versions. One built before the mode was
-    recorded is applied as configured, and records it."""
+    """A history always has is_deleted, so it records its deletes mode (a table property; on Databend a row of
+    cdc_merge_table_settings): applied in the other mode it would hold both modes' versions. One built before
+    the mode was recorded is applied as configured, and records it."""
     project = conformance_project
     project.write_model("hist_soft", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
     project.write_model("hist_hard", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
@@ -156,7 +156,8 @@ def test_a_history_whose_deletes_mode_changed_is_refused_until_rebuilt(conforman
     project.land(PRODUCTS)
     project.dbt("run", "--select", "hist_soft", "hist_hard")
     # hist_hard as a history stored before the mode was recorded; then 102 deleted.
-    project.execute(f"alter table {project.schema}.hist_hard comment = ''" if project.on_databend else
+    project.execute(f"delete from {project.schema}.cdc_merge_table_settings where target_table = '{project.schema}.hist_hard'"
+                    if project.on_databend else
                     f"alter table {project.schema}.hist_hard unset tblproperties ('cdc-merge.deletes')")
     (project.inbox / "part-2.json").write_text(mysql_line("d", 20, {"id": 102, "name": "car battery"}) + "\n")
     project.land(PRODUCTS)

@@ -145,23 +145,29 @@ def deletes_mode_error(model_name: str, relation: str, deletes: str, mirror_colu
             f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{stored}'.")
 
 
-# The table property (on Databend, the table's comment) that records the deletes mode a history was built with.
+# The table property that records the deletes mode a history was built with (on Databend, which keeps no table
+# properties of a user's choosing, the setting 'deletes' of cdc_merge_table_settings; before it, the table's comment).
 HISTORY_DELETES_PROPERTY = "cdc-merge.deletes"
 
 
-def history_deletes_mode(model_name: str, relation: str, deletes: str, stored: Optional[str]) -> Dict[str, Any]:
-    """A stored history keeps the deletes mode it was built with (stored: its HISTORY_DELETES_PROPERTY,
-    None when it has none). Its chains are rebuilt from the stored versions plus, with hard deletes,
-    the deletes table beside it, so applied in the other mode it would hold both modes' versions: a
-    soft history's delete versions where hard mode writes none, a hard one's touched keys rebuilt
-    without the deletes kept beside it.
-    A history built before the mode was recorded cannot tell: it is applied as configured and records it.
-    Returns {'error': the message or None, 'record': whether to record `deletes` on the history now}."""
-    if stored is None or stored == "":
-        return {"error": None, "record": True}
-    if stored == deletes:
-        return {"error": None, "record": False}
-    return {"error": f"cdc_history model '{model_name}': {relation} was built with deletes='{stored}' and the model now says "
+def history_deletes_mode(model_name: str, relation: str, deletes: str, stored: Optional[str],
+                         in_comment: Optional[str] = None) -> Dict[str, Any]:
+    """A stored history keeps the deletes mode it was built with (stored: as recorded, None when it has
+    none). Its chains are rebuilt from the stored versions plus, with hard deletes, the deletes table
+    beside it, so applied in the other mode it would hold both modes' versions: a soft history's delete
+    versions where hard mode writes none, a hard one's touched keys rebuilt without the deletes kept beside it.
+    in_comment: the mode a Databend history built when the mode was kept in its comment holds there; it
+    counts as recorded, and the run moves it where it belongs.
+    A history built before the mode was recorded at all cannot tell: it is applied as configured and records it.
+    Returns {'error': the message or None, 'record': whether to record `deletes` on the history now,
+    'clear_comment': whether its comment held the mode (and is to be cleared for the model's description)}."""
+    built = stored or in_comment or None
+    moved = not stored and bool(in_comment)
+    if built is None:
+        return {"error": None, "record": True, "clear_comment": False}
+    if built == deletes:
+        return {"error": None, "record": moved, "clear_comment": moved}
+    return {"error": f"cdc_history model '{model_name}': {relation} was built with deletes='{built}' and the model now says "
                      f"deletes='{deletes}'. Rebuild it from the raw log in the new mode with "
-                     f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{stored}'.",
-            "record": False}
+                     f"`dbt run --full-refresh --select {model_name}`, or set deletes back to '{built}'.",
+            "record": False, "clear_comment": False}

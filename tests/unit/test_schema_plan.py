@@ -125,3 +125,18 @@ def test_a_history_applies_only_in_the_deletes_mode_it_recorded(deletes, stored,
                                  f" and the model now says deletes='{deletes}'. Rebuild it from the raw log in the new mode with"
                                  " `dbt run --full-refresh --select customers_history`, or set deletes back to"
                                  f" '{refused}'.")
+
+
+@pytest.mark.parametrize(
+    "deletes, stored, in_comment, refused, record",
+    [  # A Databend history built when the mode was its comment: known, and moved at its next run.
+        ("soft", None, "soft", None, True), ("hard", None, "soft", "soft", False), ("soft", "", "hard", "hard", False),
+        # Recorded where it belongs: a comment is the user's, whatever it holds.
+        ("hard", "hard", "soft", None, False), ("soft", "hard", "soft", "hard", False)],
+)
+def test_a_databend_history_whose_mode_is_its_comment_keeps_it_and_moves_it(deletes, stored, in_comment, refused, record):
+    mode = history_deletes_mode("customers_history", "shop.customers_history", deletes, stored, in_comment)
+    assert (mode["record"], mode["clear_comment"]) == (record, record)
+    assert (mode["error"] is None) is (refused is None)
+    if refused:
+        assert f"was built with deletes='{refused}' and the model now says deletes='{deletes}'" in mode["error"]

@@ -58,14 +58,14 @@
             cdc_merge.history_columns()) %}
     {% endif %}
     {% if existing_relation is not none and not rebuild %}
-        {% set mode = adapter.cdc_history_deletes_mode(model.name, target_relation | string, cfg.deletes,
-            cdc_merge.stored_history_deletes(target_relation)) %}
+        {% set stored = cdc_merge.stored_history_deletes(target_relation, offsets) %}
+        {% set mode = adapter.cdc_history_deletes_mode(model.name, target_relation | string, cfg.deletes, stored.deletes, stored.in_comment) %}
         {% if mode.error %}
             {% do exceptions.raise_compiler_error(mode.error) %}
         {% endif %}
         {% if mode.record %}
-            {#- Built before the mode was recorded: from now on it keeps the mode of this run. -#}
-            {% do run_query(cdc_merge.record_history_deletes_sql(target_relation, cfg.deletes)) %}
+            {#- Built before the mode was recorded (or, on Databend, when it was the comment): from now on it keeps it where it belongs. -#}
+            {% do cdc_merge.record_history_deletes(target_relation, offsets, cfg.deletes, clear_comment=mode.clear_comment) %}
         {% endif %}
     {% endif %}
     {% if existing_relation is not none and rebuild %}
@@ -103,6 +103,7 @@
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
 
     {% if existing_relation is none %}
+        {% do cdc_merge.record_history_deletes(target_relation, offsets, cfg.deletes, created=true) %}
         {% do run_query(cdc_merge.create_history_sql(target_relation, model_sql, columns, cfg)) %}
     {% else %}
         {% do cdc_merge.check_history_columns(target_relation, columns) %}
@@ -147,6 +148,8 @@
             {{ totals.removed }} as rows_replaced
     {% endcall %}
 
+    {#- The model's description as the table's comment, where persist_docs asks for it: nothing of ours is kept there. -#}
+    {% do cdc_merge.persist_model_docs(target_relation, model) %}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

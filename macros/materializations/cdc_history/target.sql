@@ -3,8 +3,11 @@
     leaves no row in the history but must still close a late older event's version): created
     here, and a stored history's columns checked against the model's (check_history_columns).
     The history records the deletes mode it was built with (Spark: its table property
-    cdc-merge.deletes; Databend, which keeps no table properties of a user's choosing: its comment,
-    cdc-merge.deletes=<mode>), so that a run in the other mode is refused (schema_plan.py).
+    cdc-merge.deletes; Databend, which keeps no table properties of a user's choosing: a row of
+    cdc_merge_table_settings, table_settings.sql, since its comment is the model's description
+    persist_docs writes), so that a run in the other mode is refused (schema_plan.py). A Databend
+    history built when the mode was its comment (cdc-merge.deletes=<mode>) is still recognised, and
+    its next run moves the mode to the settings table and clears the comment.
 #}
 
 {% macro history_deletes_relation(target_relation) %}
@@ -26,41 +29,57 @@
 {% endmacro %}
 
 {% macro databend__create_history_sql(target_relation, model_sql, columns, cfg) %}
-    create table {{ target_relation }} comment = 'cdc-merge.deletes={{ cfg.deletes }}' as
+    create table {{ target_relation }} as
     {{ cdc_merge.empty_history_sql(model_sql, columns) }}
 {% endmacro %}
 
 
-{% macro stored_history_deletes(target_relation) %}
-    {#- The deletes mode the stored history was built with, or none for one built before it was recorded. -#}
-    {{ return(adapter.dispatch('stored_history_deletes', 'cdc_merge')(target_relation)) }}
+{% macro stored_history_deletes(target_relation, offsets) %}
+    {#- {'deletes': the mode the stored history was built with, as recorded, or none for one built before it was;
+         'in_comment': the mode a Databend history built when it was kept in the comment holds there, or none}. -#}
+    {{ return(adapter.dispatch('stored_history_deletes', 'cdc_merge')(target_relation, offsets)) }}
 {% endmacro %}
 
-{% macro spark__stored_history_deletes(target_relation) %}
+{% macro spark__stored_history_deletes(target_relation, offsets) %}
     {% for row in run_query("show tblproperties " ~ target_relation).rows if row['key'] == 'cdc-merge.deletes' %}
-        {{ return(row['value']) }}
+        {{ return({'deletes': row['value'], 'in_comment': none}) }}
     {% endfor %}
-    {{ return(none) }}
+    {{ return({'deletes': none, 'in_comment': none}) }}
 {% endmacro %}
 
-{% macro databend__stored_history_deletes(target_relation) %}
+{% macro databend__stored_history_deletes(target_relation, offsets) %}
+    {% set recorded = cdc_merge.recorded_table_setting(offsets, target_relation, 'deletes') %}
+    {% if recorded is not none %}
+        {{ return({'deletes': recorded, 'in_comment': none}) }}
+    {% endif %}
     {% set rows = run_query("select comment from system.tables where database = '" ~ target_relation.schema
         ~ "' and name = '" ~ target_relation.identifier ~ "'").rows %}
     {% set comment = (rows[0]['comment'] or '') if rows | length else '' %}
-    {{ return(comment[('cdc-merge.deletes=' | length):] if comment.startswith('cdc-merge.deletes=') else none) }}
+    {{ return({'deletes': none,
+               'in_comment': comment[('cdc-merge.deletes=' | length):] if comment.startswith('cdc-merge.deletes=') else none}) }}
 {% endmacro %}
 
 
-{% macro record_history_deletes_sql(target_relation, deletes) %}
-    {{ return(adapter.dispatch('record_history_deletes_sql', 'cdc_merge')(target_relation, deletes)) }}
+{% macro record_history_deletes(target_relation, offsets, deletes, created=false, clear_comment=false) %}
+    {#- Records the mode: before a new history is created (created: the create statement records it) or on a stored one
+        built before it was recorded; clear_comment: the comment held it (databend__stored_history_deletes). -#}
+    {{ return(adapter.dispatch('record_history_deletes', 'cdc_merge')(target_relation, offsets, deletes, created, clear_comment)) }}
 {% endmacro %}
 
-{% macro spark__record_history_deletes_sql(target_relation, deletes) %}
-    alter table {{ target_relation }} set tblproperties ('cdc-merge.deletes' = '{{ deletes }}')
+{% macro spark__record_history_deletes(target_relation, offsets, deletes, created, clear_comment) %}
+    {#- A new history gets the property from spark__create_history_sql. -#}
+    {% if not created %}
+        {% do run_query("alter table " ~ target_relation ~ " set tblproperties ('cdc-merge.deletes' = '" ~ deletes ~ "')") %}
+    {% endif %}
 {% endmacro %}
 
-{% macro databend__record_history_deletes_sql(target_relation, deletes) %}
-    alter table {{ target_relation }} comment = 'cdc-merge.deletes={{ deletes }}'
+{% macro databend__record_history_deletes(target_relation, offsets, deletes, created, clear_comment) %}
+    {#- Recorded before a new history is created, so that no history exists without its mode. -#}
+    {% do cdc_merge.record_table_setting(offsets, target_relation, 'deletes', deletes) %}
+    {% if clear_comment %}
+        {#- persist_docs, where the model asks for it, writes the description at the end of the run. -#}
+        {% do run_query("alter table " ~ target_relation ~ " comment = ''") %}
+    {% endif %}
 {% endmacro %}
 
 

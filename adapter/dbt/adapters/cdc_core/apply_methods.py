@@ -162,9 +162,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return schema_plan.deletes_mode_error(str(model_name), str(relation), str(deletes), [str(c) for c in mirror_columns])
 
     @available
-    def cdc_history_deletes_mode(self, model_name: str, relation: str, deletes: str, stored: Optional[str]) -> Dict[str, Any]:
+    def cdc_history_deletes_mode(self, model_name: str, relation: str, deletes: str, stored: Optional[str],
+                                 in_comment: Optional[str] = None) -> Dict[str, Any]:
         """cdc_history.sql: a stored history applied in the deletes mode it was built with (schema_plan.py)."""
-        return schema_plan.history_deletes_mode(str(model_name), str(relation), str(deletes), None if stored is None else str(stored))
+        return schema_plan.history_deletes_mode(str(model_name), str(relation), str(deletes), None if stored is None else str(stored),
+                                                None if in_comment is None else str(in_comment))
 
     @available
     def cdc_offset_row(self, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False) -> str:

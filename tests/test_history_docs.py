@@ -1,0 +1,91 @@
+"""A history's description, persisted by dbt's persist_docs, and the deletes mode the history
+records: each must stay what it is. On Databend a table has no properties of a user's choosing
+besides its comment, which persist_docs writes, so the mode is kept in cdc_merge_table_settings."""
+
+from __future__ import annotations
+
+import shutil
+
+from harness.dbt_project import error_text
+from test_dbt_commands import COLUMNS, FLINK_MYSQL, PRODUCTS, mysql_line
+from test_dbt_first_day import HISTORY_CONFIG, count
+
+DESCRIPTION = "Every version of each product, as the source's log gives it."
+DOCS_YML = """
+version: 2
+models:
+  - name: hist_documented
+    description: "%s"
+    config: {persist_docs: {relation: true}}
+""" % DESCRIPTION
+
+
+def table_comment(project, name: str) -> str | None:
+    if project.on_databend:
+        rows = project.query(f"select comment from system.tables where database = '{project.schema}' and name = '{name}'")
+        return rows[0]["comment"] or None
+    rows = project.query(f"describe table extended {project.schema}.{name}")
+    return next((row["data_type"] for row in rows if row["col_name"] == "Comment"), None)
+
+
+def refused(project, built: str, now: str) -> None:
+    failed = project.dbt("run", "--select", "hist_documented", expect_success=False)
+    assert f"hist_documented was built with deletes='{built}' and the model now says deletes='{now}'" in error_text(failed), \
+        error_text(failed)
+
+
+def test_a_history_with_persisted_docs_keeps_its_description_and_its_deletes_mode(conformance_project):
+    """persist_docs sets the table's comment to the model's description on every run; the history's deletes
+    mode must still be known, so that a run in the other mode is refused, and a full refresh changes it."""
+    project = conformance_project
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_docs.yml").write_text(DOCS_YML)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "hist_documented")
+    assert table_comment(project, "hist_documented") == DESCRIPTION
+    (project.inbox / "part-2.json").write_text(mysql_line("d", 20, {"id": 102, "name": "car battery"}) + "\n")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "hist_documented")
+    assert table_comment(project, "hist_documented") == DESCRIPTION
+    versions = count(project, "hist_documented")
+
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    refused(project, "soft", "hard")
+    assert count(project, "hist_documented") == versions
+
+    # A full refresh builds it in the new mode, which it keeps; the description stays.
+    project.dbt("run", "--select", "hist_documented", "--full-refresh")
+    assert table_comment(project, "hist_documented") == DESCRIPTION
+    project.dbt("run", "--select", "hist_documented")
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    refused(project, "hard", "soft")
+    assert table_comment(project, "hist_documented") == DESCRIPTION
+
+
+def test_a_databend_history_whose_mode_is_in_its_comment_is_recognised_and_migrated(conformance_project):
+    """A history built when Databend kept the mode in the table's comment: its mode is still known, and its
+    next run records it in cdc_merge_table_settings and gives the comment back to persist_docs."""
+    project = conformance_project
+    if not project.on_databend:
+        return
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "hist_documented")
+    # As such a history is stored: the mode in the comment, no row of its own in the settings table.
+    settings = f"{project.schema}.cdc_merge_table_settings"
+    if project.query(f"select * from system.tables where database = '{project.schema}' and name = 'cdc_merge_table_settings'"):
+        project.execute(f"delete from {settings} where target_table = '{project.schema}.hist_documented'")
+    project.execute(f"alter table {project.schema}.hist_documented comment = 'cdc-merge.deletes=soft'")
+
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    refused(project, "soft", "hard")
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_docs.yml").write_text(DOCS_YML)
+    project.dbt("run", "--select", "hist_documented")
+    assert table_comment(project, "hist_documented") == DESCRIPTION
+    assert [row["value"] for row in project.query(
+        f"select value from {settings} where target_table = '{project.schema}.hist_documented' and setting = 'deletes'")] == ["soft"]
+    project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    refused(project, "soft", "hard")
