@@ -81,3 +81,30 @@ def test_a_foreign_key_to_a_parent_named_in_another_case_has_its_cascades_read_a
     capture_mysql.run(config)
     assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, ["shop.child"])
     connection.close()
+
+
+def test_foreign_keys_added_without_a_name_and_dropped_again_have_their_cascades_read_again(mariadb_lower_case,
+                                                                                           dbt_project, tmp_path):
+    """A key added with no CONSTRAINT name gets the server's, <table>_ibfk_<n> (n one above the table's
+    highest such key), or its index's name; dropped by it before the capture reads the statements, the
+    catalog has it no more: only the statement tells the capture of its cascades."""
+    mariadb = mariadb_lower_case
+    connection = mariadb.connect(autocommit=True)
+    execute(connection, "create database shop", "create table shop.parent (id int primary key)",
+            "create table shop.other (id int primary key)", "insert into shop.other values (1)",
+            "create table shop.child (id int primary key, parent_id int, other_id int, "
+            "foreign key (other_id) references other (id))",  # child_ibfk_1, which cascades nothing
+            "create table shop.kid (id int primary key, parent_id int)",
+            "insert into shop.parent values (1), (2), (3)",
+            "insert into shop.child values (1, 1, 1), (2, 1, 1), (3, 2, 1)", "insert into shop.kid values (1, 3), (2, 2)")
+    tables = ["shop.child", "shop.kid"]
+    user, password, config = captured_with_signal_table(mariadb, connection, tables, dbt_project, tmp_path)
+    capture_mysql.run(config)
+    execute(connection, "use shop",
+            "alter table Child add foreign key (parent_id) references Parent (id) on delete cascade",  # child_ibfk_2
+            "alter table kid add foreign key by_parent (parent_id) references parent (id) on delete cascade",
+            "delete from shop.parent where id in (1, 3)",
+            "alter table child drop foreign key child_ibfk_2", "alter table kid drop foreign key by_parent")
+    capture_mysql.run(config)
+    assert_mirrors_equal_sources(mariadb, connection, dbt_project, user, password, tables)
+    connection.close()

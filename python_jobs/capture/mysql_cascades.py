@@ -12,7 +12,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from python_jobs.capture.mysql_foreign_keys import (
-    CASCADING, Cascade, ForeignKey, after_statement, cascaded_tables, cascades_of, keys_from_state, union,
+    CASCADING, Cascade, ForeignKey, after_statement, cascaded_tables, cascades_of, ibfk_number, keys_from_state, union,
 )
 from python_jobs.capture.mysql_names import EXACT, Table, TableNames
 from python_jobs.capture.mysql_pages import check_read_again
@@ -50,6 +50,14 @@ def _foreign_keys(connection: Any, schema: str, name: str) -> list[ForeignKey]:
                 keys.setdefault(constraint, ((parent_schema, parent), rule, []))[2].append(column)
     return [ForeignKey((schema, name), constraint, parent, rule.get("DELETE", ""), rule.get("UPDATE", ""), tuple(columns))
             for constraint, (parent, rule, columns) in keys.items()]
+
+
+def _highest_ibfk(connection: Any, table: Table) -> int:
+    """The highest n of the table's foreign keys (any rule) the server named <table>_ibfk_<n>, in the catalog now."""
+    with connection.cursor() as cursor:
+        cursor.execute("select distinct constraint_name from information_schema.key_column_usage where table_schema = %s "
+                       "and table_name = %s and referenced_table_name is not null", table)
+        return max((ibfk_number(row[0], table[1]) for row in cursor.fetchall()), default=0)
 
 
 def read_foreign_keys(connection: Any, tables: Sequence[str], known: Iterable[ForeignKey] = (),
@@ -107,7 +115,8 @@ def follow_statement(capture: Any, event: Any, query: str) -> None:
     and the catalog's are added when it may have added some."""
     if not query.startswith(("ALTER", "CREATE", "DROP", "RENAME")):
         return
-    keys, adding = after_statement(capture.foreign_keys, event.query, event.schema, capture.names)
+    keys, adding = after_statement(capture.foreign_keys, event.query, event.schema, capture.names,
+                                   lambda table: _highest_ibfk(capture.connection, table))
     if adding:
         keys = read_foreign_keys(capture.connection, capture.config.tables, keys, capture.names)
     if keys != capture.foreign_keys:

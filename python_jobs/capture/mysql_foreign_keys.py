@@ -7,14 +7,17 @@ key dropped since would leave its cascades unread. So the keys the capture last 
 state with its position. A statement that drops keys (ALTER TABLE ... DROP FOREIGN KEY or DROP
 CONSTRAINT, DROP TABLE, DROP DATABASE, CREATE OR REPLACE TABLE) removes them at its place; one that
 may add keys (a FOREIGN KEY or REFERENCES clause, a table renamed into a name) has the catalog read
-and its keys added to the known ones, with the named keys it states (dropped since, the catalog
-lacks them). Both err only towards a table read again that need not be."""
+and its keys added to the known ones, with the keys it states (dropped since, the catalog lacks
+them; one stated without a name under the name the server gives it). Both err only towards a table
+read again that need not be, but for an unnamed key's number in one case (docs/online_snapshots.md).
+Tables are compared as the server compares their names (mysql_names.py).
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from python_jobs.capture.mysql_names import EXACT, Table, TableNames
 from python_jobs.capture.mysql_statements import emptied_tables, replaced_tables, statement
@@ -106,9 +109,11 @@ _ADDING = re.compile(r"\breferences\b|(?<!\bdrop\s)\bforeign\s+key\b", re.IGNORE
 _DROPPING_TABLES = re.compile(r"^(?:drop\s+(?:table|database|schema)|create\s+or\s+replace\s+table)\b", re.IGNORECASE)
 _CREATE = re.compile(rf"^create\s+(?:or\s+replace\s+)?table\s+(?:if\s+not\s+exists\s+)?({_NAME}(?:\s*\.\s*{_NAME})?)",
                      re.IGNORECASE)
-# A named key a statement adds (an unnamed one's name is the server's: the catalog tells it).
+# A key a statement adds: its CONSTRAINT name, else its index's name (MariaDB names the key so), else
+# none: the server names it <table>_ibfk_<n> (added_keys, from the catalog and the known keys).
 _ADDED_KEY = re.compile(
-    rf"\bconstraint\s+({_NAME})\s+foreign\s+key\s+(?:if\s+not\s+exists\s+)?(?:{_NAME}\s*)?\([^()]*\)\s*references\s+"
+    rf"(?:\bconstraint(?:\s+(?!foreign\s+key\b)({_NAME}))?\s+)?\bforeign\s+key\s+(?:if\s+not\s+exists\s+)?"
+    rf"(?:({_NAME})\s*)?\([^()]*\)\s*references\s+"
     rf"({_NAME}(?:\s*\.\s*{_NAME})?)\s*\(([^()]*)\)((?:\s+(?:match\s+\w+|on\s+(?:delete|update)\s+"
     rf"(?:set\s+null|set\s+default|no\s+action|\w+)))*)", re.IGNORECASE)
 _STATED_RULE = re.compile(r"\bon\s+(delete|update)\s+(set\s+null|set\s+default|no\s+action|\w+)", re.IGNORECASE)
@@ -123,11 +128,13 @@ def _table(text: str, default_schema: str, names: TableNames) -> Table:
     return names.table((parts[0], parts[1]) if len(parts) == 2 else (default_schema, parts[0]))
 
 
-def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any,
-                    names: TableNames = EXACT) -> tuple[list[ForeignKey], bool]:
+def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any, names: TableNames = EXACT,
+                    catalog_ibfk: Callable[[Table], int] = lambda table: 0) -> tuple[list[ForeignKey], bool]:
     """The known keys after a statement of the binlog, and whether it may have added keys, which the
     catalog is then read for. A key is removed only by a statement that certainly drops it. Tables
-    are compared as names says the server compares them (a statement may name one in any case)."""
+    are compared as names says the server compares them (a statement may name one in any case).
+    catalog_ibfk(table): the highest n of the table's keys named <table>_ibfk_<n> in the catalog now,
+    asked when an ALTER TABLE adds a key without a name (added_keys)."""
     schema = default_schema.decode() if isinstance(default_schema, bytes) else (default_schema or "")
     text = _STRING.sub("''", statement(query))
     gone: set[tuple[Table, str]] = set()
@@ -139,25 +146,46 @@ def after_statement(keys: Sequence[ForeignKey], query: str, default_schema: Any,
         dropped = {names.table(table) for table in emptied_tables(text, schema, {key.table for key in keys}, names)}
     kept = [key for key in keys
             if names.table(key.table) not in dropped and (names.table(key.table), key.name.lower()) not in gone]
-    stated = added_keys(text, schema, names)
+
+    def highest(table: Table) -> int:
+        known = (ibfk_number(key.name, table[1]) for key in keys if names.table(key.table) == table)
+        return max([catalog_ibfk(table), *known])
+
+    stated = added_keys(text, schema, names, highest)
     return union(kept, stated), bool(_ADDING.search(text) or replaced_tables(text, schema))
 
 
-def added_keys(text: str, schema: str, names: TableNames = EXACT) -> list[ForeignKey]:
-    """The named keys with a cascading rule that an ALTER TABLE or CREATE TABLE adds, as it states
-    them (its tables' names in names.table's form): the catalog read after it has them no more if
-    they were dropped since."""
+def added_keys(text: str, schema: str, names: TableNames = EXACT,
+               highest_ibfk: Callable[[Table], int] = lambda table: 0) -> list[ForeignKey]:
+    """The keys with a cascading rule that an ALTER TABLE or CREATE TABLE adds, as it states them
+    (its tables' names in names.table's form): the catalog read after it has them no more if they
+    were dropped since. One without a name gets the one the server gives it, <table>_ibfk_<n>."""
     named = _ALTER.match(text) or _CREATE.match(text)
     if named is None:
         return []
     table, keys = _table(named.group(1), schema, names), []
-    for name, parent, columns, rules in _ADDED_KEY.findall(text[named.end():]):
+    number: int | None = None
+    for symbol, index, parent, columns, rules in _ADDED_KEY.findall(text[named.end():]):
+        if symbol or index:
+            name = _unquoted(symbol or index)
+        else:
+            # The server's: <table>_ibfk_<n>, n one above the highest of the table's keys named so (from 1 in a CREATE).
+            number = (highest_ibfk(table) if named.re is _ALTER else 0) if number is None else number
+            number += 1
+            name = f"{table[1]}_ibfk_{number}"
         stated = {when.upper(): " ".join(rule.upper().split()) for when, rule in _STATED_RULE.findall(rules)}
         stated = {when: rule for when, rule in stated.items() if rule in CASCADING}  # as the catalog's are read
         if stated:
-            keys.append(ForeignKey(table, _unquoted(name), _table(parent, schema, names), stated.get("DELETE", ""),
+            keys.append(ForeignKey(table, name, _table(parent, schema, names), stated.get("DELETE", ""),
                                    stated.get("UPDATE", ""), tuple(_unquoted(c.strip()) for c in columns.split(","))))
     return keys
+
+
+def ibfk_number(key: str, table: str) -> int:
+    """n of a key the server named <table>_ibfk_<n> (a key added without a name), else 0."""
+    prefix = f"{table}_ibfk_".lower()
+    number = key[len(prefix):]
+    return int(number) if key.lower().startswith(prefix) and number.isdigit() else 0
 
 
 def union(known: Iterable[ForeignKey], found: Iterable[ForeignKey]) -> list[ForeignKey]:

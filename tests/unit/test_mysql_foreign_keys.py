@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from python_jobs.capture.mysql_names import TableNames
 from python_jobs.capture.mysql_foreign_keys import (
     Cascade,
     ForeignKey,
@@ -23,6 +24,7 @@ STAFF = ForeignKey(("shop", "staff"), "staff_boss", ("shop", "staff"), "SET NULL
 LEAF = ForeignKey(("shop", "leaf"), "leaf_ibfk_1", ("shop", "mid"), "CASCADE", "", ("id",))
 MID = ForeignKey(("shop", "mid"), "mid_ibfk_1", ("shop", "top"), "CASCADE", "SET NULL", ("id",))
 KEYS = [CHILD, STAFF, LEAF, MID]
+FOLDED = TableNames(folded=True)
 
 
 def test_cascades_reach_captured_tables_directly_and_through_tables_between():
@@ -69,8 +71,6 @@ LATE = ForeignKey(("shop", "late"), "late_parent", ("shop", "parent"), "SET NULL
     ("drop temporary table child", set(), False),
     ("drop database shop", set(KEYS), False),
     ("create or replace table staff (id int primary key, boss int references staff (id))", {STAFF}, True),
-    ("create table late (id int primary key, p int, foreign key (p) references parent (id) on delete cascade)",
-     set(), True),  # unnamed: the catalog names it
     ("rename table child to child_old, child_new to child", set(), True),
     ("truncate table child", set(), False),
     ("alter table child add column n int", set(), False),
@@ -93,8 +93,14 @@ def test_keys_a_statement_drops_and_whether_it_may_add_some(query, gone, adding)
      "on update cascade, constraint t_u foreign key (a) references u (c) on delete restrict)",
      set(), [ForeignKey(("x", "t"), "t_ab", ("shop", "u"), "", "CASCADE", ("c", "d"))]),
     ("alter table late add constraint late_parent foreign key (p) references parent (code)", set(), []),
+    # Unnamed: the server names it <table>_ibfk_<n>, from 1 in a CREATE TABLE.
+    ("create table late (id int primary key, p int, foreign key (p) references parent (id) on delete cascade)",
+     set(), [ForeignKey(("shop", "late"), "late_ibfk_1", ("shop", "parent"), "CASCADE", "", ("id",))]),
+    # Without a CONSTRAINT name, MariaDB names the key as its index.
+    ("alter table late add foreign key i (p) references parent (code) on delete set null", set(),
+     [ForeignKey(("shop", "late"), "i", ("shop", "parent"), "SET NULL", "", ("code",))]),
 ])
-def test_named_keys_a_statement_adds_are_known_as_it_states_them(query, gone, added):
+def test_keys_a_statement_adds_are_known_as_it_states_them(query, gone, added):
     kept, may_add = after_statement(KEYS, query, b"shop")
     assert kept == [key for key in KEYS if key not in gone] + added
     assert may_add
@@ -110,3 +116,21 @@ def test_the_state_keeps_the_keys_and_a_state_from_before_has_none():
     assert keys_from_state(state) == KEYS
     assert keys_from_state(None) == []
     assert union([CHILD, MID], [MID, STAFF, CHILD]) == [CHILD, MID, STAFF]
+
+
+def test_keys_an_alter_table_adds_without_a_name_are_named_as_the_server_names_them():
+    """n one above the highest of the table's <table>_ibfk_<n> keys, known or in the catalog now, each
+    unnamed key in turn; a named one takes no number."""
+    query = ("alter table {} add constraint foreign key (a) references top (id) on delete cascade, "
+             "add constraint named foreign key (b) references top (id) on delete cascade, "
+             "add foreign key (c) references top (id) on update cascade")
+    asked = []
+    kept, _ = after_statement(KEYS, query.format("mid"), b"shop", catalog_ibfk=lambda table: asked.append(table) or 0)
+    assert [(key.name, key.columns) for key in kept if key not in KEYS] == [
+        ("mid_ibfk_2", ("id",)), ("named", ("id",)), ("mid_ibfk_3", ("id",))]  # one above the known mid_ibfk_1
+    assert asked == [("shop", "mid")]
+    kept, _ = after_statement(KEYS, query.format("MID"), b"shop", FOLDED, lambda table: 6)
+    assert [key.name for key in kept if key not in KEYS] == ["mid_ibfk_7", "named", "mid_ibfk_8"]
+    # Dropped again by that name before the capture read it: known till then, as the catalog no longer has it.
+    kept, _ = after_statement(kept, "alter table Mid drop foreign key mid_ibfk_7", b"shop", FOLDED)
+    assert [key.name for key in kept if key not in KEYS] == ["named", "mid_ibfk_8"]
