@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     operation_args: dict = {"sample": args.sample, "segments": args.segments, "leaf_rows": args.leaf_rows,
-                            "wait_seconds": args.wait_seconds}
+                            "wait_seconds": args.wait_seconds, "fail_on_difference": False}
     if args.select:
         operation_args["select"] = args.select
     if args.postgres or args.mysql:
@@ -76,15 +76,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Path(args.project_dir, os.environ.get("DBT_TARGET_PATH", "target"), REPORT_FILE)
     report.unlink(missing_ok=True)
     result = dbtRunner().invoke(command)
-    if result.success:
-        return 0
-    # A mirror that differs fails the operation after its report is written; anything else kept it from checking.
+    if not result.success:
+        return 2  # something kept it from checking: dbt's log says what
+    # The operation reports a mirror that differs without failing (fail_on_difference): its report says which.
     try:
         written = json.loads(report.read_text())
     except (OSError, ValueError):
+        print(f"cdc-verify: the operation wrote no report at {report}", file=sys.stderr)
         return 2
     if not written.get("differing"):
-        return 2
+        return 0
+    print(f"cdc-verify: {written.get('summary') or 'a mirror differs from its source'}", file=sys.stderr)
     if args.repair:
         request_repairs(args.state, written.get("checks") or [])
     return 1
