@@ -141,3 +141,34 @@ def test_a_lost_commit_race_says_what_failed_and_that_nothing_was_committed(spar
     assert "Cannot fast-forward: main is not an ancestor of cdc_merge_batch" in message
     assert "Nothing of this statement was committed and the mirror's offset did not advance: run again." in message
     assert sorted(row.id for row in spark.table("race.mirror").collect()) == [1, 3]
+
+
+def test_two_runs_of_one_batch_on_two_machines_commit_it_once(spark):
+    """Two runs of one mirror that the file lock does not join (two machines, or the cluster target,
+    which takes no lock in dbt's process) classify one batch at the same snapshot of main, and both
+    pass OneCommitBatch's check of the current snapshot before either commits. The second commit must
+    fail, with nothing of it committed: else the replaced row's new version and the new key are
+    added twice (the same position deleted twice does not show it)."""
+    from dbt.adapters.cdc_spark.connections import engine_error_message
+    from dbt.adapters.cdc_spark.position_deletes import commit_one_batch
+
+    table = "race.one_commit"
+    spark.sql("create namespace if not exists race")
+    spark.sql(f"create or replace table {table} (id bigint, v string, _cdc_key string, _cdc_seq string) using iceberg")
+    spark.sql(f"insert into {table} values (1, 'stored', '1', '001'), (3, 'stored', '3', '001')")
+    (classified_at,) = [row.snapshot_id for row in spark.sql(f"select snapshot_id from {table}.snapshots").collect()]
+    # The batch both runs read: key 1 updated (its stored row deleted at its position), key 2 new, key 3 deleted.
+    positions = f"select xxhash64(_file) as file_hash, _pos as pos, _cdc_key from {table} where id in (1, 3)"
+    rows = "select 1 as id, 'new' as v, '1' as _cdc_key, '002' as _cdc_seq union all select 2, 'new', '2', '002'"
+
+    def batch(before_commit) -> int:
+        return commit_one_batch(spark, table, str(classified_at), positions, 2, rows, 2, before_commit)
+
+    with pytest.raises(Exception) as raised:
+        batch(before_commit=lambda: batch(before_commit=lambda: None))  # the other run commits first
+
+    message = engine_error_message(raised.value) or str(raised.value)
+    assert f"{table} was committed by another writer since its batch was classified at snapshot {classified_at}" in message
+    assert "Nothing of this statement was committed" in message
+    assert sorted((row.id, row.v) for row in spark.table(table).collect()) == [(1, "new"), (2, "new")]
+    assert spark.sql(f"select count(*) as n from {table}.snapshots").first().n == 2

@@ -17,6 +17,8 @@ import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.exceptions.ValidationException;
+import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.DataWriter;
 import org.apache.iceberg.io.OutputFile;
 import org.apache.iceberg.parquet.Parquet;
@@ -40,9 +42,11 @@ import org.apache.spark.sql.types.StructType;
  * batch, most of a small mirror's run (docs/apply_design.md). For a batch of at most a few
  * thousand rows this writes the same files in the driver and commits them as one RowDelta, which
  * readers see at once or not at all. {@link #write} writes the files; {@link #commit} adds them,
- * validated against the snapshot the batch was classified at, so that a data file removed since
- * (compaction by another process) fails the commit instead of leaving a row undeleted;
- * {@link #abort} removes them. Called from the cdc_spark adapter (position_deletes.py).
+ * validated against the snapshot the batch was classified at: a data file removed since
+ * (compaction by another process) or any data or delete file another writer committed to main since
+ * (another run of the same mirror, e.g. on another machine, that inserted the same new keys or
+ * deleted the same stored rows) fails the commit, with nothing of it committed, instead of leaving a
+ * row undeleted or a key twice; {@link #abort} removes them. Called from the cdc_spark adapter (position_deletes.py).
  */
 public final class OneCommitBatch {
   /** Names an append's snapshot, so that the append knows the table's current snapshot is its own. */
@@ -160,7 +164,10 @@ public final class OneCommitBatch {
 
   /** Adds the files to main in one commit; the files are removed if it fails for sure. */
   public void commit() {
-    RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR).validateFromSnapshot(classifiedAt);
+    // The check in write() is not atomic: another writer may commit between it and this commit. These
+    // validations are, since Iceberg repeats them on every commit attempt against the table it refreshed.
+    RowDelta delta = table.newRowDelta().scanManifestsWith(CallingThread.EXECUTOR).validateFromSnapshot(classifiedAt)
+        .conflictDetectionFilter(Expressions.alwaysTrue()).validateNoConflictingDataFiles().validateNoConflictingDeleteFiles();
     deletes.forEach(delta::addDeletes);
     if (rows != null) {
       delta.addRows(rows);
@@ -173,6 +180,11 @@ public final class OneCommitBatch {
     } catch (CommitStateUnknownException unknown) {
       KeyIndex.committed(table, tableName, classifiedAt, null, null, null, null, 0);
       throw unknown; // the files may be part of the table now
+    } catch (ValidationException conflict) {
+      abort();
+      throw new ValidationException(conflict, "%s was committed by another writer since its batch was classified at snapshot %s"
+          + " (another run of this mirror?): nothing of this batch was committed; run again (%s)", tableName, classifiedAt,
+          conflict.getMessage());
     } catch (RuntimeException notAdded) {
       abort();
       throw notAdded;
