@@ -7,8 +7,9 @@ both insert the keys that are new to it. Each takes an exclusive lock first: an 
 holds between processes of this machine and goes away with its process, even one killed by
 SIGKILL. A run that finds the lock held waits for it (CDC_MERGE_LOCK_WAIT seconds, default 600),
 then applies what is new by then; if it is still held, the run stops with a message naming the
-holder. Runs on several machines against one object-store warehouse are not covered
-(RELIABILITY.md, "Concurrency").
+holder. Runs on several machines against one object-store warehouse are not covered; where the
+catalog is a PostgreSQL database (the cluster target) a mirror's lock is taken there instead, which
+holds across machines (catalog_locks.py; RELIABILITY.md, "Concurrency").
 """
 
 from __future__ import annotations
@@ -70,10 +71,7 @@ def acquire(path: Path, what: str, wait: float | None = None) -> None:
             holder = _holder(fd)
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise LockBusy(
-                    f"{what} is in use by another run ({holder}) and stayed so for {wait:.0f} s; this run changed "
-                    f"nothing of it. Run again once that run ends (or wait longer: {LOCK_WAIT}=<seconds>)."
-                ) from None
+                raise LockBusy(busy_message(what, holder, wait)) from None
             if not told:
                 log.info("%s is in use by another run (%s): waiting up to %.0f s", what, holder, wait)
                 print(f"cdc_merge: {what} is in use by another run ({holder}): waiting up to {wait:.0f} s", flush=True)
@@ -83,6 +81,11 @@ def acquire(path: Path, what: str, wait: float | None = None) -> None:
     since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}".encode(), 0)
     _held[str(path)] = fd
+
+
+def busy_message(what: str, holder: str, wait: float) -> str:
+    return (f"{what} is in use by another run ({holder}) and stayed so for {wait:.0f} s; this run changed "
+            f"nothing of it. Run again once that run ends (or wait longer: {LOCK_WAIT}=<seconds>).")
 
 
 def release(path: Path) -> None:
@@ -105,8 +108,12 @@ def holding(locks: list[tuple[Path, str]]) -> Iterator[None]:
 
 
 def release_all() -> None:
+    """Every lock this process holds: its file locks and its locks in a catalog database (catalog_locks.py)."""
+    from python_jobs import catalog_locks
+
     for path in list(_held):
         release(Path(path))
+    catalog_locks.release_all()
 
 
 def _holder(fd: int) -> str:

@@ -1,7 +1,9 @@
 {#
     What guards one mirror's apply against other runs and tests it against crashes:
     lock_mirror / unlock_mirror  one process applies a mirror at a time; another waits for it
-                                 (python_jobs/run_locks.py), so both never insert the same new key
+                                 (python_jobs/run_locks.py; on a Thrift server with a JDBC catalog in
+                                 PostgreSQL, on any machine: python_jobs/catalog_locks.py), so both
+                                 never insert the same new key
     enter_large_batch            with dbt --threads, one mirror with a large chunk at a time in this
                                  process (python_jobs/apply/large_batch_gate.py); unlock_mirror ends it
     delete_from_shared_table     maintenance's trims of the offsets and runs tables: one at a time in

@@ -12,7 +12,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_core import run_state
 
-from python_jobs import commit_race, crash_points, run_locks
+from python_jobs import catalog_locks, commit_race, crash_points, run_locks
 from python_jobs.apply.large_batch_gate import GATE
 
 logger = AdapterLogger("cdc_spark")
@@ -33,13 +33,17 @@ class RunGuardMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_lock_mirror(self, target_table: str) -> str:
-        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py)."""
+        """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py), on
+        any machine where the catalog is a PostgreSQL database (python_jobs/catalog_locks.py)."""
         warehouse = self._warehouse()
-        if warehouse is not None:
-            try:
+        database = self._catalog_database() if warehouse is None else None
+        try:
+            if warehouse is not None:
                 run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
-            except run_locks.LockBusy as busy:
-                raise DbtRuntimeError(str(busy)) from None
+            elif database is not None:
+                catalog_locks.acquire(database, "mirror", target_table, f"mirror {target_table}")
+        except run_locks.LockBusy as busy:
+            raise DbtRuntimeError(str(busy)) from None
         return ""
 
     @available
@@ -65,8 +69,11 @@ class RunGuardMethods(metaclass=AdapterMeta):
 
     def cdc_release_mirror(self, target_table: str) -> None:
         warehouse = self._warehouse()
+        database = self._catalog_database() if warehouse is None else None
         if warehouse is not None:
             run_locks.release(run_locks.lock_file("mirror", warehouse, target_table))
+        elif database is not None:
+            catalog_locks.release(database, "mirror", target_table)
 
     @available
     def cdc_delete_from_shared_table(self, table: str, sql: str) -> str:
@@ -100,6 +107,12 @@ class RunGuardMethods(metaclass=AdapterMeta):
         if warehouse is not None:
             run_locks.release(run_locks.lock_file("table", warehouse, table.lower()))
         return ""
+
+    def _catalog_database(self) -> Optional[catalog_locks.CatalogDatabase]:
+        """On a Thrift server: the catalog's PostgreSQL database (a JDBC catalog), which every machine reaches."""
+        if not self._on_thrift():
+            return None
+        return catalog_locks.catalog_database(self.connections.profile.credentials.server_side_parameters or {})
 
     def _warehouse(self) -> Optional[str]:
         """The local warehouse folder of the session's catalog; None on a remote store or without a session."""
