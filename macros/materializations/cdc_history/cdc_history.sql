@@ -118,17 +118,19 @@
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
         {% set stats = cdc_merge.no_counts() %}
+        {% set chunk_ranges = cdc_merge.history_chunk_ranges(target_relation, raw_changes_view, cfg) %}
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set batch = cdc_merge.history_batch_facts(target_relation, batch_view, model_sql, columns) %}
-            {% set counts = cdc_merge.apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, batch.unsent_columns) %}
+            {% set counts = cdc_merge.apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, batch.unsent_columns,
+                chunk_ranges) %}
             {% do stats.update({'events_read': stats.events_read + batch.events, 'inserted': stats.inserted + counts.added, 'deleted': stats.deleted + counts.removed}) %}
             {% if batch['max_source_ts'] and batch['max_source_ts'] != 'NULL' and (stats.max_source_ts is none or batch['max_source_ts'] > stats.max_source_ts) %}
                 {% do stats.update({'max_source_ts': batch['max_source_ts']}) %}
             {% endif %}
         {% endfor %}
-        {#- Online snapshot ranges, after the chunk's batches: current versions of rows the source no longer has closed. -#}
-        {% set ranged = cdc_merge.apply_history_ranges(target_relation, deletes_relation, scratch, raw_changes_view, model_sql, columns, cfg) %}
+        {#- Online snapshot ranges: the batches closed their keys; after them, current versions of the ranges' other keys. -#}
+        {% set ranged = cdc_merge.apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}

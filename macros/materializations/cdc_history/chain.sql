@@ -10,7 +10,7 @@
     track_columns is not set or one of those columns differs from the previous event's. A
     later event that opens nothing updates its version's values in place (_cdc_updated_seq); a
     delete of a deleted key opens nothing. The deletes of online snapshot ranges (ranges.sql) are
-    rebuilt into their keys' chains here too, as any delete.
+    found in and rebuilt into their keys' chains here too, as any delete.
 #}
 
 {% macro history_columns() %}
@@ -42,12 +42,15 @@
 {% endmacro %}
 
 
-{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[], range_deletes_sql=none) %}
+{% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[], range_deletes_sql=none,
+    chunk_ranges=none) %}
     {#-
         Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
         the batch the model's SQL reads. deletes_relation: none with deletes='soft'. unsent_columns:
         the columns whose unchanged TOAST values are filled in (unsent.sql). range_deletes_sql: instead
         of the batch, the delete events of online snapshot ranges (ranges.sql), whose keys are rebuilt.
+        chunk_ranges: the chunk's ranges (history_chunk_ranges), whose deletes of the batch's keys are
+        found in their chains; with deletes='hard' those deletes are rows 'close' too, for the deletes table.
     -#}
     {%- set history_row = columns + cdc_merge.history_columns() -%}
     with
@@ -159,6 +162,10 @@
     ),
 
     {{ cdc_merge.unsent_filled_ctes(columns, unsent_columns, 'chain_unique_events') }},
+    {%- if chunk_ranges is not none %}
+
+    {{ cdc_merge.history_chain_range_deletes_ctes(chunk_ranges, columns, 'chain_filled') }},
+    {%- endif %}
 
     chain_previous as (
         select
@@ -167,7 +174,7 @@
             {%- for column in cfg.track_columns or [] %},
             lag({{ column }}) over (partition by _cdc_key order by _cdc_seq) as _cdc_previous_{{ column }}
             {%- endfor %}
-        from chain_filled
+        from {{ 'chain_filled' if chunk_ranges is none else 'chain_ranged' }}
     ),
 
     chain_opened as (
@@ -279,6 +286,10 @@
         select 'add' as _cdc_change, chain_added.* from chain_added
         union all
         select 'remove' as _cdc_change, chain_removed.* from chain_removed
+        {%- if chunk_ranges is not none and deletes_relation is not none %}
+        union all
+        {{ cdc_merge.history_range_closed_rows_sql(columns) }}
+        {%- endif %}
     )
 
     select * from chain_final

@@ -1,21 +1,174 @@
 {#
     Key ranges an online snapshot page read completely (docs/online_snapshots.md), applied to a
-    history as cdc_merge's snapshot_ranges.sql applies them to a mirror: after a chunk's batches,
-    each key in a range of the chunk whose current version (open, not deleted) holds no event as new
-    as the page's low watermark is a row the source no longer has, whose delete the log never carried
-    (python_jobs/apply/snapshot_ranges.py says why). It gets that delete: an event at the low
-    watermark, with the range record's source time and, for deletes='soft', the version's values (a
-    mirror's soft delete keeps them too). With deletes='hard' it goes to the deletes table first, as
-    a delete event of the log does; then the keys' chains are rebuilt with it (chain.sql), which
-    closes the version. So an older event arriving later is placed before the delete and opens
-    nothing current, and a replay finds no current version older than the watermark: nothing written.
-    Keys are compared in the range's own key order (cdc_merge's key_range_predicate).
+    history as cdc_merge's snapshot_ranges.sql applies them to a mirror: a key in a range whose
+    newest event up to the range record is live and older than the page's low watermark (the page
+    did not read it, and it did not change between the watermarks) is a row the source no longer
+    had, whose delete the log never carried (python_jobs/apply/snapshot_ranges.py says why). It gets
+    that delete: an event at the low watermark, with the range record's source time and, for
+    deletes='soft', the closed version's values (a mirror's soft delete keeps them too). With
+    deletes='hard' it goes to the deletes table, as a delete event of the log does.
+    The chunk's keys with events are closed in their batch's chain (history_chain_range_deletes_ctes,
+    from every event of the key, so a key that comes back later in the chunk, by an insert or a later
+    page's read, keeps its delete in between); the range's other keys after the chunk's batches, from
+    their current version (apply_history_ranges), and their chains are rebuilt with it (chain.sql).
+    So an older event arriving later is placed before the delete and opens nothing current, and a
+    replay finds the delete and writes nothing. Keys are compared in the range's own key order
+    (cdc_merge's key_range_predicate).
 #}
+
+{% macro history_chunk_ranges(target_relation, changes_view, cfg) %}
+    {#- The chunk's ranges, read once: {'ranges': [...] (seq order), 'times': {range seq: source time as text}, 'column_types'}, or none. -#}
+    {% set found = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(changes_view, cfg.source_table, with_time=true)).rows %}
+    {% if not found | length %}
+        {{ return(none) }}
+    {% endif %}
+    {% set events = [] %}
+    {% set times = {} %}
+    {% for row in found %}
+        {% do events.append([row[0], row[1]]) %}
+        {% set seq = row[0] | string %}
+        {% do times.update({seq: row[2]}) %}
+    {% endfor %}
+    {% set ranges = adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+    {% if not ranges %}
+        {{ return(none) }}
+    {% endif %}
+    {% set column_types = {} %}
+    {% for name, data_type in cdc_merge.relation_column_types(target_relation) %}
+        {% do column_types.update({name: data_type}) %}
+    {% endfor %}
+    {{ return({'ranges': ranges, 'times': times, 'column_types': column_types}) }}
+{% endmacro %}
+
+
+{% macro history_range_time_sql(times, range) -%}
+    {%- set time = times.get(range.seq) -%}
+    {%- if time -%}
+    cast('{{ time }}' as timestamp)
+    {%- else -%}
+    cast(null as timestamp)
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro history_chain_range_deletes_ctes(chunk_ranges, columns, events_cte) %}
+    {#-
+        chain_range_closed and chain_ranged over events_cte (chain.sql's chain_filled: every event of the
+        batch's keys, stored and new): per range, each key whose newest event at or before the range record
+        is live, older than the low watermark and in the range gets a delete at the low watermark, with that
+        event's values. Ranges that find the same newest event close the key once, at the first: the later
+        find it deleted. chain_ranged: the events with those deletes (_cdc_origin 2: not stored yet). A key
+        whose stored version (chain_stored) was updated in place from before the low watermark to after the
+        range record is left open: an event between the watermarks that it took is not kept.
+    -#}
+    chain_range_candidates as (
+        {%- for range in chunk_ranges.ranges %}
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            _cdc_seq as _cdc_closed_seq,
+            '{{ range.low }}' as _cdc_seq,
+            {{ cdc_merge.history_range_time_sql(chunk_ranges.times, range) }} as _cdc_source_ts
+        from (
+            select
+                *,
+                row_number() over (partition by _cdc_key order by _cdc_seq desc) as _cdc_newest
+            from {{ events_cte }}
+            where _cdc_seq <= '{{ range.seq }}'
+        ) as before_range
+        where
+            _cdc_newest = 1
+            and not _cdc_is_delete
+            and _cdc_seq < '{{ range.low }}'
+            and {{ cdc_merge.key_range_predicate(range, chunk_ranges.column_types) }}
+            {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be gone. #}
+            and not exists (
+                select 1
+                from chain_stored as spanning
+                where
+                    spanning._cdc_key = before_range._cdc_key
+                    and spanning._cdc_seq < '{{ range.low }}'
+                    and spanning._cdc_updated_seq > '{{ range.seq }}'
+            )
+        {{ 'union all' if not loop.last }}
+        {%- endfor %}
+    ),
+
+    chain_range_closed as (
+        select *
+        from (
+            select
+                *,
+                row_number() over (partition by _cdc_key, _cdc_closed_seq order by _cdc_seq) as _cdc_first
+            from chain_range_candidates
+        ) as candidates
+        where _cdc_first = 1
+    ),
+
+    chain_ranged as (
+        select * from {{ events_cte }}
+        union all
+        select
+            {%- for column in columns %}
+            {{ column }},
+            {%- endfor %}
+            _cdc_key,
+            true as _cdc_is_delete,
+            _cdc_seq,
+            _cdc_source_ts,
+            2 as _cdc_origin,
+            cast(null as string) as _cdc_unsent_columns
+        from chain_range_closed
+    )
+{%- endmacro %}
+
+
+{% macro history_range_closed_rows_sql(columns) %}
+    {#- deletes='hard': chain_range_closed as rows 'close' of history_changes_sql (the deletes table's columns are what is read). -#}
+    select
+        'close' as _cdc_change,
+        {%- for column in columns %}
+        {{ column }},
+        {%- endfor %}
+        cast(null as timestamp) as valid_from,
+        cast(null as timestamp) as valid_to,
+        false as is_current,
+        true as is_deleted,
+        _cdc_key,
+        _cdc_seq,
+        _cdc_source_ts,
+        _cdc_seq as _cdc_updated_seq,
+        cast(null as string) as _cdc_unsent_columns
+    from chain_range_closed
+{% endmacro %}
+
+
+{% macro insert_closed_deletes_sql(deletes_relation, changes) %}
+    {#- deletes='hard': the deletes a batch's ranges closed keys with (_cdc_change 'close' of history_changes_sql). -#}
+    insert into {{ deletes_relation }}
+    select
+        closed._cdc_key,
+        closed._cdc_seq,
+        closed._cdc_source_ts
+    from {{ changes }} as closed
+    where
+        closed._cdc_change = 'close'
+        and not exists (
+            select 1
+            from {{ deletes_relation }} as stored
+            where stored._cdc_key = closed._cdc_key and stored._cdc_seq = closed._cdc_seq
+        )
+{% endmacro %}
+
 
 {% macro history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
     {#-
-        One delete event per key the ranges close: (columns, _cdc_key, _cdc_seq, _cdc_source_ts). A key
-        in more than one range is closed by the first (in seq order): the later ones find it deleted.
+        After the chunk's batches, one delete event per key the ranges close whose current version (open,
+        not deleted) holds no event as new as the low watermark: (columns, _cdc_key, _cdc_seq,
+        _cdc_source_ts). The batches closed the chunk's keys with events already; these are the range's
+        keys the chunk did not touch. A key in more than one range is closed by the first (in seq order).
         times: {range seq: its source time as text, or none}.
     -#}
     select
@@ -37,12 +190,7 @@
                 {%- endfor %}
                 _cdc_key,
                 '{{ range.low }}' as _cdc_seq,
-                {%- set time = times.get(range.seq) %}
-                {%- if time %}
-                cast('{{ time }}' as timestamp) as _cdc_source_ts,
-                {%- else %}
-                cast(null as timestamp) as _cdc_source_ts,
-                {%- endif %}
+                {{ cdc_merge.history_range_time_sql(times, range) }} as _cdc_source_ts,
                 {{ loop.index }} as _cdc_range
             from {{ target_relation }}
             where
@@ -58,27 +206,14 @@
 {% endmacro %}
 
 
-{% macro apply_history_ranges(target_relation, deletes_relation, scratch, changes_view, model_sql, columns, cfg) %}
-    {#- The ranges of the chunk in changes_view, after its batches; returns {'added': n, 'removed': n} rows. -#}
-    {% set found = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(changes_view, cfg.source_table, with_time=true)).rows %}
-    {% if not found | length %}
+{% macro apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
+    {#- The chunk's ranges (history_chunk_ranges), after its batches, for the keys they did not close; returns {'added': n, 'removed': n} rows. -#}
+    {% if chunk_ranges is none %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}
-    {% set events = [] %}
-    {% set times = {} %}
-    {% for row in found %}
-        {% do events.append([row[0], row[1]]) %}
-        {% set seq = row[0] | string %}
-        {% do times.update({seq: row[2]}) %}
-    {% endfor %}
-    {% set ranges = adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
-    {% if not ranges %}
-        {{ return({'added': 0, 'removed': 0}) }}
-    {% endif %}
-    {% set column_types = {} %}
-    {% for name, data_type in cdc_merge.relation_column_types(target_relation) %}
-        {% do column_types.update({name: data_type}) %}
-    {% endfor %}
+    {% set ranges = chunk_ranges.ranges %}
+    {% set times = chunk_ranges.times %}
+    {% set column_types = chunk_ranges.column_types %}
     {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
     {#- How many keys close, and the columns their stored rows were filled in (unsent.sql), which the rebuild keeps. -#}
     {% set facts_sql %}

@@ -11,24 +11,28 @@
 {% endmacro %}
 
 {% macro history_change_counts() %}
-    {{ return(["count_if(_cdc_change = 'add') as added", "count_if(_cdc_change = 'remove') as removed"]) }}
+    {{ return(["count_if(_cdc_change = 'add') as added", "count_if(_cdc_change = 'remove') as removed",
+        "count_if(_cdc_change = 'close') as closed"]) }}
 {% endmacro %}
 
 {% macro spark__create_history_changes(scratch, changes_sql) %}
     {#- A local checkpoint, not a cached view: Spark would compute a cached view again once the history is written. -#}
     {% set counts = adapter.create_checkpoint_view(scratch.identifier, changes_sql, cdc_merge.history_change_counts()) %}
     {% if counts is not none %}
-        {{ return({'changes': scratch.identifier, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': true}) }}
+        {{ return({'changes': scratch.identifier, 'added': counts['added'] | int, 'removed': counts['removed'] | int,
+                   'closed': counts['closed'] | int, 'in_memory': true}) }}
     {% endif %}
     {% do run_query('create or replace table ' ~ scratch ~ ' using iceberg as ' ~ changes_sql) %}
     {% set counts = run_query('select ' ~ cdc_merge.history_change_counts() | join(', ') ~ ' from ' ~ scratch).rows[0] %}
-    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': false}) }}
+    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int,
+               'closed': counts['closed'] | int, 'in_memory': false}) }}
 {% endmacro %}
 
 {% macro databend__create_history_changes(scratch, changes_sql) %}
     {% do run_query('create or replace transient table ' ~ scratch ~ ' as ' ~ changes_sql) %}
     {% set counts = run_query('select ' ~ cdc_merge.history_change_counts() | join(', ') ~ ' from ' ~ scratch).rows[0] %}
-    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int, 'in_memory': false}) }}
+    {{ return({'changes': scratch, 'added': counts['added'] | int, 'removed': counts['removed'] | int,
+               'closed': counts['closed'] | int, 'in_memory': false}) }}
 {% endmacro %}
 
 
@@ -113,13 +117,22 @@
 {% endmacro %}
 
 
-{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns) %}
-    {#- One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'. Returns its counts. -#}
+{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns,
+    chunk_ranges=none) %}
+    {#-
+        One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'; chunk_ranges: the
+        chunk's online snapshot ranges (ranges.sql), whose deletes of the bucket's keys go to the deletes table before
+        the history is written (a run that dies in between finds them there). Returns its counts.
+    -#}
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view)) %}
     {% endif %}
-    {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns) %}
+    {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
+        chunk_ranges=chunk_ranges) %}
     {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
+    {% if deletes_relation is not none and created.closed > 0 %}
+        {% do run_query(cdc_merge.insert_closed_deletes_sql(deletes_relation, created.changes)) %}
+    {% endif %}
     {% if created.added + created.removed > 0 %}
         {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}
     {% endif %}
