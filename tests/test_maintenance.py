@@ -86,11 +86,11 @@ def latest_offset(project, model: str) -> str:
     return row["offset_snapshot"]
 
 
-def raw_events(project, at_snapshot: str | None = None) -> set:
+def raw_events(project, at_snapshot: str | None = None, table: str = ORDERS) -> set:
     raw = f"{project.raw_schema}.raw_events"
     if at_snapshot is not None:
         raw += f" at (snapshot => '{at_snapshot}')" if project.on_databend else f" version as of {at_snapshot}"
-    rows = project.query(f"select key, seq, landed_file, landed_line from {raw} where table_name = '{ORDERS}'")
+    rows = project.query(f"select key, seq, landed_file, landed_line from {raw} where table_name = '{table}'")
     return {tuple(row.values()) for row in rows}
 
 

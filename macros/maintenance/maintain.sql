@@ -4,16 +4,23 @@
     of its own, and no step relies on an earlier one having run: a run that dies between two
     steps leaves every table as some earlier state that was already correct, and the next
     maintenance takes up from there. cdc_maintain runs it as a run-operation.
+
+    A cdc_history is maintained by the same steps: its table as the mirror, its
+    __cdc_history_deletes table in the tombstones' place, with_runs false (it writes no
+    cdc_merge_runs rows). Its settings (mirror_config.py) have raw_retention_hours and
+    tombstone_horizon_hours none: it removes no raw event and none of its deletes, which its
+    chains are rebuilt from. Its offset is a row of cdc_merge_offsets, so raw expiry keeps what
+    it has not applied (applied_offsets).
 #}
 
-{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true) %}
+{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true, with_runs=true) %}
     {% set counts = {'files_added': 0, 'files_removed': 0, 'snapshots_expired': 0, 'orphan_files_removed': 0,
                      'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0} %}
-    {% set runs = cdc_merge.runs_relation(offsets) %}
+    {% set runs = cdc_merge.runs_relation(offsets) if with_runs else none %}
     {% set own_tables = [target_relation] + ([tombstones] if tombstones is not none else []) %}
     {#- Tables the mirrors share are maintained by the first mirror of an invocation that maintains. -#}
     {% set shared_tables = [] %}
-    {% for relation in [offsets, runs] if cdc_merge.first_time_in_invocation('maintain ' ~ relation) %}
+    {% for relation in [offsets] + ([runs] if runs is not none else []) if cdc_merge.first_time_in_invocation('maintain ' ~ relation) %}
         {% do shared_tables.append(relation) %}
     {% endfor %}
 
@@ -33,7 +40,9 @@
         {{ log("cdc_merge maintenance " ~ raw_relation ~ ": a landing is writing it; left for the next maintenance", info=True) }}
     {% endif %}
     {% do counts.update({'offsets_removed': cdc_merge.trim_offsets(offsets, target_relation, settings)}) %}
-    {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
+    {% if runs is not none %}
+        {% do cdc_merge.trim_runs(runs, target_relation, settings) %}
+    {% endif %}
 
     {#- A consistency group's latest cuts read the mirror at its snapshots then (consistency.sql). -#}
     {% set cut_snapshots = cdc_merge.snapshots_cuts_need(offsets, target_relation=target_relation) %}
@@ -96,24 +105,26 @@
 {% macro cdc_maintain(models=none, force=true, settings={}) %}
     {#-
         dbt run-operation cdc_maintain --args '{models: [shop_orders], settings: {raw_retention_hours: 168}}'
-        Maintains each cdc_merge model named in models (all of them by default): every step when
-        force (the default), or only those whose mirror crossed a threshold when force is false.
-        settings override the model's maintenance configs for this call. A model whose mirror
+        Maintains each cdc_merge and cdc_history model named in models (all of them by default):
+        every step when force (the default), or only those whose table crossed a threshold when
+        force is false. settings override the model's maintenance configs for this call (a
+        history ignores raw_retention_hours and tombstone_horizon_hours). A model whose table
         does not exist yet is skipped.
     -#}
     {% set selected = [models] if models is string else models %}
     {% set maintained = namespace(count=0) %}
-    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge'
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized in ['cdc_merge', 'cdc_history']
         and (selected is none or node.name in selected) %}
         {% set fail_prefix = "cdc_maintain, model '" ~ node.name ~ "': " %}
+        {% set is_history = node.config.materialized == 'cdc_history' %}
         {% set merged = {} %}
         {% do merged.update(node.config) %}
         {% do merged.update(settings) %}
-        {% set node_settings = cdc_merge.maintenance_validated_config(merged, fail_prefix) %}
+        {% set node_settings = cdc_merge.maintenance_validated_config(merged, fail_prefix, node.config.materialized) %}
         {% set target_relation = adapter.get_relation(database=none, schema=node.schema, identifier=node.alias) %}
         {% set offsets = api.Relation.create(schema=node.config.get('offsets_schema') or node.schema, identifier='cdc_merge_offsets', type='table') %}
         {% if target_relation is none %}
-            {{ log("cdc_maintain " ~ node.name ~ ": no mirror yet, skipped", info=True) }}
+            {{ log("cdc_maintain " ~ node.name ~ ": no " ~ ('history' if is_history else 'mirror') ~ " yet, skipped", info=True) }}
         {% else %}
             {% set raw = namespace(relation=none) %}
             {% for upstream in node.depends_on.nodes %}
@@ -124,16 +135,27 @@
                 {% endif %}
             {% endfor %}
             {% set raw_relation = raw.relation %}
-            {% set tombstones = cdc_merge.tombstones_relation(target_relation) if node.config.get('deletes', 'hard') == 'hard' else none %}
+            {% set tombstones = cdc_merge.model_deletes_relation(target_relation, is_history) if node.config.get('deletes', 'hard') == 'hard' else none %}
             {% set due = ['forced'] if force else cdc_merge.maintenance_due(target_relation, node_settings) %}
             {% if due %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
-                {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings) %}
+                {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings,
+                    with_runs=not is_history) %}
                 {% set maintained.count = maintained.count + 1 %}
             {% else %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": no threshold crossed, nothing to do", info=True) }}
             {% endif %}
         {% endif %}
     {% endfor %}
-    {{ log("cdc_maintain: " ~ maintained.count ~ " mirror(s) maintained", info=True) }}
+    {{ log("cdc_maintain: " ~ maintained.count ~ " mirror(s) and history(ies) maintained", info=True) }}
+{% endmacro %}
+
+
+{% macro model_deletes_relation(target_relation, is_history) %}
+    {#- A mirror's tombstones; a history's deletes table, when it has one (hard deletes, created by its runs). -#}
+    {% if not is_history %}
+        {{ return(cdc_merge.tombstones_relation(target_relation)) }}
+    {% endif %}
+    {% set deletes = cdc_merge.history_deletes_relation(target_relation) %}
+    {{ return(adapter.get_relation(database=deletes.database, schema=deletes.schema, identifier=deletes.identifier)) }}
 {% endmacro %}

@@ -8,9 +8,10 @@
 #}
 
 {% macro offsets_relations_in_project() %}
-    {#- The offsets table of every cdc_merge model of the project (offsets_schema, or the model's schema). -#}
+    {#- The offsets table of every cdc_merge and cdc_history model of the project (offsets_schema, or the model's schema):
+        a history's offset keeps the raw events and snapshots it has not applied as a mirror's does. -#}
     {% set schemas = [] %}
-    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_merge' %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized in ['cdc_merge', 'cdc_history'] %}
         {% set schema = node.config.get('offsets_schema') or node.schema %}
         {% if schema not in schemas %}
             {% do schemas.append(schema) %}

@@ -26,7 +26,7 @@ _RAW_LOG_NAMES = ("unique_key", "source_table", "max_events_per_chunk", "table_p
 def config_names(materialization: str) -> List[str]:
     """The configs a model of this materialization reads, for the macros to gather."""
     if materialization == "cdc_history":
-        return [*_RAW_LOG_NAMES, "deletes", "track_columns", "allow_trimmed_log"]
+        return [*_RAW_LOG_NAMES, "deletes", "track_columns", "allow_trimmed_log", *MAINTENANCE_DEFAULTS]
     return [*_RAW_LOG_NAMES, "deletes", "change_source", "consistency_group", "on_schema_change", *MAINTENANCE_DEFAULTS]
 
 
@@ -137,7 +137,8 @@ def cdc_history_config(prefix: str, settings: Mapping[str, Any], landings: Seque
     if not isinstance(allow_trimmed_log, bool):
         raise ConfigError(f"{prefix}allow_trimmed_log must be true or false, got {allow_trimmed_log}.")
     return {**raw_log_config(prefix, "cdc_history", "records", settings, landings, upstream), "deletes": deletes,
-            "track_columns": track_columns, "allow_trimmed_log": allow_trimmed_log}
+            "track_columns": track_columns, "allow_trimmed_log": allow_trimmed_log,
+            "maintenance": maintenance_config(prefix, settings, "cdc_history")}
 
 
 MAINTENANCE_DEFAULTS: Dict[str, Any] = {
@@ -173,8 +174,17 @@ _HINTS = {
 }
 
 
-def maintenance_config(prefix: str, settings: Mapping[str, Any]) -> Dict[str, Any]:
-    """The maintenance settings (docs/maintenance.md) of a model's config, a node's, or cdc_maintain's arguments."""
+# What a history's maintenance never removes: raw events (a history rebuilt from a trimmed log misses
+# versions, docs/history.md) and the deletes of its deletes table (a late older event is closed by them).
+_NOT_FOR_HISTORIES = ("raw_retention_hours", "tombstone_horizon_hours")
+
+
+def maintenance_config(prefix: str, settings: Mapping[str, Any], materialization: str = "cdc_merge") -> Dict[str, Any]:
+    """The maintenance settings (docs/maintenance.md) of a model's config, a node's, or cdc_maintain's arguments.
+    A cdc_history's have raw_retention_hours and tombstone_horizon_hours none, whatever is set (a folder's
+    config or cdc_maintain's arguments for every model): its maintenance removes no raw event and no delete."""
+    if materialization == "cdc_history":
+        settings = {name: value for name, value in settings.items() if name not in _NOT_FOR_HISTORIES}
     mode = settings.get("maintenance", MAINTENANCE_DEFAULTS["maintenance"])
     if mode not in ("auto", "off"):
         raise ConfigError(f"{prefix}maintenance must be 'auto' (maintain the mirror when a maintenance_max_* threshold is crossed) or "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.apply.mirror_config import ConfigError, cdc_history_config, cdc_merge_config, maintenance_config
+from python_jobs.apply.mirror_config import ConfigError, cdc_history_config, cdc_merge_config, config_names, maintenance_config
 
 PREFIX = "cdc_merge model 'products': "
 GOOD = {"unique_key": "id", "source_table": "inventory.products", "offsets_schema": "mirror"}
@@ -94,3 +94,19 @@ def test_cdc_maintain_arguments_are_checked_alone():
     assert maintenance_config("cdc_maintain: ", {"maintenance_max_files": "7"})["maintenance_max_files"] == 7
     with pytest.raises(ConfigError, match="cdc_maintain: tombstone_horizon_hours must be hours"):
         maintenance_config("cdc_maintain: ", {"tombstone_horizon_hours": -1})
+
+
+def test_a_history_is_maintained_without_raw_retention_or_collecting_its_deletes():
+    """A history's maintenance settings are checked as a mirror's, but it never trims the raw log
+    nor its deletes table, whatever a folder's config or cdc_maintain's arguments for every model set."""
+    prefix = "cdc_history model 'customers_versions': "
+    config = cdc_history_config(prefix, {**GOOD, "maintenance_max_snapshots": "5", "raw_retention_hours": 0,
+                                         "tombstone_horizon_hours": 0}, [], 1)
+    assert config["maintenance"]["maintenance_max_snapshots"] == 5
+    assert config["maintenance"]["raw_retention_hours"] is None and config["maintenance"]["tombstone_horizon_hours"] is None
+    called = maintenance_config("cdc_maintain: ", {"raw_retention_hours": 0, "tombstone_horizon_hours": 0}, "cdc_history")
+    assert called["raw_retention_hours"] is None and called["tombstone_horizon_hours"] is None
+    assert maintenance_config("cdc_maintain: ", {"raw_retention_hours": 0})["raw_retention_hours"] == 0
+    with pytest.raises(ConfigError, match="maintenance_max_files must be"):
+        cdc_history_config(prefix, {**GOOD, "maintenance_max_files": 0}, [], 1)
+    assert "maintenance_max_files" in config_names("cdc_history")

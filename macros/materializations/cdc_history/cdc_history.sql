@@ -18,8 +18,8 @@
         write.sql      a batch's rows removed and added, published in one commit
         ranges.sql     online snapshot ranges: current versions of rows the source no longer has closed
         retention.sql  whether the raw log was trimmed, and from when it holds events
-    It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk)
-    and publish.sql.
+    It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk),
+    publish.sql, and after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/).
 #}
 
 {% materialization cdc_history, default %}
@@ -140,6 +140,8 @@
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
+    {#- Only now, with every applied chunk's offset recorded, as a mirror's run (maintenance.sql): its table and deletes table. -#}
+    {% do cdc_merge.maintain_after_run(target_relation, deletes_relation, offsets, cfg, with_runs=false) %}
 
     {{ log("cdc_history " ~ target_relation ~ ": " ~ chunks | length ~ " chunk(s), " ~ totals.events ~ " events: "
         ~ totals.added ~ " version rows written, " ~ totals.removed ~ " replaced", info=True) }}

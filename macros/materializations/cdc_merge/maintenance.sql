@@ -5,9 +5,9 @@
     run that dies while it maintains has already kept everything it applied. docs/maintenance.md.
 #}
 
-{% macro maintenance_validated_config(settings, fail_prefix) %}
+{% macro maintenance_validated_config(settings, fail_prefix, materialization='cdc_merge') %}
     {#- settings: a node's config or cdc_maintain's arguments; checked in python_jobs/apply/mirror_config.py. -#}
-    {% set checked = adapter.cdc_maintenance_config(fail_prefix, settings) %}
+    {% set checked = adapter.cdc_maintenance_config(fail_prefix, settings, materialization) %}
     {% if checked.error %}
         {% do exceptions.raise_compiler_error(checked.error) %}
     {% endif %}
@@ -29,8 +29,8 @@
 {% endmacro %}
 
 
-{% macro maintain_after_run(target_relation, tombstones, offsets, cfg) %}
-    {#- The run's maintenance, if its mirror crossed a threshold: the counts of maintain_mirror, or none. -#}
+{% macro maintain_after_run(target_relation, tombstones, offsets, cfg, with_runs=true) %}
+    {#- The run's maintenance, if its mirror (or history: with_runs false) crossed a threshold: the counts of maintain_mirror, or none. -#}
     {% if cfg.maintenance.maintenance == 'off' %}
         {{ return(none) }}
     {% endif %}
@@ -49,5 +49,6 @@
     {% for reason in due if 'maintenance_max_age_hours' in reason %}
         {% set orphans.due = true %}
     {% endfor %}
-    {{ return(cdc_merge.maintain_mirror(target_relation, tombstones, offsets, cfg.raw_relation, cfg.source_table, cfg.maintenance, orphans.due)) }}
+    {{ return(cdc_merge.maintain_mirror(target_relation, tombstones, offsets, cfg.raw_relation, cfg.source_table, cfg.maintenance, orphans.due,
+        with_runs)) }}
 {% endmacro %}

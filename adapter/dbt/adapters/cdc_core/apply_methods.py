@@ -210,10 +210,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return {"error": None, "config": config}
 
     @available
-    def cdc_maintenance_config(self, prefix: str, settings: Mapping[str, Any]) -> Dict[str, Any]:
+    def cdc_maintenance_config(self, prefix: str, settings: Mapping[str, Any], materialization: str = "cdc_merge") -> Dict[str, Any]:
         """maintain.sql: {'config': checked maintenance settings} or {'error': what to change} (mirror_config.py)."""
         try:
-            return {"error": None, "config": mirror_config.maintenance_config(prefix, {k: v for k, v in settings.items() if v is not None})}
+            return {"error": None, "config": mirror_config.maintenance_config(
+                prefix, {k: v for k, v in settings.items() if v is not None}, str(materialization))}
         except mirror_config.ConfigError as error:
             return {"error": str(error), "config": None}
 
