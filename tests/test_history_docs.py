@@ -1,13 +1,15 @@
-"""A history's description, persisted by dbt's persist_docs, and the deletes mode the history
-records: each must stay what it is. On Databend a table has no properties of a user's choosing
-besides its comment, which persist_docs writes, so the mode is kept in cdc_merge_table_settings."""
+"""A history's or a mirror's description, persisted by dbt's persist_docs, and what cdc_merge
+records of the table: each must stay what it is. On Databend a table has no properties of a user's
+choosing besides its comment, which persist_docs writes for a history, so a history's mode is kept
+in cdc_merge_table_settings; a Databend mirror's comment holds its model's checksum."""
 
 from __future__ import annotations
 
 import shutil
 
 from harness.dbt_project import error_text
-from test_dbt_commands import COLUMNS, FLINK_MYSQL, PRODUCTS, mysql_line
+from harness.mirror_project import make_project
+from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, mysql_line
 from test_dbt_first_day import HISTORY_CONFIG, count
 
 DESCRIPTION = "Every version of each product, as the source's log gives it."
@@ -67,12 +69,10 @@ def test_a_history_with_persisted_docs_keeps_its_description_and_its_deletes_mod
     assert table_comment(project, "hist_documented") == DESCRIPTION
 
 
-def test_a_databend_history_whose_mode_is_in_its_comment_is_recognised_and_migrated(conformance_project):
+def test_a_databend_history_whose_mode_is_in_its_comment_is_recognised_and_migrated(spark, databend_url, tmp_path):
     """A history built when Databend kept the mode in the table's comment: its mode is still known, and its
     next run records it in cdc_merge_table_settings and gives the comment back to persist_docs."""
-    project = conformance_project
-    if not project.on_databend:
-        return
+    project = make_project(spark, tmp_path, "databend_local")
     project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
     shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
     project.land(PRODUCTS)
@@ -93,3 +93,36 @@ def test_a_databend_history_whose_mode_is_in_its_comment_is_recognised_and_migra
         f"select value from {settings} where target_table = '{project.schema}.hist_documented' and setting = 'deletes'")] == ["soft"]
     project.write_model("hist_documented", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
     refused(project, "soft", "hard")
+
+
+MIRROR_DOCS_YML = """
+version: 2
+models:
+  - name: mirror_documented
+    description: "%s"
+    config: {persist_docs: {relation: true}}
+"""
+
+
+def test_a_mirror_with_persisted_docs_gets_its_description_on_spark_and_keeps_its_checksum_on_databend(conformance_project):
+    """Spark: the mirror's comment is the model's description after a run with events and after an idle
+    one, a changed description included. Databend: its comment holds the model's checksum, so the
+    description is not written there and the run says so."""
+    project = conformance_project
+    project.write_model("mirror_documented", "materialized='cdc_merge', " + CONFIG, COLUMNS)
+    docs = project.project_dir / "models" / "mirrors" / "_docs.yml"
+    docs.write_text(MIRROR_DOCS_YML % DESCRIPTION)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "mirror_documented")
+    rows = project.query(f"select count(*) as n from {project.schema}.mirror_documented")[0]["n"]
+    if project.on_databend:
+        assert (table_comment(project, "mirror_documented") or "").startswith("cdc-merge.model-sql-md5=")
+        assert "a mirror's description is not persisted on Databend" in project.dbt_log()
+        return
+    assert table_comment(project, "mirror_documented") == DESCRIPTION
+    # Nothing new: an idle run still gives a changed description.
+    docs.write_text(MIRROR_DOCS_YML % "Products, newest row of each.")
+    project.dbt("run", "--select", "mirror_documented")
+    assert table_comment(project, "mirror_documented") == "Products, newest row of each."
+    assert project.query(f"select count(*) as n from {project.schema}.mirror_documented")[0]["n"] == rows

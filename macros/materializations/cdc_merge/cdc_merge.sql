@@ -32,6 +32,7 @@
     {% set idle_read = {} %}
     {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started, idle_read) %}
         {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
+        {% do cdc_merge.persist_mirror_docs(target_relation, model) %}
         {% do cdc_merge.unlock_mirror(target_relation) %}
         {% do cdc_merge.finish_mirror_run() %}
         {{ run_hooks(post_hooks) }}
@@ -102,6 +103,7 @@
     {#- Scratch dropped, a stream started, maintenance, the runs row, the group's cut, the summary line (finish_run.sql). -#}
     {% do cdc_merge.finish_run(run, run_state, transaction, stream, current_snapshot) %}
     {% set totals = run_state.totals %}
+    {% do cdc_merge.persist_mirror_docs(target_relation, model) %}
     {% do cdc_merge.unlock_mirror(target_relation) %}
     {% do cdc_merge.finish_mirror_run() %}
     {#- The run's result without a statement; its counts are in the summary line above and in cdc_merge_runs. -#}
