@@ -53,14 +53,23 @@
 
 {% macro history_chain_range_deletes_ctes(chunk_ranges, columns, events_cte) %}
     {#-
-        chain_range_closed and chain_ranged over events_cte (chain.sql's chain_filled: every event of the
-        batch's keys, stored and new): per range, each key whose newest event at or before the range record
+        chain_range_next, chain_range_candidates, chain_range_closed and chain_ranged over events_cte
+        (chain.sql's chain_filled: every event of the batch's keys, stored and new): per range, each key
+        whose newest event at or before the range record
         is live, older than the low watermark and in the range gets a delete at the low watermark, with that
         event's values. Ranges that find the same newest event close the key once, at the first: the later
         find it deleted. chain_ranged: the events with those deletes (_cdc_origin 2: not stored yet). A key
         whose stored version (chain_stored) was updated in place from before the low watermark to after the
         range record is left open: an event between the watermarks that it took is not kept.
     -#}
+    chain_range_next as (
+        select
+            *,
+            lead(_cdc_seq) over (partition by _cdc_key order by _cdc_seq) as _cdc_next_seq
+        from {{ events_cte }}
+    ),
+
+    {#- One window for every range: the newest event at or before a range record is the one whose next event is after it. #}
     chain_range_candidates as (
         {%- for range in chunk_ranges.ranges %}
         select
@@ -71,17 +80,11 @@
             _cdc_seq as _cdc_closed_seq,
             '{{ range.low }}' as _cdc_seq,
             {{ cdc_merge.history_range_time_sql(chunk_ranges.times, range) }} as _cdc_source_ts
-        from (
-            select
-                *,
-                row_number() over (partition by _cdc_key order by _cdc_seq desc) as _cdc_newest
-            from {{ events_cte }}
-            where _cdc_seq <= '{{ range.seq }}'
-        ) as before_range
+        from chain_range_next as before_range
         where
-            _cdc_newest = 1
-            and not _cdc_is_delete
+            not _cdc_is_delete
             and _cdc_seq < '{{ range.low }}'
+            and (_cdc_next_seq is null or _cdc_next_seq > '{{ range.seq }}')
             and {{ cdc_merge.key_range_predicate(range, chunk_ranges.column_types) }}
             {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be gone. #}
             and not exists (
