@@ -87,13 +87,14 @@ def replay_changes_nothing(project, deletes: str, source: list) -> None:
 def test_a_key_lost_and_taken_back_in_one_chunk_keeps_its_delete(conformance_project, deletes):
     project = conformance_project
     make_models(project, deletes, track=False)
-    land_and_run(project, "1.json", [postgres_line("c", 100 + 10 * key, row(key, "a")) for key in (1, 5, 6, 8)])
+    land_and_run(project, "1.json", [postgres_line("c", 100 + 10 * key, row(key, "a")) for key in (1, 5, 6, 8, 9)])
     # One chunk. Key 8 is deleted and inserted again by the log's events. The source loses keys 5 and
     # 6 with no delete in the log: page 1 (watermarks 200-210, through key 10) reads key 1 alone. Key 5
     # comes back by an insert (305, between page 2's watermarks, which leave it to its change), key 6
-    # by page 2's read (310).
+    # by page 2's read (310). Key 9, updated before page 1, is gone for good: both pages leave it out.
     land_and_run(project, "2.json", [
         postgres_line("d", 190, row(8, "a")),
+        postgres_line("u", 195, row(9, "b")),
         read_line(210, row(1, "a")),
         range_line(220, 200, {"id": 10}),
         postgres_line("c", 260, row(8, "b")),
@@ -110,6 +111,11 @@ def test_a_key_lost_and_taken_back_in_one_chunk_keeps_its_delete(conformance_pro
     assert versions(project, 6) == lives(deletes, ("a", "n", 160, 220, True), ("b", "n", 310, None, False))
     assert versions(project, 8) == lives(deletes, ("a", "n", 180, 190, True), ("b", "n", 260, 310, False),
                                          ("b", "n", 310, None, False))
+    assert versions(project, 9) == lives(deletes, ("a", "n", 190, 195, False), ("b", "n", 195, 220, True))
+    # One delete each (key 8's, and page 1's of keys 5, 6 and 9): page 2 found key 9 deleted.
+    deleted = (f"{project.schema}.doc_versions__cdc_history_deletes" if deletes == "hard"
+               else f"{project.schema}.doc_versions where is_deleted and _cdc_updated_seq = _cdc_seq")
+    assert project.query(f"select count(*) as n from {deleted}")[0]["n"] == 4
 
     # An older event of key 5 arriving late is placed before the delete: it reopens nothing.
     land_and_run(project, "3.json", [postgres_line("u", 170, row(5, "late"))])
