@@ -60,6 +60,20 @@ def current_rows(project, deletes: str) -> tuple[list, list]:
     return [tuple(row.values()) for row in history], [tuple(row.values()) for row in mirror]
 
 
+def replay_changes_nothing(project, deletes: str, source: list, current=current_rows) -> None:
+    """Every file again under a new name: the history does not change, not even its snapshot; current
+    (current_rows or a finer one) gives the history's live versions and the mirror's rows, both source."""
+    history = f"{project.schema}.doc_versions"
+    before = (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq"))
+    for path in sorted(project.inbox.iterdir()):
+        shutil.copy(path, path.with_name("again-" + path.name))
+    project.land(DOCS)
+    project.dbt("run", "--select", "docs", "doc_versions")
+    assert (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq")) == before
+    assert current(project, deletes) == (source, source)
+    project.dbt("test", "--select", "doc_versions")
+
+
 def versions(project, key: int) -> list[tuple]:
     return [tuple(row.values()) for row in project.query(
         f"select id, status, valid_from, valid_to, is_current, is_deleted from {project.schema}.doc_versions "
@@ -110,13 +124,4 @@ def test_a_range_record_closes_the_history_version_of_a_row_the_source_no_longer
               (2, "late", at(160), at(220), False, False)]
     assert versions(project, 2) == closed + deleted
 
-    # Every file again under a new name: the history does not change, not even its snapshot.
-    history = f"{project.schema}.doc_versions"
-    before = (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq"))
-    for path in sorted(project.inbox.iterdir()):
-        shutil.copy(path, path.with_name("again-" + path.name))
-    project.land(DOCS)
-    project.dbt("run", "--select", "docs", "doc_versions")
-    assert (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq")) == before
-    assert current_rows(project, deletes) == (source, source)
-    project.dbt("test", "--select", "doc_versions")
+    replay_changes_nothing(project, deletes, source)

@@ -9,11 +9,9 @@ nothing and a replay writes nothing. On Spark + Iceberg and on embedded Databend
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from test_history_ranges import DOCS, HISTORY_TESTS, at, range_line, read_line
+from test_history_ranges import DOCS, HISTORY_TESTS, at, range_line, read_line, replay_changes_nothing
 from test_materialization import postgres_line
 
 COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'status': 'string', 'note': 'string'}) }}, "
@@ -70,19 +68,6 @@ def land_and_run(project, name: str, lines: list[str]) -> None:
     project.dbt("run", "--select", "docs", "doc_versions")
 
 
-def replay_changes_nothing(project, deletes: str, source: list) -> None:
-    """Every file again under a new name: the history does not change, not even its snapshot."""
-    history = f"{project.schema}.doc_versions"
-    before = (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq"))
-    for path in sorted(project.inbox.iterdir()):
-        shutil.copy(path, path.with_name("again-" + path.name))
-    project.land(DOCS)
-    project.dbt("run", "--select", "docs", "doc_versions")
-    assert (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq")) == before
-    assert live(project, deletes) == (source, source)
-    project.dbt("test", "--select", "doc_versions")
-
-
 @pytest.mark.parametrize("deletes", ["hard", "soft"])
 def test_a_key_lost_and_taken_back_in_one_chunk_keeps_its_delete(conformance_project, deletes):
     project = conformance_project
@@ -123,7 +108,7 @@ def test_a_key_lost_and_taken_back_in_one_chunk_keeps_its_delete(conformance_pro
     # A soft delete keeps the values it was written with.
     assert versions(project, 5) == lives(deletes, ("a", "n", 150, 170, False), ("late", "n", 170, 220, True, "a"),
                                          ("b", "n", 305, None, False))
-    replay_changes_nothing(project, deletes, source)
+    replay_changes_nothing(project, deletes, source, live)
 
 
 @pytest.mark.parametrize("deletes", ["hard", "soft"])
@@ -162,4 +147,4 @@ def test_with_track_columns_a_range_closes_a_version_and_a_read_back_opens_one(c
     assert live(project, deletes) == (source, source)
     assert versions(project, 7) == lives(deletes, ("a", "n7", 170, 190, False), ("late", "n7", 190, 220, True, "a"),
                                          ("a", "n7", 310, None, False))
-    replay_changes_nothing(project, deletes, source)
+    replay_changes_nothing(project, deletes, source, live)

@@ -24,20 +24,21 @@
 {% endmacro %}
 
 
-{% macro insert_new_deletes_sql(deletes_relation, batch_view) %}
-    {#- The batch's delete events the deletes table does not hold yet. -#}
+{% macro insert_new_deletes_sql(deletes_relation, rows, condition) %}
+    {#- The deletes of rows (a batch's delete events, or the deletes its ranges closed keys with: condition
+        picks them) that the deletes table does not hold yet. -#}
     insert into {{ deletes_relation }}
     select
-        batch._cdc_key,
-        batch._cdc_seq,
-        batch._cdc_source_ts
-    from {{ batch_view }} as batch
+        picked._cdc_key,
+        picked._cdc_seq,
+        picked._cdc_source_ts
+    from {{ rows }} as picked
     where
-        batch._cdc_action = 'delete'
+        {{ condition }}
         and not exists (
             select 1
             from {{ deletes_relation }} as stored
-            where stored._cdc_key = batch._cdc_key and stored._cdc_seq = batch._cdc_seq
+            where stored._cdc_key = picked._cdc_key and stored._cdc_seq = picked._cdc_seq
         )
 {% endmacro %}
 

@@ -148,24 +148,6 @@
 {% endmacro %}
 
 
-{% macro insert_closed_deletes_sql(deletes_relation, changes) %}
-    {#- deletes='hard': the deletes a batch's ranges closed keys with (_cdc_change 'close' of history_changes_sql). -#}
-    insert into {{ deletes_relation }}
-    select
-        closed._cdc_key,
-        closed._cdc_seq,
-        closed._cdc_source_ts
-    from {{ changes }} as closed
-    where
-        closed._cdc_change = 'close'
-        and not exists (
-            select 1
-            from {{ deletes_relation }} as stored
-            where stored._cdc_key = closed._cdc_key and stored._cdc_seq = closed._cdc_seq
-        )
-{% endmacro %}
-
-
 {% macro history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
     {#-
         After the chunk's batches, one delete event per key the ranges close whose current version (open,

@@ -125,13 +125,13 @@
         the history is written (a run that dies in between finds them there). Returns its counts.
     -#}
     {% if deletes_relation is not none %}
-        {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view)) %}
+        {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view, "picked._cdc_action = 'delete'")) %}
     {% endif %}
     {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
         chunk_ranges=chunk_ranges) %}
     {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
     {% if deletes_relation is not none and created.closed > 0 %}
-        {% do run_query(cdc_merge.insert_closed_deletes_sql(deletes_relation, created.changes)) %}
+        {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, created.changes, "picked._cdc_change = 'close'")) %}
     {% endif %}
     {% if created.added + created.removed > 0 %}
         {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}
