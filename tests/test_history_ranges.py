@@ -51,11 +51,11 @@ def range_line(lsn: int, low: int, through: dict | None) -> str:
                        "range": {"after": None, "through": through, "low": position(low)}})
 
 
-def current_rows(project, deletes: str) -> tuple[list, list]:
-    """(the history's current, not deleted versions, the mirror's live rows) as (id, status)."""
+def current_rows(project, deletes: str, columns: str = "id, status") -> tuple[list, list]:
+    """(the history's current, not deleted versions, the mirror's live rows) as tuples of columns."""
     schema = project.schema
-    history = project.query(f"select id, status from {schema}.doc_versions where is_current and not is_deleted order by id")
-    mirror = project.query(f"select id, status from {schema}.docs"
+    history = project.query(f"select {columns} from {schema}.doc_versions where is_current and not is_deleted order by id")
+    mirror = project.query(f"select {columns} from {schema}.docs"
                            f"{' where not _cdc_deleted' if deletes == 'soft' else ''} order by id")
     return [tuple(row.values()) for row in history], [tuple(row.values()) for row in mirror]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_history_ranges import DOCS, HISTORY_TESTS, at, range_line, read_line, replay_changes_nothing
+from test_history_ranges import DOCS, HISTORY_TESTS, at, current_rows, range_line, read_line, replay_changes_nothing
 from test_materialization import postgres_line
 
 COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'status': 'string', 'note': 'string'}) }}, "
@@ -30,11 +30,7 @@ def versions(project, key: int) -> list[tuple]:
 
 def live(project, deletes: str) -> tuple[list, list]:
     """(the history's current, not deleted versions, the mirror's live rows) as (id, status, note)."""
-    schema = project.schema
-    history = project.query(f"select id, status, note from {schema}.doc_versions where is_current and not is_deleted order by id")
-    mirror = project.query(f"select id, status, note from {schema}.docs"
-                           f"{' where not _cdc_deleted' if deletes == 'soft' else ''} order by id")
-    return [tuple(found.values()) for found in history], [tuple(found.values()) for found in mirror]
+    return current_rows(project, deletes, "id, status, note")
 
 
 def lives(deletes: str, *chain: tuple) -> list[tuple]:
