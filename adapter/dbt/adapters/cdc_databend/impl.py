@@ -1,4 +1,5 @@
 import re
+from datetime import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
@@ -137,6 +138,12 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Ve
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return AdapterResponse(_message=submission_result.message)
 
+    def _create_freshness_response(self, last_modified: Any, snapshotted_at: Any) -> Any:
+        """`dbt source freshness`: Databend's client hands timestamps over as text (the session's zone,
+        UTC: null_values.keep_nulls), which dbt's check refuses ('Expected a timestamp value'); read
+        them as the UTC instants they are."""
+        return super()._create_freshness_response(_timestamp(last_modified), _timestamp(snapshotted_at))
+
     @classmethod
     def type(cls) -> str:
         return "cdc_databend"
@@ -212,3 +219,8 @@ def _stats(table: Dict[str, Any]) -> Dict[str, Any]:
         flat.update({f"stats:{stat_id}:label": label, f"stats:{stat_id}:value": value,
                      f"stats:{stat_id}:description": description, f"stats:{stat_id}:include": True})
     return flat
+
+
+def _timestamp(value: Any) -> Any:
+    """A timestamp of a result, as Databend renders it ('2026-01-02 03:04:05.123456'), as a datetime."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
