@@ -219,7 +219,8 @@ class MysqlCapture:
                             "session, then run the capture once with --resnapshot")
                     elif versioned := _captured(versioned_tables(event.query, event.schema), captured):
                         raise versioning_error(event.query, where, versioned)
-                    elif truncated := _captured(emptied_tables(event.query, event.schema, captured, self.names), captured):
+                    elif truncated := _captured(emptied_tables(event.query, event.schema, captured, self.names,
+                                                               event.packet.flags), captured):
                         # TRUNCATE, DROP, CREATE OR REPLACE are DDL: a transaction of its own (after its GTID event, if any).
                         if current is None or current.changes:
                             current = Transaction(begin_file=stream.log_file, begin_position=start)

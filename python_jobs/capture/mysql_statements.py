@@ -60,6 +60,8 @@ _EXECUTABLE = re.compile(r"/\*M?!\d*(.*?)\*/", re.DOTALL)
 # SET STATEMENT var = value [, ...] FOR: its values may be quoted (a sql_mode's list).
 _SET_STATEMENT = re.compile(r"^set\s+statement\s+(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|[^'\"])*?\sfor\s+",
                             re.IGNORECASE | re.DOTALL)
+# LOG_EVENT_THREAD_SPECIFIC_F of a Query event's header: the statement used a temporary table of its session.
+THREAD_SPECIFIC = 0x4
 _QUOTED = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.DOTALL)
 
 
@@ -85,13 +87,17 @@ def _table(text: str, default_schema: Any) -> tuple[str, str]:
 
 
 def emptied_tables(query: str, default_schema: Any, known: Iterable[tuple[str, str]] = (),
-                   names: TableNames = EXACT) -> list[tuple[str, str]]:
+                   names: TableNames = EXACT, flags: int = 0) -> list[tuple[str, str]]:
     """Tables the statement empties, whose rows leave with no rows event: TRUNCATE, DROP TABLE
     (not of a temporary table), CREATE OR REPLACE TABLE, a RENAME that takes the table's name away,
     a table converted to a partition, and those of known in a dropped database (its name compared
     as the server's names say). A table created again afterwards gets its rows through rows events,
-    as any new table."""
+    as any new table. flags: the event header's; a TRUNCATE whose event is thread-specific truncated
+    a temporary table, which hides a table of its name from its session (logged by a session whose
+    binlog_format is MIXED or STATEMENT), and empties none."""
     text = statement(query)
+    if flags & THREAD_SPECIFIC and _TRUNCATE.match(text):
+        return []
     dropped = _DROP_DATABASE.match(text)
     if dropped:
         return [table for table in known if names.name(table[0]) == names.name(_name(dropped.group(1)))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from python_jobs.capture.mysql_statements import (
+    THREAD_SPECIFIC,
     emptied_tables,
     replaced_tables,
     repartitioned_tables,
@@ -29,6 +30,15 @@ from python_jobs.capture.mysql_statements import (
 ])
 def test_statements_that_empty_tables(query, tables):
     assert emptied_tables(query, b"shop") == tables
+
+
+@pytest.mark.parametrize("query, tables", [
+    ("truncate table t", []),  # the session's temporary t, which hides the table t from it
+    ("drop table t", [("shop", "t")]),
+    ("create or replace table t select * from tmp", [("shop", "t")]),
+])
+def test_statements_of_a_session_using_its_temporary_tables(query, tables):
+    assert emptied_tables(query, b"shop", flags=THREAD_SPECIFIC) == tables
 
 
 @pytest.mark.parametrize("query, tables", [
