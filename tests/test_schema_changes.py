@@ -138,3 +138,26 @@ def test_a_soft_delete_mirror_gets_added_columns_too(dbt_project):
         "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
     project.dbt("run", "--select", "docs")
     assert mirrored(project, "id, title, _cdc_deleted") == [(1, "a", False), (2, "b", True)]
+
+
+def test_a_column_selected_again_gets_the_values_of_the_rows_written_without_it(conformance_project):
+    """append_new_columns keeps a column the model stops selecting, null in rows written meanwhile;
+    selected again, it is backfilled from the raw log as an added column is, not left null."""
+    project = conformance_project
+    docs_model(project, {"id": "int", "title": "string"})
+    land(project, "1", [postgres_line("c", 100, {"id": 1, "title": "a"}), postgres_line("c", 110, {"id": 2, "title": "b"})])
+    project.dbt("run", "--select", "docs")
+    docs_model(project, {"id": "int"})
+    land(project, "2", [postgres_line("u", 200, {"id": 1, "title": "a2"}), postgres_line("c", 210, {"id": 3, "title": "c"})])
+    project.dbt("run", "--select", "docs")
+    assert mirrored(project, "id, title") == [(1, None), (2, "b"), (3, None)]
+
+    docs_model(project, {"id": "int", "title": "string"})
+    project.dbt("run", "--select", "docs")
+    assert mirrored(project, "id, title") == [(1, "a2"), (2, "b"), (3, "c")]
+    assert "title: 3 of 3 rows backfilled from the raw log" in project.dbt_log()
+    # Backfilled once: the next runs are idle, and a column dropped again is recorded as kept again.
+    before = project.table_version(f"{project.schema}.docs")
+    project.dbt("run", "--select", "docs")
+    assert project.table_version(f"{project.schema}.docs") == before
+

@@ -57,7 +57,7 @@ def describe(found: Mapping[str, Sequence[Tuple[str, ...]]]) -> str:
 def plan_schema(mirror_types: Columns, model_types: Columns, mode: str, kept_before: Sequence[str], model: str, mirror: str,
                 engine: str) -> Dict[str, Any]:
     """mode: on_schema_change; kept_before: columns the schema changes log says were kept earlier (a
-    column kept is recorded once); model, mirror, engine: for the messages. Returns {'error'} or
+    column kept is recorded once; one the model selects again is backfilled, as an added one); model, mirror, engine: for the messages. Returns {'error'} or
     {'changed', 'steps': [{'change', 'column', 'old_type', 'new_type'}] in order, 'written': [(name, type)],
     'to_backfill': [names], 'notes': [...], 'ignored': description or None}."""
     found = differences(mirror_types, model_types)
@@ -93,6 +93,14 @@ def plan_schema(mirror_types: Columns, model_types: Columns, mode: str, kept_bef
             notes.append(f"{name} dropped" if dropped else f"{name} kept, null in rows written from now on")
     elif changed:
         notes.append("model's column changes ignored")
+    if mode != "ignore":
+        # A column kept while the model did not select it is null in the rows written meanwhile: selected
+        # again, it is computed again from the raw log, as an added column is.
+        widened = {name for name, _, _ in found["widened"]}
+        for name, data_type in model_types:
+            if name in kept_before and name in dict(mirror_types) and name not in widened:
+                steps.append({"change": "select_pending", "column": name, "old_type": None, "new_type": data_type})
+                to_backfill.append(name)
     if mode == "ignore":
         written = list(mirror_types)
     elif mode == "append_new_columns":

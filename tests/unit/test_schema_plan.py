@@ -36,6 +36,11 @@ def test_append_new_columns_adds_widens_and_keeps_what_is_no_longer_selected():
                                 "old kept, null in rows written from now on"]
     # A column kept earlier is recorded once.
     assert [step["column"] for step in plan("append_new_columns", kept_before=["old"])["steps"]] == ["tier", "id", "price"]
+    # A kept column the model selects again is backfilled, as an added one (null in the rows written without it).
+    again = plan("append_new_columns", model=[*MODEL, ("old", "string")], kept_before=["old"])
+    assert again["steps"][-1] == {"change": "select_pending", "column": "old", "old_type": None, "new_type": "string"}
+    assert again["to_backfill"] == ["tier", "id", "price", "old"]
+    assert plan("ignore", model=MIRROR, kept_before=["old"])["steps"] == []
 
 
 def test_sync_all_columns_drops_what_is_no_longer_selected():

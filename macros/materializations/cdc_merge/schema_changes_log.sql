@@ -1,7 +1,7 @@
 {#
     cdc_merge_schema_changes (next to cdc_merge_offsets): one appended row per change of a
-    mirror's columns, never updated. An added or widened column is recorded as pending before
-    its ALTER TABLE and as backfilled after, so a run that dies in between backfills it next time.
+    mirror's columns, never updated. An added or widened column (or a kept one selected again) is
+    recorded as pending before its ALTER TABLE and as backfilled after, so a run that dies in between backfills it next time.
 #}
 
 {% macro schema_changes_relation(cfg) %}
@@ -45,7 +45,7 @@
 
 
 {% macro record_schema_change_sql(relation, target_relation, ordinal, column, change, old_type, new_type, rows_backfilled) %}
-    {#- change: add_pending, widen_pending, backfilled, drop, kept (dropped from the model, kept in the mirror). -#}
+    {#- change: add_pending, widen_pending, select_pending (a kept column selected again), backfilled, drop, kept (dropped from the model, kept in the mirror). -#}
     insert into {{ relation }}
     select
         '{{ target_relation }}' as target_table,
@@ -62,7 +62,7 @@
 
 {% macro pending_backfills(relation, target_relation) %}
     {#-
-        Columns whose newest change is add_pending or widen_pending: not yet backfilled. Returns {'columns',
+        Columns whose newest change is add_pending, widen_pending or select_pending: not yet backfilled. Returns {'columns',
         'ordinal': the newest change_ordinal, 'newest': {column: its newest change}}.
     -#}
     {% set pending_sql %}
@@ -90,7 +90,7 @@
     {% set ordinal = namespace(value=0) %}
     {% for row in run_query(pending_sql).rows %}
         {% do newest.update({row['column_name']: row['change']}) %}
-        {% if row['change'] in ['add_pending', 'widen_pending'] %}
+        {% if row['change'] in ['add_pending', 'widen_pending', 'select_pending'] %}
             {% do pending.append(row['column_name']) %}
         {% endif %}
         {% set ordinal.value = [ordinal.value, row['change_ordinal'] | int] | max %}
