@@ -161,3 +161,17 @@ def test_a_column_selected_again_gets_the_values_of_the_rows_written_without_it(
     project.dbt("run", "--select", "docs")
     assert project.table_version(f"{project.schema}.docs") == before
 
+
+def test_a_model_whose_last_line_is_a_comment_applies(dbt_project):
+    """The steps wrap the model's SQL in parentheses: a `--` comment on its last line must not swallow them."""
+    project = dbt_project
+    docs_model(project, {"id": "int", "title": "string"})
+    model = project.project_dir / "models" / "mirrors" / "docs.sql"
+    model.write_text(model.read_text().rstrip() + "\n-- the titles, as the source has them\n")
+    land(project, "1", [postgres_line("c", 100, {"id": 1, "title": "a"}), postgres_line("c", 110, {"id": 2, "title": "b"})])
+    project.dbt("run", "--select", "docs")
+    docs_model(project, {"id": "int", "title": "string", "qty": "int"})
+    model.write_text(model.read_text().rstrip() + "\n-- qty added\n")
+    land(project, "2", [postgres_line("u", 200, {"id": 1, "title": "a2", "qty": 5})])
+    project.dbt("run", "--select", "docs")
+    assert mirrored(project, "id, title, qty") == [(1, "a2", 5), (2, "b", None)]

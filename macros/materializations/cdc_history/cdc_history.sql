@@ -31,7 +31,8 @@
     {%- set scratch = cdc_merge.history_scratch_relation(target_relation) -%}
     {%- set batch_view = cdc_merge.history_batch_view_name(model.name) -%}
     {%- set raw_changes_view = model.name ~ '__cdc_raw_changes' -%}
-    {%- set model_sql = compiled_code -%}
+    {#- The model's SQL is wrapped in parentheses by the steps: the newline ends a `--` comment on its last line. -#}
+    {%- set model_sql = compiled_code ~ '\n' -%}
 
     {{ run_hooks(pre_hooks) }}
 

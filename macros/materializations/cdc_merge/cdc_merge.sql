@@ -89,9 +89,10 @@
         {% set chunks = [] %}
     {% endif %}
 
-    {#- What the steps share: the run's relations and config; the counts and positions its chunks add up, changed in place. -#}
+    {#- What the steps share: the run's relations and config; the counts and positions its chunks add up, changed in place.
+        The steps wrap the model's SQL in parentheses: its newline ends a `--` comment on the model's last line. -#}
     {% set run_state = {'target_relation': target_relation, 'tombstones': tombstones, 'changes': changes, 'offsets': offsets,
-        'cfg': cfg, 'model_sql': model_sql, 'raw_changes_view': raw_changes_view, 'batch_view': batch_view, 'horizon': horizon,
+        'cfg': cfg, 'model_sql': model_sql ~ '\n', 'raw_changes_view': raw_changes_view, 'batch_view': batch_view, 'horizon': horizon,
         'pending': pending, 'run_started': run_started, 'ordinal': ordinal, 'truncated': truncated, 'in_catalog_transaction': transaction.joined,
         'batch_view_sql': namespace(value=none), 'defaulted': [], 'ranged': namespace(rows=0), 'notes': [],
         'totals': cdc_merge.no_counts(chunks | length)} %}
