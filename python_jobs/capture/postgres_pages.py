@@ -28,6 +28,7 @@ from python_jobs.capture.snapshot_pages import (
 from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, taken_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
+from python_jobs.scaffold import SPARK_MAX_PRECISION
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -105,8 +106,13 @@ def _in_own_order(column: CatalogColumn) -> bool:
     numeric, an enum, money, inet, interval), which it orders by its bytes, not the source's order."""
     name = column.type_name
     if name.startswith("numeric"):
-        precision = re.match(r"numeric\((\d+)", name)
-        return precision is not None and int(precision.group(1)) <= 38  # a mirror's decimal
+        # A mirror's decimal: cdc-scaffold's, wide enough for a scale over the precision or below 0
+        # (numeric(37,-2) holds 39 digits, numeric(38,40) 40: wider than a decimal, so their text).
+        typed = re.match(r"numeric\((\d+)(?:,(-?\d+))?\)", name)
+        if typed is None:
+            return False
+        precision, scale = int(typed.group(1)), int(typed.group(2) or 0)
+        return max(precision, scale) - min(scale, 0) <= SPARK_MAX_PRECISION
     return name in _OWN_ORDER_TYPES or name.startswith("timestamp")
 
 
