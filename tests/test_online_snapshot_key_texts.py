@@ -6,10 +6,15 @@ compares the mirror with the source table's own rows."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
+
 import pytest
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.snapshot_requests import write_request
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_online_snapshots import execute, mirror_and_source_rows
 
@@ -19,6 +24,21 @@ ITEMS = "{{ cdc_merge.cdc_columns({'id': 'string', 'qty': 'int'}) }}, {{ cdc_mer
 def capture_config(dsn, project, tmp_path, **options):
     return capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="key_texts", out=project.inbox,
                                           state=tmp_path / "capture-state.json", **options)
+
+
+@contextlib.contextmanager
+def local_time_zone(zone: str):
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ")
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 def apply(project) -> None:
@@ -46,3 +66,52 @@ def test_numeric_keys_wider_than_a_mirror_decimal_are_paged_in_their_texts_order
     apply(dbt_project)
     mirrored, source = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")
     assert len(mirrored) == len(source) and mirrored == source
+
+
+def test_a_range_asked_for_with_a_uuid_in_upper_case_deletes_no_row_the_source_has(postgres, dbt_project, tmp_path):  # noqa: F811
+    """cdc-snapshot --from as a person may type a uuid: the mirror holds its lower-case text, which
+    sorts after the upper case, so its range began before the pages' and lost the rows between."""
+    execute(postgres, "create schema shop; create table shop.items (id uuid primary key, qty int);"
+                      "insert into shop.items select md5(g::text)::uuid, g from generate_series(1, 60) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    config = capture_config(dsn, dbt_project, tmp_path, page_rows=4)
+    capture_postgres.run(config)
+    apply(dbt_project)
+    items = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")[1]
+    assert len(items) == 60
+    # From the first key starting with 'c' to the last starting with 'd': the mirror has 'a' and 'b' keys before them.
+    start = next(key for key, _ in items if key.startswith("c"))
+    end = [key for key, _ in items if key.startswith("d")][-1]
+    write_request(config.state, "shop.items", [start.upper()], [end])
+    assert capture_postgres.run(config).snapshot_rows > 0
+    apply(dbt_project)
+    assert mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty") == (items, items)
+
+
+def test_a_range_of_time_stamps_asked_for_in_other_zones_deletes_no_row_the_source_has(postgres, dbt_project, tmp_path):  # noqa: F811
+    """cdc-snapshot --from/--to of a timestamptz key with another zone, or none, which the source's
+    session (UTC) reads: the range record read one without a zone in the capture machine's zone."""
+    execute(postgres, "create schema shop; create table shop.moments (at timestamptz primary key, qty int);"
+                      "insert into shop.moments select timestamptz '2026-01-01 00:00:00+00' + g * interval '1 hour', g "
+                      "from generate_series(1, 48) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("moments", "unique_key='at', source_table='shop.moments'",
+                            "{{ cdc_merge.cdc_columns({'at': 'timestamp', 'qty': 'int'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.moments",), slot="key_texts", out=dbt_project.inbox,
+                                            state=tmp_path / "capture-state.json", page_rows=4)
+    capture_postgres.run(config)
+
+    def mirrored():
+        assert "quarantined 0 lines" in dbt_project.land({"shop.moments": ["at"]}).status()
+        dbt_project.dbt("run", "--select", "moments")
+        return sorted((str(row["at"]), row["qty"]) for row in dbt_project.query(
+            f"select at, qty from {dbt_project.schema}.moments"))
+
+    moments = mirrored()
+    assert len(moments) == 48
+    # 10:00 to 20:00 UTC, asked for in New York's time and without a zone.
+    write_request(config.state, "shop.moments", ["2026-01-01 05:00:00-05"], ["2026-01-01 20:00:00"])
+    with local_time_zone("America/New_York"):  # the capture's machine's: not the source session's UTC
+        assert capture_postgres.run(config).snapshot_rows == 11
+    assert mirrored() == moments

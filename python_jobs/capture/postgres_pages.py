@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.postgres_columns import CatalogColumn, read_catalog
 from python_jobs.capture.postgres_events import TableShape, of_bases, source_block
-from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list
+from python_jobs.capture.postgres_snapshot import quote_identifier, row_image, select_list, source_texts
 from python_jobs.capture.snapshot_pages import (
     OpenPage,
     Pages,
@@ -227,6 +227,12 @@ def take_snapshot_requests(capture: Any) -> None:
                             ", ".join(capture.config.tables))
                 continue
             key = [column for column in columns if column.in_primary_key]
+            try:
+                request = {**request, **{bound: source_texts(capture.connection, key, request.get(bound))
+                                         for bound in ("from", "to")}}
+            except ValueError as error:
+                log.warning("cdc-snapshot of %s: %s; left out", table, error)
+                continue
             take_requested(capture.pages, request, [column.name for column in key],
                            lambda index, text: snapshot_converter(key[index].type_name)(text), log)
 

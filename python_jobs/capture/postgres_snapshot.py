@@ -162,3 +162,22 @@ def select_list(names: Sequence[str]) -> str:
     NULL tells a value from null (format() would render null as '')."""
     return ", ".join(f"case when {quote_identifier(name)} is distinct from null then format('%s', {quote_identifier(name)}) end"
                      for name in names)
+
+
+def source_texts(connection: Any, key: Sequence[Any], texts: Sequence[str] | None) -> list[str] | None:
+    """A requested bound's values as the source writes them (format('%s'), in the capture's session):
+    a uuid in upper case, a time stamp in another zone or none, a char(n) without its padding name
+    the key the source's pages start or end at, and the range record must name it as the mirror holds
+    it (its lower-case text, UTC), or the mirror's range covers rows the pages did not read, and deletes
+    them. ValueError: a value the key's type does not take. A bound of another length is left as it is."""
+    import psycopg2
+
+    if texts is None or len(texts) != len(key):
+        return None if texts is None else list(texts)
+    selected = ", ".join(f"format('%%s', %s::{column.type_name})" for column in key)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"select {selected}", [str(text) for text in texts])
+            return [str(text) for text in cursor.fetchone()]
+    except psycopg2.DataError as error:
+        raise ValueError(f"{','.join(texts)}: {' '.join(str(error).split())}") from error

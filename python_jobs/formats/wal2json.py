@@ -118,9 +118,11 @@ def _utc_timestamp(value: str) -> str:
     if value.endswith(_BEFORE_CHRIST):
         return None
     try:
-        instant = dt.datetime.fromisoformat(value).astimezone(dt.timezone.utc)
+        instant = dt.datetime.fromisoformat(value)
     except ValueError:  # infinity, years past 9999: kept as the server wrote them (a mirror reads null)
         return value
+    # A time without a zone is one the capture's sessions read (TimeZone=UTC), not the machine's local time.
+    instant = instant.replace(tzinfo=dt.timezone.utc) if instant.tzinfo is None else instant.astimezone(dt.timezone.utc)
     # strftime's %Y writes years before 1000 without their leading zeros.
     return f"{instant.year:04d}-{instant:%m-%dT%H:%M:%S.%f}Z"
 
