@@ -59,6 +59,23 @@ def test_a_source_table_the_debezium_landing_does_not_capture_fails_at_compile_t
     assert dbt_project.dbt("compile", "--select", "orders").success
 
 
+
+def test_a_unique_key_changed_to_columns_that_are_not_the_captured_key_is_refused(dbt_project):
+    """The raw log keys the events by landing.yml's key whatever unique_key says; cdc-verify compared the
+    mirror by unique_key (and crashed on it) and online snapshot ranges were left out for it."""
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", COLUMNS)
+    (dbt_project.inbox / "a.json").write_text(LINE + "\n")
+    dbt_project.land(KEYS, format="debezium")
+    dbt_project.dbt("run", "--select", "items")
+    dbt_project.write_model("items", "unique_key='note', source_table='shop.items'", COLUMNS)
+
+    result = dbt_project.dbt("run", "--select", "items", expect_success=False)
+
+    message = run_message(result)
+    assert "unique_key ['note'] is not the key" in message and "captures shop.items by (['id'])" in message, message
+    assert "Set unique_key='id'" in message
+
+
 def test_an_unknown_format_stops_the_landing_model_before_spark_reads_a_file(dbt_project, spark):
     (dbt_project.inbox / "a.json").write_text(LINE + "\n")
     dbt_project.landing_config(KEYS)

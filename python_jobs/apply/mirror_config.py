@@ -64,6 +64,14 @@ def raw_log_config(prefix: str, materialization: str, purpose: str, settings: Ma
             raise ConfigError(f"{prefix}source_table {source_table} is not captured by the landing config {landing.get('path')} "
                               f"(format debezium lands only the tables under 'tables:': {', '.join(tables)}): add {source_table} "
                               "there with its key columns, or fix source_table.")
+        captured = (landing.get("keys") or {}).get(source_table.lower()) if landing.get("format") == "debezium" else None
+        if captured and sorted(c.lower() for c in captured) != sorted(c.lower() for c in unique_key):
+            # The raw log keys the rows by the captured key whatever unique_key says; cdc-verify and the
+            # online snapshot ranges read unique_key, and with another key crashed or were left out.
+            raise ConfigError(f"{prefix}unique_key {list(unique_key)} is not the key {landing.get('path')} captures "
+                              f"{source_table} by ({captured}): the raw log keys its events by that key. Set "
+                              f"unique_key={captured if len(captured) > 1 else repr(captured[0])} (its columns in any order), "
+                              "or, if the source's key changed, change it under 'tables:' there and read the table again.")
     max_events = settings.get("max_events_per_chunk", 1_000_000)
     if isinstance(max_events, str) and WHOLE.match(max_events):
         max_events = int(max_events)

@@ -72,6 +72,19 @@ def test_a_table_the_debezium_landing_does_not_capture_is_named():
     assert merge_config({**GOOD, "source_table": "inventory.orders"}, landings=[{**DEBEZIUM, "format": "canal"}])
 
 
+def test_a_unique_key_that_is_not_the_captured_key_is_refused():
+    """The raw log keys events by the landing config's key; cdc-verify and online snapshot ranges read unique_key."""
+    landing = {**DEBEZIUM, "keys": {"inventory.products": ["id"]}}
+    with pytest.raises(ConfigError, match=r"unique_key \['name'\] is not the key landing.yml captures inventory.products by "
+                                          r"\(\['id'\]\).*Set unique_key='id'"):
+        merge_config({**GOOD, "unique_key": "name"}, landings=[landing])
+    assert merge_config({**GOOD, "unique_key": "ID"}, landings=[landing])["unique_key"] == ["ID"]
+    pair = {**DEBEZIUM, "keys": {"inventory.products": ["a", "b"]}}
+    assert merge_config({**GOOD, "unique_key": ["b", "a"]}, landings=[pair])["unique_key"] == ["b", "a"]
+    with pytest.raises(ConfigError, match=r"Set unique_key=\['a', 'b'\]"):
+        merge_config({**GOOD, "unique_key": ["a"]}, landings=[pair])
+
+
 def test_streams_and_groups_need_what_they_need():
     assert merge_config({**GOOD, "change_source": "stream"}, change_streams=True)["change_source"] == "stream"
     with pytest.raises(ConfigError, match="consistency_group needs change_source='changes'"):

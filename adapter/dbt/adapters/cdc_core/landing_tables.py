@@ -17,7 +17,7 @@ _LOCK = threading.Lock()
 
 
 def landing_tables(path: str) -> Optional[Dict[str, Any]]:
-    """{'path', 'format', 'tables': [schema.table, lower case]} of the landing config at path, or
+    """{'path', 'format', 'tables': [schema.table, lower case], 'keys': {schema.table: [key columns]}} of the landing config at path, or
     None when there is no readable one there (the landing job reports that itself)."""
     try:
         stat = os.stat(path)
@@ -46,9 +46,19 @@ def _parse(path: str) -> Optional[Dict[str, Any]]:
         "path": str(Path(path).resolve()),
         "format": str(document.get("format", "auto")),
         "tables": sorted(str(table).lower() for table in tables),
+        "keys": {str(table).lower(): _key(spec) for table, spec in tables.items()},
     }
+
+
+def _key(spec: Any) -> list:
+    """A table's key columns as its entry names them ({key: [columns]} or {key: column}); [] when it names none."""
+    key = spec.get("key") if isinstance(spec, dict) else None
+    key = [key] if isinstance(key, str) else key
+    return [str(column) for column in key] if isinstance(key, list) else []
 
 
 def _copy(parsed: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """A caller's own copy: the macros may change what they are given."""
-    return None if parsed is None else {**parsed, "tables": list(parsed["tables"])}
+    if parsed is None:
+        return None
+    return {**parsed, "tables": list(parsed["tables"]), "keys": {table: list(key) for table, key in parsed["keys"].items()}}
