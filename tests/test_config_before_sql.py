@@ -76,6 +76,21 @@ def test_a_unique_key_changed_to_columns_that_are_not_the_captured_key_is_refuse
     assert "Set unique_key='id'" in message
 
 
+
+def test_a_partition_by_added_to_a_mirror_is_refused_not_ignored(dbt_project):
+    """dbt-spark's partition_by: the mirror is not created or changed with a layout, so it is refused by name."""
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", COLUMNS)
+    (dbt_project.inbox / "a.json").write_text(LINE + "\n")
+    dbt_project.land(KEYS)
+    dbt_project.dbt("run", "--select", "items")
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items', partition_by=['note']", COLUMNS)
+
+    result = dbt_project.dbt("run", "--select", "items", expect_success=False)
+
+    message = run_message(result)
+    assert "partition_by is not applied by cdc_merge" in message and "Remove it from the model's config" in message, message
+
+
 def test_an_unknown_format_stops_the_landing_model_before_spark_reads_a_file(dbt_project, spark):
     (dbt_project.inbox / "a.json").write_text(LINE + "\n")
     dbt_project.landing_config(KEYS)

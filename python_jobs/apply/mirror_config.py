@@ -20,7 +20,10 @@ class ConfigError(ValueError):
     """A config a model cannot run with; the message says what to change."""
 
 
-_RAW_LOG_NAMES = ("unique_key", "source_table", "max_events_per_chunk", "table_properties", "offsets_schema")
+# dbt's table layout configs (dbt-spark's, dbt-databend's): gathered only to be refused, for the
+# materializations create their tables without them and they would be ignored without a word.
+LAYOUT_NAMES = ("partition_by", "clustered_by", "buckets", "cluster_by")
+_RAW_LOG_NAMES = ("unique_key", "source_table", "max_events_per_chunk", "table_properties", "offsets_schema", *LAYOUT_NAMES)
 
 
 def config_names(materialization: str) -> List[str]:
@@ -46,6 +49,11 @@ def raw_log_config(prefix: str, materialization: str, purpose: str, settings: Ma
     """What every model that reads the raw log incrementally has: its key, source table, chunk size,
     table properties and offsets schema. landings: the landing configs of the model's upstream
     landing models ({'path', 'format', 'tables'}); upstream: how many relations it reads."""
+    layout = [name for name in LAYOUT_NAMES if settings.get(name) not in (None, [], "")]
+    if layout:
+        raise ConfigError(f"{prefix}{' and '.join(layout)} {'is' if len(layout) == 1 else 'are'} not applied by {materialization}: "
+                          "its table is created without a partition or cluster layout, so the setting would be ignored. "
+                          "Remove it from the model's config (or from dbt_project.yml, where it is set for these models).")
     unique_key = settings.get("unique_key")
     if isinstance(unique_key, str):
         unique_key = [unique_key]

@@ -123,3 +123,11 @@ def test_a_history_is_maintained_without_raw_retention_or_collecting_its_deletes
     with pytest.raises(ConfigError, match="maintenance_max_files must be"):
         cdc_history_config(prefix, {**GOOD, "maintenance_max_files": 0}, [], 1)
     assert "maintenance_max_files" in config_names("cdc_history")
+
+
+@pytest.mark.parametrize("name, value", [("partition_by", ["region"]), ("clustered_by", "id"), ("cluster_by", ["id"])])
+def test_a_table_layout_config_is_refused_not_ignored(name, value):
+    with pytest.raises(ConfigError, match=f"{name} is not applied by cdc_merge: .*Remove it from the model's config"):
+        merge_config({**GOOD, name: value})
+    with pytest.raises(ConfigError, match=f"{name} is not applied by cdc_history"):
+        cdc_history_config(PREFIX, {**GOOD, name: value}, [], 1)
