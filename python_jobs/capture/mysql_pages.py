@@ -152,6 +152,8 @@ def key_image(column: Column, text: str) -> Any:
     """A key value given as text (cdc-snapshot --from/--to, the text _key_expressions shows) as the
     capture writes it."""
     data_type = column.data_type
+    if data_type == "bit":
+        return int(text)  # its number, as written (json_value reads a bit's value as its binary digits)
     if data_type in _INTEGER:
         value: Any = int(text)
     elif data_type == "decimal":

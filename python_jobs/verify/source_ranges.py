@@ -55,14 +55,18 @@ class PostgresRanges:
         # is ranged by its written text, byte by byte, as the mirror orders it: read and compared as that text.
         as_text = [type_family(mirror_types.get(column.name.lower(), "")) == "string"
                    and not column.type_name.startswith(_TEXT_TYPES) for column in self.key]
-        self.selected = ", ".join(f"format('%%s', {quote_identifier(column.name)})" if text else quote_identifier(column.name)
-                                  for column, text in zip(self.key, as_text))
+        # A bytea's text is the mirror's, its hex without the leading \x: sampled points, the ranges
+        # that differ and the keys in flight are the mirror's keys, compared with it and asked of the capture.
+        written = [f"encode({quote_identifier(column.name)}, 'hex')" if column.type_name == "bytea"
+                   else f"format('%%s', {quote_identifier(column.name)})" for column in self.key]
+        self.selected = ", ".join(text if as_text else quote_identifier(column.name)
+                                  for column, text, as_text in zip(self.key, written, as_text))
         # Ranged as the capture's pages are: by UTF-8 bytes also in a database of another encoding.
         with source.connection.cursor() as cursor:
             cursor.execute("select current_setting('server_encoding')")
             (encoding,) = cursor.fetchone()
-        self.ordered = "(" + ", ".join(_ordered_text(f"format('%%s', {quote_identifier(column.name)})", encoding) if text
-                                       else _ordered(column, encoding) for column, text in zip(self.key, as_text)) + ")"
+        self.ordered = "(" + ", ".join(_ordered_text(text, encoding) if as_text else _ordered(column, encoding)
+                                       for column, text, as_text in zip(self.key, written, as_text)) + ")"
         self.typed = "(" + ", ".join(_ordered_text("%s::text", encoding) if text else _typed_parameter(column, encoding)
                                      for column, text in zip(self.key, as_text)) + ")"
         self.source_names = [column.name for column in catalog.values()]
@@ -89,7 +93,8 @@ class PostgresRanges:
         if self.excluded:
             # not exists, which PostgreSQL runs as a hash anti join: NOT IN's subplan is hashed only
             # while the keys fit work_mem, and otherwise scans them for every row.
-            matches = " and ".join(f"excluded_.k{index}::{column.type_name} = {self.table}.{quote_identifier(column.name)}"
+            matches = " and ".join((f"decode(excluded_.k{index}, 'hex')" if column.type_name == "bytea"
+                                    else f"excluded_.k{index}::{column.type_name}") + f" = {self.table}.{quote_identifier(column.name)}"
                                    for index, column in enumerate(self.key))
             arrays = ", ".join(["%s::text[]"] * len(self.key))
             names = ", ".join(f"k{index}" for index in range(len(self.key)))
@@ -143,9 +148,11 @@ class MysqlRanges:
                 raise RangesUnsupported(f"key column {column.name} ({column.column_type}) is not compared by ranges")
         self.expressions = [_key_expressions(column) for column in self.key]
         # A key mirrored as a string is sampled as its written text (a uuid, an address, a decimal wider
-        # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions).
-        self.selected = ", ".join(shown if type_family(mirror_types.get(column.name.lower(), "")) == "string"
-                                  else quoted(column.name) for column, (_, shown, _) in zip(self.key, self.expressions))
+        # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions); a bit
+        # key as its number, which its mirror holds (the column's own value is its bytes, not a text).
+        self.selected = ", ".join(ordered if column.data_type == "bit" else shown
+                                  if type_family(mirror_types.get(column.name.lower(), "")) == "string"
+                                  else quoted(column.name) for column, (ordered, shown, _) in zip(self.key, self.expressions))
         self.source_names = [column.name for column in self.info.columns]
         sources = {name: types[source.lower()] for name, source in source_columns(mirror_types, self.source_names).items()}
         self.rendered = [(name, quoted(sources[name].name), mirror_type, sources[name].data_type)

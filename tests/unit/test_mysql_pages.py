@@ -31,6 +31,7 @@ def test_a_composite_key_compares_in_order_for_every_operator():
 def test_key_texts_become_the_values_the_capture_writes():
     assert key_image(Column("id", "bigint", "bigint unsigned"), "18446744073709551615") == 18446744073709551615
     assert key_image(Column("amount", "decimal", "decimal(10,2)"), "1.50") == "1.50"
+    assert key_image(Column("flags", "bit", "bit(64)"), "18446744073709551615") == 18446744073709551615
     assert key_image(Column("day", "date", "date"), "2026-11-28") == "2026-11-28"
     assert key_image(Column("at", "timestamp", "timestamp"), "2026-11-28 10:00:00") == "2026-11-28T10:00:00.000000Z"
     assert key_image(Column("code", "varbinary", "varbinary(4)"), "00ff") == "AP8="
