@@ -175,9 +175,12 @@ def source_texts(connection: Any, key: Sequence[Any], texts: Sequence[str] | Non
     if texts is None or len(texts) != len(key):
         return None if texts is None else list(texts)
     selected = ", ".join(f"format('%%s', %s::{column.type_name})" for column in key)
+    # A bytea also in hex without its \x, as the mirror holds it (and cdc-verify --repair asks for it).
+    texts = [f"\\x{text}" if column.type_name == "bytea" and not str(text).startswith("\\x") else str(text)
+             for column, text in zip(key, texts)]
     try:
         with connection.cursor() as cursor:
-            cursor.execute(f"select {selected}", [str(text) for text in texts])
+            cursor.execute(f"select {selected}", texts)
             return [str(text) for text in cursor.fetchone()]
     except psycopg2.DataError as error:
         raise ValueError(f"{','.join(texts)}: {' '.join(str(error).split())}") from error
