@@ -67,6 +67,7 @@
                 'raw_current_sql': cdc_merge.current_raw_snapshot_sql(raw_relation),
                 'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
                 'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
+                'newer_sql': cdc_merge.verify_newer_events_sql(raw_relation, node.config.source_table),
                 'in_flight_sql': cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table),
                 'refresh_sql': adapter.dispatch('verify_refresh_sql', 'cdc_merge')([offsets, raw_relation, relation]),
                 'in_flight_view_sql': adapter.dispatch('verify_in_flight_view_sql', 'cdc_merge')(
@@ -222,6 +223,22 @@
             and seq >= '__CDC_MERGE_POSITION__'
         limit 1
     ) as found_events
+{% endmacro %}
+
+{% macro verify_newer_events_sql(raw_relation, source_table) %}
+    {#- 1 when the raw table holds an event of the table newer than every one it held at a snapshot (a compaction adds none). -#}
+    select count(*) as newer
+    from (
+        select 1 as found
+        from {{ raw_relation }}
+        where table_name = '{{ source_table }}'
+            and seq > (
+                select coalesce(max(seq), '')
+                from {{ raw_relation }} {{ adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__') }}
+                where table_name = '{{ source_table }}'
+            )
+        limit 1
+    ) as newer_events
 {% endmacro %}
 
 {% macro verify_in_flight_sql(raw_relation, source_table) %}

@@ -6,8 +6,9 @@ The source is read in one snapshot transaction (sources.py `pin_position`), whic
 snapshot, and `seen_before`, before which every change the snapshot shows was committed. The
 mirror has applied everything the snapshot shows once the raw snapshot its last run consumed
 (cdc_merge_offsets) holds an event of the source at or after `seen_before`: the captures land in
-log order. A mirror that has consumed the whole raw table counts as caught up too (a quiet source
-lands nothing after the position). The keys with raw events at or after `changed_from` are in
+log order. A mirror that has consumed the whole raw table, or every event of its table the raw
+table holds (a snapshot made since by maintenance's compaction adds none), counts as caught up too
+(a quiet source lands nothing after the position). The keys with raw events at or after `changed_from` are in
 flight: both sides' queries leave them out, so only what both sides must agree on is compared.
 """
 
@@ -51,7 +52,8 @@ class MirrorProgress:
     """How far a mirror has applied the raw log, from the statements of macros/verify.sql:
     refresh_sql (the tables as they are now, not as the session's catalog cached them),
     applied_offset_sql (its newest offset row), passed_sql (an event of the source's tables at or
-    after a position in the raw table at a snapshot), raw_current_sql / mirror_current_sql (the
+    after a position in the raw table at a snapshot), newer_sql (an event of the mirror's table newer
+    than the raw table held at a snapshot), raw_current_sql / mirror_current_sql (the
     current snapshots), in_flight_sql (the keys of the mirror's table changed at or after a position)."""
 
     def __init__(self, mirror: Mapping[str, Any], rows: Callable[[str], list[Sequence[Any]]],
@@ -80,7 +82,13 @@ class MirrorProgress:
             return "passed"
         self.current_raw = str(self._one(self.mirror["raw_current_sql"]))
         self.first_seen.setdefault(self.current_raw, self._clock())
-        return "caught_up" if str(offset) == self.current_raw else None
+        if str(offset) == self.current_raw:
+            return "caught_up"
+        # A raw snapshot after the offset that brought no event of the table (maintenance's compaction).
+        newer = self.mirror.get("newer_sql")
+        if newer and int(self._one(newer.replace(SNAPSHOT, str(offset))) or 0) == 0:
+            return "caught_up"
+        return None
 
     def settle(self, position: SourcePosition, wait_seconds: float,
                sleep: Callable[[float], None] = time.sleep) -> MirrorState:
