@@ -163,13 +163,19 @@ def test_a_column_selected_again_gets_the_values_of_the_rows_written_without_it(
 
 
 def test_a_model_whose_last_line_is_a_comment_applies(dbt_project):
-    """The steps wrap the model's SQL in parentheses: a `--` comment on its last line must not swallow them."""
+    """The steps wrap the model's SQL in parentheses: a `--` comment on its last line (a mirror's, a history's)
+    must not swallow them."""
     project = dbt_project
     docs_model(project, {"id": "int", "title": "string"})
     model = project.project_dir / "models" / "mirrors" / "docs.sql"
     model.write_text(model.read_text().rstrip() + "\n-- the titles, as the source has them\n")
+    project.write_model("docs_history", "materialized='cdc_history', unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    history = project.project_dir / "models" / "mirrors" / "docs_history.sql"
+    history.write_text(history.read_text().rstrip() + "\n-- every version")
     land(project, "1", [postgres_line("c", 100, {"id": 1, "title": "a"}), postgres_line("c", 110, {"id": 2, "title": "b"})])
-    project.dbt("run", "--select", "docs")
+    project.dbt("run", "--select", "docs", "docs_history")
+    assert project.query(f"select count(*) as n from {project.schema}.docs_history") == [{"n": 2}]
     docs_model(project, {"id": "int", "title": "string", "qty": "int"})
     model.write_text(model.read_text().rstrip() + "\n-- qty added\n")
     land(project, "2", [postgres_line("u", 200, {"id": 1, "title": "a2", "qty": 5})])
