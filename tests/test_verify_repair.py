@@ -108,3 +108,23 @@ def test_a_model_keyed_out_of_the_source_key_order_is_snapshot_and_repaired_by_r
                             project.target, "--select", "pairs", "--postgres", dsn, "--segments", "4", "--leaf-rows", "10",
                             "--wait-seconds", "0", "--repair", "--state", str(capture.state)]) == 1
     assert capture_and_apply() == source
+
+
+def test_a_source_table_without_a_primary_key_is_said_so(postgres, dbt_project):  # noqa: F811
+    """The source's primary key dropped after its mirror was made: the check stopped on PostgreSQL's
+    syntax error at `where () in ((), ...)` (a sample) or in the range query, not saying why."""
+    project = dbt_project
+    execute(postgres, "create schema shop; create table shop.items (id int primary key, v int);"
+                      "insert into shop.items select g, g from generate_series(1, 20) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    capture_postgres.run(capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="unkeyed",
+                                                        out=project.inbox, state=project.work_dir / "state.json"))
+    config, columns = MODELS["items"]
+    project.write_model("items", config, "{{ cdc_merge.cdc_columns(" + columns + ") }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    project.land({"shop.items": ["id"]})
+    project.dbt("run", "--select", "items")
+    execute(postgres, "alter table shop.items drop constraint items_pkey")
+    for options in ([], ["--sample", "100"]):
+        assert verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
+                                project.target, "--select", "items", "--postgres", dsn, "--wait-seconds", "0", *options]) == 2
+        assert project.dbt_log().count("table shop.items has no primary key: a mirror needs one to merge on") >= 1

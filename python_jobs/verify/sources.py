@@ -75,6 +75,8 @@ class PostgresSource:
         if not catalog:
             raise SourceError(f"{self.name}: table {table} does not exist (or the user cannot read it)")
         key = tuple(column.name for column in catalog if column.in_primary_key)
+        if not key:  # as MySQL's (read_table_info): no key to match the mirror's rows to the source's by
+            raise SourceError(f"{self.name}: table {table} has no primary key: a mirror needs one to merge on")
         by_text = all(self._TEXT_KEYED.match(column.type_name) for column in catalog if column.in_primary_key)
         return [(column.name, snapshot_converter(column.type_name)) for column in catalog], key, by_text
 
