@@ -34,6 +34,9 @@ class RunStateMethods(metaclass=AdapterMeta):
         mirror = table_metadata.mirror_metadata(spark, target_table)
         if mirror is None:
             return None
+        if loaded_tables.column_names(spark, offsets_table) is None:
+            # No offsets table there (a mirror whose offsets_schema is new): the full path creates it.
+            return None
         state = run_state.STATE
         newest = state.newest_offset(invocation_id, offsets_table, target_table, self._query_rows,
                                      lambda: loaded_tables.current_snapshot_or_none(spark, offsets_table))
