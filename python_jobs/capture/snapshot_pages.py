@@ -93,9 +93,11 @@ class Pages:
 
     def request_once(self, snapshot: TableSnapshot, log: Any) -> None:
         """A whole table's (or one partition's) read, unless the same waits unstarted: a statement
-        that asks for it may be met again, after a restart, before the state says it was."""
+        that asks for it may be met again, after a restart, before the state says it was. One whose
+        first page is open has started: that page's SELECT may have read the rows before the change."""
+        opened = self.open.snapshot if self.open is not None else None
         if any(entry.table == snapshot.table and not entry.pages and entry.after is None and entry.through is None
-               and entry.partition in (None, snapshot.partition) for entry in self.snapshots):
+               and entry.partition in (None, snapshot.partition) and entry is not opened for entry in self.snapshots):
             return
         log.info("%s: reading %s online", snapshot.reason, snapshot.partition or snapshot.table)
         self.request(snapshot)
