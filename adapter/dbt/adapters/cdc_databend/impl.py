@@ -169,7 +169,8 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Ve
 
     def _get_one_catalog(self, information_schema: Any, schemas: Set[str], used_schemas: Any) -> agate.Table:
         """Columns (with comments) from system.columns, which lists a table's columns in their
-        order (and has no ordinal of its own), and row count, size and blocks from system.tables.
+        order (and has no ordinal of its own), and row count, size and blocks from system.tables
+        (views from system.views).
         dbt-databend-cloud's catalog lists tables without columns, which dbt drops."""
         catalog: List[Dict[str, Any]] = []
         for schema in sorted(schemas):
@@ -181,6 +182,10 @@ class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, Ve
             "select name, engine, comment, num_rows, data_compressed_size, number_of_blocks "
             f"from system.tables where database = '{schema}'"
         )}
+        # system.tables lists no view: a view model's columns would be left out of the catalog.
+        tables.update({row["name"]: row for row in self._rows(
+            f"select name, 'VIEW' as engine, comment from system.views where database = '{schema}'"
+        )})
         positions: Dict[str, int] = {}
         catalog: List[Dict[str, Any]] = []
         for column in self._rows(f"select table, name, data_type, comment from system.columns where database = '{schema}'"):

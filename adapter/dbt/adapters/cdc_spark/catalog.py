@@ -27,13 +27,15 @@ def catalog_rows(relation: Any, execute: Execute) -> Iterable[Dict[str, Any]]:
     """One catalog row per column of relation (a table or view of an Iceberg catalog)."""
     described = execute(f"describe table extended {relation}")
     columns, metadata = _split_describe(described)
-    table_stats = _iceberg_stats(relation, execute) if metadata.get("Type", "").upper() != "VIEW" else {}
+    # A view of the catalog as listed (an Iceberg view's DESCRIBE has no 'Type' row): no snapshot to read.
+    is_view = metadata.get("Type", "").upper() == "VIEW" or getattr(relation, "is_view", False)
+    table_stats = _iceberg_stats(relation, execute) if not is_view else {}
     for index, column in enumerate(columns):
         yield {
             "table_database": None,
             "table_schema": relation.schema,
             "table_name": relation.identifier,
-            "table_type": "view" if metadata.get("Type", "").upper() == "VIEW" else "table",
+            "table_type": "view" if is_view else "table",
             "table_comment": metadata.get("Comment") or None,
             "table_owner": metadata.get("Owner") or None,
             "column_name": column["col_name"],

@@ -128,23 +128,25 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunS
         listed = session_catalog.schema_relations(spark, self._current_catalog()["name"], schema) if spark is not None else None
         if listed is not None:
             tables, views = listed
+            # An Iceberg catalog lists its views apart from its tables: both are the schema's relations.
+            names = [*tables, *sorted(set(views) - set(tables))]
             return [self.Relation.create(schema=schema, identifier=name, type=RelationType.View if name in views else RelationType.Table,
-                                         is_iceberg=name not in views) for name in tables]
+                                         is_iceberg=name not in views) for name in names]
         try:
             _, tables = self.execute(f"show tables in {schema}", fetch=True)
         except DbtRuntimeError as error:
             logger.debug(f"Error while listing {schema}: {error}")
             return []
         views = self._view_names(schema)
+        names = [row["tableName"] for row in tables if not row["isTemporary"]]
         return [
             self.Relation.create(
                 schema=schema,
-                identifier=row["tableName"],
-                type=RelationType.View if row["tableName"] in views else RelationType.Table,
-                is_iceberg=row["tableName"] not in views,
+                identifier=name,
+                type=RelationType.View if name in views else RelationType.Table,
+                is_iceberg=name not in views,
             )
-            for row in tables
-            if not row["isTemporary"]
+            for name in [*names, *sorted(views - set(names))]
         ]
 
     def _view_names(self, schema: str) -> set:
