@@ -1,8 +1,9 @@
 """A session's temporary table under a captured table's name hides that table from the session's
 statements. A session that still logs as MIXED or STATEMENT (one connected before the server's
-binlog_format became ROW keeps its own) logs its statements on the temporary table: a TRUNCATE of it
-is no truncate of the captured table, whose mirror keeps its rows; a TRUNCATE of the table itself,
-once the temporary one is dropped, empties the mirror as before."""
+binlog_format became ROW keeps its own) logs its statements on the temporary table: a TRUNCATE of
+it, or an ALTER TABLE that renames it away, is no truncate of the captured table, whose mirror keeps
+its rows; a TRUNCATE of the table itself, once the temporary one is dropped, empties the mirror as
+before."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def test_a_temporary_table_under_a_captured_name_truncated_leaves_the_mirror_its
     session = mariadb.connect(autocommit=True)
     execute(session, "set session binlog_format = 'MIXED'", "use shop",
             "create temporary table shop.t (id int primary key, n int)", "truncate table shop.t",
-            "create temporary table u like shop.t", "truncate u", "drop temporary table shop.t")
+            "create temporary table u like shop.t", "truncate u", "drop temporary table shop.t",
+            "create temporary table shop.t (id int primary key, n int)", "alter table shop.t rename to shop.t_old",
+            "drop temporary table shop.t_old")
     execute(connection, "insert into shop.t values (3, 3)", "insert into shop.u values (3, 3)")
     execute(session, "drop table u", "truncate table shop.u")  # the temporary u, then the table
     capture_mysql.run(config)

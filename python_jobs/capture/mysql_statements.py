@@ -21,6 +21,7 @@ _DROP = re.compile(rf"^drop\s+table\s+(?:if\s+exists\s+)?(.+?){_WAIT}(?:\s+(?:re
 _CREATE_OR_REPLACE = re.compile(rf"^create\s+or\s+replace\s+table\s+({_QUALIFIED})", re.IGNORECASE)
 _RENAME = re.compile(r"^rename\s+tables?\s+(.+?)\s*;?$", re.IGNORECASE | re.DOTALL)
 _RENAME_PAIR = re.compile(rf"^({_QUALIFIED})\s+to\s+({_QUALIFIED})$", re.IGNORECASE)
+_ALTER_TABLE = re.compile(r"^alter\s+(?:online\s+|ignore\s+)*table\s", re.IGNORECASE)
 # ALTER TABLE ... RENAME [TO | AS] name, alone or among other changes; not RENAME COLUMN / INDEX / KEY.
 _ALTER_RENAME = re.compile(
     rf"^alter\s+(?:online\s+|ignore\s+)*table\s+(?:if\s+exists\s+)?({_QUALIFIED})\s.*?\brename\s+"
@@ -92,11 +93,11 @@ def emptied_tables(query: str, default_schema: Any, known: Iterable[tuple[str, s
     (not of a temporary table), CREATE OR REPLACE TABLE, a RENAME that takes the table's name away,
     a table converted to a partition, and those of known in a dropped database (its name compared
     as the server's names say). A table created again afterwards gets its rows through rows events,
-    as any new table. flags: the event header's; a TRUNCATE whose event is thread-specific truncated
-    a temporary table, which hides a table of its name from its session (logged by a session whose
-    binlog_format is MIXED or STATEMENT), and empties none."""
+    as any new table. flags: the event header's; a TRUNCATE or an ALTER TABLE (... RENAME) whose event
+    is thread-specific was of a temporary table, which hides a table of its name from its session
+    (logged by a session whose binlog_format is MIXED or STATEMENT), and empties none."""
     text = statement(query)
-    if flags & THREAD_SPECIFIC and _TRUNCATE.match(text):
+    if flags & THREAD_SPECIFIC and (_TRUNCATE.match(text) or _ALTER_TABLE.match(text)):
         return []
     dropped = _DROP_DATABASE.match(text)
     if dropped:

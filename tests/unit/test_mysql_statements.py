@@ -34,6 +34,7 @@ def test_statements_that_empty_tables(query, tables):
 
 @pytest.mark.parametrize("query, tables", [
     ("truncate table t", []),  # the session's temporary t, which hides the table t from it
+    ("alter table t add column c int, rename to t_old", []),
     ("drop table t", [("shop", "t")]),
     ("create or replace table t select * from tmp", [("shop", "t")]),
 ])
