@@ -56,6 +56,7 @@
                 'engine': adapter.dispatch('verify_engine', 'cdc_merge')(),
                 'columns': columns,
                 'count_sql': cdc_merge.verify_count_sql(relation, soft),
+                'unkeyed_sql': cdc_merge.verify_unkeyed_sql(relation),
                 'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
                 'rows_sql': cdc_merge.verify_rows_sql(relation, columns | rejectattr('0', 'in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'key': key,
@@ -99,14 +100,19 @@
 
 
 {% macro verify_live_rows(soft) %}
-    {#- soft: true (a soft-delete mirror), 'history' (a history mirror's current versions) or false. -#}
+    {#- soft: true (a soft-delete mirror), 'history' (a history mirror's current versions) or false;
+        a row without a _cdc_key was not written by the apply and is counted apart (verify_unkeyed_sql). -#}
     {%- if soft == 'history' -%}
-        where is_current and not is_deleted
+        where is_current and not is_deleted and _cdc_key is not null
     {%- elif soft -%}
-        where not _cdc_deleted
+        where not _cdc_deleted and _cdc_key is not null
     {%- else -%}
-        where true
+        where _cdc_key is not null
     {%- endif -%}
+{% endmacro %}
+
+{% macro verify_unkeyed_sql(relation) %}
+    select count(*) as unkeyed from {{ relation }} where _cdc_key is null
 {% endmacro %}
 
 {% macro verify_count_sql(relation, soft) %}

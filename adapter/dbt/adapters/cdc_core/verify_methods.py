@@ -57,6 +57,8 @@ class VerifyMethods(metaclass=AdapterMeta):
                 started, checked_at = time.monotonic(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
                 try:
                     check = self._verify_mirror(mirror, source, sample, options)
+                    if mirror.get("unkeyed_sql"):
+                        check.unkeyed = int(self._verify_rows(mirror["unkeyed_sql"])[0][0] or 0)
                 except SourceError as error:
                     raise DbtRuntimeError(f"cdc_verify {mirror['relation']}: {error}") from None
                 lines.extend(check.lines())
