@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 from harness.dbt_project import error_text
-from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, mysql_line
+from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, applied_project, mysql_line
 
 HISTORY_CONFIG = "materialized='cdc_history', " + CONFIG
 
@@ -296,16 +296,7 @@ def test_a_mirror_given_an_offsets_schema_of_its_own_between_runs_applies_on(con
     """offsets_schema set on a built mirror: its new schema has no offsets table yet. The run creates it and
     applies the whole log onto the mirror (the seq guard skips what it holds); the idle check read the missing
     table on Spark and failed with TABLE_OR_VIEW_NOT_FOUND."""
-    project = conformance_project
-    project.write_model("products", CONFIG, COLUMNS)
-    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
-    project.land(PRODUCTS)
-    project.dbt("run", "--select", "products")
-    (project.inbox / "part-2.json").write_text("\n".join([
-        mysql_line("u", 10, {"id": 101, "name": "e-scooter"}),
-        mysql_line("d", 20, {"id": 102, "name": "car battery"}),
-    ]) + "\n")
-    project.land(PRODUCTS)
+    project = applied_project(conformance_project)
     project.write_model("products", CONFIG + f", offsets_schema='{project.schema}_state'", COLUMNS)
     project.dbt("run", "--select", "products")
     rows = project.query(f"select id, name from {project.schema}.products order by id")
