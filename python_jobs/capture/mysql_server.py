@@ -212,7 +212,8 @@ class MysqlCapture:
                         current.savepoints[name] = len(current.changes)
                     elif current is not None and (name := rolled_back_to(event.query)) is not None:
                         del current.changes[current.savepoints.get(name, len(current.changes)):]
-                    elif written := _captured(row_statement_tables(event.query, event.schema), captured):
+                    elif written := _captured(row_statement_tables(event.query, event.schema,
+                                                                           event.packet.flags), captured):
                         raise CaptureError(
                             f"a change of {_names(written)} at {where} is logged as a statement (a session with "
                             "binlog_format STATEMENT or MIXED), without its rows: set binlog_format=ROW for every "

@@ -178,20 +178,26 @@ def row_statement_table(query: str, default_schema: Any) -> tuple[str, str] | No
     return _table(next(group for group in match.groups() if group), default_schema)
 
 
-def row_statement_tables(query: str, default_schema: Any) -> list[tuple[str, str]]:
+def row_statement_tables(query: str, default_schema: Any, flags: int = 0) -> list[tuple[str, str]]:
     """row_statement_table's, every table a multi-table UPDATE or DELETE names (it may write any of
     them: which, its aliases and SET clause say; a table it only reads counts too), and the table a
-    CREATE TABLE ... SELECT fills."""
+    CREATE TABLE ... SELECT fills. flags: the event header's; a thread-specific single-table INSERT,
+    REPLACE, UPDATE, DELETE or LOAD DATA that reads no other table (no SELECT) used a temporary table,
+    and the only one it names is the one it writes: a temporary table (which hides a table of its
+    name from its session), none captured."""
     text = statement(query)
     created = _CREATE_SELECT.match(text)
-    if created and re.search(r"\bselect\b", _QUOTED.sub(" ", text), re.IGNORECASE):
+    selects = re.search(r"\bselect\b", _QUOTED.sub(" ", text), re.IGNORECASE) is not None
+    if created and selects:
         return [_table(created.group(1), default_schema)]
     written = row_statement_table(text, default_schema)
     multi = _MULTI_TABLE.match(text)
+    references = next(group for group in multi.groups() if group is not None) if multi else ""
+    named = [_table(name, default_schema) for name in _REFERENCED.findall(references) if name.lower() not in _NOT_TABLES]
+    if written and flags & THREAD_SPECIFIC and not selects and len(named) <= 1:
+        return []
     if multi is None:
         return [written] if written else []
-    references = next(group for group in multi.groups() if group is not None)
-    named = [_table(name, default_schema) for name in _REFERENCED.findall(references) if name.lower() not in _NOT_TABLES]
     return list(dict.fromkeys(([written] if written else []) + named))
 
 

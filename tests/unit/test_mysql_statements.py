@@ -11,6 +11,7 @@ from python_jobs.capture.mysql_statements import (
     repartitioned_tables,
     rolled_back_to,
     row_statement_table,
+    row_statement_tables,
     savepoint,
 )
 
@@ -86,3 +87,17 @@ def test_savepoints_and_rollbacks_to_them():
 ])
 def test_row_changes_logged_as_statements(query, table):
     assert row_statement_table(query, "shop") == table
+
+
+@pytest.mark.parametrize("query, tables", [
+    ("insert into t values (1, 1)", []),
+    ("UPDATE shop.t SET n = 2 WHERE id = 1", []),
+    ("delete from t where id = 1", []),
+    ("load data infile '/tmp/x' into table t", []),
+    ("insert into t select id, id from k", [("shop", "t")]),
+    ("delete from t where id in (select id from k)", [("shop", "t")]),
+    ("update t join k using (id) set t.n = k.id", [("shop", "t"), ("shop", "k")]),
+])
+def test_a_thread_specific_row_statement_naming_one_table_writes_a_temporary_one(query, tables):
+    assert row_statement_tables(query, "shop", THREAD_SPECIFIC) == tables
+    assert row_statement_tables(query, "shop") != []
