@@ -198,3 +198,18 @@ def test_ls_and_state_selectors_list_the_models_that_changed(dbt_project, tmp_pa
     changed = project.dbt("ls", "--select", "state:modified", "--state", str(state), "--resource-type", "model",
                           "--output", "name").result
     assert changed == ["shop_orders"]
+
+
+def test_the_log_test_of_a_soft_mirror_compares_its_live_rows_without_being_told(conformance_project):
+    """cdc-init's YAML gives cdc_mirror_matches_log no deletes argument: a mirror made soft (its config or
+    the var cdc_merge_deletes) kept its deleted rows and the test counted each as unexpected."""
+    project = conformance_project
+    project.write_model("products", CONFIG + ", deletes='soft'", COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_products.yml").write_text(PRODUCTS_YML)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    statuses = node_statuses(project.dbt("build", "--select", "products", expect_success=False))
+    assert statuses.pop("products") == "success"
+    assert set(statuses.values()) == {"pass"}, statuses
+    # The fixture deletes 111: the mirror keeps it, marked deleted.
+    assert project.query(f"select id from {project.schema}.products where _cdc_deleted")[0]["id"] == 111
