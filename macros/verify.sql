@@ -44,6 +44,11 @@
                 if not (history and (column.name | lower) in cdc_merge.history_columns()) %}
                 {% do columns.append([column.name | lower, column.dtype]) %}
             {% endfor %}
+            {#- The key with its types: a decimal key is sampled as its text, not as a double (verify_row_json). -#}
+            {% set key_columns = [] %}
+            {% for name in key %}
+                {% do key_columns.append((columns | selectattr('0', 'equalto', name) | first) or name) %}
+            {% endfor %}
             {% set raw_relation = cdc_merge.verify_raw_relation(node) %}
             {% set offsets = api.Relation.create(database=node.database, schema=node.config.get('offsets_schema') or node.schema,
                 identifier='cdc_merge_offsets', type='table') %}
@@ -60,7 +65,7 @@
                 'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
                 'rows_sql': cdc_merge.verify_rows_sql(relation, columns | rejectattr('0', 'in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'key': key,
-                'range_keys_sql': cdc_merge.verify_range_keys_sql(relation, key, soft),
+                'range_keys_sql': cdc_merge.verify_range_keys_sql(relation, key_columns, soft),
                 'range_rows_sql': cdc_merge.verify_range_rows_sql(relation, columns | rejectattr('0', 'in', cdc_merge.bookkeeping_columns()) | list, soft),
                 'range_stats_sql': cdc_merge.verify_range_stats_sql(relation, soft),
                 'at_snapshot_sql': adapter.dispatch('verify_at_snapshot', 'cdc_merge')('__CDC_MERGE_SNAPSHOT__'),

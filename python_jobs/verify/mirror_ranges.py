@@ -9,6 +9,7 @@ import json
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
+from python_jobs.verify.compare import type_family
 from python_jobs.verify.in_flight import SNAPSHOT
 from python_jobs.verify.ranges import Key, KeyRange, SegmentStats
 from python_jobs.verify.row_hash import (
@@ -68,6 +69,8 @@ class MirrorRanges:
         self._rows = rows
         self._string_literal = lambda text: engine_literal(engine, string_literal, text)
         types = {name.lower(): data_type for name, data_type in mirror["columns"]}
+        # Decimal keys are sampled as their texts (verify_row_json), read back as numbers.
+        self.decimal_key = {name for name in self.key if name in types and type_family(types[name]) == "decimal"}
         self.values = {name: value_sql(engine, name, types[name]) or "null" for name in in_checksum}
         # The steps of the floats' texts as columns of their own, where the engine's planner needs it.
         steps: list[list[str]] = [[], [], []]
@@ -131,7 +134,8 @@ class MirrorRanges:
         keys = []
         for (text,) in self._rows(statement):
             values = json.loads(text, parse_float=Decimal, strict=False)
-            keys.append(tuple(values[name] for name in self.key))
+            keys.append(tuple(Decimal(values[name]) if name in self.decimal_key and isinstance(values[name], str) else values[name]
+                              for name in self.key))
         return keys
 
     def segment_stats(self, key_range: KeyRange, points: Sequence[Key],
