@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 from harness.dbt_project import error_text
-from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, applied_project, mysql_line
+from test_dbt_commands import COLUMNS, CONFIG, FLINK_MYSQL, PRODUCTS, PRODUCTS_YML, applied_project, mysql_line, node_statuses
 
 HISTORY_CONFIG = "materialized='cdc_history', " + CONFIG
 
@@ -303,3 +303,25 @@ def test_a_mirror_given_an_offsets_schema_of_its_own_between_runs_applies_on(con
     assert len(rows) == 9 and rows[0] == {"id": 101, "name": "e-scooter"} and 102 not in [row["id"] for row in rows]
     project.dbt("run", "--select", "products")
     assert count(project, "products") == 9
+
+
+def test_an_empty_build_runs_the_mirrors_data_tests(conformance_project):
+    """`dbt build --empty` gives each ref of a data test as `(select ... where false limit 0)`: the cdc
+    tests described that subquery and read it at a snapshot, and failed with PARSE_SYNTAX_ERROR at its
+    parenthesis (every model downstream of the mirror skipped). They read the tables themselves."""
+    project = conformance_project
+    project.write_model("products", CONFIG, COLUMNS)
+    (project.project_dir / "models" / "mirrors" / "_products.yml").write_text(PRODUCTS_YML.replace(
+        "            raw_relation: ref('raw_events')\n",
+        "            raw_relation: ref('raw_events')\n      - cdc_unmapped_columns:\n          arguments:\n"
+        "            source_table: inventory.products\n            raw_relation: ref('raw_events')\n"))
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products")
+    statuses = node_statuses(project.dbt("build", "--select", "products", "--empty", expect_success=False))
+    assert statuses.pop("products") == "success"
+    # The fixture's columns the model leaves out are warned of, as by a build with data.
+    assert len(statuses) == 4 and set(statuses.values()) == {"pass", "warn"}, statuses
+    assert [name for name, status in statuses.items() if status == "warn"] == [
+        "cdc_unmapped_columns_products_ref_raw_events___inventory_products"], statuses
+    assert count(project, "products") == 10

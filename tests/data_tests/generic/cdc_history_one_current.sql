@@ -10,6 +10,8 @@
 #}
 
 {% test cdc_history_one_current(model, source_table, raw_relation) %}
+{%- set model = cdc_merge.whole_relation(model) %}
+{%- set raw_relation = cdc_merge.whole_relation(raw_relation) %}
 
 {%- set deletes = cdc_merge.history_deletes_relation(model) %}
 {%- set has_deletes = execute and load_relation(deletes) is not none %}

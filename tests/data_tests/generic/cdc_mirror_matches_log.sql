@@ -18,6 +18,8 @@
 #}
 
 {% test cdc_mirror_matches_log(model, source_table, raw_relation, deletes=none, offsets_schema=none) %}
+{%- set model = cdc_merge.whole_relation(model) %}
+{%- set raw_relation = cdc_merge.whole_relation(raw_relation) %}
 
 {%- if deletes is none %}
     {%- set deletes = 'hard' %}

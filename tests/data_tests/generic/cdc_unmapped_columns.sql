@@ -7,6 +7,8 @@
 #}
 
 {% test cdc_unmapped_columns(model, source_table, raw_relation, ignored=[], recent_events=1000) %}
+{%- set model = cdc_merge.whole_relation(model) %}
+{%- set raw_relation = cdc_merge.whole_relation(raw_relation) %}
 
 {{ config(severity='warn') }}
 

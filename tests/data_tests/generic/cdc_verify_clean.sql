@@ -7,6 +7,7 @@
 #}
 
 {% test cdc_verify_clean(model) %}
+{%- set model = cdc_merge.whole_relation(model) %}
     {% set checks_table = api.Relation.create(database=model.database, schema=model.schema,
         identifier='cdc_merge_verify', type='table') %}
     {% if execute and load_relation(checks_table) is none %}
