@@ -80,6 +80,8 @@ def _key_expressions(column: Column) -> tuple[str, str, str]:
         return f"cast({written} as binary)", written, "cast(%s as binary)"
     if column.data_type == "year":  # a text of fewer than four digits is a two-digit year ('0' is 2000), not 0000
         return quoted, f"cast({quoted} as char)", "lpad(%s, 4, '0')"
+    if column.data_type in ("float", "double"):  # a float's text '0.1' compared as a double is not its value
+        return quoted, f"cast({quoted} as char)", f"cast(%s as {column.data_type})"
     if column.data_type == "bit":  # written as its number; its own text is its bytes
         return f"({quoted} + 0)", f"cast({quoted} + 0 as char)", "cast(%s as unsigned)"
     if column.data_type in _AS_TEXT or (column.data_type == "decimal" and _precision(column.column_type) > 38):
