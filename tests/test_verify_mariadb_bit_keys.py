@@ -22,43 +22,57 @@ from test_online_snapshots_mariadb import execute
 PROFILES = verify_cli.Path(__file__).resolve().parent.parent / "profiles"
 
 
-def test_a_table_keyed_on_bits_is_verified_by_ranges_and_repaired(mariadb, dbt_project, monkeypatch):
-    execute(mariadb, "create database shop", "use shop",
-            "create table shop.flags (k bit(64) primary key, n int)",
-            "insert into shop.flags select seq * 72057594037927936 + seq, seq from seq_1_to_255",
-            "insert into shop.flags values (b'0', 0), (b'1', -1), (b'" + "1" * 64 + "', -2)",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    monkeypatch.setenv("MYSQL_PWD", password)
-    state = dbt_project.work_dir / "state.json"
-    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
-                                         tables=("shop.flags",), out=dbt_project.inbox, state=state)
-    capture_mysql.run(config)
-    (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, ["shop.flags"])
-    (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+class KeyedMirror:
+    """A MariaDB table made by statements, captured, scaffolded as the user's mirror model and applied;
+    capture() captures again, apply() lands and runs the model, verify(*options) runs cdc-verify on it."""
 
-    def apply() -> None:
-        assert dbt_project.land({"shop.flags": ["k"]}).counts["rejected"] == 0
-        dbt_project.dbt("run", "--select", table.model_name)
+    def __init__(self, server, project, monkeypatch, table: str, key: str, statements: list[str],
+                 verify_options: tuple[str, ...] = ()) -> None:
+        execute(server, *statements, "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+        user, password = create_mariadb_capture_user(server, [table.split(".")[0]])
+        execute(server, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
+        monkeypatch.setenv("MYSQL_PWD", password)
+        self.project, self.table, self.key = project, table, key
+        self.state = project.work_dir / "state.json"
+        self.config = capture_mysql.CaptureConfig(host="127.0.0.1", port=server.port, user=user, password=password,
+                                                  tables=(table,), out=project.inbox, state=self.state)
+        self.source = ["--mysql", f"{user}@127.0.0.1:{server.port}", *verify_options]
+        self.capture()
+        (scaffolded,) = scaffold.mysql_tables("127.0.0.1", server.port, user, password, [table])
+        self.model = scaffolded.model_name
+        self.mirror = f"{project.schema}.{self.model}"
+        (project.project_dir / "models" / "mirrors" / f"{self.model}.sql").write_text(scaffold.model_sql(scaffolded))
+        self.apply()
 
-    def verify(*options: str) -> int:
-        return verify_cli.main(["--project-dir", str(dbt_project.project_dir), "--profiles-dir", str(PROFILES),
-                                "--target", dbt_project.target, "--select", table.model_name,
-                                "--mysql", f"{user}@127.0.0.1:{mariadb.port}", *options])
+    def capture(self):
+        return capture_mysql.run(self.config)
 
-    apply()
-    assert verify() == 0, dbt_project.dbt_log()[-3000:]
+    def apply(self) -> None:
+        assert self.project.land({self.table: [self.key]}).counts["rejected"] == 0
+        self.project.dbt("run", "--select", self.model)
+
+    def verify(self, *options: str) -> int:
+        return verify_cli.main(["--project-dir", str(self.project.project_dir), "--profiles-dir", str(PROFILES),
+                                "--target", self.project.target, "--select", self.model, *self.source, *options])
+
+
+def test_a_table_keyed_on_bits_is_verified_by_ranges_and_repaired(mariadb, dbt_project, monkeypatch):  # noqa: F811
+    table = KeyedMirror(mariadb, dbt_project, monkeypatch, "shop.flags", "k", [
+        "create database shop", "use shop",
+        "create table shop.flags (k bit(64) primary key, n int)",
+        "insert into shop.flags select seq * 72057594037927936 + seq, seq from seq_1_to_255",
+        "insert into shop.flags values (b'0', 0), (b'1', -1), (b'" + "1" * 64 + "', -2)"])
+    assert table.verify() == 0, dbt_project.dbt_log()[-3000:]
     assert "every row" in dbt_project.dbt_log()
     high = 200 * 72057594037927936 + 200  # its first byte 0xc8
-    dbt_project.execute(f"delete from {dbt_project.schema}.{table.model_name} where k = {high}")
-    dbt_project.execute(f"update {dbt_project.schema}.{table.model_name} set n = 99 where k = 1")
-    assert verify("--repair", "--state", str(state)) == 1
+    dbt_project.execute(f"delete from {table.mirror} where k = {high}")
+    dbt_project.execute(f"update {table.mirror} set n = 99 where k = 1")
+    assert table.verify("--repair", "--state", str(table.state)) == 1
     log = dbt_project.dbt_log()
     assert f'missing from the mirror: key ["{high}"]' in log and 'key ["1"]: n' in log, log[-3000:]
-    assert capture_mysql.run(config).snapshot_rows > 0
-    apply()
-    assert verify() == 0, dbt_project.dbt_log()[-3000:]
+    assert table.capture().snapshot_rows > 0
+    table.apply()
+    assert table.verify() == 0, dbt_project.dbt_log()[-3000:]
 
 
 @pytest.fixture
@@ -66,43 +80,24 @@ def databend_project(spark, tmp_path, databend_url):
     return make_project(spark, tmp_path, "databend_local")
 
 
-def test_a_bigint_unsigned_key_on_databend_is_ranged_by_its_exact_numbers_and_repaired(mariadb, databend_project, monkeypatch):
+def test_a_bigint_unsigned_key_on_databend_is_ranged_by_its_exact_numbers_and_repaired(mariadb, databend_project, monkeypatch):  # noqa: F811
     """The mirror's decimal(20,0) key sampled on Databend as its number, not as a double: 2 was the bound
     '2.0', which the capture refused ("invalid literal for int()"), and 18446744073709551614 was 2**64."""
     project = databend_project
-    execute(mariadb, "create database shop", "use shop",
-            "create table shop.big (id bigint unsigned primary key, n int)",
-            "insert into shop.big select seq, seq from seq_1_to_60",
-            "insert into shop.big values (18446744073709551614, -1), (18446744073709551615, -2), (9223372036854775808, -3)",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    monkeypatch.setenv("MYSQL_PWD", password)
-    state = project.work_dir / "state.json"
-    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
-                                         tables=("shop.big",), out=project.inbox, state=state)
-    capture_mysql.run(config)
-    (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, ["shop.big"])
-    (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-
-    def apply() -> None:
-        assert project.land({"shop.big": ["id"]}).counts["rejected"] == 0
-        project.dbt("run", "--select", table.model_name)
-
-    def verify(*options: str) -> int:
-        return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES),
-                                "--target", project.target, "--select", table.model_name, "--segments", "4",
-                                "--leaf-rows", "8", "--mysql", f"{user}@127.0.0.1:{mariadb.port}", *options])
-
-    apply()
-    assert verify() == 0, project.dbt_log()[-3000:]
-    mirror = f"{project.schema}.{table.model_name}"
-    project.execute(f"delete from {mirror} where id in (3, 18446744073709551614)")
-    project.execute(f"update {mirror} set n = 99 where id = 18446744073709551615")
-    assert verify("--repair", "--state", str(state)) == 1
+    table = KeyedMirror(mariadb, project, monkeypatch, "shop.big", "id", [
+        "create database shop", "use shop",
+        "create table shop.big (id bigint unsigned primary key, n int)",
+        "insert into shop.big select seq, seq from seq_1_to_60",
+        "insert into shop.big values (18446744073709551614, -1), (18446744073709551615, -2), (9223372036854775808, -3)"],
+        verify_options=("--segments", "4", "--leaf-rows", "8"))
+    assert table.verify() == 0, project.dbt_log()[-3000:]
+    project.execute(f"delete from {table.mirror} where id in (3, 18446744073709551614)")
+    project.execute(f"update {table.mirror} set n = 99 where id = 18446744073709551615")
+    assert table.verify("--repair", "--state", str(table.state)) == 1
+    state = table.state
     requests = [json.loads(path.read_text()) for path in sorted(state.parent.glob(state.name + ".requests/*.json"))]
     bounds = [text for request in requests for side in ("from", "to") for text in request.get(side) or ()]
     assert bounds and all(text.isdigit() for text in bounds), requests
-    assert capture_mysql.run(config).snapshot_rows > 0
-    apply()
-    assert verify() == 0, project.dbt_log()[-3000:]
+    assert table.capture().snapshot_rows > 0
+    table.apply()
+    assert table.verify() == 0, project.dbt_log()[-3000:]
