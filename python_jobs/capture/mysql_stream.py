@@ -83,7 +83,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
             if transaction is not None:
                 processed_ms = int(time.time() * 1000)
                 for table, reason in transaction.read_again.items():
-                    pages.request_once(TableSnapshot(table, reason), log)
+                    pages.request_once(TableSnapshot(table, reason), log, met_in_stream=True)
                 if pages.open is not None or transaction.watermarks:  # else nothing in it can matter to a page
                     events = change_events(transaction, processed_ms)
                     watch_transaction(pages, events, transaction.watermarks, key_columns)

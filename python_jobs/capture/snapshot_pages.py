@@ -91,11 +91,14 @@ class Pages:
     def request(self, snapshot: TableSnapshot) -> None:
         self.snapshots.append(snapshot)
 
-    def request_once(self, snapshot: TableSnapshot, log: Any) -> None:
+    def request_once(self, snapshot: TableSnapshot, log: Any, met_in_stream: bool = False) -> None:
         """A whole table's (or one partition's) read, unless the same waits unstarted: a statement
         that asks for it may be met again, after a restart, before the state says it was. One whose
-        first page is open has started: that page's SELECT may have read the rows before the change."""
-        opened = self.open.snapshot if self.open is not None else None
+        first page is open has started: its SELECT may have read the rows before the change. Unless the
+        change was met_in_stream (a statement the stream just read) before that page's low watermark:
+        it was in the log before the SELECT ran, which saw it."""
+        before_window = met_in_stream and self.open is not None and self.open.low is None
+        opened = self.open.snapshot if self.open is not None and not before_window else None
         if any(entry.table == snapshot.table and not entry.pages and entry.after is None and entry.through is None
                and entry.partition in (None, snapshot.partition) and entry is not opened for entry in self.snapshots):
             return

@@ -6,6 +6,7 @@ it (python_jobs/apply/snapshot_ranges.py)."""
 from __future__ import annotations
 
 import json
+import logging
 
 from python_jobs.apply.snapshot_ranges import snapshot_ranges
 from python_jobs.capture.snapshot_pages import OpenPage, Pages, TableSnapshot, page_events
@@ -141,3 +142,19 @@ def test_a_request_becomes_a_snapshot_of_its_range_or_says_why_not():
     assert requested_snapshot({"table": "t", "from": ["1"], "to": None}, ["order_id", "line"], image) == \
         "--from 1 is not a key of order_id, line"
     assert "--to x,a" in requested_snapshot({"table": "t", "from": None, "to": ["x", "a"]}, ["order_id", "line"], image)
+
+
+def test_a_read_asked_for_again_while_its_first_page_is_open_is_queued_unless_met_before_the_window():
+    log = logging.getLogger("test")
+    pages = Pages()
+    pages.request(TableSnapshot("shop.t", "first"))
+    page = opened(pages, [{"id": 1}])
+    # A statement the stream met before the page's low watermark: the page's SELECT saw what it did.
+    pages.request_once(TableSnapshot("shop.t", "altered"), log, met_in_stream=True)
+    assert len(pages.snapshots) == 1
+    # Met inside the window, or noticed in the catalog at no position: the page may hold rows from before.
+    page.low = 10
+    pages.request_once(TableSnapshot("shop.t", "altered"), log, met_in_stream=True)
+    assert len(pages.snapshots) == 2
+    pages.request_once(TableSnapshot("shop.t", "replaced"), log)
+    assert len(pages.snapshots) == 2  # the one queued waits unstarted
