@@ -245,6 +245,12 @@ def test_the_wheel_carries_the_commands_the_adapters_the_jars_and_the_starter(tm
                    "python_jobs/starter/templates/profiles.yml", "python_jobs/landing/land.py",
                    "python_jobs/devtools/databend_local/__main__.py"):
         assert needed in names, needed
+    # Every package of the checkout: the adapters import python_jobs.status, and dbt failed to load
+    # them (No module named 'python_jobs.status') when pyproject.toml's list left it out.
+    for package in sorted(PROJECT_DIR.glob("python_jobs/**/__init__.py")):
+        assert package.relative_to(PROJECT_DIR).as_posix() in names, package
+    for package in sorted((PROJECT_DIR / "adapter").glob("dbt/**/__init__.py")):
+        assert package.relative_to(PROJECT_DIR / "adapter").as_posix() in names, package
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
     commands = zipfile.ZipFile(wheel).read(entry_points).decode()
     for command in ("cdc-init", "cdc-land", "cdc-run", "cdc-scaffold", "cdc-capture-postgres", "cdc-capture-mysql",
