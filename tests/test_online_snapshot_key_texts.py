@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 
 import pytest
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture import snapshot_requests
 from python_jobs.capture.snapshot_requests import write_request
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_online_snapshots import execute, mirror_and_source_rows
@@ -85,6 +87,31 @@ def test_a_range_asked_for_with_a_uuid_in_upper_case_deletes_no_row_the_source_h
     end = [key for key, _ in items if key.startswith("d")][-1]
     write_request(config.state, "shop.items", [start.upper()], [end])
     assert capture_postgres.run(config).snapshot_rows > 0
+    apply(dbt_project)
+    assert mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty") == (items, items)
+
+
+def test_a_request_the_capture_cannot_serve_is_reported_refused(postgres, dbt_project, tmp_path, capsys):  # noqa: F811
+    """A bound that is not a value of the key's type (or a table the capture does not read) was left out
+    with a log line only, while cdc-snapshot and cdc-verify --repair had said "will be read again": the
+    range stayed unrepaired and no one was told. The capture refuses it where they look, and they say so."""
+    execute(postgres, "create schema shop; create table shop.items (id uuid primary key, qty int);"
+                      "insert into shop.items select md5(g::text)::uuid, g from generate_series(1, 20) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    config = capture_config(dsn, dbt_project, tmp_path, page_rows=4)
+    capture_postgres.run(config)
+    apply(dbt_project)
+    items = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")[1]
+    capture = threading.Timer(0.5, capture_postgres.run, [config])  # takes the requests once they are written
+    capture.start()
+    refused = snapshot_requests.main(["--state", str(config.state), "--table", "shop.items", "--from", "c0ffee",
+                                      "--wait-seconds", "60"])
+    capture.join()
+    said = capsys.readouterr().err
+    assert refused == 1, said
+    assert "shop.items keys c0ffee to end: refused by the capture: c0ffee: invalid input syntax for type uuid" in said, said
+    assert list((snapshot_requests.requests_folder(config.state) / "refused").glob("*.json"))
     apply(dbt_project)
     assert mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty") == (items, items)
 

@@ -128,6 +128,6 @@ def test_keys_equal_by_value_not_text_mirror_as_the_source(postgres, dbt_project
                         f"(select max(_cdc_key) from {project.schema}.{model})")
     arguments = ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target", project.target,
                  "--select", *models, "--postgres", dsn]
-    assert verify_cli.main(arguments + ["--repair", "--state", str(config.state)]) == 1
+    assert verify_cli.main(arguments + ["--repair", "--state", str(config.state), "--repair-wait-seconds", "0"]) == 1
     apply_and_compare("repaired")
     assert verify_cli.main(arguments) == 0, project.dbt_log()[-4000:]

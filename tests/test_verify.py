@@ -75,7 +75,9 @@ def check_finds_and_repairs(project, source: list[str], capture_again) -> None:
     project.dbt("test", "--select", "items", "order_lines")
 
     expected = put_drift(project)
-    assert verify(project, source, "--repair", "--state", str(project.work_dir / "state.json")) == 1
+    # No capture runs until capture_again: the requests wait for it.
+    state = str(project.work_dir / "state.json")
+    assert verify(project, source, "--repair", "--state", state, "--repair-wait-seconds", "0") == 1
     log = project.dbt_log()
     for line in expected:
         assert line in log, (line, log[-3000:])
@@ -268,7 +270,7 @@ def test_keys_in_text_order_by_sample_and_with_dollars_are_verified_and_repaired
     project.execute(f"update {schema}.days set v = -1 where v = 21")
     # Spark would substitute ${y} in this statement too: its $ as the literal's escape.
     project.execute(f"update {schema}.dollars set v = -1 where id in ('c', '\\u0024{{y}}z')")
-    assert check("--repair", "--state", str(config.state)) == 1
+    assert check("--repair", "--state", str(config.state), "--repair-wait-seconds", "0") == 1
     log = project.dbt_log()
     for line in ('missing from the mirror: key ["1.25"]', 'missing from the mirror: key ["150.00"]', 'key ["10.00"]: v',
                  'missing from the mirror: key ["2024-01-21"]', 'key ["2024-01-22"]: v', 'key ["c"]: v', 'key ["${y}z"]: v'):

@@ -67,7 +67,7 @@ def test_a_table_keyed_on_bits_is_verified_by_ranges_and_repaired(mariadb, dbt_p
     high = 200 * 72057594037927936 + 200  # its first byte 0xc8
     dbt_project.execute(f"delete from {table.mirror} where k = {high}")
     dbt_project.execute(f"update {table.mirror} set n = 99 where k = 1")
-    assert table.verify("--repair", "--state", str(table.state)) == 1
+    assert table.verify("--repair", "--state", str(table.state), "--repair-wait-seconds", "0") == 1
     log = dbt_project.dbt_log()
     assert f'missing from the mirror: key ["{high}"]' in log and 'key ["1"]: n' in log, log[-3000:]
     assert table.capture().snapshot_rows > 0
@@ -93,7 +93,7 @@ def test_a_bigint_unsigned_key_on_databend_is_ranged_by_its_exact_numbers_and_re
     assert table.verify() == 0, project.dbt_log()[-3000:]
     project.execute(f"delete from {table.mirror} where id in (3, 18446744073709551614)")
     project.execute(f"update {table.mirror} set n = 99 where id = 18446744073709551615")
-    assert table.verify("--repair", "--state", str(table.state)) == 1
+    assert table.verify("--repair", "--state", str(table.state), "--repair-wait-seconds", "0") == 1
     state = table.state
     requests = [json.loads(path.read_text()) for path in sorted(state.parent.glob(state.name + ".requests/*.json"))]
     bounds = [text for request in requests for side in ("from", "to") for text in request.get(side) or ()]

@@ -24,7 +24,7 @@ from python_jobs.capture.snapshot_pages import (
     take_requested,
     write_page_file,
 )
-from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, taken_requests
+from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, refuse, taken_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 
 log = logging.getLogger("cdc_merge.capture")
@@ -213,23 +213,27 @@ def check_read_again(capture: Any, statement: str, tables: str) -> None:
 def take_snapshot_requests(capture: Any) -> None:
     """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
     capture.requests_taken_at = time.monotonic()
-    with taken_requests(capture.config.state, capture.pages) as requests:
+    state = capture.config.state
+    with taken_requests(state, capture.pages) as requests:
         if requests and not capture.signal_checked:
             try:
                 check_signal_table(capture.page_connection(), capture.config.signal_table, capture.config.user)
             except CaptureError as error:
-                log.error("cdc-snapshot of %s left out: %s", ", ".join(str(r.get("table")) for r in requests), error)
+                for request in requests:
+                    refuse(state, request, str(error), log)
                 return
             capture.signal_checked = True
         for request in requests:
             table = request.get("table")
             info = capture.tables.get(table)
             if info is None:
-                log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
-                            ", ".join(capture.config.tables))
+                refuse(state, request, f"not a table this capture reads ({', '.join(capture.config.tables)})", log)
                 continue
             key = [info.types[name] for name in info.primary_key]
-            take_requested(capture.pages, request, info.primary_key, lambda index, text: key_image(key[index], text), log)
+            reason = take_requested(capture.pages, request, info.primary_key,
+                                    lambda index, text: key_image(key[index], text), log)
+            if reason is not None:
+                refuse(state, request, reason, log)
 
 
 def open_next_page(capture: Any) -> bool:

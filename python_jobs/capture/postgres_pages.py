@@ -25,7 +25,7 @@ from python_jobs.capture.snapshot_pages import (
     take_requested,
     write_page_file,
 )
-from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, taken_requests
+from python_jobs.capture.snapshot_requests import REQUESTS_EVERY_SECONDS, refuse, taken_requests
 from python_jobs.formats.records import RejectedRecord, canonical_key
 from python_jobs.formats.wal2json import parse_lsn, snapshot_converter, value_converter
 from python_jobs.scaffold import SPARK_MAX_PRECISION
@@ -218,23 +218,25 @@ class PageWatch:
 def take_snapshot_requests(capture: Any) -> None:
     """cdc-snapshot's requests (snapshot_requests.py): each table or key range read again, online."""
     capture.requests_taken_at = time.monotonic()
-    with taken_requests(capture.config.state, capture.pages) as requests:
+    state = capture.config.state
+    with taken_requests(state, capture.pages) as requests:
         for request in requests:
             table = request.get("table")
             columns = read_catalog(capture.connection, [table]).get(table) if table in capture.config.tables else None
             if not columns:
-                log.warning("cdc-snapshot of %s: not a table this capture reads (%s); left out", table,
-                            ", ".join(capture.config.tables))
+                refuse(state, request, f"not a table this capture reads ({', '.join(capture.config.tables)})", log)
                 continue
             key = [column for column in columns if column.in_primary_key]
             try:
                 request = {**request, **{bound: source_texts(capture.connection, key, request.get(bound))
                                          for bound in ("from", "to")}}
             except ValueError as error:
-                log.warning("cdc-snapshot of %s: %s; left out", table, error)
+                refuse(state, request, str(error), log)
                 continue
-            take_requested(capture.pages, request, [column.name for column in key],
-                           lambda index, text: snapshot_converter(key[index].type_name)(text), log)
+            reason = take_requested(capture.pages, request, [column.name for column in key],
+                                    lambda index, text: snapshot_converter(key[index].type_name)(text), log)
+            if reason is not None:
+                refuse(state, request, reason, log)
 
 
 def open_next_page(capture: Any) -> bool:

@@ -225,16 +225,16 @@ def requested_snapshot(request: Mapping[str, Any], key_names: Sequence[str],
 
 
 def take_requested(pages: Pages, request: Mapping[str, Any], key_names: Sequence[str],
-                   image: Callable[[int, str], Any], log: Any) -> None:
-    """A request read (requested_snapshot) and its snapshot started, or left out with a warning."""
+                   image: Callable[[int, str], Any], log: Any) -> str | None:
+    """A request read (requested_snapshot) and its snapshot started; or why it is left out."""
     table = request.get("table")
     snapshot = requested_snapshot(request, key_names, image)
     if isinstance(snapshot, str):
-        log.warning("cdc-snapshot of %s: %s; left out", table, snapshot)
-        return
+        return snapshot
     pages.request(snapshot)
     log.info("reading %s again online, keys %s to %s", table, ",".join(snapshot.after) if snapshot.after else "start",
              ",".join(snapshot.through) if snapshot.through else "end")
+    return None
 
 
 def write_page_file(capture: Any, page: OpenPage, prefix: str, position_name: str, events: list[dict[str, Any]],

@@ -8,7 +8,9 @@ The request is a file in a folder beside the capture's state file (<state>.reque
 capture takes at its next file, running or when it next starts: it reads the rows in pages while its
 changes stream, and each page's key range repairs the mirror (missing and stale rows come back, rows
 the source no longer has go). A key is its columns' values in key order, comma-separated, as the
-source writes them.
+source writes them. A request the capture cannot serve (a table it does not read, a bound that is not
+a value of the key's type) is moved to <state>.requests/refused/ with the reason; the command waits
+--wait-seconds for the capture to take or refuse it and says which (exit status 1: refused).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import contextlib
 import json
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from python_jobs.capture.output import read_state, write_state
 
@@ -28,6 +31,12 @@ from python_jobs.capture.output import read_state, write_state
 # A running capture looks for requests this often: a folder listing at every change cost a quarter of a
 # busy stream's time (BENCHMARKS.md, "Capture").
 REQUESTS_EVERY_SECONDS = 1.0
+
+
+# Where a request the capture could not serve goes, with its reason (refuse).
+REFUSED = "refused"
+# Who waits for a request (cdc-snapshot, cdc-verify --repair) looks this often.
+WAIT_POLL_SECONDS = 0.2
 
 
 def requests_folder(state: Path) -> Path:
@@ -55,14 +64,60 @@ def taken_requests(state: Path, pages: Any) -> Iterator[list[dict[str, Any]]]:
     taken = []
     for path in paths:
         try:
-            taken.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
+            taken.append({**json.loads(path.read_text()), "file": path.name})
+        except (OSError, ValueError, TypeError):
             continue  # not a request this command wrote
     yield taken
     if paths:
         write_state(state, {**read_state(state), "snapshots": pages.state()})
         for path in paths:
             path.unlink(missing_ok=True)
+
+
+def refuse(state: Path, request: Mapping[str, Any], reason: str, log: Any) -> None:
+    """A taken request the capture leaves out: logged, and kept under refused/ with why, for whoever
+    asked (await_request) to say so: a log line alone reaches no one who waits for the range to be read."""
+    log.warning("cdc-snapshot of %s: %s; left out", request.get("table"), reason)
+    name = request.get("file")
+    if not name:
+        return
+    folder = requests_folder(state) / REFUSED
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{name}.partial"
+    kept = {key: value for key, value in request.items() if key != "file"}
+    partial.write_text(json.dumps({**kept, "refused": reason}))
+    os.replace(partial, folder / name)
+
+
+def await_request(path: Path, seconds: float) -> tuple[str, str | None]:
+    """What became of a request written by write_request, within seconds: ("taken", None) once the
+    capture has recorded its snapshot, ("refused", reason) once it left it out, ("waiting", None)
+    while its file is still there (no capture running, or one busy with a file)."""
+    refused = path.parent / REFUSED / path.name
+    deadline = time.monotonic() + max(0.0, seconds)
+    while True:
+        if refused.exists():
+            try:
+                return "refused", str(json.loads(refused.read_text()).get("refused"))
+            except (OSError, ValueError):
+                return "refused", "the capture left it out (its reason could not be read)"
+        if not path.exists():
+            # Taken: the capture moves a refused request under refused/ before it removes the request.
+            return ("refused", None) if refused.exists() else ("taken", None)
+        if time.monotonic() >= deadline:
+            return "waiting", None
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def outcome_line(table: str, keys: str, path: Path, outcome: tuple[str, str | None], seconds: float) -> str:
+    """What a caller of await_request tells its user of one request."""
+    state, reason = outcome
+    if state == "taken":
+        return f"{table} {keys}: taken by the capture, being read again ({path.name})"
+    if state == "refused":
+        return f"{table} {keys}: refused by the capture: {reason} ({path.parent / REFUSED / path.name})"
+    return (f"{table} {keys}: not taken by a capture within {seconds:g} s; a capture with this state reads it "
+            f"when it next starts or finishes its file ({path.name})")
 
 
 def key_parts(key: str | None) -> list[str] | None:
@@ -92,6 +147,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--from", dest="start", help="the range's first key, inclusive (default: the table's start): "
                         "its columns' values in key order, comma-separated (a comma or backslash in a value as \\, or \\\\)")
     parser.add_argument("--to", dest="through", help="the range's last key, inclusive (default: the table's end)")
+    parser.add_argument("--wait-seconds", type=float, default=10.0, help="how long to wait for the capture to take "
+                        "or refuse the request (0: do not wait)")
     args = parser.parse_args(argv)
     if not args.state.is_file():
         parser.error(f"--state {args.state}: no such file; give the state file of the capture that reads {args.table}")
@@ -110,9 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cdc-snapshot: {args.table} is not one of the capture's tables ({', '.join(tables)})", file=sys.stderr)
         return 2
     path = write_request(args.state, args.table, key_parts(args.start), key_parts(args.through))
-    print(f"cdc-snapshot: {args.table} will be read again by the capture with state {args.state} ({path.name})",
-          file=sys.stderr)
-    return 0
+    outcome = await_request(path, args.wait_seconds)
+    keys = f"keys {args.start or 'start'} to {args.through or 'end'}"
+    print(f"cdc-snapshot: {outcome_line(args.table, keys, path, outcome, args.wait_seconds)}", file=sys.stderr)
+    return 1 if outcome[0] == "refused" else 0
 
 
 if __name__ == "__main__":

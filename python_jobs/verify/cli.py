@@ -23,10 +23,11 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
-from python_jobs.capture.snapshot_requests import write_request
+from python_jobs.capture.snapshot_requests import await_request, outcome_line, write_request
 from python_jobs.verify.check import REPORT_FILE
 
 
@@ -46,6 +47,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "at (python_jobs/verify/in_flight.py) before comparing what it has")
     parser.add_argument("--repair", action="store_true", help="ask the capture to read the differing key ranges again")
     parser.add_argument("--state", type=Path, help="with --repair: the capture's state file (its --state)")
+    parser.add_argument("--repair-wait-seconds", type=float, default=10.0, help="with --repair: how long to wait for "
+                        "the capture to take or refuse the requests (each is reported: taken, refused, or waiting)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--postgres", metavar="DSN", help="the source database (default: var cdc_merge_source)")
     source.add_argument("--mysql", metavar="USER@HOST:PORT", help="the source server (password from MYSQL_PWD)")
@@ -88,24 +91,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"cdc-verify: {written.get('summary') or 'a mirror differs from its source'}", file=sys.stderr)
     if args.repair:
-        request_repairs(args.state, written.get("checks") or [])
+        request_repairs(args.state, written.get("checks") or [], args.repair_wait_seconds)
     return 1
 
 
-def request_repairs(state: Path, checks: list) -> None:
+def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> None:
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
     range's first bound (read again, though the range starts after it) through its last; a sampled
     check's differing keys each from and through itself. A mirror that differs with no range to read
-    (its counts only) is said so, with what to do instead."""
+    (its counts only) is said so, with what to do instead. Then, within wait_seconds in all, what the
+    capture did with each request: taken, refused (and why), or not yet taken."""
+    written = []
     for check in checks:
         if not check.get("clean", True) and not check.get("differing_ranges"):
             print(f"cdc-verify: {check['source_table']}: no differing key was found to read again (the counts differ): "
                   f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",
                   file=sys.stderr)
         for after, through in check.get("differing_ranges") or ():
-            path = write_request(state, check["source_table"], after, through)
-            print(f"cdc-verify: {check['source_table']} keys {','.join(after) if after else 'start'} to "
-                  f"{','.join(through) if through else 'end'} will be read again ({path.name})", file=sys.stderr)
+            keys = f"keys {','.join(after) if after else 'start'} to {','.join(through) if through else 'end'}"
+            written.append((check["source_table"], keys, write_request(state, check["source_table"], after, through)))
+    deadline = time.monotonic() + wait_seconds
+    for table, keys, path in written:
+        outcome = await_request(path, deadline - time.monotonic())
+        print(f"cdc-verify: {outcome_line(table, keys, path, outcome, wait_seconds)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

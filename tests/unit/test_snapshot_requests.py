@@ -1,15 +1,29 @@
 """cdc-snapshot's requests: a key as written on the command line, and a request kept until the
-capture's state records what it asks for."""
+capture's state records what it asks for; one it cannot serve refused with the reason, which whoever
+asked is told."""
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 
 import pytest
 
 from python_jobs.capture.output import write_state
 from python_jobs.capture.snapshot_pages import Pages, TableSnapshot
-from python_jobs.capture.snapshot_requests import key_parts, requests_folder, taken_requests, write_request
+from python_jobs.capture.snapshot_requests import (
+    await_request,
+    key_parts,
+    main,
+    outcome_line,
+    refuse,
+    requests_folder,
+    taken_requests,
+    write_request,
+)
+
+log = logging.getLogger("test")
 
 
 def test_a_key_keeps_its_spaces_and_escaped_commas():
@@ -32,8 +46,42 @@ def test_a_request_stays_until_the_state_records_its_snapshot(tmp_path):
 
     pages = Pages()
     with taken_requests(state, pages) as requests:
-        assert requests == [{"table": "shop.t", "from": ["1"], "to": ["2"]}]
+        assert [{key: value for key, value in request.items() if key != "file"} for request in requests] == [
+            {"table": "shop.t", "from": ["1"], "to": ["2"]}]
         pages.request(TableSnapshot("shop.t", "requested"))
     assert list(requests_folder(state).glob("*.json")) == []
     kept = json.loads(state.read_text())
     assert kept["written_lsn"] == "0/1" and [snapshot["table"] for snapshot in kept["snapshots"]] == ["shop.t"]
+
+
+def test_a_request_is_reported_taken_refused_or_waiting(tmp_path):
+    state = tmp_path / "state.json"
+    write_state(state, {"slot": "s", "written_lsn": "0/1"})
+    taken, refused = write_request(state, "shop.t", ["1"], None), write_request(state, "shop.t", ["x"], None)
+    assert await_request(taken, 0) == ("waiting", None)  # no capture running
+
+    def capture() -> None:
+        pages = Pages()
+        with taken_requests(state, pages) as requests:
+            for request in requests:
+                if request["from"] == ["x"]:
+                    refuse(state, request, "--from x: not an integer", log)
+                else:
+                    pages.request(TableSnapshot("shop.t", "requested"))
+
+    threading.Timer(0.3, capture).start()
+    assert await_request(taken, 5) == ("taken", None)
+    assert await_request(refused, 5) == ("refused", "--from x: not an integer")
+    kept = json.loads((requests_folder(state) / "refused" / refused.name).read_text())
+    assert kept == {"table": "shop.t", "from": ["x"], "to": None, "refused": "--from x: not an integer"}
+    assert list(requests_folder(state).glob("*.json")) == []  # a refused one is not taken again
+    assert "refused by the capture: --from x: not an integer" in outcome_line("shop.t", "keys x to end", refused,
+                                                                              ("refused", "--from x: not an integer"), 5)
+
+
+def test_cdc_snapshot_says_a_request_no_capture_took_is_waiting(tmp_path, capsys):
+    state = tmp_path / "state.json"
+    write_state(state, {"slot": "s", "written_lsn": "0/1", "tables": ["shop.t"]})
+    assert main(["--state", str(state), "--table", "shop.t", "--from", "5", "--wait-seconds", "0.2"]) == 0
+    said = capsys.readouterr().err
+    assert "shop.t keys 5 to end: not taken by a capture within 0.2 s" in said, said
