@@ -158,7 +158,7 @@ def main() -> None:
         before, _ = snapshot_reads(out)
         first = args.rows // 2
         subprocess.run([str(BIN / "cdc-snapshot"), "--state", str(state), "--table", "shop.big", "--from", str(first),
-                        "--to", str(first + args.rows // 100 - 1)], check=True, capture_output=True)
+                        "--to", str(first + args.rows // 100 - 1), "--wait-seconds", "0"], check=True, capture_output=True)
         seconds = timed([c for c in command if c not in ("--follow", "--max-wait-seconds", "1")])
         after, _ = snapshot_reads(out)
         result["range_reread"] = {"keys": args.rows // 100, "rows_read": after - before, "seconds": round(seconds, 1)}
