@@ -60,8 +60,10 @@ def table_exists(spark, name: str) -> bool:
             "{{ cdc_merge.cdc_columns({'id': 'int'}, json_fields={'name': 'title'}) }}, {{ cdc_merge.cdc_metadata_columns() }}",
             "json_fields names name, which are not in its columns",
         ),
+        # dbt keeps any config name: delete='soft' built a hard mirror without a word.
+        (GOOD_CONFIG + ", delete='soft'", GOOD_COLUMNS, "delete is not a config of cdc_merge, which would ignore it: did you mean deletes?"),
     ],
-    ids=["no-key", "text-chunk", "two-sources", "field-twice", "unknown-json-field"],
+    ids=["no-key", "text-chunk", "two-sources", "field-twice", "unknown-json-field", "misspelled-deletes"],
 )
 def test_config_errors_fail_before_any_sql(dbt_project, spark, config, columns, message):
     write_model(dbt_project, "bad_products", config, columns)

@@ -7,6 +7,7 @@ Values set with Jinja in dbt_project.yml arrive as strings: numbers are read fro
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -31,6 +32,17 @@ def config_names(materialization: str) -> List[str]:
     if materialization == "cdc_history":
         return [*_RAW_LOG_NAMES, "deletes", "track_columns", "allow_trimmed_log", *MAINTENANCE_DEFAULTS]
     return [*_RAW_LOG_NAMES, "deletes", "change_source", "consistency_group", "on_schema_change", *MAINTENANCE_DEFAULTS]
+
+
+def misspelled_names(prefix: str, materialization: str, set_names: Sequence[str]) -> None:
+    """A name set in the model's config or dbt_project.yml that is not one this materialization reads but
+    is a letter or two off one: dbt keeps any name, so delete='soft' built a hard mirror without a word."""
+    known = set(config_names("cdc_merge")) | set(config_names("cdc_history"))
+    for name in set_names:
+        meant = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.8)
+        if name not in known and meant:
+            raise ConfigError(f"{prefix}{name} is not a config of {materialization}, which would ignore it: did you mean "
+                              f"{meant[0]}? Rename it in the model's config (or in dbt_project.yml, where it is set for these models).")
 
 
 def _number(value: Any) -> Any:

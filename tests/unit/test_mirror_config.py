@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from python_jobs.apply.mirror_config import ConfigError, cdc_history_config, cdc_merge_config, config_names, maintenance_config
+from python_jobs.apply.mirror_config import (ConfigError, cdc_history_config, cdc_merge_config, config_names, maintenance_config,
+                                            misspelled_names)
 
 PREFIX = "cdc_merge model 'products': "
 GOOD = {"unique_key": "id", "source_table": "inventory.products", "offsets_schema": "mirror"}
@@ -131,3 +132,19 @@ def test_a_table_layout_config_is_refused_not_ignored(name, value):
         merge_config({**GOOD, name: value})
     with pytest.raises(ConfigError, match=f"{name} is not applied by cdc_history"):
         cdc_history_config(PREFIX, {**GOOD, name: value}, [], 1)
+
+
+@pytest.mark.parametrize("name, meant", [("delete", "deletes"), ("unique_kee", "unique_key"), ("source_tabel", "source_table"),
+                                         ("offset_schema", "offsets_schema"), ("track_column", "track_columns")])
+def test_a_misspelled_config_name_is_refused_not_ignored(name, meant):
+    """dbt keeps any config name: delete='soft' built a hard mirror without a word."""
+    with pytest.raises(ConfigError, match=f"{name} is not a config of cdc_merge, which would ignore it: did you mean {meant}?"):
+        misspelled_names(PREFIX, "cdc_merge", ["materialized", name])
+
+
+def test_dbt_and_adapter_config_names_are_not_taken_for_misspellings():
+    from dbt.artifacts.resources import NodeConfig, SnapshotConfig
+
+    names = [*NodeConfig.__dataclass_fields__, *SnapshotConfig.__dataclass_fields__, "file_format", "location_root",
+             "options", "merge_update_columns", "landing_config", "quarantine_table", *config_names("cdc_history")]
+    misspelled_names(PREFIX, "cdc_merge", names)

@@ -24,7 +24,7 @@
     {% endfor %}
     {% set upstream = cdc_merge.upstream_relations() %}
     {% set checked = adapter.cdc_mirror_config(materialization, fail_prefix, settings, cdc_merge.upstream_landings(), upstream | length,
-        target.type, 'on_schema_change' in (model.unrendered_config or {})) %}
+        target.type, 'on_schema_change' in (model.unrendered_config or {}), (model.unrendered_config or {}).keys() | list) %}
     {% if checked.error %}
         {% do exceptions.raise_compiler_error(checked.error) %}
     {% endif %}

@@ -10,8 +10,8 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, model_rows, one_commit,
-    retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    chunk_plan, column_defaults, column_names, history_closes, idle_decision, key_range, maintenance_due, mirror_config, model_rows,
+    one_commit, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -116,6 +116,12 @@ class ApplyMethods(metaclass=AdapterMeta):
         return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
 
     @available
+    def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
+                           key_columns: Sequence[str], model: str) -> Optional[Dict[str, Any]]:
+        """cdc_history's ranges.sql: the ranges and truncates that close a chunk's versions (history_closes.py)."""
+        return history_closes.history_closes(events, stored_truncates, [str(column).lower() for column in key_columns], str(model))
+
+    @available
     def cdc_key_range(self, plan: Mapping[str, Any], model: str) -> Dict[str, Any]:
         """apply_chunk.sql: the bucket's key range for reads of stored keys, or 'error' (key_range.py)."""
         return key_range.key_range_dict(plan, str(model))
@@ -195,10 +201,13 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_mirror_config(self, materialization: str, prefix: str, settings: Mapping[str, Any], landings: Sequence[Mapping[str, Any]],
-                          upstream: int, target_type: str, on_schema_change_set: bool) -> Dict[str, Any]:
-        """validate.sql: {'config': the model's checked config} or {'error': what to change} (mirror_config.py)."""
+                          upstream: int, target_type: str, on_schema_change_set: bool,
+                          set_names: Sequence[str] = ()) -> Dict[str, Any]:
+        """validate.sql: {'config': the model's checked config} or {'error': what to change} (mirror_config.py);
+        set_names: the config names the project and the model set (misspelled ones are refused)."""
         settings = {name: value for name, value in settings.items() if value is not None}
         try:
+            mirror_config.misspelled_names(prefix, str(materialization), list(set_names))
             if materialization == "cdc_history":
                 config = mirror_config.cdc_history_config(prefix, settings, landings, int(upstream))
             else:
