@@ -89,6 +89,23 @@ def refuse(state: Path, request: Mapping[str, Any], reason: str, log: Any) -> No
     os.replace(partial, folder / name)
 
 
+def refused_warnings(state: Path) -> list[str]:
+    """Each request the capture refused and no one has removed, as a capture warning (the status page,
+    cdc_capture_warnings, cdc-status): its range stays unrepaired until someone acts."""
+    folder = requests_folder(state) / REFUSED
+    warnings = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            request = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        start, through = request.get("from"), request.get("to")
+        keys = f"keys {','.join(start) if start else 'start'} to {','.join(through) if through else 'end'}"
+        warnings.append(f"cdc-snapshot of {request.get('table')} {keys} was refused: {request.get('refused')}; that "
+                        f"range is not read again: ask again as the reason says, then remove {path}")
+    return warnings
+
+
 def await_request(path: Path, seconds: float) -> tuple[str, str | None]:
     """What became of a request written by write_request, within seconds: ("taken", None) once the
     capture has recorded its snapshot, ("refused", reason) once it left it out, ("waiting", None)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from python_jobs.capture.output import status_path
+from python_jobs.capture.snapshot_requests import refused_warnings
 from python_jobs.status.model import CaptureStatus, SnapshotProgress, VerifyStatus, redact
 
 
@@ -35,6 +36,7 @@ def read_capture_status(name: str, state: Path | None, running: bool | None = No
     status = CaptureStatus(name, running=running)
     if state is None:
         return status
+    status.warnings = refused_warnings(state)
     try:
         written: dict[str, Any] = json.loads(status_path(state).read_text())
     except (OSError, ValueError):
@@ -49,7 +51,7 @@ def read_capture_status(name: str, state: Path | None, running: bool | None = No
     status.behind_bytes = written.get("behind_bytes")
     status.newest_commit_ms = written.get("newest_commit_ms")
     status.lost = redact(written.get("lost"))
-    status.warnings = [str(warning) for warning in written.get("warnings") or ()]
+    status.warnings = [str(warning) for warning in written.get("warnings") or ()] + status.warnings
     status.snapshots = [SnapshotProgress(entry.get("table") or "", entry.get("reason"), int(entry.get("rows") or 0),
                                          int(entry.get("pages") or 0)) for entry in written.get("snapshots") or ()]
     return status

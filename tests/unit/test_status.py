@@ -4,6 +4,7 @@ format reads them back, the page's content, secrets kept out, the capture's and 
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
@@ -11,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from python_jobs.capture.output import FollowProgress, lost_connection_status, write_status
 from python_jobs.capture.postgres_persistence import unlogged_warnings
+from python_jobs.capture.snapshot_pages import Pages
+from python_jobs.capture.snapshot_requests import refuse, taken_requests, write_request
 from python_jobs.status import metrics, page
 from python_jobs.status.model import CaptureStatus, RedactingStream, VerifyStatus, redact
 from python_jobs.status.registry import Registry, relation_name
@@ -180,3 +183,23 @@ def test_a_captures_warning_reaches_the_verdict_the_page_the_metrics_and_cdc_sta
     # Logged again: no warning, and the verdict is the runs' own.
     write_status(state, FollowProgress().status("slot cdc", "0/1", 0, [], unlogged_warnings([])))
     assert registry.snapshot([read_capture_status("c", state)], []).verdict()[0] == "ok"
+
+
+def test_a_refused_repair_request_is_a_capture_warning_until_removed(tmp_path):
+    """A range the capture refused to read again stays unrepaired: the page, the metrics and cdc-status say so."""
+    state = tmp_path / "capture-state.json"
+    write_status(state, FollowProgress().status("slot cdc", "0/1", 0, []))
+    state.write_text("{}")
+    assert read_capture_status("c", state).warnings == []
+    write_request(state, "shop.items", ["c0ffee"], None)
+    with taken_requests(state, Pages()) as requests:
+        refuse(state, requests[0], "c0ffee: invalid input syntax for type uuid", logging.getLogger("test"))
+    [warning] = read_capture_status("c", state, running=True).warnings
+    assert warning.startswith("cdc-snapshot of shop.items keys c0ffee to end was refused: c0ffee: invalid input "
+                              "syntax for type uuid; that range is not read again"), warning
+    registry = Registry()
+    registry.enabled = True
+    assert registry.snapshot([read_capture_status("c", state)], []).verdict()[0] == "warn"
+    for path in (state.parent / "capture-state.json.requests" / "refused").glob("*.json"):
+        path.unlink()
+    assert read_capture_status("c", state).warnings == []
