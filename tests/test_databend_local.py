@@ -291,3 +291,21 @@ def test_data_outlives_a_restart(tmp_path):
         query(connect(first), "insert into kept values (7)")
     with serve(tmp_path) as second:
         assert query(connect(second), "select v from kept") == [(7,)]
+
+
+def test_without_the_engine_package_it_says_what_to_install(tmp_path):
+    """A cdc-init project's venv (the wheel's extras) lacks PyPI's databend: the command ended in a
+    traceback, ModuleNotFoundError: No module named 'databend'."""
+    script = textwrap.dedent('''
+        import sys
+        class WithoutDatabend:  # as in a venv without the package
+            def find_spec(self, name, path=None, target=None):
+                if name == "databend":
+                    raise ModuleNotFoundError("No module named 'databend'")
+        sys.meta_path.insert(0, WithoutDatabend())
+        from python_jobs.devtools.databend_local.server import main
+        sys.exit(main(["--port", "0", "--data-dir", sys.argv[1]]))
+    ''')
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "data")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "pip install databend==1.2.453" in result.stderr and "Traceback" not in result.stderr

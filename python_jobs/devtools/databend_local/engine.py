@@ -98,6 +98,10 @@ def _rows_from_box(box: str, width: int) -> list[list[Any]]:
     return rows
 
 
+class MissingEngine(RuntimeError):
+    """The embedded engine's package is not installed; the message says what to install."""
+
+
 class EmbeddedEngine:
     """The one process-wide engine session; every call is serialized by `lock`."""
 
@@ -110,7 +114,12 @@ class EmbeddedEngine:
         os.environ["DATABEND_DATA_PATH"] = f"{data_dir}/"
         os.environ.setdefault("LOG_FILE_DIR", str(data_dir / "logs"))
         os.environ.setdefault("RUST_BACKTRACE", "0")  # one line per engine panic, not a page
-        from databend import SessionContext
+        try:
+            from databend import SessionContext
+        except ImportError as error:
+            # A cdc-init project's venv has the product's extras only: the engine is this stand-in's own.
+            raise MissingEngine("the local Databend stand-in runs the embedded engine of PyPI's databend, which is not "
+                                "installed: pip install databend==1.2.453 (the clone's dev extra has it)") from error
 
         self.context = SessionContext(tenant=ENGINE_TENANT)
         self.lock = threading.Lock()

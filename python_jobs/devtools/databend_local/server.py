@@ -38,6 +38,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from python_jobs.devtools.databend_local.engine import MissingEngine
 from python_jobs.devtools.databend_local.http_api import DEFAULT_PAGE_ROWS, PASSWORD_ENV, make_server
 
 
@@ -50,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log every HTTP request to stderr")
     args = parser.parse_args(argv)
 
-    server = make_server(args.data_dir, args.host, args.port, args.page_rows, args.verbose)
+    try:
+        server = make_server(args.data_dir, args.host, args.port, args.page_rows, args.verbose)
+    except MissingEngine as error:
+        print(f"python -m python_jobs.devtools.databend_local: {error}", file=sys.stderr)
+        return 2
 
     def stop(signum: int, frame: Any) -> None:
         # shutdown() waits for serve_forever() to return, so it cannot run on serve_forever's thread.
