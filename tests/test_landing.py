@@ -101,6 +101,29 @@ def test_a_checkpoint_lands_into_one_destination_only(dbt_project, spark):
     assert summary.counts["event"] == 4
 
 
+def test_a_raw_table_made_again_empty_is_not_landed_into_with_the_old_checkpoint(dbt_project, spark):
+    """A warehouse folder lost, emptied or restored from elsewhere: dbt makes the raw table again,
+    empty, at the same name; the checkpoint still lists every file landed, so a landing with it
+    would skip them all and the mirrors, rebuilt from the new raw table, would miss their rows."""
+    (dbt_project.inbox / "part-1.json").write_text("\n".join(FLINK_MYSQL.read_text().splitlines()[:4]) + "\n")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 4
+    raw = f"{dbt_project.raw_schema}.raw_events"
+    dbt_project.execute(f"create table {raw}_shape using iceberg as select * from {raw} where false")
+    dbt_project.execute(f"drop table {raw}")
+    dbt_project.execute(f"create table {raw} using iceberg as select * from {raw}_shape")
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-2.json")
+
+    with pytest.raises(io.LandingError, match=r"is not the table .* landed into.*skip.*remove the checkpoint"):
+        dbt_project.land(PRODUCTS)
+    assert dbt_project.query(f"select count(*) as events from {raw}")[0]["events"] == 0
+    # As the message says: without the checkpoint every file lands again, into the new table.
+    shutil.rmtree(dbt_project.work_dir / "checkpoint")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 20
+    # The checkpoint now belongs to the new table: the next landing goes on as usual.
+    shutil.copy(FLINK_MYSQL, dbt_project.inbox / "part-3.json")
+    assert dbt_project.land(PRODUCTS).counts["event"] == 16
+
+
 def test_missing_raw_table_says_how_to_create_it(dbt_project, spark):
     config = dbt_project.landing_config(PRODUCTS, raw_table="nowhere.raw_events")
     dbt_project.inbox

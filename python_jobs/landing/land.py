@@ -238,6 +238,7 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
             io.claim_checkpoint(config.checkpoint_dir, sink.destination(config.raw_table))
             io.finish_moves(config.checkpoint_dir, config.landed_dir)
             sink.require_tables(config.raw_table, config.quarantine_table)
+            io.claim_raw_table(config.checkpoint_dir, config.raw_table, sink.identity(config.raw_table))
             jvm_parser = io.register_jvm_parser(spark, config.key_columns, config.format)
             jvm_quoter = io.register_jvm_number_quoter(spark) if config.sink == "databend" else None
             summary = LandingSummary()

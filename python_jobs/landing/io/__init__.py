@@ -5,6 +5,7 @@
     jvm_functions.py  the parsers' jar and its functions (the Debezium fast path, the number quoter)
     input_files.py    new input files in micro-batches, and each batch's place from the checkpoint;
                       a small batch's lines read in the driver
+    checkpoint_table.py  which raw table a checkpoint's files went into (its UUID)
     sinks.py          the raw and quarantine tables in Iceberg or Databend, each batch appended once
     errors.py         LandingError
     py4j_socket.py    py4j's answers without Nagle's delay
@@ -13,6 +14,7 @@
 The landing job and its tests use them through this package (`from python_jobs.landing import io`).
 """
 
+from python_jobs.landing.io.checkpoint_table import TableIdentity, claim_raw_table
 from python_jobs.landing.io.errors import LandingError
 from python_jobs.landing.io.input_files import (
     batch_place,
@@ -66,7 +68,7 @@ from python_jobs.landing.io.sinks import (
 )
 
 __all__ = [
-    "LandingError",
+    "LandingError", "TableIdentity", "claim_raw_table",
     "batch_place", "claim_checkpoint", "files_changed_since_listed", "finish_moves", "input_file_count", "input_scan_conf", "latest_planned_batch", "lines_of_local_files", "move_landed_files", "read_new_files", "require_readable_folder", "run_available_batches", "warn_of_a_long_listing",
     "JVM_DEBEZIUM_PARSER", "JVM_DEBEZIUM_PARSER_CLASS", "JVM_NUMBER_QUOTER", "JVM_NUMBER_QUOTER_CLASS",
     "PARSERS_JAR", "parsers_jar", "register_jvm_number_quoter", "register_jvm_parser",

@@ -12,6 +12,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from python_jobs import crash_points
+from python_jobs.landing.io.checkpoint_table import TableIdentity
 from python_jobs.landing.io.errors import LandingError
 from pyspark.sql.types import StructField
 
@@ -80,6 +81,21 @@ def committed(spark: SparkSession, table: str, batch_tag: str) -> bool:
     ).count() > 0
 
 
+def iceberg_identity(spark: SparkSession, table: str) -> TableIdentity | None:
+    """table's Iceberg UUID and whether it has a snapshot, as Spark SQL resolves the name (analysis
+    only, no job); None when the name is not an Iceberg table."""
+    plan = spark._jsparkSession.table(table).queryExecution().analyzed()
+    while plan.getClass().getSimpleName() == "SubqueryAlias":
+        plan = plan.child()
+    if plan.getClass().getSimpleName() != "DataSourceV2Relation":
+        return None
+    spark_table = plan.table()
+    if spark_table.getClass().getName() != "org.apache.iceberg.spark.source.SparkTable":
+        return None
+    iceberg = spark_table.table()
+    return TableIdentity(str(iceberg.uuid()), iceberg.currentSnapshot() is not None)
+
+
 def local_warehouse(spark: SparkSession) -> str | None:
     """The session catalog's warehouse folder on this machine; None on a remote store."""
     catalog = spark.conf.get("spark.sql.defaultCatalog", "lake")
@@ -112,6 +128,10 @@ class IcebergSink:
 
     def require_tables(self, raw_table: str, quarantine_table: str) -> None:
         require_tables(self.spark, raw_table, quarantine_table)
+
+    def identity(self, raw_table: str) -> TableIdentity | None:
+        """The Iceberg table behind the name (checkpoint_table.py); None when it is not one."""
+        return iceberg_identity(self.spark, raw_table)
 
     def append_once(
         self, df: DataFrame, table: str, batch_tag: str, batch_files: list[str], may_be_retry: bool = True,
@@ -154,6 +174,10 @@ class DatabendSink:
     def destination(self, raw_table: str) -> str:
         """Where events land, as a landing checkpoint records it (input_files.claim_checkpoint)."""
         return f"databend table {raw_table.lower()} at {self.server}"
+
+    def identity(self, raw_table: str) -> TableIdentity | None:
+        """None: a Databend table made again is not told apart (docs/landing.md)."""
+        return None
 
     def require_tables(self, raw_table: str, quarantine_table: str) -> None:
         for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
