@@ -84,7 +84,8 @@ def raw_log_config(prefix: str, materialization: str, purpose: str, settings: Ma
             raise ConfigError(f"{prefix}source_table {source_table} is not captured by the landing config {landing.get('path')} "
                               f"(format debezium lands only the tables under 'tables:': {', '.join(tables)}): add {source_table} "
                               "there with its key columns, or fix source_table.")
-        captured = (landing.get("keys") or {}).get(source_table.lower()) if landing.get("format") == "debezium" else None
+        # Configured key columns win over what an event announces, in every format (records.key_columns_for).
+        captured = (landing.get("keys") or {}).get(source_table.lower())
         if captured and sorted(c.lower() for c in captured) != sorted(c.lower() for c in unique_key):
             # The raw log keys the rows by the captured key whatever unique_key says; cdc-verify and the
             # online snapshot ranges read unique_key, and with another key crashed or were left out.

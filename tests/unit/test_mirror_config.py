@@ -84,6 +84,12 @@ def test_a_unique_key_that_is_not_the_captured_key_is_refused():
     assert merge_config({**GOOD, "unique_key": ["b", "a"]}, landings=[pair])["unique_key"] == ["b", "a"]
     with pytest.raises(ConfigError, match=r"Set unique_key=\['a', 'b'\]"):
         merge_config({**GOOD, "unique_key": ["a"]}, landings=[pair])
+    # Configured keys win in every format (Canal's pkNames, Maxwell's, GoldenGate's, wal2json's pk are not asked).
+    for form in ("canal", "maxwell", "ogg", "wal2json", "auto"):
+        with pytest.raises(ConfigError, match=r"unique_key \['name'\] is not the key"):
+            merge_config({**GOOD, "unique_key": "name"}, landings=[{**landing, "format": form}])
+    # A table whose key the config leaves to the events: each event names its own, not known before a run.
+    assert merge_config({**GOOD, "unique_key": "name"}, landings=[{**landing, "format": "canal", "keys": {}}])
 
 
 def test_streams_and_groups_need_what_they_need():
