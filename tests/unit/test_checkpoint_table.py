@@ -24,7 +24,7 @@ def test_the_first_landing_records_the_table_and_the_next_ones_land_into_it(tmp_
 def test_a_table_made_again_under_the_name_is_refused(tmp_path):
     claim_raw_table(tmp_path, "raw.events", TableIdentity("a", has_commits=False))
     committed(tmp_path, 2)
-    with pytest.raises(LandingError, match=r"2 batches landed into raw.events, but raw.events is not the table"):
+    with pytest.raises(LandingError, match=r"files landed into raw.events \(its last 2 batches committed\), but raw.events is not the table"):
         claim_raw_table(tmp_path, "raw.events", TableIdentity("b", has_commits=True))
     assert (tmp_path / "cdc_merge_raw_table_uuid").read_text() == "a\n"
 

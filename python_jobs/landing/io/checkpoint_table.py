@@ -29,7 +29,8 @@ class TableIdentity:
 
 
 def committed_batches(checkpoint_dir: Path) -> int:
-    """How many micro-batches the checkpoint records as committed (its commits/ entries)."""
+    """How many micro-batches the checkpoint records as committed (its commits/ entries; Spark keeps
+    the last 100 or so)."""
     commits = checkpoint_dir / "commits"
     return sum(entry.name.isdigit() for entry in commits.iterdir()) if commits.is_dir() else 0
 
@@ -50,7 +51,8 @@ def claim_raw_table(checkpoint_dir: Path, raw_table: str, identity: TableIdentit
     made_again = identity.uuid != recorded if recorded is not None else landed > 0 and not identity.has_commits
     if made_again:
         raise LandingError(
-            f"the landing checkpoint {checkpoint_dir} lists the files of {landed} batches landed into {raw_table}, "
+            f"the landing checkpoint {checkpoint_dir} lists the files landed into {raw_table} (its last {landed} batches "
+            f"committed), "
             f"but {raw_table} is not the table they were landed into: it was made again (its warehouse folder lost, "
             "emptied or restored from elsewhere, or the table dropped). Landing with this checkpoint would skip "
             "every file it lists and the mirrors would miss their events. Restore the warehouse folder; or, to "
