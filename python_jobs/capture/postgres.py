@@ -41,6 +41,7 @@ from python_jobs.capture.postgres_columns import ColumnAdditions
 from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
 from python_jobs.capture.postgres_partitions import resumed as resumed_partitions
+from python_jobs.capture.postgres_keys import resumed as resumed_keys
 from python_jobs.capture.postgres_labels import resumed as resumed_labels
 from python_jobs.capture.postgres_persistence import resumed as resumed_persistence
 from python_jobs.capture.postgres_relations import resumed as resumed_relations
@@ -104,6 +105,7 @@ def _run(config: CaptureConfig) -> CaptureSummary:
         if not config.resnapshot:
             capture.partitions = resumed_partitions(state, capture.partitions, config.tables)
             capture.relations = resumed_relations(state, capture.relations)
+            capture.key_indexes = resumed_keys(state, capture.key_indexes)
             capture.labels = resumed_labels(state, capture.labels)
             capture.persistence = resumed_persistence(state, capture.persistence)
         capture.pages = Pages([entry for entry in state.get("snapshots") or () if entry["table"] in config.tables])

@@ -49,6 +49,7 @@ from python_jobs.capture.postgres_partitions import (
     reads_for_change,
     wal2json_table,
 )
+from python_jobs.capture.postgres_keys import KeyIndexes, notice_rekeyed_tables, read_key_indexes
 from python_jobs.capture.postgres_labels import Labels, notice_relabeled_tables, read_labels
 from python_jobs.capture.postgres_persistence import Persistence, as_kept, notice_persistence, read_persistence
 from python_jobs.capture.postgres_relations import Relations, notice_renamed_columns, read_relations, replaced
@@ -97,6 +98,8 @@ class PostgresCapture:
         self.partitions: Partitions = read_partitions(self.connection, config.tables)
         # The relation each table name is (postgres_relations.py); the written log's, from the state, in _run.
         self.relations: Relations = read_relations(self.connection, config.tables)
+        # Each table's primary key and replica identity (postgres_keys.py); the written log's, from the state, in _run.
+        self.key_indexes: KeyIndexes = read_key_indexes(self.connection, config.tables)
         # The enum labels each table's rows show (postgres_labels.py); the written log's, from the state, in _run.
         self.labels: Labels = read_labels(self.connection, config.tables)
         # Each table's relations' persistence and relfilenode (postgres_persistence.py); the written log's, in _run.
@@ -257,7 +260,8 @@ class PostgresCapture:
         for table in sorted(set(self.config.tables) - set(self.catalog) - self.tables_gone):
             log.warning("%s is gone from database %s: its changes end here; leave it out of --tables", table, self.database)
             self.tables_gone.add(table)
-        noticed = self.additions.notice(self.catalog)
+        noticed = self.additions.notice(self.catalog)  # stops at a primary key of other columns
+        notice_rekeyed_tables(self, read_key_indexes(self.connection, self.config.tables))
         notice_renamed_columns(self, log)
         shapes = {table: TableShape(frozenset(column.name for column in columns),
                                     frozenset(column.name for column in columns if column.toastable),
@@ -342,7 +346,8 @@ class PostgresCapture:
                 cursor.execute("select pg_logical_emit_message(true, %s, %s)", (MESSAGE_PREFIX, json.dumps(noticed)))
 
     def write_state(self, state: dict) -> None:
-        state = {**state, "partitions": self.partitions, "relations": self.relations, "labels": self.labels,
+        state = {**state, "partitions": self.partitions, "relations": self.relations,
+                 "key_indexes": self.key_indexes, "labels": self.labels,
                  "persistence": self.persistence}
         write_state(self.config.state, state)
         self.state = state
