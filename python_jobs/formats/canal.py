@@ -76,26 +76,29 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     seq = line_ordered_seq(0 if kind == "INIT" else 1)
     source_ts_ms = positive_ms(message.get("es")) or positive_ms(message.get("ts"))
 
+    def event(key: str, action: str, raw_data: str | None, before_data: str | None) -> ParsedLine:
+        return ParsedLine(STATUS_EVENT, table_name=table_name, key=key, action=action, raw_data=raw_data,
+                          before_data=before_data, seq=seq, source_ts_ms=source_ts_ms)
+
     events = []
     for index, row in enumerate(rows):
         image = _image_text(row, sql_types)
-        before = None
-        if kind == "UPDATE":
-            before = _image_text({**row, **(old_rows[index] if old_rows else {})}, sql_types)
-        elif kind == "DELETE":
-            before = image
-        events.append(
-            ParsedLine(
-                STATUS_EVENT,
-                table_name=table_name,
-                key=canonical_key(row, f"data[{index}]", columns),
-                action=ACTIONS[kind],
-                raw_data=None if kind == "DELETE" else image,
-                before_data=before,
-                seq=seq,
-                source_ts_ms=source_ts_ms,
-            )
-        )
+        key = canonical_key(row, f"data[{index}]", columns)
+        if kind == "DELETE":
+            events.append(event(key, "delete", None, image))
+            continue
+        if kind != "UPDATE":
+            events.append(event(key, ACTIONS[kind], image, None))
+            continue
+        old_row = {**row, **(old_rows[index] if old_rows else {})}
+        before = _image_text(old_row, sql_types)
+        old_key = canonical_key(old_row, f"old[{index}]", columns)
+        if old_key != key:
+            # An update of the key ('old' holds its former value): the former key's row is gone,
+            # as Debezium emits it, a delete and then an insert of the new key.
+            events.extend([event(old_key, "delete", None, before), event(key, "insert", image, None)])
+        else:
+            events.append(event(key, "update", image, before))
     return events
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.records import (
@@ -38,12 +39,28 @@ _POSITION = re.compile(r"^.*?(\d+):(\d+)$")
 
 
 def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> list[ParsedLine]:
-    """The row's event; the row with "commit": true also ends its transaction (a marker)."""
-    event = _row_event(text, members, key_columns)
+    """The row's events; the row with "commit": true also ends its transaction (a marker)."""
+    events = _key_change(text, members, key_columns, _row_event(text, members, key_columns))
     record = {name: value for name, (value, _, _) in members.items()}
+    event = events[-1]
     if event.tx_id is None or record.get("commit") is not True:
+        return events
+    return [*events, tx_end_marker(event.tx_id, event.seq, event.source_ts_ms)]
+
+
+def _key_change(text: str, members: Members, key_columns: Mapping[str, Sequence[str]], event: ParsedLine) -> list[ParsedLine]:
+    """An update whose 'old' holds a former value of the key is a delete of the former key and an
+    insert of the new one (as Debezium emits it): the former key's row is gone from the source."""
+    old = members.get("old", (None, None, 0))[0]
+    if event.action != "update" or not isinstance(old, dict):
         return [event]
-    return [event, tx_end_marker(event.tx_id, event.seq, event.source_ts_ms)]
+    record = {name: value for name, (value, _, _) in members.items()}
+    columns = key_columns_for(event.table_name, key_columns, record.get("primary_key_columns"), "primary_key_columns")
+    old_key = canonical_key({**record["data"], **old}, "old", columns)
+    if old_key == event.key:
+        return [event]
+    return [replace(event, key=old_key, action="delete", raw_data=None),
+            replace(event, action="insert", before_data=None)]
 
 
 def _row_event(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from python_jobs.formats.records import (
@@ -29,7 +30,7 @@ ACTIONS = {"I": "insert", "U": "update", "D": "delete"}
 _POSITION = re.compile(r"^[0-9]{1,40}$")
 
 
-def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine:
+def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequence[str]]) -> ParsedLine | list[ParsedLine]:
     record = {name: value for name, (value, _, _) in members.items()}
     op_type = record.get("op_type")
     if not isinstance(op_type, str):
@@ -47,7 +48,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     if not isinstance(image, dict):
         raise RejectedRecord(f"op_type '{op_type}' needs a '{image_field}' object")
     columns = key_columns_for(table_name, key_columns, record.get("primary_keys"), "primary_keys")
-    return ParsedLine(
+    event = ParsedLine(
         STATUS_EVENT,
         table_name=table_name,
         key=canonical_key(image, image_field, columns),
@@ -57,6 +58,15 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         seq=_seq(record.get("pos")),
         source_ts_ms=_op_ts_ms(record.get("op_ts")),
     )
+    before = record.get("before")
+    if op_type != "U" or not isinstance(before, dict) or any(before.get(column) is None for column in columns):
+        return [event]
+    old_key = canonical_key(before, "before", columns)
+    if old_key == event.key:
+        return [event]
+    # An update of the key (GoldenGate's pkUpdateHandling 'update'): the before image's key is gone
+    # from the source, as Debezium emits it, a delete and then an insert of the new key.
+    return [replace(event, key=old_key, action="delete", raw_data=None), replace(event, action="insert", before_data=None)]
 
 
 def _seq(position: Any) -> str:
