@@ -227,12 +227,19 @@ def test_the_jvm_number_quoter_quotes_exactly_as_python(spark):
         '{"a":1.5,"b":"x 1.5","c":-2e10,"d":3,"e":1E+2,"f":"esc \\" 2.5","g":[1.0,2,-0.0]}',
         "-", "--1.5", "1.", "1.e5", "-.5", "1e", "1e+", "2E-07x", "0012.50", '"unterminated 1.5', '"a\\\n"2.5', '"a\\\n1.5"',
         '"\\', '\\"1.5"', "\u0661.\u0665", "\u0661.5", "x1.5y", "", None,
+        # Integers beyond 64 bits, which a VARIANT would hold as float64, and the ones at its edges.
+        '{"a":10000000000000000000000000000000000002,"b":18446744073709551615,"c":18446744073709551616,'
+        '"d":-9223372036854775808,"e":-9223372036854775809,"f":-0000000000000000000001,"g":99999999999999999999}',
+        "7" * 5000, "\u0661" * 20, "\u0669" * 20,
     ]
     rows = spark.createDataFrame([(number, text) for number, text in enumerate(texts)], "n int, text string")
     quoted = {row["n"]: row["quoted"] for row in rows.selectExpr("n", f"{quoter}(text) as quoted").collect()}
     mismatches = [(text, quoted[n]) for n, text in enumerate(texts) if quoted[n] != fractional_numbers_quoted(text)]
     assert not mismatches, mismatches[:5]
     assert sum(1 for n, text in enumerate(texts) if text is not None and quoted[n] != text) > 500
+    assert fractional_numbers_quoted(texts[-4]) == (
+        '{"a":"10000000000000000000000000000000000002","b":18446744073709551615,"c":"18446744073709551616",'
+        '"d":-9223372036854775808,"e":"-9223372036854775809","f":"-0000000000000000000001","g":"99999999999999999999"}')
 
 
 @pytest.fixture()

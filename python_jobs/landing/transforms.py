@@ -223,6 +223,8 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+# The integers a Databend VARIANT holds exactly: int64 and uint64.
+_VARIANT_INTEGERS = (-(2**63), 2**64 - 1)
 # A JSON string (skipped as it is) or a JSON number.
 _JSON_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
 
@@ -230,19 +232,32 @@ _JSON_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+
 def fractional_numbers_quoted(text: str | None) -> str | None:
     """'{"amount":140026108793032.65}' -> '{"amount":"140026108793032.65"}'.
 
-    Databend's VARIANT keeps integers exactly but stores other numbers as float64; as strings
-    they stay exact, and the mirror's cast reads either form.
+    Databend's VARIANT keeps integers of 64 bits exactly (int64 and uint64) but stores other numbers
+    as float64 (10000000000000000000000000000000000002 as 1e37); as strings they stay exact, and the
+    mirror's cast reads either form. So every number with a fraction or an exponent, and every
+    integer beyond 64 bits, is quoted.
     """
     if text is None:
         return None
 
     def quote(match: re.Match) -> str:
         token = match.group(0)
-        if token.startswith('"') or not any(mark in token for mark in ".eE"):
+        if token.startswith('"'):
+            return token
+        if not any(mark in token for mark in ".eE") and _within_64_bits(token):
             return token
         return f'"{token}"'
 
     return _JSON_STRING_OR_NUMBER.sub(quote, text)
+
+
+def _within_64_bits(integer: str) -> bool:
+    """Whether an integer's text is an int64 or a uint64 (the length first: int() refuses texts
+    of thousands of digits)."""
+    digits = len(integer.lstrip("-"))
+    if digits != 19 and digits != 20:
+        return digits < 19
+    return _VARIANT_INTEGERS[0] <= int(integer) <= _VARIANT_INTEGERS[1]
 
 
 def exact_numbers_for_variant(events: DataFrame, jvm_quoter: str | None = None) -> DataFrame:

@@ -4,10 +4,11 @@ import org.apache.spark.sql.api.java.UDF1;
 
 /**
  * The row images of a batch for a Databend raw table, in the JVM: every JSON number with a
- * fraction or an exponent becomes a string ({@code {"amount":12.50}} -> {@code {"amount":"12.50"}}).
+ * fraction or an exponent, and every integer beyond 64 bits, becomes a string
+ * ({@code {"amount":12.50}} -> {@code {"amount":"12.50"}}).
  *
- * <p>Databend's VARIANT keeps integers exactly but stores other numbers as float64; as strings
- * they stay exact. It gives exactly what python_jobs/landing/transforms.py fractional_numbers_quoted gives
+ * <p>Databend's VARIANT keeps integers of 64 bits (int64, uint64) exactly but stores other numbers
+ * as float64; as strings they stay exact. It gives exactly what python_jobs/landing/transforms.py fractional_numbers_quoted gives
  * (the same tokens: JSON strings, copied, and numbers {@code -?\d+(\.\d+)?([eE][+-]?\d+)?}), which
  * the landing used over every event in a Python UDF; tests/test_jvm_parser.py compares the two.
  * Registered by python_jobs/landing/io/jvm_functions.py register_jvm_number_quoter.
@@ -44,7 +45,7 @@ public final class FractionalNumbersQuoted implements UDF1<String, String> {
             fractional = true;
           }
         }
-        if (fractional) {
+        if (fractional || beyond64Bits(text, start, i)) {
           if (out == null) {
             out = new StringBuilder(length + 16);
           }
@@ -60,6 +61,19 @@ public final class FractionalNumbersQuoted implements UDF1<String, String> {
     }
     return out.append(text, copied, length).toString();
   }
+
+  /** Whether the integer text[start, end) is below int64's least or above uint64's greatest value. */
+  private static boolean beyond64Bits(String text, int start, int end) {
+    int digits = text.charAt(start) == '-' ? end - start - 1 : end - start;
+    if (digits != 19 && digits != 20) {
+      return digits > 20;
+    }
+    java.math.BigInteger value = new java.math.BigInteger(text.substring(start, end));
+    return value.compareTo(INT64_MIN) < 0 || value.compareTo(UINT64_MAX) > 0;
+  }
+
+  private static final java.math.BigInteger INT64_MIN = java.math.BigInteger.valueOf(Long.MIN_VALUE);
+  private static final java.math.BigInteger UINT64_MAX = java.math.BigInteger.ONE.shiftLeft(64).subtract(java.math.BigInteger.ONE);
 
   /** The index after the closing quote of the JSON string opening at start, or -1 if it is never closed. */
   private static int stringEnd(String text, int start) {
