@@ -197,3 +197,16 @@ def test_a_column_named_as_a_keyword_is_refused_by_name_on_databend_and_mirrored
     else:
         assert [tuple(row.values()) for row in conformance_project.query(
             f"select id, `order`, note from {conformance_project.schema}.items")] == [(1, 7, "a")]
+
+
+def test_a_profile_without_its_warehouse_fails_before_any_sql_saying_what_to_set(dbt_project, monkeypatch):
+    """The warehouse left out of the profile (here its variable set empty): the run's first statement
+    failed with 150 lines of Java traceback, warehousePath must not be null or empty."""
+    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", COLUMNS)
+    monkeypatch.setenv("CDC_MERGE_WAREHOUSE", "")
+    result = dbt_project.dbt("run", "--select", "items", expect_success=False)
+    monkeypatch.undo()
+
+    message = run_message(result)
+    assert "the Iceberg catalog spark.sql.catalog.lake (spark.sql.catalog.lake." in message
+    assert "has no warehouse: set spark.sql.catalog.lake.warehouse in the target's server_side_parameters" in message

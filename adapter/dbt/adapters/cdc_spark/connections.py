@@ -21,7 +21,9 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_spark import loaded_tables
 from python_jobs.commit_race import lost_commit_race
-from python_jobs.landing.io.session import iceberg_jar, local_file_system_conf, local_driver_conf, with_views
+from python_jobs.landing.io.session import (
+    HADOOP_CATALOG_WITH_VIEWS, iceberg_jar, local_file_system_conf, local_driver_conf, with_views,
+)
 
 logger = AdapterLogger("cdc_spark")
 
@@ -85,9 +87,22 @@ def session_settable(server_side_parameters: Dict[str, str]) -> Dict[str, str]:
 _WAREHOUSE_SETTING = re.compile(r"^spark\.sql\.catalog\.[^.]+\.warehouse$")
 
 
+_CATALOG_KIND = re.compile(r"^(spark\.sql\.catalog\.[^.]+)\.(type|catalog-impl)$")
+
+
 def require_writable_warehouses(settings: Mapping[str, str]) -> None:
-    """Every local Iceberg warehouse folder of the session's catalogs can be written: checked by
-    writing a file, before any SQL, so a wrong path is not a Hadoop error in the middle of a run."""
+    """Every Hadoop catalog of the session names its warehouse (without one, the run's first statement
+    failed with a Java traceback: warehousePath must not be null or empty), and every local Iceberg
+    warehouse folder can be written: checked by writing a file, before any SQL, so a wrong path is not
+    a Hadoop error in the middle of a run."""
+    for name, value in settings.items():
+        catalog = _CATALOG_KIND.match(name)
+        if catalog and value in ("hadoop", HADOOP_CATALOG_WITH_VIEWS) and not str(settings.get(f"{catalog[1]}.warehouse") or "").strip():
+            raise FailedToConnectError(
+                f"the Iceberg catalog {catalog[1]} ({name}: {value}) has no warehouse: set {catalog[1]}.warehouse in the "
+                "target's server_side_parameters to the folder of its tables (a cdc-init project's profiles.yml reads it "
+                "from CDC_MERGE_WAREHOUSE, by default the project's folder warehouse)"
+            )
     for name, value in settings.items():
         address = urlparse(str(value))
         if not _WAREHOUSE_SETTING.match(name) or address.scheme not in ("", "file"):
