@@ -63,7 +63,8 @@ def _decimal(value: Any, parameters: Mapping[str, Any]) -> Decimal:
         raise TypeError("expected base64 text")
     scale = int(parameters["scale"])
     unscaled = int.from_bytes(base64.b64decode(value, validate=True), "big", signed=True)
-    return Decimal(unscaled).scaleb(-scale)
+    # From its text, every digit kept: arithmetic (scaleb) rounds to the context's 28 digits.
+    return Decimal(f"{unscaled}E{-scale}")
 
 
 def _variable_scale_decimal(value: Any, parameters: Mapping[str, Any]) -> Decimal:
@@ -93,10 +94,17 @@ def _since_epoch(unit_per_second: int) -> Callable[[Any, Mapping[str, Any]], str
 
 
 def _time_of_day(unit_per_second: int) -> Callable[[Any, Mapping[str, Any]], str]:
+    """HH:MM:SS[.ffffff]; a MySQL TIME is a duration (-838:59:59 to 838:59:59): its hours past 24
+    are kept and a negative one has its sign, as the server writes them."""
+
     def decode(value: Any, parameters: Mapping[str, Any]) -> str:
-        seconds, fraction = divmod(_integer(value), unit_per_second)
+        units = _integer(value)
+        seconds, fraction = divmod(abs(units), unit_per_second)
         micros = fraction * 1_000_000 // unit_per_second
-        return (dt.datetime.min + dt.timedelta(seconds=seconds, microseconds=micros)).time().isoformat()
+        minutes, seconds = divmod(seconds, 60)
+        hours, minutes = divmod(minutes, 60)
+        text = f"{'-' if units < 0 else ''}{hours:02d}:{minutes:02d}:{seconds:02d}"
+        return f"{text}.{micros:06d}" if micros else text
 
     return decode
 
