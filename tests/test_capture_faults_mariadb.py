@@ -4,6 +4,7 @@ resumes without loss (the PostgreSQL capture's: test_capture_faults.py, whose he
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 from pathlib import Path
@@ -101,3 +102,32 @@ def test_mariadb_wrong_password_is_a_clear_error_that_never_prints_it(mariadb, t
     for result in (wrong, right):
         assert SECRET not in result.stdout + result.stderr
     assert not any(SECRET in path.read_text() for path in tmp_path.rglob("*") if path.is_file())
+
+
+def test_a_second_capture_on_one_state_file_waits_then_stops_naming_the_first(mariadb, tmp_path):
+    """Two cdc-runs started on one project run two captures of one state file: the binlog has no slot
+    that keeps the second out, and both wrote the state through one partial file (the second stopped
+    with a FileNotFoundError traceback, or the state was left mixed of both). The second waits for
+    the state's lock (CDC_MERGE_LOCK_WAIT), then stops naming the first, which streams on."""
+    my_setup(mariadb, 20)
+    out = tmp_path / "out"
+    assert capture("mysql", *my_args(mariadb, tmp_path)).returncode == 0
+    with following_capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.05") as first:
+        my_insert(mariadb, 21, 30)
+        wait_for(lambda: 30 in captured_ids(out))
+        second = capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.05", follow=True,
+                         env={"CDC_MERGE_LOCK_WAIT": "2"})
+        try:
+            my_insert(mariadb, 31, 200)
+            _, stderr = second.communicate(timeout=60)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        assert second.returncode == 2, stderr
+        assert f"is in use by another run (pid {first.pid} on" in stderr and "Traceback" not in stderr, stderr
+        my_insert(mariadb, 201, 210)
+        wait_for(lambda: 210 in captured_ids(out))
+        assert first.poll() is None
+        stopped(first)
+    assert sorted(set(captured_ids(out))) == list(range(1, 211))
+    assert json.loads((tmp_path / "state.json").read_text())

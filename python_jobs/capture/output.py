@@ -19,6 +19,7 @@ a name that says which they are, and landing them twice changes nothing (same se
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -29,9 +30,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
+
+from python_jobs import run_locks
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -251,11 +254,30 @@ def run_command(name: str, run: Callable[[Any], Any], config: Any) -> int:
     logging.getLogger("pymysqlreplication").setLevel(logging.WARNING)
     collect_less_often()
     try:
-        run(config)
+        with one_capture_per_state(config.state):
+            run(config)
     except CaptureError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+@contextlib.contextmanager
+def one_capture_per_state(state: Path) -> Iterator[None]:
+    """Hold the state file's lock while the capture runs (an OS file lock, run_locks.py, gone with the
+    process even on SIGKILL). Two captures on one state (two cdc-runs started on one project) both
+    wrote it through one partial file: the second stopped with a traceback (FileNotFoundError on its
+    rename) or left a state mixed of both. A second one waits for the first to end, as a second run
+    of a mirror does (CDC_MERGE_LOCK_WAIT), then stops naming it."""
+    lock = run_locks.lock_file("capture", str(state.absolute().parent), state.name)
+    try:
+        run_locks.acquire(lock, f"the capture state {state}")
+    except run_locks.LockBusy as busy:
+        raise CaptureError(str(busy)) from None
+    try:
+        yield
+    finally:
+        run_locks.release(lock)
 
 
 # Collections of the youngest objects after this many more allocations than frees (Python's default: 700).
