@@ -65,7 +65,7 @@ def test_maxwell_orders_by_binlog_position_when_it_has_one():
     seqs = [parsed(json.dumps(line))[0].seq for line in with_position]
     assert seqs == sorted(seqs) and not any(seq.startswith(ZERO) for seq in seqs)
     assert parsed(json.dumps(record))[0].seq == f"{ZERO}1"
-    assert parsed(json.dumps({**record, "type": "bootstrap-insert"}))[0].seq == f"{ZERO}0"
+    assert parsed(json.dumps({**record, "type": "bootstrap-insert"}))[0].seq == f"{ZERO}1"
 
 
 def test_goldengate_and_wal2json_without_positions_are_ordered_by_their_line():

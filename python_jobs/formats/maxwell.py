@@ -140,10 +140,12 @@ def _before_image(text: str, data_start: int, old: tuple[Any, str, int] | None) 
 def _seq(record: Mapping[str, Any], kind: str) -> str:
     """Binlog file + position + xoffset when Maxwell writes 'position' (output_binlog_position);
     otherwise no log position ('ts' is a second, 'xid' restarts with the server), so the line's
-    place orders the event. Bootstrap rows carry no position and sort before every streamed
-    change of their key, as a snapshot row does at an equal position."""
+    place orders the event. Bootstrap rows carry no position: their lines order them, for Maxwell
+    writes them in stream order (the table's binlog rows are held back until bootstrap-complete), and
+    a bootstrap run to catch up after changes were missed (a purged binlog) must win over the older
+    streamed rows of its keys. Beside rows with a position they sort first."""
     if kind == "bootstrap-insert":
-        return line_ordered_seq(0)
+        return line_ordered_seq(1)
     position = record.get("position")
     if position is None:
         return line_ordered_seq(1)
