@@ -7,7 +7,9 @@ write what they hold (roll()), so that the run lands every change they had recei
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import shlex
 import signal
 import subprocess
@@ -15,12 +17,37 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from python_jobs.capture.roll_requests import ANNOUNCEMENT, ANSWER
 from python_jobs.status.model import redact
 
 log = logging.getLogger("cdc_merge")
+
+
+# prctl(2): the signal the kernel sends a process when the thread that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def stopped_with_the_service(service_pid: int) -> Callable[[], None] | None:
+    """What a capture runs before its command (Linux): SIGTERM when the service ends, even by SIGKILL.
+
+    A capture orphaned by a killed cdc-run streamed on, unseen (its log into a closed pipe), holding
+    the replication slot or its state file's lock: the restarted service's capture waited on them, and
+    no run asked it to roll its files. SIGTERM makes it write what it holds and stop, as stop() does.
+    The signal follows the starting thread: Captures.start() runs in the service's main thread."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the capture outlives a killed service
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+    def before_exec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != service_pid:  # the service died before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return before_exec
 
 
 class CaptureStartError(RuntimeError):
@@ -60,7 +87,8 @@ class Captures:
             if "--follow" not in argv:
                 argv.append("--follow")
             try:
-                process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                           preexec_fn=stopped_with_the_service(os.getpid()))
             except OSError as error:
                 self.stop()  # the ones already started
                 raise CaptureStartError(f"--capture {redact(command)!r}: cannot start {argv[0]}: {error.strerror or error}") from None

@@ -3,9 +3,14 @@ children standing in for the capture commands: milliseconds to a second, no data
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
+import signal
+import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -93,3 +98,35 @@ def test_a_roll_request_is_answered_at_once_when_nothing_is_held_and_by_the_loop
         signal.signal(signal.SIGUSR1, before)
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_a_capture_is_stopped_cleanly_when_its_service_is_killed(tmp_path):
+    """A cdc-run killed by SIGKILL left its capture streaming on, unseen, holding the slot or its
+    state's lock against the restarted service's capture; the capture now gets SIGTERM."""
+    ready, marker = tmp_path / "ready", tmp_path / "stopped"
+    # As FOLLOWING, saying so in files: its output goes into the killed service's pipe.
+    capture = command(
+        "import signal, threading; stop = threading.Event(); signal.signal(signal.SIGTERM, lambda *_: stop.set());"
+        f"open({str(ready)!r}, 'w').close(); stop.wait(30) and open({str(marker)!r}, 'w').write('cleanly')")
+    service = (
+        "import sys, threading, time; from python_jobs.scheduler.captures import Captures; "
+        f"captures = Captures([{capture!r}], threading.Event()); captures.start(); "
+        "print(captures.running[0].process.pid, flush=True); time.sleep(60)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", service], stdout=subprocess.PIPE, text=True)
+    try:
+        capture_pid = int(process.stdout.readline())
+        deadline = time.monotonic() + 20
+        while not ready.exists() and time.monotonic() < deadline:  # its SIGTERM handler set
+            time.sleep(0.05)
+        process.kill()
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists() and marker.read_text() == "cleanly"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(capture_pid, signal.SIGKILL)
