@@ -16,7 +16,8 @@
         chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
         unsent.sql     unchanged TOAST values in those chains, filled from the version before
         write.sql      a batch's rows removed and added, published in one commit
-        ranges.sql     online snapshot ranges: current versions of rows the source no longer has closed
+        ranges.sql     online snapshot ranges and truncates: current versions of rows the source no longer has closed
+        truncates.sql  the truncates a history applied, kept for older events that land later
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk),
     publish.sql, and after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/).
@@ -76,6 +77,8 @@
     {% endif %}
     {% if existing_relation is none %}
         {% do run_query('drop table if exists ' ~ cdc_merge.history_deletes_relation(target_relation)) %}
+        {#- Built again from the start of the log, it finds its truncates there again. -#}
+        {% do cdc_merge.forget_truncates(cfg, target_relation) %}
     {% endif %}
 
     {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
@@ -114,12 +117,13 @@
     {% endif %}
 
     {% set totals = {'events': 0, 'added': 0, 'removed': 0} %}
+    {% set stored_truncates = cdc_merge.history_stored_truncates(target_relation, cfg) if chunks | length else [] %}
     {% for chunk in chunks %}
         {% if not loop.first %}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
         {% set stats = cdc_merge.no_counts() %}
-        {% set chunk_ranges = cdc_merge.history_chunk_ranges(target_relation, raw_changes_view, cfg) %}
+        {% set chunk_ranges = cdc_merge.history_chunk_ranges(target_relation, raw_changes_view, cfg, stored_truncates) %}
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set batch = cdc_merge.history_batch_facts(target_relation, batch_view, model_sql, columns) %}
@@ -133,6 +137,10 @@
         {#- Online snapshot ranges: the batches closed their keys; after them, current versions of the ranges' other keys. -#}
         {% set ranged = cdc_merge.apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
+        {% do cdc_merge.record_history_truncates(target_relation, chunk_ranges, cfg) %}
+        {% for truncate in (chunk_ranges.record if chunk_ranges is not none else []) %}
+            {% do stored_truncates.append([truncate.seq, truncate.time]) %}
+        {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}
         {% do totals.update({'events': totals.events + stats.events_read, 'added': totals.added + stats.inserted, 'removed': totals.removed + stats.deleted}) %}

@@ -13,31 +13,51 @@
     their current version (apply_history_ranges), and their chains are rebuilt with it (chain.sql).
     So an older event arriving later is placed before the delete and opens nothing current, and a
     replay finds the delete and writes nothing. Keys are compared in the range's own key order
-    (cdc_merge's key_range_predicate).
+    (cdc_merge's key_range_predicate). A truncate of the table is a range over every key whose low
+    watermark is the truncate itself (truncates.sql).
 #}
 
-{% macro history_chunk_ranges(target_relation, changes_view, cfg) %}
-    {#- The chunk's ranges, read once: {'ranges': [...] (seq order), 'times': {range seq: source time as text}, 'column_types'}, or none. -#}
-    {% set found = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(changes_view, cfg.source_table, with_time=true)).rows %}
-    {% if not found | length %}
-        {{ return(none) }}
-    {% endif %}
-    {% set events = [] %}
-    {% set times = {} %}
-    {% for row in found %}
-        {% do events.append([row[0], row[1]]) %}
-        {% set seq = row[0] | string %}
-        {% do times.update({seq: row[2]}) %}
-    {% endfor %}
-    {% set ranges = adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
-    {% if not ranges %}
+{% macro history_chunk_ranges(target_relation, changes_view, cfg, stored_truncates) %}
+    {#- The chunk's ranges and truncates, read once (python_jobs/apply/history_closes.py): {'ranges': [...] (seq order),
+        'after': the chunk's own, 'times': {seq: source time as text}, 'record': its truncates to record, 'column_types'},
+        or none. stored_truncates: [seq, source time] of the truncates the history applied before (history_stored_truncates). -#}
+    {% set found = run_query(cdc_merge.history_close_events_sql(changes_view, cfg.source_table)).rows | map('list') | list %}
+    {% set closes = adapter.cdc_history_closes(found, stored_truncates, cfg.unique_key, model.name) %}
+    {% if not closes %}
         {{ return(none) }}
     {% endif %}
     {% set column_types = {} %}
     {% for name, data_type in cdc_merge.relation_column_types(target_relation) %}
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
-    {{ return({'ranges': ranges, 'times': times, 'column_types': column_types}) }}
+    {% do closes.update({'column_types': column_types}) %}
+    {{ return(closes) }}
+{% endmacro %}
+
+
+{% macro history_close_events_sql(changes_view, source_table) %}
+    {{ return(adapter.dispatch('history_close_events_sql', 'cdc_merge')(changes_view, source_table)) }}
+{% endmacro %}
+
+{% macro spark__history_close_events_sql(changes_view, source_table) %}
+    {#- The chunk's range records and truncates of the table: seq, action, raw_data as text, source time as text. -#}
+    select
+        seq,
+        action,
+        raw_data,
+        cast(source_ts as string) as source_ts
+    from {{ changes_view }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action in ('range', 'truncate')
+{% endmacro %}
+
+{% macro databend__history_close_events_sql(changes_view, source_table) %}
+    select
+        seq,
+        action,
+        raw_data::string as raw_data,
+        cast(source_ts as string) as source_ts
+    from {{ changes_view }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action in ('range', 'truncate')
 {% endmacro %}
 
 
@@ -62,11 +82,20 @@
         whose stored version (chain_stored) was updated in place from before the low watermark to after the
         range record is left open: an event between the watermarks that it took is not kept.
     -#}
+    {#- A truncate's stored deletes are found again from the events before them: a late event placed before one gives
+        its values (soft deletes), or a late delete closes the key first and the truncate closes nothing. #}
+    chain_range_events as (
+        select * from {{ events_cte }}
+        {%- if chunk_ranges.truncates %}
+        where not (_cdc_is_delete and _cdc_seq in ('{{ chunk_ranges.truncates | join("', '") }}'))
+        {%- endif %}
+    ),
+
     chain_range_next as (
         select
             *,
             lead(_cdc_seq) over (partition by _cdc_key order by _cdc_seq) as _cdc_next_seq
-        from {{ events_cte }}
+        from chain_range_events
     ),
 
     {#- One window for every range: the newest event at or before a range record is the one whose next event is after it. #}
@@ -86,7 +115,9 @@
             and _cdc_seq < '{{ range.low }}'
             and (_cdc_next_seq is null or _cdc_next_seq > '{{ range.seq }}')
             and {{ cdc_merge.key_range_predicate(range, chunk_ranges.column_types) }}
-            {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be gone. #}
+            {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be
+                gone. A truncate has no such window: its key's later event opens a version after the delete. #}
+            {%- if not range.get('truncate') %}
             and not exists (
                 select 1
                 from chain_stored as spanning
@@ -95,6 +126,7 @@
                     and spanning._cdc_seq < '{{ range.low }}'
                     and spanning._cdc_updated_seq > '{{ range.seq }}'
             )
+            {%- endif %}
         {{ 'union all' if not loop.last }}
         {%- endfor %}
     ),
@@ -111,7 +143,7 @@
     ),
 
     chain_ranged as (
-        select * from {{ events_cte }}
+        select * from chain_range_events
         union all
         select
             {%- for column in columns %}
@@ -193,10 +225,10 @@
 
 {% macro apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
     {#- The chunk's ranges (history_chunk_ranges), after its batches, for the keys they did not close; returns {'added': n, 'removed': n} rows. -#}
-    {% if chunk_ranges is none %}
+    {% if chunk_ranges is none or not chunk_ranges.after %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}
-    {% set ranges = chunk_ranges.ranges %}
+    {% set ranges = chunk_ranges.after %}
     {% set times = chunk_ranges.times %}
     {% set column_types = chunk_ranges.column_types %}
     {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}

@@ -14,25 +14,18 @@
     {{ return(found.rows | map('list') | list) }}
 {% endmacro %}
 
-{% macro spark__range_events_sql(relation, source_table, with_time=false) %}
-    {#- with_time: the range record's source time too (a history closes versions at it). -#}
+{% macro spark__range_events_sql(relation, source_table) %}
     select
         seq,
         raw_data
-        {%- if with_time %},
-        cast(source_ts as string) as source_ts
-        {%- endif %}
     from {{ relation }}
     where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
 {% endmacro %}
 
-{% macro databend__range_events_sql(relation, source_table, with_time=false) %}
+{% macro databend__range_events_sql(relation, source_table) %}
     select
         seq,
         raw_data::string as raw_data
-        {%- if with_time %},
-        cast(source_ts as string) as source_ts
-        {%- endif %}
     from {{ relation }}
     where _change_type = 'INSERT' and table_name = '{{ source_table }}' and action = 'range'
 {% endmacro %}

@@ -7,6 +7,8 @@
     A key an online snapshot's range closed (cdc_history's ranges.sql: the source no longer has it,
     and the log has no delete of it) counts as deleted at that range's low watermark, as the
     history's own delete of it says: in its deletes table (soft deletes: its delete version) there.
+    A key whose newest event is older than the table's last truncate counts as deleted, as in
+    cdc_mirror_matches_log.
 #}
 
 {% test cdc_history_one_current(model, source_table, raw_relation) %}
@@ -29,6 +31,14 @@ ranked as (
         ) as event_rank
     from {{ raw_relation }}
     where table_name = '{{ source_table }}' and action not in ('truncate', 'schema', 'range')
+
+),
+
+truncated as (
+
+    select coalesce(max(seq), '') as truncate_seq
+    from {{ raw_relation }}
+    where table_name = '{{ source_table }}' and action = 'truncate'
 
 ),
 
@@ -64,7 +74,11 @@ live_keys as (
     from ranked
     left join closed_by_ranges
         on closed_by_ranges._cdc_key = ranked.key and closed_by_ranges._cdc_seq > ranked.seq
-    where ranked.event_rank = 1 and ranked.action != 'delete' and closed_by_ranges._cdc_key is null
+    where
+        ranked.event_rank = 1
+        and ranked.action != 'delete'
+        and closed_by_ranges._cdc_key is null
+        and ranked.seq > (select truncated.truncate_seq from truncated)
 
 ),
 

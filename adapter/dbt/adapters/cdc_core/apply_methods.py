@@ -10,8 +10,8 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, column_names, idle_decision, key_range, maintenance_due, mirror_config, model_rows, one_commit,
-    retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    chunk_plan, column_defaults, column_names, history_closes, idle_decision, key_range, maintenance_due, mirror_config, model_rows,
+    one_commit, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -114,6 +114,12 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_snapshot_ranges(self, events: Sequence[Sequence[Any]], key_columns: Sequence[str]) -> List[Dict[str, Any]]:
         """snapshot_ranges.sql: the key ranges online snapshot pages read completely (snapshot_ranges.py)."""
         return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
+
+    @available
+    def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
+                           key_columns: Sequence[str], model: str) -> Optional[Dict[str, Any]]:
+        """cdc_history's ranges.sql: the ranges and truncates that close a chunk's versions (history_closes.py)."""
+        return history_closes.history_closes(events, stored_truncates, [str(column).lower() for column in key_columns], str(model))
 
     @available
     def cdc_key_range(self, plan: Mapping[str, Any], model: str) -> Dict[str, Any]:
