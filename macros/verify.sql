@@ -44,6 +44,9 @@
                 if not (history and (column.name | lower) in cdc_merge.history_columns()) %}
                 {% do columns.append([column.name | lower, column.dtype]) %}
             {% endfor %}
+            {#- A column kept though its model no longer selects it is null in rows written since: not compared. -#}
+            {% set kept = cdc_merge.verify_kept_columns(node, relation) %}
+            {% set columns = columns | rejectattr('0', 'in', kept) | list %}
             {#- The key with its types: a decimal key is sampled as its text, not as a double (verify_row_json). -#}
             {% set key_columns = [] %}
             {% for name in key %}
@@ -60,6 +63,7 @@
                 'source_table': node.config.source_table,
                 'engine': adapter.dispatch('verify_engine', 'cdc_merge')(),
                 'columns': columns,
+                'kept_columns': kept,
                 'count_sql': cdc_merge.verify_count_sql(relation, soft),
                 'unkeyed_sql': cdc_merge.verify_unkeyed_sql(relation),
                 'keys_sql': cdc_merge.verify_keys_sql(relation, sample or 100, soft),
@@ -281,4 +285,16 @@
 
 {% macro databend__verify_refresh_sql(relations) %}
     {{ return([]) }}
+{% endmacro %}
+
+
+{% macro verify_kept_columns(node, relation) %}
+    {#- The mirror's columns whose newest change in cdc_merge_schema_changes is 'kept' (schema_change.sql). -#}
+    {% set changes = api.Relation.create(database=node.database, schema=node.config.get('offsets_schema') or node.schema,
+        identifier='cdc_merge_schema_changes', type='table') %}
+    {% if node.config.materialized != 'cdc_merge' or load_relation(changes) is none %}
+        {{ return([]) }}
+    {% endif %}
+    {% set newest = cdc_merge.pending_backfills(changes, relation).newest %}
+    {{ return(newest.items() | selectattr('1', 'equalto', 'kept') | map(attribute='0') | map('lower') | list) }}
 {% endmacro %}

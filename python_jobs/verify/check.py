@@ -142,6 +142,7 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
     note_repeated(check, check, repeated)
     if source_rows:
         check.notes += unchecked_notes(families, next(iter(source_rows.values())))
+    check.notes += kept_notes(mirror)
     # What --repair reads again: each differing key, from itself through itself.
     found = [*check.missing, *check.extra, *check.differing]
     check.differing_ranges = [(key, key) for key in source.request_keys(table, key_values(found))]
@@ -162,6 +163,14 @@ def unchecked_notes(families: Mapping[str, str], source_names: Sequence[str],
         notes.append(f"not in the checksums, so a difference only there is not seen (python_jobs/verify/row_hash.py; "
                      f"--sample compares them): {', '.join(outside)}")
     return notes
+
+
+def kept_notes(mirror: Mapping[str, Any]) -> list[str]:
+    """The mirror's columns its model no longer selects (kept by on_schema_change, null in rows written
+    since), left out of mirror["columns"] by verify.sql: compared, every such row differed, and --repair
+    could not change it."""
+    kept = list(mirror.get("kept_columns") or [])
+    return [f"not compared, kept by the mirror though its model no longer selects them: {', '.join(kept)}"] if kept else []
 
 
 def note_repeated(found: MirrorCheck, check: MirrorCheck, repeated: Mapping[str, int]) -> None:
@@ -219,6 +228,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
     if getattr(source_side, "source_names", None) is not None:
         check.notes += unchecked_notes(families, source_side.source_names, source_side.in_checksum)
+    check.notes += kept_notes(mirror)
     note = options.get("note") or (lambda line: None)
 
     def differing_in(leaves: list[KeyRange]) -> MirrorCheck:
