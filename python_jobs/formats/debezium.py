@@ -261,7 +261,9 @@ def _seq(source: Mapping[str, Any], op: str) -> str:
         raise RejectedRecord(f"field 'source.snapshot' is {short(snapshot)}, not a snapshot marker")
     phase = 0 if (op == "r" or snapshot not in NOT_SNAPSHOT) else 1
     if position is None:
-        return line_ordered_seq(phase)
+        # Snapshot rows too: the writer (Flink CDC) emits them in stream order, and a snapshot taken
+        # again after missed changes must win over the older streamed rows of its keys.
+        return line_ordered_seq(1)
     return format_seq(*position, phase)
 
 

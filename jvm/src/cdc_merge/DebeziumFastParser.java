@@ -684,7 +684,8 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     if (row > 9_999_999_999L) {
       return null; // wider than its 10 digits: Python's format keeps every digit; left to it
     }
-    int phase = "r".equals(op) || !notSnapshot ? 0 : 1;
+    // Without a connector the line's place orders snapshot rows too (debezium.py _seq).
+    int phase = !noConnector && ("r".equals(op) || !notSnapshot) ? 0 : 1;
     char[] seq = new char[54];
     putPadded(seq, 0, major, 20);
     seq[20] = '.';
