@@ -13,8 +13,9 @@
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
-    {% set runs_tables, verify_tables = [], [] %}
+    {% set runs_tables, verify_tables, models = [], [], [] %}
     {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized in ('cdc_merge', 'cdc_history') %}
+        {% do models.append(api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) | string) %}
         {% set runs = api.Relation.create(database=node.database, schema=node.config.get('offsets_schema') or node.schema,
             identifier='cdc_merge_runs', type='table') %}
         {% set verify = api.Relation.create(database=node.database, schema=node.schema, identifier='cdc_merge_verify', type='table') %}
@@ -37,7 +38,7 @@
             {% do check_rows.append(cdc_merge.status_row(row)) %}
         {% endfor %}
     {% endfor %}
-    {% for line in adapter.cdc_status_from_tables(runs_rows, check_rows, hours) %}
+    {% for line in adapter.cdc_status_from_tables(runs_rows, check_rows, hours, models) %}
         {{ log(line, info=True) }}
     {% endfor %}
 {% endmacro %}

@@ -22,8 +22,16 @@ def _number(value: Any) -> float:
         return 0.0
 
 
-def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Mapping[str, Any]]) -> StatusSnapshot:
+def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Mapping[str, Any]],
+                         models: Sequence[str] | None = None) -> StatusSnapshot:
+    """models: the relations of the project's mirror models; the rows of other tables (a model renamed or
+    removed leaves its table, runs and checks behind) are left out, which before showed as a mirror still
+    'ok' with its last lag and check, as of its last run."""
     status = StatusSnapshot(taken_at=time.time(), service="cdc-status (from the tables)")
+    if models is not None:
+        names = {relation_name(model) for model in models}
+        runs = [row for row in runs if relation_name(row["target_table"]) in names]
+        checks = [check for check in checks if relation_name(check["mirror"]) in names]
     mirrors: dict[str, MirrorStatus] = {}
     by_invocation: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     landing = LandingStatus()

@@ -3,7 +3,7 @@ pipeline's status from its tables (python_jobs/status/tables.py), as lines. A mi
 
 import time
 from datetime import datetime
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
@@ -18,8 +18,8 @@ class StatusMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_status_from_tables(self, runs: Sequence[Dict[str, Any]], checks: Sequence[Dict[str, Any]],
-                               hours: float) -> List[str]:
-        status = tables.snapshot_from_tables(runs, checks)
+                               hours: float, models: Optional[Sequence[str]] = None) -> List[str]:
+        status = tables.snapshot_from_tables(runs, checks, None if models is None else [str(model) for model in models])
         tables.LAST[:] = [status]  # for cdc-status, in this process, to add the captures' files and print
         return render_text(status, float(hours))
 
