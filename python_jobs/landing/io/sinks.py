@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from python_jobs import crash_points
 from python_jobs.landing.io.checkpoint_table import TableIdentity
 from python_jobs.landing.io.errors import LandingError
+from python_jobs.landing.io.iceberg_tables import iceberg_table
 from pyspark.sql.types import StructField
 
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA, RAW_EVENT_SCHEMA, TRANSACTION_FIELDS
@@ -84,15 +85,9 @@ def committed(spark: SparkSession, table: str, batch_tag: str) -> bool:
 def iceberg_identity(spark: SparkSession, table: str) -> TableIdentity | None:
     """table's Iceberg UUID and whether it has a snapshot, as Spark SQL resolves the name (analysis
     only, no job); None when the name is not an Iceberg table."""
-    plan = spark._jsparkSession.table(table).queryExecution().analyzed()
-    while plan.getClass().getSimpleName() == "SubqueryAlias":
-        plan = plan.child()
-    if plan.getClass().getSimpleName() != "DataSourceV2Relation":
+    iceberg = iceberg_table(spark, table)
+    if iceberg is None:
         return None
-    spark_table = plan.table()
-    if spark_table.getClass().getName() != "org.apache.iceberg.spark.source.SparkTable":
-        return None
-    iceberg = spark_table.table()
     return TableIdentity(str(iceberg.uuid()), iceberg.currentSnapshot() is not None)
 
 

@@ -10,6 +10,8 @@ import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
+from python_jobs.landing.io.iceberg_tables import iceberg_table as resolved_iceberg_table
+
 # Each SparkContext's application id, asked of the JVM once (two py4j calls each time otherwise).
 _application_ids: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
@@ -22,17 +24,6 @@ def application_id(spark: Any) -> str:
     if known is None:
         known = _application_ids[context] = context.applicationId
     return known
-
-
-def _iceberg_table(spark: Any, table: str) -> Optional[Any]:
-    """The Iceberg table behind a name, resolved as Spark SQL resolves it (analysis only, no job)."""
-    plan = spark._jsparkSession.table(table).queryExecution().analyzed()
-    while plan.getClass().getSimpleName() == "SubqueryAlias":
-        plan = plan.child()
-    if plan.getClass().getSimpleName() != "DataSourceV2Relation":
-        return None
-    spark_table = plan.table()
-    return spark_table.table() if spark_table.getClass().getName() == "org.apache.iceberg.spark.source.SparkTable" else None
 
 
 # Tables asked about on every run (the offsets table once per mirror, the raw table and each
@@ -59,7 +50,7 @@ def refreshed_table(spark: Any, table: str) -> Optional[Any]:
             pass
         with _loaded_lock:
             _loaded.pop(key, None)
-    iceberg_table = _iceberg_table(spark, table)
+    iceberg_table = resolved_iceberg_table(spark, table)
     if iceberg_table is not None:
         with _loaded_lock:
             _loaded[key] = iceberg_table
