@@ -70,18 +70,24 @@ def test_numeric_keys_wider_than_a_mirror_decimal_are_paged_in_their_texts_order
     assert len(mirrored) == len(source) and mirrored == source
 
 
+def mirrored_uuid_items(postgres, project, tmp_path, rows: int):
+    """shop.items keyed by uuid, captured and applied: the capture's config and the source's rows."""
+    execute(postgres, "create schema shop; create table shop.items (id uuid primary key, qty int);"
+                      f"insert into shop.items select md5(g::text)::uuid, g from generate_series(1, {rows}) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
+    config = capture_config(dsn, project, tmp_path, page_rows=4)
+    capture_postgres.run(config)
+    apply(project)
+    items = mirror_and_source_rows(project, postgres, "items", "shop.items", "id, qty")[1]
+    assert len(items) == rows
+    return config, items
+
+
 def test_a_range_asked_for_with_a_uuid_in_upper_case_deletes_no_row_the_source_has(postgres, dbt_project, tmp_path):  # noqa: F811
     """cdc-snapshot --from as a person may type a uuid: the mirror holds its lower-case text, which
     sorts after the upper case, so its range began before the pages' and lost the rows between."""
-    execute(postgres, "create schema shop; create table shop.items (id uuid primary key, qty int);"
-                      "insert into shop.items select md5(g::text)::uuid, g from generate_series(1, 60) g")
-    dsn = create_capture_user(postgres, ["shop"])
-    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
-    config = capture_config(dsn, dbt_project, tmp_path, page_rows=4)
-    capture_postgres.run(config)
-    apply(dbt_project)
-    items = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")[1]
-    assert len(items) == 60
+    config, items = mirrored_uuid_items(postgres, dbt_project, tmp_path, 60)
     # From the first key starting with 'c' to the last starting with 'd': the mirror has 'a' and 'b' keys before them.
     start = next(key for key, _ in items if key.startswith("c"))
     end = [key for key, _ in items if key.startswith("d")][-1]
@@ -95,14 +101,7 @@ def test_a_request_the_capture_cannot_serve_is_reported_refused(postgres, dbt_pr
     """A bound that is not a value of the key's type (or a table the capture does not read) was left out
     with a log line only, while cdc-snapshot and cdc-verify --repair had said "will be read again": the
     range stayed unrepaired and no one was told. The capture refuses it where they look, and they say so."""
-    execute(postgres, "create schema shop; create table shop.items (id uuid primary key, qty int);"
-                      "insert into shop.items select md5(g::text)::uuid, g from generate_series(1, 20) g")
-    dsn = create_capture_user(postgres, ["shop"])
-    dbt_project.write_model("items", "unique_key='id', source_table='shop.items'", ITEMS)
-    config = capture_config(dsn, dbt_project, tmp_path, page_rows=4)
-    capture_postgres.run(config)
-    apply(dbt_project)
-    items = mirror_and_source_rows(dbt_project, postgres, "items", "shop.items", "id, qty")[1]
+    config, items = mirrored_uuid_items(postgres, dbt_project, tmp_path, 20)
     capture = threading.Timer(0.5, capture_postgres.run, [config])  # takes the requests once they are written
     capture.start()
     refused = snapshot_requests.main(["--state", str(config.state), "--table", "shop.items", "--from", "c0ffee",
