@@ -60,6 +60,9 @@ class MirrorCheck:
     source_position: str | None = None
     in_flight: int = 0
     waited_seconds: float = 0.0
+    # Whether the mirror had not applied past that position when the wait ended (in_flight.py's
+    # 'behind'): its differences may be changes on their way, not drift, so --repair leaves it.
+    behind: bool = False
     # Mirror rows without a _cdc_key (not written by the apply: by hand), left out of every comparison.
     unkeyed: int = 0
 
@@ -83,7 +86,7 @@ class MirrorCheck:
                 "missing": len(self.missing), "extra": len(self.extra), "differing": len(self.differing),
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
                 "source_position": self.source_position, "in_flight": self.in_flight,
-                "differing_ranges": self.differing_ranges,
+                "differing_ranges": self.differing_ranges, "behind": self.behind,
                 # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
                 "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
                          "differing": list(self.differing)[:REPORTED_KEYS]}}
@@ -218,7 +221,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         mirror_side.exclude(in_flight, view)
         check.in_flight, check.waited_seconds = len(in_flight), state.waited_seconds
         state_reached = state.reached
-        if state.reached == "behind":
+        check.behind = state.reached == "behind"
+        if check.behind:
             check.notes.append(f"the mirror had not applied past the source's position {position.label} after waiting "
                                f"{state.waited_seconds:.0f} s: it is behind, or its capture is (differences may be in flight)")
     search = RangeSearch()

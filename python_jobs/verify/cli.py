@@ -99,10 +99,17 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> Non
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
     range's first bound (read again, though the range starts after it) through its last; a sampled
     check's differing keys each from and through itself. A mirror that differs with no range to read
-    (its counts only) is said so, with what to do instead. Then, within wait_seconds in all, what the
+    (its counts only), or that was behind its source (its differences may be in flight), is said so,
+    with what to do instead. Then, within wait_seconds in all, what the
     capture did with each request: taken, refused (and why), or not yet taken."""
     written = []
     for check in checks:
+        if not check.get("clean", True) and check.get("behind"):
+            print(f"cdc-verify: {check['source_table']}: not read again: its mirror had not applied past the source's "
+                  f"position {check.get('source_position')} when the check ended, so what differs may be changes on their "
+                  "way; run cdc-verify --repair again once it has caught up (a longer --wait-seconds waits for it)",
+                  file=sys.stderr)
+            continue
         if not check.get("clean", True) and not check.get("differing_ranges"):
             print(f"cdc-verify: {check['source_table']}: no differing key was found to read again (the counts differ): "
                   f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",

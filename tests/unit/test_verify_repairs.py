@@ -26,6 +26,21 @@ def test_a_sampled_checks_differing_keys_are_each_asked_of_the_capture(tmp_path,
     assert parse_args(["--repair", "--state", str(state), "--sample", "10"]).repair
 
 
+def test_a_mirror_behind_its_source_is_not_read_again(tmp_path, capsys):
+    """Its differences may be changes still on their way: reading its ranges (often most of the table) again
+    would only repeat them, so it is told to wait for the mirror instead."""
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    checks = [{"source_table": "shop.t", "clean": False, "behind": True, "source_position": "0/16B3748",
+               "differing_ranges": [(None, ["500"]), (["500"], None)]},
+              {"source_table": "shop.u", "clean": False, "behind": False, "differing_ranges": [(["7"], ["9"])]}]
+    request_repairs(state, checks)
+    requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
+    assert requests == [{"table": "shop.u", "from": ["7"], "to": ["9"]}]
+    said = capsys.readouterr().err
+    assert "shop.t: not read again" in said and "0/16B3748" in said and "once it has caught up" in said
+
+
 def plain_literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
