@@ -104,3 +104,27 @@ def test_a_null_and_the_text_null_read_apart_through_dbt(databend_project):
                                   "cast(null as int) as i, cast(null as timestamp) as t", "--limit", "1")
     table = result.result.results[0].agate_table
     assert [dict(zip(table.column_names, row.values())) for row in table] == [{"n": None, "s": "NULL", "i": None, "t": None}]
+
+
+def test_a_raw_table_made_again_is_not_landed_into_with_the_old_checkpoint(databend_project):
+    """A Databend raw table dropped and made again (dbt run-operation create_raw_tables makes it
+    empty): the checkpoint lists the files landed into the old table, so a landing with it would skip
+    them and the mirrors rebuilt from the new table would miss their rows. Told apart by table_id."""
+    project = databend_project
+    (project.inbox / "part-1.json").write_text("\n".join(FLINK_MYSQL.read_text().splitlines()[:4]) + "\n")
+    assert project.land(PRODUCTS).counts["event"] == 4
+    raw = f"{project.raw_schema}.raw_events"
+    project.execute(f"drop table {raw}")
+    project.dbt("run-operation", "create_raw_tables")
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-2.json")
+
+    with pytest.raises(io.LandingError, match=r"is not the table .* landed into.*skip.*remove the checkpoint"):
+        project.land(PRODUCTS)
+    assert project.query(f"select count(*) as events from {raw}")[0]["events"] == 0
+    # As the message says: without the checkpoint every file lands again, into the new table.
+    shutil.rmtree(project.work_dir / "checkpoint")
+    assert project.land(PRODUCTS).counts["event"] == 20
+    # The checkpoint now belongs to the new table: the next landing goes on as usual.
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-3.json")
+    assert project.land(PRODUCTS).counts["event"] == 16
+    assert project.query(f"select count(*) as events from {raw}")[0]["events"] == 36

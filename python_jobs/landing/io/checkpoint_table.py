@@ -4,8 +4,8 @@ A checkpoint lists the files it landed (input_files.py); a landing skips them. W
 made again under the same name (its warehouse folder lost, emptied or restored from elsewhere, the
 table dropped), dbt creates it empty, and a landing with the old checkpoint skipped every file landed
 before: the mirrors, rebuilt from the new raw table, missed their rows with no message. The
-checkpoint therefore records the Iceberg table's UUID, which a table made again does not keep, and a
-landing into another table of that name is refused before anything is read.
+checkpoint therefore records the Iceberg table's UUID (on Databend its table_id), which a table made
+again does not keep, and a landing into another table of that name is refused before anything is read.
 """
 
 from __future__ import annotations

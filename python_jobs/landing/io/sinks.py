@@ -171,8 +171,19 @@ class DatabendSink:
         return f"databend table {raw_table.lower()} at {self.server}"
 
     def identity(self, raw_table: str) -> TableIdentity | None:
-        """None: a Databend table made again is not told apart (docs/landing.md)."""
-        return None
+        """The Databend table behind the name (checkpoint_table.py): its table_id, which a table
+        dropped and made again (or replaced) does not keep, and whether it has a snapshot; None when
+        the name is no table."""
+        database, name = (part.replace("'", "''") for part in raw_table.split("."))
+        row = self.connection.query_row(
+            f"select table_id from system.tables where database = '{database}' and name = '{name}'"
+        )
+        if row is None:
+            return None
+        (snapshots,) = self.connection.query_row(
+            f"select count(*) from fuse_snapshot('{database}', '{name}')"
+        ).values()
+        return TableIdentity(f"databend table_id {row.values()[0]}", int(snapshots) > 0)
 
     def require_tables(self, raw_table: str, quarantine_table: str) -> None:
         for table, schema in ((raw_table, RAW_EVENT_SCHEMA), (quarantine_table, QUARANTINE_SCHEMA)):
