@@ -72,8 +72,9 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     columns = key_columns_for(table_name, key_columns, message.get("pkNames"), "pkNames")
     # No log position: 'es' is the statement's start second and 'id' a counter of one Canal process,
     # so the message's place in the landed files orders it, then the row's place in 'data'
-    # (docs/ordering.md). INIT rows (a full load) sort before every streamed change of their key.
-    seq = line_ordered_seq(0 if kind == "INIT" else 1)
+    # (docs/ordering.md). INIT rows (a full load) too: they are written in stream order, and a full load
+    # taken again after missed changes must win over the older streamed rows of its keys.
+    seq = line_ordered_seq(1)
     source_ts_ms = positive_ms(message.get("es")) or positive_ms(message.get("ts"))
 
     def event(key: str, action: str, raw_data: str | None, before_data: str | None) -> ParsedLine:
