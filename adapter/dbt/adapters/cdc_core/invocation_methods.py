@@ -10,8 +10,9 @@ from typing import Any, Dict, List
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_core import run_state
+from dbt.adapters.cdc_core import package_match, run_state
 from dbt.adapters.cdc_core.capabilities import Capabilities
 from dbt.adapters.cdc_core.kept_rows import KeptRow, grouped, mirrors_to_release
 
@@ -25,6 +26,15 @@ _WAIT_FOR_KEPT_ROWS_SECONDS = 120
 
 class InvocationMethods(metaclass=AdapterMeta):
     """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
+
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        # Before any SQL: a wheel of another revision than the project's dbt package (package_match.py).
+        try:
+            package_match.check(str(getattr(config, "project_name", "")), str(getattr(config, "project_root", ".")),
+                                str(getattr(config, "packages_install_path", None) or "dbt_packages"))
+        except package_match.PackageMismatch as error:
+            raise DbtRuntimeError(str(error)) from None
 
     def cdc_connection_capabilities(self) -> Capabilities:
         """Each adapter's own (dbt's BaseAdapter.capabilities is another thing: dbt's features)."""
