@@ -9,10 +9,14 @@ of its include path). This plugin inherits everything else (its dependency, so e
 
 from dbt.adapters.base import AdapterPlugin
 
+from dbt.adapters.cdc_core import demo_refs
 from dbt.adapters.cdc_databend.impl import CdcDatabendAdapter, CdcDatabendConnectionManager, CdcDatabendCredentials
 from dbt.include import cdc_databend
 
 __all__ = ["CdcDatabendConnectionManager", "Plugin"]
+
+# A ref of a name only the package's disabled demo models have is a ref of a missing model (demo_refs.py).
+demo_refs.install()
 
 Plugin = AdapterPlugin(
     adapter=CdcDatabendAdapter,  # type: ignore[arg-type]
