@@ -29,6 +29,9 @@ from typing import Iterator
 log = logging.getLogger("cdc_merge")
 
 LOCK_WAIT = "CDC_MERGE_LOCK_WAIT"
+# What holds a lock, as one that waits for it is told: a run (dbt, the landing) or a capture (its state file).
+RUN, CAPTURE = "run", "capture"
+_ANOTHER = {RUN: "another run", CAPTURE: "a capture"}
 _DEFAULT_WAIT_SECONDS = 600.0
 # Locks this process holds, by lock file: taking one again (a run that failed without releasing
 # it, in a cdc-run process) replaces the old hold.
@@ -54,9 +57,10 @@ def wait_seconds() -> float:
         raise LockBusy(f"{LOCK_WAIT}={value!r} is not a number of seconds; set it to e.g. 600") from None
 
 
-def acquire(path: Path, what: str, wait: float | None = None) -> None:
+def acquire(path: Path, what: str, wait: float | None = None, role: str = RUN) -> None:
     """Hold path's lock until release(path) or this process ends; wait for another holder up to
-    wait seconds (default wait_seconds()), then raise LockBusy saying who holds it."""
+    wait seconds (default wait_seconds()), then raise LockBusy saying who holds it. role: what this
+    process is to one that waits for it (RUN, CAPTURE), written in the lock file with its pid."""
     wait = wait_seconds() if wait is None else wait
     release(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,24 +72,33 @@ def acquire(path: Path, what: str, wait: float | None = None) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            holder = _holder(fd)
+            holder_role, holder = _holder(fd)
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise LockBusy(busy_message(what, holder, wait)) from None
+                raise LockBusy(busy_message(what, holder, wait, holder_role, role)) from None
             if not told:
-                log.info("%s is in use by another run (%s): waiting up to %.0f s", what, holder, wait)
-                print(f"cdc_merge: {what} is in use by another run ({holder}): waiting up to {wait:.0f} s", flush=True)
+                said = waiting_message(what, holder, wait, holder_role)
+                log.info("%s", said)
+                print(f"cdc_merge: {said}", flush=True)
                 told = True
             time.sleep(0.2)
     os.ftruncate(fd, 0)
     since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {since}".encode(), 0)
+    os.pwrite(fd, f"{role}\npid {os.getpid()} on {socket.gethostname()} since {since}".encode(), 0)
     _held[str(path)] = fd
 
 
-def busy_message(what: str, holder: str, wait: float) -> str:
-    return (f"{what} is in use by another run ({holder}) and stayed so for {wait:.0f} s; this run changed "
-            f"nothing of it. Run again once that run ends (or wait longer: {LOCK_WAIT}=<seconds>).")
+def _other(role: str) -> str:
+    return _ANOTHER.get(role, f"another {role}")
+
+
+def waiting_message(what: str, holder: str, wait: float, holder_role: str = RUN) -> str:
+    return f"{what} is in use by {_other(holder_role)} ({holder}): waiting up to {wait:.0f} s"
+
+
+def busy_message(what: str, holder: str, wait: float, holder_role: str = RUN, role: str = RUN) -> str:
+    return (f"{what} is in use by {_other(holder_role)} ({holder}) and stayed so for {wait:.0f} s; this {role} changed "
+            f"nothing of it. Run again once that {holder_role} ends (or wait longer: {LOCK_WAIT}=<seconds>).")
 
 
 def release(path: Path) -> None:
@@ -116,6 +129,8 @@ def release_all() -> None:
     catalog_locks.release_all()
 
 
-def _holder(fd: int) -> str:
-    text = os.pread(fd, 200, 0).decode(errors="replace").strip()
-    return text or "starting"
+def _holder(fd: int) -> tuple[str, str]:
+    """What holds the lock (its role) and its pid, host and time, as it wrote them."""
+    text = os.pread(fd, 300, 0).decode(errors="replace").strip()
+    role, _, rest = text.partition("\n")
+    return (role, rest.strip() or "starting") if rest else (RUN, text or "starting")

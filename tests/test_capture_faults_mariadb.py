@@ -124,7 +124,7 @@ def test_a_second_capture_on_one_state_file_waits_then_stops_naming_the_first(ma
             if second.poll() is None:
                 second.kill()
         assert second.returncode == 2, stderr
-        assert f"is in use by another run (pid {first.pid} on" in stderr and "Traceback" not in stderr, stderr
+        assert f"is in use by a capture (pid {first.pid} on" in stderr and "Traceback" not in stderr, stderr
         my_insert(mariadb, 201, 210)
         wait_for(lambda: 210 in captured_ids(out))
         assert first.poll() is None

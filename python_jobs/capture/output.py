@@ -271,7 +271,7 @@ def one_capture_per_state(state: Path) -> Iterator[None]:
     of a mirror does (CDC_MERGE_LOCK_WAIT), then stops naming it."""
     lock = run_locks.lock_file("capture", str(state.absolute().parent), state.name)
     try:
-        run_locks.acquire(lock, f"the capture state {state}")
+        run_locks.acquire(lock, f"the capture state {state}", role=run_locks.CAPTURE)
     except run_locks.LockBusy as busy:
         raise CaptureError(str(busy)) from None
     try:
