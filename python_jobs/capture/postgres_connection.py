@@ -16,14 +16,17 @@ OUTPUT_SETTINGS = ("-c DateStyle=ISO,YMD -c IntervalStyle=postgres -c TimeZone=U
 # synchronous_standby_names set, a commit waits for a synchronous standby, for ever while none
 # answers: the capture would stop at its next watermark or heartbeat. So they commit once flushed here.
 OWN_COMMIT_SETTINGS = "-c synchronous_commit=local"
+# wal2json says in a WARNING which table's change it dropped (postgres_skipped.py): a role's or the
+# server's client_min_messages above it would hide them.
+WARNING_SETTINGS = "-c client_min_messages=warning"
 
 
 def connect(dsn: str, **options: Any) -> Any:
-    """psycopg2.connect with OUTPUT_SETTINGS and OWN_COMMIT_SETTINGS added to the DSN's own options."""
+    """psycopg2.connect with OUTPUT_SETTINGS, OWN_COMMIT_SETTINGS and WARNING_SETTINGS added to the DSN's own options."""
     import psycopg2
 
     own = dsn_settings(dsn).get("options", "")
-    return psycopg2.connect(dsn, options=f"{own} {OUTPUT_SETTINGS} {OWN_COMMIT_SETTINGS}".strip(), **options)
+    return psycopg2.connect(dsn, options=f"{own} {OUTPUT_SETTINGS} {OWN_COMMIT_SETTINGS} {WARNING_SETTINGS}".strip(), **options)
 
 
 def dsn_without_secrets(dsn: str) -> str:

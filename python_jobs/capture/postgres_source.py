@@ -54,6 +54,7 @@ from python_jobs.capture.postgres_labels import Labels, notice_relabeled_tables,
 from python_jobs.capture.postgres_persistence import Persistence, as_kept, notice_persistence, read_persistence
 from python_jobs.capture.postgres_relations import Relations, notice_renamed_columns, read_relations, replaced
 from python_jobs.capture.postgres_records import decoded, peeked_transactions, record_lines, table_columns
+from python_jobs.capture.postgres_skipped import SkippedChanges, notice_skipped_changes
 from python_jobs.capture.postgres_snapshot import fill_unsent_toast, take_snapshot
 from python_jobs.capture.postgres_stream import PostgresStream
 from python_jobs.capture.reconnect import follow_with_reconnects
@@ -79,6 +80,8 @@ class PostgresCapture:
         self.summary = CaptureSummary()
         # The state as last written; its written_lsn is the last commit already in a file.
         self.state: dict = {}
+        # The tables of changes the server's decoding dropped, from every session's warnings (postgres_skipped.py).
+        self.skipped = SkippedChanges()
         try:
             self.connection = self._connect()
         except psycopg2.Error as error:
@@ -116,6 +119,7 @@ class PostgresCapture:
     def _connect(self) -> Any:
         connection = connect(self.config.dsn)
         connection.autocommit = True
+        connection.notices = self.skipped
         with connection.cursor() as cursor:
             cursor.execute("set timezone = 'UTC'")
         return connection
@@ -219,6 +223,7 @@ class PostgresCapture:
         """Move one file's worth of whole transactions from the slot to a file; returns how many."""
         options = self._decoding_options()
         placeholders = ", ".join(["%s"] * len(options))
+        self.skipped.take()  # the last confirm's decoding's: those of the peek are taken with its file
         with self.connection.cursor() as cursor:
             cursor.execute(
                 f"select lsn::text, xid::text::bigint, data from pg_logical_slot_peek_changes(%s, null, %s, {placeholders})",
@@ -262,6 +267,7 @@ class PostgresCapture:
             self.tables_gone.add(table)
         noticed = self.additions.notice(self.catalog)  # stops at a primary key of other columns
         notice_rekeyed_tables(self, read_key_indexes(self.connection, self.config.tables))
+        notice_skipped_changes(self)
         notice_renamed_columns(self, log)
         shapes = {table: TableShape(frozenset(column.name for column in columns),
                                     frozenset(column.name for column in columns if column.toastable),

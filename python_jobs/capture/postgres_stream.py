@@ -59,6 +59,7 @@ class PostgresStream:
 
         config = self.capture.config
         connection = connect(config.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+        connection.notices = self.capture.skipped  # wal2json's warnings of changes it dropped (postgres_skipped.py)
         try:
             cursor = connection.cursor()
             # From the slot's confirmed position: everything after the last file confirmed.
@@ -130,6 +131,8 @@ class PostgresStream:
         self.page_passed = False
         self.progress.written(sum(len(tx.records) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
                               pending[-1].commit_ts_ms)
+        # The warnings received with these transactions, which psycopg2 keeps aside until the connection is polled.
+        cursor.connection.poll()
         try:
             last_commit = self.capture.write_transactions(pending, following=self.progress.as_state())
         finally:
