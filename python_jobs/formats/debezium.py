@@ -6,7 +6,12 @@ import re
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from python_jobs.formats.debezium_types import decode_image, image_column_schemas
+from python_jobs.formats.debezium_types import (
+    decode_image,
+    image_column_schemas,
+    is_variable_scale_decimal,
+    schemaless_column_schemas,
+)
 from python_jobs.formats.records import (
     STATUS_EVENT,
     STATUS_TOMBSTONE,
@@ -279,5 +284,8 @@ def _image(text: str, members: Members, name: str, schema: Any) -> tuple[Any, st
         return value, None
     column_schemas = image_column_schemas(schema, name)
     if not column_schemas:
-        return value, image_text
+        # Without the schema only a VariableScaleDecimal says what it is: {scale, value} (debezium_types).
+        if not any(is_variable_scale_decimal(column) for column in value.values()):
+            return value, image_text
+        return decode_image(object_members(text, start, name), schemaless_column_schemas(value), name)
     return decode_image(object_members(text, start, name), column_schemas, name)

@@ -1,9 +1,12 @@
 """Debezium's logical types, decoded with the schema of a {schema, payload} line.
 
 Without the schema a precise DECIMAL arrives as base64 bytes whose scale is unknown: set
-decimal.handling.mode=string on the connector, or keep schemas on. With the schema each
-value becomes what a model casts with cdc_column(): decimals as exact JSON numbers, dates,
-times and timestamps as ISO strings (UTC for instants).
+decimal.handling.mode=string on the connector, or keep schemas on. A VariableScaleDecimal
+(PostgreSQL's numeric without precision, Oracle's NUMBER) carries its scale, {"scale": s,
+"value": base64}, the only object a schemaless row image holds in that exact shape: it is
+decoded without the schema too. With the schema each value becomes what a model casts with
+cdc_column(): decimals as exact JSON numbers, dates, times and timestamps as ISO strings (UTC
+for instants).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import base64
 import binascii
 import datetime as dt
 import json
+import re
 from decimal import Decimal
 from typing import Any, Callable, Mapping
 
@@ -35,6 +39,26 @@ def image_column_schemas(schema: Any, image_field: str) -> dict[str, Mapping[str
                     if isinstance(column, dict) and isinstance(column.get("field"), str)
                 }
     return {}
+
+
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+_BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+
+
+def is_variable_scale_decimal(value: Any) -> bool:
+    """A schemaless VariableScaleDecimal: an object of exactly an integer 'scale' and a non-empty
+    base64 'value'. Debezium writes no other column as an object of that shape (JSON columns are
+    strings, a geometry has 'wkb' and 'srid')."""
+    if not isinstance(value, dict) or value.keys() != {"scale", "value"}:
+        return False
+    scale, digits = value["scale"], value["value"]
+    return (isinstance(scale, int) and not isinstance(scale, bool) and isinstance(digits, str)
+            and bool(digits) and _BASE64.match(digits) is not None)
+
+
+def schemaless_column_schemas(image: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The schema a schemaless image's VariableScaleDecimal columns would have had."""
+    return {name: {"name": VARIABLE_SCALE_DECIMAL} for name, value in image.items() if is_variable_scale_decimal(value)}
 
 
 def decode_image(members: Members, column_schemas: Mapping[str, Mapping[str, Any]], image_field: str) -> tuple[dict, str]:

@@ -338,6 +338,9 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     if (columns == null || columns.isEmpty() || keyImageToken != JsonToken.START_OBJECT) {
       return null;
     }
+    if ((before != null && before.scaleValueObject) || (after != null && after.scaleValueObject)) {
+      return null; // a schemaless VariableScaleDecimal: Python decodes it
+    }
     String key = canonicalKey(keyImage.keyValues, columns);
     String seq = seq(source, op);
     if (key == null || seq == null) {
@@ -421,16 +424,22 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
   }
 
-  /** A row image: [start, end) in bytes of the object, and the values of its key-column members. */
+  /**
+   * A row image: [start, end) in bytes of the object, the values of its key-column members, and
+   * whether a member is an object of exactly 'scale' and 'value' (a schemaless VariableScaleDecimal,
+   * which Python decodes: debezium_types.is_variable_scale_decimal).
+   */
   private static final class Image {
     final int start;
     final int end;
     final Map<String, Value> keyValues;
+    final boolean scaleValueObject;
 
-    Image(int start, int end, Map<String, Value> keyValues) {
+    Image(int start, int end, Map<String, Value> keyValues, boolean scaleValueObject) {
       this.start = start;
       this.end = end;
       this.keyValues = keyValues;
+      this.scaleValueObject = scaleValueObject;
     }
   }
 
@@ -441,9 +450,40 @@ public final class DebeziumFastParser implements UDF1<byte[], Row> {
       return null;
     }
     int start = (int) parser.getTokenLocation().getByteOffset();
-    Map<String, Value> keyValues = members(parser, keyNames);
+    Map<String, Value> keyValues = new HashMap<>();
+    boolean scaleValueObject = false;
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.getCurrentName();
+      JsonToken member = parser.nextToken();
+      if (member == JsonToken.START_OBJECT) {
+        scaleValueObject |= isScaleValueObject(parser);
+        if (keyNames.contains(name)) {
+          keyValues.put(name, new Value(member, null, 0, false));
+        }
+      } else if (keyNames.contains(name)) {
+        keyValues.put(name, scalar(parser, member));
+      } else {
+        parser.skipChildren();
+      }
+    }
     int end = (int) parser.getTokenLocation().getByteOffset() + 1;
-    return new Image(start, end, keyValues);
+    return new Image(start, end, keyValues, scaleValueObject);
+  }
+
+  /** Reads the object the parser stands on: whether its members are exactly 'scale' and 'value'. */
+  private static boolean isScaleValueObject(JsonParser parser) throws IOException {
+    int count = 0;
+    boolean scale = false;
+    boolean value = false;
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.getCurrentName();
+      count++;
+      scale |= "scale".equals(name);
+      value |= "value".equals(name);
+      parser.nextToken();
+      parser.skipChildren();
+    }
+    return count == 2 && scale && value;
   }
 
   private static Value scalar(JsonParser parser, JsonToken token) throws IOException {
