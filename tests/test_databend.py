@@ -14,7 +14,7 @@ from conftest import FIXTURES
 from harness.mirror_project import make_project
 from python_jobs.landing import io
 from python_jobs.landing.schemas import RAW_EVENT_SCHEMA
-from test_materialization import run_error, write_model
+from test_materialization import postgres_line, run_error, write_model
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -128,3 +128,23 @@ def test_a_raw_table_made_again_is_not_landed_into_with_the_old_checkpoint(datab
     shutil.copy(FLINK_MYSQL, project.inbox / "part-3.json")
     assert project.land(PRODUCTS).counts["event"] == 16
     assert project.query(f"select count(*) as events from {raw}")[0]["events"] == 36
+
+
+def test_a_statement_the_server_refuses_says_its_message_not_the_whole_response(databend_project, caplog):
+    """A value the model's type cannot hold fails the run on Databend (docs/schema_changes.md): the
+    error says the server's message and code, not its HTTP response of 1,500 characters (session,
+    settings, progress counters, URIs) with every quote escaped twice."""
+    project = databend_project
+    (project.inbox / "a.json").write_text(postgres_line("c", 100, {"id": 1, "title": "héllo", "flag": 1}) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'flag': 'boolean'}) }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+
+    error = run_error(project.dbt("run", "--select", "docs", expect_success=False))
+
+    assert "Databend refused the statement: InvalidCast while evaluating function `to_boolean('1')`" in error
+    assert "(error code 1006, BadArguments; query id " in error
+    assert "session_id" not in error and "scan_progress" not in error and "failed to query" not in error
+    # databend-py's own record of it (the whole statement and response) is not printed either.
+    assert "failed to query" not in caplog.text

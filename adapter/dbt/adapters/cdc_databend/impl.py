@@ -26,6 +26,7 @@ from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 from dbt.adapters.cdc_databend.null_values import keep_nulls
 from dbt.adapters.cdc_databend.relation import CdcDatabendRelation
+from dbt.adapters.cdc_databend.server_errors import quiet_client_log, statement_error
 from dbt.adapters.cdc_databend.python_landing import LocalSparkPythonJobHelper
 
 
@@ -34,6 +35,7 @@ _REFUSED_LOGIN = re.compile(r"status code 401\b")
 _SERVER_MESSAGE = re.compile(r'"message": "([^"]*)"')
 # One per process, as run_state.STATE: the idle check's facts of the current invocation's tables.
 FACTS = InvocationFacts()
+quiet_client_log()
 
 
 @dataclass
@@ -62,13 +64,17 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 
     @contextmanager
     def exception_handler(self, sql: str):
-        """The base's, but a refused login (HTTP 401, before the statement ran) says what to change."""
+        """The base's, but a refused login (HTTP 401, before the statement ran) says what to change,
+        and a refused statement says the server's message, not its whole response (server_errors.py)."""
         try:
             with super().exception_handler(sql):
                 yield
         except DbtRuntimeError as error:
             if not _REFUSED_LOGIN.search(str(error)):
-                raise
+                readable = statement_error(str(error))
+                if readable is None:
+                    raise
+                raise DbtRuntimeError(readable) from None
             credentials = self.get_thread_connection().credentials
             said = _SERVER_MESSAGE.search(str(error))
             reason = said.group(1).replace("\\'", "'") if said else "HTTP 401"
