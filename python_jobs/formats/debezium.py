@@ -71,6 +71,9 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         return _key_range(text, members, envelope, key_columns)
     if op is None and envelope.get("status") == "END":
         return _transaction_end(envelope)
+    if op is None and envelope.keys() == {"ts_ms"}:
+        # The connector's heartbeat (heartbeat.interval.ms), with or without its schema.
+        raise IgnoredRecord(f"Debezium heartbeat at ts_ms {short(envelope['ts_ms'])}")
     if op is None and envelope.get("status") == "BEGIN":
         raise IgnoredRecord(f"Debezium transaction BEGIN {short(envelope.get('id'))}")
     if op is None:

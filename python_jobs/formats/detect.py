@@ -34,7 +34,9 @@ def detect(members: Members) -> str:
     debezium_envelope = "op" in members and any(name in members for name in ("source", "before", "after"))
     # Schema changes, and the captures' online snapshot key ranges (python_jobs/capture/snapshot_pages.py).
     debezium_envelope = debezium_envelope or ("source" in members and any(name in members for name in ("ddl", "tableChanges", "range")))
-    if "payload" in members or debezium_envelope or _is_transaction_marker(members):
+    # A heartbeat (heartbeat.interval.ms) is {"ts_ms": ...} alone, on the connector's heartbeat topic.
+    heartbeat = members.keys() == {"ts_ms"}
+    if "payload" in members or debezium_envelope or heartbeat or _is_transaction_marker(members):
         return "debezium"
     if all(name in members for name in captured_wal2json.WRAPPER_MEMBERS):
         return "captured_wal2json"
