@@ -55,3 +55,41 @@ def _bound(raw_data: str, members: Any, name: str, key_columns: Sequence[str]) -
     if any(column.lower() not in image for column in key_columns):
         return False
     return [{"name": column, "image": "{" + json.dumps(column) + ":" + image[column.lower()] + "}"} for column in key_columns]
+
+
+# Model types that order their values as text.
+_TEXT_TYPES = ("string", "varchar", "char", "text")
+
+
+def key_order_problem(ranges: Sequence[dict[str, Any]], column_types: dict[str, str], model: str) -> str | None:
+    """What to change when a range's key column is a number at the source and text in the model (a
+    unique_key cast to string where cdc-scaffold wrote a number type): the mirror compares its keys as
+    text, where 100 is between 10 and 20, so a range of 10 to 20 takes in keys the page never read,
+    and their rows, which the source has, would be deleted. None when every key column orders as the
+    source's does."""
+    types = {str(name).lower(): _bare_type(str(data_type)) for name, data_type in column_types.items()}
+    for planned in ranges:
+        for bound in (planned.get("after"), planned.get("from"), planned.get("through")):
+            for column in bound or ():
+                value = json.loads(column["image"])[column["name"]]
+                data_type = types.get(column["name"].lower(), "")
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and data_type.startswith(_TEXT_TYPES):
+                    return (f"cdc_merge model '{model}': unique_key column {column['name']} is {data_type} in the model but a number "
+                            f"at the source (an online snapshot read a range of its keys again, from {_shown(planned.get('from') or planned.get('after'))} "
+                            f"to {_shown(planned.get('through'))}): as text the mirror's keys order otherwise ('100' is between '10' and '20'), "
+                            "and the rows of keys the range did not read would be deleted. Cast the column to the number type cdc-scaffold "
+                            "writes for it (the source's: int, bigint, decimal), then rebuild the mirror: "
+                            f"dbt run --full-refresh --select {model}")
+    return None
+
+
+def _bare_type(data_type: str) -> str:
+    """A Databend Nullable(String) as string; every type in lower case."""
+    text = data_type.strip().lower()
+    return text[len("nullable("):-1] if text.startswith("nullable(") and text.endswith(")") else text
+
+
+def _shown(bound: Any) -> str:
+    if not bound:
+        return "the table's end" if bound is None else "?"
+    return ", ".join(str(json.loads(column["image"])[column["name"]]) for column in bound)

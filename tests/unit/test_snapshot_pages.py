@@ -158,3 +158,16 @@ def test_a_read_asked_for_again_while_its_first_page_is_open_is_queued_unless_me
     assert len(pages.snapshots) == 2
     pages.request_once(TableSnapshot("shop.t", "replaced"), log)
     assert len(pages.snapshots) == 2  # the one queued waits unstarted
+
+
+def test_a_number_key_the_model_casts_to_text_is_a_problem_and_text_keys_are_not():
+    from python_jobs.apply.snapshot_ranges import key_order_problem
+
+    (numbers,) = snapshot_ranges([["0001", '{"from":{"id":10},"through":{"id":20},"low":"0000","key":["id"]}']], ["id"])
+    (texts,) = snapshot_ranges([["0001", '{"from":{"id":"10"},"through":{"id":"20"},"low":"0000","key":["id"]}']], ["id"])
+    said = key_order_problem([numbers], {"id": "string"}, "customers")
+    assert said.startswith("cdc_merge model 'customers': unique_key column id is string in the model but a number at the source")
+    assert "from 10 to 20" in said and "dbt run --full-refresh --select customers" in said
+    assert key_order_problem([numbers], {"ID": "Nullable(String)"}, "customers") is not None  # Databend's type
+    assert key_order_problem([numbers], {"id": "bigint"}, "customers") is None
+    assert key_order_problem([texts], {"id": "string"}, "customers") is None  # keys the capture pages as text (numeric)

@@ -37,7 +37,13 @@
         {{ return(0) }}
     {% endif %}
     {% set removed = namespace(rows=0) %}
-    {% for range in adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+    {% set ranges = adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+    {#- A key column the model casts to text where the source's is a number orders otherwise: refused before any delete. -#}
+    {% set problem = adapter.cdc_snapshot_range_problem(ranges, column_types, model.name) if ranges else none %}
+    {% if problem %}
+        {% do exceptions.raise_compiler_error(problem) %}
+    {% endif %}
+    {% for range in ranges %}
         {% set older = cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "'"
             ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
         {% set rows = run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}

@@ -116,6 +116,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return snapshot_ranges.snapshot_ranges(events, [str(column).lower() for column in key_columns])
 
     @available
+    def cdc_snapshot_range_problem(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str], model: str) -> Optional[str]:
+        """snapshot_ranges.sql: what to change when a key column orders otherwise in the mirror than at the source, or None."""
+        return snapshot_ranges.key_order_problem([dict(planned) for planned in ranges], dict(column_types), str(model))
+
+    @available
     def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
                            key_columns: Sequence[str], model: str) -> Optional[Dict[str, Any]]:
         """cdc_history's ranges.sql: the ranges and truncates that close a chunk's versions (history_closes.py)."""
