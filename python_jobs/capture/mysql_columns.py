@@ -53,11 +53,24 @@ def _renamed_into(ddl: str) -> set[str]:
         rf"\b(?:rename\s+column\s+{_ID}\s+to|change\s+(?:column\s+)?{_ID})\s+({_ID})", ddl, re.IGNORECASE)}
 
 
+# A RENAME COLUMN's or a CHANGE's name before and after (IF EXISTS is no name).
+_RENAMES = re.compile(rf"\b(?:rename\s+column\s+(?:if\s+exists\s+)?({_ID})\s+to|change\s+(?:column\s+)?"
+                      rf"(?:if\s+exists\s+)?({_ID}))\s+({_ID})", re.IGNORECASE)
+
+
+def _moved_into(ddl: str) -> set[str]:
+    """The names, lower-cased, a RENAME COLUMN or a CHANGE gives a column that had another name."""
+    return {_unquoted(new) for renamed, changed, new in _RENAMES.findall(ddl)
+            if _unquoted(renamed or changed) != _unquoted(new)}
+
+
 def renamed_columns(known: Sequence[str], after: TableInfo, ddl: str) -> list[str]:
     """The columns an ALTER TABLE renamed: of after, under a name the log did not have (known) that
-    the statement renames a column to."""
-    renamed, old = _renamed_into(ddl), set(known)
-    return [column.name for column in after.columns if column.name not in old and column.name.lower() in renamed]
+    the statement renames a column to, or under a name another column had before it (columns that
+    swap names: neither name is new, and each row holds the other's value under it)."""
+    renamed, moved, old = _renamed_into(ddl), _moved_into(ddl), set(known)
+    return [column.name for column in after.columns
+            if (column.name not in old and column.name.lower() in renamed) or column.name.lower() in moved]
 
 
 def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[list[Column], list[str]]:

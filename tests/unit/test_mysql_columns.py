@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from python_jobs.capture.mysql_columns import _implicit_default, read_table_info
-from python_jobs.capture.mysql_events import json_value
+from python_jobs.capture.mysql_columns import _implicit_default, read_table_info, renamed_columns
+from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 
 COLUMNS = [("id", "int", "INT(11) UNSIGNED", "PRI"), ("perms", "set", "set('Read','Write','Õ')", ""),
            ("mood", "enum", "enum('Happy','sad')", "")]
@@ -38,3 +38,11 @@ def test_set_and_enum_members_keep_their_case_and_other_types_are_lowercase():
     assert json_value(types["perms"], "Read,Write,Õ") == "Read,Write,Õ"
     assert json_value(types["perms"], frozenset({"Write", "Read"})) == "Read,Write"
     assert _implicit_default(types["mood"]) == "Happy"
+
+
+def test_columns_that_swap_names_are_renamed_and_a_retype_under_its_own_name_is_not():
+    table = TableInfo("shop", "pairs", tuple(Column(name, "int", "int(11)") for name in ("id", "a", "b", "c")), ("id",))
+    known = ["id", "a", "b", "c"]
+    assert renamed_columns(known, table, "alter table pairs rename column a to b, rename column b to a") == ["a", "b"]
+    assert renamed_columns(known, table, "ALTER TABLE pairs CHANGE `a` `b` int, CHANGE COLUMN IF EXISTS b A int") == ["a", "b"]
+    assert renamed_columns(known, table, "alter table pairs change a a bigint, change column c c int") == []
