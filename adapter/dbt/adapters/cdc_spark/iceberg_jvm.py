@@ -23,8 +23,12 @@ def jar_path() -> str:
     return iceberg_helper_jar()
 
 
-# Per Python thread (py4j pins each to a JVM thread of its own): the jar that thread's JVM thread
-# loads classes from, and the classes found there (None: not found).
+# Per process, for one session and jar: the class loader ADD JAR left on the first JVM thread that
+# added the jar (the session's jar class loader, holding it), and the classes found there (None: not found).
+_process_lock = threading.Lock()
+_process: dict = {}
+# Per Python thread (py4j pins each to a JVM thread of its own): the session and jar that thread's JVM
+# thread loads classes with.
 _thread = threading.local()
 
 
@@ -39,12 +43,21 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
     if not jar:
         return None
     if getattr(_thread, "jar", None) != jar or getattr(_thread, "session", None) is not spark:
-        # Once per thread, not once: ADD JAR sets the calling JVM thread's class loader, and each
-        # dbt thread calls from a JVM thread of its own.
-        _thread.jar, _thread.session, _thread.found = jar, spark, {}
-        if os.path.isfile(jar):
-            spark.sql(f"add jar '{jar}'")
-    found = _thread.found
+        # Once per thread: each dbt thread calls from a JVM thread of its own, whose context class
+        # loader must see the jar (py4j finds a static method's class through it). The first thread
+        # adds the jar; a later one (dbt starts new threads every invocation) is given the loader
+        # ADD JAR left, one call instead of a statement parsed and run (tens of ms per thread).
+        with _process_lock:
+            if _process.get("jar") != jar or _process.get("session") is not spark:
+                _process.clear()
+                _process.update(jar=jar, session=spark, loader=None, found={})
+                if os.path.isfile(jar):
+                    spark.sql(f"add jar '{jar}'")
+                    _process["loader"] = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            elif _process["loader"] is not None:
+                spark._jvm.java.lang.Thread.currentThread().setContextClassLoader(_process["loader"])
+        _thread.jar, _thread.session = jar, spark
+    found = _process["found"]
     if class_name not in found:
         # Looked up by its packages once: py4j looks each package up on the whole classpath.
         java_class = spark._jvm
