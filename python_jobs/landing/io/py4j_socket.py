@@ -15,28 +15,48 @@ import logging
 import threading
 from typing import Any
 
+from python_jobs.landing.io.py4j_lookups import kept_class
+
 log = logging.getLogger("cdc_merge.py4j")
 
 _thread = threading.local()
+# The reflective handles, the same for every connection of a session's gateway: found once.
+_handles_lock = threading.Lock()
+_handles: dict = {}
 
 
 def answer_without_delay(spark: Any) -> bool:
     """Sets TCP_NODELAY on the JVM's socket of this thread's connection, once per thread and session
-    (about 0.6 ms). False where the JVM does not allow it (the calls then work as before)."""
+    (four calls into the JVM; the fields are looked up once). False where the JVM does not allow it
+    (the calls then work as before)."""
     if getattr(_thread, "session", None) is spark:
         return _thread.done
     _thread.session, _thread.done = spark, False
     try:
-        jvm = spark._jvm
-        target = jvm.java.lang.Class.forName("java.lang.Thread").getDeclaredField("target")
-        target.setAccessible(True)
-        connection = target.get(jvm.java.lang.Thread.currentThread())
+        with _handles_lock:
+            if _handles.get("session") is not spark:
+                jvm = spark._jvm
+                target = jvm.java.lang.Class.forName("java.lang.Thread").getDeclaredField("target")
+                target.setAccessible(True)
+                _handles.clear()
+                _handles.update(session=spark, thread_class=kept_class("java.lang.Thread", spark._sc._gateway._gateway_client),
+                                target=target, socket=None)
+        connection = _handles["target"].get(_handles["thread_class"].currentThread())
         if connection is None:
             return False
-        socket_field = connection.getClass().getDeclaredField("socket")
-        socket_field.setAccessible(True)
-        socket_field.get(connection).setTcpNoDelay(True)
+        with _handles_lock:
+            if _handles["socket"] is None:
+                socket_field = connection.getClass().getDeclaredField("socket")
+                socket_field.setAccessible(True)
+                _handles["socket"] = socket_field
+        _handles["socket"].get(connection).setTcpNoDelay(True)
         _thread.done = True
     except Exception as error:  # noqa: BLE001 - another py4j or JVM: each large answer may wait 40 ms
         log.debug("py4j socket left with Nagle's algorithm: %s", str(error).splitlines()[0][:300])
     return _thread.done
+
+
+def java_thread_class(spark: Any) -> Any:
+    """java.lang.Thread as answer_without_delay found it for the session (looked up now if it has not)."""
+    answer_without_delay(spark)
+    return _handles.get("thread_class") if _handles.get("session") is spark else spark._jvm.java.lang.Thread

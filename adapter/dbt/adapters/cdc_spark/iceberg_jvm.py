@@ -8,7 +8,7 @@ from typing import Any, Optional
 from dbt.adapters.events.logging import AdapterLogger
 
 from python_jobs.landing.io.py4j_lookups import keep_jvm_lookups, kept_class
-from python_jobs.landing.io.py4j_socket import answer_without_delay
+from python_jobs.landing.io.py4j_socket import answer_without_delay, java_thread_class
 from python_jobs.landing.io.session import iceberg_helper_jar
 
 logger = AdapterLogger("cdc_spark")
@@ -53,9 +53,9 @@ def jvm_class(spark: Any, class_name: str) -> Optional[Any]:
                 _process.update(jar=jar, session=spark, loader=None, found={})
                 if os.path.isfile(jar):
                     spark.sql(f"add jar '{jar}'")
-                    _process["loader"] = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+                    _process["loader"] = java_thread_class(spark).currentThread().getContextClassLoader()
             elif _process["loader"] is not None:
-                spark._jvm.java.lang.Thread.currentThread().setContextClassLoader(_process["loader"])
+                java_thread_class(spark).currentThread().setContextClassLoader(_process["loader"])
         _thread.jar, _thread.session = jar, spark
     found = _process["found"]
     if class_name not in found:
