@@ -68,6 +68,10 @@ def test_maxwell_orders_by_binlog_position_when_it_has_one():
     assert seqs == sorted(seqs) and not any(seq.startswith(ZERO) for seq in seqs)
     assert parsed(json.dumps(record))[0].seq == f"{ZERO}1"
     assert parsed(json.dumps({**record, "type": "bootstrap-insert"}))[0].seq == f"{ZERO}1"
+    # With a position, a bootstrap row sits at its request's: after the rows before it, before the rows after.
+    bootstrap = {key: value for key, value in record.items() if key not in ("xid", "old")}
+    (read,) = parsed(json.dumps({**bootstrap, "type": "bootstrap-insert", "position": "master.000006:900000"}))
+    assert read.action == "read" and seqs[0] < read.seq < seqs[2] and read.seq.endswith(".0")
 
 
 def test_goldengate_and_wal2json_without_positions_are_ordered_by_their_line():

@@ -140,18 +140,23 @@ def _before_image(text: str, data_start: int, old: tuple[Any, str, int] | None) 
 def _seq(record: Mapping[str, Any], kind: str) -> str:
     """Binlog file + position + xoffset when Maxwell writes 'position' (output_binlog_position);
     otherwise no log position ('ts' is a second, 'xid' restarts with the server), so the line's
-    place orders the event. Bootstrap rows carry no position: their lines order them, for Maxwell
+    place orders the event. Bootstrap rows without a position: their lines order them, for Maxwell
     writes them in stream order (the table's binlog rows are held back until bootstrap-complete), and
     a bootstrap run to catch up after changes were missed (a purged binlog) must win over the older
-    streamed rows of its keys. Beside rows with a position they sort first."""
-    if kind == "bootstrap-insert":
-        return line_ordered_seq(1)
+    streamed rows of its keys. With output_binlog_position Maxwell gives a bootstrap row the position
+    of its request (the insert into maxwell.bootstrap): the table read after it, so a snapshot row
+    there (PHASE 0), before the binlog rows after it."""
     position = record.get("position")
     if position is None:
         return line_ordered_seq(1)
     match = _POSITION.match(position) if isinstance(position, str) else None
     if match is None:
         raise RejectedRecord(f"field 'position' is {short(position)}, not 'binlog-file.N:pos'")
+    if kind == "bootstrap-insert":
+        binlog_file, offset = int(match.group(1)), int(match.group(2))
+        if binlog_file >= MAX_POSITION or offset >= MAX_POSITION:
+            raise RejectedRecord(f"field 'position' is {short(position)}: its numbers are beyond a binlog position")
+        return format_seq(binlog_file, offset, 0, 0)
     row = LAST_ROW if record.get("xoffset") is None else non_negative_int(record, "xoffset", "")
     if row > LAST_ROW:
         raise RejectedRecord(f"field 'xoffset' is {short(row)}, more than a row of one transaction can be")
