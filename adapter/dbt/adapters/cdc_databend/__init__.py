@@ -8,8 +8,18 @@ of its include path). This plugin inherits everything else (its dependency, so e
 """
 
 from dbt.adapters.base import AdapterPlugin
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_core import demo_refs
+
+try:
+    import dbt.adapters.databend  # noqa: F401 - dbt-databend-cloud, of the extra `databend`
+except ModuleNotFoundError as missing:
+    # Without it dbt printed 50 lines of traceback ending in "No module named 'dbt.adapters.databend'".
+    raise DbtRuntimeError(
+        f"the target's type cdc_databend needs dbt-databend-cloud ({missing}): install cdc_merge with the extra "
+        "`databend` in this virtualenv (pip install 'cdc_merge-<version>-py3-none-any.whl[lint,databend]'; "
+        "docs/your_project.md, step 1), or choose another target (--target local)") from None
 from dbt.adapters.cdc_databend.impl import CdcDatabendAdapter, CdcDatabendConnectionManager, CdcDatabendCredentials
 from dbt.include import cdc_databend
 
