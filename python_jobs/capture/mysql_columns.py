@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.mysql_ddl_defaults import added_column_defaults
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
+from python_jobs.capture.mysql_retypes import _clauses
 from python_jobs.capture.output import CaptureError
 from python_jobs.capture.schema_events import AddedColumn, schema_change_event
 
@@ -71,6 +72,25 @@ def renamed_columns(known: Sequence[str], after: TableInfo, ddl: str) -> list[st
     renamed, moved, old = _renamed_into(ddl), _moved_into(ddl), set(known)
     return [column.name for column in after.columns
             if (column.name not in old and column.name.lower() in renamed) or column.name.lower() in moved]
+
+
+# A DROP clause's first word that names no column: DROP INDEX, DROP PRIMARY KEY, DROP PARTITION, ...
+_NOT_DROPPED_COLUMNS = {"index", "key", "primary", "foreign", "constraint", "partition", "check", "system", "period",
+                        "unique", "fulltext", "spatial", "if"}
+_DROP = re.compile(rf"^\s*drop\s+(?:(column)\s+)?(?:if\s+exists\s+)?({_ID})", re.IGNORECASE)
+
+
+def added_again_columns(known: Sequence[str], after: TableInfo, ddl: str) -> list[str]:
+    """The columns an ALTER TABLE dropped that the table has after it, under a name the log had (known):
+    added again (DROP COLUMN a, ADD COLUMN a ... DEFAULT 5; or a later statement's ADD, read by a
+    capture far behind), every row holding the new column's value with no rows event."""
+    dropped = set()
+    for clause in _clauses(ddl):
+        match = _DROP.match(clause)
+        if match is not None and (match.group(1) or _unquoted(match.group(2)) not in _NOT_DROPPED_COLUMNS):
+            dropped.add(_unquoted(match.group(2)))
+    old = set(known)
+    return [column.name for column in after.columns if column.name in old and column.name.lower() in dropped]
 
 
 def added_columns(known: Sequence[str], after: TableInfo, ddl: str) -> tuple[list[Column], list[str]]:

@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import Any, Mapping, MutableMapping
 
 from python_jobs.capture.mysql_columns import (
-    added_columns, altered_table, existing_rows, names_in, read_table_info, renamed_columns, retyped_columns,
-    schema_event,
+    added_again_columns, added_columns, altered_table, existing_rows, names_in, read_table_info, renamed_columns,
+    retyped_columns, schema_event,
 )
 from python_jobs.capture.mysql_events import TableInfo
 from python_jobs.capture.mysql_pages import check_read_again
@@ -47,6 +47,8 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     capture.tables[qualified] = captured[named] = refreshed
     # A renamed column's rows hold its value under the new name with no rows event: read again.
     moved = renamed_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
+    # So do a column's rows dropped and added again under its name (its new default in every row).
+    again = added_again_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
     added, capture.known_columns[qualified] = added_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
     known_types = capture.known_types.setdefault(qualified, {column.name: column.column_type for column in table.columns})
     before = dict(known_types)
@@ -59,7 +61,7 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     converted = charset_converted(ddl)
     computed = regenerated(ddl)
     ignored = ignored_errors(ddl, getattr(event, "sql_mode", None))
-    if not (added or retyped or changed or converted or computed or ignored or moved):
+    if not (added or retyped or changed or converted or computed or ignored or moved or again):
         return None
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
     values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
@@ -67,10 +69,11 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     # AUTO_INCREMENT default): the rows are read again, as after a lossy retype.
     unknown = [value.name for value in values if not value.known]
     read_again = []
-    if changed or converted or computed or unknown or ignored or moved:
+    if changed or converted or computed or unknown or ignored or moved or again:
         how = (f"retyping {', '.join(changed)}" if changed else "converting character sets" if converted else
                "computing a generated column again" if computed else ignored or
-               (f"adding {', '.join(unknown)} with a value per row" if unknown else f"renaming to {', '.join(moved)}"))
+               (f"adding {', '.join(unknown)} with a value per row" if unknown else
+                f"renaming to {', '.join(moved)}" if moved else f"dropping and adding again {', '.join(again)}"))
         check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
         read_again = [qualified]
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from python_jobs.capture.mysql_columns import _implicit_default, read_table_info, renamed_columns
+from python_jobs.capture.mysql_columns import _implicit_default, added_again_columns, read_table_info, renamed_columns
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 
 COLUMNS = [("id", "int", "INT(11) UNSIGNED", "PRI"), ("perms", "set", "set('Read','Write','Õ')", ""),
@@ -46,3 +46,12 @@ def test_columns_that_swap_names_are_renamed_and_a_retype_under_its_own_name_is_
     assert renamed_columns(known, table, "alter table pairs rename column a to b, rename column b to a") == ["a", "b"]
     assert renamed_columns(known, table, "ALTER TABLE pairs CHANGE `a` `b` int, CHANGE COLUMN IF EXISTS b A int") == ["a", "b"]
     assert renamed_columns(known, table, "alter table pairs change a a bigint, change column c c int") == []
+
+
+def test_a_column_dropped_that_the_table_has_after_is_added_again():
+    table = TableInfo("shop", "stock", tuple(Column(name, "int", "int(11)") for name in ("id", "qty", "note")), ("id",))
+    known = ["id", "qty", "note"]
+    assert added_again_columns(known, table, "alter table stock drop column qty, add column qty int default 5") == ["qty"]
+    assert added_again_columns(known, table, "ALTER TABLE stock DROP IF EXISTS `note`") == ["note"]
+    assert added_again_columns(known, table, "alter table stock drop index qty, drop primary key, drop foreign key note, "
+                                             "alter column qty drop default, drop column gone") == []
