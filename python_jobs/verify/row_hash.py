@@ -35,8 +35,10 @@ _VALUE = {
         "integer": "({c})::text",
         "decimal": "case when ({c})::numeric not in ('NaN', 'Infinity', '-Infinity') then round(({c})::numeric, {s})::text end",
         "boolean": "case when ({c})::text in ('true', '1') then '1' when {c} is not null then '0' end",
-        # Times before year 1 are null too.
-        "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 then "
+        # Times before year 1 are null too, and those past the last microsecond a bigint counts (Spark's
+        # last timestamp, 294247-01-10 04:00:54.775807; PostgreSQL's run to 294276), which no mirror holds.
+        "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 "
+                     "and extract(epoch from {c}) < 9223372036854.775808 then "
                      "trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
         "date": "case when isfinite({c}) and extract(year from {c}) > 0 then to_char({c}, 'YYYY-MM-DD') end",
         # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32;
