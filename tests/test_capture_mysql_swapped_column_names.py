@@ -1,7 +1,8 @@
 """Two columns of one type that swap names in one ALTER TABLE (RENAME COLUMN a TO b, RENAME COLUMN b
 TO a, or CHANGE a b, CHANGE b a): every row then holds each value under the other name with no rows
 event, and neither name is new to the log. The capture reads such a table again online, as after any
-rename, so the mirror's columns hold what the source's do."""
+rename, so the mirror's columns hold what the source's do; also after a RENAME COLUMN IF EXISTS or a
+CHANGE COLUMN IF EXISTS, whose new name is no added column."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from test_capture_faults import mariadb  # noqa: F401 - fixture
 from test_online_snapshots_mariadb import execute
 
-TABLES = {"shop.people": ["id"], "shop.pairs": ["id"]}
+TABLES = {"shop.people": ["id"], "shop.pairs": ["id"], "shop.sizes": ["id"]}
 
 
 def source_rows(server, table: str, columns: list[str]) -> list[tuple]:
@@ -30,6 +31,8 @@ def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path): 
             "insert into shop.people values (1, 'Lovelace', 'Ada'), (2, 'Hopper', 'Grace')",
             "create table shop.pairs (id int primary key, a int, b int)",
             "insert into shop.pairs values (1, 10, 20), (2, 30, null)",
+            "create table shop.sizes (id int primary key, qty int, kg int)",
+            "insert into shop.sizes values (1, 3, 7)",
             "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
@@ -41,7 +44,8 @@ def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path): 
             "alter table shop.people rename column first_name to last_name, rename column last_name to first_name",
             "insert into shop.people (id, first_name, last_name) values (4, 'Edsger', 'Dijkstra')",
             "alter table shop.pairs change a b int, change column `b` `a` int",
-            "update shop.pairs set a = 21 where id = 1")
+            "update shop.pairs set a = 21 where id = 1",
+            "alter table shop.sizes rename column if exists qty to amount, change column if exists kg weight int")
     again = capture_mysql.run(config)
 
     models = {}
@@ -60,4 +64,7 @@ def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path): 
     pairs = sorted((row["id"], row["a"], row["b"]) for row in dbt_project.query(
         f"select id, a, b from {dbt_project.schema}.{models['shop.pairs']}"))
     assert pairs == source_rows(mariadb, "shop.pairs", ["id", "a", "b"]) == [(1, 21, 10), (2, None, 30)]
-    assert again.snapshot_rows == 6  # each table read again, once
+    sizes = [(row["id"], row["amount"], row["weight"]) for row in dbt_project.query(
+        f"select id, amount, weight from {dbt_project.schema}.{models['shop.sizes']}")]
+    assert sizes == source_rows(mariadb, "shop.sizes", ["id", "amount", "weight"]) == [(1, 3, 7)]  # was (1, None, None)
+    assert again.snapshot_rows == 7  # each table read again, once

@@ -48,15 +48,14 @@ def _unquoted(name: str) -> str:
     return (name[1:-1].replace("``", "`") if name.startswith("`") else name).lower()
 
 
-def _renamed_into(ddl: str) -> set[str]:
-    """The names, lower-cased, a RENAME COLUMN or a CHANGE gives columns (a CHANGE's may be its own)."""
-    return {_unquoted(name) for name in re.findall(
-        rf"\b(?:rename\s+column\s+{_ID}\s+to|change\s+(?:column\s+)?{_ID})\s+({_ID})", ddl, re.IGNORECASE)}
-
-
 # A RENAME COLUMN's or a CHANGE's name before and after (IF EXISTS is no name).
 _RENAMES = re.compile(rf"\b(?:rename\s+column\s+(?:if\s+exists\s+)?({_ID})\s+to|change\s+(?:column\s+)?"
                       rf"(?:if\s+exists\s+)?({_ID}))\s+({_ID})", re.IGNORECASE)
+
+
+def _renamed_into(ddl: str) -> set[str]:
+    """The names, lower-cased, a RENAME COLUMN or a CHANGE gives columns (a CHANGE's may be its own)."""
+    return {_unquoted(new) for _, _, new in _RENAMES.findall(ddl)}
 
 
 def _moved_into(ddl: str) -> set[str]:

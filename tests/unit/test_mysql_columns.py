@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from python_jobs.capture.mysql_columns import _implicit_default, added_again_columns, read_table_info, renamed_columns
+from python_jobs.capture.mysql_columns import (
+    _implicit_default, added_again_columns, added_columns, read_table_info, renamed_columns,
+)
 from python_jobs.capture.mysql_events import Column, TableInfo, json_value
 
 COLUMNS = [("id", "int", "INT(11) UNSIGNED", "PRI"), ("perms", "set", "set('Read','Write','Õ')", ""),
@@ -46,6 +48,9 @@ def test_columns_that_swap_names_are_renamed_and_a_retype_under_its_own_name_is_
     assert renamed_columns(known, table, "alter table pairs rename column a to b, rename column b to a") == ["a", "b"]
     assert renamed_columns(known, table, "ALTER TABLE pairs CHANGE `a` `b` int, CHANGE COLUMN IF EXISTS b A int") == ["a", "b"]
     assert renamed_columns(known, table, "alter table pairs change a a bigint, change column c c int") == []
+    # IF EXISTS is no name: the column renamed to c is no added column.
+    assert renamed_columns(["id", "a", "b", "x"], table, "alter table pairs rename column if exists x to c") == ["c"]
+    assert added_columns(["id", "a", "b", "x"], table, "alter table pairs change column if exists x c int")[0] == []
 
 
 def test_a_column_dropped_that_the_table_has_after_is_added_again():
