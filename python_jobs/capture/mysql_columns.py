@@ -86,7 +86,8 @@ def added_again_columns(known: Sequence[str], after: TableInfo, ddl: str) -> lis
     dropped = set()
     for clause in _clauses(ddl):
         match = _DROP.match(clause)
-        if match is not None and (match.group(1) or _unquoted(match.group(2)) not in _NOT_DROPPED_COLUMNS):
+        if match is not None and (match.group(1) or match.group(2).startswith("`")
+                                  or _unquoted(match.group(2)) not in _NOT_DROPPED_COLUMNS):
             dropped.add(_unquoted(match.group(2)))
     old = set(known)
     return [column.name for column in after.columns if column.name in old and column.name.lower() in dropped]

@@ -58,5 +58,7 @@ def test_a_column_dropped_that_the_table_has_after_is_added_again():
     known = ["id", "qty", "note"]
     assert added_again_columns(known, table, "alter table stock drop column qty, add column qty int default 5") == ["qty"]
     assert added_again_columns(known, table, "ALTER TABLE stock DROP IF EXISTS `note`") == ["note"]
+    keyed = TableInfo("shop", "stock", tuple(Column(name, "int", "int(11)") for name in ("id", "key")), ("id",))
+    assert added_again_columns(["id", "key"], keyed, "alter table stock drop `key`, add `key` int default 1") == ["key"]
     assert added_again_columns(known, table, "alter table stock drop index qty, drop primary key, drop foreign key note, "
                                              "alter column qty drop default, drop column gone") == []
