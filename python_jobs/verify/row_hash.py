@@ -38,9 +38,12 @@ _VALUE = {
         # Times before year 1 are null too, and those past the last microsecond a bigint counts (Spark's
         # last timestamp, 294247-01-10 04:00:54.775807; PostgreSQL's run to 294276), which no mirror holds.
         "timestamp": "case when isfinite({c}) and extract(year from {c}) > 0 "
-                     "and extract(epoch from {c}) < 9223372036854.775808 then "
+                     "and {c} < '294247-01-10 04:00:54.775808+00' then "
                      "trunc(extract(epoch from {c}) * 1000000)::bigint::text end",
-        "date": "case when isfinite({c}) and extract(year from {c}) > 0 then to_char({c}, 'YYYY-MM-DD') end",
+        # ISO text (the sessions' DateStyle), as Spark writes a date: a year past 9999 with its sign
+        # ('+10000-01-01'). Not to_char: it takes a timestamp, which ends in the year 294276, dates do not.
+        "date": "case when isfinite({c}) and extract(year from {c}) > 0 then "
+                "concat(case when extract(year from {c}) > 9999 then '+' end, ({c})::date::text) end",
         # A type's text output, as the capture reads it: ::text drops char(n)'s padding and shows inet's /32;
         # a row type's value with a null field is distinct from null, though IS NOT NULL calls it null.
         "string": "case when {c} is distinct from null then format('%s', {c}) end",
