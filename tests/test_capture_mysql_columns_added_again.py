@@ -5,29 +5,20 @@ to the log. The capture reads such a table again online, so the mirror holds the
 
 from __future__ import annotations
 
-from harness.mariadb_server import create_mariadb_capture_user
-from python_jobs import scaffold
 from python_jobs.capture import mysql as capture_mysql
-from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from test_capture_faults import mariadb  # noqa: F401 - fixture
-from test_capture_mysql_swapped_column_names import source_rows
+from test_capture_mysql_swapped_column_names import captured, mirrored, source_rows
 from test_online_snapshots_mariadb import execute
 
 TABLES = {"shop.stock": ["id"], "shop.prices": ["id"]}
 
 
 def test_a_column_dropped_and_added_again_is_read_again(mariadb, dbt_project, tmp_path):  # noqa: F811
-    execute(mariadb, "create database shop",
-            "create table shop.stock (id int primary key, qty int, note varchar(10))",
-            "insert into shop.stock values (1, 10, 'a'), (2, 20, 'b')",
-            "create table shop.prices (id int primary key, price int)",
-            "insert into shop.prices values (1, 100), (2, 200)",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
-    user, password = create_mariadb_capture_user(mariadb, ["shop"])
-    execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
-    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
-                                         tables=tuple(TABLES), out=dbt_project.inbox, state=tmp_path / "state.json")
-    capture_mysql.run(config)
+    config = captured(mariadb, dbt_project, tmp_path, TABLES,
+                      "create table shop.stock (id int primary key, qty int, note varchar(10))",
+                      "insert into shop.stock values (1, 10, 'a'), (2, 20, 'b')",
+                      "create table shop.prices (id int primary key, price int)",
+                      "insert into shop.prices values (1, 100), (2, 200)")
     execute(mariadb, "insert into shop.stock values (3, 30, 'c')",
             "alter table shop.stock drop column qty, add column qty int not null default 5",
             "insert into shop.stock values (4, 'd', 40)",
@@ -36,13 +27,7 @@ def test_a_column_dropped_and_added_again_is_read_again(mariadb, dbt_project, tm
             "alter table shop.prices add column price int default 7")
     again = capture_mysql.run(config)
 
-    models = {}
-    for qualified in TABLES:
-        (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, [qualified])
-        models[qualified] = table.model_name
-        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-    assert dbt_project.land(TABLES).counts["rejected"] == 0
-    dbt_project.dbt("run", "--select", *models.values())
+    models = mirrored(dbt_project, config, TABLES)
     stock = sorted((row["id"], row["qty"], row["note"]) for row in dbt_project.query(
         f"select id, qty, note from {dbt_project.schema}.{models['shop.stock']}"))
     # Was [(1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (4, 40, 'd')].

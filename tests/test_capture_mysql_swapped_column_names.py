@@ -25,20 +25,39 @@ def source_rows(server, table: str, columns: list[str]) -> list[tuple]:
     return rows
 
 
-def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path):  # noqa: F811
-    execute(mariadb, "create database shop",
-            "create table shop.people (id int primary key, first_name varchar(20), last_name varchar(20))",
-            "insert into shop.people values (1, 'Lovelace', 'Ada'), (2, 'Hopper', 'Grace')",
-            "create table shop.pairs (id int primary key, a int, b int)",
-            "insert into shop.pairs values (1, 10, 20), (2, 30, null)",
-            "create table shop.sizes (id int primary key, qty int, kg int)",
-            "insert into shop.sizes values (1, 3, 7)",
-            "create database cdc_merge", SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
+def captured(mariadb, dbt_project, tmp_path, tables: dict, *statements: str):
+    """The shop database made by statements, the capture user the docs prescribe, and a first capture
+    of tables into the project's inbox; the capture's config."""
+    execute(mariadb, "create database shop", *statements, "create database cdc_merge",
+            SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
     user, password = create_mariadb_capture_user(mariadb, ["shop"])
     execute(mariadb, f"grant insert on {SIGNAL_TABLE} to {user}@'%'")
     config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
-                                         tables=tuple(TABLES), out=dbt_project.inbox, state=tmp_path / "state.json")
+                                         tables=tuple(tables), out=dbt_project.inbox, state=tmp_path / "state.json")
     capture_mysql.run(config)
+    return config
+
+
+def mirrored(dbt_project, config, tables: dict) -> dict:
+    """Each table's model as cdc-scaffold writes it now, landed and run; the models' names by table."""
+    models = {}
+    for qualified in tables:
+        (table,) = scaffold.mysql_tables(config.host, config.port, config.user, config.password, [qualified])
+        models[qualified] = table.model_name
+        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
+    assert dbt_project.land(tables).counts["rejected"] == 0
+    dbt_project.dbt("run", "--select", *models.values())
+    return models
+
+
+def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path):  # noqa: F811
+    config = captured(mariadb, dbt_project, tmp_path, TABLES,
+                      "create table shop.people (id int primary key, first_name varchar(20), last_name varchar(20))",
+                      "insert into shop.people values (1, 'Lovelace', 'Ada'), (2, 'Hopper', 'Grace')",
+                      "create table shop.pairs (id int primary key, a int, b int)",
+                      "insert into shop.pairs values (1, 10, 20), (2, 30, null)",
+                      "create table shop.sizes (id int primary key, qty int, kg int)",
+                      "insert into shop.sizes values (1, 3, 7)")
     # Names entered the wrong way round, put right by swapping the columns' names.
     execute(mariadb, "insert into shop.people values (3, 'Liskov', 'Barbara')",
             "alter table shop.people rename column first_name to last_name, rename column last_name to first_name",
@@ -48,13 +67,7 @@ def test_columns_swapping_names_are_read_again(mariadb, dbt_project, tmp_path): 
             "alter table shop.sizes rename column if exists qty to amount, change column if exists kg weight int")
     again = capture_mysql.run(config)
 
-    models = {}
-    for qualified in TABLES:
-        (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, [qualified])
-        models[qualified] = table.model_name
-        (dbt_project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-    assert dbt_project.land(TABLES).counts["rejected"] == 0
-    dbt_project.dbt("run", "--select", *models.values())
+    models = mirrored(dbt_project, config, TABLES)
     mirror = f"{dbt_project.schema}.{models['shop.people']}"
     people = sorted((row["id"], row["first_name"], row["last_name"]) for row in dbt_project.query(
         f"select id, first_name, last_name from {mirror}"))
