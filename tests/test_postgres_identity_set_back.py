@@ -7,10 +7,10 @@ capture reads such a table again online (python_jobs/capture/postgres_skipped.py
 from __future__ import annotations
 
 from harness.postgres_server import create_capture_user
-from python_jobs import scaffold
 from python_jobs.capture import postgres as capture_postgres
 from test_capture_faults import following_capture, postgres, stopped, wait_for  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
+from test_postgres_key_recreated import assert_mirrors_equal_sources
 from test_postgres_partitions import streamed_ids
 
 TABLES = ("shop.plain", "shop.parted")
@@ -35,23 +35,6 @@ def changes_without_identity(server, first: int) -> None:
     execute(server, "alter table shop.plain replica identity default; alter table shop.parted_low replica identity default")
 
 
-def assert_mirrors_equal_sources(server, project, dsn: str) -> None:
-    tables = scaffold.postgres_tables(dsn, list(TABLES))
-    for table in tables:
-        (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-    landed = project.land({table.qualified: list(table.primary_key) for table in tables})
-    assert "quarantined 0 lines" in landed.status(), landed.status()
-    project.dbt("run", "--select", *(table.model_name for table in tables))
-    connection = server.connect()
-    for table in tables:
-        with connection.cursor() as cursor:
-            cursor.execute(f"select id, n from {table.qualified} order by id")
-            source = cursor.fetchall()
-        mirrored = sorted((row["id"], row["n"]) for row in project.query(f"select id, n from {project.schema}.{table.model_name}"))
-        assert mirrored == source, table.qualified
-    connection.close()
-
-
 def test_changes_while_the_identity_logged_no_key_reach_the_mirrors(postgres, dbt_project, tmp_path):  # noqa: F811
     execute(postgres, SETUP)
     dsn = create_capture_user(postgres, ["shop"])
@@ -60,7 +43,7 @@ def test_changes_while_the_identity_logged_no_key_reach_the_mirrors(postgres, db
     capture_postgres.run(config)
     changes_without_identity(postgres, 1)
     assert capture_postgres.run(config).snapshot_rows == 19 + 39
-    assert_mirrors_equal_sources(postgres, dbt_project, dsn)
+    assert_mirrors_equal_sources(postgres, dbt_project, dsn, TABLES)
 
     # Following: the same between two of its files; a row inserted after them says they were decoded.
     args = ["--dsn", dsn, "--tables", ",".join(TABLES), "--slot", config.slot, "--out", str(dbt_project.inbox),
@@ -75,4 +58,4 @@ def test_changes_while_the_identity_logged_no_key_reach_the_mirrors(postgres, db
     assert "shop.plain: changes made while its replica identity" in stderr, stderr
     assert "shop.parted: changes made while its replica identity" in stderr, stderr
     capture_postgres.run(config)  # the reads the stopped capture asked for, if it did not finish them
-    assert_mirrors_equal_sources(postgres, dbt_project, dsn)
+    assert_mirrors_equal_sources(postgres, dbt_project, dsn, TABLES)
