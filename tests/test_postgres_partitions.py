@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.output import CaptureError
 from python_jobs.capture.postgres_records import file_events
 from test_capture_faults import following_capture, postgres, stopped  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
@@ -109,3 +112,20 @@ def test_a_partitioned_table_is_one_mirror_while_its_partitions_change(postgres,
     assert json.loads(config.state.read_text())["partitions"] == {"shop.events": [
         "shop.events_high_a", "shop.events_high_b", "shop.events_late", "shop.events_mid", "shop.events_more",
         "shop.events_next", "shop.events_old"]}
+
+
+def test_a_partition_attached_from_a_schema_the_capture_may_not_read_says_what_to_grant(postgres, tmp_path):  # noqa: F811
+    execute(postgres, SETUP)
+    dsn = create_capture_user(postgres, ["shop"])
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.events",), slot="attached_elsewhere",
+                                            out=tmp_path / "out", state=tmp_path / "capture-state.json")
+    capture_postgres.run(config)
+    execute(postgres, "create schema archive; create table archive.events_old (id int primary key, region text, amount numeric(10,2));"
+                      "insert into archive.events_old values (301, 'r1', 1.5);"
+                      "alter table shop.events attach partition archive.events_old for values from (300) to (400)")
+    with pytest.raises(CaptureError) as refused:
+        capture_postgres.run(config)
+    user = dict(part.split("=", 1) for part in dsn.split())["user"]
+    # Was only "... refused: permission denied for schema archive".
+    assert "permission denied for schema archive" in str(refused.value), refused.value
+    assert f"grant usage on schema archive to {user}; grant select on all tables in schema archive to {user}" in str(refused.value)

@@ -38,7 +38,7 @@ from python_jobs.capture.output import (
 )
 from python_jobs.capture.postgres_events import lsn_text
 from python_jobs.capture.postgres_columns import ColumnAdditions
-from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail
+from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail, privilege_hint
 from python_jobs.capture.postgres_pages import open_next_page, read_added_tables
 from python_jobs.capture.postgres_partitions import resumed as resumed_partitions
 from python_jobs.capture.postgres_keys import resumed as resumed_keys
@@ -88,7 +88,7 @@ def run(config: CaptureConfig) -> CaptureSummary:
     except (psycopg2.DatabaseError, psycopg2.InterfaceError) as error:
         where = f"PostgreSQL ({dsn_without_secrets(config.dsn)})"
         if lost_connection_detail(error) is None:
-            raise CaptureError(f"{where} refused: {' '.join(str(error).split())}") from None
+            raise CaptureError(f"{where} refused: {' '.join(str(error).split())}{privilege_hint(error, config.dsn)}") from None
         raise lost_connection(where, error, f"replication slot {config.slot}") from None
 
 

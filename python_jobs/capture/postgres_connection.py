@@ -1,8 +1,10 @@
 """Connections to PostgreSQL as the capture makes them: value output and commit settings fixed for
-every session, the DSN as it may be shown, and which errors are a connection lost."""
+every session, the DSN as it may be shown, which errors are a connection lost, and what to grant
+where the server refused the capture's user."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -66,3 +68,26 @@ def lost_connection_detail(error: BaseException) -> str | None:
     if code is None or code.startswith("08") or code in _RETRIED_SQLSTATES:
         return " ".join(str(error).split()) or type(error).__name__
     return None
+
+
+# SQLSTATE insufficient_privilege; the object its message names ("permission denied for schema archive").
+_NO_PRIVILEGE = "42501"
+_DENIED_OBJECT = re.compile(r"permission denied for (schema|table|relation|sequence) (\S+)")
+
+
+def privilege_hint(error: BaseException, dsn: str) -> str:
+    """What to grant when error is the server refusing the capture's user a read (a table, or a
+    partition attached from another schema, it has no privilege on); '' for any other error."""
+    if getattr(error, "pgcode", None) != _NO_PRIVILEGE:
+        return ""
+    user = dsn_settings(dsn).get("user") or "<the capture's user>"
+    found = _DENIED_OBJECT.search(str(error))
+    kind, name = (found.group(1), found.group(2).strip('"')) if found else ("", "")
+    if kind == "schema":
+        grants = f"grant usage on schema {name} to {user}; grant select on all tables in schema {name} to {user}"
+    elif kind in ("table", "relation"):
+        grants = f"grant select on {name} to {user} (and usage on its schema)"
+    else:
+        grants = f"grant usage on the schema and select on the table to {user}"
+    return (f". The capture's user reads every captured table and each of its partitions, wherever they are (a "
+            f"partition attached from another schema too): {grants}; then run the capture again (docs/your_project.md)")
