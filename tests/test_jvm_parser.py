@@ -79,6 +79,9 @@ def edge_cases() -> list[str]:
         mysql_event(pos=10**20), mysql_event(pos=1.0), mysql_event(pos=True), mysql_event(file="bin.\u0663\u0660"),
         mysql_event(file="mysql-bin.000003\n"), mysql_event(file="x" + "9" * 25), mysql_event(file="77"),
         mysql_event(op="d", before={"id": 7}, after={}).replace('"after": {}', '"after": null'),
+        # Updates with a before image: of another key (a delete and an insert, in Python), of the same key, of none.
+        mysql_event(before={"id": 6, "name": "x"}), mysql_event(before={"id": 7, "name": "y"}), mysql_event(before={"name": "y"}),
+        mysql_event(before={"id": None}), mysql_event(before={"id": 6.5}), mysql_event(before={"id": "7"}),
         mysql_event(op="d", before={"id": 7}, after={}).replace('"after": {}', '"after": [1]'),
         postgres_event(), postgres_event(op="c", lsn=0), postgres_event(lsn=-1), postgres_event(snapshot="incremental"),
         postgres_event(after={"id": -0, "amount": 12345678901234567.891}),

@@ -105,7 +105,7 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
     columns = key_columns_for(table_name, key_columns)
 
     images = {name: _image(text, members, name, schema) for name in ("before", "after")}
-    return ParsedLine(
+    event = ParsedLine(
         STATUS_EVENT,
         table_name=table_name,
         key=canonical_key(images[image_field][0], image_field, columns),
@@ -116,6 +116,19 @@ def parse_members(text: str, members: Members, key_columns: Mapping[str, Sequenc
         source_ts_ms=_source_ts_ms(source, envelope.get("ts_ms")),
         **transaction,
     )
+    return _key_change(event, images["before"][0], columns) if op == "u" else event
+
+
+def _key_change(event: ParsedLine, before: Any, columns: Sequence[str]) -> ParsedLine | list[ParsedLine]:
+    """An update whose before image holds another key (a writer that does not split a key change into
+    a delete and a create, as Debezium's connectors do) is a delete of the former key and an insert
+    of the new one: the former key's row is gone from the source, as for Canal, Maxwell and GoldenGate."""
+    if not isinstance(before, dict) or any(before.get(column) is None for column in columns):
+        return event
+    former = canonical_key(before, "before", columns)
+    if former == event.key:
+        return event
+    return [replace(event, key=former, action="delete", raw_data=None), replace(event, action="insert", before_data=None)]
 
 
 def _transaction(block: Any) -> dict[str, Any]:
