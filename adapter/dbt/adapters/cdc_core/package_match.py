@@ -19,6 +19,10 @@ _COMPARED_SUFFIXES = (".py", ".sql")
 _NAMED = 3
 
 
+# The outcome of the last comparison, by the compared files' sizes and modification times.
+_COMPARED: Dict[tuple, List[str]] = {}
+
+
 class PackageMismatch(Exception):
     pass
 
@@ -85,6 +89,28 @@ def check(project_name: str, project_root: str, packages_install_path: str) -> N
     roots = _installed_roots()
     if roots["python_jobs"] == package / "python_jobs":  # an editable install of that clone
         return
-    differing = differing_files(source_files(roots), source_files({prefix: package / prefix for prefix in roots}))
+    packaged = {prefix: package / prefix for prefix in roots}
+    # A long-lived process (cdc-run) creates the adapter every invocation: the files are read again
+    # only when one of them changed (its size or modification time), not every cycle.
+    signature = (_stats(roots), _stats(packaged))
+    if signature not in _COMPARED:
+        _COMPARED.clear()
+        _COMPARED[signature] = differing_files(source_files(roots), source_files(packaged))
+    differing = _COMPARED[signature]
     if differing:
         raise PackageMismatch(mismatch_message(differing, roots["python_jobs"].parent, package))
+
+
+def _stats(roots: Dict[str, Path]) -> tuple:
+    """(path, size, modification time) of every compared file under the roots, in order."""
+    found = []
+    for prefix, root in sorted(roots.items()):
+        if not root.is_dir():
+            continue
+        for folder, folders, names in os.walk(root):
+            folders[:] = sorted(name for name in folders if name != "__pycache__")
+            for name in sorted(names):
+                if name.endswith(_COMPARED_SUFFIXES):
+                    stat = (Path(folder) / name).stat()
+                    found.append((f"{prefix}/{folder}/{name}", stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
