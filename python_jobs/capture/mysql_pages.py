@@ -91,6 +91,14 @@ def _key_expressions(column: Column) -> tuple[str, str, str]:
     return quoted, f"cast({quoted} as char)", "%s"
 
 
+def key_order(column: Column) -> str:
+    """How pages order the key column (snapshot_pages.KEY_ORDERS), as _key_expressions does: by its
+    written text's bytes, by its number, or by another value of its own order (a date, a time of day)."""
+    if _key_expressions(column)[0].startswith("cast("):
+        return "text"
+    return "value" if column.data_type in ("date", "datetime", "timestamp") else "number"
+
+
 def _precision(column_type: str) -> int:
     found = re.search(r"\((\d+)", column_type)
     return int(found.group(1)) if found else 10
@@ -136,7 +144,7 @@ def read_page(connection: Any, table: TableInfo, snapshot: TableSnapshot, page_r
         snapshot=snapshot, number=number, key_columns=table.primary_key, rows=rows,
         last_key=[_text(value) for value in last[len(names):]] if last else None,
         last_image={name: rows[-1][name] for name in table.primary_key} if rows else None,
-        reaches_end=len(fetched) < page_rows, token=token,
+        reaches_end=len(fetched) < page_rows, token=token, key_order=tuple(key_order(column) for column in key),
     )
 
 

@@ -2,7 +2,8 @@
 messages in the slot's own stream, a page read by key, what the stream's changes and watermarks
 tell the open page (snapshot_pages.Pages), and the capture's steps around them: the tables to read
 (added to --tables, or asked for with cdc-snapshot), the next page, and a passed page's file.
-`capture` is postgres_source.PostgresCapture, which calls these between its stream's files."""
+`capture` is postgres_source.PostgresCapture, which calls these between its stream's files. Over
+300 lines: the page query's key order (which the range records name) and the pages' steps share it."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def read_page(connection: Any, snapshot: TableSnapshot, columns: Sequence[Catalo
         snapshot=snapshot, number=number, key_columns=tuple(column.name for column in key), rows=rows,
         last_key=[last[position] for position in key_positions] if last else None,
         last_image={column.name: rows[-1][column.name] for column in key} if rows else None,
-        reaches_end=len(fetched) < page_rows, token=token, unseen=unseen,
+        reaches_end=len(fetched) < page_rows, token=token, unseen=unseen, key_order=tuple(key_order(column) for column in key),
     )
 
 
@@ -114,6 +115,14 @@ def _in_own_order(column: CatalogColumn) -> bool:
         precision, scale = int(typed.group(1)), int(typed.group(2) or 0)
         return max(precision, scale) - min(scale, 0) <= SPARK_MAX_PRECISION
     return name in _OWN_ORDER_TYPES or name.startswith("timestamp")
+
+
+def key_order(column: CatalogColumn) -> str:
+    """How pages order the key column (snapshot_pages.KEY_ORDERS): a number's value, another value of its
+    own order, or its written text."""
+    if not _in_own_order(column):
+        return "text"
+    return "value" if column.type_name in ("boolean", "date", "uuid") or column.type_name.startswith("timestamp") else "number"
 
 
 def _ordered(column: CatalogColumn, encoding: str = "UTF8") -> str:

@@ -26,6 +26,11 @@ Row = dict[str, Any]
 Key = Sequence[str]
 
 
+# How a page orders a key column: by its number ("number"), by its written text's bytes ("text"), or
+# by another value whose written text orders alike ("value": a date, a timestamp, a uuid, a boolean).
+KEY_ORDERS = ("number", "text", "value")
+
+
 @dataclass
 class TableSnapshot:
     """A table (or a key range of it) being read in pages; what the capture's state keeps of it."""
@@ -69,6 +74,9 @@ class OpenPage:
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     # The transactions (PostgreSQL xids) running as its rows were read: their changes are not in the page.
     unseen: frozenset[int] = frozenset()
+    # How the page orders each key column (KEY_ORDERS), for the range record: a mirror whose model types
+    # a column otherwise would take in keys the page never read (snapshot_ranges.key_order_problem).
+    key_order: tuple[str, ...] = ()
 
     @property
     def watermark_id(self) -> str:
@@ -185,21 +193,25 @@ def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], p
     # From the key the page starts after (the previous page's last) to its own last, or to the range's end.
     through = snapshot.through_image if page.reaches_end else page.last_image
     if snapshot.partition is None:
+        order = dict(zip(page.key_columns, page.key_order)) if page.key_order else None
         events.append(range_record(source(page.high, False), source(page.low, False), snapshot.after_image, through,
-                                   processed_ms, start_inclusive=snapshot.start_inclusive))
+                                   processed_ms, start_inclusive=snapshot.start_inclusive, order=order))
     return events
 
 
 def range_record(source: Mapping[str, Any], low: Mapping[str, Any], after: Mapping[str, Any] | None,
-                 through: Mapping[str, Any] | None, processed_ms: int, start_inclusive: bool = False) -> dict[str, Any]:
+                 through: Mapping[str, Any] | None, processed_ms: int, start_inclusive: bool = False,
+                 order: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The record that a page covers a key range completely: every row the table has in (after,
     through] as of the page's high watermark (its `source`) is a snapshot read there. The apply
     deletes the mirror's rows in the range older than the low watermark (`range.low`): rows the
     source no longer has. after/through: the key as an image ({column: value}); None: the table's
-    start or end. start_inclusive: the range starts at `after` itself (written as `from`)."""
+    start or end. start_inclusive: the range starts at `after` itself (written as `from`). order:
+    how the pages ordered each key column ({column: one of KEY_ORDERS})."""
     bound = {"from" if start_inclusive else "after": dict(after) if after is not None else None}
+    ordered = {"order": dict(order)} if order else {}
     return {"source": source, "ts_ms": processed_ms,
-            "range": {**bound, "through": dict(through) if through is not None else None, "low": low}}
+            "range": {**bound, "through": dict(through) if through is not None else None, "low": low, **ordered}}
 
 
 def requested_snapshot(request: Mapping[str, Any], key_names: Sequence[str],

@@ -1,4 +1,6 @@
-"""Parse one Debezium JSON line (bare or {schema, payload}) into the fields of a raw event."""
+"""Parse one Debezium JSON line (bare or {schema, payload}) into the fields of a raw event. Over 300
+lines: one envelope, whose row changes, schema changes, range records and transaction records share
+its source position and images."""
 
 from __future__ import annotations
 
@@ -168,9 +170,12 @@ def _key_range(text: str, members: Members, envelope: Mapping[str, Any], key_col
         texts[bound] = bound_text if value is not None else None
         # The key's columns in the order the capture paged it: its images' own order.
         key = key or list(value or ())
+    order = envelope["range"].get("order")
+    if order is not None and not (isinstance(order, dict) and all(isinstance(kind, str) for kind in order.values())):
+        raise RejectedRecord(f"field 'range.order' is {short(order)}, not each key column's order")
     return range_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")), _seq(low, "c"),
                        texts["from"] or texts["after"], texts["through"], start_inclusive=texts["from"] is not None,
-                       key=key)
+                       key=key, order=order)
 
 
 def _existing_rows_texts(text: str, members: Members) -> list[str | None]:

@@ -2,7 +2,8 @@
 
 Row images are cut out of the line as exact source text: Spark's JSON functions
 re-serialize nested objects through doubles (12345678901234567.891 becomes
-1.2345678901234568E16), and a mirror must keep every digit.
+1.2345678901234568E16), and a mirror must keep every digit. Over 300 lines: the record kinds every
+parser builds (events, markers, ranges, truncates) and the exact-text reading they share, in one place.
 """
 
 from __future__ import annotations
@@ -172,14 +173,17 @@ def schema_event(
 
 
 def range_event(table_name: str, seq: str, source_ts_ms: int | None, low_seq: str, start: str | None,
-                through: str | None, start_inclusive: bool = False, key: Sequence[str] = ()) -> ParsedLine:
+                through: str | None, start_inclusive: bool = False, key: Sequence[str] = (),
+                order: Mapping[str, str] | None = None) -> ParsedLine:
     """A key range of table_name an online snapshot page read completely: raw_data {"after": key image
     (exclusive; "from" when start_inclusive) or null (the table's start), "through": key image
     (inclusive) or null (its end), "low": the seq of the page's low watermark, "key": the key's
-    columns in the order the range is of (an image's own order, which a VARIANT does not keep)},
+    columns in the order the range is of (an image's own order, which a VARIANT does not keep),
+    "order": how the pages ordered each key column, where the capture said (snapshot_pages.KEY_ORDERS)},
     the images as their exact JSON text."""
     raw = (f'{{"{"from" if start_inclusive else "after"}":{start or "null"},"through":{through or "null"},'
-           f'"low":{json.dumps(low_seq)}' + (f',"key":{json.dumps(list(key), ensure_ascii=False)}' if key else "") + "}")
+           f'"low":{json.dumps(low_seq)}' + (f',"key":{json.dumps(list(key), ensure_ascii=False)}' if key else "")
+           + (f',"order":{json.dumps(dict(order), ensure_ascii=False)}' if order else "") + "}")
     return ParsedLine(STATUS_EVENT, table_name=table_name, key=TABLE_KEY, action=ACTION_RANGE, raw_data=raw, seq=seq,
                       source_ts_ms=source_ts_ms)
 

@@ -171,3 +171,42 @@ def test_a_number_key_the_model_casts_to_text_is_a_problem_and_text_keys_are_not
     assert key_order_problem([numbers], {"ID": "Nullable(String)"}, "customers") is not None  # Databend's type
     assert key_order_problem([numbers], {"id": "bigint"}, "customers") is None
     assert key_order_problem([texts], {"id": "string"}, "customers") is None  # keys the capture pages as text (numeric)
+
+
+def test_a_page_says_how_it_ordered_its_key_and_the_range_carries_it_to_the_apply():
+    from python_jobs.apply.snapshot_ranges import key_order_problem
+    from python_jobs.capture import mysql_pages, postgres_pages
+    from python_jobs.capture.mysql_events import Column
+    from python_jobs.capture.postgres_columns import CatalogColumn
+
+    assert [postgres_pages.key_order(CatalogColumn(1, "k", name)) for name in
+            ("bigint", "numeric(10,2)", "numeric", "text", "character varying(20)", "date", "uuid", "interval")] == [
+        "number", "number", "text", "text", "text", "value", "value", "text"]
+    assert [mysql_pages.key_order(Column("k", data_type, column_type)) for data_type, column_type in
+            (("int", "int(11)"), ("decimal", "decimal(10,2)"), ("decimal", "decimal(60,2)"), ("varchar", "varchar(10)"),
+             ("enum", "enum('a')"), ("year", "year(4)"), ("bit", "bit(8)"), ("datetime", "datetime"), ("time", "time"))] == [
+        "number", "number", "text", "text", "text", "number", "number", "value", "text"]
+
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "first snapshot"))
+    page = opened(pages, [{"code": "10", "id": "10"}, {"code": "9", "id": "9"}])
+    page.key_columns, page.key_order, page.low, page.high = ("code",), ("text",), (10, 9), (12, 11)
+    page.last_image = {"code": "9"}
+    record = page_events(page, source, 1795850263497)[-1]
+    assert record["range"]["order"] == {"code": "text"}
+    (parsed,) = parse_line(json.dumps(record), {"shop.items": ["code"]})
+    (planned,) = snapshot_ranges([[parsed.seq, parsed.raw_data]], ["code"])
+    assert planned["order"] == {"code": "text"}
+    # Text keys ('10' before '9') in a model that casts them to a number: as numbers 9 comes first.
+    said = key_order_problem([planned], {"code": "int"}, "items")
+    assert "unique_key column code is int in the model but ordered by its text at the source" in said
+    assert "Cast the column to string" in said and "dbt run --full-refresh --select items" in said
+    assert key_order_problem([planned], {"code": "string"}, "items") is None
+    # A numeric key the capture writes as text ("12.50") is a number to its pages: text in the model orders otherwise.
+    (decimals,) = snapshot_ranges([["0001", '{"from":{"id":"12.50"},"through":null,"low":"0000","key":["id"],'
+                                            '"order":{"id":"number"}}']], ["id"])
+    assert key_order_problem([decimals], {"id": "string"}, "items") is not None
+    assert key_order_problem([decimals], {"id": "decimal(10,2)"}, "items") is None
+    (dates,) = snapshot_ranges([["0001", '{"from":{"d":"2024-01-21"},"through":null,"low":"0000","key":["d"],'
+                                         '"order":{"d":"value"}}']], ["d"])
+    assert key_order_problem([dates], {"d": "string"}, "items") is None  # ISO text orders as the dates do

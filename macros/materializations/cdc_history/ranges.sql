@@ -30,6 +30,11 @@
     {% for name, data_type in cdc_merge.relation_column_types(target_relation) %}
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
+    {#- A key column the model types otherwise than the source's pages order it: refused before any version is closed. -#}
+    {% set problem = adapter.cdc_snapshot_range_problem(closes.ranges, column_types, model.name) %}
+    {% if problem %}
+        {% do exceptions.raise_compiler_error(problem) %}
+    {% endif %}
     {% do closes.update({'column_types': column_types}) %}
     {{ return(closes) }}
 {% endmacro %}
