@@ -2,7 +2,7 @@
 messages in the slot's own stream, a page read by key, what the stream's changes and watermarks
 tell the open page (snapshot_pages.Pages), and the capture's steps around them: the tables to read
 (added to --tables, or asked for with cdc-snapshot), the next page, and a passed page's file.
-`capture` is postgres_source.PostgresCapture, which calls these between its stream's files. Over
+`capture` is postgres_source.PostgresCapture, which calls these between its stream's files. Why over
 300 lines: the page query's key order (which the range records name) and the pages' steps share it."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Row images are cut out of the line as exact source text: Spark's JSON functions
 re-serialize nested objects through doubles (12345678901234567.891 becomes
-1.2345678901234568E16), and a mirror must keep every digit. Over 300 lines: the record kinds every
+1.2345678901234568E16), and a mirror must keep every digit. Why over 300 lines: the record kinds every
 parser builds (events, markers, ranges, truncates) and the exact-text reading they share, in one place.
 """
 
