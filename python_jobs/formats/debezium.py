@@ -1,4 +1,4 @@
-"""Parse one Debezium JSON line (bare or {schema, payload}) into the fields of a raw event. Over 300
+"""Parse one Debezium JSON line (bare or {schema, payload}) into the fields of a raw event. Why over 300
 lines: one envelope, whose row changes, schema changes, range records and transaction records share
 its source position and images."""
 
