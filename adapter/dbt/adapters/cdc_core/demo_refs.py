@@ -9,6 +9,7 @@ loads them, before it parses the project."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Optional
 
 PACKAGE = "cdc_merge"
@@ -27,13 +28,16 @@ def install() -> None:
     if getattr(resolve_ref, "_cdc_merge_demo_refs", False):
         return
 
-    def resolve_ref_without_demo_models(self: Any, source_node: Any, target_model_name: str, target_model_package: Optional[str],
-                                        target_model_version: Any, current_project: str, node_package: str) -> Any:
-        found = resolve_ref(self, source_node, target_model_name, target_model_package, target_model_version, current_project,
-                            node_package)
-        if isinstance(found, Disabled) and hides_demo_model(getattr(found.target, "package_name", None), target_model_package,
-                                                            node_package):
-            return None
+    parameters = inspect.signature(resolve_ref)
+
+    def resolve_ref_without_demo_models(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # dbt's own call, passed on as it came; its arguments read by name, whatever their order.
+        found = resolve_ref(self, *args, **kwargs)
+        if isinstance(found, Disabled):
+            named = parameters.bind_partial(self, *args, **kwargs).arguments
+            if hides_demo_model(getattr(found.target, "package_name", None), named.get("target_model_package"),
+                                str(named.get("node_package"))):
+                return None
         return found
 
     resolve_ref_without_demo_models._cdc_merge_demo_refs = True  # type: ignore[attr-defined]
