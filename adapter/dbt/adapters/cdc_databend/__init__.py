@@ -10,7 +10,7 @@ of its include path). This plugin inherits everything else (its dependency, so e
 from dbt.adapters.base import AdapterPlugin
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.cdc_core import demo_refs
+from dbt.adapters.cdc_core import demo_models
 
 try:
     import dbt.adapters.databend  # noqa: F401 - dbt-databend-cloud, of the extra `databend`
@@ -25,8 +25,8 @@ from dbt.include import cdc_databend
 
 __all__ = ["CdcDatabendConnectionManager", "Plugin"]
 
-# A ref of a name only the package's disabled demo models have is a ref of a missing model (demo_refs.py).
-demo_refs.install()
+# A ref or YAML entry of a name only the package's disabled demo models have is one of a missing model (demo_models.py).
+demo_models.install()
 
 Plugin = AdapterPlugin(
     adapter=CdcDatabendAdapter,  # type: ignore[arg-type]

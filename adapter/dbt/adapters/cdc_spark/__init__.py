@@ -9,13 +9,13 @@ method already uses. A profile opts in with `type: cdc_spark`.
 
 from dbt.adapters.base import AdapterPlugin
 
-from dbt.adapters.cdc_core import demo_refs
+from dbt.adapters.cdc_core import demo_models
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, CdcSparkCredentials  # noqa: F401
 from dbt.adapters.cdc_spark.impl import CdcSparkAdapter
 from dbt.include import cdc_spark
 
-# A ref of a name only the package's disabled demo models have is a ref of a missing model (demo_refs.py).
-demo_refs.install()
+# A ref or YAML entry of a name only the package's disabled demo models have is one of a missing model (demo_models.py).
+demo_models.install()
 
 Plugin = AdapterPlugin(
     adapter=CdcSparkAdapter,  # type: ignore[arg-type]
