@@ -2,6 +2,9 @@
 
     cdc-land --config landing.yml
     spark-submit --jars <iceberg jar>,python_jobs/jars/cdc-merge-parsers.jar python_jobs/landing/land.py --config landing.yml
+
+Over 300 lines: a batch's three ways to its commits (the JVM fast path, parsed in the driver, by
+Python workers) share their retry and counting rules, so they stay side by side here.
 """
 
 from __future__ import annotations
@@ -197,18 +200,20 @@ def _append_parsed(
 ) -> None:
     """Append the events of parsed to the raw table and its rejected or ignored lines to the
     quarantine with append_once (the sink's, see land_files); counts are parsed's counts per
-    status; jvm_quoter: see exact_numbers_for_variant; notes: quarantine rows of changed files,
-    appended with the lines."""
+    status, set to 0 for a commit an earlier try of the batch made; jvm_quoter: see
+    exact_numbers_for_variant; notes: quarantine rows of changed files, appended with the lines."""
     if counts[records.STATUS_EVENT]:
         events = landed_events(parsed, landed_at, place)
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
-        append_once(events, config.raw_table, batch_tag, batch_files, crash_point=RAW_WRITE)
+        if not append_once(events, config.raw_table, batch_tag, batch_files, crash_point=RAW_WRITE):
+            counts[records.STATUS_EVENT] = 0
     if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED] or notes is not None:
         quarantined = quarantined_records(parsed, landed_at)
         if notes is not None:
             quarantined = quarantined.unionByName(notes)
-        append_once(quarantined, config.quarantine_table, batch_tag, batch_files)
+        if not append_once(quarantined, config.quarantine_table, batch_tag, batch_files):
+            counts[records.STATUS_REJECTED] = counts[records.STATUS_IGNORED] = 0
 
 
 def _changed_file_notes(spark: SparkSession, place: BatchPlace, landed_at, counts: Counter) -> DataFrame | None:
