@@ -40,6 +40,8 @@ def test_maintenance_keeps_every_version_of_a_history_behind_and_what_it_has_not
     offsets_schema = f"{project.schema}_offsets"
     configure_model(project, "shop_customers", maintenance="off")
     write_history_model(project, HISTORY, f"deletes='hard', maintenance='off', offsets_schema='{offsets_schema}'")
+    # The demo's own history of the table, never run here, would keep every event (it reads each version).
+    (project.project_dir / "models" / "history" / "customers_history.sql").unlink()
     _, waves = build_waves(41, events=600, waves=5, connector="postgresql", snapshot_rows=20,
                            late_fraction=0.08, duplicate_fraction=0.05)
     delivered: list = []
@@ -104,3 +106,22 @@ def test_a_history_run_maintains_its_tables_past_a_threshold(conformance_project
     if not project.on_databend:
         for table in tables:
             assert properties(project, table) == {PROPERTIES[0]: "true", PROPERTIES[1]: "100"}, table
+
+
+def test_raw_retention_keeps_every_version_for_a_history_that_has_not_run_yet(conformance_project):
+    """A history added to a project whose mirror of the same table has applied the log (and the demo's own
+    history, never run): cdc_maintain of the mirror with every horizon at zero removes no superseded event,
+    for the history's first run reads each version from the log."""
+    project = conformance_project
+    _, waves = build_waves(47, events=400, waves=2, connector="postgresql", snapshot_rows=20,
+                           late_fraction=0.08, duplicate_fraction=0.05)
+    delivered: list = []
+    for wave in waves:
+        delivered += land(project, wave)
+        project.dbt("run", "--select", "shop_customers")
+    landed = customers_events(project)
+    write_history_model(project, HISTORY, "deletes='hard'")
+    maintain(project, ["shop_customers"], raw_retention_hours=0, snapshot_retention_hours=0)
+    assert customers_events(project) == landed
+    project.dbt("run", "--select", HISTORY)
+    assert_history_equals_oracle(project, delivered, HISTORY, "hard")

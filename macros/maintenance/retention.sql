@@ -1,6 +1,7 @@
 {#
     What maintenance removes from the log and the bookkeeping, and what it must keep:
       applied_offsets        where every mirror of a raw table stands, from every offsets table of the project
+      histories_yet_to_run   the histories of a source table with no offset yet: their first run reads every version
       remove_superseded_raw_events   raw events every mirror applied, older than raw_retention_hours,
                              that a newer event of the same key supersedes (the newest stays)
       collect_tombstones     tombstones older than tombstone_horizon_hours
@@ -67,6 +68,22 @@
 {% endmacro %}
 
 
+{% macro histories_yet_to_run(source_table, offsets) %}
+    {#- The cdc_history models of source_table that no offsets table knows: a mirror rebuilds from the newest
+        events alone, but a history's first run takes every version from the log, the superseded ones too. -#}
+    {% set known = offsets | map(attribute='target_table') | list %}
+    {% set waiting = [] %}
+    {% for node in graph.nodes.values() if node.resource_type == 'model' and node.config.materialized == 'cdc_history'
+            and node.config.get('source_table') == source_table %}
+        {% set name = node.schema ~ '.' ~ (node.alias or node.name) %}
+        {% if name not in known %}
+            {% do waiting.append(name) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(waiting) }}
+{% endmacro %}
+
+
 {% macro oldest_applied_snapshot(raw_relation, offsets) %}
     {#-
         The raw snapshot every mirror in offsets has applied: the one farthest behind the raw table's
@@ -112,7 +129,14 @@
     {% if settings.raw_retention_hours is none %}
         {{ return(0) }}
     {% endif %}
-    {% set oldest = cdc_merge.oldest_applied_snapshot(raw_relation, cdc_merge.applied_offsets(raw_relation, source_table, extra_offsets)) %}
+    {% set offsets = cdc_merge.applied_offsets(raw_relation, source_table, extra_offsets) %}
+    {% set waiting = cdc_merge.histories_yet_to_run(source_table, offsets) %}
+    {% if waiting | length > 0 %}
+        {{ log("cdc_merge maintenance " ~ raw_relation ~ ": no raw event of " ~ source_table ~ " removed: "
+            ~ waiting | join(', ') ~ " has not run yet and reads every version from the log", info=True) }}
+        {{ return(0) }}
+    {% endif %}
+    {% set oldest = cdc_merge.oldest_applied_snapshot(raw_relation, offsets) %}
     {% if oldest is none %}
         {{ log("cdc_merge maintenance " ~ raw_relation ~ ": no raw event of " ~ source_table ~ " removed: not every mirror's offset is known", info=True) }}
         {{ return(0) }}
