@@ -18,6 +18,7 @@
         write.sql      a batch's rows removed and added, published in one commit
         ranges.sql     online snapshot ranges and truncates: current versions of rows the source no longer has closed
         truncates.sql  the truncates a history applied, kept for older events that land later
+        column_defaults.sql  columns the source added with a value for its rows then, set in the older versions
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk),
     publish.sql, and after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/).
@@ -138,6 +139,8 @@
         {% set ranged = cdc_merge.apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% do cdc_merge.record_history_truncates(target_relation, chunk_ranges, cfg) %}
+        {#- Columns the source added with a value for its rows then: the versions older than that hold it (column_defaults.sql). -#}
+        {% do cdc_merge.apply_history_column_defaults(target_relation, raw_changes_view, model_sql, columns, cfg) %}
         {% for truncate in (chunk_ranges.record if chunk_ranges is not none else []) %}
             {% do stored_truncates.append([truncate.seq, truncate.time]) %}
         {% endfor %}

@@ -49,28 +49,41 @@
 {% endmacro %}
 
 
-{% macro apply_column_defaults(target_relation, events, column_types) %}
+{% macro apply_column_defaults(target_relation, events, column_types, kept_unless=none) %}
     {#-
         events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
         columns that the mirror has are set in its rows older than the event. Returns the columns set.
+        kept_unless: a condition on a row (a history's is_current); a row older than the event that holds
+        a value and does not meet it keeps that value (a version of a column dropped and added again).
     -#}
     {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id) if events else [] %}
     {% set set_columns = [] %}
     {% for event in plan %}
         {% set assignments = [] %}
+        {% set changed = [] %}
         {% for column in event.columns %}
             {% set row = cdc_merge.json_literal(column.image) %}
-            {% do assignments.append(column.name ~ ' = ' ~ cdc_merge.cdc_value(row, column.field, column_types[column.name])) %}
+            {% set value = cdc_merge.cdc_value(row, column.field, column_types[column.name]) %}
+            {% if kept_unless is not none %}
+                {% set value = 'case when ' ~ column.name ~ ' is null or ' ~ kept_unless ~ ' then ' ~ value ~ ' else ' ~ column.name ~ ' end' %}
+            {% endif %}
+            {% do assignments.append(column.name ~ ' = ' ~ value) %}
+            {% do changed.append(cdc_merge.differs_sql(column.name, value)) %}
             {% do set_columns.append(column.name) %}
         {% endfor %}
-        {% do run_query('update ' ~ target_relation ~ ' set ' ~ assignments | join(', ') ~ " where _cdc_seq < '" ~ event.seq ~ "'") %}
+        {#- A history's rows already holding the values are left alone: a replay of the event writes nothing. -#}
+        {% set only_changed = (' and (' ~ changed | join(' or ') ~ ')') if kept_unless is not none else '' %}
+        {% do cdc_merge.update_rows_found(target_relation, assignments | join(', '), "_cdc_seq < '" ~ event.seq ~ "'" ~ only_changed,
+            look_first=kept_unless is not none) %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | map(attribute='name') | join(', ')
             ~ " added to the source at " ~ event.seq ~ ": set in the rows older than that to the value the source gave them", info=True) }}
     {% endfor %}
     {#- A 32-bit float the source widened to a double: the older rows' values as the server widened them (column_defaults.py). -#}
     {% for event in (adapter.cdc_float_retypes(events, column_types) if events else []) %}
         {% for column in event.columns %}
-            {% do run_query(cdc_merge.float_widened_sql(target_relation, column, event.seq)) %}
+            {% set exact = 'cast(cast(' ~ column ~ ' as float) as double)' %}
+            {% do cdc_merge.update_rows_found(target_relation, column ~ ' = ' ~ exact,
+                '_cdc_seq < ' ~ cdc_merge.string_literal(event.seq) ~ ' and ' ~ column ~ ' <> ' ~ exact, look_first=kept_unless is not none) %}
         {% endfor %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | join(', ') ~ " widened from a 32-bit float by the source at "
             ~ event.seq ~ ": the rows older than that hold the float's exact value, as the source's do", info=True) }}
@@ -79,12 +92,12 @@
 {% endmacro %}
 
 
-{% macro float_widened_sql(relation, column, seq) %}
-    update {{ relation }}
-    set {{ column }} = cast(cast({{ column }} as float) as double)
-    where
-        _cdc_seq < {{ cdc_merge.string_literal(seq) }}
-        and {{ column }} <> cast(cast({{ column }} as float) as double)
+{% macro update_rows_found(relation, assignments, condition, look_first=false) %}
+    {#- look_first: only when a row meets the condition (an Iceberg update that changes no row still commits a snapshot). -#}
+    {% if look_first and not run_query('select 1 from ' ~ relation ~ ' where ' ~ condition ~ ' limit 1').rows %}
+        {{ return(none) }}
+    {% endif %}
+    {% do run_query('update ' ~ relation ~ ' set ' ~ assignments ~ ' where ' ~ condition) %}
 {% endmacro %}
 
 

@@ -1,0 +1,62 @@
+"""A real MariaDB table gains a column with a default (every row has it with no rows event) and widens
+a 32-bit float to a double (the server widens each row's value exactly, 1.1 to 1.100000023841858)
+while a history and a mirror of it run: the history's versions older than the ALTER take what the
+source gave those rows, as the mirror's rows do, so its current versions are the source's rows; a
+version of a key changed after the ALTER keeps its own values; a replay changes nothing. On Spark +
+Iceberg and on embedded Databend."""
+
+from __future__ import annotations
+
+import shutil
+
+from python_jobs.capture import mysql as capture_mysql
+from test_capture_faults import mariadb  # noqa: F401 - fixture
+from test_capture_mysql_swapped_column_names import captured, source_rows
+from test_online_snapshots_mariadb import execute
+
+TABLES = {"shop.items": ["id"]}
+COLUMNS = "{{ cdc_merge.cdc_columns({'id': 'int', 'name': 'string', 'ratio': 'double', 'tier': 'string'}) }}"
+
+
+def models(project) -> None:
+    project.write_model("items", "unique_key='id', source_table='shop.items'",
+                        COLUMNS + ", {{ cdc_merge.cdc_metadata_columns() }}")
+    (project.project_dir / "models" / "history" / "item_versions.sql").write_text(
+        "{{ config(materialized='cdc_history', unique_key='id', source_table='shop.items') }}\n"
+        f"select {COLUMNS}, {{{{ cdc_merge.cdc_metadata_columns() }}}}\n"
+        "from {{ cdc_merge.cdc_events(ref('raw_events')) }}\n")
+
+
+def rows(project, sql: str) -> list[tuple]:
+    return [tuple(row.values()) for row in project.query(sql)]
+
+
+def test_history_versions_older_than_an_added_column_hold_its_default(mariadb, conformance_project, tmp_path):  # noqa: F811
+    project = conformance_project
+    config = captured(mariadb, project, tmp_path, TABLES,
+                      "create table shop.items (id int primary key, name varchar(10), ratio float)",
+                      "insert into shop.items values (1, 'a', 1.1), (2, 'b', 2.2), (3, 'c', 3.3)")
+    execute(mariadb, "update shop.items set name = 'a2' where id = 1",
+            "alter table shop.items add column tier varchar(10) not null default 'gold', modify ratio double",
+            "update shop.items set name = 'b2', tier = 'silver' where id = 2")
+    capture_mysql.run(config)
+    models(project)
+    project.land(TABLES)
+    project.dbt("run", "--select", "items", "item_versions")
+
+    source = source_rows(mariadb, "shop.items", ["id", "name", "ratio", "tier"])
+    assert source[0][2] != 1.1 and [row[3] for row in source] == ["gold", "silver", "gold"]
+    assert rows(project, f"select id, name, ratio, tier from {project.schema}.items order by id") == source
+    history = f"select id, name, ratio, tier from {project.schema}.item_versions"
+    # Was tier null and ratio 1.1, 3.3 in keys 1 and 3, whose source rows hold 'gold' and the exact float.
+    assert rows(project, f"{history} where is_current order by id") == source
+    assert rows(project, f"{history} order by id, _cdc_seq") == [
+        (1, "a", source[0][2], "gold"), source[0], (2, "b", source[1][2], "gold"), source[1], source[2]]
+
+    # The same events landed again change nothing.
+    for path in sorted(project.inbox.iterdir()):
+        shutil.copy(path, path.with_name("again-" + path.name))
+    version = project.table_version(f"{project.schema}.item_versions")
+    project.land(TABLES)
+    project.dbt("run", "--select", "item_versions")
+    assert project.table_version(f"{project.schema}.item_versions") == version
