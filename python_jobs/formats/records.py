@@ -257,7 +257,9 @@ def key_columns_for(
         return announced
     hint = f" and the record has no '{announced_field}'" if announced_field else ""
     raise RejectedRecord(
-        f"no key columns configured for table '{table_name}'{hint}; add it under 'tables:' in the landing config"
+        f"no key columns configured for table '{table_name}'{hint}; add it under 'tables:' in the landing config, "
+        f"then read the table again (the project's capture: cdc-snapshot --state <its state file> --table {table_name}): "
+        "lines quarantined before are not landed again"
     )
 
 
