@@ -112,16 +112,76 @@
 
 {% macro spark__cdc_value(row, json_field, data_type) %}
     {#- from_json with a typed schema keeps decimals exact; get_json_object goes through double. -#}
-    from_json({{ row }}, {{ cdc_merge.string_literal(cdc_merge.spark_schema_field(json_field) ~ ' ' ~ data_type) }}, {{ cdc_merge.spark_json_options() }}).{{ cdc_merge.spark_field_reference(json_field) }}
+    {{ cdc_merge.spark_json_value(cdc_merge.spark_parsed_row(row, {json_field: data_type}), cdc_merge.spark_unread_field([json_field]), row, json_field, data_type) }}
 {%- endmacro %}
 
-{% macro spark_json_options() %}
+{% macro spark_parsed_row(row, field_types) %}
+    {#-
+        from_json of row with field_types ({JSON field: type}), and the unread-row field
+        (spark_unread_field) where a field is one spark_json_value may read again as text.
+    -#}
+    {%- set schema = [] -%}
+    {%- for field, data_type in field_types.items() -%}
+        {%- do schema.append(cdc_merge.spark_schema_field(field) ~ ' ' ~ data_type) -%}
+    {%- endfor -%}
+    {%- set unread = cdc_merge.spark_unread_field(field_types) -%}
+    {%- if field_types.values() | map('lower') | map('trim') | select('in', cdc_merge.spark_types_read_again()) | list -%}
+        {%- do schema.append(unread ~ ' string') -%}
+    {%- endif -%}
+    {{- return("from_json(" ~ row ~ ", " ~ cdc_merge.string_literal(schema | join(', ')) ~ ", " ~ cdc_merge.spark_json_options(unread) ~ ")") -}}
+{% endmacro %}
+
+{% macro spark_types_read_again() %}
+    {#-
+        Spark's JSON reader takes a number type only from a JSON number and a boolean only from true or
+        false: the digits of a text key ("42") as int, a numeric's exact text ("12.50") as double, a
+        boolean as int were null, where Databend's cast reads each. A row where a field of these types
+        did not read names itself in the unread-row field, and such a field is read again as its JSON
+        text (a number's digits, the string's own text) and cast from it. Only those rows are read
+        again: reading every such field as text made selecting a model's rows twice as slow.
+    -#}
+    {{- return(['tinyint', 'byte', 'smallint', 'short', 'int', 'integer', 'bigint', 'long', 'float', 'real', 'double', 'boolean']) -}}
+{% endmacro %}
+
+{% macro spark_unread_field(fields) %}
+    {#- The field from_json puts a row it could not read whole into (its corrupt record): a name none of fields has. -#}
+    {%- set name = namespace(text='_cdc_unread') -%}
+    {%- for _ in fields if name.text in fields -%}
+        {%- set name.text = name.text ~ '_' -%}
+    {%- endfor -%}
+    {{- return(name.text) -}}
+{% endmacro %}
+
+{% macro spark_json_value(parsed, unread, row, json_field, data_type) %}
+    {#-
+        json_field of parsed (spark_parsed_row of row, its unread-row field unread); where its type is
+        one Spark's reader may not read (spark_types_read_again) and the row did not read whole, its
+        text cast to data_type. try_cast: a value the type does not hold (1.5 or 3000000000 as int,
+        'abc') is null, in ANSI mode too, as from_json gives it; true and false are 1 and 0 as a
+        number, as Databend casts them. The text is read again only where the cast needs it.
+    -#}
+    {%- set value = parsed ~ '.' ~ cdc_merge.spark_field_reference(json_field) -%}
+    {%- if (data_type | lower | trim) not in cdc_merge.spark_types_read_again() -%}
+        {{- return(value) -}}
+    {%- endif -%}
+    {%- set text = cdc_merge.spark_parsed_row(row, {json_field: 'string'}) ~ '.' ~ cdc_merge.spark_field_reference(json_field) -%}
+    {%- if (data_type | lower | trim) == 'boolean' -%}
+        {%- set cast = 'try_cast(' ~ text ~ ' as boolean)' -%}
+    {%- else -%}
+        {%- set cast = "coalesce(try_cast(" ~ text ~ " as " ~ data_type ~ "), case " ~ text ~ " when 'true' then cast(1 as " ~ data_type
+            ~ ") when 'false' then cast(0 as " ~ data_type ~ ") end)" -%}
+    {%- endif -%}
+    {{- return('coalesce(' ~ value ~ ', if(' ~ parsed ~ '.' ~ cdc_merge.spark_field_reference(unread) ~ ' is null, null, ' ~ cast ~ '))') -}}
+{% endmacro %}
+
+{% macro spark_json_options(unread) %}
     {#-
         A timestamp without a zone (PostgreSQL's `timestamp`) is read as UTC whatever the session's
         time zone: in a session of another zone the stored instant would depend on who ran the apply,
-        and a wall time that zone skips (02:30 on a spring-forward night) would move an hour.
+        and a wall time that zone skips (02:30 on a spring-forward night) would move an hour. unread:
+        the field that holds a row not read whole (spark_unread_field).
     -#}
-    {{- return("map('mode', 'PERMISSIVE', 'timeZone', 'UTC')") -}}
+    {{- return("map('mode', 'PERMISSIVE', 'timeZone', 'UTC', 'columnNameOfCorruptRecord', '" ~ unread ~ "')") -}}
 {% endmacro %}
 
 {% macro spark_field_reference(field) %}
@@ -201,13 +261,14 @@
         row. The options map is what keeps it whole: without options Spark's optimizer cuts
         each from_json down to its one field, and each column parses the row again.
     -#}
-    {%- set schema = [] -%}
-    {%- for name, data_type in columns.items() -%}
-        {%- do schema.append(cdc_merge.spark_schema_field(fields[loop.index0]) ~ ' ' ~ data_type) -%}
+    {%- set field_types = {} -%}
+    {%- for data_type in columns.values() -%}
+        {%- do field_types.update({fields[loop.index0]: data_type}) -%}
     {%- endfor -%}
-    {%- for name in columns -%}
-        {%- set field = fields[loop.index0] -%}
-        from_json(_cdc_row, {{ cdc_merge.string_literal(schema | join(", ")) }}, {{ cdc_merge.spark_json_options() }}).{{ cdc_merge.spark_field_reference(field) }} as {{ name }}
+    {%- set parsed = cdc_merge.spark_parsed_row('_cdc_row', field_types) -%}
+    {%- set unread = cdc_merge.spark_unread_field(fields) -%}
+    {%- for name, data_type in columns.items() -%}
+        {{ cdc_merge.spark_json_value(parsed, unread, '_cdc_row', fields[loop.index0], data_type) }} as {{ name }}
         {{- ",\n        " if not loop.last }}
     {%- endfor -%}
 {% endmacro %}

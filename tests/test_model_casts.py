@@ -1,0 +1,78 @@
+"""Mirror models that type a column otherwise than its source, checked against the real source after
+inserts, updates, a key change and a delete, on both engines: a text key of digits as int, a boolean as
+int, a numeric or decimal as double, a timestamp with time zone as date, a number as text. On Spark the
+JSON reader took a number type only from a JSON number (and a boolean only from true or false), so
+the key columns, the booleans and the numerics read null while _cdc_key was right."""
+
+from __future__ import annotations
+
+from harness.mariadb_server import create_mariadb_capture_user
+from harness.postgres_server import create_capture_user
+from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture import postgres as capture_postgres
+from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
+from test_online_snapshots import execute
+from test_online_snapshots_mariadb import execute as my_execute
+
+MODEL_COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'flag': 'int', 'at': 'date', 'n': 'string'}) }}, "
+                 # cdc_column reads a column as cdc_columns does, by a from_json of its own.
+                 "{{ cdc_merge.cdc_column('amount', 'double') }}, {{ cdc_merge.cdc_metadata_columns() }}")
+CHANGES = ("update shop.codes set n = 50, amount = 0.1, flag = not flag where id = '2'",
+           "update shop.codes set id = '20' where id = '4'", "delete from shop.codes where id = '3'")
+
+
+def applied(project, capture, tables) -> None:
+    capture()
+    landed = project.land(tables)
+    assert "quarantined 0 lines" in landed.status(), landed.status()
+    project.dbt("run", "--select", "codes")
+
+
+def assert_mirror_is(project, source_rows) -> None:
+    mirror = project.query(f"select id, flag, amount, at, n from {project.schema}.codes order by id")
+    assert [tuple(row.values()) for row in mirror] == [tuple(row) for row in source_rows]
+
+
+def test_postgres_columns_the_model_casts_read_as_the_source_holds_them(postgres, conformance_project, tmp_path):  # noqa: F811
+    project = conformance_project
+    execute(postgres, "create schema shop; create table shop.codes (id text primary key, flag boolean, amount numeric(10,2), "
+                      "at timestamptz, n int); insert into shop.codes select g::text, g % 2 = 0, g * 1.25, "
+                      "timestamptz '2026-01-01 23:30:00+05' + g * interval '1 hour', g from generate_series(1, 6) g")
+    project.write_model("codes", "unique_key='id', source_table='shop.codes'", MODEL_COLUMNS)
+    config = capture_postgres.CaptureConfig(dsn=create_capture_user(postgres, ["shop"]), tables=("shop.codes",),
+                                            slot="codes", out=project.inbox, state=tmp_path / "capture-state.json")
+    source = ("select id::int, flag::int, amount::float8, (at at time zone 'UTC')::date, n::text "
+              "from shop.codes order by 1")
+    for changes in ((), CHANGES):
+        for change in changes:
+            execute(postgres, change)
+        applied(project, lambda: capture_postgres.run(config), {"shop.codes": ["id"]})
+        connection = postgres.connect()
+        with connection.cursor() as cursor:
+            cursor.execute(source)
+            assert_mirror_is(project, cursor.fetchall())
+        connection.close()
+
+
+def test_mariadb_columns_the_model_casts_read_as_the_source_holds_them(mariadb, conformance_project, tmp_path, monkeypatch):  # noqa: F811
+    project = conformance_project
+    my_execute(mariadb, "create database shop", "create table shop.codes (id varchar(10) primary key, flag tinyint(1), "
+                        "amount decimal(10,2), at timestamp(6) null, n bigint)",
+               *[f"insert into shop.codes values ('{g}', {g % 2}, {g * 1.25}, '2026-01-01 21:30:00' + interval {g} hour, {g})"
+                 for g in range(1, 7)])
+    project.write_model("codes", "unique_key='id', source_table='shop.codes'", MODEL_COLUMNS)
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    monkeypatch.setenv("MYSQL_PWD", password)
+    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
+                                         tables=("shop.codes",), out=project.inbox, state=tmp_path / "capture-state.json")
+    source = ("select cast(id as signed), flag, cast(amount as double), date(at), cast(n as char) "
+              "from shop.codes order by 1")
+    for changes in ((), [change.replace("not flag", "1 - flag") for change in CHANGES]):
+        my_execute(mariadb, *changes)
+        applied(project, lambda: capture_mysql.run(config), {"shop.codes": ["id"]})
+        connection = mariadb.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("set time_zone = '+00:00'")
+            cursor.execute(source)
+            assert_mirror_is(project, cursor.fetchall())
+        connection.close()
