@@ -28,8 +28,19 @@
         {% do previous.update({row['target_table']: row['mirror_snapshot']}) %}
     {% endfor %}
     {% for mirror, snapshot in cut.items() %}
-        {% do run_query(cdc_merge.cut_view_sql(cuts, group, mirror, [(ordinal - 1, previous.get(mirror)), (ordinal, snapshot)])) %}
+        {#- A mirror made again (--full-refresh) has not the previous cut's snapshot: its view reads the new cut only. -#}
+        {% set kept = previous.get(mirror) if cdc_merge.databend_has_snapshot(mirror, previous.get(mirror)) else none %}
+        {% do run_query(cdc_merge.cut_view_sql(cuts, group, mirror, [(ordinal - 1, kept), (ordinal, snapshot)])) %}
     {% endfor %}
+{% endmacro %}
+
+{% macro databend_has_snapshot(table, snapshot_id) %}
+    {% if snapshot_id is none %}
+        {{ return(false) }}
+    {% endif %}
+    {% set schema, name = (table | string).split('.')[-2:] %}
+    {{ return(run_query("select count(*) as found from fuse_snapshot('" ~ schema ~ "', '" ~ name
+        ~ "') where snapshot_id = '" ~ snapshot_id ~ "'").rows[0]['found'] | int > 0) }}
 {% endmacro %}
 
 
