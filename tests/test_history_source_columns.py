@@ -2,8 +2,9 @@
 a 32-bit float to a double (the server widens each row's value exactly, 1.1 to 1.100000023841858)
 while a history and a mirror of it run: the history's versions older than the ALTER take what the
 source gave those rows, as the mirror's rows do, so its current versions are the source's rows; a
-version of a key changed after the ALTER keeps its own values; a replay changes nothing. On Spark +
-Iceberg and on embedded Databend."""
+version of a key changed after the ALTER keeps its own values; a replay changes nothing. A column
+retyped beyond what the history's column holds (int made bigint) stops the run, naming the column and
+--full-refresh. On Spark + Iceberg and on embedded Databend."""
 
 from __future__ import annotations
 
@@ -60,3 +61,26 @@ def test_history_versions_older_than_an_added_column_hold_its_default(mariadb, c
     project.land(TABLES)
     project.dbt("run", "--select", "item_versions")
     assert project.table_version(f"{project.schema}.item_versions") == version
+
+
+def test_a_history_stops_at_a_retype_its_column_cannot_hold(mariadb, conformance_project, tmp_path):  # noqa: F811
+    project = conformance_project
+    config = captured(mariadb, project, tmp_path, TABLES, "create table shop.items (id int primary key, qty int)",
+                      "insert into shop.items values (1, 10), (2, 20)")
+    execute(mariadb, "alter table shop.items modify qty bigint", "update shop.items set qty = 1099511627776 where id = 1")
+    capture_mysql.run(config)
+    history = project.project_dir / "models" / "history" / "item_versions.sql"
+    history.write_text("{{ config(materialized='cdc_history', unique_key='id', source_table='shop.items') }}\n"
+                       "select {{ cdc_merge.cdc_columns({'id': 'int', 'qty': 'int'}) }}, {{ cdc_merge.cdc_metadata_columns() }}\n"
+                       "from {{ cdc_merge.cdc_events(ref('raw_events')) }}\n")
+    project.land(TABLES)
+    # Was a current version of key 1 with qty null (Spark) where the source holds 1099511627776.
+    assert not project.dbt("run", "--select", "item_versions", expect_success=False).success
+    assert ("shop.items.qty is bigint(20) at the source since" in project.dbt_log()
+            and "dbt run --full-refresh --select item_versions" in project.dbt_log())
+    assert project.query(f"select count(*) as n from {project.schema}.item_versions")[0]["n"] == 0
+
+    history.write_text(history.read_text().replace("'qty': 'int'", "'qty': 'bigint'"))
+    project.dbt("run", "--select", "item_versions", "--full-refresh")
+    assert rows(project, f"select id, qty from {project.schema}.item_versions where is_current order by id") == source_rows(
+        mariadb, "shop.items", ["id", "qty"]) == [(1, 1099511627776), (2, 20)]

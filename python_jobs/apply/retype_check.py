@@ -62,9 +62,10 @@ def _holds(mirror_type: str, source_type: str) -> bool:
 
 
 def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, str], source_table: str,
-                   model: str) -> Optional[str]:
+                   model: str, history: bool = False) -> Optional[str]:
     """events: (seq, raw_data) of the chunk's schema events; column_types: {mirror column: type}. What
-    to change where a retyped column's new type holds values its mirror column cannot, else None."""
+    to change where a retyped column's new type holds values its mirror column cannot, else None.
+    history: the model is a cdc_history, whose table keeps the types it was built with."""
     mirror = {str(name).lower(): str(name) for name in column_types}
     types = {str(name).lower(): str(type_name) for name, type_name in column_types.items()}
     for seq, raw_data in sorted((str(seq), raw_data) for seq, raw_data in events if raw_data):
@@ -78,6 +79,12 @@ def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, s
             new_type = after.get(field)
             if name is None or new_type is None or _holds(types[name], new_type):
                 continue
+            if history:
+                return (f"cdc_history model '{model}': {source_table}.{field} is {new_type} at the source since {seq} (it "
+                        f"was {old_type}), and the history's column {mirror[name]} ({_bare(types[name])}) cannot hold its "
+                        "values: its versions would hold them rounded or null. Change the column's type in the model, then "
+                        f"rebuild the history from the raw log: dbt run --full-refresh --select {model}; nothing of this "
+                        "chunk was applied.")
             return (f"cdc_merge model '{model}': {source_table}.{field} is {new_type} at the source since {seq} (it was "
                     f"{old_type}), and the mirror's column {mirror[name]} ({_bare(types[name])}) cannot hold its values: "
                     "they would be rounded or null. Change the column's type in the model (cdc-scaffold --overwrite "

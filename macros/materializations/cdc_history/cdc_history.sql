@@ -18,7 +18,7 @@
         write.sql      a batch's rows removed and added, published in one commit
         ranges.sql     online snapshot ranges and truncates: current versions of rows the source no longer has closed
         truncates.sql  the truncates a history applied, kept for older events that land later
-        column_defaults.sql  columns the source added with a value for its rows then, set in the older versions
+        column_defaults.sql  the source's schema changes: retypes the history cannot hold, columns added with a value
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk),
     publish.sql, and after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/).
@@ -124,6 +124,9 @@
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
         {% set stats = cdc_merge.no_counts() %}
+        {#- The source's schema changes: a retype the history's columns cannot hold stops here; added columns' values after. -#}
+        {% set schema_events = cdc_merge.history_schema_events(raw_changes_view, cfg) %}
+        {% do cdc_merge.check_history_retypes(schema_events, model_sql, columns, cfg) %}
         {% set chunk_ranges = cdc_merge.history_chunk_ranges(target_relation, raw_changes_view, cfg, stored_truncates) %}
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
@@ -140,7 +143,7 @@
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% do cdc_merge.record_history_truncates(target_relation, chunk_ranges, cfg) %}
         {#- Columns the source added with a value for its rows then: the versions older than that hold it (column_defaults.sql). -#}
-        {% do cdc_merge.apply_history_column_defaults(target_relation, raw_changes_view, model_sql, columns, cfg) %}
+        {% do cdc_merge.apply_history_column_defaults(target_relation, schema_events, model_sql, columns) %}
         {% for truncate in (chunk_ranges.record if chunk_ranges is not none else []) %}
             {% do stored_truncates.append([truncate.seq, truncate.time]) %}
         {% endfor %}

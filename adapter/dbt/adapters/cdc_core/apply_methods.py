@@ -101,9 +101,10 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_retype_problem(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str], source_table: str,
-                           model: str) -> Optional[str]:
-        """apply_chunk.sql: a column the source retyped beyond what its mirror column holds, and what to change (retype_check.py)."""
-        return retype_check.retype_problem(events, column_types, str(source_table), str(model))
+                           model: str, history: bool = False) -> Optional[str]:
+        """apply_chunk.sql, a history's column_defaults.sql: a column the source retyped beyond what its mirror (or history)
+        column holds, and what to change (retype_check.py)."""
+        return retype_check.retype_problem(events, column_types, str(source_table), str(model), bool(history))
 
     @available
     def cdc_float_retypes(self, events: Sequence[Sequence[Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
