@@ -2,7 +2,9 @@
 inserts, updates, a key change and a delete, on both engines: a text key of digits as int, a boolean as
 int, a numeric or decimal as double, a timestamp with time zone as date, a number as text. On Spark the
 JSON reader took a number type only from a JSON number (and a boolean only from true or false), so
-the key columns, the booleans and the numerics read null while _cdc_key was right."""
+the key columns, the booleans and the numerics read null while _cdc_key was right. cdc-verify of such
+a mirror says why it does not compare it (its key is not ordered or written as the source's), where it
+stopped with a TypeError."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from python_jobs.capture import postgres as capture_postgres
 from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from test_online_snapshots import execute
 from test_online_snapshots_mariadb import execute as my_execute
+from test_verify_types import verify
 
 MODEL_COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'flag': 'int', 'at': 'date', 'n': 'string'}) }}, "
                  # cdc_column reads a column as cdc_columns does, by a from_json of its own.
@@ -31,6 +34,13 @@ def applied(project, capture, tables) -> None:
 def assert_mirror_is(project, source_rows) -> None:
     mirror = project.query(f"select id, flag, amount, at, n from {project.schema}.codes order by id")
     assert [tuple(row.values()) for row in mirror] == [tuple(row) for row in source_rows]
+
+
+def assert_not_verified(project, source: list[str], source_type: str) -> None:
+    assert verify(project, "codes", source) != 0
+    said = project.dbt_log()[-4000:]
+    assert f"key column id is {source_type} at the source and " in said, said
+    assert "in the mirror (its model casts it): its keys are not ordered or written alike, so the mirror is not compared" in said
 
 
 def test_postgres_columns_the_model_casts_read_as_the_source_holds_them(postgres, conformance_project, tmp_path):  # noqa: F811
@@ -52,6 +62,8 @@ def test_postgres_columns_the_model_casts_read_as_the_source_holds_them(postgres
             cursor.execute(source)
             assert_mirror_is(project, cursor.fetchall())
         connection.close()
+
+    assert_not_verified(project, ["--postgres", postgres.dsn], "text")
 
 
 def test_mariadb_columns_the_model_casts_read_as_the_source_holds_them(mariadb, conformance_project, tmp_path, monkeypatch):  # noqa: F811
@@ -76,3 +88,5 @@ def test_mariadb_columns_the_model_casts_read_as_the_source_holds_them(mariadb, 
             cursor.execute(source)
             assert_mirror_is(project, cursor.fetchall())
         connection.close()
+
+    assert_not_verified(project, ["--mysql", f"{user}@127.0.0.1:{mariadb.port}"], "varchar(10)")

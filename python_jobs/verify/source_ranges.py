@@ -15,10 +15,24 @@ from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value
 
 # Key families a range can be compared in alike on every side.
 RANGE_KEY_FAMILIES = ("integer", "decimal", "string")
+# Source key types a mirror may hold as a number (PostgreSQL's type names start so; MySQL's data types).
+_PG_NUMBER_TYPES = ("smallint", "integer", "bigint", "numeric", "real", "double precision", "oid")
+_MYSQL_NUMBER_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "bit", "year")
 
 
 class RangesUnsupported(Exception):
     """The table cannot be checked by ranges (the message says why); it is sampled instead."""
+
+
+class KeyRetyped(Exception):
+    """A key column the source holds as text (or another non-number) that the mirror's model types as a
+    number: the sides neither order nor write its values alike, so no check of it would be true."""
+
+
+def retyped_key(column: str, source_type: str, mirror_type: str) -> KeyRetyped:
+    return KeyRetyped(f"key column {column} is {source_type} at the source and {mirror_type} in the mirror (its model "
+                      f"casts it): its keys are not ordered or written alike, so the mirror is not compared. Type it as the "
+                      f"source does (a string) in the model to verify it")
 
 
 def checked_columns(mirror_columns: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
@@ -49,8 +63,11 @@ class PostgresRanges:
         self.key_names = [column.name for column in self.key]
         mirror_types = dict(checked_columns(mirror_columns))
         for column in self.key:
-            if type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
+            family = type_family(mirror_types.get(column.name.lower(), ""))
+            if family not in RANGE_KEY_FAMILIES:
                 raise RangesUnsupported(f"key column {column.name} ({column.type_name}) is not compared by ranges")
+            if family != "string" and not column.type_name.startswith(_PG_NUMBER_TYPES):
+                raise retyped_key(column.name, column.type_name, mirror_types[column.name.lower()])
         # A key mirrored as a string whose type is not text (numeric, enum, money, inet, interval, uuid)
         # is ranged by its written text, byte by byte, as the mirror orders it: read and compared as that text.
         as_text = [type_family(mirror_types.get(column.name.lower(), "")) == "string"
@@ -144,8 +161,11 @@ class MysqlRanges:
         self.key = [self.info.types[name] for name in self.info.primary_key]
         self.key_names = list(self.info.primary_key)
         for column in self.key:
-            if column.data_type in _BINARY or type_family(mirror_types.get(column.name.lower(), "")) not in RANGE_KEY_FAMILIES:
+            family = type_family(mirror_types.get(column.name.lower(), ""))
+            if column.data_type in _BINARY or family not in RANGE_KEY_FAMILIES:
                 raise RangesUnsupported(f"key column {column.name} ({column.column_type}) is not compared by ranges")
+            if family != "string" and column.data_type not in _MYSQL_NUMBER_TYPES:
+                raise retyped_key(column.name, column.column_type, mirror_types[column.name.lower()])
         self.expressions = [_key_expressions(column) for column in self.key]
         # A key mirrored as a string is sampled as its written text (a uuid, an address, a decimal wider
         # than 38 digits), the order its ranges are compared in (mysql_pages._key_expressions); a bit

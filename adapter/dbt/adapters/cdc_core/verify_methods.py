@@ -22,7 +22,7 @@ from python_jobs.verify.check import (
 )
 from python_jobs.verify.in_flight import MirrorProgress
 from python_jobs.verify.mirror_ranges import MirrorRanges, ranged_key
-from python_jobs.verify.source_ranges import RangesUnsupported
+from python_jobs.verify.source_ranges import KeyRetyped, RangesUnsupported
 from python_jobs.verify.sources import SourceError, source_from
 
 
@@ -59,7 +59,7 @@ class VerifyMethods(metaclass=AdapterMeta):
                     check = self._verify_mirror(mirror, source, sample, options)
                     if mirror.get("unkeyed_sql"):
                         check.unkeyed = int(self._verify_rows(mirror["unkeyed_sql"])[0][0] or 0)
-                except SourceError as error:
+                except (SourceError, KeyRetyped) as error:
                     raise DbtRuntimeError(f"cdc_verify {mirror['relation']}: {error}") from None
                 lines.extend(check.lines())
                 checks.append(check.record(mirror, checked_at, time.monotonic() - started))
