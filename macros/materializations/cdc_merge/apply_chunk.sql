@@ -39,6 +39,7 @@
             {#- The first chunk's raw events were read above, for the model's columns. -#}
             {% do cdc_merge.read_chunk(chunk, raw_changes_view, cfg) %}
         {% endif %}
+        {% set waiting_ranges = cdc_merge.ranges_waiting_for_deferred(raw_changes_view, cfg, horizon) %}
         {% set chunk_view = cdc_merge.keep_whole_transactions(raw_changes_view, horizon) %}
         {#- The chunk's counts, key range, placeholders, truncate and fields, when one pass over the range gave them for every mirror. -#}
         {% set chunk_plan = cdc_merge.chunk_plan(chunk, cfg, raw_changes_view, chunk_view) %}
@@ -78,7 +79,7 @@
             {% endfor %}
         {% endfor %}
         {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, schema_events, column_types)) %}
-        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg) %}
+        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, waiting_ranges) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}
     {% do cdc_merge.crash_point('apply-before-offset') %}

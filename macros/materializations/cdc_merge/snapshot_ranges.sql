@@ -31,13 +31,45 @@
 {% endmacro %}
 
 
-{% macro apply_snapshot_ranges(target_relation, tombstones, events, column_types, cfg) %}
-    {#- Returns how many rows the ranges removed (or marked deleted). -#}
+{% macro ranges_waiting_for_deferred(raw_changes_view, cfg, horizon) %}
+    {#-
+        The seqs of the chunk's range records that wait for the consistency group's next run: a deferred
+        transaction changed the table between the page's low watermark and the range record. The page
+        left such a key to its change, so the mirror still holds the key's older row, which the range
+        would delete as one the source no longer has. Read before the deferred events leave the chunk.
+    -#}
+    {% if horizon is none or not horizon.deferred %}
+        {{ return([]) }}
+    {% endif %}
+    {% set events = run_query(adapter.dispatch('range_events_sql', 'cdc_merge')(raw_changes_view, cfg.source_table)).rows | map('list') | list %}
+    {% set waiting = [] %}
+    {% for range in (adapter.cdc_snapshot_ranges(events, cfg.unique_key) if events else []) %}
+        {% set changes = run_query("select count(*) as changes from " ~ raw_changes_view
+            ~ " where _change_type = 'INSERT' and table_name = '" ~ cfg.source_table ~ "' and tx_id in "
+            ~ cdc_merge.deferred_list(horizon.deferred) ~ " and seq > '" ~ range.low ~ "' and seq < '" ~ range.seq ~ "'").rows[0]['changes'] | int %}
+        {% if changes > 0 %}
+            {% do waiting.append(range.seq) %}
+        {% endif %}
+    {% endfor %}
+    {{ return(waiting) }}
+{% endmacro %}
+
+
+{% macro apply_snapshot_ranges(target_relation, tombstones, events, column_types, cfg, waiting=[]) %}
+    {#- Returns how many rows the ranges removed (or marked deleted); waiting: seqs of ranges left for the next run. -#}
     {% if not events %}
         {{ return(0) }}
     {% endif %}
     {% set removed = namespace(rows=0) %}
-    {% set ranges = adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+    {% set ranges = [] %}
+    {% for range in adapter.cdc_snapshot_ranges(events, cfg.unique_key) %}
+        {% if range.seq in waiting %}
+            {{ log("cdc_merge " ~ target_relation ~ ": the online snapshot range record at " ~ range.seq ~ " waits for the group's next run: "
+                ~ "a deferred transaction changed " ~ cfg.source_table ~ " after the page's low watermark, and the range would remove its keys' rows", info=True) }}
+        {% else %}
+            {% do ranges.append(range) %}
+        {% endif %}
+    {% endfor %}
     {#- A key column the model casts to text where the source's is a number orders otherwise: refused before any delete. -#}
     {% set problem = adapter.cdc_snapshot_range_problem(ranges, column_types, model.name) if ranges else none %}
     {% if problem %}
