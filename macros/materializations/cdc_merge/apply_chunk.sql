@@ -79,7 +79,7 @@
             {% endfor %}
         {% endfor %}
         {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, schema_events, column_types)) %}
-        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, waiting_ranges) %}
+        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}
     {% do cdc_merge.crash_point('apply-before-offset') %}

@@ -55,8 +55,8 @@
 {% endmacro %}
 
 
-{% macro apply_snapshot_ranges(target_relation, tombstones, events, column_types, cfg, waiting=[]) %}
-    {#- Returns how many rows the ranges removed (or marked deleted); waiting: seqs of ranges left for the next run. -#}
+{% macro apply_snapshot_ranges(target_relation, tombstones, events, column_types, cfg, chunk_view, waiting=[]) %}
+    {#- Returns how many rows the ranges removed (or marked deleted); chunk_view: the chunk's events; waiting: seqs of ranges left for the next run. -#}
     {% if not events %}
         {{ return(0) }}
     {% endif %}
@@ -83,10 +83,16 @@
             {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "' where " ~ older) %}
         {% elif rows > 0 %}
             {% if tombstones is not none %}
-                {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
+                {#-
+                    The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back.
+                    Its delete is the page's, at the range record's time (not the row's last change's, months ago maybe),
+                    which tombstone collection's horizon counts from.
+                -#}
+                {% set range_ts = "(select max(source_ts) from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
+                    ~ "' and action = 'range' and seq = '" ~ range.seq ~ "')" %}
                 {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
-                {% do run_query('insert into ' ~ tombstones ~ " select _cdc_key, '" ~ range.low ~ "' as _cdc_seq, _cdc_source_ts from "
-                    ~ target_relation ~ ' where ' ~ older) %}
+                {% do run_query('insert into ' ~ tombstones ~ " select _cdc_key, '" ~ range.low ~ "' as _cdc_seq, coalesce(" ~ range_ts
+                    ~ ", _cdc_source_ts) as _cdc_source_ts from " ~ target_relation ~ ' where ' ~ older) %}
             {% endif %}
             {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
         {% endif %}
