@@ -24,7 +24,6 @@ import gc
 import json
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -34,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import orjson
 
-from python_jobs import run_locks
+from python_jobs import run_locks, stop_signals
 
 log = logging.getLogger("cdc_merge.capture")
 
@@ -293,11 +292,10 @@ def collect_less_often() -> None:
 
 
 def stop_on_signals() -> threading.Event:
-    """Set by SIGTERM or SIGINT (in the main thread): a following capture writes what it holds and stops."""
+    """Set by SIGTERM or SIGINT (handled in the main thread): a following capture writes what it holds
+    and stops (stop_signals.py: no lock taken in the handler)."""
     stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
+    stop_signals.set_on_signals(stop)
     return stop
 
 

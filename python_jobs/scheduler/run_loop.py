@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+from python_jobs import stop_signals
 from python_jobs.apply import key_index
 from python_jobs.scheduler.captures import Captures, CaptureStartError
 from python_jobs.scheduler.dbt_artifacts import JsonArtifacts
@@ -205,13 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # py4j logs every call between Python and the JVM at INFO: a long-running service's log would be little else.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     stop = threading.Event()
-
-    def request_stop(signum, _frame) -> None:
-        log.info("%s: stopping after the run in progress", signal.Signals(signum).name)
-        stop.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, request_stop)
+    # Said and set off the signal handler (stop_signals.py): a second signal, or one inside stop.wait(), deadlocked it.
+    stop_signals.set_on_signals(
+        stop, lambda signum: log.info("%s: stopping after the run in progress", signal.Signals(signum).name))
     # Batch after batch into the same mirrors: each mirror's keys are kept between runs (key_index.py).
     try:
         key_index.keep_in_service(os.environ)
