@@ -9,6 +9,13 @@ row older than the event gets the value, whatever the order in which the mirror 
 column: in the chunk that holds the event, after the chunk's batches, or when the mirror's model
 adds the column later, after its backfill.
 
+An event older than the addition can also land after it (a late or re-landed file, an online
+snapshot's page read before the ALTER): the chunk that applies it holds no schema event, yet its row
+is older than the addition. So a chunk looks at every such event of its table in the raw log newer
+than its oldest event (`chunk_column_defaults`): for each column only the newest addition counts
+(the value the source's rows older than it hold now); one in the chunk sets every older row, one
+outside it only the older rows this chunk wrote (the others took it when it was applied).
+
 A column whose type the source changed from a 32-bit float to a double (raw_data's "retyped_columns",
 {field: type before}) is alike: the server widened the value each row held then exactly (a `real`
 1.1 is 1.100000023841858 as a `double precision`), while the events written before it carry the
@@ -50,6 +57,22 @@ def column_defaults(events: Sequence[Sequence[Any]], mirror_columns: Iterable[st
         if columns:
             plan.append({"seq": seq, "columns": columns})
     return plan
+
+
+def chunk_column_defaults(events: Sequence[Sequence[Any]], chunk_seqs: Iterable[str], mirror_columns: Iterable[str],
+                          renamed: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """events: (seq, raw_data) of the table's schema events newer than a chunk's oldest event, the
+    chunk's own among them (chunk_seqs). As column_defaults, each column at its newest event only, and
+    each event with 'in_chunk': whether the chunk holds it (else it sets only the rows the chunk wrote)."""
+    newest = {}
+    for event in column_defaults(events, mirror_columns, renamed):
+        for column in event["columns"]:
+            newest[column["name"]] = (event["seq"], column)
+    in_chunk = {str(seq) for seq in chunk_seqs}
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for seq, column in newest.values():
+        plan.setdefault(seq, []).append(column)
+    return [{"seq": seq, "columns": columns, "in_chunk": seq in in_chunk} for seq, columns in sorted(plan.items())]
 
 
 def mirror_name(field: str, mirror: dict[str, str]) -> str | None:

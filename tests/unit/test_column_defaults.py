@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from python_jobs.apply.column_defaults import column_defaults
+from python_jobs.apply.column_defaults import chunk_column_defaults, column_defaults
 
 
 def schema_event(existing_rows: dict) -> str:
@@ -36,3 +36,13 @@ def test_a_field_the_model_reads_under_another_name_is_set_in_that_column():
 
 def test_events_without_values_for_old_rows_set_nothing():
     assert column_defaults([("0001", json.dumps({"tableChanges": []})), ("0002", "")], ["id"]) == []
+
+
+def test_a_chunk_sets_each_column_at_its_newest_addition_only():
+    """A re-landed older addition (0001, in the chunk) set tier back to 'gold' in rows the newer one
+    (0003, landed before) gave 'silver'; the newer one outside the chunk sets the chunk's rows."""
+    events = [("0001", schema_event({"tier": "gold", "loyalty": 0})), ("0003", schema_event({"tier": "silver"}))]
+    assert chunk_column_defaults(events, ["0001"], ["id", "tier", "loyalty"]) == [
+        {"seq": "0001", "columns": [{"name": "loyalty", "field": "loyalty", "image": '{"loyalty":0}'}], "in_chunk": True},
+        {"seq": "0003", "columns": [{"name": "tier", "field": "tier", "image": '{"tier":"silver"}'}], "in_chunk": False},
+    ]

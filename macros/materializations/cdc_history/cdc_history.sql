@@ -118,6 +118,8 @@
     {% endif %}
 
     {% set totals = {'events': 0, 'added': 0, 'removed': 0} %}
+    {#- What chunks read once a run (the raw log's added columns: column_defaults.sql). -#}
+    {% set run_cache = {} %}
     {% set stored_truncates = cdc_merge.history_stored_truncates(target_relation, cfg) if chunks | length else [] %}
     {% for chunk in chunks %}
         {% if not loop.first %}
@@ -143,7 +145,7 @@
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% do cdc_merge.record_history_truncates(target_relation, chunk_ranges, cfg) %}
         {#- Columns the source added with a value for its rows then: the versions older than that hold it (column_defaults.sql). -#}
-        {% do cdc_merge.apply_history_column_defaults(target_relation, schema_events, model_sql, columns) %}
+        {% do cdc_merge.apply_history_column_defaults(target_relation, raw_changes_view, cfg, schema_events, model_sql, columns, run_cache) %}
         {% for truncate in (chunk_ranges.record if chunk_ranges is not none else []) %}
             {% do stored_truncates.append([truncate.seq, truncate.time]) %}
         {% endfor %}

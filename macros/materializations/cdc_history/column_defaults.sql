@@ -6,7 +6,8 @@
     the rows it already had (ALTER TABLE ... ADD COLUMN ... DEFAULT 0), which no row change carries,
     are set in the versions older than the event where they hold none, and in the current ones whatever
     they hold (a column dropped and added again), so a key not changed since holds what the source's
-    row holds; a 32-bit float the source widened to a double is the float's exact value there.
+    row holds; a 32-bit float the source widened to a double is the float's exact value there. A
+    version older than such an event that lands in a later chunk takes it too.
 #}
 
 {% macro history_schema_events(raw_changes_view, cfg) %}
@@ -33,10 +34,8 @@
 {% endmacro %}
 
 
-{% macro apply_history_column_defaults(target_relation, events, model_sql, columns) %}
-    {% if not events %}
-        {{ return([]) }}
-    {% endif %}
-    {{ return(cdc_merge.apply_column_defaults(target_relation, events, cdc_merge.history_column_types(model_sql, columns),
-        kept_unless='is_current')) }}
+{% macro apply_history_column_defaults(target_relation, raw_changes_view, cfg, events, model_sql, columns, run_cache) %}
+    {#- The chunk's events and the raw log's newer than its oldest, as a mirror's (column_defaults.sql: a late version is older than them). -#}
+    {{ return(cdc_merge.apply_chunk_column_defaults(target_relation, raw_changes_view, cfg, events, cdc_merge.history_column_types(model_sql, columns),
+        run_cache, kept_unless='is_current')) }}
 {% endmacro %}

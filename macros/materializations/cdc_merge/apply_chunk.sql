@@ -78,7 +78,7 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
-        {% do defaulted.extend(cdc_merge.apply_column_defaults(target_relation, schema_events, column_types)) %}
+        {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state)) %}
         {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}

@@ -8,6 +8,9 @@
     The same events say which columns the source widened from a 32-bit float to a double; a mirror's
     double column holds, in the rows older than that, the exact value of their float, as the source's
     rows do (the captures' schema events always carry existing_rows, so both are found alike).
+    An event older than such an event that lands in a later chunk (a late or re-landed file, an online
+    snapshot's page read before the ALTER) is older than the addition too: a chunk takes the table's
+    events of the raw log newer than its oldest, and sets the rows it wrote older than them.
 #}
 
 {% macro chunk_column_defaults(chunk_view, cfg, chunk_plan) %}
@@ -16,6 +19,48 @@
         {{ return(chunk_plan['column_defaults']) }}
     {% endif %}
     {{ return(cdc_merge.column_default_events(chunk_view, cfg.source_table, "_change_type = 'INSERT'")) }}
+{% endmacro %}
+
+
+{% macro chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache) %}
+    {#-
+        The chunk's events and the raw log's newer than the chunk's oldest (a chunk's late rows are older
+        than them). run_cache: a dict kept for the run, which reads the raw log's once.
+    -#}
+    {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
+    {% set chunk_seqs = chunk_events | map('first') | list %}
+    {% if oldest is none %}
+        {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
+    {% endif %}
+    {% if 'column_default_events' not in run_cache %}
+        {% do run_cache.update({'column_default_events': cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table)}) %}
+    {% endif %}
+    {% set events = chunk_events | list %}
+    {% for event in run_cache['column_default_events'] %}
+        {% if event[0] >= oldest and event[0] not in chunk_seqs %}
+            {% do events.append(event) %}
+        {% endif %}
+    {% endfor %}
+    {{ return({'events': events, 'chunk_seqs': chunk_seqs, 'since': oldest}) }}
+{% endmacro %}
+
+{% macro spark__oldest_event_seq_sql(chunk_view, source_table) %}
+    select min(seq) from {{ chunk_view }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}'
+{% endmacro %}
+
+{% macro databend__oldest_event_seq_sql(chunk_view, source_table) %}
+    select min(seq) from {{ chunk_view }}
+    where _change_type = 'INSERT' and table_name = '{{ source_table }}'
+{% endmacro %}
+
+
+{% macro apply_chunk_column_defaults(target_relation, chunk_view, cfg, chunk_events, column_types, run_cache, kept_unless=none) %}
+    {% set known = cdc_merge.chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache) %}
+    {% if not known.events %}
+        {{ return([]) }}
+    {% endif %}
+    {{ return(cdc_merge.apply_column_defaults(target_relation, known.events, column_types, kept_unless, known.chunk_seqs, known.since)) }}
 {% endmacro %}
 
 
@@ -49,16 +94,19 @@
 {% endmacro %}
 
 
-{% macro apply_column_defaults(target_relation, events, column_types, kept_unless=none) %}
+{% macro apply_column_defaults(target_relation, events, column_types, kept_unless=none, chunk_seqs=none, since=none) %}
     {#-
         events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
         columns that the mirror has are set in its rows older than the event. Returns the columns set.
         kept_unless: a condition on a row (a history's is_current); a row older than the event that holds
         a value and does not meet it keeps that value (a version of a column dropped and added again).
+        chunk_seqs, since: the chunk's events' seqs and its oldest event's; each column at its newest
+        event, which sets, when the chunk does not hold it, only the rows from since on that differ.
     -#}
-    {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id) if events else [] %}
+    {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id, chunk_seqs) if events else [] %}
     {% set set_columns = [] %}
     {% for event in plan %}
+        {% set late = since is not none and not event.get('in_chunk', true) %}
         {% set assignments = [] %}
         {% set changed = [] %}
         {% for column in event.columns %}
@@ -72,18 +120,22 @@
             {% do set_columns.append(column.name) %}
         {% endfor %}
         {#- A history's rows already holding the values are left alone: a replay of the event writes nothing. -#}
-        {% set only_changed = (' and (' ~ changed | join(' or ') ~ ')') if kept_unless is not none else '' %}
-        {% do cdc_merge.update_rows_found(target_relation, assignments | join(', '), "_cdc_seq < '" ~ event.seq ~ "'" ~ only_changed,
-            look_first=kept_unless is not none) %}
+        {% set only_changed = (' and (' ~ changed | join(' or ') ~ ')') if (kept_unless is not none or late) else '' %}
+        {% set written = (' and _cdc_seq >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
+        {% do cdc_merge.update_rows_found(target_relation, assignments | join(', '), "_cdc_seq < '" ~ event.seq ~ "'" ~ written ~ only_changed,
+            look_first=kept_unless is not none or late) %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | map(attribute='name') | join(', ')
             ~ " added to the source at " ~ event.seq ~ ": set in the rows older than that to the value the source gave them", info=True) }}
     {% endfor %}
     {#- A 32-bit float the source widened to a double: the older rows' values as the server widened them (column_defaults.py). -#}
     {% for event in (adapter.cdc_float_retypes(events, column_types) if events else []) %}
+        {% set late = since is not none and event.seq not in chunk_seqs %}
+        {% set written = (' and _cdc_seq >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
         {% for column in event.columns %}
             {% set exact = 'cast(cast(' ~ column ~ ' as float) as double)' %}
             {% do cdc_merge.update_rows_found(target_relation, column ~ ' = ' ~ exact,
-                '_cdc_seq < ' ~ cdc_merge.string_literal(event.seq) ~ ' and ' ~ column ~ ' <> ' ~ exact, look_first=kept_unless is not none) %}
+                '_cdc_seq < ' ~ cdc_merge.string_literal(event.seq) ~ written ~ ' and ' ~ column ~ ' <> ' ~ exact,
+                look_first=kept_unless is not none or late) %}
         {% endfor %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | join(', ') ~ " widened from a 32-bit float by the source at "
             ~ event.seq ~ ": the rows older than that hold the float's exact value, as the source's do", info=True) }}

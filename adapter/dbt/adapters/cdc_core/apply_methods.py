@@ -83,9 +83,13 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_column_defaults(self, events: Sequence[Sequence[Any]], mirror_columns: Sequence[str],
-                            model_id: Optional[str] = None) -> List[Dict[str, Any]]:
-        """column_defaults.sql: what the source's added columns hold in the mirror's older rows (column_defaults.py)."""
-        return column_defaults.column_defaults(events, mirror_columns, _RENAMED_FIELDS.get(str(model_id), {}))
+                            model_id: Optional[str] = None, chunk_seqs: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+        """column_defaults.sql: what the source's added columns hold in the mirror's older rows; with chunk_seqs,
+        the newest of each column among a chunk's known events (column_defaults.py)."""
+        renamed = _RENAMED_FIELDS.get(str(model_id), {})
+        if chunk_seqs is not None:
+            return column_defaults.chunk_column_defaults(events, chunk_seqs, mirror_columns, renamed)
+        return column_defaults.column_defaults(events, mirror_columns, renamed)
 
     @available
     def cdc_column_names_problem(self, columns: Sequence[str], key_columns: Sequence[str], model: str) -> Optional[str]:
