@@ -112,10 +112,12 @@ PYTEST_WORKERS ?= 2
 pytest: venv check-java test-dbs
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 --junitxml=build/pytest-results.xml
 
-# The full reliability suite behind RELIABILITY.md (about 1.5 hours on 2 cores): crash points and random
-# kills, the run locks under overlapping runs, commits from two processes at once, hostile input. make test runs a bounded part of each.
+# The full reliability suite behind RELIABILITY.md (about 1.75 hours on 2 cores): crash points and random
+# kills, the service killed beside a live PostgreSQL, the run locks under overlapping runs, commits from two
+# processes at once, hostile input. make test runs a bounded part of each.
 reliability: venv check-java test-dbs
 	$(BIN)/python -m reliability.crashes
+	$(BIN)/python -m reliability.service_kills
 	$(BIN)/pytest -n 0 tests/test_concurrent_runs.py
 	$(BIN)/python -m reliability.catalog_commits
 	$(BIN)/python -m reliability.hostile_input
