@@ -25,21 +25,27 @@
 {% macro chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache) %}
     {#-
         The chunk's events and the raw log's newer than the chunk's oldest (a chunk's late rows are older
-        than them). run_cache: a dict kept for the run, which reads the raw log's once.
+        than them). run_cache: a dict kept for the run, which reads the raw log's once. The chunk's oldest
+        event is asked (a query a chunk) only where the raw log has such events outside the chunk.
     -#}
-    {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
     {% set chunk_seqs = chunk_events | map('first') | list %}
-    {% if oldest is none %}
-        {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
-    {% endif %}
     {% if 'column_default_events' not in run_cache %}
         {% do run_cache.update({'column_default_events': cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table)}) %}
     {% endif %}
+    {% set outside = [] %}
+    {% for event in run_cache['column_default_events'] if event[0] not in chunk_seqs %}
+        {% do outside.append(event) %}
+    {% endfor %}
+    {% if not outside %}
+        {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
+    {% endif %}
+    {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
+    {% if oldest is none %}
+        {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
+    {% endif %}
     {% set events = chunk_events | list %}
-    {% for event in run_cache['column_default_events'] %}
-        {% if event[0] >= oldest and event[0] not in chunk_seqs %}
-            {% do events.append(event) %}
-        {% endif %}
+    {% for event in outside if event[0] >= oldest %}
+        {% do events.append(event) %}
     {% endfor %}
     {{ return({'events': events, 'chunk_seqs': chunk_seqs, 'since': oldest}) }}
 {% endmacro %}
