@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from test_history_ranges import COLUMNS, DOCS, position, range_line, read_line
+from test_history_ranges import COLUMNS, position, range_line, read_line
+from test_range_tombstones import docs_after
 
 
 def in_transaction(line: str, tx_id: str) -> str:
@@ -31,21 +32,15 @@ def test_a_range_record_waits_for_a_deferred_transaction_that_changed_a_key_insi
     project = conformance_project
     project.write_model("docs", "unique_key='id', source_table='public.docs', consistency_group='docs'", COLUMNS)
 
-    def land_and_run(name: str, lines: list[str]) -> list[tuple]:
-        (project.inbox / name).write_text("\n".join(lines) + "\n")
-        project.land(DOCS)
-        project.dbt("run", "--select", "docs")
-        return [tuple(row.values()) for row in project.query(f"select id, status from {project.schema}.docs order by id")]
-
     before = [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
-    assert land_and_run("1.json", [in_transaction(change("c", 100 + 10 * key, {"id": key, "status": status}), f"t{key}")
-                                   for key, status in before] + [end(f"t{key}") for key, _ in before]) == before
+    opened = [in_transaction(change("c", 100 + 10 * key, {"id": key, "status": status}), f"t{key}") for key, status in before]
+    assert docs_after(project, "1.json", opened + [end(f"t{key}") for key, _ in before]) == before
     # The source lost key 2 with no delete in the log. A page of keys up to 5 (watermarks 200 and 210)
     # reads 1 and 3; transaction t9 changed 4 between the watermarks, its END record not landed yet.
-    assert land_and_run("2.json", [
+    assert docs_after(project, "2.json", [
         in_transaction(change("u", 205, {"id": 4, "status": "d2"}), "t9"),
         read_line(210, {"id": 1, "status": "a"}),
         read_line(210, {"id": 3, "status": "c"}),
         range_line(220, 200, {"id": 5}),
     ]) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
-    assert land_and_run("3.json", [end("t9")]) == [(1, "a"), (3, "c"), (4, "d2")]
+    assert docs_after(project, "3.json", [end("t9")]) == [(1, "a"), (3, "c"), (4, "d2")]
