@@ -2,14 +2,18 @@
 tombstone (docs/online_snapshots.md); tombstone collection (docs/maintenance.md) removes tombstones of
 deletes committed in the source longer ago than tombstone_horizon_hours. The range's delete is the
 page's, at the range record's time, whenever the row itself last changed: its tombstone stays for the
-horizon, so an older event of the key landing late brings nothing back. On Spark and Databend."""
+horizon, so an older event of the key landing late brings nothing back, and a soft-deleted row carries
+that time. The rows a range removes are the run's deletes in cdc_merge_runs and cdc_merge_offsets, as
+the status page and /metrics show them. On Spark and Databend."""
 
 from __future__ import annotations
 
 import json
 import time
 
-from test_history_ranges import COLUMNS, DOCS, position, read_line
+import pytest
+
+from test_history_ranges import COLUMNS, DOCS, at, position, range_line, read_line
 from test_maintenance import maintain
 from test_materialization import postgres_line
 
@@ -20,6 +24,33 @@ def docs_after(project, name: str, lines: list[str]) -> list[tuple]:
     project.land(DOCS)
     project.dbt("run", "--select", "docs")
     return [tuple(row.values()) for row in project.query(f"select id, status from {project.schema}.docs order by id")]
+
+
+def deleted_counts(project) -> tuple[int, int]:
+    """(rows_deleted of the docs mirror's last cdc_merge_runs row, the sum of its cdc_merge_offsets rows)."""
+    schema = project.schema
+    (run,) = project.query(f"select rows_deleted from {schema}.cdc_merge_runs where target_table like '%docs'"
+                           " order by finished_at desc limit 1")
+    (offsets,) = project.query(f"select sum(rows_deleted) as deleted from {schema}.cdc_merge_offsets"
+                               " where target_table like '%docs'")
+    return int(run["rows_deleted"]), int(offsets["deleted"])
+
+
+@pytest.mark.parametrize("deletes", ["hard", "soft"])
+def test_rows_a_range_removes_are_the_runs_deletes_at_the_range_records_time(conformance_project, deletes):
+    project = conformance_project
+    project.write_model("docs", f"unique_key='id', source_table='public.docs', deletes='{deletes}'", COLUMNS)
+    docs_after(project, "1.json", [postgres_line("c", 100 + key, {"id": key, "status": "v1"}) for key in (1, 2, 3)])
+    docs_after(project, "2.json", [postgres_line("d", 110, {"id": 3, "status": "v1"})])
+    assert deleted_counts(project) == (1, 1)
+    # A page of the whole table: key 1 is gone from the source with no delete in the log.
+    docs_after(project, "3.json", [read_line(210, {"id": 2, "status": "v1"}), range_line(220, 200, None)])
+    assert deleted_counts(project) == (1, 2)
+    live = " where not _cdc_deleted" if deletes == "soft" else ""
+    assert [row["id"] for row in project.query(f"select id from {project.schema}.docs{live} order by id")] == [2]
+    if deletes == "soft":
+        marked = project.query(f"select id, _cdc_source_ts from {project.schema}.docs where _cdc_deleted order by id")
+        assert [(row["id"], row["_cdc_source_ts"]) for row in marked] == [(1, at(220)), (3, at(110))]
 
 def test_a_range_records_tombstone_stays_for_the_horizon_from_the_page_not_from_the_rows_last_change(conformance_project):
     project = conformance_project

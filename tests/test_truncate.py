@@ -1,5 +1,6 @@
 """Truncates land as table-level events and apply as a barrier in source order: rows older than
-the truncate go, events after it apply, a late older event brings nothing back, replays change nothing."""
+the truncate go (the run's deletes), events after it apply, a late older event brings nothing back,
+replays change nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from python_jobs.formats import detect as formats
 from python_jobs.capture.mysql_statements import emptied_tables
 from python_jobs.formats.records import ACTION_TRUNCATE, LINE_ORDERED_PREFIX, STATUS_EVENT, TABLE_KEY
 from test_materialization import postgres_line
+from test_range_tombstones import deleted_counts
 
 KEYS = {"inventory.customers": ["id"], "public.customers": ["id"], "inventory.products": ["id"]}
 
@@ -108,6 +110,8 @@ def test_a_truncate_is_a_barrier_in_source_order(conformance_project):
     assert "3 rows truncated" in project.dbt_log()
     (recorded,) = project.query(f"select truncate_seq, rows_truncated from {project.schema}.cdc_merge_truncates")
     assert recorded == {"truncate_seq": "00000000000000000200.00000000000000000000.0000000000.1", "rows_truncated": 3}
+    # The truncated rows are the run's deletes (cdc_merge_runs and cdc_merge_offsets).
+    assert deleted_counts(project) == (3, 3)
 
     # A late event older than the truncate brings nothing back; landing the batch again changes nothing.
     land(project, "3", [postgres_line("u", 160, {"id": 1, "title": "late"})])

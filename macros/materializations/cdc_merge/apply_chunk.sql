@@ -56,6 +56,8 @@
         {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, facts) %}
         {% set truncated.seq = truncate.seq %}
         {% set truncated.rows = truncated.rows + truncate.rows %}
+        {#- Rows a truncate or a range record removes are the run's deletes too: the mirror's rows add up from its runs' counts. -#}
+        {% do chunk_stats.update({'deleted': chunk_stats.deleted + truncate.rows}) %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = facts if (facts is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
@@ -79,7 +81,9 @@
             {% endfor %}
         {% endfor %}
         {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state)) %}
-        {% set ranged.rows = ranged.rows + cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
+        {% set range_rows = cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
+        {% set ranged.rows = ranged.rows + range_rows %}
+        {% do chunk_stats.update({'deleted': chunk_stats.deleted + range_rows}) %}
     {% endif %}
     {% set ordinal.value = ordinal.value + 1 %}
     {% do cdc_merge.crash_point('apply-before-offset') %}

@@ -79,17 +79,21 @@
         {% set older = cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "'"
             ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
         {% set rows = run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
+        {#-
+            The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
+            a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
+        -#}
+        {% set range_ts = "(select max(source_ts) from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
+            ~ "' and action = 'range' and seq = '" ~ range.seq ~ "')" %}
         {% if rows > 0 and cfg.deletes == 'soft' %}
-            {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "' where " ~ older) %}
+            {#- A literal: an UPDATE's assignments take no subquery. -#}
+            {% set marked_ts = run_query('select cast(max(source_ts) as string) as range_ts from ' ~ chunk_view ~ " where table_name = '"
+                ~ cfg.source_table ~ "' and action = 'range' and seq = '" ~ range.seq ~ "'").rows[0]['range_ts'] %}
+            {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "'"
+                ~ (", _cdc_source_ts = timestamp'" ~ marked_ts ~ "'" if marked_ts else '') ~ ' where ' ~ older) %}
         {% elif rows > 0 %}
             {% if tombstones is not none %}
-                {#-
-                    The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back.
-                    Its delete is the page's, at the range record's time (not the row's last change's, months ago maybe),
-                    which tombstone collection's horizon counts from.
-                -#}
-                {% set range_ts = "(select max(source_ts) from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
-                    ~ "' and action = 'range' and seq = '" ~ range.seq ~ "')" %}
+                {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
                 {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
                 {% do run_query('insert into ' ~ tombstones ~ " select _cdc_key, '" ~ range.low ~ "' as _cdc_seq, coalesce(" ~ range_ts
                     ~ ", _cdc_source_ts) as _cdc_source_ts from " ~ target_relation ~ ' where ' ~ older) %}
