@@ -71,6 +71,10 @@
 
 
 {% macro column_default_events(relation, source_table, condition='true') %}
+    {#-
+        key = '[]' (a table's own event, python_jobs/formats/records.py TABLE_KEY) lets Iceberg skip, by its
+        column bounds, every raw file holding only row events: a read of a few files, not of the table's whole log.
+    -#}
     {% set found = run_query(adapter.dispatch('column_default_events_sql', 'cdc_merge')(relation, source_table, condition)) %}
     {{ return(found.rows | map('list') | list) }}
 {% endmacro %}
@@ -83,6 +87,7 @@
     where
         {{ condition }}
         and table_name = '{{ source_table }}'
+        and key = '[]'
         and action = 'schema'
         and raw_data like '%"existing_rows":%'
 {% endmacro %}
@@ -95,6 +100,7 @@
     where
         {{ condition }}
         and table_name = '{{ source_table }}'
+        and key = '[]'
         and action = 'schema'
         and raw_data['existing_rows'] is not null
 {% endmacro %}
