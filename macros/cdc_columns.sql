@@ -156,9 +156,10 @@
     {#-
         json_field of parsed (spark_parsed_row of row, its unread-row field unread); where its type is
         one Spark's reader may not read (spark_types_read_again) and the row did not read whole, its
-        text cast to data_type. try_cast: a value the type does not hold (1.5 or 3000000000 as int,
-        'abc') is null, in ANSI mode too, as from_json gives it; true and false are 1 and 0 as a
-        number, as Databend casts them. The text is read again only where the cast needs it.
+        text cast to data_type. true and false are 1 and 0 as a number, as Databend casts them. A value
+        the type does not hold (1.5 or 3000000000 as int, 'abc') fails the statement, naming the field
+        and the value, as Databend's cast fails it: a null there would be a mirror unlike its source.
+        The text is read again only where the cast needs it.
     -#}
     {%- set value = parsed ~ '.' ~ cdc_merge.spark_field_reference(json_field) -%}
     {%- if (data_type | lower | trim) not in cdc_merge.spark_types_read_again() -%}
@@ -171,7 +172,11 @@
         {%- set cast = "coalesce(try_cast(" ~ text ~ " as " ~ data_type ~ "), case " ~ text ~ " when 'true' then cast(1 as " ~ data_type
             ~ ") when 'false' then cast(0 as " ~ data_type ~ ") end)" -%}
     {%- endif -%}
-    {{- return('coalesce(' ~ value ~ ', if(' ~ parsed ~ '.' ~ cdc_merge.spark_field_reference(unread) ~ ' is null, null, ' ~ cast ~ '))') -}}
+    {%- set refused = "raise_error(concat(" ~ cdc_merge.string_literal("cdc_merge: JSON field '" ~ json_field ~ "' holds ") ~ ", " ~ text ~ ", "
+        ~ cdc_merge.string_literal(", which " ~ data_type ~ " cannot hold" ~ (" (model '" ~ model.name ~ "')" if model is mapping else '')
+        ~ ": type the column so that it holds every value of the source's (docs/type_mapping.md)") ~ "))" -%}
+    {{- return('coalesce(' ~ value ~ ', if(' ~ parsed ~ '.' ~ cdc_merge.spark_field_reference(unread) ~ ' is null or ' ~ text ~ ' is null, null, coalesce('
+        ~ cast ~ ', ' ~ refused ~ ')))') -}}
 {% endmacro %}
 
 {% macro spark_json_options(unread) %}

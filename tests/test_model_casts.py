@@ -4,7 +4,8 @@ int, a numeric or decimal as double, a timestamp with time zone as date, a numbe
 JSON reader took a number type only from a JSON number (and a boolean only from true or false), so
 the key columns, the booleans and the numerics read null while _cdc_key was right. cdc-verify of such
 a mirror says why it does not compare it (its key is not ordered or written as the source's), where it
-stopped with a TypeError."""
+stopped with a TypeError. A value the model's type cannot hold stops the run on both engines (Spark
+made it null: a mirror unlike its source), and the mirror rebuilt with a type that holds it has it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from harness.postgres_server import create_capture_user
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
+from test_materialization import postgres_line, run_error
 from test_online_snapshots import execute
 from test_online_snapshots_mariadb import execute as my_execute
 from test_verify_types import verify
@@ -90,3 +92,28 @@ def test_mariadb_columns_the_model_casts_read_as_the_source_holds_them(mariadb, 
         connection.close()
 
     assert_not_verified(project, ["--mysql", f"{user}@127.0.0.1:{mariadb.port}"], "varchar(10)")
+
+
+def test_a_value_the_models_type_cannot_hold_stops_the_run_until_the_model_holds_it(conformance_project):
+    project = conformance_project
+
+    def run_with(qty_type: str, lines: list[str], name: str, *args: str):
+        (project.inbox / name).write_text("\n".join(lines) + "\n")
+        project.land({"public.docs": ["id"]})
+        project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                            f"{{{{ cdc_merge.cdc_columns({{'id': 'int', 'qty': '{qty_type}'}}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+        return project.dbt("run", "--select", "docs", *args, expect_success=False)
+
+    def mirror() -> list[tuple]:
+        return [tuple(row.values()) for row in project.query(f"select id, qty from {project.schema}.docs order by id")]
+
+    assert run_with("int", [postgres_line("c", 100, {"id": 1, "qty": 2}), postgres_line("c", 101, {"id": 2, "qty": 3})], "1.json").success
+    result = run_with("int", [postgres_line("u", 110, {"id": 1, "qty": 1.5})], "2.json")
+    assert not result.success
+    if not project.on_databend:
+        assert "JSON field 'qty' holds 1.5, which int cannot hold (model 'docs')" in run_error(result)
+    assert mirror() == [(1, 2), (2, 3)]
+    # The model's type made to hold it (a rebuild, as the run says for a type it cannot widen in place):
+    # nothing the failed run could not apply is lost.
+    assert run_with("double", [postgres_line("u", 120, {"id": 2, "qty": 4})], "3.json", "--full-refresh").success
+    assert mirror() == [(1, 1.5), (2, 4.0)]
