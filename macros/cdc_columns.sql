@@ -221,6 +221,8 @@
         VARIANT does not cast to DECIMAL, and a JSON string "12.50" stays exact. Databend's dates
         run from year 1000 to 9999: a text outside them (year 999, 10000, infinity) is null, as
         Spark has a value it cannot hold, where a cast would clamp it to 1000-01-01 or fail the run.
+        A boolean from a number or a text (MySQL's tinyint(1): 1 and 0) reads as Spark's cast reads it,
+        where Databend's cast takes only true and false.
     -#}
     {#- get(), not row['field']: Databend reads a bracket's key as a key path, which a backslash breaks. -#}
     {%- set field = "get(" ~ row ~ ", " ~ cdc_merge.string_literal(json_field) ~ ")" -%}
@@ -229,6 +231,9 @@
         when is_null_value({{ field }}) then null
         {%- if modules.re.match('^(date|timestamp)', data_type | lower) %}
         when is_string({{ field }}) and not regexp_like({{ field }}::string, '^[1-9][0-9]{3}-') then null
+        {%- elif (data_type | lower | trim) == 'boolean' %}
+        when not is_boolean({{ field }}) and lower(trim({{ field }}::string)) in ('t', 'true', 'y', 'yes', '1') then true
+        when not is_boolean({{ field }}) and lower(trim({{ field }}::string)) in ('f', 'false', 'n', 'no', '0') then false
         {%- endif %}
         else cast({{ value }} as {{ data_type }})
     end

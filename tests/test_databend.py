@@ -135,7 +135,7 @@ def test_a_statement_the_server_refuses_says_its_message_not_the_whole_response(
     error says the server's message and code, not its HTTP response of 1,500 characters (session,
     settings, progress counters, URIs) with every quote escaped twice."""
     project = databend_project
-    (project.inbox / "a.json").write_text(postgres_line("c", 100, {"id": 1, "title": "héllo", "flag": 1}) + "\n")
+    (project.inbox / "a.json").write_text(postgres_line("c", 100, {"id": 1, "title": "héllo", "flag": 2}) + "\n")
     project.land({"public.docs": ["id"]})
     project.write_model("docs", "unique_key='id', source_table='public.docs'",
                         "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'flag': 'boolean'}) }}, "
@@ -143,7 +143,7 @@ def test_a_statement_the_server_refuses_says_its_message_not_the_whole_response(
 
     error = run_error(project.dbt("run", "--select", "docs", expect_success=False))
 
-    assert "Databend refused the statement: InvalidCast while evaluating function `to_boolean('1')`" in error
+    assert "Databend refused the statement: InvalidCast while evaluating function `to_boolean('2')`" in error
     assert "(error code 1006, BadArguments; query id " in error
     assert "session_id" not in error and "scan_progress" not in error and "failed to query" not in error
     # databend-py's own record of it (the whole statement and response) is not printed either.

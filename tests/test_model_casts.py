@@ -117,3 +117,17 @@ def test_a_value_the_models_type_cannot_hold_stops_the_run_until_the_model_holds
     # nothing the failed run could not apply is lost.
     assert run_with("double", [postgres_line("u", 120, {"id": 2, "qty": 4})], "3.json", "--full-refresh").success
     assert mirror() == [(1, 1.5), (2, 4.0)]
+
+
+def test_a_boolean_from_a_number_or_a_text_reads_alike_on_both_engines(conformance_project):
+    """MySQL's tinyint(1) (1 and 0) or a text in a model's boolean column: as Spark's cast reads it."""
+    project = conformance_project
+    values = [1, 0, True, False, "1", "no", " Yes "]
+    (project.inbox / "1.json").write_text("\n".join(
+        postgres_line("c", 100 + key, {"id": key, "flag": flag}) for key, flag in enumerate(values)) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'flag': 'boolean'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    project.dbt("run", "--select", "docs")
+    rows = project.query(f"select id, flag from {project.schema}.docs order by id")
+    assert [row["flag"] for row in rows] == [True, False, True, False, True, False, True]
