@@ -257,8 +257,8 @@ def schema_event(table: TableInfo, added: Sequence[AddedColumn], binlog_file: st
     )
 
 
-def read_table_info(connection: Any, qualified: str) -> TableInfo:
-    """A table's columns and primary key from information_schema."""
+def read_table_info(connection: Any, qualified: str, missing_ok: bool = False) -> TableInfo | None:
+    """A table's columns and primary key from information_schema (missing_ok: None if it has none)."""
     schema, name = qualified.split(".")
     with connection.cursor() as cursor:
         cursor.execute(
@@ -268,6 +268,8 @@ def read_table_info(connection: Any, qualified: str) -> TableInfo:
         )
         rows = cursor.fetchall()
     if not rows:
+        if missing_ok:
+            return None
         raise CaptureError(f"table {qualified} does not exist (or the user cannot see it)")
     # An ENUM's or SET's members as defined: values are written in the members' own case ('Read', 'Õ').
     columns = tuple(Column(row[0], row[1].lower(), row[2] if row[1].lower() in ("enum", "set") else row[2].lower())

@@ -13,6 +13,7 @@ import uuid
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
+from python_jobs.capture.mysql_columns import read_table_info
 from python_jobs.capture.mysql_events import Column, TableInfo, binlog_file_number, json_value, row_image
 from python_jobs.capture.mysql_snapshot import quoted as _quoted, select_list
 from python_jobs.capture.output import CaptureError
@@ -258,15 +259,29 @@ def open_next_page(capture: Any) -> bool:
     watermark = f"{snapshot.id}:{number}:{token}"  # OpenPage.watermark_id
     connection = capture.page_connection()
     emit_watermark(connection, capture.config.signal_table, watermark, "low")
+    # The table's columns as the SELECT finds them, not as the stream last saw them (capture.tables): an
+    # ALTER TABLE committed before the low watermark, which the stream has not reached, added a column the
+    # page's rows would lack, written after it (its default null in the mirror).
+    qualified = capture.tables[snapshot.table].qualified
+    table = read_table_info(connection, qualified, missing_ok=True)
     try:
-        page = read_page(connection, capture.tables[snapshot.table], snapshot, capture.config.page_rows, number, token)
+        page = None if table is None else read_page(connection, table, snapshot, capture.config.page_rows, number, token)
+    except pymysql.err.OperationalError as error:
+        if error.args[0] != 1054:  # ER_BAD_FIELD_ERROR: a column dropped or renamed since; read again
+            raise
+        return False
     except pymysql.err.ProgrammingError as error:
         if error.args[0] != 1146:  # ER_NO_SUCH_TABLE
             raise
+        page = None
+    if page is None:
         log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
         capture.pages.snapshots.remove(snapshot)
         return True
     emit_watermark(connection, capture.config.signal_table, watermark, "high")
+    if read_table_info(connection, qualified, missing_ok=True) != table:
+        log.info("a page of %s is read again: an ALTER TABLE changed its columns while it was read", snapshot.table)
+        return False
     capture.pages.opened(page)
     return True
 

@@ -272,6 +272,8 @@ def open_next_page(capture: Any) -> bool:
         log.warning("online snapshot of %s ends: the table is gone", snapshot.table)
         capture.pages.snapshots.remove(snapshot)
         return True
+    except psycopg2.errors.UndefinedColumn:  # dropped or renamed since the catalog was read: read again
+        return False
     if page.unseen & capture.written_xids.keys():
         # Its SELECT did not see a transaction the stream has passed (PageWatch): read again, in a while.
         if getattr(capture, "unseen_page", None) != (snapshot.id, number):
@@ -280,6 +282,11 @@ def open_next_page(capture: Any) -> bool:
                      "for a synchronous standby)", snapshot.table)
         return False
     emit_watermark(capture.connection, watermark, "high")
+    if read_catalog(capture.connection, [snapshot.table]).get(snapshot.table) != columns:
+        # An ALTER TABLE after the catalog was read: the rows lack a column added there, which a change
+        # before the high watermark carries, and would be written after it (its default null in the mirror).
+        log.info("a page of %s is read again: an ALTER TABLE changed its columns while it was read", snapshot.table)
+        return False
     capture.pages.opened(page)
     return True
 
