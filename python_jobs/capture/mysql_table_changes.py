@@ -43,7 +43,8 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
         raise CaptureError(
             f"{qualified} is keyed on ({', '.join(refreshed.primary_key)}) since {event.query[:200]!r} at "
             f"{binlog_file}:{start} (or an ALTER TABLE after it), not on ({', '.join(logged_key)}) as captured: change "
-            "its mirror's unique_key, then run the capture once with --resnapshot")
+            "its mirror's unique_key and its key under tables: in the landing config to "
+            f"[{', '.join(refreshed.primary_key)}], then run the capture once with --resnapshot")
     capture.tables[qualified] = captured[named] = refreshed
     # A renamed column's rows hold its value under the new name with no rows event: read again.
     moved = renamed_columns(capture.known_columns.get(qualified, ()), refreshed, ddl)
@@ -97,8 +98,9 @@ def tables_read_again(capture: Any, event: Any, captured: MutableMapping[tuple[s
         if swapped_in.primary_key != logged_key:
             raise CaptureError(
                 f"{event.query[:200]!r} at {where} puts a table keyed on ({', '.join(swapped_in.primary_key)}) in "
-                f"the place of {qualified}, keyed on ({', '.join(logged_key)}): change its mirror's "
-                "unique_key, then run the capture once with --resnapshot")
+                f"the place of {qualified}, keyed on ({', '.join(logged_key)}): change its mirror's unique_key and "
+                f"its key under tables: in the landing config to [{', '.join(swapped_in.primary_key)}], then run the "
+                "capture once with --resnapshot")
         capture.tables[qualified] = captured[(table.schema, table.name)] = swapped_in
         capture.known_keys[qualified] = list(swapped_in.primary_key)
         capture.known_columns[qualified] = [column.name for column in swapped_in.columns]

@@ -96,7 +96,8 @@ select
      from pg_inherits as child where child.inhparent = c.oid),
     -- This user, where row level security filters what it reads of the table (not its owner, unless FORCEd).
     case when c.relrowsecurity and not (select rolsuper or rolbypassrls from pg_roles where rolname = current_user)
-        and (c.relforcerowsecurity or not pg_has_role(c.relowner, 'USAGE')) then current_user::text end
+        and (c.relforcerowsecurity or not pg_has_role(c.relowner, 'USAGE')) then current_user::text end,
+    primary_key.indexrelid is null
 from pg_class as c
 left join pg_index as primary_key on primary_key.indrelid = c.oid and primary_key.indisprimary
 left join pg_index as identity_index on identity_index.indrelid = c.oid and identity_index.indisreplident
@@ -106,7 +107,7 @@ where c.oid = to_regclass(%s)
 
 def identity_problem(table: str, kind: str, replica_identity: str, primary_key_immediate: bool,
                      identity_index_holds_key: bool, children: str | None = None,
-                     filtered_for: str | None = None) -> str | None:
+                     filtered_for: str | None = None, keyless: bool = False) -> str | None:
     """Why the server's log of table (pg_class relkind, relreplident) would lose changes of a mirror
     keyed on its primary key, as a message saying what to change; None when it would not. The
     server logs an update's or delete's old row by the table's replica identity: without the
@@ -129,6 +130,13 @@ def identity_problem(table: str, kind: str, replica_identity: str, primary_key_i
                 "changes the log names by their own tables, so its mirror would keep them as first read; make "
                 f"them partitions of a partitioned table, or leave {table} out of --tables (each table that "
                 "inherits it can be captured as a table of its own)")
+    if keyless:
+        # Dropped while captured (the start checks it too): two rows may now share the mirror's key, which would
+        # merge them, and wal2json sends no update or delete of it (without FULL), whose mirror rows would stay.
+        return (f"table {table} has no primary key since an ALTER TABLE: a mirror needs one to merge on, and the "
+                "server logs its updates and deletes without one; add it again, or if its rows are keyed on other "
+                "columns now, add those as its primary key, change its mirror's unique_key and its key under tables: "
+                "in the landing config to them, and run the capture once with --resnapshot")
     if replica_identity == "n":
         return (f"table {table} has REPLICA IDENTITY NOTHING: the server logs no old key of its updates and "
                 f"deletes, so they would be lost; run: alter table {table} replica identity default")
@@ -219,7 +227,8 @@ class ColumnAdditions:
                 # The mirror is keyed on the old key, which may no longer tell the rows apart.
                 raise CaptureError(
                     f"{table} is keyed on ({', '.join(key)}) since an ALTER TABLE, not on ({', '.join(logged_key)}) as "
-                    "captured: change its mirror's unique_key, then run the capture once with --resnapshot")
+                    f"captured: change its mirror's unique_key and its key under tables: in the landing config to "
+                    f"[{', '.join(key)}], then run the capture once with --resnapshot")
             by_attnum = {str(column.attnum): column for column in columns}
             types = self.types.setdefault(table, {})
             if table not in self.known:

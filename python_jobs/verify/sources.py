@@ -85,6 +85,10 @@ class PostgresSource:
             cursor.execute(f"select count(*) from {table}")
             return int(cursor.fetchone()[0])
 
+    def key_names(self, table: str) -> tuple[str, ...]:
+        """The table's primary key columns now, in the key's order."""
+        return self._columns(table)[1]
+
     def sample(self, table: str, size: int) -> SampledTable:
         return self._read(table, f"order by random() limit {int(size)}", [])
 
@@ -182,6 +186,10 @@ class MysqlSource:
             return read_table_info(self.connection, table)
         except CaptureError as error:
             raise SourceError(f"{self.name}: {error}") from None
+
+    def key_names(self, table: str) -> tuple[str, ...]:
+        """The table's primary key columns now, in the key's order."""
+        return tuple(self._table(table).primary_key)
 
     def count(self, table: str) -> int:
         info = self._table(table)

@@ -21,6 +21,7 @@ from python_jobs.verify.check import (
     write_report,
 )
 from python_jobs.verify.in_flight import MirrorProgress
+from python_jobs.verify.key_match import KeyChanged, key_changed
 from python_jobs.verify.mirror_ranges import MirrorRanges, ranged_key
 from python_jobs.verify.source_ranges import KeyRetyped, RangesUnsupported
 from python_jobs.verify.sources import SourceError, source_from
@@ -59,7 +60,7 @@ class VerifyMethods(metaclass=AdapterMeta):
                     check = self._verify_mirror(mirror, source, sample, options)
                     if mirror.get("unkeyed_sql"):
                         check.unkeyed = int(self._verify_rows(mirror["unkeyed_sql"])[0][0] or 0)
-                except (SourceError, KeyRetyped) as error:
+                except (SourceError, KeyRetyped, KeyChanged) as error:
                     raise DbtRuntimeError(f"cdc_verify {mirror['relation']}: {error}") from None
                 lines.extend(check.lines())
                 checks.append(check.record(mirror, checked_at, time.monotonic() - started))
@@ -80,6 +81,10 @@ class VerifyMethods(metaclass=AdapterMeta):
 
     def _verify_mirror(self, mirror: Mapping[str, Any], source: Any, sample: Optional[int],
                        options: Mapping[str, Any]) -> MirrorCheck:
+        changed = key_changed(mirror["source_table"], mirror["relation"], mirror["key"],
+                              source.key_names(mirror["source_table"]))
+        if changed:
+            raise changed
         if not sample:
             try:
                 source_side = source.ranges(mirror["source_table"], mirror["columns"])
