@@ -19,6 +19,7 @@ from harness.mariadb_server import create_mariadb_capture_user
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from python_jobs.capture.output import CaptureError
 from test_capture_faults import following_capture, mariadb, postgres, wait_for  # noqa: F401 - fixtures
 
@@ -177,3 +178,28 @@ def test_postgres_primary_key_dropped_under_a_following_capture(postgres, dbt_pr
     rekey_as_the_message_says(dbt_project, connection, lambda **kw: capture_postgres.run(replace(config, **kw)),
                               "dropped", {"postgres": dsn})
     connection.close()
+
+
+def test_mariadb_primary_key_dropped_and_added_again_behind_the_capture(mariadb, dbt_project, tmp_path):  # noqa: F811
+    """The key dropped and added again on the same columns while the capture was stopped (or behind), so the
+    catalog it reads at the DROP PRIMARY KEY has the key: the changes between are keyed on id as any others,
+    and a second row of id 1, inserted and deleted meanwhile, deleted the first from the mirror. The table
+    is read again online at the DROP PRIMARY KEY, as a PostgreSQL key made again is."""
+    connection = mariadb.connect()
+    run_sql(connection, ["create database shop", "create database cdc_merge",
+                         SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE), *CREATE])
+    user, password = create_mariadb_capture_user(mariadb, ["shop"])
+    run_sql(connection, [f"grant insert on {SIGNAL_TABLE} to {user}@'%'"])
+    config = capture_mysql.CaptureConfig(host="127.0.0.1", port=mariadb.port, user=user, password=password,
+                                         tables=("shop.t",), out=dbt_project.inbox, state=tmp_path / "state.json")
+    dbt_project.write_model("t", "unique_key='id', source_table='shop.t'", COLUMNS)
+    capture_mysql.run(config)
+    assert apply(dbt_project, ["id"]) == FIRST
+    run_sql(connection, [CHANGES["dropped"][1], "insert into shop.t values (1, 'us', 'c9', 9)",
+                         "update shop.t set n = 20 where code = 'c2'", "delete from shop.t where code = 'c9'",
+                         "alter table shop.t add primary key (id)"])
+    capture_mysql.run(config)
+    assert apply(dbt_project, ["id"]) == source_rows(connection) == [(1, "eu", "c1", 1), (2, "eu", "c2", 20),
+                                                                    (3, "eu", "c3", 3)]
+    connection.close()
+

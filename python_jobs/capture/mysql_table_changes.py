@@ -6,6 +6,7 @@ tables whose rows a statement changes with no rows event, which are read again o
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import replace
 from typing import Any, Mapping, MutableMapping
@@ -22,6 +23,16 @@ from python_jobs.capture.output import CaptureError
 
 log = logging.getLogger("cdc_merge.capture")
 
+_DROP_KEY = re.compile(r"\bdrop\s+primary\s+key\b", re.IGNORECASE)
+_ADD_KEY = re.compile(r"\bprimary\s+key\s*\(", re.IGNORECASE)
+
+
+def key_dropped(ddl: str) -> bool:
+    """An ALTER TABLE that drops the primary key and adds none. A capture that reaches it once the key was
+    added again on the same columns (stopped or behind meanwhile: the catalog it reads has the key) writes
+    the changes between keyed on it, two rows of one key among them: the table is read again."""
+    return bool(_DROP_KEY.search(ddl)) and not _ADD_KEY.search(ddl)
+
 
 def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple[str, str], TableInfo], binlog_file: str,
                         start: int) -> tuple[dict[str, Any], list[str]] | None:
@@ -29,7 +40,8 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     event, with the values the rows that existed then hold in the added ones (mysql_columns.py) and the
     retyped ones' types before, and the table if the server may have changed its rows' values with no
     rows event, to be read again online (mysql_retypes.py); the table's info read again. One that
-    changed the primary key stops the capture."""
+    changed the primary key stops the capture; one that dropped it, met with the key back on the same
+    columns, has the table read again (key_dropped)."""
     ddl = statement(event.query)
     named = altered_table(ddl, event.schema)
     table = captured.get(named) if named else None
@@ -62,7 +74,8 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     converted = charset_converted(ddl)
     computed = regenerated(ddl)
     ignored = ignored_errors(ddl, getattr(event, "sql_mode", None))
-    if not (added or retyped or changed or converted or computed or ignored or moved or again):
+    unkeyed = key_dropped(ddl)
+    if not (added or retyped or changed or converted or computed or ignored or moved or again or unkeyed):
         return None
     zone = getattr(event, "time_zone", None)  # the ALTER's session's, when not the server's
     values = existing_rows(capture.connection, refreshed, added, ddl, zone.decode() if zone else None) if added else []
@@ -70,11 +83,12 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     # AUTO_INCREMENT default): the rows are read again, as after a lossy retype.
     unknown = [value.name for value in values if not value.known]
     read_again = []
-    if changed or converted or computed or unknown or ignored or moved or again:
+    if changed or converted or computed or unknown or ignored or moved or again or unkeyed:
         how = (f"retyping {', '.join(changed)}" if changed else "converting character sets" if converted else
                "computing a generated column again" if computed else ignored or
                (f"adding {', '.join(unknown)} with a value per row" if unknown else
-                f"renaming to {', '.join(moved)}" if moved else f"dropping and adding again {', '.join(again)}"))
+                f"renaming to {', '.join(moved)}" if moved else
+                f"dropping and adding again {', '.join(again)}" if again else "dropping the primary key"))
         check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
         read_again = [qualified]
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
