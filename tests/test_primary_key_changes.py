@@ -22,6 +22,7 @@ from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from python_jobs.capture.output import CaptureError
 from test_capture_faults import following_capture, mariadb, postgres, wait_for  # noqa: F401 - fixtures
+from test_source_schema_changes import source_rows as table_rows
 
 COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'region': 'string', 'code': 'string', 'n': 'int'}) }}, "
            "{{ cdc_merge.cdc_metadata_columns() }}")
@@ -61,11 +62,7 @@ def run_sql(connection, statements) -> None:
 
 
 def source_rows(connection) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute("select id, region, code, n from shop.t order by code")
-        rows = [tuple(row) for row in cursor.fetchall()]
-    connection.commit()
-    return rows
+    return table_rows(connection, "select id, region, code, n from shop.t order by code")
 
 
 def apply(project, key: list[str]) -> list[tuple]:

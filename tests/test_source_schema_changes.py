@@ -67,9 +67,10 @@ class Workload:
                 self.connection.commit()
 
 
-def source_rows(connection) -> list[tuple]:
+def source_rows(connection, sql: str = "select id, name, qty, price, ratio, note, tier from shop.items order by id") -> list[tuple]:
+    """The rows of sql as the source has them (a transaction of their own, ended)."""
     with connection.cursor() as cursor:
-        cursor.execute("select id, name, qty, price, ratio, note, tier from shop.items order by id")
+        cursor.execute(sql)
         rows = [tuple(row) for row in cursor.fetchall()]
     connection.commit()
     return rows
