@@ -83,12 +83,12 @@
             The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
             a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
         -#}
-        {% set range_ts = "(select max(source_ts) from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
-            ~ "' and action = 'range' and seq = '" ~ range.seq ~ "')" %}
+        {% set range_record = " from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
+            ~ "' and action = 'range' and seq = '" ~ range.seq ~ "'" %}
+        {% set range_ts = "(select max(source_ts)" ~ range_record ~ ")" %}
         {% if rows > 0 and cfg.deletes == 'soft' %}
             {#- A literal: an UPDATE's assignments take no subquery. -#}
-            {% set marked_ts = run_query('select cast(max(source_ts) as string) as range_ts from ' ~ chunk_view ~ " where table_name = '"
-                ~ cfg.source_table ~ "' and action = 'range' and seq = '" ~ range.seq ~ "'").rows[0]['range_ts'] %}
+            {% set marked_ts = run_query('select cast(max(source_ts) as string) as range_ts' ~ range_record).rows[0]['range_ts'] %}
             {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "'"
                 ~ (", _cdc_source_ts = timestamp'" ~ marked_ts ~ "'" if marked_ts else '') ~ ' where ' ~ older) %}
         {% elif rows > 0 %}
