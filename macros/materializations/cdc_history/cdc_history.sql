@@ -145,12 +145,13 @@
         {% do stats.update({'inserted': stats.inserted + ranged.added, 'deleted': stats.deleted + ranged.removed}) %}
         {% do cdc_merge.record_history_truncates(target_relation, chunk_ranges, cfg) %}
         {#- Columns the source added with a value for its rows then: the versions older than that hold it (column_defaults.sql). -#}
-        {% do cdc_merge.apply_history_column_defaults(target_relation, raw_changes_view, cfg, schema_events, model_sql, columns, run_cache) %}
+        {% do cdc_merge.apply_history_column_defaults(target_relation, raw_changes_view, cfg, schema_events, model_sql, columns, run_cache, chunk) %}
         {% for truncate in (chunk_ranges.record if chunk_ranges is not none else []) %}
             {% do stored_truncates.append([truncate.seq, truncate.time]) %}
         {% endfor %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}
+        {% do cdc_merge.keep_applied_column_defaults(target_relation, cfg, chunk, chunk.through, run_cache, schema_events) %}
         {% do totals.update({'events': totals.events + stats.events_read, 'added': totals.added + stats.inserted, 'removed': totals.removed + stats.deleted}) %}
         {{ log("cdc_history " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ ": " ~ stats.events_read ~ " events, "
             ~ stats.inserted ~ " version rows written, " ~ stats.deleted ~ " replaced; offset -> snapshot " ~ chunk.through, info=True) }}

@@ -34,8 +34,8 @@
 {% endmacro %}
 
 
-{% macro apply_history_column_defaults(target_relation, raw_changes_view, cfg, events, model_sql, columns, run_cache) %}
+{% macro apply_history_column_defaults(target_relation, raw_changes_view, cfg, events, model_sql, columns, run_cache, chunk) %}
     {#- The chunk's events and the raw log's newer than its oldest, as a mirror's (column_defaults.sql: a late version is older than them). -#}
     {{ return(cdc_merge.apply_chunk_column_defaults(target_relation, raw_changes_view, cfg, events, cdc_merge.history_column_types(model_sql, columns),
-        run_cache, kept_unless='is_current')) }}
+        run_cache, chunk, kept_unless='is_current')) }}
 {% endmacro %}

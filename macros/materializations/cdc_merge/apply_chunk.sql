@@ -80,7 +80,7 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
-        {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state)) %}
+        {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state, chunk, facts)) %}
         {% set range_rows = cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
         {% set ranged.rows = ranged.rows + range_rows %}
         {% do chunk_stats.update({'deleted': chunk_stats.deleted + range_rows}) %}
@@ -96,6 +96,7 @@
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}
     {% endif %}
     {% set ordinal.snapshot = offset_to %}
+    {% do cdc_merge.keep_applied_column_defaults(target_relation, cfg, chunk, offset_to, run_state, schema_events) %}
     {% if chunk.stream is defined %}
         {% do run_query('commit') %}
     {% endif %}

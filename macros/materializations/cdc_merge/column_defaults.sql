@@ -22,25 +22,34 @@
 {% endmacro %}
 
 
-{% macro chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache) %}
+{% macro chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache, chunk, target_relation, facts=none) %}
     {#-
-        The chunk's events and the raw log's newer than the chunk's oldest (a chunk's late rows are older
-        than them). run_cache: a dict kept for the run, which reads the raw log's once. The chunk's oldest
-        event is asked (a query a chunk) only where the raw log has such events outside the chunk.
+        The chunk's events and those the mirror applied before it newer than the chunk's oldest (a chunk's
+        late rows are older than them): as this process kept them (applied_schema_events.py), or else from
+        the raw log, read once a run (run_cache: a dict kept for the run). The chunk's oldest event comes
+        from the chunk's facts, or a query, and only where such events are outside the chunk.
     -#}
     {% set chunk_seqs = chunk_events | map('first') | list %}
-    {% if 'column_default_events' not in run_cache %}
-        {% do run_cache.update({'column_default_events': cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table)}) %}
+    {% set applied = adapter.cdc_applied_column_defaults(target_relation | string, cfg.raw_relation | string, cfg.source_table, chunk) %}
+    {% if applied is none %}
+        {% if 'column_default_events' not in run_cache %}
+            {% do run_cache.update({'column_default_events': cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table)}) %}
+        {% endif %}
+        {% set applied = run_cache['column_default_events'] %}
     {% endif %}
+    {% do run_cache.update({'applied_before_chunk': applied}) %}
     {% set outside = [] %}
-    {% for event in run_cache['column_default_events'] if event[0] not in chunk_seqs %}
+    {% for event in applied if event[0] not in chunk_seqs %}
         {% do outside.append(event) %}
     {% endfor %}
     {% if not outside %}
         {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
     {% endif %}
-    {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
+    {% set oldest = facts.get('oldest_seq') if facts is not none else none %}
     {% if oldest is none %}
+        {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
+    {% endif %}
+    {% if not oldest %}
         {{ return({'events': chunk_events, 'chunk_seqs': chunk_seqs, 'since': none}) }}
     {% endif %}
     {% set events = chunk_events | list %}
@@ -48,6 +57,13 @@
         {% do events.append(event) %}
     {% endfor %}
     {{ return({'events': events, 'chunk_seqs': chunk_seqs, 'since': oldest}) }}
+{% endmacro %}
+
+
+{% macro keep_applied_column_defaults(target_relation, cfg, chunk, offset_to, run_cache, chunk_events) %}
+    {#- Once the chunk's offset is kept: what the mirror has applied, for its next chunk in this process (quiet chunks too). -#}
+    {% do adapter.cdc_keep_applied_column_defaults(target_relation | string, cfg.raw_relation | string, cfg.source_table, chunk, offset_to,
+        run_cache.pop('applied_before_chunk', none), chunk_events or []) %}
 {% endmacro %}
 
 {% macro spark__oldest_event_seq_sql(chunk_view, source_table) %}
@@ -61,8 +77,8 @@
 {% endmacro %}
 
 
-{% macro apply_chunk_column_defaults(target_relation, chunk_view, cfg, chunk_events, column_types, run_cache, kept_unless=none) %}
-    {% set known = cdc_merge.chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache) %}
+{% macro apply_chunk_column_defaults(target_relation, chunk_view, cfg, chunk_events, column_types, run_cache, chunk, facts=none, kept_unless=none) %}
+    {% set known = cdc_merge.chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache, chunk, target_relation, facts) %}
     {% if not known.events %}
         {{ return([]) }}
     {% endif %}

@@ -58,6 +58,7 @@
     {% set nothing = cdc_merge.no_counts(0) %}
     {% if quiet_through is not none %}
         {% do cdc_merge.keep_offset(offsets, target_relation, cfg, quiet_through, nothing) %}
+        {% do cdc_merge.keep_applied_column_defaults(target_relation, cfg, {'after': state.offset_snapshot}, quiet_through, {}, []) %}
         {{ log("cdc_merge " ~ target_relation ~ ": none of " ~ cfg.source_table ~ "'s events after offset " ~ state.offset_snapshot
             ~ "; offset -> snapshot " ~ quiet_through, info=True) }}
     {% else %}

@@ -180,7 +180,8 @@
         to_json(collect_list(case when action = 'range' then array(seq, raw_data) end)) as snapshot_ranges,
         to_json(array_distinct(flatten(collect_set(
             case when action in ('insert', 'update', 'read') and raw_data is not null then json_object_keys(raw_data) end
-        )))) as fields
+        )))) as fields,
+        coalesce(min(seq), '') as oldest_seq
     from {{ changes_view }}
     where _change_type = 'INSERT' and table_name = '{{ source_table }}'
 {% endmacro %}

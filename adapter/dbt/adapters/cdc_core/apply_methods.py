@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 
+from dbt.adapters.cdc_core.applied_schema_events import APPLIED
+
 from python_jobs.apply import (
     chunk_plan, column_defaults, column_names, history_closes, idle_decision, key_range, maintenance_due, mirror_config, model_rows,
     one_commit, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
@@ -90,6 +92,21 @@ class ApplyMethods(metaclass=AdapterMeta):
         if chunk_seqs is not None:
             return column_defaults.chunk_column_defaults(events, chunk_seqs, mirror_columns, renamed)
         return column_defaults.column_defaults(events, mirror_columns, renamed)
+
+    @available
+    def cdc_applied_column_defaults(self, target_table: str, raw_table: str, source_table: str,
+                                    chunk: Mapping[str, Any]) -> Optional[List[List[str]]]:
+        """column_defaults.sql: the schema events the mirror applied before chunk, as this process kept
+        them; None where only the raw log can say (applied_schema_events.py)."""
+        return APPLIED.known_before((str(target_table), str(raw_table), str(source_table)), chunk)
+
+    @available
+    def cdc_keep_applied_column_defaults(self, target_table: str, raw_table: str, source_table: str, chunk: Mapping[str, Any],
+                                         offset_to: Optional[str], known: Optional[Sequence[Sequence[Any]]] = None,
+                                         chunk_events: Sequence[Sequence[Any]] = ()) -> str:
+        """Once the chunk's offset is offset_to: what the mirror has applied, for its next chunk."""
+        APPLIED.keep((str(target_table), str(raw_table), str(source_table)), chunk, offset_to, known, chunk_events)
+        return ""
 
     @available
     def cdc_column_names_problem(self, columns: Sequence[str], key_columns: Sequence[str], model: str) -> Optional[str]:

@@ -4,7 +4,8 @@ for all the source tables of the range (docs/apply_design.md).
 Per source table: its keyed events, their key range (hex, as bucket_plan_sql gives it), how many
 carry TOAST placeholders, its newest truncate (as chunk_truncate_sql gives it), its schema events
 that say what added columns hold in older rows (as chunk_column_defaults_sql gives them), and the
-fields of its row images (as unmapped.sql samples them), and its online snapshot pages' key ranges.
+fields of its row images (as unmapped.sql samples them), its online snapshot pages' key ranges, and
+its oldest event's seq (a late row's bound, column_defaults.sql).
 A mirror otherwise runs three statements over the range for these; here one Spark job answers them
 for every mirror that reads the range, or none where the range is held in the driver
 (LocalRawRanges.java computes them there from its rows, local_rows.py).
@@ -22,7 +23,7 @@ TABLE_ACTIONS = ("truncate", "schema", "range")
 IMAGE_ACTIONS = ("insert", "update", "read")
 
 PLAN_COLUMNS = ("events", "min_key_hex", "max_key_hex", "placeholder_events", "truncate_seq", "truncate_source_ts",
-                "column_defaults", "snapshot_ranges", "fields")
+                "column_defaults", "snapshot_ranges", "fields", "oldest_seq")
 # A schema event of a capture's added columns carries their values in older rows (column_defaults.sql).
 EXISTING_ROWS_MEMBER = '"existing_rows":'
 
@@ -31,7 +32,8 @@ EXISTING_ROWS_MEMBER = '"existing_rows":'
 def empty_plan() -> Dict[str, Any]:
     """The plan of a source table with no event in the range."""
     return {"events": 0, "min_key_hex": "", "max_key_hex": "", "placeholder_events": 0,
-            "truncate_seq": "", "truncate_source_ts": "", "column_defaults": [], "snapshot_ranges": [], "fields": []}
+            "truncate_seq": "", "truncate_source_ts": "", "column_defaults": [], "snapshot_ranges": [], "fields": [],
+            "oldest_seq": ""}
 
 
 def range_plan_frame(events: Any) -> Any:
@@ -59,6 +61,7 @@ def range_plan_frame(events: Any) -> Any:
             F.collect_list(F.when(action == F.lit("range"), F.array(F.col("seq"), F.col("raw_data")))).alias("snapshot_ranges"),
             # Rows of one table mostly share one set of fields: distinct sets are few.
             F.array_distinct(F.flatten(F.collect_set(F.when(image, F.json_object_keys(F.col("raw_data")))))).alias("fields"),
+            F.coalesce(F.min(F.col("seq")), F.lit("")).alias("oldest_seq"),
         )
     )
 

@@ -91,6 +91,7 @@ public final class LocalRawRanges {
         final List<List<String>> columnDefaults = new ArrayList<>();
         final List<List<String>> snapshotRanges = new ArrayList<>();
         final Set<String> fields = new TreeSet<>();
+        String oldestSeq;
 
         Map<String, Object> values() {
             Map<String, Object> values = new LinkedHashMap<>();
@@ -103,6 +104,7 @@ public final class LocalRawRanges {
             values.put("column_defaults", columnDefaults);
             values.put("snapshot_ranges", snapshotRanges);
             values.put("fields", new ArrayList<>(fields));
+            values.put("oldest_seq", oldestSeq == null ? "" : oldestSeq);
             return values;
         }
     }
@@ -129,6 +131,10 @@ public final class LocalRawRanges {
             }
             Plan plan = plans.computeIfAbsent(table, name -> new Plan());
             String rawData = columns.text(row, columns.rawData);
+            String seq = columns.text(row, columns.seq);
+            if (seq != null && (plan.oldestSeq == null || seq.compareTo(plan.oldestSeq) < 0)) {
+                plan.oldestSeq = seq;
+            }
             if (action != null && !TABLE_ACTIONS.contains(action)) {
                 plan.events++;
                 if (!row.isNullAt(columns.key)) {
