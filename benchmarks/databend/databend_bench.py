@@ -1,4 +1,5 @@
 """The product's apply on the Databend target against a hand-written MERGE, measured in one run.
+(Why over 300 lines: setup, the product's run and the hand-written baseline share one engine and clock.)
 
     .venv/bin/python -m benchmarks.databend.databend_bench                       # 100k:10k, 1M:10k, 1M:100k
     .venv/bin/python -m benchmarks.databend.databend_bench --scenarios 5000:1000 --log ''  # smoke run, seconds

@@ -2,17 +2,12 @@
     One bucket of a chunk's raw events, deduplicated to the newest event per key: the batch
     view the model selects from (create_batch_view_sql). bucket_plan_sql sizes the bucket first.
 
-    Debezium writes '__debezium_unavailable_value' for Postgres TOAST columns an update did
-    not change. The MERGE keeps the stored value of such a column, which is only right if
-    every earlier event of that key in the batch is applied first: keys with a placeholder
-    are applied one event per round, oldest first; all other keys apply their newest event
-    in the first round.
+    Debezium writes a placeholder for Postgres TOAST columns an update did not change
+    (unavailable_values.sql). The MERGE keeps the stored value of such a column, which is only
+    right if every earlier event of that key in the batch is applied first: keys with a
+    placeholder are applied one event per round, oldest first; all other keys apply their
+    newest event in the first round.
 #}
-
-{% macro unavailable_marker() %}
-    {{- return('__debezium_unavailable_value') -}}
-{% endmacro %}
-
 
 {% macro bucket_plan_sql(changes_view, source_table, bucket, buckets) %}
     {#-
@@ -95,32 +90,6 @@
 
 {% macro databend__key_bucket_sql(column, buckets) -%}
     city64withseed({{ column }}, 0) % {{ buckets }}
-{%- endmacro %}
-
-
-{% macro has_unavailable_sql(column) %}
-    {{ return(adapter.dispatch('has_unavailable_sql', 'cdc_merge')(column)) }}
-{% endmacro %}
-
-{% macro spark__unavailable_fields_sql(column) -%}
-    {#- The fields of a row image that hold the placeholder (an empty array for most, without parsing them). -#}
-    case
-        when {{ cdc_merge.has_unavailable_sql(column) }}
-            then map_keys(map_filter(
-                from_json({{ column }}, 'map<string, string>'),
-                (field_name, value) -> value = '{{ cdc_merge.unavailable_marker() }}'
-            ))
-        else cast(array() as array<string>)
-    end
-{%- endmacro %}
-
-{% macro spark__has_unavailable_sql(column) -%}
-    {#- contains() compares bytes; instr() counts characters: over 1M images 0.19-0.20 s against 0.37-0.53 s (BENCHMARKS.md, "Levers tried"). -#}
-    contains(coalesce({{ column }}, ''), '{{ cdc_merge.unavailable_marker() }}')
-{%- endmacro %}
-
-{% macro databend__has_unavailable_sql(column) -%}
-    position('{{ cdc_merge.unavailable_marker() }}' in coalesce(to_string({{ column }}), '')) > 0
 {%- endmacro %}
 
 

@@ -284,30 +284,3 @@
         change.{{ column }}
     {%- endif -%}
 {% endmacro %}
-
-
-{% macro is_unavailable_sql(column) %}
-    {{ return(adapter.dispatch('is_unavailable_sql', 'cdc_merge')(column)) }}
-{% endmacro %}
-
-{% macro any_unavailable_sql(column) %}
-    {{ return(adapter.dispatch('any_unavailable_sql', 'cdc_merge')(column)) }}
-{% endmacro %}
-
-{% macro spark__any_unavailable_sql(column) -%}
-    size({{ column }}) > 0
-{%- endmacro %}
-
-{% macro databend__any_unavailable_sql(column) -%}
-    {{ column }} != ''
-{%- endmacro %}
-
-
-{% macro spark__is_unavailable_sql(column) -%}
-    array_contains(change._cdc_unavailable, '{{ column }}')
-{%- endmacro %}
-
-{% macro databend__is_unavailable_sql(column) -%}
-    {#- _cdc_unavailable is ',a,b,' on Databend (see databend__create_batch_view_sql). -#}
-    position(',{{ column }},' in change._cdc_unavailable) > 0
-{%- endmacro %}

@@ -28,6 +28,7 @@ from dbt.adapters.cdc_spark import catalog, session_catalog, snapshot_events, st
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
+from dbt.adapters.cdc_spark.raw_range_methods import RawRangeMethods
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
 from dbt.adapters.cdc_spark.python_submit import SparkSubmitPythonJobHelper
 from dbt.adapters.cdc_spark.run_guard_methods import RunGuardMethods
@@ -50,7 +51,7 @@ _TRANSACTIONS_CATALOG_IMPL = "cdc_merge.iceberg.CdcMergeJdbcCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
-class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RunStateMethods, RunGuardMethods,
+class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RawRangeMethods, RunStateMethods, RunGuardMethods,
                       InvocationMethods, VerifyMethods, StatusMethods, SparkAccess, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
     _iceberg_catalog: Optional[bool] = None

@@ -1,6 +1,6 @@
-"""The adapter methods through which the cdc_merge macros read a raw range and write a mirror in
-dbt's Spark session (or through a Thrift server's cdc_merge catalog): the range read once for all
-mirrors (raw_ranges.py) and its plan (range_plan.py), the classified batch kept in memory, deletes by
+"""The adapter methods through which the cdc_merge macros write a mirror in dbt's Spark session (or
+through a Thrift server's cdc_merge catalog; raw_range_methods.py reads the raw range): the
+classified batch kept in memory, deletes by
 position (position_deletes.py), key ranges (iceberg_jvm.py), a small batch's stored keys read in the
 driver (stored_keys.py), a small batch in one commit (OneCommitBatch.java), and the run's offsets
 and runs rows written in the driver (kept_rows_in_driver.py). A mixin of
@@ -19,13 +19,11 @@ from dbt.adapters.cdc_spark import (
     loaded_tables,
     local_rows,
     position_deletes,
-    range_plan,
     raw_ranges,
     stored_keys,
 )
 
 from python_jobs import crash_points
-from python_jobs.apply import shared_dedup
 
 logger = AdapterLogger("cdc_spark")
 
@@ -40,79 +38,6 @@ def observed_values(observation: Any, observed: List[str]) -> Dict[str, Any]:
 
 class MirrorWriteMethods(metaclass=AdapterMeta):
     """AdapterMeta collects the @available methods, as it does for the adapter class itself."""
-
-    @available
-    def create_appended_rows_view(
-        self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str, events: Optional[int] = None
-    ) -> bool:
-        """The rows the snapshots after after_snapshot up to through_snapshot appended to table,
-        as the temporary view view_name, shaped like Iceberg's changelog view (only inserts).
-
-        Iceberg's incremental append scan, which Spark SQL 3.5 cannot ask for (no table options
-        in SELECT); create_changelog_view reads the same files but then shuffles and sorts every
-        row to find carried-over rows, which an append-only table has none of (BENCHMARKS.md: a
-        1M-event read 5.5 s vs 2.5 s). A range of at most raw_ranges.MAX_KEPT_EVENTS events (the
-        caller's count) is read once for all the mirrors that read it (raw_ranges.py). False when
-        the SparkSession is not in this process (thrift): the caller uses create_changelog_view there."""
-        spark = self._session_in_process()
-        if spark is None:
-            return False
-        from pyspark.sql import functions as F
-
-
-        def read() -> Any:
-            reader = spark.read
-            if after_snapshot is None:
-                reader = reader.option("snapshot-id", through_snapshot)
-            else:
-                reader = reader.option("start-snapshot-id", after_snapshot).option("end-snapshot-id", through_snapshot)
-            return reader.table(table).withColumn("_change_type", F.lit("INSERT"))
-
-        session_id = loaded_tables.application_id(spark)
-        raw_ranges.RANGES.rows(session_id, table, after_snapshot, through_snapshot, events, read).createOrReplaceTempView(view_name)
-        return True
-
-    @available
-    def create_newest_events_view(self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str,
-                                  plan: Optional[Dict[str, Any]], buckets: int, whole_range: bool) -> bool:
-        """The newest event of each source table and key of a range create_appended_rows_view kept in
-        the driver, deduplicated once for all its mirrors, as the temporary view view_name, where it
-        stands in for the mirror's own dedup (shared_dedup.py); False otherwise."""
-        spark = self._session_in_process()
-        if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
-            return False
-        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot)
-        if newest is None:
-            return False
-        newest.createOrReplaceTempView(view_name)
-        return True
-
-    @available
-    def cdc_range_plan(self, table: str, after_snapshot: Optional[str], through_snapshot: str, source_table: str) -> Optional[Dict[str, Any]]:
-        """What source_table's mirror needs to know of a range create_appended_rows_view kept, from one
-        pass over the range for all its tables (range_plan.py); None when the range is not kept."""
-        spark = self._session_in_process()
-        if spark is None:
-            return None
-        return raw_ranges.RANGES.plan(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot, source_table)
-
-    @available
-    def cdc_view_plan(self, view_name: str, source_table: str) -> Optional[Dict[str, Any]]:
-        """range_plan.py's plan of source_table's events in a view of dbt's session (a chunk without a
-        consistency group's deferred transactions), in one pass; None when the session is elsewhere."""
-        from pyspark.sql import functions as F
-
-        spark = self._session_in_process()
-        if spark is None:
-            return None
-        events = spark.table(view_name).where(F.col("table_name") == source_table)
-        plans = range_plan.plans_by_table(range_plan.range_plan_frame(events).collect())
-        return dict(plans.get(source_table) or range_plan.empty_plan())
-
-    @available
-    def cdc_plan_of_query(self, columns: List[str], values: List[Any]) -> Dict[str, Any]:
-        """The plan raw_log.sql chunk_plan_sql read where the range is not kept here (range_plan.py)."""
-        return range_plan.plan_from_query(list(columns), list(values))
 
     @available
     def create_checkpoint_view(self, view_name: str, sql: str, observed: Optional[List[str]] = None,
