@@ -1,6 +1,7 @@
 """cdc_history and cdc_changes against a plain-Python oracle built from the same events in true
 source order (known to the generator, not taken from seq): late and replayed events, deletes,
-re-inserts after delete and primary-key changes, on Spark + Iceberg and on embedded Databend."""
+re-inserts after delete and primary-key changes, on Spark + Iceberg and on embedded Databend.
+Why over 300 lines: the oracles of histories and of change ranges its tests compare with are built here."""
 
 from __future__ import annotations
 
