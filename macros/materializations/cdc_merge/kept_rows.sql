@@ -31,7 +31,10 @@
                     carried if (one_each and none not in carried) else none)) %}
             {% endif %}
         {% else %}
-            {% do statements.append(cdc_merge.create_runs_table(table)) %}
+            {#- Created if dbt's relation cache, filled when the invocation starts, does not list it (a statement less a run). -#}
+            {% if adapter.get_relation(database=table.database, schema=table.schema, identifier=table.identifier) is none %}
+                {% do statements.append(cdc_merge.create_runs_table(table)) %}
+            {% endif %}
             {% do cdc_merge.upgrade_runs_table(table) %}
             {% set by_quarantine = {} %}
             {% for row in group.rows %}
