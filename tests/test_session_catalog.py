@@ -1,4 +1,4 @@
-"""The current catalog and a schema's tables and views, asked of the JVM
+"""The current catalog, its schemas and a schema's tables and views, asked of the JVM
 (adapter/dbt/adapters/cdc_spark/session_catalog.py), are what the statements they replace answer."""
 
 from __future__ import annotations
@@ -35,3 +35,15 @@ def test_a_schemas_tables_and_views_are_what_show_tables_and_show_views_list(spa
     assert views == {row.viewName for row in spark.sql("show views in session_catalog_listed").collect() if not row.isTemporary} == {"seen"}
     # A schema that does not exist: not known here, so the statements answer (and fail) as before.
     assert session_catalog.schema_relations(spark, catalog, "session_catalog_absent") is None
+
+
+def test_the_schemas_are_what_show_databases_lists(spark):
+    spark.sql("create namespace if not exists session_catalog_schema")
+    catalog = session_catalog.current_catalog(spark)["name"]
+
+    names = session_catalog.schema_names(spark, catalog)
+
+    assert sorted(names) == sorted(row[0] for row in spark.sql("show databases").collect())
+    assert "session_catalog_schema" in names
+    spark.sql("drop namespace session_catalog_schema")
+    assert "session_catalog_schema" not in session_catalog.schema_names(spark, catalog)

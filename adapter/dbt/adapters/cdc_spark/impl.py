@@ -105,6 +105,12 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RawR
             with_local_session_settings(config.credentials)
 
     def list_schemas(self, database: str) -> List[str]:
+        """In an Iceberg catalog, asked of the catalog in dbt's own SparkSession (session_catalog.py);
+        elsewhere SHOW DATABASES, which dbt runs twice at every invocation's start."""
+        spark = self._session_in_process() if self._current_catalog_is_iceberg() else None
+        names = session_catalog.schema_names(spark, self._current_catalog()["name"]) if spark is not None else None
+        if names is not None:
+            return names
         try:
             return super().list_schemas(database)
         except DbtRuntimeError as error:
