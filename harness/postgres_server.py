@@ -61,7 +61,7 @@ def start_postgres(directory: Path) -> PostgresServer:
             str(PG_BIN / "postgres"), "-D", str(data), "-p", str(port),
             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={directory}",
             "-c", "wal_level=logical", "-c", "max_replication_slots=4", "-c", "max_wal_senders=4",
-            "-c", "fsync=off",
+            "-c", "fsync=off", "-c", "max_prepared_transactions=10",  # PREPARE TRANSACTION in the workloads
         ]),
         stdout=log, stderr=subprocess.STDOUT,
     )

@@ -1,0 +1,267 @@
+"""A seeded random workload on a real PostgreSQL 15 against the whole pipeline: concurrent sessions
+insert, update (key columns too), delete and insert again, in transactions that interleave on the
+same rows (row locks serialize them), commit, roll back, roll back to savepoints, and go through
+PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED; a TRUNCATE now and then and columns added
+with a default. Meanwhile the capture follows, killed with SIGKILL and started again at random
+moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
+random points. At the end every mirror equals its source table row by row, and cdc_verify says so.
+
+CDC_RANDOM_WORKLOAD_SEEDS (1,2) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+
+import psycopg2
+import pytest
+
+from conftest import PROJECT_DIR
+from harness.postgres_server import create_capture_user
+from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
+from test_online_snapshots import execute
+
+SEEDS = [int(seed) for seed in os.environ.get("CDC_RANDOM_WORKLOAD_SEEDS", "1,2").split(",")]
+ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "2"))
+SESSIONS, TRANSACTIONS = 3, 20
+KEYS = {"shop.lines": ["order_id", "line"], "shop.docs": ["id"], "shop.vals": ["id"]}
+SETUP = """
+create schema shop;
+create table shop.lines (order_id int, line int, qty int, note text, primary key (order_id, line));
+insert into shop.lines select g % 5 + 1, g / 5 + 1, g, 'n' || g from generate_series(0, 14) g;
+create table shop.docs (id int primary key, n int, body text);
+alter table shop.docs alter column body set storage external;
+insert into shop.docs select g, g, (select string_agg(md5(g::text || s::text), '') from generate_series(1, 100) s)
+from generate_series(1, 6) g;
+create table shop.vals (id int primary key, amount numeric(12,3), at timestamptz, doc json);
+insert into shop.vals select g, g * 1.125, timestamptz '2026-03-29 01:30:00.25+05:30' + g * interval '7 hours',
+('{"k":  ' || g || '}')::json from generate_series(1, 6) g;
+"""
+ADDED = ["alter table shop.vals add column tag text default 'fresh'",
+         "alter table shop.docs add column extra int not null default 5"]
+TYPES = {"integer": "int", "text": "string", "numeric": "decimal(12,3)", "timestamp with time zone": "timestamp",
+         "json": "string"}
+BODY = "(select string_agg(md5(%s || s::text), '') from generate_series(1, 100) s)"
+
+
+def statement(chance: random.Random) -> tuple[str, tuple]:
+    """One random change (or row lock) on one of the three tables, over a few keys so sessions meet."""
+    order, line, other = chance.randint(1, 6), chance.randint(1, 4), chance.randint(1, 8)
+    word = chance.choice(["a", "b b", "", "ü", None])
+    stamp = f"2026-{chance.randint(1, 12):02}-{chance.randint(1, 28):02} {chance.randint(0, 23):02}:30:00.{chance.randint(0, 999999):06}{chance.choice(['+00', '-07', '+05:30'])}"
+    doc = json.dumps({"k": chance.randint(-5, 5), "s": word}, indent=chance.choice([None, 1]))
+    amount = Decimal(chance.randint(-10**9, 10**9)) / 1000
+    return chance.choice([
+        ("select from shop.lines where order_id = %s for update", (order,)),
+        ("select from shop.docs where id = %s for update", (other,)),
+        ("insert into shop.lines values (%s, %s, %s, %s) on conflict do nothing", (order, line, other, word)),
+        ("insert into shop.lines values (%s, %s, %s, %s) on conflict (order_id, line) do update set qty = excluded.qty",
+         (order, line, -other, word)),
+        ("update shop.lines set qty = qty + 1, note = %s where order_id = %s", (word, order)),
+        ("update shop.lines set line = %s where order_id = %s and line = %s", (other, order, line)),
+        ("update shop.lines set order_id = %s where order_id = %s", (other, order)),
+        ("delete from shop.lines where order_id = %s and line = %s", (order, line)),
+        ("delete from shop.lines where order_id = %s", (order,)),
+        ("insert into shop.lines select %s, g, g, %s from generate_series(1, %s) g on conflict do nothing", (order, word, line)),
+        ("insert into shop.docs (id, n, body) values (%s, %s, " + BODY + ") on conflict do nothing",
+         (other, line, str(other))),
+        ("update shop.docs set n = n + 1 where id = %s", (other,)),
+        ("update shop.docs set body = " + BODY + " where id = %s", (word or "x", other)),
+        ("update shop.docs set id = %s where id = %s", (order, other)),
+        ("update shop.docs set extra = extra + %s where id = %s", (line, other)),
+        ("delete from shop.docs where id = %s", (other,)),
+        ("insert into shop.vals (id, amount, at, doc) values (%s, %s, %s, %s) on conflict do nothing",
+         (other, amount, stamp, doc)),
+        ("update shop.vals set amount = %s, at = %s, doc = %s where id = %s", (amount, stamp, doc, other)),
+        ("update shop.vals set at = at + interval '1 hour 0.5 seconds', tag = %s where id = %s", (word, other)),
+        ("update shop.vals set id = %s where id = %s", (order, other)),
+        ("delete from shop.vals where id = %s", (other,)),
+        ("insert into shop.vals (id, amount, at, doc) values (%s, %s, %s, %s) on conflict (id) do update set "
+         "amount = excluded.amount", (order, -amount, stamp, doc)),
+    ])
+
+
+class Session(threading.Thread):
+    """One connection's transactions: 1-4 statements each, each under a savepoint (a key clash or a
+    deadlock undoes that statement only), some under one rolled back on purpose; then commit,
+    rollback, or a prepared transaction committed or rolled back some milliseconds later."""
+
+    def __init__(self, server, chance: random.Random, name: str, shared: dict) -> None:
+        super().__init__(daemon=True)
+        self.server, self.chance, self.name, self.shared, self.error = server, chance, name, shared, None
+
+    def run(self) -> None:
+        try:
+            self.transactions()
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+
+    def transactions(self) -> None:
+        chance, connection, resolver = self.chance, self.server.connect(), self.server.connect()
+        resolver.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("set lock_timeout = '1s'")
+        connection.commit()
+        for number in range(TRANSACTIONS):
+            ending, added = chance.choices(["commit", "rollback", "prepare"], [6, 2, 2])[0], None
+            if self.shared["pending"] and chance.random() < 0.4:  # another session's prepared transaction
+                resolve(resolver, self.shared["pending"], chance)
+            try:
+                with connection.cursor() as cursor:
+                    if chance.random() < 0.01:
+                        cursor.execute(chance.choice(["truncate shop.lines", "truncate shop.vals", "truncate shop.docs"]))
+                    statements, alter = chance.randint(1, 4), chance.random() < 0.06 and ending != "rollback"
+                    for done in range(statements):
+                        if alter and done == statements // 2 and self.shared["altered"]:  # a column added mid-transaction
+                            added = self.shared["altered"].pop(0)
+                            cursor.execute(added)
+                        undo = chance.random() < 0.15
+                        cursor.execute("savepoint s")
+                        try:
+                            cursor.execute(*statement(chance))
+                            if undo:
+                                cursor.execute(*statement(chance))
+                            cursor.execute("rollback to savepoint s" if undo else "release savepoint s")
+                        except psycopg2.Error:
+                            cursor.execute("rollback to savepoint s")
+                        time.sleep(chance.uniform(0, 0.01))
+                    if ending == "prepare":
+                        cursor.execute("prepare transaction %s", (f"{self.name}-{number}",))
+                connection.rollback() if ending == "rollback" else connection.commit()
+                if ending == "prepare":
+                    self.shared["pending"].append(f"{self.name}-{number}")
+                    if chance.random() < 0.5:
+                        time.sleep(chance.uniform(0, 0.02))
+                        resolve(resolver, self.shared["pending"], chance)
+            except psycopg2.Error:  # the ALTER or TRUNCATE waited too long for its lock: added again later
+                connection.rollback()
+                self.shared["altered"].extend([added] if added else [])
+        connection.close()
+        resolver.close()
+
+
+def resolve(connection, pending: list, chance: random.Random) -> None:
+    """COMMIT PREPARED or ROLLBACK PREPARED of the oldest pending prepared transaction, from any session."""
+    try:
+        name = pending.pop(0)
+    except IndexError:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(("commit" if chance.random() < 0.6 else "rollback") + " prepared %s", (name,))
+
+
+def follow(args: list[str], log) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "python_jobs.capture.postgres", *args, "--follow"], cwd=PROJECT_DIR,
+                            stdout=subprocess.DEVNULL, stderr=log)
+
+
+def write_models(project, server) -> list[str]:
+    """A model per table with the source's columns now, as cdc-scaffold writes it; the models' names."""
+    connection = server.connect()
+    with connection.cursor() as cursor:
+        for table in KEYS:
+            cursor.execute("select column_name, data_type from information_schema.columns where table_schema = 'shop' "
+                           "and table_name = %s order by ordinal_position", (table.split(".")[1],))
+            columns = {name: TYPES[kind] for name, kind in cursor.fetchall()}
+            keys = KEYS[table]
+            project.write_model(table.split(".")[1], f"unique_key={keys!r}, source_table='{table}', "
+                                f"on_schema_change='append_new_columns'",
+                                f"{{{{ cdc_merge.cdc_columns({columns!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+    connection.close()
+    return [table.split(".")[1] for table in KEYS]
+
+
+def land_and_run(project, server) -> None:
+    models = write_models(project, server)
+    landed = project.land(KEYS)
+    assert "quarantined 0 lines" in landed.status(), landed.status()
+    project.dbt("run", "--select", *models)
+
+
+def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
+    connection = server.connect()
+    with connection.cursor() as cursor:
+        cursor.execute(f"select * from {table} limit 0")
+        columns = [column.name for column in cursor.description]
+        cursor.execute(f"select {', '.join(c + '::text' if c == 'doc' else c for c in columns)} from {table} "
+                       f"order by {', '.join(KEYS[table])}")
+        rows = [tuple(value.astimezone(dt.timezone.utc).replace(tzinfo=None) if isinstance(value, dt.datetime) else value
+                      for value in row) for row in cursor.fetchall()]
+    connection.close()
+    return columns, rows
+
+
+def assert_mirrors_equal_sources(project, server) -> None:
+    for table, keys in KEYS.items():
+        columns, expected = source_rows(server, table)
+        mirror = project.query(f"select {', '.join(columns)} from {project.schema}.{table.split('.')[1]} "
+                               f"order by {', '.join(keys)}")
+        actual = [tuple(row[column] for column in columns) for row in mirror]
+        assert actual == expected, (f"{table} {columns}: only in the mirror {sorted(set(actual) - set(expected))[:10]}, "
+                                    f"only in the source {sorted(set(expected) - set(actual))[:10]}")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_and_runs(postgres, dbt_project, tmp_path, seed):  # noqa: F811
+    chance = random.Random(seed)
+    execute(postgres, SETUP)
+    dsn = create_capture_user(postgres, ["shop"])
+    state = tmp_path / "capture-state.json"
+    args = ["--dsn", dsn, "--tables", ",".join(KEYS), "--slot", "random", "--out", str(dbt_project.inbox),
+            "--state", str(state), "--snapshot", "online", "--snapshot-page-rows", "4", "--snapshot-rows-per-second", "40",
+            "--max-wait-seconds", "0.2", "--max-changes-per-file", "40"]
+    log = open(tmp_path / "capture.log", "a")
+    capturing, shared = follow(args, log), {"altered": list(ADDED), "pending": []}
+    reread_round = chance.randrange(ROUNDS)
+    for round_number in range(ROUNDS):
+        sessions = [Session(postgres, random.Random(chance.random()), f"r{round_number}s{n}", shared)
+                    for n in range(SESSIONS)]
+        for session in sessions:
+            session.start()
+        while any(session.is_alive() for session in sessions):
+            time.sleep(chance.uniform(0.2, 1.0))
+            if chance.random() < 0.6:
+                capturing.send_signal(signal.SIGKILL)
+                capturing.wait(timeout=30)
+                capturing = follow(args, log)
+            if chance.random() < 0.1:
+                land_and_run(dbt_project, postgres)  # while the sessions write and the capture follows
+            if (round_number == reread_round or chance.random() < 0.1) and state.exists():
+                reread_round = None
+                low, high = sorted([chance.randint(1, 8), chance.randint(1, 8)])
+                ranges = [["--table", "shop.lines", "--from", f"{low},1", "--to", f"{high},4"], ["--table", "shop.docs"],
+                          ["--table", "shop.vals", "--from", str(low), "--to", str(high)]]
+                for reread in chance.sample(ranges, chance.randint(1, 2)):  # cdc-snapshot
+                    subprocess.run([sys.executable, "-m", "python_jobs.capture.snapshot_requests", "--state", str(state),
+                                    *reread, "--wait-seconds", "0"], cwd=PROJECT_DIR, check=True)
+        assert [session.error for session in sessions] == [None] * SESSIONS
+        resolver = postgres.connect()
+        resolver.autocommit = True
+        while shared["pending"]:
+            resolve(resolver, shared["pending"], chance)
+        resolver.close()
+        if chance.random() < 0.7 or round_number == 0:
+            land_and_run(dbt_project, postgres)  # while the capture follows
+
+    assert reread_round is None, "no key range read again"
+    capturing.send_signal(signal.SIGKILL)
+    capturing.wait(timeout=30)
+    caught_up = capture("postgres", *args)
+    assert caught_up.returncode == 0, caught_up.stderr
+    assert json.loads(state.read_text())["snapshots"] == [], "an online read still under way"
+    assert not list((tmp_path / "capture-state.json.requests").glob("*.json")), "a re-read request not taken"
+    land_and_run(dbt_project, postgres)
+    assert_mirrors_equal_sources(dbt_project, postgres)
+    models = list(KEYS)
+    dbt_project.dbt("run-operation", "cdc_verify", "--args",
+                    json.dumps({"source": {"postgres": dsn}, "select": [m.split(".")[1] for m in models]}))
+    reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(models):]
+    assert len(reports) == len(models) and all(": equal: " in line for line in reports), "\n".join(reports)
