@@ -1,7 +1,8 @@
 """The MariaDB/MySQL side of online snapshots (docs/online_snapshots.md): watermarks as rows of a
 signal table the binlog carries, a page read by key in the order the mirrors compare keys in, what
 the binlog's transactions tell the open page (snapshot_pages.Pages), and the capture's steps
-around them. `capture` is mysql_server.MysqlCapture; mysql.stream() calls these between files."""
+around them. `capture` is mysql_server.MysqlCapture; mysql.stream() calls these between files. Why over
+300 lines: the page query's key order (which the range records name) and the pages' steps share it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Everything the MariaDB/MySQL capture asks of the server: table metadata, the binlog settings,
 the consistent snapshot, and the binlog stream read as committed transactions.
-(mysql_table_changes.py: what DDL in the binlog changes of the captured tables)."""
+(mysql_table_changes.py: what DDL in the binlog changes of the captured tables). Why over 300 lines:
+the stream's loop (transactions) decides on every kind of binlog event in one place, where its state is."""
 
 from __future__ import annotations
 
