@@ -5,8 +5,7 @@ the other through the stream. Captured by the least-privileged user the docs pre
 by cdc-scaffold, landed, applied, and compared with the source table itself (docs/type_mapping.md
 says how each type is written).
 (Why one file of over 350 lines: both servers' types and their expected mirror values side by side,
-as docs/type_mapping.md has them, with the helpers both use.)
-Why over 300 lines: one table per server with a column per type, and the value each must read as."""
+as docs/type_mapping.md has them, with the helpers both use.)"""
 
 from __future__ import annotations
 
