@@ -283,6 +283,48 @@ def test_unchanged_toast_values_of_columns_named_apart_from_their_field_keep_the
     assert "selects cdc_metadata_columns() before the columns it reads from JSON fields of other names (content)" in error
 
 
+def test_unchanged_toast_values_skip_the_events_a_newer_one_sends_over(conformance_project):
+    """A key's events with TOAST placeholders were applied one per round, each round a MERGE of 2-4 s:
+    a key updated 20 times without its TOAST value took 20 rounds (46 s against 3 s with the value
+    sent). An event whose next newer one sends every field it sends is skipped: the mirror holds
+    the same rows. On Databend only the events before one without placeholders are skipped."""
+    project = conformance_project
+    unsent = "__debezium_unavailable_value"
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string', 'note': 'string'}) }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    docs = {"public.docs": ["id"]}
+    (project.inbox / "1.json").write_text("\n".join([
+        postgres_line("c", 100, {"id": 1, "title": "a", "body": "A", "note": "N"}),
+        postgres_line("c", 110, {"id": 2, "title": "p", "body": "X", "note": "M"}),
+    ]) + "\n")
+    project.land(docs)
+    project.dbt("run", "--select", "docs")
+    (project.inbox / "2.json").write_text("\n".join([
+        # Key 1: b and c go (each next one sends what they send); d sent the body, e keeps it.
+        *(postgres_line("u", lsn, {"id": 1, "title": title, "body": unsent, "note": unsent}) for lsn, title in ((200, "b"), (210, "c"))),
+        postgres_line("u", 220, {"id": 1, "title": "d", "body": "B", "note": unsent}),
+        postgres_line("u", 230, {"id": 1, "title": "e", "body": unsent, "note": unsent}),
+        # Key 2: each sends a value the other does not: both apply.
+        postgres_line("u", 300, {"id": 2, "title": "q", "body": unsent, "note": "M2"}),
+        postgres_line("u", 310, {"id": 2, "title": "r", "body": "X2", "note": unsent}),
+        # Key 3: deleted and inserted again in the batch; its update after keeps the new values.
+        postgres_line("c", 400, {"id": 3, "title": "s", "body": "S", "note": "T"}),
+        postgres_line("u", 410, {"id": 3, "title": "t", "body": unsent, "note": unsent}),
+        postgres_line("d", 420, {"id": 3, "title": "t", "body": unsent, "note": unsent}),
+        postgres_line("c", 430, {"id": 3, "title": "u", "body": "U", "note": "V"}),
+        *(postgres_line("u", 440 + n, {"id": 3, "title": f"w{n}", "body": unsent, "note": unsent}) for n in range(20)),
+    ]) + "\n")
+    project.land(docs)
+    project.dbt("run", "--select", "docs")
+    assert [tuple(row.values()) for row in project.query(f"select id, title, body, note from {project.schema}.docs order by id")] == [
+        (1, "e", "B", "N"), (2, "r", "X2", "M2"), (3, "w19", "U", "V")]
+    summary = [line for line in project.dbt_log().splitlines() if f"{project.schema}.docs: 1 chunk(s)" in line][-1]
+    # The rounds' counts add up: 7 events in 3 rounds (c400 stays: u410 does not send its body); on
+    # Databend 28 in 22; before, all 30 in 24.
+    assert ("28 keys changed" if project.on_databend else "7 keys changed") in summary, summary
+
+
 def docs_mirror_with_a_pending_batch(project) -> str:
     """A mirror of public.docs holding ids 1-3, and a landed batch that updates 1, deletes 2, inserts 4."""
     project.write_model(

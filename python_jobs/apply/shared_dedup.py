@@ -4,7 +4,7 @@ mirrors that read the range (raw_ranges.py), instead of by its own batch view's 
 The shared dedup keeps the newest event of each source table and key, as the batch view's window
 does for one table, so it stands in for it where the mirror needs nothing of its own: the whole
 range (no consistency group's deferred transactions taken out of it), one key bucket, and no TOAST
-placeholders (their keys apply every event, one per round). A mirror's own dedup is a shuffle,
+placeholders (their keys apply their events in rounds: dedup.sql). A mirror's own dedup is a shuffle,
 a Spark job of its own in every mirror's classification.
 """
 

@@ -4,9 +4,10 @@
 
     Debezium writes a placeholder for Postgres TOAST columns an update did not change
     (unavailable_values.sql). The MERGE keeps the stored value of such a column, which is only
-    right if every earlier event of that key in the batch is applied first: keys with a
-    placeholder are applied one event per round, oldest first; all other keys apply their
-    newest event in the first round.
+    right if every earlier event of that key in the batch that sent it is applied first: keys with
+    a placeholder are applied one event per round, oldest first, skipping an event whose next newer
+    event sends every field it sends (applying that one alone leaves the same row); all other keys
+    apply their newest event in the first round.
 #}
 
 {% macro bucket_plan_sql(changes_view, source_table, bucket, buckets) %}
@@ -43,22 +44,23 @@
 
         {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
-        {#- Only the keys with placeholders are counted: grouping every key of a large batch took seconds. #}
+        {#- Only the keys with placeholders are ranked: grouping every key of a large batch took seconds. #}
         keys_with_placeholders as (
             select distinct key
             from table_events
             where {{ cdc_merge.has_unavailable_sql('raw_data') }}
         ),
 
-        events_per_key as (
-            select count(*) as events
+        placeholder_key_events as (
+            select *
             from table_events
             where key in (select key from keys_with_placeholders)
-            group by key
-        )
+        ),
 
-        select coalesce(max(events), 1) as rounds
-        from events_per_key
+        {{ cdc_merge.ranked_events_cte(none, 'placeholder_key_events') }}
+
+        select coalesce(max(_cdc_round), 1) as rounds
+        from ranked
     {% endset %}
     {{ return(run_query(rounds_sql).rows[0]['rounds'] | int) }}
 {% endmacro %}
@@ -93,36 +95,63 @@
 {%- endmacro %}
 
 
-{% macro ranked_events_cte(rounds) %}
+{% macro ranked_events_cte(rounds, events='table_events') %}
     {#-
-        Each event of table_events with its rank in its key (newest first), and whether the key
-        has placeholders (1/0). With a single round (rounds = 1) every key applies its newest
-        event, so only the rank is computed (0.5 s less at 1M events).
+        Each event of events with its rank in its key (newest first). With a single round
+        (rounds = 1) every key applies its newest event, so only the rank is computed (0.5 s less
+        at 1M events). Otherwise also whether the key has placeholders (1/0), whether the event is
+        superseded (its next newer event sends every field it sends) and the round of each event
+        that is not (_cdc_round, oldest first): a MERGE per round took 2-4 s, and a key updated
+        often without its TOAST value took a round per update.
     -#}
+    {%- if rounds == 1 %}
     ranked as (
         select
             *,
             row_number() over (
                 partition by key order by seq desc, landed_file desc, landed_line desc
             ) as _cdc_rank
-            {%- if rounds != 1 %},
-            count(*) over (partition by key) as _cdc_events,
+        from {{ events }}
+    )
+    {%- else %}
+    {%- set superseded = "_cdc_rank > 1 and " ~ cdc_merge.sends_every_field_of_sql('_cdc_newer_data', 'raw_data') %}
+    events_in_order as (
+        select
+            *,
+            row_number() over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+            ) as _cdc_rank,
+            lag(raw_data) over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+            ) as _cdc_newer_data,
             max(case when {{ cdc_merge.has_unavailable_sql('raw_data') }} then 1 else 0 end) over (partition by key)
                 as _cdc_has_placeholders
-            {%- endif %}
-        from table_events
+        from {{ events }}
+    ),
+
+    ranked as (
+        select
+            *,
+            {{ superseded }} as _cdc_superseded,
+            {#- The events not superseded from this one back to the oldest: the same order as the rank's, so no sort of its own. #}
+            sum(case when {{ superseded }} then 0 else 1 end) over (
+                partition by key order by seq desc, landed_file desc, landed_line desc
+                rows between current row and unbounded following
+            ) as _cdc_round
+        from events_in_order
     )
+    {%- endif %}
 {%- endmacro %}
 
 
 {% macro in_round_sql(round, rounds) -%}
-    {#- The newest event of a key in the first round; for keys with placeholders every event, oldest first, one per round. -#}
+    {#- The newest event of a key in the first round; for keys with placeholders each event not superseded, oldest first, one per round. -#}
     {%- if rounds == 1 %}
     _cdc_rank = 1
     {%- else %}
     (
         (_cdc_has_placeholders = 0 and _cdc_rank = 1 and {{ round }} = 1)
-        or (_cdc_has_placeholders = 1 and _cdc_events - _cdc_rank + 1 = {{ round }})
+        or (_cdc_has_placeholders = 1 and not _cdc_superseded and _cdc_round = {{ round }})
     )
     {%- endif %}
 {%- endmacro %}

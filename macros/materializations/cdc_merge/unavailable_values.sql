@@ -36,6 +36,21 @@
 {%- endmacro %}
 
 
+{% macro sends_every_field_of_sql(newer, older) %}
+    {#- Whether row image newer sends every field older sends (its placeholders are among older's): applied after older, it leaves nothing of it (dedup.sql). A delete's null image sends all. -#}
+    {{ return(adapter.dispatch('sends_every_field_of_sql', 'cdc_merge')(newer, older)) }}
+{% endmacro %}
+
+{% macro spark__sends_every_field_of_sql(newer, older) -%}
+    size(array_except({{ cdc_merge.spark__unavailable_fields_sql(newer) }}, {{ cdc_merge.spark__unavailable_fields_sql(older) }})) = 0
+{%- endmacro %}
+
+{% macro databend__sends_every_field_of_sql(newer, older) -%}
+    {#- Only a newer image without placeholders: its fields are a join of json_each there (databend__batch_events_sql). -#}
+    not ({{ cdc_merge.has_unavailable_sql(newer) }})
+{%- endmacro %}
+
+
 {% macro is_unavailable_sql(column) %}
     {{ return(adapter.dispatch('is_unavailable_sql', 'cdc_merge')(column)) }}
 {% endmacro %}
