@@ -24,7 +24,7 @@ from dbt.adapters.cdc_core.invocation_methods import InvocationMethods
 from dbt.adapters.cdc_core.landing_tables import landing_tables
 from dbt.adapters.cdc_core.status_methods import StatusMethods
 from dbt.adapters.cdc_core.verify_methods import VerifyMethods
-from dbt.adapters.cdc_spark import catalog, current_views, session_catalog, snapshot_events, stored_keys
+from dbt.adapters.cdc_spark import catalog, session_catalog, snapshot_events, stored_keys
 from dbt.adapters.cdc_spark.__version__ import version
 from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
@@ -117,20 +117,6 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RawR
             if _EMPTY_HADOOP_CATALOG.search(str(error)):
                 return []
             raise
-
-    @available
-    def cdc_keep_view(self, existing: Optional[BaseRelation], sql: str, settings: Dict[str, Any]) -> bool:
-        """The view materialization (include/cdc_spark/macros/view.sql): whether the view existing already
-        is what creating it from sql would make, so it is left as it is (current_views.py). Only in an
-        Iceberg catalog of dbt's own SparkSession; elsewhere the view is created again, as in dbt-spark."""
-        if existing is None or not existing.is_view or not current_views.may_keep_view(settings):
-            return False
-        spark = self._session_in_process() if self._current_catalog_is_iceberg() else None
-        if spark is None:
-            return False
-        stored = current_views.stored_view(spark, self._current_catalog()["name"], existing.schema, existing.identifier)
-        wanted = current_views.query_view(spark, sql) if stored is not None else None
-        return wanted is not None and current_views.same_view(stored, wanted)
 
     def check_schema_exists(self, database: str, schema: str) -> bool:
         return schema in self.list_schemas(database)

@@ -16,7 +16,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 def current_catalog(spark: Any) -> Dict[str, str]:
     """The session's current catalog: its name, and its class as `set spark.sql.catalog.<name>` gives it."""
-    name = catalog_manager(spark).currentCatalog().name()
+    name = _catalog_manager(spark).currentCatalog().name()
     return {"name": name, "class": spark.conf.get(f"spark.sql.catalog.{name}", "<undefined>")}
 
 
@@ -27,7 +27,7 @@ def schema_names(spark: Any, catalog_name: str) -> Optional[List[str]]:
     from py4j.protocol import Py4JError
 
     try:
-        namespaces = catalog_manager(spark).catalog(catalog_name).listNamespaces()
+        namespaces = _catalog_manager(spark).catalog(catalog_name).listNamespaces()
         names = [list(namespace) for namespace in namespaces]
     except Py4JError:
         return None
@@ -42,32 +42,21 @@ def schema_relations(spark: Any, catalog_name: str, schema: str) -> Optional[Tup
     such schema, a catalog that is not a v2 one): the caller then asks by statement."""
     from py4j.protocol import Py4JError
 
+    jvm = spark._jvm
     try:
-        catalog = catalog_manager(spark).catalog(catalog_name)
-        namespace = namespace_array(spark, [schema])
+        catalog = _catalog_manager(spark).catalog(catalog_name)
+        namespace = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+        namespace[0] = schema
         tables = [identifier.name() for identifier in catalog.listTables(namespace)]
         views: Set[str] = set()
-        if is_view_catalog(spark, catalog):
+        if jvm.java.lang.Class.forName(_VIEW_CATALOG).isInstance(catalog):
             views = {identifier.name() for identifier in catalog.listViews(namespace)}
     except Py4JError:
         return None
     return tables, views
 
 
-def is_view_catalog(spark: Any, catalog: Any) -> bool:
-    """Whether catalog (a JVM catalog plugin) keeps views of its own (Spark's ViewCatalog)."""
-    return bool(spark._jvm.java.lang.Class.forName(_VIEW_CATALOG).isInstance(catalog))
-
-
-def namespace_array(spark: Any, parts: List[str]) -> Any:
-    """A namespace as the JVM's catalogs take it: a String[]."""
-    array = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, len(parts))
-    for index, part in enumerate(parts):
-        array[index] = part
-    return array
-
-
-def catalog_manager(spark: Any) -> Any:
+def _catalog_manager(spark: Any) -> Any:
     """The session's catalog manager, the session made active on the calling thread's JVM thread first:
     the manager reads the active session's settings, and where none is active (each Python thread
     calls through a JVM thread of its own) it would answer with Spark's defaults."""
