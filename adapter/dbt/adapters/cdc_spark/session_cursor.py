@@ -6,7 +6,8 @@ lock, converts them to a Java map (a py4j round trip per setting) and applies th
 session (`SparkSession.applyModifiableSettings`). Here that map is built in the JVM once per session
 and settings, and each statement applies it with one call: the session's settings before each
 statement are what dbt-spark makes them. The first statement, which starts the session, takes
-dbt-spark's own path.
+dbt-spark's own path. Before each statement the session's fold of driver rows is also made what
+compiled_fold.py says (a look-up once it is).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any, Dict, Tuple
 
 from dbt.adapters.spark import session as dbt_spark_session
 from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.cdc_spark.compiled_fold import ensure_compiled_fold
 
 # What SparkSession.builder.enableHiveSupport() sets, before the profile's settings (which may override it).
 HIVE_SUPPORT = {"spark.sql.catalogImplementation": "hive"}
@@ -56,7 +59,9 @@ class KeptSettingsCursor(dbt_spark_session.Cursor):
         session = SparkSession._instantiatedSession
         if session is None or session._sc._jsc is None:
             super().execute(sql)
+            ensure_compiled_fold(SparkSession._instantiatedSession, self.server_side_parameters)
             return
+        ensure_compiled_fold(session, self.server_side_parameters)
         module = getattr(getattr(session._jvm, "SparkSession$"), "MODULE$")
         module.applyModifiableSettings(session._jsparkSession, settings_map(session, self.server_side_parameters))
         try:
