@@ -1,9 +1,12 @@
 """One mirror taking batch after batch in one warm process, as cdc-run applies them: `dbt run` of the
 mirror with its key index kept between runs (python_jobs/apply/key_index.py, KeyIndex.java) and with
-the index off, alternating, beside a hand-written dedup + MERGE of the same batch.
+the index off, alternating, beside a hand-written dedup + MERGE of the same batch; with --modes, also
+with the index kept and the driver's rows folded by Spark's own interpreted projection instead of
+the compiled one (adapter/dbt/adapters/cdc_spark/compiled_fold.py).
 
     .venv/bin/python -m benchmarks.apply.key_index                                  # 10k events into 1M rows
     .venv/bin/python -m benchmarks.apply.key_index --target-rows 3000000 --rounds 4
+    .venv/bin/python -m benchmarks.apply.key_index --modes index_kept,index_kept_spark_fold
 
 The mirror is created by the product and filled in bulk as in benchmarks.apply.run. Each round
 appends a new batch (common/datagen.py batch_events: random keys over the whole mirror) to the raw
@@ -30,20 +33,29 @@ from benchmarks.common.measure import tee_stdout
 from benchmarks.common.project import BenchProject
 from benchmarks.common.results import RESULTS_DIR, run_header
 from benchmarks.common.sql_clock import install_sql_clock, strip_comment
+from dbt.adapters.cdc_spark import compiled_fold
 from python_jobs.apply import key_index
 
 MIRROR = "bench_items"
+# Each mode: the key index kept, and the driver's rows folded by generated code.
+MODES = {"index_kept": (True, True), "index_off": (False, True), "index_kept_spark_fold": (True, False)}
 
 
 def arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target-rows", type=int, default=1_000_000)
     parser.add_argument("--batch-events", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=5, help="rounds with the index kept, and as many with it off")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of each mode, the modes alternating")
+    parser.add_argument("--modes", default="index_kept,index_off", help=f"comma-separated, of: {', '.join(MODES)}")
     parser.add_argument("--driver-memory", default="6g")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/cdc_merge_key_index"), help="warehouse and project (deleted first)")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "key_index.json")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.modes = [mode.strip() for mode in args.modes.split(",")]
+    unknown = [mode for mode in args.modes if mode not in MODES]
+    if unknown or not args.modes:
+        parser.error(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    return args
 
 
 class KeyIndexBench:
@@ -77,7 +89,7 @@ class KeyIndexBench:
         self.sql(f"""insert into bm_index.cdc_merge_offsets select '{self.mirror}', 1, '{self.raw}', '{datagen.SOURCE_TABLE}',
             '{after}', {rows}, {rows}, 0, 0, 0, timestamp'2026-01-01 00:00:00', current_timestamp(), 'bench-setup'""")
 
-    def round(self, label: str, index_kept: bool) -> dict:
+    def round(self, label: str, mode: str) -> dict:
         """A new batch: the hand-written MERGE of it (then undone), then the product's run of it."""
         self.batches += 1
         before_batch = self.snapshot(self.raw)
@@ -88,7 +100,9 @@ class KeyIndexBench:
         self.sql(methods.handwritten_merge_sql(self.mirror, "bench_batch_events"))
         handwritten = time.perf_counter() - started
         self.sql(f"call lake.system.set_current_snapshot('{self.mirror}', {mirror_at})")
+        index_kept, compiled = MODES[mode]
         os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = str(4 * self.args.target_rows if index_kept else 0)
+        os.environ[compiled_fold.SWITCH_ENV] = "1" if compiled else "0"
         with self.clock.measuring():
             product = warm.invoke(self.project, "run", "--select", MIRROR).seconds
         slowest = sorted(self.clock.recorded, key=lambda item: -item[1])[:6]
@@ -117,27 +131,25 @@ def main(argv=None) -> int:
         results = {**run_header(), "target_rows": args.target_rows, "batch_events": args.batch_events}
         print(f"key index: {results['machine']}", flush=True)
         bench.setup()
-        bench.round("warm-up, index off", index_kept=False)
+        bench.round("warm-up, index off", "index_off")
         heap_before = bench.heap_used()
-        results["index_built"] = bench.round("warm-up, index built", index_kept=True)
+        results["index_built"] = bench.round("warm-up, index built", "index_kept")
         results["index_heap_bytes_per_key"] = round((bench.heap_used() - heap_before) / args.target_rows)
-        kept, off = [], []
+        rounds: dict[str, list[dict]] = {mode: [] for mode in args.modes}
         for number in range(args.rounds):
-            kept.append(bench.round(f"round {number + 1}, index kept", index_kept=True))
-            off.append(bench.round(f"round {number + 1}, index off", index_kept=False))
-        for name, rounds in (("index_kept", kept), ("index_off", off)):
-            results[name] = {"rounds": rounds, **{f"median_{key}": median_of(rounds, key)
-                                                  for key in ("product_seconds", "sql_seconds", "handwritten_seconds")}}
-        handwritten = warm.median([figure["handwritten_seconds"] for figure in kept + off])
+            for mode in args.modes:
+                rounds[mode].append(bench.round(f"round {number + 1}, {mode}", mode))
+        handwritten = warm.median([figure["handwritten_seconds"] for figures in rounds.values() for figure in figures])
         results["handwritten_median_seconds"] = handwritten
-        for name in ("index_kept", "index_off"):
-            results[name]["handwritten_over_product"] = round(handwritten / results[name]["median_product_seconds"], 2)
+        for mode, figures in rounds.items():
+            results[mode] = {"rounds": figures, **{f"median_{key}": median_of(figures, key)
+                                                   for key in ("product_seconds", "sql_seconds", "handwritten_seconds")}}
+            results[mode]["handwritten_over_product"] = round(handwritten / results[mode]["median_product_seconds"], 2)
         results["seconds"] = round(time.perf_counter() - started, 1)
-        print(f"\n{args.batch_events:,} events into {args.target_rows:,} rows, medians of {args.rounds}: product "
-              f"{results['index_kept']['median_product_seconds']:.2f} s with the key index kept "
-              f"({results['index_kept']['handwritten_over_product']:.2f}x the hand-written MERGE's {handwritten:.2f} s), "
-              f"{results['index_off']['median_product_seconds']:.2f} s with it off "
-              f"({results['index_off']['handwritten_over_product']:.2f}x); the index built in "
+        products = ", ".join(f"{results[mode]['median_product_seconds']:.2f} s {mode} ({results[mode]['handwritten_over_product']:.2f}x)"
+                             for mode in args.modes)
+        print(f"\n{args.batch_events:,} events into {args.target_rows:,} rows, medians of {args.rounds}: product {products} "
+              f"against the hand-written MERGE's {handwritten:.2f} s; the index built in "
               f"{results['index_built']['product_seconds']:.2f} s of its first run, about "
               f"{results['index_heap_bytes_per_key']} bytes of heap a key", flush=True)
         args.results.parent.mkdir(parents=True, exist_ok=True)
