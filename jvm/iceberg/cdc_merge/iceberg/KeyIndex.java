@@ -28,6 +28,7 @@ import org.apache.iceberg.types.Types;
  * it to the commit's snapshot. Any other snapshot (a `dbt run` beside the service, compaction, a
  * full refresh, a MERGE of a large batch) is simply not the indexed one, and the next lookup builds
  * the index again. Kept per table name; {@link StoredKeys#lookup} asks it when the caller allows.
+ * Its keys are held in primitive arrays ({@link KeyRows}), not as objects a key.
  */
 public final class KeyIndex {
   // By table name, least recently used first (access order).
@@ -38,7 +39,7 @@ public final class KeyIndex {
 
   private final String keyColumn;
   private final String seqColumn;
-  private final Map<String, Stored> rows;
+  private final KeyRows rows;
 
   /** A stored key's row: its seq as text (null when the row has none), data file hash and position. */
   public static final class Stored {
@@ -53,7 +54,7 @@ public final class KeyIndex {
     }
   }
 
-  private KeyIndex(UUID tableUuid, long snapshotId, String keyColumn, String seqColumn, Map<String, Stored> rows) {
+  private KeyIndex(UUID tableUuid, long snapshotId, String keyColumn, String seqColumn, KeyRows rows) {
     this.tableUuid = tableUuid;
     this.snapshotId = snapshotId;
     this.keyColumn = keyColumn;
@@ -128,7 +129,7 @@ public final class KeyIndex {
         kept.rows.remove(key);
       }
       for (int position = 0; position < addedKeys.size(); position++) {
-        kept.rows.put(addedKeys.get(position), new Stored(addedSeqs.get(position), addedFileHash, position));
+        kept.rows.put(addedKeys.get(position), addedSeqs.get(position), addedFileHash, position);
       }
       kept.snapshotId = committed.snapshotId();
     }
@@ -208,7 +209,7 @@ public final class KeyIndex {
     columns.add(table.schema().findField(seqColumn));
     columns.add(MetadataColumns.FILE_PATH);
     columns.add(MetadataColumns.ROW_POSITION);
-    Map<String, Stored> rows = new HashMap<>((int) Math.min(Integer.MAX_VALUE / 2, keys * 4 / 3 + 16));
+    KeyRows rows = new KeyRows((int) Math.min(1 << 24, Math.min(keys, maxKeys) + 16));
     Map<String, Long> fileHashes = new HashMap<>();
     try (CloseableIterable<Record> stored = CallingThreadRecords.read(table.newScan()
         .useSnapshot(snapshotId)
@@ -217,8 +218,7 @@ public final class KeyIndex {
         String key = (String) row.get(0);
         Object seq = row.get(1);
         long fileHash = fileHashes.computeIfAbsent(row.get(2).toString(), PositionDeletes::sparkXxhash64);
-        Stored previous = rows.put(key, new Stored(seq == null ? null : seq.toString(), fileHash, ((Number) row.get(3)).longValue()));
-        if (previous != null) {
+        if (rows.put(key, seq == null ? null : seq.toString(), fileHash, ((Number) row.get(3)).longValue())) {
           return null; // two rows of one key: left to the scan path, whose classification reports it
         }
         if (rows.size() > maxKeys) {
