@@ -15,7 +15,8 @@ from typing import MutableMapping
 
 KEY_INDEX_MAX_KEYS_ENV = "CDC_MERGE_KEY_INDEX_MAX_KEYS"
 
-# About 300 bytes of JVM heap a key (benchmarks.apply.key_index): 300 MB for this many keys.
+# About 50 bytes of JVM heap a key and a byte a character of key and seq (KeyRows.java): about 120 MB
+# for this many keys of the benchmark's (benchmarks.apply.key_index).
 SERVICE_MAX_KEYS = 1_000_000
 
 
