@@ -7,8 +7,8 @@ import java.util.Arrays;
  * holds, in a few primitive arrays instead of objects per key.
  *
  * <p>A map of a million keys as objects (an entry, the key and the seq as strings with their
- * bytes, the row) is six million objects a full garbage collection marks one by one: about 0.1 s of
- * every warm run (docs/apply_service.md, "Build order", step 2). Here a key is an entry number:
+ * bytes, the row) is six million objects every full garbage collection of the warm process marks
+ * one by one, and about twice the heap (docs/apply_service.md, "Memory"). Here a key is an entry number:
  * its hash, where its key's and seq's characters are in byte pages, its file hash and position, in
  * arrays by entry number; a table of slots (open addressing, linear probing) finds it by the key's
  * hash. A string whose characters all fit in a byte is stored a byte a character, any other two
