@@ -103,15 +103,23 @@ class KeyIndexBench:
         index_kept, compiled = MODES[mode]
         os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = str(4 * self.args.target_rows if index_kept else 0)
         os.environ[compiled_fold.SWITCH_ENV] = "1" if compiled else "0"
+        collected_before = self.collection_seconds()
         with self.clock.measuring():
             product = warm.invoke(self.project, "run", "--select", MIRROR).seconds
+        collections = self.collection_seconds() - collected_before
         slowest = sorted(self.clock.recorded, key=lambda item: -item[1])[:6]
         figure = {"product_seconds": round(product, 3), "sql_seconds": round(self.clock.seconds, 3),
                   "statements": self.clock.statements, "handwritten_seconds": round(handwritten, 3),
+                  "collections_seconds": round(collections, 3),
                   "slowest_statements": [[round(seconds, 3), " ".join(strip_comment(sql).split())[:120]] for sql, seconds in slowest]}
-        print(f"    {label}: product {product:.2f} s (SQL {self.clock.seconds:.2f} s, {self.clock.statements} statements), "
-              f"hand-written MERGE {handwritten:.2f} s", flush=True)
+        print(f"    {label}: product {product:.2f} s (SQL {self.clock.seconds:.2f} s, {self.clock.statements} statements, "
+              f"garbage collections {collections:.2f} s), hand-written MERGE {handwritten:.2f} s", flush=True)
         return figure
+
+    def collection_seconds(self) -> float:
+        """The JVM's time in garbage collections so far (its collectors' MXBeans)."""
+        beans = self.spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+        return sum(bean.getCollectionTime() for bean in beans) / 1000
 
     def heap_used(self) -> int:
         runtime = self.spark._jvm.java.lang.Runtime.getRuntime()
@@ -143,7 +151,8 @@ def main(argv=None) -> int:
         results["handwritten_median_seconds"] = handwritten
         for mode, figures in rounds.items():
             results[mode] = {"rounds": figures, **{f"median_{key}": median_of(figures, key)
-                                                   for key in ("product_seconds", "sql_seconds", "handwritten_seconds")}}
+                                                   for key in ("product_seconds", "sql_seconds", "handwritten_seconds",
+                                                               "collections_seconds")}}
             results[mode]["handwritten_over_product"] = round(handwritten / results[mode]["median_product_seconds"], 2)
         results["seconds"] = round(time.perf_counter() - started, 1)
         products = ", ".join(f"{results[mode]['median_product_seconds']:.2f} s {mode} ({results[mode]['handwritten_over_product']:.2f}x)"
@@ -151,7 +160,8 @@ def main(argv=None) -> int:
         print(f"\n{args.batch_events:,} events into {args.target_rows:,} rows, medians of {args.rounds}: product {products} "
               f"against the hand-written MERGE's {handwritten:.2f} s; the index built in "
               f"{results['index_built']['product_seconds']:.2f} s of its first run, about "
-              f"{results['index_heap_bytes_per_key']} bytes of heap a key", flush=True)
+              f"{results['index_heap_bytes_per_key']} bytes of heap a key; the JVM's garbage collections during a run at most "
+              f"{max(figure['collections_seconds'] for figures in rounds.values() for figure in figures):.2f} s", flush=True)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(results, indent=2, default=str))
     return 0
