@@ -241,12 +241,8 @@ public final class KeyRows {
     }
     byte[] page = pages[(int) (textAt[entry] >>> 32)];
     int offset = (int) textAt[entry];
-    boolean wide = (code & 1) == 1;
     for (int index = 0; index < key.length(); index++) {
-      char stored = wide
-          ? (char) ((page[offset + 2 * index] & 0xFF) << 8 | (page[offset + 2 * index + 1] & 0xFF))
-          : (char) (page[offset + index] & 0xFF);
-      if (stored != key.charAt(index)) {
+      if (character(page, offset, code, index) != key.charAt(index)) {
         return false;
       }
     }
@@ -264,10 +260,15 @@ public final class KeyRows {
     int length = code >>> 1;
     char[] characters = new char[length];
     for (int index = 0; index < length; index++) {
-      characters[index] = (code & 1) == 1
-          ? (char) ((page[offset + 2 * index] & 0xFF) << 8 | (page[offset + 2 * index + 1] & 0xFF))
-          : (char) (page[offset + index] & 0xFF);
+      characters[index] = character(page, offset, code, index);
     }
     return new String(characters);
+  }
+
+  /** The index-th character of a text of code stored at offset of page. */
+  private static char character(byte[] page, int offset, int code, int index) {
+    return (code & 1) == 1
+        ? (char) ((page[offset + 2 * index] & 0xFF) << 8 | (page[offset + 2 * index + 1] & 0xFF))
+        : (char) (page[offset + index] & 0xFF);
   }
 }
