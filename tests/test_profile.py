@@ -58,6 +58,7 @@ def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_driver_optio
     landing = io.iceberg_spark_conf("/lake")
 
     wanted = {"spark.driver.extraClassPath": os.path.abspath(io.local_file_system_jar()), "spark.hadoop.fs.file.impl": "cdc_merge.hadoop.LocalFileSystem",
+              "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
               "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile=file:{io.session.SPARK_LOG_CONFIG}"
                                                " -Diceberg.scan.plan-in-worker-pool=false",
               "spark.ui.showConsoleProgress": "false"}
@@ -86,7 +87,8 @@ def test_the_session_plans_iceberg_scans_in_the_calling_thread(spark):
 def test_the_local_file_system_is_set_only_where_it_can_load(monkeypatch, tmp_path):
     monkeypatch.delenv("CDC_MERGE_LOCAL_FS_JAR", raising=False)
     assert io.local_file_system_conf("spark://master:7077") == {}
-    assert set(io.local_file_system_conf("local[2]")) == {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
+    assert set(io.local_file_system_conf("local[2]")) == {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl",
+                                                          "spark.sql.streaming.checkpointFileManagerClass"}
     assert io.local_file_system_conf("local", "/opt/a.jar")["spark.driver.extraClassPath"] == f"/opt/a.jar:{os.path.abspath(io.local_file_system_jar())}"
     monkeypatch.setenv("CDC_MERGE_LOCAL_FS_JAR", str(tmp_path / "not-built.jar"))
     assert io.local_file_system_conf("local[2]") == {}
@@ -165,3 +167,19 @@ def test_the_cluster_target_names_the_catalog_cdc_cluster_starts():
     # The default jars are where `make` puts them, relative to the project (where dbt runs).
     for jar in cluster["server_side_parameters"]["spark.jars"].split(","):
         assert (PROJECT_DIR / jar).is_file(), jar
+
+
+def test_the_streaming_checkpoint_is_written_through_the_local_file_system(spark, tmp_path):
+    """The manager Spark makes for a landing's checkpoint writes through the file system without
+    forks (fs.file.impl), not through FileContext's; a log file it writes is whole under its name."""
+    jvm = spark._jvm
+    managers = getattr(getattr(jvm, "org.apache.spark.sql.execution.streaming.CheckpointFileManager$"), "MODULE$")
+    folder = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
+    manager = managers.create(folder, spark._jsparkSession.sessionState().newHadoopConf())
+    assert manager.getClass().getName() == io.session.CHECKPOINT_FILE_MANAGER_CLASS
+    assert manager.fs().getClass().getName() == io.session.LOCAL_FILE_SYSTEM_CLASS
+    stream = manager.createAtomic(jvm.org.apache.hadoop.fs.Path(folder, "0"), False)
+    stream.write(bytearray(b"v1\n{}"))
+    stream.close()
+    assert (tmp_path / "0").read_text() == "v1\n{}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".0.crc", "0"]

@@ -1,6 +1,6 @@
 """The demo's cycles, landing included, alternating with a lever on and off in one process with one
-SparkSession (benchmarks.apply.followed_rows, benchmarks.apply.json_artifacts); maintenance cycles
-left out of both medians."""
+SparkSession (benchmarks.apply.followed_rows, benchmarks.apply.json_artifacts), the mirrors' key
+indexes kept between cycles as cdc-run keeps them; maintenance cycles left out of both medians."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ def maintained_runs(spark, project) -> int:
 
 
 def alternate(description: str, argv: list[str] | None, results: Path, on: str, off: str,
-              lever_off: Callable[[], ContextManager]) -> int:
+              lever_off: Callable[[], ContextManager], part: Callable[[], dict[str, float]] | None = None) -> int:
     """Run the demo's cycles, odd ones with the lever (named on), even ones under lever_off() (named off);
-    print each cycle and both medians, and write them to results (and its .log)."""
+    print each cycle and both medians, and write them to results (and its .log). part: called after
+    each cycle, the seconds of the part of it the lever is about, by name; their medians too."""
     from python_jobs.demo.generate import build_waves, write_wave
 
     parser = argparse.ArgumentParser(description=description)
@@ -49,21 +50,28 @@ def alternate(description: str, argv: list[str] | None, results: Path, on: str, 
             write_wave(wave, project.dir.parent / "inbox_demo")
             lever = number % 2 == 1
             before = maintained_runs(spark, project) if number else 0
-            with contextlib.nullcontext() if lever else lever_off():
+            with contextlib.nullcontext() if lever else lever_off(), warm.key_index_kept(True):
                 outcome = warm.invoke(project, "run")
-            cycles.append({"cycle": number + 1, on: lever, "seconds": round(outcome.seconds, 3),
+            parts = {name: round(seconds, 3) for name, seconds in (part() if part else {}).items()}
+            cycles.append({"cycle": number + 1, on: lever, "seconds": round(outcome.seconds, 3), **parts,
                            "maintenance": bool(number) and maintained_runs(spark, project) > before})
             print(f"    cycle {number + 1}: {len(wave.delivered)} events in {outcome.seconds:.2f} s"
+                  f"{''.join(f', {name} {seconds:.3f} s' for name, seconds in parts.items())}"
                   f" ({on if lever else off}{', first: creates the mirrors' if not number else ''}"
                   f"{', maintenance' if cycles[-1]['maintenance'] else ''})", flush=True)
         measured = [cycle for cycle in cycles[1:] if not cycle["maintenance"]]
         for name, lever in ((on, True), (off, False)):
-            seconds = [cycle["seconds"] for cycle in measured if cycle[on] == lever]
-            figures[name] = {"cycles": len(seconds), "median_seconds": round(statistics.median(seconds), 3)}
+            chosen = [cycle for cycle in measured if cycle[on] == lever]
+            figures[name] = {"cycles": len(chosen), "median_seconds": round(statistics.median(cycle["seconds"] for cycle in chosen), 3),
+                             **{f"median_{part_name}_seconds": round(statistics.median(cycle[part_name] for cycle in chosen), 3)
+                                for part_name in chosen[0] if part_name not in ("cycle", on, "seconds", "maintenance")}}
         figures["maintenance_cycles_left_out"] = len(cycles) - 1 - len(measured)
         figures["cycle_seconds"] = cycles
         print(f"demo cycle, median of {figures[on]['cycles']}: {on} {figures[on]['median_seconds']:.2f} s, "
               f"{off} {figures[off]['median_seconds']:.2f} s (median of {figures[off]['cycles']}; "
               f"{figures['maintenance_cycles_left_out']} maintenance cycles left out)", flush=True)
+        for key in (key for key in figures[on] if key.startswith("median_") and key != "median_seconds"):
+            print(f"  {key.removeprefix('median_').removesuffix('_seconds')}, median: {on} {figures[on][key]:.3f} s, "
+                  f"{off} {figures[off][key]:.3f} s", flush=True)
     args.results.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

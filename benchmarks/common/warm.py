@@ -3,6 +3,7 @@ and status suites), as `cdc-run` does (python_jobs/scheduler/run_loop.py): one S
 invoked in-process each time.
 
 - session(): the project's Iceberg session (python_jobs/landing/io/) on a warehouse of its own.
+- key_index_kept(): each mirror's key index kept between runs, as cdc-run keeps it, or not.
 - invoke(): one dbt command through run_loop.invoke_dbt, with the benchmark project's schemas.
 - SparkReads: bytes Spark's scans read (completed stages' input bytes, Spark's status store).
 - resident(): resident memory of this Python process and of the JVM, now.
@@ -10,6 +11,7 @@ invoked in-process each time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -38,6 +40,22 @@ def session(warehouse: Path, driver_memory: str = "6g", retained_stages: int | N
 
 # Each project's dbt JSON artifacts, written where they change as in cdc-run (scheduler/dbt_artifacts.py).
 _ARTIFACTS: dict[Path, JsonArtifacts] = {}
+
+
+@contextlib.contextmanager
+def key_index_kept(on: bool):
+    """Lookups of stored rows answered from each table's key index (as in cdc-run), or read from its files."""
+    from python_jobs.apply import key_index
+
+    before = os.environ.get(key_index.KEY_INDEX_MAX_KEYS_ENV)
+    os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = str(key_index.SERVICE_MAX_KEYS if on else 0)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key_index.KEY_INDEX_MAX_KEYS_ENV)
+        else:
+            os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = before
 
 
 def invoke(project: BenchProject, *args: str, threads: int | None = None):

@@ -241,13 +241,13 @@ class ManyMirrors:
     def index_compared(self) -> dict:
         """The events run with the key index kept and without it, alternating, --repeat times each."""
         print(f"== key index: {self.args.mirrors} mirrors with new events, the index kept between runs or not", flush=True)
-        with key_index_kept(True):
+        with warm.key_index_kept(True):
             self.events(200, label="warm-up, index built")
         kept, off = [], []
         for number in range(self.args.repeat):
-            with key_index_kept(True):
+            with warm.key_index_kept(True):
                 kept.append(self.events(201 + 2 * number, label="index kept"))
-            with key_index_kept(False):
+            with warm.key_index_kept(False):
                 off.append(self.events(202 + 2 * number, label="index off"))
         middle = len(kept) // 2
         figure = {"index_kept": {**sorted(kept, key=lambda run: run["seconds"])[middle], "all_seconds": [run["seconds"] for run in kept]},
@@ -281,12 +281,13 @@ class ManyMirrors:
 
     def demo(self) -> dict:
         """The demo's four mirrors, landing model included, a few hundred events per cycle; every other
-        cycle with the quiet path off (inventory_products' source is quiet after the first cycle).
+        cycle with the quiet path off (inventory_products' source is quiet after the first cycle); the
+        mirrors' key indexes kept between cycles, as cdc-run keeps them.
         Each cycle's seconds of JIT compilation too: Spark's and Iceberg's code is still compiled over
         the first 20 or so cycles of a process (3 s a cycle in cycles 4-8 on 2 cores)."""
         from python_jobs.demo.generate import build_waves, write_wave
 
-        print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included", flush=True)
+        print(f"== demo: 4 mirrors, {self.args.demo_events} events per cycle, landing included, the key index kept", flush=True)
         project = demo_project(self.work, "bm_demo", "br_demo")
         warm.invoke(project, "run-operation", "create_raw_tables")
         cycles = self.args.demo_cycles
@@ -297,7 +298,7 @@ class ManyMirrors:
             write_wave(wave, project.dir.parent / "inbox_demo")
             quiet_off = number > 0 and number % 2 == 0
             compiled_before = compiler.getTotalCompilationTime()
-            with quiet_path_off() if quiet_off else contextlib.nullcontext():
+            with quiet_path_off() if quiet_off else contextlib.nullcontext(), warm.key_index_kept(True):
                 outcome = warm.invoke(project, "run")
             compiling.append(round((compiler.getTotalCompilationTime() - compiled_before) / 1000, 2))
             if number:
@@ -307,7 +308,7 @@ class ManyMirrors:
             print(f"    cycle {number + 1}: {len(wave.delivered)} events landed and applied in {outcome.seconds:.2f} s, "
                   f"the JVM compiling {compiling[-1]:.2f} s"
                   f"{' (first: creates the mirrors)' if not number else ' (quiet path off)' if quiet_off else ''}", flush=True)
-        return {"events_per_cycle": self.args.demo_events, "jit_compilation_seconds": compiling,
+        return {"events_per_cycle": self.args.demo_events, "key_index_kept": True, "jit_compilation_seconds": compiling,
                 "settled_cycle_seconds": settled, "settled_median_seconds": warm.median(settled) if settled else None,
                 "cycle_seconds": seconds, "median_seconds": warm.median(seconds),
                 "quiet_path_off_cycle_seconds": quiet_off_seconds, "quiet_path_off_median_seconds": warm.median(quiet_off_seconds)}
@@ -325,22 +326,6 @@ def quiet_path_off():
         yield
     finally:
         CdcSparkAdapter._raw_added_by_table = original
-
-
-@contextlib.contextmanager
-def key_index_kept(on: bool):
-    """Lookups of stored rows answered from each table's key index (as in cdc-run), or read from its files."""
-    from python_jobs.apply import key_index
-
-    before = os.environ.get(key_index.KEY_INDEX_MAX_KEYS_ENV)
-    os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = str(key_index.SERVICE_MAX_KEYS if on else 0)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key_index.KEY_INDEX_MAX_KEYS_ENV)
-        else:
-            os.environ[key_index.KEY_INDEX_MAX_KEYS_ENV] = before
 
 
 @contextlib.contextmanager

@@ -58,6 +58,10 @@ def iceberg_jar() -> str:
 ICEBERG_HELPER_JAR = "cdc-merge-iceberg.jar"
 LOCAL_FILE_SYSTEM_JAR = "cdc-merge-local-fs.jar"
 LOCAL_FILE_SYSTEM_CLASS = "cdc_merge.hadoop.LocalFileSystem"
+# The landing's streaming checkpoint written through FileSystem (so LOCAL_FILE_SYSTEM_CLASS), not
+# FileContext, whose local file system forks `readlink` and `chmod` for each log file it writes.
+CHECKPOINT_FILE_MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
+CHECKPOINT_FILE_MANAGER_CLASS = "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
 JARS_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "jars")
 
 
@@ -151,13 +155,18 @@ def local_driver_conf(java_options: str | None = None) -> dict[str, str]:
 def local_file_system_conf(master: str, class_path: str | None = None) -> dict[str, str]:
     """A local session's file:// as Hadoop's, but without forking `chmod` for every file it creates
     (jvm/hadoop/cdc_merge/hadoop/LocalFileSystem.java: 10-15 ms a file, a dozen files a commit),
-    its jar added to class_path (the driver's extra class path); {} when its jar is missing or
-    turned off, or the master is not local."""
+    its jar added to class_path (the driver's extra class path), and the streaming checkpoint
+    written through it: FileContext's local file system forks six processes for each of the
+    three log files a landing writes (its renames look for symbolic links with `readlink`), 0.09 s
+    of a small landing (BENCHMARKS.md, "Levers tried"). Renames on a local disk are atomic, and one
+    landing at a time writes a checkpoint (run_locks.py), which is what this manager needs. {} when
+    the jar is missing or turned off, or the master is not local."""
     jar = local_file_system_jar()
     if not master.startswith("local") or not jar or not os.path.isfile(jar):
         return {}
     return {"spark.driver.extraClassPath": os.pathsep.join(filter(None, [class_path, os.path.abspath(jar)])),
-            "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM_CLASS}
+            "spark.hadoop.fs.file.impl": LOCAL_FILE_SYSTEM_CLASS,
+            CHECKPOINT_FILE_MANAGER_SETTING: CHECKPOINT_FILE_MANAGER_CLASS}
 
 
 def iceberg_spark_conf(warehouse: str) -> dict[str, str]:
