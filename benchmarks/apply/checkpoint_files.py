@@ -5,7 +5,7 @@ alternating with it and with Spark's default FileContext-based manager, whose lo
 forks `readlink` and `chmod` for each log file, in one process with one SparkSession; the cycle's
 and its landing's medians, maintenance cycles left out.
 
-    .venv/bin/python -m benchmarks.apply.checkpoint_files [--cycles 30]
+    .venv/bin/python -m benchmarks.apply.checkpoint_files [--cycles 40]
 
 Writes benchmarks/results/checkpoint_files.json and .log.
 """

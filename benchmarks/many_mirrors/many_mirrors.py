@@ -20,8 +20,8 @@ in one raw table (common/datagen.py writes the events, no landing), measured war
   through a branch, one mirror at a time: dbt --threads 1) in the same process. The shared path
   runs with the profile's threads (4: mirrors apply side by side).
 - demo: the demo's four mirrors (models/mirrors/) with a few hundred new Debezium events of the
-  shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it); every other cycle
-  with the quiet path off (the fourth mirror's source is quiet).
+  shop tables per cycle, landing model included (`dbt run`, as cdc-run runs it, the key indexes
+  kept); every other cycle with the quiet path off (the fourth mirror's source is quiet).
 - --threads T: the idle and events runs again with `dbt run --threads T` on the same session.
 
 - quiet: new events for --small of the N mirrors only, one raw snapshot, and a `dbt run` of all N:
