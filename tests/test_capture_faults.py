@@ -308,3 +308,40 @@ def test_a_table_without_a_primary_key_is_refused_before_a_slot_is_made(postgres
         cursor.execute("select count(*) from pg_replication_slots")
         assert cursor.fetchone() == (0,)
     assert not (tmp_path / "out").exists() and not (tmp_path / "state.json").exists()
+
+
+def test_the_stream_starts_once_the_slot_s_last_holder_is_gone(postgres):
+    """A capture started again right after one died finds the slot still streaming to the old
+    server process: it waits for that stream to end instead of failing, and fails with the
+    server's error if the slot stays held."""
+    import threading
+
+    import psycopg2
+    import psycopg2.extras
+
+    from python_jobs.capture.postgres_connection import start_replication_when_free
+
+    admin = postgres.connect()
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute("select pg_create_logical_replication_slot('held', 'wal2json')")
+
+    def replication_cursor():
+        connection = psycopg2.connect(postgres.dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+        return connection, connection.cursor()
+
+    holder, holding = replication_cursor()
+    holding.start_replication(slot_name="held", decode=False)
+    waiting, cursor = replication_cursor()
+    with pytest.raises(psycopg2.Error, match="is active for PID"):
+        start_replication_when_free(cursor, "held", wait_seconds=1.0, decode=False)
+
+    threading.Timer(1.0, holder.close).start()
+    started = time.monotonic()
+    start_replication_when_free(cursor, "held", wait_seconds=30.0, decode=False)
+    assert time.monotonic() - started >= 0.9
+    with admin.cursor() as check:
+        check.execute("select active_pid from pg_replication_slots where slot_name = 'held'")
+        assert check.fetchone()[0] == waiting.get_backend_pid()
+    waiting.close()
+    admin.close()

@@ -1,11 +1,15 @@
 """Connections to PostgreSQL as the capture makes them: value output and commit settings fixed for
-every session, the DSN as it may be shown, which errors are a connection lost, and what to grant
-where the server refused the capture's user."""
+every session, the DSN as it may be shown, which errors are a connection lost, what to grant
+where the server refused the capture's user, and the slot's stream started once its last holder is gone."""
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from typing import Any
+
+log = logging.getLogger("cdc_merge.capture")
 
 
 # Every session that renders values (the snapshot's reader, the slot's peek and its stream, where
@@ -91,3 +95,31 @@ def privilege_hint(error: BaseException, dsn: str) -> str:
         grants = f"grant usage on the schema and select on the table to {user}"
     return (f". The capture's user reads every captured table and each of its partitions, wherever they are (a "
             f"partition attached from another schema too): {grants}; then run the capture again (docs/your_project.md)")
+
+
+# SQLSTATE object_in_use: START_REPLICATION on a slot that another server process streams.
+OBJECT_IN_USE = "55006"
+# A capture killed a moment ago holds its slot until its server process notices the closed socket:
+# at once on one machine, later across a network (up to the server's wal_sender_timeout).
+SLOT_RELEASE_SECONDS = 15.0
+
+
+def start_replication_when_free(cursor: Any, slot: str, wait_seconds: float = SLOT_RELEASE_SECONDS, **options: Any) -> None:
+    """cursor.start_replication(slot_name=slot, **options), waiting up to wait_seconds while the slot
+    is active for another server process (a capture restarted right after it died, before the
+    server let go of the old stream). A slot still held then raises the server's error, which
+    names the process that holds it."""
+    deadline = time.monotonic() + wait_seconds
+    waited = False
+    while True:
+        try:
+            cursor.start_replication(slot_name=slot, **options)
+            return
+        except Exception as error:  # noqa: BLE001 - only the server's object_in_use is waited out
+            if getattr(error, "pgcode", None) != OBJECT_IN_USE or time.monotonic() >= deadline:
+                raise
+            if not waited:
+                log.info("replication slot %s is still streaming to another process (%s): waiting up to %.0f s for it to end",
+                         slot, " ".join(str(error).split()), wait_seconds)
+                waited = True
+        time.sleep(0.2)

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from python_jobs.capture.output import FollowProgress, write_status
-from python_jobs.capture.postgres_connection import connect
+from python_jobs.capture.postgres_connection import connect, start_replication_when_free
 from python_jobs.capture.postgres_events import Transaction, lsn_text
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
 from python_jobs.capture.postgres_persistence import unlogged_warnings
@@ -64,7 +64,7 @@ class PostgresStream:
             cursor = connection.cursor()
             # From the slot's confirmed position: everything after the last file confirmed.
             # decode=False: the records as bytes, which the JSON decoder reads without a str of each.
-            cursor.start_replication(slot_name=config.slot, decode=False, options=self.options, status_interval=5)
+            start_replication_when_free(cursor, config.slot, decode=False, options=self.options, status_interval=5)
             REQUESTS.holding = lambda: bool(self.pending) or self.rolling
             while not self.stop.is_set():
                 message = self._take_waiting(cursor)
