@@ -3,7 +3,8 @@
 before image has only the key, its after image only what changed; an insert leaves out what took
 its default; NOBLOB leaves out unchanged BLOBs). Written as they are, such rows would mirror as
 nulls, and an update as a delete of its key and an insert of a row without one. The capture stops
-before it writes them, saying what to do, and after --resnapshot the mirror equals the source.
+before it writes them, saying what to do, and after --resnapshot (in one transaction, or online) the
+mirror equals the source.
 Captured by the least-privileged user the docs prescribe (tests/test_capture_types.py's way)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from harness.mariadb_server import start_mariadb
 from python_jobs import scaffold
 from python_jobs.capture import mysql as capture_mysql
+from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 from python_jobs.capture.output import CaptureError
 from test_capture_mysql_generated_invisible_and_quoted_columns import (
     assert_mirror_equals_source,
@@ -28,11 +30,13 @@ from test_capture_mysql_generated_invisible_and_quoted_columns import (
 from test_capture_types import apply
 
 NAMES = ["id", "a", "b", "bl"]
+# Each with the --resnapshot's way: in one transaction, or online (its range records delete row 4).
 SESSIONS = [
-    ("MINIMAL", "update shop.images set a = 10 where id = 1"),
-    ("MINIMAL", "insert into shop.images (id, a) values (3, 3)"),
-    ("MINIMAL", "delete from shop.images where id = 4"),
-    ("NOBLOB", "update shop.images set b = 'TWO' where id = 2"),
+    ("MINIMAL", "update shop.images set a = 10 where id = 1", "consistent"),
+    ("MINIMAL", "insert into shop.images (id, a) values (3, 3)", "consistent"),
+    ("MINIMAL", "delete from shop.images where id = 4", "consistent"),
+    ("MINIMAL", "delete from shop.images where id = 4", "online"),
+    ("NOBLOB", "update shop.images set b = 'TWO' where id = 2", "consistent"),
 ]
 
 
@@ -44,10 +48,10 @@ def server_directory():
     shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.mark.parametrize("image, statement", SESSIONS, ids=["minimal-update", "minimal-insert", "minimal-delete",
-                                                            "noblob-update"])
+@pytest.mark.parametrize("image, statement, resnapshot", SESSIONS, ids=["minimal-update", "minimal-insert", "minimal-delete",
+                                                                        "minimal-delete-online", "noblob-update"])
 def test_rows_a_session_logs_without_every_column_stop_the_capture_until_a_resnapshot(
-        dbt_project, server_directory, tmp_path, image, statement):
+        dbt_project, server_directory, tmp_path, image, statement, resnapshot):
     server = start_mariadb(server_directory)
     try:
         connection = server.connect(autocommit=True)
@@ -56,7 +60,11 @@ def test_rows_a_session_logs_without_every_column_stop_the_capture_until_a_resna
             cursor.execute("create table shop.images (id int primary key, a int, b varchar(5) not null default 'dflt', "
                            "bl blob)")
             cursor.execute("insert into shop.images values (1, 1, 'one', 'b1'), (2, 2, 'two', 'b2'), (4, 4, 'four', 'b4')")
+            cursor.execute("create database cdc_merge")
+            cursor.execute(SIGNAL_TABLE_DDL.format(table=SIGNAL_TABLE))
         config = capture_config(server, dbt_project.inbox, tmp_path / "capture-state.json", "shop.images")
+        with connection.cursor() as cursor:
+            cursor.execute(f"grant insert on {SIGNAL_TABLE} to {config.user}@'%'")
         capture_mysql.run(config)
         files, state = sorted(config.out.iterdir()), config.state.read_text()
         with connection.cursor() as cursor:
@@ -68,7 +76,11 @@ def test_rows_a_session_logs_without_every_column_stop_the_capture_until_a_resna
             capture_mysql.run(config)
         assert sorted(config.out.iterdir()) == files and config.state.read_text() == state
 
-        capture_mysql.run(dataclasses.replace(config, resnapshot=True))
+        capture_mysql.run(dataclasses.replace(config, resnapshot=True, snapshot_mode=resnapshot, page_rows=1))
+        written = [line for path in sorted(set(config.out.iterdir()) - set(files)) for line in path.read_text().splitlines()]
+        # Online, the mirror keeps its rows while the pages are read: no truncate, a range record a page.
+        assert sum('"op":"t"' in line.replace(" ", "") for line in written) == (resnapshot == "consistent")
+        assert sum('"range":' in line for line in written) == (3 if resnapshot == "online" else 0)
         (table,) = scaffold.mysql_tables("127.0.0.1", server.port, config.user, config.password, ["shop.images"])
         mirrored = apply(dbt_project, table)
         source = source_rows(connection, "shop.images", NAMES)

@@ -90,10 +90,12 @@ class CaptureConfig:
     # With follow: the longest a received change waits before its file is written; a progress line's interval.
     max_wait_seconds: float = 1.0
     progress_seconds: float = 5.0
-    # Take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
+    # Take a new snapshot that replaces what the mirrors hold: consistent, a truncate before its rows;
+    # online, each page's range record removes the rows the source no longer has.
     resnapshot: bool = False
-    # The first snapshot: "consistent" (one transaction) or "online" (in pages while the binlog streams:
-    # mysql_pages.py); tables added later are always read online. Watermarks go into signal_table.
+    # The first snapshot and a resnapshot: "consistent" (one transaction) or "online" (in pages while the
+    # binlog streams: mysql_pages.py); tables added later are always read online. Watermarks go into
+    # signal_table.
     snapshot_mode: str = "consistent"
     page_rows: int = 10_000
     snapshot_rows_per_second: float | None = None
@@ -155,18 +157,21 @@ def _run(config: CaptureConfig) -> CaptureSummary:
 
 
 def _take_snapshot(capture: MysqlCapture, config: CaptureConfig, state: dict[str, Any]) -> tuple[str, int]:
-    """The first snapshot, or with --resnapshot a new one (always in one transaction: it replaces the
-    mirrors' rows); returns the binlog position streaming starts from."""
+    """The first snapshot, or with --resnapshot a new one, which replaces the mirrors' rows (in one
+    transaction after a truncate, or online: each page's range record removes the rows the source no
+    longer has); returns the binlog position streaming starts from."""
     # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
     replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
-    if config.snapshot_mode == "online" and not replaces_mirrors:
+    if config.snapshot_mode == "online":
         check_signal_table(capture.page_connection(), config.signal_table, config.user)
         capture.signal_checked = True
         binlog_file, position = capture.binlog_end()
         capture.pages = Pages()
+        reason = "a new snapshot (--resnapshot)" if replaces_mirrors else "first snapshot"
         for table in config.tables:
-            capture.pages.request(TableSnapshot(table, "first snapshot"))
-        log.info("binlog at %s:%d: reading %s online, in pages", binlog_file, position, ", ".join(config.tables))
+            capture.pages.request(TableSnapshot(table, reason))
+        log.info("binlog at %s:%d: reading %s%s online, in pages", binlog_file, position, ", ".join(config.tables),
+                 " again" if replaces_mirrors else "")
         write_state(config.state, capture_state(capture, binlog_file, position))
         return binlog_file, position
     if replaces_mirrors:
@@ -260,8 +265,9 @@ def parse_args(argv: Sequence[str] | None) -> CaptureConfig:
                         help="take a new snapshot that replaces what the mirrors hold of these tables: after the "
                              "binlog to resume from was purged, or to start over")
     parser.add_argument("--snapshot", choices=("consistent", "online"), default="consistent",
-                        help="the first snapshot: in one consistent-snapshot transaction (consistent), or in pages of "
-                             "each table while the binlog streams (online; docs/online_snapshots.md)")
+                        help="the first snapshot (and a --resnapshot): in one consistent-snapshot transaction "
+                             "(consistent), or in pages of each table while the binlog streams (online; "
+                             "docs/online_snapshots.md)")
     parser.add_argument("--snapshot-page-rows", type=int, default=10_000, help="rows per page of an online snapshot")
     parser.add_argument("--snapshot-rows-per-second", type=float, help="an online snapshot reads at most this many rows a second")
     parser.add_argument("--signal-table", default=SIGNAL_TABLE,

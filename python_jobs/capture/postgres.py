@@ -68,10 +68,12 @@ class CaptureConfig:
     # With follow: the longest a received change waits before its file is written; a progress line's interval.
     max_wait_seconds: float = 1.0
     progress_seconds: float = 5.0
-    # Drop the slot and take a new snapshot that replaces what the mirrors hold (a truncate before its rows).
+    # Drop the slot and take a new snapshot that replaces what the mirrors hold: exported, a truncate
+    # before its rows; online, each page's range record removes the rows the source no longer has.
     resnapshot: bool = False
-    # The first snapshot: "exported" (one transaction, at the slot's consistent point) or "online" (in
-    # pages while the stream goes on: snapshot_pages.py); tables added later are always read online.
+    # The first snapshot and a resnapshot: "exported" (one transaction, at the slot's consistent point)
+    # or "online" (in pages while the stream goes on: snapshot_pages.py); tables added later are always
+    # read online.
     snapshot_mode: str = "exported"
     page_rows: int = 10_000
     snapshot_rows_per_second: float | None = None
@@ -168,15 +170,21 @@ def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict)
         capture.drop_slot()  # asked for, or made by this capture, which died during its snapshot
     capture.write_state({"slot": config.slot, "snapshot_started": True, **({"resnapshot": True} if config.resnapshot else {})})
     capture.additions = ColumnAdditions()
-    if config.snapshot_mode == "online" and not (config.resnapshot or state.get("resnapshot")):
+    # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
+    replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
+    if config.snapshot_mode == "online":
+        # Read again online, a resnapshot replaces no row at once: each page's range record removes
+        # the mirror's rows of its keys the source no longer has (docs/online_snapshots.md).
         position = capture.create_slot()
         capture.additions.notice(capture.catalog)
         capture.pages = Pages()
+        reason = "a new snapshot (--resnapshot)" if replaces_mirrors else "first snapshot"
         for table in config.tables:
-            capture.pages.request(TableSnapshot(table, "first snapshot"))
-        log.info("slot %s made at %s: reading %s online, in pages", config.slot, lsn_text(position), ", ".join(config.tables))
+            capture.pages.request(TableSnapshot(table, reason))
+        log.info("slot %s made at %s: reading %s%s online, in pages", config.slot, lsn_text(position),
+                 ", ".join(config.tables), " again" if replaces_mirrors else "")
     else:
-        position = capture.snapshot(replaces_mirrors=config.resnapshot or bool(state.get("resnapshot")))
+        position = capture.snapshot(replaces_mirrors=replaces_mirrors)
         capture.additions.notice(capture.catalog)  # the columns as of the snapshot
         log.info("snapshot of %s at %s done", ", ".join(config.tables), lsn_text(position))
     capture.write_state({"slot": config.slot, "snapshot_lsn": lsn_text(position), "snapshot_done": True,
@@ -199,8 +207,8 @@ def parse_args(argv: list[str] | None) -> CaptureConfig:
                         help="drop the slot (if any) and take a new snapshot that replaces what the mirrors hold of these "
                              "tables: after the slot was lost, or to start over")
     parser.add_argument("--snapshot", choices=("exported", "online"), default="exported",
-                        help="the first snapshot: in one transaction at the slot's start (exported), or in pages of each "
-                             "table while the changes stream (online; docs/online_snapshots.md)")
+                        help="the first snapshot (and a --resnapshot): in one transaction at the slot's start (exported), "
+                             "or in pages of each table while the changes stream (online; docs/online_snapshots.md)")
     parser.add_argument("--snapshot-page-rows", type=int, default=10_000, help="rows per page of an online snapshot")
     parser.add_argument("--snapshot-rows-per-second", type=float, help="an online snapshot reads at most this many rows a second")
     parser.add_argument("--follow", action="store_true", help="keep streaming until SIGTERM; default: stop when caught up")
