@@ -284,6 +284,28 @@ def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
         capture_mysql.run(config)
 
 
+def test_a_resnapshot_after_the_binlog_was_reset_is_refused_and_nothing_changed(mariadb, tmp_path):
+    # RESET MASTER starts the binlog over at its first file: every change after it ranks below the
+    # mirrors' rows, which neither a truncate nor a range record would then replace.
+    connection = mariadb.connect(autocommit=True)
+    create_tables(connection)
+    config = CaptureConfig(host="127.0.0.1", port=mariadb.port, user="root", password="",
+                           tables=("shop.accounts",), out=tmp_path / "out", state=tmp_path / "state.json")
+    capture_mysql.run(config)
+    with connection.cursor() as cursor:
+        cursor.execute("flush binary logs")
+        cursor.execute("insert into shop.accounts (id, name, balance) values (900, 'late', 1)")
+    capture_mysql.run(config)
+    state = json.loads(config.state.read_text())
+    files, state_text = sorted(config.out.iterdir()), config.state.read_text()
+    with connection.cursor() as cursor:
+        cursor.execute("reset master")
+
+    with pytest.raises(CaptureError, match=rf"log is now at .*\.000001:\d+, before {state['file']}:{state['pos']}.*started over"):
+        capture_mysql.run(CaptureConfig(**{**config.__dict__, "resnapshot": True}))
+    assert sorted(config.out.iterdir()) == files and config.state.read_text() == state_text
+
+
 def test_values_are_written_as_debezium_writes_them():
     assert json_value(Column("a", "decimal", "decimal(14,2)"), Decimal("12345678901234.50")) == "12345678901234.50"
     assert json_value(Column("a", "timestamp", "timestamp(6)"), dt.datetime(2024, 1, 2, 3, 4, 5, 500000)) == (

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from python_jobs.capture.freed_memory import keep_freed_memory
+from python_jobs.capture.log_continues import REPLACED_THROUGH, check_log_continues, mysql_position, mysql_written
 from python_jobs.capture.mysql_cascades import resume_cascades
 from python_jobs.capture.mysql_pages import (
     SIGNAL_TABLE,
@@ -162,6 +163,12 @@ def _take_snapshot(capture: MysqlCapture, config: CaptureConfig, state: dict[str
     longer has); returns the binlog position streaming starts from."""
     # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
     replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
+    written = mysql_written(state) if replaces_mirrors else None
+    if written is not None:
+        now_file, now_position = capture.binlog_end()
+        check_log_continues(f"MariaDB/MySQL ({config.host}:{config.port})", written[0], written[1],
+                            mysql_position(now_file, now_position), f"{now_file}:{now_position}", config.state)
+    resnapshot_state = {"resnapshot": True, **({REPLACED_THROUGH: written[1]} if written else {})}
     if config.snapshot_mode == "online":
         check_signal_table(capture.page_connection(), config.signal_table, config.user)
         capture.signal_checked = True
@@ -175,7 +182,7 @@ def _take_snapshot(capture: MysqlCapture, config: CaptureConfig, state: dict[str
         write_state(config.state, capture_state(capture, binlog_file, position))
         return binlog_file, position
     if replaces_mirrors:
-        write_state(config.state, {"resnapshot": True})
+        write_state(config.state, resnapshot_state)
     binlog_file, position = capture.snapshot(replaces_mirrors)
     capture.pages = Pages()
     write_state(config.state, capture_state(capture, binlog_file, position))

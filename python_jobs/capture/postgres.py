@@ -36,6 +36,7 @@ from python_jobs.capture.output import (
     run_command,
     stop_on_signals,
 )
+from python_jobs.capture.log_continues import REPLACED_THROUGH, check_log_continues, postgres_written
 from python_jobs.capture.postgres_events import lsn_text
 from python_jobs.capture.postgres_columns import ColumnAdditions
 from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets, lost_connection_detail, privilege_hint
@@ -158,6 +159,13 @@ def _catch_up(capture: PostgresCapture) -> None:
 def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict) -> None:
     """The first snapshot, or with --resnapshot a new one. The state says a snapshot began before the
     slot is made, so a slot this capture did not make is never dropped unasked."""
+    # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
+    replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
+    written = postgres_written(state) if replaces_mirrors else None
+    if written is not None:
+        now = capture.log_position()
+        check_log_continues(f"PostgreSQL ({dsn_without_secrets(config.dsn)})", written[0], written[1], (now,),
+                            lsn_text(now), config.state)
     if capture.slot_exists():
         if not (config.resnapshot or state.get("snapshot_started")):
             raise CaptureError(
@@ -168,10 +176,10 @@ def _take_snapshot(capture: PostgresCapture, config: CaptureConfig, state: dict)
                 f"the mirrors hold of these tables"
             )
         capture.drop_slot()  # asked for, or made by this capture, which died during its snapshot
-    capture.write_state({"slot": config.slot, "snapshot_started": True, **({"resnapshot": True} if config.resnapshot else {})})
+    capture.write_state({"slot": config.slot, "snapshot_started": True,
+                         **({"resnapshot": True} if replaces_mirrors else {}),
+                         **({REPLACED_THROUGH: written[1]} if written is not None else {})})
     capture.additions = ColumnAdditions()
-    # A rerun of a --resnapshot that died half way replaces the mirrors' rows too.
-    replaces_mirrors = config.resnapshot or bool(state.get("resnapshot"))
     if config.snapshot_mode == "online":
         # Read again online, a resnapshot replaces no row at once: each page's range record removes
         # the mirror's rows of its keys the source no longer has (docs/online_snapshots.md).

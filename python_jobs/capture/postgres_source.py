@@ -149,6 +149,12 @@ class PostgresCapture:
         if problems:
             raise CaptureError("; ".join(problems))
 
+    def log_position(self) -> int:
+        """Where the server's log is now (a standby: what it has replayed)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("select case when pg_is_in_recovery() then pg_last_wal_replay_lsn() else pg_current_wal_lsn() end")
+            return parse_lsn(cursor.fetchone()[0])
+
     def slot_exists(self) -> bool:
         with self.connection.cursor() as cursor:
             cursor.execute("select plugin from pg_replication_slots where slot_name = %s", (self.config.slot,))
