@@ -257,12 +257,18 @@ def test_a_server_without_full_row_metadata_is_refused_before_anything_is_writte
     assert not (tmp_path / "out").exists() and not (tmp_path / "state.json").exists()
 
 
-def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
+def captured_accounts(mariadb, tmp_path) -> tuple:
+    """shop.accounts made and captured once: (an autocommit connection, the capture's config)."""
     connection = mariadb.connect(autocommit=True)
     create_tables(connection)
     config = CaptureConfig(host="127.0.0.1", port=mariadb.port, user="root", password="",
                            tables=("shop.accounts",), out=tmp_path / "out", state=tmp_path / "state.json")
     capture_mysql.run(config)
+    return connection, config
+
+
+def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
+    connection, config = captured_accounts(mariadb, tmp_path)
     state_file = json.loads((tmp_path / "state.json").read_text())["file"]
     with connection.cursor() as cursor:
         cursor.execute("flush binary logs")
@@ -287,11 +293,7 @@ def test_a_purged_binlog_fails_with_what_to_do(mariadb, tmp_path):
 def test_a_resnapshot_after_the_binlog_was_reset_is_refused_and_nothing_changed(mariadb, tmp_path):
     # RESET MASTER starts the binlog over at its first file: every change after it ranks below the
     # mirrors' rows, which neither a truncate nor a range record would then replace.
-    connection = mariadb.connect(autocommit=True)
-    create_tables(connection)
-    config = CaptureConfig(host="127.0.0.1", port=mariadb.port, user="root", password="",
-                           tables=("shop.accounts",), out=tmp_path / "out", state=tmp_path / "state.json")
-    capture_mysql.run(config)
+    connection, config = captured_accounts(mariadb, tmp_path)
     with connection.cursor() as cursor:
         cursor.execute("flush binary logs")
         cursor.execute("insert into shop.accounts (id, name, balance) values (900, 'late', 1)")
