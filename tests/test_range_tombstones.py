@@ -52,6 +52,21 @@ def test_rows_a_range_removes_are_the_runs_deletes_at_the_range_records_time(con
         marked = project.query(f"select id, _cdc_source_ts from {project.schema}.docs where _cdc_deleted order by id")
         assert [(row["id"], row["_cdc_source_ts"]) for row in marked] == [(1, at(220)), (3, at(110))]
 
+def test_ranges_of_one_chunk_remove_each_row_by_the_first_range_that_holds_it(conformance_project):
+    # A key range read again (keys up to 2) and a read of the whole table, in one file: the ranges are
+    # applied together (snapshot_ranges.sql), each row at the low watermark and time of the first.
+    project = conformance_project
+    project.write_model("docs", "unique_key='id', source_table='public.docs', deletes='soft'", COLUMNS)
+    docs_after(project, "1.json", [postgres_line("c", 100 + key, {"id": key, "status": "v1"}) for key in (1, 2, 3, 4)])
+    docs_after(project, "2.json", [range_line(220, 200, {"id": 2}), read_line(310, {"id": 4, "status": "v1"}),
+                                   range_line(320, 300, None)])
+    marked = project.query(f"select id, _cdc_seq, _cdc_source_ts from {project.schema}.docs where _cdc_deleted order by id")
+    assert [(row["id"], row["_cdc_source_ts"]) for row in marked] == [(1, at(220)), (2, at(220)), (3, at(320))]
+    first, second, third = (row["_cdc_seq"] for row in marked)
+    assert first == second < third
+    assert deleted_counts(project) == (3, 3)
+
+
 def test_a_range_records_tombstone_stays_for_the_horizon_from_the_page_not_from_the_rows_last_change(conformance_project):
     project = conformance_project
     project.write_model("docs", "unique_key='id', source_table='public.docs'", COLUMNS)

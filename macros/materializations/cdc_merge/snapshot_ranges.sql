@@ -75,30 +75,59 @@
     {% if problem %}
         {% do exceptions.raise_compiler_error(problem) %}
     {% endif %}
-    {% for range in ranges %}
-        {% set older = cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "'"
+    {#-
+        The ranges of the chunk go together, up to 50 a statement: each statement scans the mirror, and an
+        online snapshot's chunk holds a range record a page (a range at a time, a resnapshot of 1M rows
+        in pages of 10,000 spent 250 s on its 100 ranges; BENCHMARKS.md, "A lost slot read again"). A row
+        in two ranges goes by the first that holds it, as the ranges one after the other would remove it.
+    -#}
+    {% for group in ranges | batch(50) %}
+        {% set holds = [] %}
+        {% for range in group %}
+            {% do holds.append('(' ~ cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "')") %}
+        {% endfor %}
+        {#-
+            Older than the group's newest low watermark first: the rows of the pages after the group's
+            (their seqs are newer) skip the test of its ranges (one group of 100 ranges took as long as
+            two of 50 with this test).
+        -#}
+        {% set older = "_cdc_seq < '" ~ (group | map(attribute='low') | max) ~ "' and (" ~ holds | join(' or ') ~ ')'
             ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
         {% set rows = run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
-        {#-
-            The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
-            a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
-        -#}
-        {% set range_record = " from " ~ chunk_view ~ " where table_name = '" ~ cfg.source_table
-            ~ "' and action = 'range' and seq = '" ~ range.seq ~ "'" %}
-        {% set range_ts = "(select max(source_ts)" ~ range_record ~ ")" %}
-        {% if rows > 0 and cfg.deletes == 'soft' %}
-            {#- A literal: an UPDATE's assignments take no subquery. -#}
-            {% set marked_ts = run_query('select cast(max(source_ts) as string) as range_ts' ~ range_record).rows[0]['range_ts'] %}
-            {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ range.low ~ "'"
-                ~ (", _cdc_source_ts = timestamp'" ~ marked_ts ~ "'" if marked_ts else '') ~ ' where ' ~ older) %}
-        {% elif rows > 0 %}
-            {% if tombstones is not none %}
-                {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
-                {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
-                {% do run_query('insert into ' ~ tombstones ~ " select _cdc_key, '" ~ range.low ~ "' as _cdc_seq, coalesce(" ~ range_ts
-                    ~ ", _cdc_source_ts) as _cdc_source_ts from " ~ target_relation ~ ' where ' ~ older) %}
+        {% if rows > 0 %}
+            {#-
+                The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
+                a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
+                Literals: an UPDATE's assignments take no subquery.
+            -#}
+            {% set stamped = run_query('select seq, cast(max(source_ts) as string) as range_ts from ' ~ chunk_view ~ " where table_name = '"
+                ~ cfg.source_table ~ "' and action = 'range' and seq in ('" ~ (group | map(attribute='seq') | join("', '")) ~ "') group by seq").rows %}
+            {% set range_ts = {} %}
+            {% for row in stamped if row['range_ts'] %}
+                {% do range_ts.update({row['seq']: row['range_ts']}) %}
+            {% endfor %}
+            {% set low_of_row = [] %}
+            {% set ts_of_row = [] %}
+            {% for range in group %}
+                {% do low_of_row.append('when ' ~ holds[loop.index0] ~ " then '" ~ range.low ~ "'") %}
+                {% if range.seq in range_ts %}
+                    {% do ts_of_row.append('when ' ~ holds[loop.index0] ~ " then timestamp'" ~ range_ts[range.seq] ~ "'") %}
+                {% endif %}
+            {% endfor %}
+            {% set low_sql = 'case ' ~ low_of_row | join(' ') ~ ' end' %}
+            {% set ts_sql = ('coalesce(case ' ~ ts_of_row | join(' ') ~ ' end, _cdc_source_ts)') if ts_of_row else '_cdc_source_ts' %}
+            {% if cfg.deletes == 'soft' %}
+                {% do run_query('update ' ~ target_relation ~ ' set _cdc_deleted = true, _cdc_seq = ' ~ low_sql
+                    ~ ', _cdc_source_ts = ' ~ ts_sql ~ ' where ' ~ older) %}
+            {% else %}
+                {% if tombstones is not none %}
+                    {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
+                    {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
+                    {% do run_query('insert into ' ~ tombstones ~ ' select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql
+                        ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older) %}
+                {% endif %}
+                {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
             {% endif %}
-            {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
         {% endif %}
         {% set removed.rows = removed.rows + rows %}
     {% endfor %}

@@ -1,0 +1,152 @@
+"""A lost replication slot recovered with `--resnapshot`, in one transaction (exported) and online in
+pages, on a real PostgreSQL 15 and a mirror on the embedded `local` target (Spark + Iceberg).
+
+    .venv/bin/python -m benchmarks.capture.resnapshot [--rows 1000000] [--page-rows 10000]
+
+A table of --rows rows is captured, landed and applied into its mirror by the product. Then, for each
+way in turn: the slot is dropped, and while nothing captures, 1% of the rows are deleted, 1% updated
+and 1% added; the capture runs once with `--resnapshot` (and `--snapshot exported` or `online`), the
+files are landed and `dbt run` applies them; cdc-verify then compares the mirror with the table. For
+each way: the capture's seconds and rows, the longest transaction the source held open for it (polled
+from pg_stat_activity every 10 ms), the landing's and the run's seconds, and whether the mirror
+equals the source. Writes benchmarks/results/resnapshot.json. Both databases run on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from dbt_common.tests import enable_test_caching
+
+from benchmarks.common.results import RESULTS_DIR, run_header
+from harness.dbt_project import PROFILES_DIR
+from harness.mirror_project import make_project
+from harness.postgres_server import create_capture_user, start_postgres
+from python_jobs.capture import postgres as capture_postgres
+from python_jobs.landing import io
+from python_jobs.verify import cli as verify_cli
+
+RESULTS = RESULTS_DIR / "resnapshot.json"
+CAPTURE_USER = "cdc"
+COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'bigint', 'name': 'string', 'qty': 'int', 'price': 'decimal(12,2)', "
+           "'created': 'timestamp'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+FILL = """insert into shop.big select g, 'customer ' || g, g %% 1000, g * 1.25, timestamptz '2026-01-01' + g * interval '1 s'
+    from generate_series(%s, %s) g"""
+# While no slot keeps the changes: every 100th row deleted, every 100th (another) updated, 1% added.
+LOST_CHANGES = [
+    "delete from shop.big where id %% 100 = %(round)s",
+    "update shop.big set qty = -qty, name = name || ' changed' where id %% 100 = %(round)s + 50",
+    "insert into shop.big select g, 'added ' || g, 1, 1.00, now() from generate_series(%(first)s, %(first)s + %(added)s - 1) g",
+]
+
+
+class LongestTransaction:
+    """The longest open transaction of the capture's user, polled from pg_stat_activity."""
+
+    def __init__(self, server) -> None:
+        self.server, self.longest, self._stop, self._polled = server, 0.0, threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        connection = self.server.connect()
+        connection.autocommit = True  # each poll a statement of its own: the server's statistics read anew
+        try:
+            with connection.cursor() as cursor:
+                while not self._stop.is_set():
+                    cursor.execute("select coalesce(max(extract(epoch from clock_timestamp() - xact_start)), 0) "
+                                   "from pg_stat_activity where usename = %s and xact_start is not null", (CAPTURE_USER,))
+                    self.longest = max(self.longest, float(cursor.fetchone()[0]))
+                    self._polled.set()
+                    time.sleep(0.01)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> "LongestTransaction":
+        self._thread.start()
+        self._polled.wait(30)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed(action) -> tuple[float, object]:
+    started = time.monotonic()
+    result = action()
+    return time.monotonic() - started, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--page-rows", type=int, default=10_000)
+    args = parser.parse_args()
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    enable_test_caching()
+    work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-resnapshot-"))
+    os.environ["CDC_MERGE_WAREHOUSE"] = str(work / "warehouse")
+    # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    # Not inside work: the server runs as another user, who cannot enter it.
+    server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-bench-postgres-")))
+    result: dict = {**run_header(), "rows": args.rows, "page_rows": args.page_rows, "ways": {}}
+    try:
+        with server.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("create schema shop")
+            cursor.execute("create table shop.big (id bigint primary key, name text, qty int, price numeric(12,2), "
+                           "created timestamptz)")
+            for first in range(1, args.rows + 1, 1_000_000):
+                cursor.execute(FILL, (first, min(args.rows, first + 999_999)))
+            cursor.execute("analyze shop.big")
+        dsn = create_capture_user(server, ["shop"], CAPTURE_USER)
+        spark = io.spark_session("cdc_merge_bench_resnapshot", str(work / "warehouse"))
+        project = make_project(spark, work, "local")
+        project.write_model("big", "unique_key='id', source_table='shop.big'", COLUMNS)
+        config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.big",), slot="resnapshot", out=project.inbox,
+                                                state=work / "state.json", page_rows=args.page_rows)
+        capture_postgres.run(config)
+        project.land({"shop.big": ["id"]})
+        project.dbt("run", "--select", "big")
+        print(f"a mirror of {args.rows:,} rows", flush=True)
+
+        def verify() -> int:
+            return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR),
+                                    "--target", "local", "--select", "big", "--postgres", dsn])
+
+        added = args.rows // 100
+        for round_number, way in enumerate(("exported", "online")):
+            with server.connect() as connection, connection.cursor() as cursor:
+                cursor.execute("select pg_drop_replication_slot('resnapshot')")
+                for statement in LOST_CHANGES:
+                    cursor.execute(statement, {"round": round_number, "first": args.rows + 1 + round_number * added,
+                                               "added": added})
+            with LongestTransaction(server) as longest:
+                capture_seconds, summary = timed(lambda: capture_postgres.run(capture_postgres.CaptureConfig(
+                    **{**config.__dict__, "resnapshot": True, "snapshot_mode": way})))
+            land_seconds, _ = timed(lambda: project.land({"shop.big": ["id"]}))
+            run_seconds, _ = timed(lambda: project.dbt("run", "--select", "big"))
+            equal = verify() == 0
+            figures = {"capture_s": round(capture_seconds, 1), "rows_read": summary.snapshot_rows,
+                       "rows_per_s": round(summary.snapshot_rows / capture_seconds),
+                       "longest_source_transaction_s": round(longest.longest, 2),
+                       "land_s": round(land_seconds, 1), "dbt_run_s": round(run_seconds, 1), "mirror_equals_source": equal}
+            result["ways"][way] = figures
+            print(way, figures, flush=True)
+        spark.stop()
+    finally:
+        server.stop()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
