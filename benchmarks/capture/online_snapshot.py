@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.common.results import RESULTS_DIR
+from benchmarks.common.results import RESULTS_DIR, write_results
 from harness.postgres_server import start_postgres
 from python_jobs.capture.postgres_records import file_events
 
@@ -187,9 +187,7 @@ def main() -> None:
         print("range re-read", result["range_reread"], flush=True)
     finally:
         server.stop()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    write_results(RESULTS, result)
 
 
 if __name__ == "__main__":

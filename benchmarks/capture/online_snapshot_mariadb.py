@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.capture.online_snapshot import snapshot_reads, timed
-from benchmarks.common.results import RESULTS_DIR
+from benchmarks.common.results import RESULTS_DIR, write_results
 from harness.mariadb_server import start_mariadb
 from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
 
@@ -165,9 +165,7 @@ def main() -> None:
         print("range re-read", result["range_reread"], flush=True)
     finally:
         server.stop()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    write_results(RESULTS, result)
 
 
 if __name__ == "__main__":

@@ -15,16 +15,13 @@ equals the source. Writes benchmarks/results/resnapshot.json. Both databases run
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from dbt_common.tests import enable_test_caching
-
-from benchmarks.common.results import RESULTS_DIR, run_header
+from benchmarks.common.process import product_process, timed_call
+from benchmarks.common.results import RESULTS_DIR, run_header, write_results
 from harness.dbt_project import PROFILES_DIR
 from harness.mirror_project import make_project
 from harness.postgres_server import create_capture_user, start_postgres
@@ -77,24 +74,12 @@ class LongestTransaction:
         self._thread.join()
 
 
-def timed(action) -> tuple[float, object]:
-    started = time.monotonic()
-    result = action()
-    return time.monotonic() - started, result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--page-rows", type=int, default=10_000)
     args = parser.parse_args()
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    enable_test_caching()
-    work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-resnapshot-"))
-    os.environ["CDC_MERGE_WAREHOUSE"] = str(work / "warehouse")
-    # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
-    os.environ["TZ"] = "UTC"
-    time.tzset()
+    work = product_process("cdc-merge-bench-resnapshot-")
     # Not inside work: the server runs as another user, who cannot enter it.
     server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-bench-postgres-")))
     result: dict = {**run_header(), "rows": args.rows, "page_rows": args.page_rows, "ways": {}}
@@ -129,10 +114,10 @@ def main() -> None:
                     cursor.execute(statement, {"round": round_number, "first": args.rows + 1 + round_number * added,
                                                "added": added})
             with LongestTransaction(server) as longest:
-                capture_seconds, summary = timed(lambda: capture_postgres.run(capture_postgres.CaptureConfig(
+                capture_seconds, summary = timed_call(lambda: capture_postgres.run(capture_postgres.CaptureConfig(
                     **{**config.__dict__, "resnapshot": True, "snapshot_mode": way})))
-            land_seconds, _ = timed(lambda: project.land({"shop.big": ["id"]}))
-            run_seconds, _ = timed(lambda: project.dbt("run", "--select", "big"))
+            land_seconds, _ = timed_call(lambda: project.land({"shop.big": ["id"]}))
+            run_seconds, _ = timed_call(lambda: project.dbt("run", "--select", "big"))
             equal = verify() == 0
             figures = {"capture_s": round(capture_seconds, 1), "rows_read": summary.snapshot_rows,
                        "rows_per_s": round(summary.snapshot_rows / capture_seconds),
@@ -143,9 +128,7 @@ def main() -> None:
         spark.stop()
     finally:
         server.stop()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    write_results(RESULTS, result)
 
 
 if __name__ == "__main__":

@@ -26,3 +26,12 @@ def run_header() -> dict:
     """What every results file starts with: when the run started, its command, the machine."""
     return {"started": dt.datetime.utcnow().isoformat(timespec="seconds") + "Z",
             "command": " ".join([Path(sys.executable).name, *sys.orig_argv[1:]]), "machine": machine()}
+
+
+def write_results(path: Path, result: dict) -> None:
+    """result as path's JSON (the folder made if need be), and printed."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))

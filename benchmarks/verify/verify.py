@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import tempfile
-import time
 from pathlib import Path
 
-from dbt_common.tests import enable_test_caching
-
-from benchmarks.common.results import RESULTS_DIR
+from benchmarks.common.process import product_process, timed_call
+from benchmarks.common.results import RESULTS_DIR, write_results
 from harness.dbt_project import PROFILES_DIR
 from harness.mirror_project import make_project
 from harness.postgres_server import create_capture_user, start_postgres
@@ -41,26 +38,12 @@ FILL = """insert into shop.big select g, 'customer ' || g, g %% 1000, g * 1.25, 
     from generate_series(%s, %s) g"""
 
 
-def timed(action) -> tuple[float, object]:
-    started = time.monotonic()
-    result = action()
-    return time.monotonic() - started, result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--differences", type=int, default=24, help="changed, missing and extra rows, a third each")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-verify-"))
-    os.environ["CDC_MERGE_WAREHOUSE"] = str(work / "warehouse")
-    # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    # The process as tests/conftest.py sets it up, as when the figures in BENCHMARKS.md were measured:
-    # dbt sends no usage events, and keeps its Jinja parses of a source text for the process.
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    enable_test_caching()
+    work = product_process("cdc-merge-bench-verify-")
     # Not inside work: the server runs as another user, who cannot enter it.
     server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-bench-postgres-")))
     result: dict = {"rows": args.rows}
@@ -78,11 +61,11 @@ def main() -> None:
         project.write_model("big", "unique_key='id', source_table='shop.big'", COLUMNS)
         config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.big",), slot="verify", out=project.inbox,
                                                 state=work / "state.json", snapshot_mode="online", page_rows=50_000)
-        seconds, _ = timed(lambda: capture_postgres.run(config))
+        seconds, _ = timed_call(lambda: capture_postgres.run(config))
         print(f"captured {args.rows:,} rows in {seconds:.0f} s", flush=True)
-        seconds, _ = timed(lambda: project.land({"shop.big": ["id"]}))
+        seconds, _ = timed_call(lambda: project.land({"shop.big": ["id"]}))
         print(f"landed in {seconds:.0f} s", flush=True)
-        seconds, _ = timed(lambda: project.dbt("run", "--select", "big"))
+        seconds, _ = timed_call(lambda: project.dbt("run", "--select", "big"))
         print(f"applied in {seconds:.0f} s", flush=True)
         mirror = f"{project.schema}.big"
 
@@ -96,10 +79,10 @@ def main() -> None:
                 source = cursor.fetchone()[0]
             return source + project.query(f"select count(*) as n from {mirror}")[0]["n"]
 
-        seconds, counted = timed(count_both)
+        seconds, counted = timed_call(count_both)
         assert counted == 2 * args.rows, counted
         result["count_both_sides_s"] = round(seconds, 1)
-        seconds, status = timed(verify)
+        seconds, status = timed_call(verify)
         assert status == 0, project.dbt_log()[-3000:]
         result["verify_equal_s"] = round(seconds, 1)
         print("count(*) both sides", result["count_both_sides_s"], "s; cdc-verify, equal:", result["verify_equal_s"], "s",
@@ -116,7 +99,7 @@ def main() -> None:
                         + ", ".join(f"({key}, 'extra', 1, 1.00, current_timestamp(), '[\"{key}\"]', "
                                     "'00000000000000000001', current_timestamp())" for key in extra))
         logged = len(project.dbt_log())
-        seconds, status = timed(verify)
+        seconds, status = timed_call(verify)
         log = project.dbt_log()[logged:]
         report = json.loads((project.project_dir / "target" / "cdc_verify.json").read_text())["checks"][0]
         reported = {kind: set(keys) for kind, keys in report["keys"].items()}
@@ -133,11 +116,11 @@ def main() -> None:
         print("cdc-verify with differences:", result["verify_with_differences"], flush=True)
 
         ranges = report["differing_ranges"]
-        seconds, status = timed(lambda: verify("--repair", "--state", str(work / "state.json")))
+        seconds, status = timed_call(lambda: verify("--repair", "--state", str(work / "state.json")))
         reread = capture_postgres.run(config).snapshot_rows
         project.land({"shop.big": ["id"]})
         project.dbt("run", "--select", "big")
-        seconds, status = timed(verify)
+        seconds, status = timed_call(verify)
         assert status == 0, project.dbt_log()[-3000:]
         result["repair"] = {"differing_ranges": len(ranges), "rows_in_those_ranges": report["compared_rows"],
                             "rows_read_again": reread, "verify_after_s": round(seconds, 1)}
@@ -145,9 +128,7 @@ def main() -> None:
         spark.stop()
     finally:
         server.stop()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    write_results(RESULTS, result)
 
 
 if __name__ == "__main__":
