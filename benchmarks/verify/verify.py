@@ -19,23 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import tempfile
-from pathlib import Path
 
+from benchmarks.common.big_table import COLUMNS, server_with_big_table
 from benchmarks.common.process import product_process, timed_call
 from benchmarks.common.results import RESULTS_DIR, write_results
 from harness.dbt_project import PROFILES_DIR
 from harness.mirror_project import make_project
-from harness.postgres_server import create_capture_user, start_postgres
+from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.landing import io
 from python_jobs.verify import cli as verify_cli
 
 RESULTS = RESULTS_DIR / "verify.json"
-COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'bigint', 'name': 'string', 'qty': 'int', 'price': 'decimal(12,2)', "
-           "'created': 'timestamp'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
-FILL = """insert into shop.big select g, 'customer ' || g, g %% 1000, g * 1.25, timestamptz '2026-01-01' + g * interval '1 s'
-    from generate_series(%s, %s) g"""
 
 
 def main() -> None:
@@ -44,17 +39,9 @@ def main() -> None:
     parser.add_argument("--differences", type=int, default=24, help="changed, missing and extra rows, a third each")
     args = parser.parse_args()
     work = product_process("cdc-merge-bench-verify-")
-    # Not inside work: the server runs as another user, who cannot enter it.
-    server = start_postgres(Path(tempfile.mkdtemp(prefix="cdc-merge-bench-postgres-")))
+    server = server_with_big_table(args.rows)
     result: dict = {"rows": args.rows}
     try:
-        with server.connect() as connection, connection.cursor() as cursor:
-            cursor.execute("create schema shop")
-            cursor.execute("create table shop.big (id bigint primary key, name text, qty int, price numeric(12,2), "
-                           "created timestamptz)")
-            for first in range(1, args.rows + 1, 1_000_000):
-                cursor.execute(FILL, (first, min(args.rows, first + 999_999)))
-            cursor.execute("analyze shop.big")
         dsn = create_capture_user(server, ["shop"])
         spark = io.spark_session("cdc_merge_bench_verify", str(work / "warehouse"))
         project = make_project(spark, work, "local")
