@@ -5,7 +5,6 @@ wrong. Each ends with a clear error and no traceback, and the next run resumes w
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -219,26 +218,6 @@ def test_a_dropped_replication_slot_is_a_clear_error(postgres, tmp_path):
     result = capture("postgres", *pg_args(postgres, tmp_path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "replication slot faults is gone" in result.stderr and "--resnapshot" in result.stderr
-
-
-def test_a_resnapshot_of_a_server_whose_log_is_behind_the_written_one_is_refused_and_nothing_changed(postgres, tmp_path):
-    # The state of a capture that had written further than this server's log now reaches: a server
-    # restored from a backup or made anew, whose changes would all rank below the mirrors' rows.
-    pg_setup(postgres, 3)
-    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
-    state_path = tmp_path / "state.json"
-    state = json.loads(state_path.read_text())
-    state_path.write_text(json.dumps({**state, "written_lsn": "FFFF/0"}))
-    files, state_text = sorted((tmp_path / "out").iterdir()), state_path.read_text()
-
-    result = capture("postgres", *pg_args(postgres, tmp_path), "--resnapshot", "--snapshot", "online")
-
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "log is now at" in result.stderr and "before FFFF/0" in result.stderr and "started over" in result.stderr
-    assert sorted((tmp_path / "out").iterdir()) == files and state_path.read_text() == state_text
-    with postgres.connect() as connection, connection.cursor() as cursor:
-        cursor.execute("select count(*) from pg_replication_slots where slot_name = 'faults'")
-        assert cursor.fetchone()[0] == 1  # not dropped
 
 
 def test_a_new_state_file_on_an_existing_slot_is_refused_and_the_slot_kept(postgres, tmp_path):

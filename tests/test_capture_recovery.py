@@ -1,7 +1,9 @@
 """What operators do to a captured PostgreSQL table, with the mirror compared with the source table
 after each step by the user's own check (dbt run-operation cdc_verify): a column renamed while
 changes to it are still in the slot, and the replication slot lost and a new snapshot taken with
---resnapshot (in one transaction, or online in pages), while rows were deleted. Captured by the least-privileged user the docs prescribe."""
+--resnapshot (in one transaction, or online in pages), while rows were deleted. Captured by the
+least-privileged user the docs prescribe. And a --resnapshot refused, with nothing changed, where the
+server's log is behind the position the capture had written."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 import pytest
 
 from harness.postgres_server import create_capture_user
-from test_capture_faults import postgres  # noqa: F401 - a fixture
+from test_capture_faults import capture, pg_args, pg_setup, postgres  # noqa: F401 - postgres: a fixture
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.output import CaptureError
 
@@ -85,3 +87,23 @@ def test_a_renamed_column_and_a_lost_slot_leave_the_mirror_equal_to_the_source(p
     else:
         assert len(truncates) == 1 and not ranges, written
     apply_and_verify(dbt_project, dsn)
+
+
+def test_a_resnapshot_of_a_server_whose_log_is_behind_the_written_one_is_refused_and_nothing_changed(postgres, tmp_path):
+    # The state of a capture that had written further than this server's log now reaches: a server
+    # restored from a backup or made anew, whose changes would all rank below the mirrors' rows.
+    pg_setup(postgres, 3)
+    assert capture("postgres", *pg_args(postgres, tmp_path)).returncode == 0
+    state_path = tmp_path / "state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "written_lsn": "FFFF/0"}))
+    files, state_text = sorted((tmp_path / "out").iterdir()), state_path.read_text()
+
+    result = capture("postgres", *pg_args(postgres, tmp_path), "--resnapshot", "--snapshot", "online")
+
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "log is now at" in result.stderr and "before FFFF/0" in result.stderr and "started over" in result.stderr
+    assert sorted((tmp_path / "out").iterdir()) == files and state_path.read_text() == state_text
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("select count(*) from pg_replication_slots where slot_name = 'faults'")
+        assert cursor.fetchone()[0] == 1  # not dropped
