@@ -67,6 +67,36 @@ def test_ranges_of_one_chunk_remove_each_row_by_the_first_range_that_holds_it(co
     assert deleted_counts(project) == (3, 3)
 
 
+def page_range_line(lsn: int, low: int, after: dict | None, through: dict | None) -> str:
+    """A page's range record: every row the table has after `after` through `through` was read."""
+    line = json.loads(range_line(lsn, low, through))
+    line["range"]["after"] = after
+    return json.dumps(line)
+
+
+def test_the_ranges_of_consecutive_pages_remove_each_row_by_its_own_pages_low_watermark(conformance_project):
+    # Three pages of one snapshot (keys to 3, 4 to 6, from 7), applied as one ladder searched by its
+    # upper bounds (range_search.py): each row is tested against the low watermark of the page its key
+    # is in. Key 2 changed after the first page's low watermark: that page left it to its change, and
+    # it stays. Key 5 changed before the second page's: the page did not read it, it goes.
+    project = conformance_project
+    project.write_model("docs", "unique_key='id', source_table='public.docs', deletes='soft'", COLUMNS)
+    docs_after(project, "1.json", [postgres_line("c", 100 + key, {"id": key, "status": "v1"}) for key in range(1, 10)])
+    docs_after(project, "2.json", [postgres_line("u", 250, {"id": 2, "status": "v2"}),
+                                   postgres_line("u", 250, {"id": 5, "status": "v2"}),
+                                   postgres_line("u", 350, {"id": 8, "status": "v2"})])
+    live = docs_after(project, "3.json", [
+        read_line(210, {"id": 1, "status": "v1"}), page_range_line(220, 200, None, {"id": 3}),
+        read_line(310, {"id": 4, "status": "v1"}), page_range_line(320, 300, {"id": 3}, {"id": 6}),
+        read_line(410, {"id": 7, "status": "v1"}), read_line(410, {"id": 9, "status": "v1"}),
+        page_range_line(420, 400, {"id": 6}, None),
+    ])
+    marked = project.query(f"select id, _cdc_source_ts from {project.schema}.docs where _cdc_deleted order by id")
+    assert [(row["id"], row["_cdc_source_ts"]) for row in marked] == [(3, at(220)), (5, at(320)), (6, at(320)), (8, at(420))]
+    assert [row[0] for row in live if row[0] not in (3, 5, 6, 8)] == [1, 2, 4, 7, 9]
+    assert deleted_counts(project) == (4, 4)
+
+
 def test_a_range_records_tombstone_stays_for_the_horizon_from_the_page_not_from_the_rows_last_change(conformance_project):
     project = conformance_project
     project.write_model("docs", "unique_key='id', source_table='public.docs'", COLUMNS)

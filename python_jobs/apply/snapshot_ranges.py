@@ -74,7 +74,7 @@ def key_order_problem(ranges: Sequence[dict[str, Any]], column_types: dict[str, 
     range takes in keys the page never read, and their rows, which the source has, would be deleted.
     Where the range record does not say how its pages ordered (an older capture's), a number in its
     bounds is taken for a number column. None when every key column orders as the source's pages do."""
-    types = {str(name).lower(): _bare_type(str(data_type)) for name, data_type in column_types.items()}
+    types = {str(name).lower(): bare_type(str(data_type)) for name, data_type in column_types.items()}
     for planned in ranges:
         orders = planned.get("order") or {}
         for bound in (planned.get("after"), planned.get("from"), planned.get("through")):
@@ -102,7 +102,7 @@ def _problem(model: str, column: str, data_type: str, planned: dict[str, Any], s
             f"Cast the column to {cast_to}, then rebuild the mirror: dbt run --full-refresh --select {model}")
 
 
-def _bare_type(data_type: str) -> str:
+def bare_type(data_type: str) -> str:
     """A Databend Nullable(String) as string; every type in lower case."""
     text = data_type.strip().lower()
     return text[len("nullable("):-1] if text.startswith("nullable(") and text.endswith(")") else text

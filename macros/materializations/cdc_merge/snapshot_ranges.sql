@@ -77,14 +77,23 @@
     {% endif %}
     {#-
         The ranges of the chunk go together, up to 50 a statement: each statement scans the mirror, and an
-        online snapshot's chunk holds a range record a page (a range at a time, a resnapshot of 1M rows
-        in pages of 10,000 spent 250 s on its 100 ranges; BENCHMARKS.md, "A lost slot read again"). A row
-        in two ranges goes by the first that holds it, as the ranges one after the other would remove it.
+        online snapshot's chunk holds a range record a page. In a group, the ranges of consecutive pages
+        form a ladder, and a row finds its range by a search over the ladder's upper bounds (range_search.py:
+        a resnapshot of 1M rows in pages of 10,000 spent 250 s on its 100 ranges tested one at a time,
+        and 49 s tested 50 to a statement each in turn; BENCHMARKS.md, "A lost slot read again"). A row
+        in two ladders goes by the first that holds it, as the ranges one after the other would remove it.
     -#}
     {% for group in ranges | batch(50) %}
+        {% set ladders = adapter.cdc_range_ladders(group, column_types) %}
         {% set holds = [] %}
-        {% for range in group %}
-            {% do holds.append('(' ~ cdc_merge.key_range_predicate(range, column_types) ~ " and _cdc_seq < '" ~ range.low ~ "')") %}
+        {% set lows = [] %}
+        {% for ladder in ladders %}
+            {% set leaves = [] %}
+            {% for range in ladder.ranges %}
+                {% do leaves.append("'" ~ range.low ~ "'") %}
+            {% endfor %}
+            {% do lows.append(cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, column_types)) %}
+            {% do holds.append('(' ~ cdc_merge.key_range_predicate(ladder.hull, column_types) ~ ' and _cdc_seq < ' ~ lows[-1] ~ ')') %}
         {% endfor %}
         {#-
             Older than the group's newest low watermark first: the rows of the pages after the group's
@@ -108,10 +117,14 @@
             {% endfor %}
             {% set low_of_row = [] %}
             {% set ts_of_row = [] %}
-            {% for range in group %}
-                {% do low_of_row.append('when ' ~ holds[loop.index0] ~ " then '" ~ range.low ~ "'") %}
-                {% if range.seq in range_ts %}
-                    {% do ts_of_row.append('when ' ~ holds[loop.index0] ~ " then timestamp'" ~ range_ts[range.seq] ~ "'") %}
+            {% for ladder in ladders %}
+                {% do low_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ lows[loop.index0]) %}
+                {% set leaves = [] %}
+                {% for range in ladder.ranges %}
+                    {% do leaves.append(("timestamp'" ~ range_ts[range.seq] ~ "'") if range.seq in range_ts else 'null') %}
+                {% endfor %}
+                {% if range_ts %}
+                    {% do ts_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, column_types)) %}
                 {% endif %}
             {% endfor %}
             {% set low_sql = 'case ' ~ low_of_row | join(' ') ~ ' end' %}
@@ -152,9 +165,9 @@
             {% set equal_before = [] %}
             {% for earlier in bound[:loop.index0] %}
                 {% do equal_before.append(cdc_merge.key_expression(earlier.name, key_expressions) ~ ' = '
-                    ~ cdc_merge.cdc_value(cdc_merge.json_literal(earlier.image), earlier.name, column_types[earlier.name])) %}
+                    ~ cdc_merge.range_bound_value(earlier, column_types)) %}
             {% endfor %}
-            {% set value = cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.name, column_types[column.name]) %}
+            {% set value = cdc_merge.range_bound_value(column, column_types) %}
             {% do alternatives.append('(' ~ (equal_before + [cdc_merge.key_expression(column.name, key_expressions) ~ ' ' ~ operator ~ ' ' ~ value]) | join(' and ') ~ ')') %}
         {% endfor %}
         {% if not strict %}
@@ -162,13 +175,33 @@
             {% set equal_all = [] %}
             {% for column in bound %}
                 {% do equal_all.append(cdc_merge.key_expression(column.name, key_expressions) ~ ' = '
-                    ~ cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.name, column_types[column.name])) %}
+                    ~ cdc_merge.range_bound_value(column, column_types)) %}
             {% endfor %}
             {% do alternatives.append('(' ~ equal_all | join(' and ') ~ ')') %}
         {% endif %}
         {% do parts.append('(' ~ alternatives | join(' or ') ~ ')') %}
     {% endfor %}
     {{ return(parts | join(' and ') if parts else 'true') }}
+{% endmacro %}
+
+{% macro range_bound_value(column, column_types) %}
+    {#- A bound's key column as a value of the column's type: its literal where range_search.py gave one, else its image read as cdc_value reads it. -#}
+    {% if column.number is defined %}
+        {{ return(column.number) }}
+    {% elif column.text is defined %}
+        {{ return(cdc_merge.string_literal(column.text)) }}
+    {% endif %}
+    {{ return(cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.name, column_types[column.name])) }}
+{% endmacro %}
+
+{% macro range_search_sql(tree, ranges, leaves, column_types) %}
+    {#- leaves[i] for a row in ranges[i] of a ladder, found by the search tree (range_search.py search_tree). -#}
+    {% if tree.leaf is defined %}
+        {{ return(leaves[tree.leaf]) }}
+    {% endif %}
+    {% set at_or_below = cdc_merge.key_range_predicate({'after': none, 'from': none, 'through': ranges[tree.split].through}, column_types) %}
+    {{ return('case when ' ~ at_or_below ~ ' then ' ~ cdc_merge.range_search_sql(tree.below, ranges, leaves, column_types)
+        ~ ' else ' ~ cdc_merge.range_search_sql(tree.above, ranges, leaves, column_types) ~ ' end') }}
 {% endmacro %}
 
 {% macro key_expression(column, key_expressions) %}

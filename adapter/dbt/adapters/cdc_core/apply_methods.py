@@ -13,7 +13,7 @@ from dbt.adapters.cdc_core.applied_schema_events import APPLIED
 
 from python_jobs.apply import (
     chunk_plan, column_defaults, column_names, history_closes, idle_decision, key_range, maintenance_due, mirror_config, model_rows,
-    one_commit, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -141,6 +141,11 @@ class ApplyMethods(metaclass=AdapterMeta):
     def cdc_snapshot_range_problem(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str], model: str) -> Optional[str]:
         """snapshot_ranges.sql: what to change when a key column orders otherwise in the mirror than at the source, or None."""
         return snapshot_ranges.key_order_problem([dict(planned) for planned in ranges], dict(column_types), str(model))
+
+    @available
+    def cdc_range_ladders(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
+        """snapshot_ranges.sql: a group of ranges as ladders, each searched by its upper bounds (range_search.py)."""
+        return range_search.ladder_plans([dict(planned) for planned in ranges], dict(column_types))
 
     @available
     def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
