@@ -35,7 +35,9 @@
     {% if problem %}
         {% do exceptions.raise_compiler_error(problem) %}
     {% endif %}
-    {% do closes.update({'column_types': column_types}) %}
+    {#- Integer and text bounds as literals: Spark compiles each statement's code anew, a typed read of each bound made it long (range_search.py). -#}
+    {% do closes.update({'column_types': column_types, 'ranges': adapter.cdc_ranges_with_literals(closes.ranges, column_types),
+        'after': adapter.cdc_ranges_with_literals(closes.after, column_types)}) %}
     {{ return(closes) }}
 {% endmacro %}
 

@@ -148,6 +148,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return range_search.ladder_plans([dict(planned) for planned in ranges], dict(column_types))
 
     @available
+    def cdc_ranges_with_literals(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
+        """cdc_history's ranges.sql: its ranges with integer and text bounds as literals (range_search.py)."""
+        return range_search.with_literals([dict(planned) for planned in ranges], dict(column_types))
+
+    @available
     def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
                            key_columns: Sequence[str], model: str) -> Optional[Dict[str, Any]]:
         """cdc_history's ranges.sql: the ranges and truncates that close a chunk's versions (history_closes.py)."""
