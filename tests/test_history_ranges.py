@@ -125,3 +125,41 @@ def test_a_range_record_closes_the_history_version_of_a_row_the_source_no_longer
     assert versions(project, 2) == closed + deleted
 
     replay_changes_nothing(project, deletes, source)
+
+
+def page_range_line(lsn: int, low: int, after: dict | None, through: dict | None) -> str:
+    """A page's range record: every row the table has after `after` through `through` was read."""
+    line = json.loads(range_line(lsn, low, through))
+    line["range"]["after"] = after
+    return json.dumps(line)
+
+
+def test_the_ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(conformance_project):
+    # Three pages of one snapshot (keys to 3, 4 to 6, from 7) in one chunk: a ladder searched by its upper
+    # bounds (range_search.py), for the keys with events in the chunk (6 and 5, in their chains) and the others.
+    project = conformance_project
+    project.write_model("docs", "unique_key='id', source_table='public.docs'", COLUMNS)
+    project.write_model("doc_versions", "materialized='cdc_history', unique_key='id', source_table='public.docs'", COLUMNS)
+
+    def land_and_run(name: str, lines: list[str]) -> None:
+        (project.inbox / name).write_text("\n".join(lines) + "\n")
+        project.land(DOCS)
+        project.dbt("run", "--select", "docs", "doc_versions")
+
+    land_and_run("1.json", [postgres_line("c", 100 + key, {"id": key, "status": "v1"}) for key in range(1, 10)])
+    land_and_run("2.json", [postgres_line("u", 205, {"id": 2, "status": "v2"}), postgres_line("u", 350, {"id": 8, "status": "v2"})])
+    # Key 2 changed between the first page's watermarks and 5 between the second's: both stay.
+    # 3, 6 (changed before the second page's low watermark) and 8 (before the third's): gone from the source.
+    land_and_run("3.json", [
+        read_line(210, {"id": 1, "status": "v1"}), page_range_line(220, 200, None, {"id": 3}),
+        postgres_line("u", 290, {"id": 6, "status": "v2"}), postgres_line("u", 305, {"id": 5, "status": "v2"}),
+        read_line(310, {"id": 4, "status": "v1"}), page_range_line(320, 300, {"id": 3}, {"id": 6}),
+        read_line(410, {"id": 7, "status": "v1"}), read_line(410, {"id": 9, "status": "v1"}),
+        page_range_line(420, 400, {"id": 6}, None),
+    ])
+    source = [(1, "v1"), (2, "v2"), (4, "v1"), (5, "v2"), (7, "v1"), (9, "v1")]
+    assert current_rows(project, "hard") == (source, source)
+    assert versions(project, 3)[-1] == (3, "v1", at(103), at(220), False, False)
+    assert versions(project, 6)[-1] == (6, "v2", at(290), at(320), False, False)
+    assert versions(project, 8)[-1] == (8, "v2", at(350), at(420), False, False)
+    replay_changes_nothing(project, "hard", source)

@@ -77,12 +77,12 @@ def page_range_line(lsn: int, low: int, after: dict | None, through: dict | None
 def test_the_ranges_of_consecutive_pages_remove_each_row_by_its_own_pages_low_watermark(conformance_project):
     # Three pages of one snapshot (keys to 3, 4 to 6, from 7), applied as one ladder searched by its
     # upper bounds (range_search.py): each row is tested against the low watermark of the page its key
-    # is in. Key 2 changed after the first page's low watermark: that page left it to its change, and
+    # is in. Key 2 changed between the first page's watermarks: that page left it to its change, and
     # it stays. Key 5 changed before the second page's: the page did not read it, it goes.
     project = conformance_project
     project.write_model("docs", "unique_key='id', source_table='public.docs', deletes='soft'", COLUMNS)
     docs_after(project, "1.json", [postgres_line("c", 100 + key, {"id": key, "status": "v1"}) for key in range(1, 10)])
-    docs_after(project, "2.json", [postgres_line("u", 250, {"id": 2, "status": "v2"}),
+    docs_after(project, "2.json", [postgres_line("u", 205, {"id": 2, "status": "v2"}),
                                    postgres_line("u", 250, {"id": 5, "status": "v2"}),
                                    postgres_line("u", 350, {"id": 8, "status": "v2"})])
     live = docs_after(project, "3.json", [

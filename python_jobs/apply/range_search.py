@@ -28,12 +28,17 @@ _UNSIGNED_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 _TEXT_TYPES = ("string", "varchar", "text")
 
 
-def ladders(ranges: Sequence[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
-    """ranges in seq order as maximal runs in which each range starts right after the one before it
-    ends (its 'after' the same key as that one's 'through')."""
+# The most ranges a ladder holds: Spark's generated code for a search over 500 no longer compiled
+# (the statement ran interpreted, with an error in the log); over 100 it did.
+LONGEST_LADDER = 64
+
+
+def ladders(ranges: Sequence[Dict[str, Any]], longest: int = LONGEST_LADDER) -> List[List[Dict[str, Any]]]:
+    """ranges in seq order as runs of at most `longest` in which each range starts right after the
+    one before it ends (its 'after' the same key as that one's 'through')."""
     found: List[List[Dict[str, Any]]] = []
     for planned in ranges:
-        last = found[-1][-1] if found else None
+        last = found[-1][-1] if found and len(found[-1]) < longest else None
         if (last is not None and last.get("through") is not None and planned.get("from") is None
                 and planned.get("after") is not None and _same_key(planned["after"], last["through"])):
             found[-1].append(planned)
@@ -96,6 +101,10 @@ def _same_key(one: Sequence[Dict[str, str]], other: Sequence[Dict[str, str]]) ->
 
 def ladder_plans(ranges: Sequence[Dict[str, Any]], column_types: Dict[str, str]) -> List[Dict[str, Any]]:
     """What snapshot_ranges.sql renders for a group of ranges (in seq order): its ladders, each
-    {'ranges': the ladder's ranges with literals, 'hull': hull(ranges), 'tree': search_tree(...)}."""
-    return [{"ranges": ladder, "hull": hull(ladder), "tree": search_tree(len(ladder))}
-            for ladder in ladders(with_literals(ranges, column_types))]
+    {'ranges': the ladder's ranges with literals, 'hull': hull(ranges), 'tree': search_tree(...),
+    'first': the place of its first range among ranges}."""
+    plans, first = [], 0
+    for ladder in ladders(with_literals(ranges, column_types)):
+        plans.append({"ranges": ladder, "hull": hull(ladder), "tree": search_tree(len(ladder)), "first": first})
+        first += len(ladder)
+    return plans

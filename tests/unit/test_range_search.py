@@ -30,6 +30,12 @@ def test_consecutive_pages_are_one_ladder_and_a_range_read_again_starts_another(
     assert [[planned["seq"] for planned in ladder] for ladder in ladders(pages + [again, after_gap])] == [["1", "2", "3"], ["4"], ["5"]]
 
 
+def test_a_ladder_holds_at_most_the_longest_run_of_ranges():
+    keys = list(range(0, 70, 10))
+    pages = [page(str(index), bound(id=after) if index else None, bound(id=after + 10)) for index, after in enumerate(keys)]
+    assert [len(ladder) for ladder in ladders(pages, longest=3)] == [3, 3, 1]
+
+
 def test_a_page_whose_lower_bound_is_written_otherwise_starts_a_ladder():
     # 10 and 10.0 may be the same key; a ladder more is only slower, a wrong one would delete rows.
     first = page("1", None, [{"name": "id", "image": '{"id":10}'}])
@@ -69,4 +75,6 @@ def test_each_ladder_comes_with_its_hull_and_tree():
     pages = [page("1", None, bound(id=10)), page("2", bound(id=10), bound(id=20))]
     (ladder,) = ladder_plans(pages, {"id": "bigint"})
     assert ladder["hull"]["after"] is None and ladder["hull"]["through"][0]["number"] == "20"
-    assert ladder["tree"] == {"split": 0, "below": {"leaf": 0}, "above": {"leaf": 1}}
+    assert ladder["tree"] == {"split": 0, "below": {"leaf": 0}, "above": {"leaf": 1}} and ladder["first"] == 0
+    again = {"seq": "3", "low": "M", "after": None, "from": bound(id=5), "through": bound(id=15), "order": {}}
+    assert [plan["first"] for plan in ladder_plans(pages + [again], {"id": "bigint"})] == [0, 2]

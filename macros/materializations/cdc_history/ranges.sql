@@ -35,9 +35,13 @@
     {% if problem %}
         {% do exceptions.raise_compiler_error(problem) %}
     {% endif %}
-    {#- Integer and text bounds as literals: Spark compiles each statement's code anew, a typed read of each bound made it long (range_search.py). -#}
-    {% do closes.update({'column_types': column_types, 'ranges': adapter.cdc_ranges_with_literals(closes.ranges, column_types),
-        'after': adapter.cdc_ranges_with_literals(closes.after, column_types)}) %}
+    {#-
+        The ranges as ladders of consecutive pages, each searched by its upper bounds (python_jobs/apply/range_search.py):
+        one select a ladder where there was one a range (a resnapshot's 100 ranges in one statement kept Spark's planner
+        busy for minutes).
+    -#}
+    {% do closes.update({'column_types': column_types, 'ladders': adapter.cdc_range_ladders(closes.ranges, column_types),
+        'after_ladders': adapter.cdc_range_ladders(closes.after, column_types)}) %}
     {{ return(closes) }}
 {% endmacro %}
 
@@ -105,34 +109,52 @@
         from chain_range_events
     ),
 
-    {#- One window for every range: the newest event at or before a range record is the one whose next event is after it. #}
+    {#-
+        One window for every range: the newest event at or before a range record is the one whose next event is after it.
+        A key of a ladder's hull is in one of its ranges, whose low watermark, seq and time the search finds.
+    #}
     chain_range_candidates as (
-        {%- for range in chunk_ranges.ranges %}
+        {%- for ladder in chunk_ranges.ladders %}
         select
             {%- for column in columns %}
-            {{ column }},
+            before_range.{{ column }},
             {%- endfor %}
-            _cdc_key,
-            _cdc_seq as _cdc_closed_seq,
-            '{{ range.low }}' as _cdc_seq,
-            {{ cdc_merge.history_range_time_sql(chunk_ranges.times, range) }} as _cdc_source_ts
-        from chain_range_next as before_range
+            before_range._cdc_key,
+            before_range._cdc_closed_seq,
+            before_range._cdc_range_low as _cdc_seq,
+            before_range._cdc_source_ts
+        from (
+            select
+                {%- for column in columns %}
+                {{ column }},
+                {%- endfor %}
+                _cdc_key,
+                _cdc_is_delete,
+                _cdc_next_seq,
+                _cdc_seq as _cdc_closed_seq,
+                {{ cdc_merge.history_ladder_sql(ladder, 'low', chunk_ranges) }} as _cdc_range_low,
+                {{ cdc_merge.history_ladder_sql(ladder, 'seq', chunk_ranges) }} as _cdc_range_seq,
+                {{ cdc_merge.history_ladder_sql(ladder, 'time', chunk_ranges) }} as _cdc_source_ts
+            from chain_range_next
+            where {{ cdc_merge.key_range_predicate(ladder.hull, chunk_ranges.column_types) }}
+        ) as before_range
+        {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be
+            gone. A truncate has no such window: its key's later event opens a version after the delete. A join, not a
+            correlated not exists: Databend's planner does not find a subquery's outer columns computed in a derived table. #}
+        {%- set spanned = not ladder.ranges[0].get('truncate') %}
+        {%- if spanned %}
+        left join chain_stored as spanning
+            on
+                spanning._cdc_key = before_range._cdc_key
+                and spanning._cdc_seq < before_range._cdc_range_low
+                and spanning._cdc_updated_seq > before_range._cdc_range_seq
+        {%- endif %}
         where
-            not _cdc_is_delete
-            and _cdc_seq < '{{ range.low }}'
-            and (_cdc_next_seq is null or _cdc_next_seq > '{{ range.seq }}')
-            and {{ cdc_merge.key_range_predicate(range, chunk_ranges.column_types) }}
-            {#- A stored version that took events in place across the range keeps only its last: one between the watermarks may be
-                gone. A truncate has no such window: its key's later event opens a version after the delete. #}
-            {%- if not range.get('truncate') %}
-            and not exists (
-                select 1
-                from chain_stored as spanning
-                where
-                    spanning._cdc_key = before_range._cdc_key
-                    and spanning._cdc_seq < '{{ range.low }}'
-                    and spanning._cdc_updated_seq > '{{ range.seq }}'
-            )
+            not before_range._cdc_is_delete
+            and before_range._cdc_closed_seq < before_range._cdc_range_low
+            and (before_range._cdc_next_seq is null or before_range._cdc_next_seq > before_range._cdc_range_seq)
+            {%- if spanned %}
+            and spanning._cdc_key is null
             {%- endif %}
         {{ 'union all' if not loop.last }}
         {%- endfor %}
@@ -187,13 +209,29 @@
 {% endmacro %}
 
 
-{% macro history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
+{% macro history_ladder_sql(ladder, value, chunk_ranges) %}
+    {#- value ('low', 'seq', 'time': the range record's source time, or 'position': the range's place in the chunk's, in seq order)
+        of the ladder's range that holds a row's key (range_search.py). -#}
+    {% set leaves = [] %}
+    {% for range in ladder.ranges %}
+        {% if value == 'time' %}
+            {% do leaves.append(cdc_merge.history_range_time_sql(chunk_ranges.times, range)) %}
+        {% elif value == 'position' %}
+            {% do leaves.append(ladder.first + loop.index0) %}
+        {% else %}
+            {% do leaves.append("'" ~ range[value] ~ "'") %}
+        {% endif %}
+    {% endfor %}
+    {{ return(cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, chunk_ranges.column_types)) }}
+{% endmacro %}
+
+
+{% macro history_range_deletes_sql(target_relation, chunk_ranges, columns) %}
     {#-
         After the chunk's batches, one delete event per key the ranges close whose current version (open,
         not deleted) holds no event as new as the low watermark: (columns, _cdc_key, _cdc_seq,
         _cdc_source_ts). The batches closed the chunk's keys with events already; these are the range's
         keys the chunk did not touch. A key in more than one range is closed by the first (in seq order).
-        times: {range seq: its source time as text, or none}.
     -#}
     select
         {%- for column in columns %}
@@ -207,21 +245,32 @@
             *,
             row_number() over (partition by _cdc_key order by _cdc_range) as _cdc_first
         from (
-            {%- for range in ranges %}
+            {%- for ladder in chunk_ranges.after_ladders %}
             select
                 {%- for column in columns %}
                 {{ column }},
                 {%- endfor %}
                 _cdc_key,
-                '{{ range.low }}' as _cdc_seq,
-                {{ cdc_merge.history_range_time_sql(times, range) }} as _cdc_source_ts,
-                {{ loop.index }} as _cdc_range
-            from {{ target_relation }}
-            where
-                is_current
-                and not is_deleted
-                and _cdc_updated_seq < '{{ range.low }}'
-                and {{ cdc_merge.key_range_predicate(range, column_types) }}
+                _cdc_seq,
+                _cdc_source_ts,
+                _cdc_range
+            from (
+                select
+                    {%- for column in columns %}
+                    {{ column }},
+                    {%- endfor %}
+                    _cdc_key,
+                    _cdc_updated_seq,
+                    {{ cdc_merge.history_ladder_sql(ladder, 'low', chunk_ranges) }} as _cdc_seq,
+                    {{ cdc_merge.history_ladder_sql(ladder, 'time', chunk_ranges) }} as _cdc_source_ts,
+                    {{ cdc_merge.history_ladder_sql(ladder, 'position', chunk_ranges) }} as _cdc_range
+                from {{ target_relation }}
+                where
+                    is_current
+                    and not is_deleted
+                    and {{ cdc_merge.key_range_predicate(ladder.hull, chunk_ranges.column_types) }}
+            ) as in_ladder
+            where _cdc_updated_seq < _cdc_seq
             {{ 'union all' if not loop.last }}
             {%- endfor %}
         ) as in_ranges
@@ -235,10 +284,7 @@
     {% if chunk_ranges is none or not chunk_ranges.after %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}
-    {% set ranges = chunk_ranges.after %}
-    {% set times = chunk_ranges.times %}
-    {% set column_types = chunk_ranges.column_types %}
-    {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, ranges, times, columns, column_types) %}
+    {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, chunk_ranges, columns) %}
     {#- How many keys close, and the columns their stored rows were filled in (unsent.sql), which the rebuild keeps. -#}
     {% set facts_sql %}
         select

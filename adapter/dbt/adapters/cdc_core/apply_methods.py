@@ -144,13 +144,8 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_range_ladders(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
-        """snapshot_ranges.sql: a group of ranges as ladders, each searched by its upper bounds (range_search.py)."""
+        """snapshot_ranges.sql, cdc_history's ranges.sql: ranges as ladders, each searched by its upper bounds (range_search.py)."""
         return range_search.ladder_plans([dict(planned) for planned in ranges], dict(column_types))
-
-    @available
-    def cdc_ranges_with_literals(self, ranges: Sequence[Mapping[str, Any]], column_types: Mapping[str, str]) -> List[Dict[str, Any]]:
-        """cdc_history's ranges.sql: its ranges with integer and text bounds as literals (range_search.py)."""
-        return range_search.with_literals([dict(planned) for planned in ranges], dict(column_types))
 
     @available
     def cdc_history_closes(self, events: Sequence[Sequence[Any]], stored_truncates: Sequence[Sequence[Any]],
