@@ -10,6 +10,9 @@ files are landed and `dbt run` applies them; cdc-verify then compares the mirror
 each way: the capture's seconds and rows, the longest transaction the source held open for it (polled
 from pg_stat_activity every 10 ms), the landing's and the run's seconds, and whether the mirror
 equals the source. Writes benchmarks/results/resnapshot.json. Both databases run on this machine.
+
+With --history, a cdc_history model of the table beside the mirror: its `dbt run` after each way's
+mirror run, and whether its current versions are the mirror's rows (results/resnapshot_history.json).
 """
 
 from __future__ import annotations
@@ -73,7 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--page-rows", type=int, default=10_000)
+    parser.add_argument("--history", action="store_true", help="a cdc_history model of the table too")
     args = parser.parse_args()
+    models = ("big", "big_versions") if args.history else ("big",)
     work = product_process("cdc-merge-bench-resnapshot-")
     server = server_with_big_table(args.rows)
     result: dict = {**run_header(), "rows": args.rows, "page_rows": args.page_rows, "ways": {}}
@@ -82,11 +87,13 @@ def main() -> None:
         spark = io.spark_session("cdc_merge_bench_resnapshot", str(work / "warehouse"))
         project = make_project(spark, work, "local")
         project.write_model("big", "unique_key='id', source_table='shop.big'", COLUMNS)
+        if args.history:
+            project.write_model("big_versions", "materialized='cdc_history', unique_key='id', source_table='shop.big'", COLUMNS)
         config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.big",), slot="resnapshot", out=project.inbox,
                                                 state=work / "state.json", page_rows=args.page_rows)
         capture_postgres.run(config)
         project.land({"shop.big": ["id"]})
-        project.dbt("run", "--select", "big")
+        project.dbt("run", "--select", *models)
         print(f"a mirror of {args.rows:,} rows", flush=True)
 
         def verify() -> int:
@@ -110,12 +117,25 @@ def main() -> None:
                        "rows_per_s": round(summary.snapshot_rows / capture_seconds),
                        "longest_source_transaction_s": round(longest.longest, 2),
                        "land_s": round(land_seconds, 1), "dbt_run_s": round(run_seconds, 1), "mirror_equals_source": equal}
+            if args.history:
+                history_seconds, _ = timed_call(lambda: project.dbt("run", "--select", "big_versions"))
+                figures.update({"history_dbt_run_s": round(history_seconds, 1),
+                                "history_equals_mirror": history_equals_mirror(project)})
             result["ways"][way] = figures
             print(way, figures, flush=True)
         spark.stop()
     finally:
         server.stop()
-    write_results(RESULTS, result)
+    write_results(RESULTS.with_name("resnapshot_history.json") if args.history else RESULTS, result)
+
+
+def history_equals_mirror(project) -> bool:
+    """The history's current, not deleted versions are the mirror's rows, column for column."""
+    columns = "id, name, qty, price, created"
+    current = f"select {columns} from {project.schema}.big_versions where is_current and not is_deleted"
+    mirror = f"select {columns} from {project.schema}.big"
+    differing = project.query(f"select count(*) as n from (({mirror} except all {current}) union all ({current} except all {mirror}))")
+    return int(differing[0]["n"]) == 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
     The chunk's keys with events are closed in their batch's chain (history_chain_range_deletes_ctes,
     from every event of the key, so a key that comes back later in the chunk, by an insert or a later
     page's read, keeps its delete in between); the range's other keys after the chunk's batches, from
-    their current version (apply_history_ranges), and their chains are rebuilt with it (chain.sql).
+    their current version (apply_history_ranges, range_deletes.sql), and their chains are rebuilt with it (chain.sql).
     So an older event arriving later is placed before the delete and opens nothing current, and a
     replay finds the delete and writes nothing. Keys are compared in the range's own key order
     (cdc_merge's key_range_predicate). A truncate of the table is a range over every key whose low
@@ -223,113 +223,4 @@
         {% endif %}
     {% endfor %}
     {{ return(cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, chunk_ranges.column_types)) }}
-{% endmacro %}
-
-
-{% macro history_range_deletes_sql(target_relation, chunk_ranges, columns) %}
-    {#-
-        After the chunk's batches, one delete event per key the ranges close whose current version (open,
-        not deleted) holds no event as new as the low watermark: (columns, _cdc_key, _cdc_seq,
-        _cdc_source_ts). The batches closed the chunk's keys with events already; these are the range's
-        keys the chunk did not touch. A key in more than one range is closed by the first (in seq order).
-    -#}
-    select
-        {%- for column in columns %}
-        {{ column }},
-        {%- endfor %}
-        _cdc_key,
-        _cdc_seq,
-        _cdc_source_ts
-    from (
-        select
-            *,
-            row_number() over (partition by _cdc_key order by _cdc_range) as _cdc_first
-        from (
-            {%- for ladder in chunk_ranges.after_ladders %}
-            select
-                {%- for column in columns %}
-                {{ column }},
-                {%- endfor %}
-                _cdc_key,
-                _cdc_seq,
-                _cdc_source_ts,
-                _cdc_range
-            from (
-                select
-                    {%- for column in columns %}
-                    {{ column }},
-                    {%- endfor %}
-                    _cdc_key,
-                    _cdc_updated_seq,
-                    {{ cdc_merge.history_ladder_sql(ladder, 'low', chunk_ranges) }} as _cdc_seq,
-                    {{ cdc_merge.history_ladder_sql(ladder, 'time', chunk_ranges) }} as _cdc_source_ts,
-                    {{ cdc_merge.history_ladder_sql(ladder, 'position', chunk_ranges) }} as _cdc_range
-                from {{ target_relation }}
-                where
-                    is_current
-                    and not is_deleted
-                    and {{ cdc_merge.key_range_predicate(ladder.hull, chunk_ranges.column_types) }}
-            ) as in_ladder
-            where _cdc_updated_seq < _cdc_seq
-            {{ 'union all' if not loop.last }}
-            {%- endfor %}
-        ) as in_ranges
-    ) as closed
-    where _cdc_first = 1
-{% endmacro %}
-
-
-{% macro apply_history_ranges(target_relation, deletes_relation, scratch, chunk_ranges, model_sql, columns, cfg) %}
-    {#- The chunk's ranges (history_chunk_ranges), after its batches, for the keys they did not close; returns {'added': n, 'removed': n} rows. -#}
-    {% if chunk_ranges is none or not chunk_ranges.after %}
-        {{ return({'added': 0, 'removed': 0}) }}
-    {% endif %}
-    {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, chunk_ranges, columns) %}
-    {#- How many keys close, and the columns their stored rows were filled in (unsent.sql), which the rebuild keeps. -#}
-    {% set facts_sql %}
-        select
-            count(*) as closed,
-            (
-                select {{ cdc_merge.distinct_texts_sql('_cdc_unsent_columns') }}
-                from {{ target_relation }}
-                where
-                    _cdc_unsent_columns is not null
-                    and _cdc_key in (select _cdc_key from ({{ range_deletes_sql }}) as keys_closed)
-            ) as stored_unsent
-        from ({{ range_deletes_sql }}) as range_deletes
-    {% endset %}
-    {% set facts = run_query(facts_sql).rows[0] %}
-    {% if (facts['closed'] | int) == 0 %}
-        {{ return({'added': 0, 'removed': 0}) }}
-    {% endif %}
-    {% set unsent_columns = columns | select('in', (facts['stored_unsent'] or '').split(',')) | list %}
-    {% if deletes_relation is not none %}
-        {% do run_query(cdc_merge.insert_range_deletes_sql(deletes_relation, range_deletes_sql)) %}
-    {% endif %}
-    {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
-        range_deletes_sql) %}
-    {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
-    {% if created.added + created.removed > 0 %}
-        {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}
-    {% endif %}
-    {% do cdc_merge.drop_history_changes(created) %}
-    {{ log("cdc_history " ~ target_relation ~ ": " ~ facts['closed'] ~ " current versions of rows the source no longer has closed"
-        ~ " (online snapshot ranges)", info=True) }}
-    {{ return({'added': created.added, 'removed': created.removed}) }}
-{% endmacro %}
-
-
-{% macro insert_range_deletes_sql(deletes_relation, range_deletes_sql) %}
-    {#- The ranges' deletes the deletes table does not hold yet (a run that died after this statement inserts none again). -#}
-    insert into {{ deletes_relation }}
-    select
-        range_deletes._cdc_key,
-        range_deletes._cdc_seq,
-        range_deletes._cdc_source_ts
-    from ({{ range_deletes_sql }}) as range_deletes
-    where not exists (
-        select 1
-        from {{ deletes_relation }} as stored
-        where stored._cdc_key = range_deletes._cdc_key and stored._cdc_seq = range_deletes._cdc_seq
-    )
 {% endmacro %}
