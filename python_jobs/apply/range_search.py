@@ -1,5 +1,5 @@
 """How a group of a chunk's online snapshot ranges (snapshot_ranges.py) is tested against the mirror's
-rows with few comparisons a row (docs/online_snapshots.md, "Applying the ranges").
+rows with few comparisons a row (docs/online_snapshots.md, "What a page says: its key range").
 
 The pages of one snapshot are read in key order and each starts after the last key of the one before:
 their ranges form a ladder, (a, t1], (t1, t2], ... (tn-1, tn], disjoint and in the mirror's key order
