@@ -11,7 +11,6 @@ process (as tests/test_crash_points.py reruns).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,16 +22,10 @@ import pytest
 from harness.dbt_project import PROFILES_DIR
 from harness.mirror_project import make_project
 from python_jobs.landing.io import iceberg_jar
-from test_history_ranges import COLUMNS, DOCS, position, read_line
+from test_history_ranges import COLUMNS, DOCS, range_line, read_line
 from test_materialization import postgres_line
 
 pytestmark = pytest.mark.xdist_group("crashes")
-
-
-def range_line(lsn: int, low: int, through: dict | None, after: dict | None = None) -> str:
-    """A page's range record: every row after `after` through `through` (None: the table's ends) was read."""
-    return json.dumps({"source": position(lsn), "ts_ms": position(lsn)["ts_ms"],
-                       "range": {"after": after, "through": through, "low": position(low)}})
 
 
 MODELS = ["docs_hard", "docs_soft", "doc_versions_hard", "doc_versions_soft"]

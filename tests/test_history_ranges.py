@@ -45,10 +45,11 @@ def read_line(lsn: int, row: dict) -> str:
     return json.dumps({"before": None, "after": row, "source": {**position(lsn), "snapshot": "true"}, "op": "r"})
 
 
-def range_line(lsn: int, low: int, through: dict | None) -> str:
-    """The page's range record: every row the table has from its start through `through` was read."""
+def range_line(lsn: int, low: int, through: dict | None, after: dict | None = None) -> str:
+    """The page's range record: every row the table has after `after` (None: from its start) through
+    `through` (None: to its end) was read."""
     return json.dumps({"source": position(lsn), "ts_ms": EPOCH_MS + lsn,
-                       "range": {"after": None, "through": through, "low": position(low)}})
+                       "range": {"after": after, "through": through, "low": position(low)}})
 
 
 def current_rows(project, deletes: str, columns: str = "id, status") -> tuple[list, list]:
@@ -127,13 +128,6 @@ def test_a_range_record_closes_the_history_version_of_a_row_the_source_no_longer
     replay_changes_nothing(project, deletes, source)
 
 
-def page_range_line(lsn: int, low: int, after: dict | None, through: dict | None) -> str:
-    """A page's range record: every row the table has after `after` through `through` was read."""
-    line = json.loads(range_line(lsn, low, through))
-    line["range"]["after"] = after
-    return json.dumps(line)
-
-
 def test_the_ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(conformance_project):
     # Three pages of one snapshot (keys to 3, 4 to 6, from 7) in one chunk: a ladder searched by its upper
     # bounds (range_search.py), for the keys with events in the chunk (6 and 5, in their chains) and the others.
@@ -151,11 +145,11 @@ def test_the_ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_wat
     # Key 2 changed between the first page's watermarks and 5 between the second's: both stay.
     # 3, 6 (changed before the second page's low watermark) and 8 (before the third's): gone from the source.
     land_and_run("3.json", [
-        read_line(210, {"id": 1, "status": "v1"}), page_range_line(220, 200, None, {"id": 3}),
+        read_line(210, {"id": 1, "status": "v1"}), range_line(220, 200, {"id": 3}),
         postgres_line("u", 290, {"id": 6, "status": "v2"}), postgres_line("u", 305, {"id": 5, "status": "v2"}),
-        read_line(310, {"id": 4, "status": "v1"}), page_range_line(320, 300, {"id": 3}, {"id": 6}),
+        read_line(310, {"id": 4, "status": "v1"}), range_line(320, 300, {"id": 6}, after={"id": 3}),
         read_line(410, {"id": 7, "status": "v1"}), read_line(410, {"id": 9, "status": "v1"}),
-        page_range_line(420, 400, {"id": 6}, None),
+        range_line(420, 400, None, after={"id": 6}),
     ])
     source = [(1, "v1"), (2, "v2"), (4, "v1"), (5, "v2"), (7, "v1"), (9, "v1")]
     assert current_rows(project, "hard") == (source, source)

@@ -67,13 +67,6 @@ def test_ranges_of_one_chunk_remove_each_row_by_the_first_range_that_holds_it(co
     assert deleted_counts(project) == (3, 3)
 
 
-def page_range_line(lsn: int, low: int, after: dict | None, through: dict | None) -> str:
-    """A page's range record: every row the table has after `after` through `through` was read."""
-    line = json.loads(range_line(lsn, low, through))
-    line["range"]["after"] = after
-    return json.dumps(line)
-
-
 def test_the_ranges_of_consecutive_pages_remove_each_row_by_its_own_pages_low_watermark(conformance_project):
     # Three pages of one snapshot (keys to 3, 4 to 6, from 7), applied as one ladder searched by its
     # upper bounds (range_search.py): each row is tested against the low watermark of the page its key
@@ -86,10 +79,10 @@ def test_the_ranges_of_consecutive_pages_remove_each_row_by_its_own_pages_low_wa
                                    postgres_line("u", 250, {"id": 5, "status": "v2"}),
                                    postgres_line("u", 350, {"id": 8, "status": "v2"})])
     live = docs_after(project, "3.json", [
-        read_line(210, {"id": 1, "status": "v1"}), page_range_line(220, 200, None, {"id": 3}),
-        read_line(310, {"id": 4, "status": "v1"}), page_range_line(320, 300, {"id": 3}, {"id": 6}),
+        read_line(210, {"id": 1, "status": "v1"}), range_line(220, 200, {"id": 3}),
+        read_line(310, {"id": 4, "status": "v1"}), range_line(320, 300, {"id": 6}, after={"id": 3}),
         read_line(410, {"id": 7, "status": "v1"}), read_line(410, {"id": 9, "status": "v1"}),
-        page_range_line(420, 400, {"id": 6}, None),
+        range_line(420, 400, None, after={"id": 6}),
     ])
     marked = project.query(f"select id, _cdc_source_ts from {project.schema}.docs where _cdc_deleted order by id")
     assert [(row["id"], row["_cdc_source_ts"]) for row in marked] == [(3, at(220)), (5, at(320)), (6, at(320)), (8, at(420))]
