@@ -98,6 +98,23 @@ def dbt_project(spark, tmp_path) -> DbtProject:
     return make_project(spark, tmp_path, "local")
 
 
+@pytest.fixture
+def history_chain_in_steps(monkeypatch) -> list:
+    """cdc_history's chain computed in steps whatever a batch's size (python_jobs/apply/history_stages.py):
+    the steps of each batch, as they were taken."""
+    from python_jobs.apply import history_stages
+
+    taken, chain_stages = [], history_stages.chain_stages
+    monkeypatch.setattr(history_stages, "STAGED_FROM_ROWS", 0)
+
+    def recorded(*arguments):
+        taken.append(chain_stages(*arguments))
+        return taken[-1]
+
+    monkeypatch.setattr(history_stages, "chain_stages", recorded)
+    return taken
+
+
 @pytest.fixture(params=["local", "databend_local"])
 def conformance_project(request, spark, tmp_path) -> DbtProject:
     """The same project on each engine: conformance tests must pass on both."""

@@ -129,9 +129,19 @@ def test_a_range_record_closes_the_history_version_of_a_row_the_source_no_longer
 
 
 def test_the_ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(conformance_project):
+    ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(conformance_project)
+
+
+def test_the_ranges_of_consecutive_pages_close_each_key_with_the_chain_computed_in_steps(dbt_project, history_chain_in_steps):
+    # On Spark a large batch's chain is computed step by step (history_stages.py); here every batch's is.
+    ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(dbt_project)
+    taken = sum(history_chain_in_steps, [])
+    assert "chain_range_closed" in taken and "chain_range_deletes" in taken
+
+
+def ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(project) -> None:
     # Three pages of one snapshot (keys to 3, 4 to 6, from 7) in one chunk: a ladder searched by its upper
     # bounds (range_search.py), for the keys with events in the chunk (6 and 5, in their chains) and the others.
-    project = conformance_project
     project.write_model("docs", "unique_key='id', source_table='public.docs'", COLUMNS)
     project.write_model("doc_versions", "materialized='cdc_history', unique_key='id', source_table='public.docs'", COLUMNS)
 

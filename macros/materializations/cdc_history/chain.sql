@@ -44,7 +44,7 @@
 
 
 {% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[], range_deletes_sql=none,
-    chunk_ranges=none) %}
+    chunk_ranges=none, kept={}, select_from='chain_final') %}
     {#-
         Rows to remove from and add to the history (_cdc_change 'remove' / 'add') for the keys of
         the batch the model's SQL reads. deletes_relation: none with deletes='soft'. unsent_columns:
@@ -52,21 +52,31 @@
         of the batch, the delete events of online snapshot ranges (ranges.sql), whose keys are rebuilt.
         chunk_ranges: the chunk's ranges (history_chunk_ranges), whose deletes of the batch's keys are
         found in their chains; with deletes='hard' those deletes are rows 'close' too, for the deletes table.
+        kept: {CTE name: relation} of steps computed beforehand (write.sql's keep_history_chain), read instead of computed;
+        select_from: the CTE whose rows it selects.
     -#}
     {%- set history_row = columns + cdc_merge.history_columns() -%}
     with
 
     chain_model_events as (
+        {%- if 'chain_model_events' in kept %}
+        select * from {{ kept['chain_model_events'] }}
+        {%- else %}
         select * from ({{ model_sql }}) as model_output
         {%- if range_deletes_sql is not none %}
         where false
+        {%- endif %}
         {%- endif %}
     ),
 
     {%- if range_deletes_sql is not none %}
 
     chain_range_deletes as (
+        {%- if 'chain_range_deletes' in kept %}
+        select * from {{ kept['chain_range_deletes'] }}
+        {%- else %}
         {{ range_deletes_sql }}
+        {%- endif %}
     ),
     {%- endif %}
 
@@ -76,10 +86,14 @@
     ),
 
     chain_stored as (
+        {%- if 'chain_stored' in kept %}
+        select * from {{ kept['chain_stored'] }}
+        {%- else %}
         select
             {{ history_row | join(',\n            ') }}
         from {{ target_relation }}
         where _cdc_key in (select _cdc_key from chain_batch_keys)
+        {%- endif %}
     ),
 
     {#- Events as they were recorded: a version's opening event, its last event in place, the deletes. #}
@@ -162,10 +176,18 @@
         where _cdc_copy = 1
     ),
 
+    {%- if 'chain_filled' in kept %}
+
+    chain_filled as (
+        select * from {{ kept['chain_filled'] }}
+    ),
+    {%- else %}
+
     {{ cdc_merge.unsent_filled_ctes(columns, unsent_columns, 'chain_unique_events') }},
+    {%- endif %}
     {%- if chunk_ranges is not none %}
 
-    {{ cdc_merge.history_chain_range_deletes_ctes(chunk_ranges, columns, 'chain_filled') }},
+    {{ cdc_merge.history_chain_range_deletes_ctes(chunk_ranges, columns, 'chain_filled', kept) }},
     {%- endif %}
 
     chain_previous as (
@@ -233,6 +255,9 @@
     ),
 
     chain_computed as (
+        {%- if 'chain_computed' in kept %}
+        select * from {{ kept['chain_computed'] }}
+        {%- else %}
         select
             {%- for column in columns %}
             {{ column }},
@@ -249,6 +274,7 @@
         from chain_chained
         {%- if deletes_relation is not none %}
         where not _cdc_is_delete
+        {%- endif %}
         {%- endif %}
     ),
 
@@ -293,7 +319,7 @@
         {%- endif %}
     )
 
-    select * from chain_final
+    select * from {{ select_from }}
 {% endmacro %}
 
 

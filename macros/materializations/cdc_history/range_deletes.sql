@@ -63,7 +63,10 @@
     {% if chunk_ranges is none or not chunk_ranges.after %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}
-    {% set range_deletes_sql = cdc_merge.history_range_deletes_sql(target_relation, chunk_ranges, columns) %}
+    {#- Each of the statements below reads them: on Spark they are computed once, the history scanned once for them. -#}
+    {% set kept = adapter.dispatch('keep_history_range_deletes', 'cdc_merge')(scratch,
+        cdc_merge.history_range_deletes_sql(target_relation, chunk_ranges, columns)) %}
+    {% set range_deletes_sql = kept.sql %}
     {#- How many keys close, and the columns their stored rows were filled in (unsent.sql), which the rebuild keeps. -#}
     {% set facts_sql %}
         select
@@ -79,22 +82,43 @@
     {% endset %}
     {% set facts = run_query(facts_sql).rows[0] %}
     {% if (facts['closed'] | int) == 0 %}
+        {% do cdc_merge.drop_history_range_deletes(kept) %}
         {{ return({'added': 0, 'removed': 0}) }}
     {% endif %}
     {% set unsent_columns = columns | select('in', (facts['stored_unsent'] or '').split(',')) | list %}
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.insert_range_deletes_sql(deletes_relation, range_deletes_sql)) %}
     {% endif %}
-    {% set changes_sql = cdc_merge.history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
-        range_deletes_sql) %}
-    {% set created = cdc_merge.create_history_changes(scratch, changes_sql) %}
+    {% set created = cdc_merge.create_history_chain_changes(scratch, facts['closed'] | int, target_relation, deletes_relation, model_sql,
+        columns, cfg, unsent_columns, range_deletes_sql) %}
     {% if created.added + created.removed > 0 %}
         {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}
     {% endif %}
     {% do cdc_merge.drop_history_changes(created) %}
+    {% do cdc_merge.drop_history_range_deletes(kept) %}
     {{ log("cdc_history " ~ target_relation ~ ": " ~ facts['closed'] ~ " current versions of rows the source no longer has closed"
         ~ " (online snapshot ranges)", info=True) }}
     {{ return({'added': created.added, 'removed': created.removed}) }}
+{% endmacro %}
+
+
+{% macro spark__keep_history_range_deletes(scratch, range_deletes_sql) %}
+    {#- {'sql': what reads the ranges' deletes, 'view': the checkpoint holding them, or none where the session is elsewhere}. -#}
+    {% set view = scratch.identifier ~ '__range_deletes' %}
+    {% if adapter.create_checkpoint_view(view, range_deletes_sql) is none %}
+        {{ return({'sql': range_deletes_sql, 'view': none}) }}
+    {% endif %}
+    {{ return({'sql': 'select * from ' ~ view, 'view': view}) }}
+{% endmacro %}
+
+{% macro databend__keep_history_range_deletes(scratch, range_deletes_sql) %}
+    {{ return({'sql': range_deletes_sql, 'view': none}) }}
+{% endmacro %}
+
+{% macro drop_history_range_deletes(kept) %}
+    {% if kept.view is not none %}
+        {% do adapter.drop_checkpoint_view(kept.view) %}
+    {% endif %}
 {% endmacro %}
 
 

@@ -82,7 +82,7 @@
 {%- endmacro %}
 
 
-{% macro history_chain_range_deletes_ctes(chunk_ranges, columns, events_cte) %}
+{% macro history_chain_range_deletes_ctes(chunk_ranges, columns, events_cte, kept={}) %}
     {#-
         chain_range_next, chain_range_candidates, chain_range_closed and chain_ranged over events_cte
         (chain.sql's chain_filled: every event of the batch's keys, stored and new): per range, each key
@@ -92,6 +92,7 @@
         find it deleted. chain_ranged: the events with those deletes (_cdc_origin 2: not stored yet). A key
         whose stored version (chain_stored) was updated in place from before the low watermark to after the
         range record is left open: an event between the watermarks that it took is not kept.
+        kept: as history_changes_sql's; chain_range_closed read from there where it was computed beforehand.
     -#}
     {#- A truncate's stored deletes are found again from the events before them: a late event placed before one gives
         its values (soft deletes), or a late delete closes the key first and the truncate closes nothing. #}
@@ -161,6 +162,9 @@
     ),
 
     chain_range_closed as (
+        {%- if 'chain_range_closed' in kept %}
+        select * from {{ kept['chain_range_closed'] }}
+        {%- else %}
         select *
         from (
             select
@@ -169,6 +173,7 @@
             from chain_range_candidates
         ) as candidates
         where _cdc_first = 1
+        {%- endif %}
     ),
 
     chain_ranged as (

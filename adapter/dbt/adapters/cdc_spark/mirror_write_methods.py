@@ -24,6 +24,7 @@ from dbt.adapters.cdc_spark import (
 )
 
 from python_jobs import crash_points
+from python_jobs.apply import history_stages
 
 logger = AdapterLogger("cdc_spark")
 
@@ -76,6 +77,11 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         rows.createOrReplaceTempView(view_name)
         self._checkpoints[view_name] = kept
         return observed_values(observation, observed) if observation is not None else {}
+
+    @available
+    def cdc_history_chain_stages(self, rows: int, from_range_deletes: bool, ranged: bool) -> List[str]:
+        """cdc_history's write.sql: the chain's steps computed first into checkpoints (history_stages.py)."""
+        return history_stages.chain_stages(int(rows), self._session_in_process() is not None, bool(from_range_deletes), bool(ranged))
 
     @available
     def cdc_batch_key_hashes(self, batch_keys_sql: str) -> Optional[List[int]]:
