@@ -102,45 +102,52 @@
         -#}
         {% set older = "_cdc_seq < '" ~ (group | map(attribute='low') | max) ~ "' and (" ~ holds | join(' or ') ~ ')'
             ~ (' and not _cdc_deleted' if cfg.deletes == 'soft' else '') %}
-        {% set rows = run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
+        {#-
+            The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
+            a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
+            Literals: an UPDATE's assignments take no subquery.
+        -#}
+        {% set stamped = run_query('select seq, cast(max(source_ts) as string) as range_ts from ' ~ chunk_view ~ " where table_name = '"
+            ~ cfg.source_table ~ "' and action = 'range' and seq in ('" ~ (group | map(attribute='seq') | join("', '")) ~ "') group by seq").rows %}
+        {% set range_ts = {} %}
+        {% for row in stamped if row['range_ts'] %}
+            {% do range_ts.update({row['seq']: row['range_ts']}) %}
+        {% endfor %}
+        {% set low_of_row = [] %}
+        {% set ts_of_row = [] %}
+        {% for ladder in ladders %}
+            {% do low_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ lows[loop.index0]) %}
+            {% set leaves = [] %}
+            {% for range in ladder.ranges %}
+                {% do leaves.append(("timestamp'" ~ range_ts[range.seq] ~ "'") if range.seq in range_ts else 'null') %}
+            {% endfor %}
+            {% if range_ts %}
+                {% do ts_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, column_types)) %}
+            {% endif %}
+        {% endfor %}
+        {% set low_sql = 'case ' ~ low_of_row | join(' ') ~ ' end' %}
+        {% set ts_sql = ('coalesce(case ' ~ ts_of_row | join(' ') ~ ' end, _cdc_source_ts)') if ts_of_row else '_cdc_source_ts' %}
+        {#- The rows to remove, with their tombstones' seq and time: found once where the engine keeps them (the mirror scanned once, not at every statement). -#}
+        {% set removals = adapter.dispatch('range_removals', 'cdc_merge')(target_relation, 'select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, '
+            ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older, cfg.deletes == 'hard') %}
+        {% set rows = removals.rows if removals.view is not none else run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
+        {% set removed_keys = ('select _cdc_key from ' ~ removals.view) if removals.view is not none else ('select _cdc_key from ' ~ target_relation ~ ' where ' ~ older) %}
         {% if rows > 0 %}
-            {#-
-                The delete is the page's, at the range record's time, not the row's last change's (months ago maybe):
-                a soft-deleted row's _cdc_source_ts and a tombstone's (which tombstone collection's horizon counts from).
-                Literals: an UPDATE's assignments take no subquery.
-            -#}
-            {% set stamped = run_query('select seq, cast(max(source_ts) as string) as range_ts from ' ~ chunk_view ~ " where table_name = '"
-                ~ cfg.source_table ~ "' and action = 'range' and seq in ('" ~ (group | map(attribute='seq') | join("', '")) ~ "') group by seq").rows %}
-            {% set range_ts = {} %}
-            {% for row in stamped if row['range_ts'] %}
-                {% do range_ts.update({row['seq']: row['range_ts']}) %}
-            {% endfor %}
-            {% set low_of_row = [] %}
-            {% set ts_of_row = [] %}
-            {% for ladder in ladders %}
-                {% do low_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ lows[loop.index0]) %}
-                {% set leaves = [] %}
-                {% for range in ladder.ranges %}
-                    {% do leaves.append(("timestamp'" ~ range_ts[range.seq] ~ "'") if range.seq in range_ts else 'null') %}
-                {% endfor %}
-                {% if range_ts %}
-                    {% do ts_of_row.append('when ' ~ holds[loop.index0] ~ ' then ' ~ cdc_merge.range_search_sql(ladder.tree, ladder.ranges, leaves, column_types)) %}
-                {% endif %}
-            {% endfor %}
-            {% set low_sql = 'case ' ~ low_of_row | join(' ') ~ ' end' %}
-            {% set ts_sql = ('coalesce(case ' ~ ts_of_row | join(' ') ~ ' end, _cdc_source_ts)') if ts_of_row else '_cdc_source_ts' %}
             {% if cfg.deletes == 'soft' %}
                 {% do run_query('update ' ~ target_relation ~ ' set _cdc_deleted = true, _cdc_seq = ' ~ low_sql
                     ~ ', _cdc_source_ts = ' ~ ts_sql ~ ' where ' ~ older) %}
             {% else %}
                 {% if tombstones is not none %}
                     {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
-                    {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (select _cdc_key from ' ~ target_relation ~ ' where ' ~ older ~ ')') %}
-                    {% do run_query('insert into ' ~ tombstones ~ ' select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql
-                        ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older) %}
+                    {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (' ~ removed_keys ~ ')') %}
+                    {% do run_query('insert into ' ~ tombstones ~ ' ' ~ (('select * from ' ~ removals.view) if removals.view is not none
+                        else ('select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older))) %}
                 {% endif %}
-                {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
+                {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ (('_cdc_key in (' ~ removed_keys ~ ')') if removals.view is not none else older)) %}
             {% endif %}
+        {% endif %}
+        {% if removals.view is not none %}
+            {% do adapter.drop_checkpoint_view(removals.view) %}
         {% endif %}
         {% set removed.rows = removed.rows + rows %}
     {% endfor %}
@@ -149,6 +156,19 @@
             ~ ('marked deleted' if cfg.deletes == 'soft' else 'removed') ~ " (online snapshot ranges)", info=True) }}
     {% endif %}
     {{ return(removed.rows) }}
+{% endmacro %}
+
+
+{% macro spark__range_removals(target_relation, removals_sql, hard) %}
+    {#- {'view': the rows of removals_sql kept in memory, 'rows': how many}; view none where they are not kept: the soft
+        deletes' one UPDATE reads the mirror once anyway, and a Thrift server's session is not in this process. -#}
+    {% set view = target_relation.identifier ~ '__cdc_range_removals' %}
+    {% set counted = adapter.create_checkpoint_view(view, removals_sql, ['count(*) as removed']) if hard else none %}
+    {{ return({'view': view if counted is not none else none, 'rows': (counted or {}).get('removed', 0) | int}) }}
+{% endmacro %}
+
+{% macro databend__range_removals(target_relation, removals_sql, hard) %}
+    {{ return({'view': none, 'rows': 0}) }}
 {% endmacro %}
 
 
