@@ -143,7 +143,8 @@
                     {% do run_query('insert into ' ~ tombstones ~ ' ' ~ (('select * from ' ~ removals.view) if removals.view is not none
                         else ('select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older))) %}
                 {% endif %}
-                {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ (('_cdc_key in (' ~ removed_keys ~ ')') if removals.view is not none else older)) %}
+                {#- By its own predicate: a delete joined to the kept keys took twice as long. -#}
+                {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
             {% endif %}
         {% endif %}
         {% if removals.view is not none %}
