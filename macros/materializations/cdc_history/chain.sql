@@ -52,7 +52,7 @@
         of the batch, the delete events of online snapshot ranges (ranges.sql), whose keys are rebuilt.
         chunk_ranges: the chunk's ranges (history_chunk_ranges), whose deletes of the batch's keys are
         found in their chains; with deletes='hard' those deletes are rows 'close' too, for the deletes table.
-        kept: {CTE name: relation} of steps computed beforehand (write.sql's keep_history_chain), read instead of computed;
+        kept: {CTE name: relation} of steps computed beforehand (write.sql's create_history_chain_changes), read instead of computed;
         select_from: the CTE whose rows it selects.
     -#}
     {%- set history_row = columns + cdc_merge.history_columns() -%}
