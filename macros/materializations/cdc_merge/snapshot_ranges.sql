@@ -128,8 +128,8 @@
         {% set low_sql = 'case ' ~ low_of_row | join(' ') ~ ' end' %}
         {% set ts_sql = ('coalesce(case ' ~ ts_of_row | join(' ') ~ ' end, _cdc_source_ts)') if ts_of_row else '_cdc_source_ts' %}
         {#- The rows to remove, with their tombstones' seq and time: found once where the engine keeps them (the mirror scanned once, not at every statement). -#}
-        {% set removals = adapter.dispatch('range_removals', 'cdc_merge')(target_relation, 'select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, '
-            ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older, cfg.deletes == 'hard') %}
+        {% set removals_sql = 'select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older %}
+        {% set removals = adapter.dispatch('range_removals', 'cdc_merge')(target_relation, removals_sql, cfg.deletes == 'hard') %}
         {% set rows = removals.rows if removals.view is not none else run_query('select count(*) as removed from ' ~ target_relation ~ ' where ' ~ older).rows[0]['removed'] | int %}
         {% set removed_keys = ('select _cdc_key from ' ~ removals.view) if removals.view is not none else ('select _cdc_key from ' ~ target_relation ~ ' where ' ~ older) %}
         {% if rows > 0 %}
@@ -140,8 +140,7 @@
                 {% if tombstones is not none %}
                     {#- The key's tombstone, at the low watermark: an older event of it arriving late brings nothing back. -#}
                     {% do run_query('delete from ' ~ tombstones ~ ' where _cdc_key in (' ~ removed_keys ~ ')') %}
-                    {% do run_query('insert into ' ~ tombstones ~ ' ' ~ (('select * from ' ~ removals.view) if removals.view is not none
-                        else ('select _cdc_key, ' ~ low_sql ~ ' as _cdc_seq, ' ~ ts_sql ~ ' as _cdc_source_ts from ' ~ target_relation ~ ' where ' ~ older))) %}
+                    {% do run_query('insert into ' ~ tombstones ~ ' ' ~ (('select * from ' ~ removals.view) if removals.view is not none else removals_sql)) %}
                 {% endif %}
                 {#- By its own predicate: a delete joined to the kept keys took twice as long. -#}
                 {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
