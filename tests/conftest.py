@@ -99,20 +99,20 @@ def dbt_project(spark, tmp_path) -> DbtProject:
 
 
 @pytest.fixture
-def history_chain_in_steps(monkeypatch) -> list:
-    """cdc_history's chain computed in steps whatever a batch's size (python_jobs/apply/history_stages.py):
-    the steps of each batch, as they were taken."""
+def history_chain_in_one_statement(monkeypatch) -> list:
+    """cdc_history's chain on Spark as one statement, as a session that keeps no computed relation
+    computes it (a Thrift server's), where this process computes it in steps (python_jobs/apply/history_stages.py):
+    the arguments of each batch's question, as it was asked."""
     from python_jobs.apply import history_stages
 
-    taken, chain_stages = [], history_stages.chain_stages
-    monkeypatch.setattr(history_stages, "STAGED_FROM_ROWS", 0)
+    asked = []
 
-    def recorded(*arguments):
-        taken.append(chain_stages(*arguments))
-        return taken[-1]
+    def one_statement(*arguments):
+        asked.append(arguments)
+        return []
 
-    monkeypatch.setattr(history_stages, "chain_stages", recorded)
-    return taken
+    monkeypatch.setattr(history_stages, "chain_stages", one_statement)
+    return asked
 
 
 @pytest.fixture(params=["local", "databend_local"])

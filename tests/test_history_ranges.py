@@ -132,11 +132,11 @@ def test_the_ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_wat
     ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(conformance_project)
 
 
-def test_the_ranges_of_consecutive_pages_close_each_key_with_the_chain_computed_in_steps(dbt_project, history_chain_in_steps):
-    # On Spark a large batch's chain is computed step by step (history_stages.py); here every batch's is.
+def test_the_ranges_of_consecutive_pages_close_each_key_with_the_chain_as_one_statement(dbt_project, history_chain_in_one_statement):
+    # On Spark in this process a batch's chain is computed step by step (history_stages.py); here as a Thrift server's.
     ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(dbt_project)
-    taken = sum(history_chain_in_steps, [])
-    assert "chain_range_closed" in taken and "chain_range_deletes" in taken
+    from_range_deletes = [arguments[1] for arguments in history_chain_in_one_statement]
+    assert True in from_range_deletes and False in from_range_deletes
 
 
 def ranges_of_consecutive_pages_close_each_key_by_its_own_pages_low_watermark(project) -> None:

@@ -4,27 +4,28 @@ first, each once, before the changes that read them.
 Spark inlines every deterministic CTE where it is read, so a CTE read by three others is computed
 three times, and those it reads again beneath each: the chain of a resnapshot's 200,000 keys read
 the raw log 55 times and the history 17. A step computed beforehand (a local checkpoint) is read
-from memory instead. Each costs a Spark job of its own, so a batch of few events stays one statement.
-The keys an online snapshot's ranges close are always staged: their chain reads the whole history
-(chain_stored) however few keys close, and that is one scan a step instead of one a reference.
+from memory instead. Each step costs a Spark job of its own, and yet a batch of any size is faster
+in steps, measured on 2 cores (a history run after each batch, alternating, warm):
+    20 events into 2,000 versions       4.8-5.8 s one statement, 3.5-4.1 s in steps
+    200 events into 100,000 versions    6.3-8.9 s and 4.0-5.9 s
+    200 events into 1M versions         7.2-11.1 s and 4.6-5.5 s
+    5,000 and 20,000 events             16.0 and 26.5 s, 11.1 and 15.8 s (a resnapshot's batch)
+so the one statement's planning and repeated reads cost more than the jobs, whatever the history's size;
+the demo's cycle (a history beside four mirrors) a median of 1.99 s in steps against 2.13 s.
+A session that keeps no computed relation (Databend, a Thrift server's) keeps one statement.
 """
 
 from typing import List
 
-# Below this many events in a batch its chain stays one statement. Measured on 2 cores (resnapshot
-# benchmark, --history, a batch of every row): 5,000 events 16.0 s one statement, 11.1 s in steps;
-# 20,000 events 26.5 s and 15.8 s. Batches of about 200 events: even (19.6 s and 21.1 s a test).
-STAGED_FROM_ROWS = 1_000
 
-
-def chain_stages(rows: int, checkpoints: bool, from_range_deletes: bool, ranged: bool) -> List[str]:
+def chain_stages(checkpoints: bool, from_range_deletes: bool, ranged: bool) -> List[str]:
     """The chain's CTEs to compute first, in order (each reads only those before it or its inputs).
 
-    rows: the events of the batch, or the keys the ranges close (from_range_deletes); checkpoints:
-    whether the engine keeps a computed relation in this process; ranged: whether the batch's chain
-    finds the deletes of online snapshot ranges (chain_range_closed, read by the chain and the
-    deletes table's rows)."""
-    if not checkpoints or (rows < STAGED_FROM_ROWS and not from_range_deletes):
+    checkpoints: whether the engine keeps a computed relation in this process; from_range_deletes:
+    whether the chain is that of the keys an online snapshot's ranges close (chain_range_deletes in
+    place of the batch's events); ranged: whether the batch's chain finds the deletes of online
+    snapshot ranges (chain_range_closed, read by the chain and the deletes table's rows)."""
+    if not checkpoints:
         return []
     events = "chain_range_deletes" if from_range_deletes else "chain_model_events"
     return [events, "chain_stored", "chain_filled", *(["chain_range_closed"] if ranged else []), "chain_computed"]

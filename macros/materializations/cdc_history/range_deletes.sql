@@ -89,7 +89,7 @@
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.insert_range_deletes_sql(deletes_relation, range_deletes_sql)) %}
     {% endif %}
-    {% set created = cdc_merge.create_history_chain_changes(scratch, facts['closed'] | int, target_relation, deletes_relation, model_sql,
+    {% set created = cdc_merge.create_history_chain_changes(scratch, target_relation, deletes_relation, model_sql,
         columns, cfg, unsent_columns, range_deletes_sql) %}
     {% if created.added + created.removed > 0 %}
         {% do adapter.dispatch('write_history_changes', 'cdc_merge')(target_relation, created, columns) %}

@@ -5,11 +5,11 @@
     statements write to a branch that is published in one commit (cdc_merge's publish.sql).
 #}
 
-{% macro create_history_chain_changes(scratch, rows, target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
+{% macro create_history_chain_changes(scratch, target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns,
     range_deletes_sql=none, chunk_ranges=none) %}
-    {#- create_history_changes of history_changes_sql (chain.sql, whose arguments follow rows); rows: the events of the batch,
-        or the keys its ranges close (range_deletes_sql), by which the chain's steps are computed first or not. -#}
-    {% set stages = adapter.dispatch('history_chain_stages', 'cdc_merge')(rows, range_deletes_sql is not none, chunk_ranges is not none) %}
+    {#- create_history_changes of history_changes_sql (chain.sql, whose arguments follow scratch), its steps computed first
+        where the engine keeps them. -#}
+    {% set stages = adapter.dispatch('history_chain_stages', 'cdc_merge')(range_deletes_sql is not none, chunk_ranges is not none) %}
     {% set kept = {} %}
     {% for stage in stages %}
         {% set view = scratch.identifier ~ '__' ~ stage %}
@@ -25,12 +25,12 @@
     {{ return(created) }}
 {% endmacro %}
 
-{% macro spark__history_chain_stages(rows, from_range_deletes, ranged) %}
+{% macro spark__history_chain_stages(from_range_deletes, ranged) %}
     {#- The chain's steps computed first, each once (python_jobs/apply/history_stages.py). -#}
-    {{ return(adapter.cdc_history_chain_stages(rows, from_range_deletes, ranged)) }}
+    {{ return(adapter.cdc_history_chain_stages(from_range_deletes, ranged)) }}
 {% endmacro %}
 
-{% macro databend__history_chain_stages(rows, from_range_deletes, ranged) %}
+{% macro databend__history_chain_stages(from_range_deletes, ranged) %}
     {#- Databend computes a CTE read twice once. -#}
     {{ return([]) }}
 {% endmacro %}
@@ -148,17 +148,17 @@
 {% endmacro %}
 
 
-{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, events, unsent_columns,
+{% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns,
     chunk_ranges=none) %}
     {#-
-        One bucket of a chunk, whose events are in batch_view; events, unsent_columns: history_batch_facts'; chunk_ranges: the
+        One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'; chunk_ranges: the
         chunk's online snapshot ranges (ranges.sql), whose deletes of the bucket's keys go to the deletes table before
         the history is written (a run that dies in between finds them there). Returns its counts.
     -#}
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view, "picked._cdc_action = 'delete'")) %}
     {% endif %}
-    {% set created = cdc_merge.create_history_chain_changes(scratch, events, target_relation, deletes_relation, model_sql, columns,
+    {% set created = cdc_merge.create_history_chain_changes(scratch, target_relation, deletes_relation, model_sql, columns,
         cfg, unsent_columns, chunk_ranges=chunk_ranges) %}
     {% if deletes_relation is not none and created.closed > 0 %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, created.changes, "picked._cdc_change = 'close'")) %}

@@ -79,9 +79,9 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return observed_values(observation, observed) if observation is not None else {}
 
     @available
-    def cdc_history_chain_stages(self, rows: int, from_range_deletes: bool, ranged: bool) -> List[str]:
+    def cdc_history_chain_stages(self, from_range_deletes: bool, ranged: bool) -> List[str]:
         """cdc_history's write.sql: the chain's steps computed first into checkpoints (history_stages.py)."""
-        return history_stages.chain_stages(int(rows), self._session_in_process() is not None, bool(from_range_deletes), bool(ranged))
+        return history_stages.chain_stages(self._session_in_process() is not None, bool(from_range_deletes), bool(ranged))
 
     @available
     def cdc_batch_key_hashes(self, batch_keys_sql: str) -> Optional[List[int]]:
