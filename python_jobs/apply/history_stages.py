@@ -4,14 +4,13 @@ first, each once, before the changes that read them.
 Spark inlines every deterministic CTE where it is read, so a CTE read by three others is computed
 three times, and those it reads again beneath each: the chain of a resnapshot's 200,000 keys read
 the raw log 55 times and the history 17. A step computed beforehand (a local checkpoint) is read
-from memory instead. Each step costs a Spark job of its own (0.3-0.5 s, about as much for 20 events
-as for 200), and yet a batch of any size is faster in steps, measured on 2 cores (the history's
-`dbt run` after each batch, medians; benchmarks.history.small_batches, which alternates the two ways):
+from memory instead. Each step costs a Spark job of its own (0.3-0.5 s each with 20 events into
+2,000 versions), and yet a batch of any size into a history of any size is faster in steps,
+measured on 2 cores (the history's `dbt run` after each batch, medians;
+benchmarks.history.small_batches, which alternates the two ways):
     20 events into 2,000 versions       5.95 s one statement, 4.79 s in steps
     200 events into 1M versions         8.46 s and 5.93 s
     5,000 and 20,000 events             16.0 and 26.5 s, 11.1 and 15.8 s (a resnapshot's batch)
-whatever the history's size; the demo's cycle (a history beside four mirrors) a median of 1.99 s in
-steps against 2.13 s (benchmarks.common.demo_ab, 24 cycles).
 A session that keeps no computed relation (Databend, a Thrift server's) keeps one statement.
 """
 
