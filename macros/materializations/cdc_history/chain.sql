@@ -94,7 +94,12 @@
         from {{ target_relation }}
         where _cdc_key in (select _cdc_key from chain_batch_keys)
         {%- endif %}
-    ),
+    )
+    {#- Spark analyzes every CTE of a statement, read or not: a step ends with the CTE it computes. #}
+    {%- if select_from in ['chain_model_events', 'chain_range_deletes', 'chain_stored'] %}
+
+    select * from {{ select_from }}
+    {%- else %},
 
     {#- Events as they were recorded: a version's opening event, its last event in place, the deletes. #}
     chain_events as (
@@ -180,15 +185,19 @@
 
     chain_filled as (
         select * from {{ kept['chain_filled'] }}
-    ),
+    )
     {%- else %}
 
-    {{ cdc_merge.unsent_filled_ctes(columns, unsent_columns, 'chain_unique_events') }},
+    {{ cdc_merge.unsent_filled_ctes(columns, unsent_columns, 'chain_unique_events') }}
     {%- endif %}
-    {%- if chunk_ranges is not none %}
+    {%- if chunk_ranges is not none %},
 
-    {{ cdc_merge.history_chain_range_deletes_ctes(chunk_ranges, columns, 'chain_filled', kept) }},
+    {{ cdc_merge.history_chain_range_deletes_ctes(chunk_ranges, columns, 'chain_filled', kept) }}
     {%- endif %}
+    {%- if select_from in ['chain_filled', 'chain_range_closed'] %}
+
+    select * from {{ select_from }}
+    {%- else %},
 
     chain_previous as (
         select
@@ -276,7 +285,11 @@
         where not _cdc_is_delete
         {%- endif %}
         {%- endif %}
-    ),
+    )
+    {%- if select_from == 'chain_computed' %}
+
+    select * from chain_computed
+    {%- else %},
 
     {#- Not EXCEPT: Databend's EXCEPT does not take two nulls as equal. #}
     chain_unchanged as (
@@ -319,7 +332,10 @@
         {%- endif %}
     )
 
-    select * from {{ select_from }}
+    select * from chain_final
+    {%- endif %}
+    {%- endif %}
+    {%- endif %}
 {% endmacro %}
 
 
