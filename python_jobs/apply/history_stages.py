@@ -4,12 +4,13 @@ first, each once, before the changes that read them.
 Spark inlines every deterministic CTE where it is read, so a CTE read by three others is computed
 three times, and those it reads again beneath each: the chain of a resnapshot's 200,000 keys read
 the raw log 55 times and the history 17. A step computed beforehand (a local checkpoint) is read
-from memory instead. Each step costs a Spark job of its own (0.3-0.5 s each with 20 events into
+from memory instead; a step's statement ends with the CTE it computes, since Spark analyzes every
+CTE of a statement, read or not. Each step costs a Spark job of its own (0.3-0.5 s each with 20 events into
 2,000 versions), and yet a batch of any size into a history of any size is faster in steps,
 measured on 2 cores (the history's `dbt run` after each batch, medians;
 benchmarks.history.small_batches, which alternates the two ways):
-    20 events into 2,000 versions       5.95 s one statement, 4.79 s in steps
-    200 events into 1M versions         8.46 s and 5.93 s
+    20 events into 2,000 versions       4.91 s one statement, 3.55 s in steps
+    200 events into 1M versions         7.95 s and 4.76 s
     5,000 and 20,000 events             16.0 and 26.5 s, 11.1 and 15.8 s (a resnapshot's batch)
 A session that keeps no computed relation (Databend, a Thrift server's) keeps one statement.
 """
