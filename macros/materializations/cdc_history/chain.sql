@@ -11,6 +11,9 @@
     later event that opens nothing updates its version's values in place (_cdc_updated_seq); a
     delete of a deleted key opens nothing. The deletes of online snapshot ranges (ranges.sql) are
     found in and rebuilt into their keys' chains here too, as any delete.
+
+    Longer than 300 lines: the chain's CTEs are one statement, and where a step's statement ends
+    (history_stages.py) cuts across all of them.
 #}
 
 {% macro history_columns() %}
