@@ -27,25 +27,6 @@
 {% endmacro %}
 
 
-{% macro insert_new_deletes_sql(deletes_relation, rows, condition) %}
-    {#- The deletes of rows (a batch's delete events, or the deletes its ranges closed keys with: condition
-        picks them) that the deletes table does not hold yet. -#}
-    insert into {{ deletes_relation }}
-    select
-        picked._cdc_key,
-        picked._cdc_seq,
-        picked._cdc_source_ts
-    from {{ rows }} as picked
-    where
-        {{ condition }}
-        and not exists (
-            select 1
-            from {{ deletes_relation }} as stored
-            where stored._cdc_key = picked._cdc_key and stored._cdc_seq = picked._cdc_seq
-        )
-{% endmacro %}
-
-
 {% macro history_changes_sql(target_relation, deletes_relation, model_sql, columns, cfg, unsent_columns=[], range_deletes_sql=none,
     chunk_ranges=none, kept={}, select_from='chain_final') %}
     {#-
@@ -340,16 +321,3 @@
     {%- endif %}
     {%- endif %}
 {% endmacro %}
-
-
-{% macro differs_sql(left, right) %}
-    {{ return(adapter.dispatch('differs_sql', 'cdc_merge')(left, right)) }}
-{% endmacro %}
-
-{% macro spark__differs_sql(left, right) -%}
-    not ({{ left }} <=> {{ right }})
-{%- endmacro %}
-
-{% macro databend__differs_sql(left, right) -%}
-    {{ left }} is distinct from {{ right }}
-{%- endmacro %}

@@ -169,3 +169,22 @@
     {% do cdc_merge.drop_history_changes(created) %}
     {{ return({'added': created.added, 'removed': created.removed}) }}
 {% endmacro %}
+
+
+{% macro insert_new_deletes_sql(deletes_relation, rows, condition) %}
+    {#- The deletes of rows (a batch's delete events, or the deletes its ranges closed keys with: condition
+        picks them) that the deletes table does not hold yet. -#}
+    insert into {{ deletes_relation }}
+    select
+        picked._cdc_key,
+        picked._cdc_seq,
+        picked._cdc_source_ts
+    from {{ rows }} as picked
+    where
+        {{ condition }}
+        and not exists (
+            select 1
+            from {{ deletes_relation }} as stored
+            where stored._cdc_key = picked._cdc_key and stored._cdc_seq = picked._cdc_seq
+        )
+{% endmacro %}
