@@ -15,6 +15,7 @@ import pytest
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
+from python_jobs.capture.output import read_state
 from python_jobs.capture.snapshot_requests import write_request
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 
@@ -168,6 +169,30 @@ def test_an_online_snapshot_killed_at_random_moments_resumes_within_a_page(postg
     # Read again after a kill: at most the page being read when it came, 100 rows a kill.
     assert len(reads) - len(set(reads)) <= 5 * 100, len(reads) - len(set(reads))
     apply_and_check(dbt_project, dsn, ["items"])
+
+
+def test_a_snapshot_resumed_after_a_kill_pages_a_key_whose_names_sort_otherwise_in_the_keys_order(postgres, dbt_project,
+                                                                                                     tmp_path):
+    """The state file keeps the last key read with its columns sorted by name (line before order_id):
+    the next page's range record is still of (order_id, line), so no row of an earlier page is in it."""
+    execute(postgres, "create schema shop; create table shop.order_lines (order_id int, line text, qty int, "
+                      "primary key (order_id, line)); insert into shop.order_lines select o, l, o "
+                      "from generate_series(1, 3) o, unnest(array['a', 'b', 'c']) l")
+    dsn = create_capture_user(postgres, ["shop"])
+    dbt_project.write_model("order_lines", "unique_key=['order_id', 'line'], source_table='shop.order_lines'", LINES)
+    state = tmp_path / "capture-state.json"
+    args = ["--dsn", dsn, "--tables", "shop.order_lines", "--slot", "resumed", "--out", str(dbt_project.inbox),
+            "--state", str(state), "--snapshot", "online", "--snapshot-page-rows", "4", "--snapshot-rows-per-second", "1"]
+    following = capture("postgres", *args, follow=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and [entry["pages"] for entry in read_state(state).get("snapshots", [])] != [1]:
+        time.sleep(0.05)
+    following.kill()  # after the first page (4 rows: the next is due 4 s later)
+    following.wait(timeout=30)
+    assert [entry["after_image"] for entry in read_state(state)["snapshots"]] == [{"line": "a", "order_id": 2}]
+    finished = capture("postgres", *args)
+    assert finished.returncode == 0, finished.stderr
+    apply_and_check(dbt_project, dsn, ["order_lines"])
 
 
 def test_a_table_dropped_while_read_ends_its_snapshot_and_the_others_go_on(postgres, dbt_project, tmp_path, caplog):

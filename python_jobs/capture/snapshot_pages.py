@@ -195,23 +195,32 @@ def page_events(page: OpenPage, source: Callable[[Any, bool], dict[str, Any]], p
     if snapshot.partition is None:
         order = dict(zip(page.key_columns, page.key_order)) if page.key_order else None
         events.append(range_record(source(page.high, False), source(page.low, False), snapshot.after_image, through,
-                                   processed_ms, start_inclusive=snapshot.start_inclusive, order=order))
+                                   processed_ms, page.key_columns, start_inclusive=snapshot.start_inclusive, order=order))
     return events
 
 
 def range_record(source: Mapping[str, Any], low: Mapping[str, Any], after: Mapping[str, Any] | None,
-                 through: Mapping[str, Any] | None, processed_ms: int, start_inclusive: bool = False,
-                 order: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 through: Mapping[str, Any] | None, processed_ms: int, key: Sequence[str],
+                 start_inclusive: bool = False, order: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The record that a page covers a key range completely: every row the table has in (after,
     through] as of the page's high watermark (its `source`) is a snapshot read there. The apply
     deletes the mirror's rows in the range older than the low watermark (`range.low`): rows the
     source no longer has. after/through: the key as an image ({column: value}); None: the table's
-    start or end. start_inclusive: the range starts at `after` itself (written as `from`). order:
-    how the pages ordered each key column ({column: one of KEY_ORDERS})."""
-    bound = {"from" if start_inclusive else "after": dict(after) if after is not None else None}
-    ordered = {"order": dict(order)} if order else {}
+    start or end. key: the key's columns in the order the pages compare them, written as `key` and
+    as the images' order (an image kept in the state comes back with its members sorted by name).
+    start_inclusive: the range starts at `after` itself (written as `from`). order: how the pages
+    ordered each key column ({column: one of KEY_ORDERS})."""
+    bound = {"from" if start_inclusive else "after": in_key_order(after, key)}
+    ordered = {"order": {name: order[name] for name in key if name in order}} if order else {}
     return {"source": source, "ts_ms": processed_ms,
-            "range": {**bound, "through": dict(through) if through is not None else None, "low": low, **ordered}}
+            "range": {**bound, "through": in_key_order(through, key), "low": low, "key": list(key), **ordered}}
+
+
+def in_key_order(image: Mapping[str, Any] | None, key: Sequence[str]) -> dict[str, Any] | None:
+    """A key image with its members in key order (any members beyond the key after them)."""
+    if image is None:
+        return None
+    return {**{name: image[name] for name in key if name in image}, **image}
 
 
 def requested_snapshot(request: Mapping[str, Any], key_names: Sequence[str],

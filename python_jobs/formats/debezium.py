@@ -168,11 +168,17 @@ def _key_range(text: str, members: Members, envelope: Mapping[str, Any], key_col
         if value is not None and not isinstance(value, dict):
             raise RejectedRecord(f"field 'range.{bound}' is {short(value)}, not a key image")
         texts[bound] = bound_text if value is not None else None
-        # The key's columns in the order the capture paged it: its images' own order.
         key = key or list(value or ())
     order = envelope["range"].get("order")
     if order is not None and not (isinstance(order, dict) and all(isinstance(kind, str) for kind in order.values())):
         raise RejectedRecord(f"field 'range.order' is {short(order)}, not each key column's order")
+    # The key's columns in the order the capture paged them: its "key", else its "order"'s members (both
+    # written in that order), else the images' own (a page after a restart may have them sorted by name).
+    named = envelope["range"].get("key")
+    if isinstance(named, list) and named and all(isinstance(name, str) for name in named):
+        key = named
+    elif order:
+        key = list(order)
     return range_event(table_name, _seq(source, "c"), _source_ts_ms(source, envelope.get("ts_ms")), _seq(low, "c"),
                        texts["from"] or texts["after"], texts["through"], start_inclusive=texts["from"] is not None,
                        key=key, order=order)

@@ -49,7 +49,7 @@ def test_a_page_drops_the_keys_changed_between_its_watermarks_and_only_those():
     assert [event["after"]["id"] for event in reads] == [1, 2]
     assert all(event["op"] == "r" and event["source"]["commit_lsn"] == 30 for event in reads)
     # The range is the page's, dropped keys too: their changes are in the log, newer than the low watermark.
-    assert record["range"] == {"after": None, "through": {"id": 3}, "low": source((20, 18), False)}
+    assert record["range"] == {"after": None, "through": {"id": 3}, "low": source((20, 18), False), "key": ["id"]}
     assert record["source"]["commit_lsn"] == 30
 
 
@@ -67,7 +67,8 @@ def test_a_snapshot_goes_on_after_its_last_page_and_ends_with_the_range_to_the_e
     last = opened(pages, [{"id": 151}], reaches_end=True)
     for mark, position in (("low", (3, 3)), ("high", (4, 4))):
         pages.watermark({"page": last.watermark_id, "mark": mark}, position)
-    assert page_events(last, source, 0)[-1]["range"] == {"after": {"id": 150}, "through": None, "low": source((3, 3), False)}
+    assert page_events(last, source, 0)[-1]["range"] == {"after": {"id": 150}, "through": None, "low": source((3, 3), False),
+                                                         "key": ["id"]}
     pages.finish(last, 1)
     assert pages.snapshots == [] and pages.next_to_open() is None
 
@@ -128,6 +129,39 @@ def test_a_range_keeps_the_order_of_its_key_which_a_model_may_list_otherwise():
     (ranged,) = snapshot_ranges([["0001", '{"after":{"line":"b","order_id":1},"through":null,"low":"0000",'
                                            '"key":["order_id","line"]}']], ["line", "order_id"])
     assert [bound["name"] for bound in ranged["after"]] == ["order_id", "line"]
+
+
+def test_a_page_after_a_restart_writes_and_lands_its_range_in_the_order_of_the_key_not_of_the_names():
+    # The state file keeps a snapshot's last key with its members sorted by name (line before order_id).
+    pages = Pages()
+    pages.request(TableSnapshot("shop.items", "first snapshot"))
+    first = OpenPage(snapshot=pages.next_to_open(), number=0, key_columns=("order_id", "line"),
+                     rows=[{"order_id": 1, "line": "b"}], last_key=["1", "b"], last_image={"order_id": 1, "line": "b"},
+                     reaches_end=False, key_order=("number", "text"))
+    pages.opened(first)
+    pages.finish(first, 1)
+    again = Pages(json.loads(json.dumps(pages.state(), sort_keys=True)))
+    assert list(again.snapshots[0].after_image) == ["line", "order_id"]
+    page = OpenPage(snapshot=again.next_to_open(), number=1, key_columns=("order_id", "line"),
+                    rows=[{"order_id": 2, "line": "a"}], last_key=["2", "a"], last_image={"order_id": 2, "line": "a"},
+                    reaches_end=True, key_order=("number", "text"))
+    again.opened(page)
+    for mark, position in (("low", (1, 1)), ("high", (2, 2))):
+        again.watermark({"page": page.watermark_id, "mark": mark}, position)
+    record = page_events(page, source, 0)[-1]
+    assert list(record["range"]["after"]) == ["order_id", "line"] and record["range"]["key"] == ["order_id", "line"]
+    # (1,'b') to the end: (1,'c') is in the range, (2,'a') beyond 'b' by the names' order would not be.
+    (ranged,) = snapshot_ranges([["0002", parse_line(json.dumps(record), {"shop.items": ["order_id", "line"]})[0].raw_data]],
+                                ["line", "order_id"])
+    assert [bound["name"] for bound in ranged["after"]] == ["order_id", "line"]
+
+
+def test_the_landing_takes_a_ranges_key_order_from_its_key_or_its_order_before_its_images():
+    bounds = {"after": {"line": "b", "order_id": 1}, "through": None, "low": source((20, 18), False)}
+    for extra in ({"key": ["order_id", "line"]}, {"order": {"order_id": "number", "line": "text"}}):
+        record = {"source": source((30, 29), False), "ts_ms": 1, "range": {**bounds, **extra}}
+        (parsed,) = parse_line(json.dumps(record), {"shop.items": ["order_id", "line"]})
+        assert json.loads(parsed.raw_data)["key"] == ["order_id", "line"], extra
 
 
 def test_a_request_becomes_a_snapshot_of_its_range_or_says_why_not():
