@@ -6,7 +6,9 @@ with a default. Meanwhile the capture follows, killed with SIGKILL and started a
 moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
 random points. At the end every mirror equals its source table row by row, and cdc_verify says so.
 
-CDC_RANDOM_WORKLOAD_SEEDS (1,2) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer."""
+CDC_RANDOM_WORKLOAD_SEEDS (1,2) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
+CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the columns come sooner, and with them
+the lock waits that stretch transactions across the capture's kills and its online pages."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from test_online_snapshots import execute
 
 SEEDS = [int(seed) for seed in os.environ.get("CDC_RANDOM_WORKLOAD_SEEDS", "1,2").split(",")]
 ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "2"))
+ALTER_CHANCE = float(os.environ.get("CDC_RANDOM_WORKLOAD_ALTER_CHANCE", "0.06"))
 SESSIONS, TRANSACTIONS = 3, 20
 KEYS = {"shop.lines": ["order_id", "line"], "shop.docs": ["id"], "shop.vals": ["id"]}
 SETUP = """
@@ -118,7 +121,7 @@ class Session(threading.Thread):
                 with connection.cursor() as cursor:
                     if chance.random() < 0.01:
                         cursor.execute(chance.choice(["truncate shop.lines", "truncate shop.vals", "truncate shop.docs"]))
-                    statements, alter = chance.randint(1, 4), chance.random() < 0.06 and ending != "rollback"
+                    statements, alter = chance.randint(1, 4), chance.random() < ALTER_CHANCE and ending != "rollback"
                     for done in range(statements):
                         if alter and done == statements // 2 and self.shared["altered"]:  # a column added mid-transaction
                             added = self.shared["altered"].pop(0)
