@@ -23,6 +23,7 @@ import pymysql
 import pytest
 
 from python_jobs import scaffold
+from raw_history import raw_history
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
@@ -196,7 +197,9 @@ def assert_mirrors_equal(mariadb, project, models: dict) -> None:
             f"select {', '.join(rendered(kind, name, True) for name, kind in columns)} from {project.schema}.{model}")),
             key=repr)
         missing, extra = set(source) - set(mirrored), set(mirrored) - set(source)
-        assert (len(source), missing, extra) == (len(mirrored), set(), set()), qualified
+        assert (len(source), missing, extra) == (len(mirrored), set(), set()), (
+            f"{qualified}\n" + raw_history(project, qualified, model, TABLES[qualified], [name for name, _ in columns],
+                                           missing | extra))
     connection.close()
 
 

@@ -28,6 +28,7 @@ import pytest
 
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
+from raw_history import raw_history
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
@@ -205,25 +206,12 @@ def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
 def assert_mirrors_equal_sources(project, server) -> None:
     for table, keys in KEYS.items():
         columns, expected = source_rows(server, table)
-        mirror = project.query(f"select {', '.join(columns)}, _cdc_seq from {project.schema}.{table.split('.')[1]} "
+        mirror = project.query(f"select {', '.join(columns)} from {project.schema}.{table.split('.')[1]} "
                                f"order by {', '.join(keys)}")
         actual = [tuple(row[column] for column in columns) for row in mirror]
         assert actual == expected, (f"{table} {columns}: only in the mirror {sorted(set(actual) - set(expected))[:10]}, "
                                     f"only in the source {sorted(set(expected) - set(actual))[:10]}\n"
-                                    + raw_history(project, table, keys, set(actual) ^ set(expected), mirror))
-
-
-def raw_history(project, table: str, keys: list[str], differing: set, mirror: list[dict]) -> str:
-    """What the raw log holds of the keys that differ, and the table's own events (truncates, schema
-    changes, online snapshot ranges), in seq order: what a failure needs to be told from another."""
-    differing_keys = {json.dumps([str(value) for value in row[:len(keys)]], separators=(",", ":")) for row in differing}
-    quoted = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted(differing_keys)) or "''"
-    events = project.query(f"select seq, key, action, substring(raw_data, 1, 400) as raw_data, landed_file "
-                           f"from {project.raw_schema}.raw_events where table_name = '{table}' "
-                           f"and (key in ({quoted}) or key = '[]') order by seq")
-    seqs = {json.dumps([str(row[column]) for column in keys], separators=(",", ":")): row["_cdc_seq"] for row in mirror}
-    return "\n".join([f"mirror _cdc_seq of those keys: {[(key, seqs.get(key)) for key in sorted(differing_keys)]}"]
-                      + [f"{row['seq']} {row['key']} {row['action']} {row['landed_file']} {row['raw_data']}" for row in events])
+                                    + raw_history(project, table, table.split('.')[1], keys, columns, set(actual) ^ set(expected)))
 
 
 def read_ranges_again(state, chance: random.Random) -> None:
