@@ -11,6 +11,9 @@ where the source has their defaults (on MariaDB a widened float kept its short d
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 
 import pytest
 
@@ -116,6 +119,59 @@ def test_postgres_columns_changed_during_an_online_snapshot(postgres, dbt_projec
     capture_postgres.run(config)  # and what was asked for after its last page
     assert json.loads(config.state.read_text())["snapshots"] == []
     mirror_equals_source(dbt_project, postgres.connect, CASES[case][2], {"postgres": dsn})
+
+
+def test_postgres_column_added_by_a_prepared_transaction_a_pages_select_waits_for(postgres, dbt_project, tmp_path,  # noqa: F811
+                                                                                    monkeypatch, caplog):
+    """The ALTER TABLE of a transaction prepared (PREPARE TRANSACTION) before the third page's low
+    watermark holds the table's lock while the page's SELECT waits; it commits (COMMIT PREPARED) from
+    another connection meanwhile. The SELECT then runs in the snapshot it took before the commit, in
+    the columns read before it: the page is read again, and the mirror holds the added column's
+    default in the rows the transaction did not touch."""
+    from python_jobs.capture import postgres_pages
+
+    run_statements(postgres.connect, [
+        "create schema shop", "create table shop.items (id int primary key, name varchar(10), qty int, ratio real, x int)",
+        "insert into shop.items select g, 'n' || g, g, g * 1.1, -g from generate_series(1, 30) g"])
+    dsn = create_capture_user(postgres, ["shop"])
+    prepared = threading.Event()
+
+    def prepare_then_commit() -> None:
+        connection = postgres.connect()
+        with connection.cursor() as cursor:
+            cursor.execute("update shop.items set qty = qty + 100 where id = 4")
+            cursor.execute("alter table shop.items add column c int default 7")
+            cursor.execute("update shop.items set qty = qty + 100 where id = 27")
+            cursor.execute("prepare transaction 'adds_c'")
+        connection.commit()
+        prepared.set()
+        time.sleep(1.5)  # the page's SELECT waits for the lock meanwhile
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("commit prepared 'adds_c'")
+        connection.close()
+
+    emit, lows = postgres_pages.emit_watermark, []
+
+    def watermark(*args):
+        if args[-1] == "low":
+            lows.append(args)
+            if len(lows) == 3:
+                threading.Thread(target=prepare_then_commit).start()
+                prepared.wait(timeout=30)
+        emit(*args)
+
+    monkeypatch.setattr(postgres_pages, "emit_watermark", watermark)
+    config = capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="prepared", out=dbt_project.inbox,
+                                            state=tmp_path / "capture-state.json", snapshot_mode="online", page_rows=5)
+    with caplog.at_level(logging.INFO, logger="cdc_merge.capture"):
+        capture_postgres.run(config)
+        time.sleep(2)  # the commit in the log, for the second run to stream
+        capture_postgres.run(config)
+    assert json.loads(config.state.read_text())["snapshots"] == []
+    mirror_equals_source(dbt_project, postgres.connect, {"id": "int", "name": "string", "qty": "int", "x": "int", "c": "int"},
+                         {"postgres": dsn})
+    assert "an ALTER TABLE changed its columns while it was read" in caplog.text
 
 
 @pytest.mark.parametrize("case, inside_window", MOMENTS)
