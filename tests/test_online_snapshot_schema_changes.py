@@ -1,6 +1,7 @@
 """A source table's columns changed while an online snapshot reads it in pages (docs/online_snapshots.md),
 on a real PostgreSQL 15 and MariaDB: columns added with a default, one dropped, columns widened (a 32-bit
-float to a double), one renamed, with changes after the ALTER. The model has the source's columns after
+float to a double), one renamed, with changes after the ALTER; on PostgreSQL also a column added by a
+prepared transaction whose lock a page's SELECT waits for. The model has the source's columns after
 the change, as a user's would; the mirror is compared row by row with the source table, and by cdc_verify.
 
 A page was read in the columns the stream last saw (MariaDB) or the catalog had before its SELECT
