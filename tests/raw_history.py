@@ -14,7 +14,8 @@ def key_text(values) -> str:
 
 
 def raw_history(project, table: str, model: str, keys: list[str], columns: list[str], differing: set) -> str:
-    """table: the source's, as the raw table names it; model: its mirror; differing: rows (tuples in the order of columns) found on one side only."""
+    """table: the source's, as the raw table names it; model: its mirror; differing: rows (tuples
+    in the order of columns) found on one side only."""
     positions = [columns.index(key) for key in keys]
     differing_keys = sorted({key_text(row[position] for position in positions) for row in differing})
     quoted = ", ".join("'" + key.replace("'", "''") + "'" for key in differing_keys) or "''"
