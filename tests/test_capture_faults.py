@@ -257,6 +257,27 @@ def test_postgres_capture_into_a_full_folder_fails_clearly_and_the_next_run_lose
     assert sorted(ids_moved_on_and_left(tmp_path, out)) == list(range(1, 401))
 
 
+def test_postgres_user_without_replication_is_told_what_to_grant_before_anything_is_written(postgres, tmp_path):
+    # The server refuses it only as the slot's stream starts, with a FATAL that read as a lost connection.
+    pg_setup(postgres, 2)
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("create role reader login")
+        cursor.execute("grant usage on schema shop to reader; grant select on shop.items to reader")
+    args = ["--dsn", postgres.dsn.replace("user=postgres", "user=reader"), "--tables", "shop.items", "--slot", "reader",
+            "--out", str(tmp_path / "out"), "--state", str(tmp_path / "state.json")]
+
+    refused = capture("postgres", *args)
+
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "has no REPLICATION attribute" in refused.stderr and "alter role reader replication" in refused.stderr
+    assert "lost the connection" not in refused.stderr
+    assert not (tmp_path / "state.json").exists() and not list((tmp_path / "out").glob("*.json"))
+    with postgres.connect() as connection, connection.cursor() as cursor:
+        cursor.execute("alter role reader replication")
+    assert capture("postgres", *args).returncode == 0
+    assert sorted(captured_ids(tmp_path / "out")) == [1, 2]
+
+
 def test_postgres_password_only_from_the_environment_and_never_printed(postgres, tmp_path):
     pg_setup(postgres, 2)
     with postgres.connect() as connection, connection.cursor() as cursor:

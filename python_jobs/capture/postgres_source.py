@@ -91,10 +91,16 @@ class PostgresCapture:
                 "password in PGPASSWORD (or ~/.pgpass)"
             ) from None
         with self.connection.cursor() as cursor:
-            cursor.execute("select current_database(), current_setting('wal_level')")
-            self.database, wal_level = cursor.fetchone()
+            cursor.execute("select current_database(), current_setting('wal_level'), current_user, "
+                           "(select rolsuper or rolreplication from pg_roles where rolname = current_user)")
+            self.database, wal_level, user, replicates = cursor.fetchone()
         if wal_level != "logical":
             raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
+        if not replicates:
+            # Refused only when the slot's stream starts, where the server's FATAL reads as a lost connection.
+            raise CaptureError(f"the capture's user {user} has no REPLICATION attribute, which streaming a slot needs: "
+                               f"alter role {user} replication (as a superuser), then run the capture again "
+                               "(docs/your_project.md)")
         self.catalog = self.read_catalog()
         # The leaf partitions of partitioned tables the stream decodes with (postgres_partitions.py);
         # those of the state, in _run.
