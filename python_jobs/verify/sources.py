@@ -63,7 +63,8 @@ class PostgresSource:
             self.connection = connect(dsn)
         except psycopg2.Error as error:
             raise SourceError(f"cannot connect to PostgreSQL ({dsn_without_secrets(dsn)}): "
-                              f"{' '.join(str(error).split())}") from None
+                              f"{' '.join(str(error).split())}; check the source's DSN (cdc_merge_source, or "
+                              "--postgres), and the password in PGPASSWORD (or ~/.pgpass)") from None
         self.connection.set_session(readonly=True, autocommit=True)
         self.name = f"PostgreSQL ({dsn_without_secrets(dsn)})"
 

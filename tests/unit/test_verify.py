@@ -146,3 +146,17 @@ def test_missing_extra_and_changed_rows_are_each_found_with_their_key():
     assert '  key ["1"]: tier: source 9, mirror 1' in check.lines()
     # What --repair asks the capture to read again: each differing key, from and through itself.
     assert check.differing_ranges == [(["3"], ["3"]), (["4"], ["4"]), (["1"], ["1"])]
+
+
+def test_a_source_it_cannot_reach_says_what_to_check():
+    import socket
+
+    from python_jobs.verify.sources import PostgresSource, SourceError
+
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(SourceError) as refused:
+        PostgresSource(f"host=127.0.0.1 port={port} user=cdc dbname=shop connect_timeout=2")
+    assert str(refused.value).startswith("cannot connect to PostgreSQL (") and f"port={port}" in str(refused.value)
+    assert "check the source's DSN" in str(refused.value) and "PGPASSWORD (or ~/.pgpass)" in str(refused.value)
