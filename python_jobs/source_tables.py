@@ -56,7 +56,8 @@ def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
                             "check --postgres, and the password in PGPASSWORD (or ~/.pgpass)") from None
     try:
         with connection.cursor() as cursor:
-            return [_read_table(cursor, postgres_name(cursor, qualified), _POSTGRES_COLUMNS, _POSTGRES_KEY)
+            return [_read_table(cursor, postgres_name(cursor, qualified), _POSTGRES_COLUMNS, _POSTGRES_KEY,
+                                _POSTGRES_UNREADABLE)
                     for qualified in names]
     finally:
         connection.close()
@@ -118,6 +119,12 @@ _POSTGRES_KEY = (
     "where i.indisprimary and i.indrelid = to_regclass(format('%%I.%%I', %s, %s)) "
     "order by array_position(i.indkey::int2[], a.attnum)"
 )
+# A table information_schema hides is one that exists but the user may not read (it shows the columns
+# of tables the user has a privilege on); the user, for the grant to name.
+_POSTGRES_UNREADABLE = (
+    "select current_user from pg_class as c join pg_namespace as n on n.oid = c.relnamespace "
+    "where n.nspname = %s and c.relname = %s and not has_table_privilege(c.oid, 'select')"
+)
 _MYSQL_COLUMNS = (
     "select column_name, data_type, numeric_precision, numeric_scale, column_type like '%%unsigned%%' "
     "from information_schema.columns where table_schema = %s and table_name = %s order by ordinal_position"
@@ -128,12 +135,19 @@ _MYSQL_KEY = (
 )
 
 
-def _read_table(cursor, qualified: str, columns_sql: str, key_sql: str) -> SourceTable:
+def _read_table(cursor, qualified: str, columns_sql: str, key_sql: str, unreadable_sql: str | None = None) -> SourceTable:
     if qualified.count(".") != 1:
         raise ScaffoldError(f"table {qualified!r} is not schema-qualified (schema.table, or database.table for MySQL)")
     schema, name = qualified.split(".")
     cursor.execute(columns_sql, (schema, name))
     rows = cursor.fetchall()
+    if not rows and unreadable_sql is not None:
+        cursor.execute(unreadable_sql, (schema, name))
+        unreadable = cursor.fetchone()
+        if unreadable is not None:
+            raise ScaffoldError(f"table {qualified} exists, but user {unreadable[0]} may not read it: grant select on "
+                                f"{qualified} to {unreadable[0]} (and usage on its schema; docs/your_project.md), then "
+                                "run this again")
     if not rows:
         raise ScaffoldError(f"table {qualified} does not exist (or the user cannot see it)")
     cursor.execute(key_sql, (schema, name))
