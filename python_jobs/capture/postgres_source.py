@@ -92,7 +92,10 @@ class PostgresCapture:
             ) from None
         with self.connection.cursor() as cursor:
             cursor.execute("select current_database(), current_setting('wal_level'), current_user, "
-                           "(select rolsuper or rolreplication from pg_roles where rolname = current_user)")
+                           "(select rolsuper or rolreplication from pg_roles where rolname = current_user) "
+                           # Amazon RDS grants replication as membership of its role rds_replication.
+                           "or exists (select from pg_roles where rolname = 'rds_replication' "
+                           "and pg_has_role(current_user, oid, 'member'))")
             self.database, wal_level, user, replicates = cursor.fetchone()
         if wal_level != "logical":
             raise CaptureError(f"wal_level is {wal_level}: set wal_level = logical on the server and restart it")
