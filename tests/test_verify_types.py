@@ -148,7 +148,15 @@ def verify(project, model: str, source: list[str], *options: str) -> int:
                             "--target", project.target, "--select", model, *source, *options])
 
 
-def check_equal_then_each_change_found(project, model: str, source: list[str], same, changes, monkeypatch) -> None:
+def uncarried_rows(changes, columns_rows: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """Per column, the source's rows (rows 1-3 and the changes' copies) whose value no mirror holds: those
+    of the rows named."""
+    return {column: sum(row in rows for row in [1, 2, 3, *(row for _, row, _ in changes)])
+            for column, rows in columns_rows.items()}
+
+
+def check_equal_then_each_change_found(project, model: str, source: list[str], same, changes, monkeypatch,
+                                       uncarried: dict[str, int]) -> None:
     rows = 3 + len(changes)
     # The source is quiet: no wait of 5 s a check for nothing more to land.
     monkeypatch.setattr(in_flight, "QUIET_SECONDS", 0.0)
@@ -158,6 +166,10 @@ def check_equal_then_each_change_found(project, model: str, source: list[str], s
     log = project.dbt_log()
     assert f"vs shop.typed: equal: {rows} rows" in log and "key ranges, 0 rows compared one by one" in log, log[-4000:]
     assert "not compared" not in log and "not in the checksums" not in log, log[-4000:]
+    # Values the mirror holds as null, which the comparison cannot tell apart: counted at the source.
+    said = re.search(r"null in the mirror, not in the source: (.*?): values the log", log)
+    counted = {column: int(count) for column, count in re.findall(r"(\w+) (\d+) rows", said.group(1))} if said else {}
+    assert counted == uncarried, (counted, uncarried, log[-4000:])
     assert verify(project, model, source, "--sample", "1000") == 0, project.dbt_log()[-4000:]
 
     for index, (column, _, value) in enumerate(changes):
@@ -184,7 +196,10 @@ def test_postgres_types_verified_equal_and_each_change_found(postgres, conforman
     capture_postgres.run(config)
     (table,) = scaffold.postgres_tables(dsn, ["shop.typed"])
     model = land_and_apply(project, table)
-    check_equal_then_each_change_found(project, model, ["--postgres", dsn], POSTGRES_SAME, POSTGRES_CHANGES, monkeypatch)
+    # NaN and infinities (rows 1 and 2); on Databend also the dates before the year 1000 (row 2's).
+    uncarried = {"rn": (1, 2), "nan": (1,), "dn": (1, 2), **({"dt": (2,), "tz": (2,), "tz1": (2,)} if project.on_databend else {})}
+    check_equal_then_each_change_found(project, model, ["--postgres", dsn], POSTGRES_SAME, POSTGRES_CHANGES, monkeypatch,
+                                       uncarried_rows(POSTGRES_CHANGES, uncarried))
 
 
 def test_mariadb_types_verified_equal_and_each_change_found(mariadb, conformance_project, monkeypatch):  # noqa: F811
@@ -200,8 +215,10 @@ def test_mariadb_types_verified_equal_and_each_change_found(mariadb, conformance
     capture_mysql.run(config)
     (table,) = scaffold.mysql_tables("127.0.0.1", mariadb.port, user, password, ["shop.typed"])
     model = land_and_apply(project, table)
+    # Databend holds the years 1000 to 9999 only: row 2's datetime before them is null there.
     check_equal_then_each_change_found(project, model, ["--mysql", f"{user}@127.0.0.1:{mariadb.port}"],
-                                       MARIADB_SAME, MARIADB_CHANGES, monkeypatch)
+                                       MARIADB_SAME, MARIADB_CHANGES, monkeypatch,
+                                       uncarried_rows(MARIADB_CHANGES, {"dtb": (2,)} if project.on_databend else {}))
 
 
 def database_in(postgres, name: str, encoding: str, ddl: str) -> str:  # noqa: F811

@@ -65,6 +65,8 @@ class MirrorCheck:
     behind: bool = False
     # Mirror rows without a _cdc_key (not written by the apply: by hand), left out of every comparison.
     unkeyed: int = 0
+    # By column, the source's values the mirror holds as null, which no log carries (source_ranges._uncarried).
+    uncarried: dict[str, int] = field(default_factory=dict)
 
     @property
     def clean_rows(self) -> bool:
@@ -86,7 +88,7 @@ class MirrorCheck:
                 "missing": len(self.missing), "extra": len(self.extra), "differing": len(self.differing),
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
                 "source_position": self.source_position, "in_flight": self.in_flight,
-                "differing_ranges": self.differing_ranges, "behind": self.behind,
+                "differing_ranges": self.differing_ranges, "behind": self.behind, "uncarried": self.uncarried,
                 # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
                 "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
                          "differing": list(self.differing)[:REPORTED_KEYS]}}
@@ -111,6 +113,11 @@ class MirrorCheck:
             lines.append(f"  {self.unkeyed} rows of the mirror have no _cdc_key: not written by cdc_merge (by hand?), so not "
                          f"compared and not repaired; delete them (`delete from {self.mirror} where _cdc_key is null`) or "
                          "rebuild the mirror (`dbt run --full-refresh --select <model>`)")
+        if self.uncarried:
+            counted = ", ".join(f"{column} {count} rows" for column, count in self.uncarried.items())
+            lines.append(f"  null in the mirror, not in the source: {counted}: values the log or the mirror's type cannot "
+                         "carry (NaN, Infinity, infinite or out-of-range dates, zero dates: docs/type_mapping.md); no "
+                         "repair changes them")
         lines += [f"  {note}" for note in self.notes]
         return lines
 
@@ -230,6 +237,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
                               int(options.get("leaf_rows") or 2000), search=search)
     check.source_rows, check.mirror_rows = search.source_rows, search.mirror_rows
     check.ranges, check.checksum_columns = search.ranges_compared, len(source_side.in_checksum)
+    if hasattr(source_side, "uncarried"):
+        check.uncarried = source_side.uncarried()
     if getattr(source_side, "source_names", None) is not None:
         check.notes += unchecked_notes(families, source_side.source_names, source_side.in_checksum)
     check.notes += kept_notes(mirror)

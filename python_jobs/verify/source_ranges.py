@@ -6,7 +6,7 @@ pages them, which is the mirrors' order (docs/online_snapshots.md)."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from python_jobs.capture.mysql_snapshot import quoted
 from python_jobs.verify.compare import source_columns, type_family
@@ -49,6 +49,20 @@ def _segments(conditions: Sequence[str]) -> str:
 
 def _stats(rows: Sequence[Sequence[Any]]) -> dict[int, SegmentStats]:
     return {int(segment): SegmentStats(int(count), int(total or 0)) for segment, count, total in rows}
+
+
+def _uncarried(cursor: Any, relation: str, rendered: Sequence[Sequence[str]], values: Mapping[str, str]) -> dict[str, int]:
+    """Per checksummed column, the source's rows whose value is not null but whose checksum text is: values
+    the mirror holds as null because the log or the mirror's type cannot carry them (NaN, infinities,
+    dates outside the engine's years, MySQL's zero dates: row_hash.py). The sides agree on them, so no
+    comparison can see them; only the source's own values can."""
+    columns = [(name, quoted_name) for name, quoted_name, *_ in rendered if name in values]
+    if not columns:
+        return {}
+    counts = ", ".join(f"sum(case when {quoted_name} is not null and ({values[name]}) is null then 1 else 0 end)"
+                       for name, quoted_name in columns)
+    cursor.execute(f"select {counts} from {relation}")
+    return {name: int(count) for (name, _), count in zip(columns, cursor.fetchone()) if count}
 
 
 class PostgresRanges:
@@ -149,6 +163,10 @@ class PostgresRanges:
         where, parameters = self._where(key_range)
         return self.source._read(self.table, f"where {where}", parameters).rows
 
+    def uncarried(self) -> dict[str, int]:
+        with self.source.connection.cursor() as cursor:
+            return _uncarried(cursor, self.table, self.rendered, self.values)
+
 
 class MysqlRanges:
     def __init__(self, source: Any, table: str, mirror_columns: Sequence[Sequence[str]]) -> None:
@@ -240,3 +258,7 @@ class MysqlRanges:
     def rows(self, key_range: KeyRange) -> dict[str, dict[str, Any]]:
         where, parameters = self._where(key_range)
         return self.source._read(self.table, f"where {where}", parameters).rows
+
+    def uncarried(self) -> dict[str, int]:
+        with self.source.connection.cursor() as cursor:
+            return _uncarried(cursor, self.relation, self.rendered, self.values)
