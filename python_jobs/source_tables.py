@@ -44,6 +44,7 @@ class SourceTable:
 def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
     import psycopg2
 
+    from python_jobs.capture.postgres_columns import identity_problems
     from python_jobs.capture.postgres_connection import dsn_settings, dsn_without_secrets
 
     if "password" in dsn_settings(dsn):
@@ -56,9 +57,15 @@ def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
                             "check --postgres, and the password in PGPASSWORD (or ~/.pgpass)") from None
     try:
         with connection.cursor() as cursor:
-            return [_read_table(cursor, postgres_name(cursor, qualified), _POSTGRES_COLUMNS, _POSTGRES_KEY,
-                                _POSTGRES_UNREADABLE)
-                    for qualified in names]
+            tables = [_read_table(cursor, postgres_name(cursor, qualified), _POSTGRES_COLUMNS, _POSTGRES_KEY,
+                                  _POSTGRES_UNREADABLE)
+                      for qualified in names]
+        # A table the capture would refuse (a DEFERRABLE key, REPLICA IDENTITY NOTHING, ...) gets no model
+        # either, refused with the capture's own words: a model would wait for changes that never land.
+        problems = identity_problems(connection, [table.qualified for table in tables])
+        if problems:
+            raise ScaffoldError(f"{problems[0]} (cdc-capture-postgres refuses such a table, so it gets no model)")
+        return tables
     finally:
         connection.close()
 
