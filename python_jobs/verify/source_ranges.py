@@ -17,6 +17,9 @@ from python_jobs.verify.row_hash import digest_number_sql, row_digest_sql, value
 RANGE_KEY_FAMILIES = ("integer", "decimal", "string")
 # Source key types a mirror may hold as a number (PostgreSQL's type names start so; MySQL's data types).
 _PG_NUMBER_TYPES = ("smallint", "integer", "bigint", "numeric", "real", "double precision", "oid")
+# Families whose checksum text may be null for a value that is not (row_hash.py); a string's, an integer's
+# and a boolean's never are, so a table without these columns costs no query.
+_MAY_RENDER_NULL = ("decimal", "float", "double", "date", "timestamp")
 _MYSQL_NUMBER_TYPES = ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "bit", "year")
 
 
@@ -56,7 +59,8 @@ def _uncarried(cursor: Any, relation: str, rendered: Sequence[Sequence[str]], va
     the mirror holds as null because the log or the mirror's type cannot carry them (NaN, infinities,
     dates outside the engine's years, MySQL's zero dates: row_hash.py). The sides agree on them, so no
     comparison can see them; only the source's own values can."""
-    columns = [(name, quoted_name) for name, quoted_name, *_ in rendered if name in values]
+    columns = [(name, quoted_name) for name, quoted_name, mirror_type, *_ in rendered
+               if name in values and type_family(mirror_type) in _MAY_RENDER_NULL]
     if not columns:
         return {}
     counts = ", ".join(f"sum(case when {quoted_name} is not null and ({values[name]}) is null then 1 else 0 end)"
