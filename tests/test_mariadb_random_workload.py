@@ -7,7 +7,7 @@ key range is read again online (cdc-snapshot) and the mirrors are landed and app
 points. Then every mirror equals its source table row by row, and by cdc_verify.
 
 CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applies a seed runs;
-CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20) runs other seeds than the suite's two."""
+CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two."""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ import pytest
 
 from python_jobs import scaffold
 from raw_history import raw_history
+from workload_seeds import workload_seeds
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
 
 ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "3"))
-SEEDS = os.environ.get("CDC_RANDOM_WORKLOAD_SEEDS", "1-2").split("-")
 TABLES = {"shop.lines": ["order_id", "line_no"], "shop.docs": ["id"], "shop.nums": ["id"]}
 SCHEMA = (
     "use shop",
@@ -203,11 +203,7 @@ def assert_mirrors_equal(mariadb, project, models: dict) -> None:
     connection.close()
 
 
-def seeds() -> list[int]:
-    return list(range(int(SEEDS[0]), int(SEEDS[-1]) + 1))
-
-
-@pytest.mark.parametrize("seed", seeds())
+@pytest.mark.parametrize("seed", workload_seeds())
 def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, dbt_project, tmp_path, monkeypatch,  # noqa: F811
                                                           seed):
     chance = random.Random(seed)

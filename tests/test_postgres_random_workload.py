@@ -6,7 +6,7 @@ with a default. Meanwhile the capture follows, killed with SIGKILL and started a
 moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
 random points. At the end every mirror equals its source table row by row, and cdc_verify says so.
 
-CDC_RANDOM_WORKLOAD_SEEDS (1,2) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
+CDC_RANDOM_WORKLOAD_SEEDS (1,2; or a range, 1-20) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
 CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the columns come sooner, and with them
 the lock waits that stretch transactions across the capture's kills and its online pages."""
 
@@ -29,10 +29,10 @@ import pytest
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
 from raw_history import raw_history
+from workload_seeds import workload_seeds
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
-SEEDS = [int(seed) for seed in os.environ.get("CDC_RANDOM_WORKLOAD_SEEDS", "1,2").split(",")]
 ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "2"))
 ALTER_CHANCE = float(os.environ.get("CDC_RANDOM_WORKLOAD_ALTER_CHANCE", "0.06"))
 SESSIONS, TRANSACTIONS = 3, 20
@@ -224,7 +224,7 @@ def read_ranges_again(state, chance: random.Random) -> None:
                         *reread, "--wait-seconds", "0"], cwd=PROJECT_DIR, check=True)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", workload_seeds())
 def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_and_runs(postgres, dbt_project, tmp_path, seed):  # noqa: F811
     chance = random.Random(seed)
     execute(postgres, SETUP)
