@@ -7,7 +7,8 @@ key range is read again online (cdc-snapshot) and the mirrors are landed and app
 points. Then every mirror equals its source table row by row, and by cdc_verify.
 
 CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applies a seed runs;
-CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two."""
+CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two, on each engine of
+CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import pytest
 
 from python_jobs import scaffold
 from raw_history import raw_history
-from workload_seeds import workload_seeds
+from workload_seeds import workload_cases, workload_project
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
@@ -166,8 +167,9 @@ def apply(project, config) -> dict:
     return models
 
 
-def rendered(data_type: str, column: str, mirror: bool) -> str:
-    """A column as both sides hold the same value exactly (the mirror's types: docs/type_mapping.md)."""
+def rendered(data_type: str, column: str, mirror: bool, databend: bool = False) -> str:
+    """A column as both sides hold the same value exactly (the mirror's types: docs/type_mapping.md);
+    databend: the mirror is on Databend, whose date_format takes MySQL's patterns."""
     if data_type == "float":
         return f"cast({column} as double)"
     if data_type == "bit":
@@ -175,6 +177,8 @@ def rendered(data_type: str, column: str, mirror: bool) -> str:
     if data_type == "blob":
         return column if mirror else f"replace(to_base64({column}), '\\n', '')"
     if data_type == "datetime":
+        if mirror and databend:
+            return f"to_string({column})"  # always six digits of the second's fraction
         return f"date_format({column}, " + ("'yyyy-MM-dd HH:mm:ss.SSSSSS')" if mirror else "'%Y-%m-%d %H:%i:%s.%f')")
     return column
 
@@ -194,19 +198,22 @@ def assert_mirrors_equal(mariadb, project, models: dict) -> None:
             cursor.execute(f"select {source_columns} from {qualified}")
             source = sorted((tuple(normal(value) for value in row) for row in cursor.fetchall()), key=repr)
         mirrored = sorted((tuple(normal(value) for value in row.values()) for row in project.query(
-            f"select {', '.join(rendered(kind, name, True) for name, kind in columns)} from {project.schema}.{model}")),
+            f"select {', '.join(rendered(kind, name, True, project.on_databend) for name, kind in columns)} "
+            f"from {project.schema}.{model}")),
             key=repr)
         missing, extra = set(source) - set(mirrored), set(mirrored) - set(source)
         assert (len(source), missing, extra) == (len(mirrored), set(), set()), (
-            f"{qualified}\n" + raw_history(project, qualified, model, TABLES[qualified], [name for name, _ in columns],
+            f"{qualified}: only in the source {sorted(missing, key=repr)[:5]}, only in the mirror "
+            f"{sorted(extra, key=repr)[:5]}\n" + raw_history(project, qualified, model, TABLES[qualified], [name for name, _ in columns],
                                            missing | extra))
     connection.close()
 
 
-@pytest.mark.parametrize("seed", workload_seeds())
-def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, dbt_project, tmp_path, monkeypatch,  # noqa: F811
-                                                          seed):
+@pytest.mark.parametrize("seed, engine", workload_cases())
+def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spark, tmp_path, monkeypatch,  # noqa: F811
+                                                          seed, engine):
     chance = random.Random(seed)
+    dbt_project = workload_project(request, spark, tmp_path, engine)
     config = captured(mariadb, dbt_project, tmp_path, TABLES, *SCHEMA)  # the first snapshot
     monkeypatch.setenv("MYSQL_PWD", config.password)
     args = ["--port", str(mariadb.port), "--user", config.user, "--tables", ",".join(TABLES), "--out",

@@ -6,7 +6,8 @@ with a default. Meanwhile the capture follows, killed with SIGKILL and started a
 moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
 random points. At the end every mirror equals its source table row by row, and cdc_verify says so.
 
-CDC_RANDOM_WORKLOAD_SEEDS (1,2; or a range, 1-20) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
+CDC_RANDOM_WORKLOAD_SEEDS (1 on Spark, 2 on Databend; or 1,2 or 1-20, each on the engines of CDC_RANDOM_WORKLOAD_ENGINES,
+tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
 CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the columns come sooner, and with them
 the lock waits that stretch transactions across the capture's kills and its online pages."""
 
@@ -29,7 +30,7 @@ import pytest
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
 from raw_history import raw_history
-from workload_seeds import workload_seeds
+from workload_seeds import workload_cases, workload_project
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
@@ -224,9 +225,11 @@ def read_ranges_again(state, chance: random.Random) -> None:
                         *reread, "--wait-seconds", "0"], cwd=PROJECT_DIR, check=True)
 
 
-@pytest.mark.parametrize("seed", workload_seeds())
-def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_and_runs(postgres, dbt_project, tmp_path, seed):  # noqa: F811
+@pytest.mark.parametrize("seed, engine", workload_cases())
+def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_and_runs(postgres, request, spark, tmp_path,  # noqa: F811
+                                                                                      seed, engine):
     chance = random.Random(seed)
+    dbt_project = workload_project(request, spark, tmp_path, engine)
     execute(postgres, SETUP)
     dsn = create_capture_user(postgres, ["shop"])
     state = tmp_path / "capture-state.json"
