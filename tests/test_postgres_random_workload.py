@@ -4,7 +4,9 @@ same rows (row locks serialize them), commit, roll back, roll back to savepoints
 PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED; a TRUNCATE now and then and columns added
 with a default. Meanwhile the capture follows, killed with SIGKILL and started again at random
 moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
-random points. At the end every mirror equals its source table row by row, and cdc_verify says so.
+random points. At the end every mirror equals its source table row by row, and cdc_verify says so;
+so do the current versions of two histories (hard and soft deletes) in the tables' first columns, and
+their data tests pass.
 
 CDC_RANDOM_WORKLOAD_SEEDS (1 on Spark, 2 on Databend; or 1,2 or 1-20, each on the engines of CDC_RANDOM_WORKLOAD_ENGINES,
 tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
@@ -52,8 +54,16 @@ insert into shop.vals select g, g * 1.125, timestamptz '2026-03-29 01:30:00.25+0
 """
 ADDED = ["alter table shop.vals add column tag text default 'fresh'",
          "alter table shop.docs add column extra int not null default 5"]
+ADDED_COLUMNS = {"tag", "extra"}
 TYPES = {"integer": "int", "text": "string", "numeric": "decimal(12,3)", "timestamp with time zone": "timestamp",
          "json": "string"}
+# A history of two tables, hard and soft deletes, with the tables' first columns: its current
+# versions are the source's rows in those columns.
+HISTORIES = {"shop.vals": ("vals_versions", "hard"), "shop.lines": ("lines_versions", "soft")}
+HISTORY_TESTS = "version: 2\nmodels:\n" + "".join(
+    f"  - name: {name}\n    data_tests:\n      - cdc_merge.cdc_history_intervals\n"
+    f"      - cdc_merge.cdc_history_one_current:\n          arguments:\n            source_table: {table}\n"
+    f"            raw_relation: ref('raw_events')\n" for table, (name, _) in HISTORIES.items())
 BODY = "(select string_agg(md5(%s || s::text), '') from generate_series(1, 100) s)"
 
 
@@ -177,11 +187,17 @@ def write_models(project, server) -> list[str]:
                            "and table_name = %s order by ordinal_position", (table.split(".")[1],))
             columns = {name: TYPES[kind] for name, kind in cursor.fetchall()}
             keys = KEYS[table]
+            body = f"{{{{ cdc_merge.cdc_columns({columns!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}"
             project.write_model(table.split(".")[1], f"unique_key={keys!r}, source_table='{table}', "
-                                f"on_schema_change='append_new_columns'",
-                                f"{{{{ cdc_merge.cdc_columns({columns!r}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+                                f"on_schema_change='append_new_columns'", body)
+            history = project.project_dir / "models" / "mirrors" / f"{HISTORIES.get(table, ('-',))[0]}.sql"
+            if table in HISTORIES and not history.exists():  # a history keeps its columns (docs/history.md, "Limits")
+                project.write_model(HISTORIES[table][0], f"materialized='cdc_history', unique_key={keys!r}, "
+                                    f"source_table='{table}', deletes='{HISTORIES[table][1]}', "
+                                    f"on_schema_change='append_new_columns'", body)
     connection.close()
-    return [table.split(".")[1] for table in KEYS]
+    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(HISTORY_TESTS)
+    return [table.split(".")[1] for table in KEYS] + [name for name, _ in HISTORIES.values()]
 
 
 def land_and_run(project, server) -> None:
@@ -205,14 +221,20 @@ def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
 
 
 def assert_mirrors_equal_sources(project, server) -> None:
-    for table, keys in KEYS.items():
+    mirrors = [(table, table.split(".")[1], "") for table in KEYS] + [
+        (table, name, "where is_current and not coalesce(is_deleted, false) ") for table, (name, _) in HISTORIES.items()]
+    for table, model, current in mirrors:
+        keys = KEYS[table]
         columns, expected = source_rows(server, table)
-        mirror = project.query(f"select {', '.join(columns)} from {project.schema}.{table.split('.')[1]} "
+        if current:  # a history: without the columns added since
+            kept = [number for number, column in enumerate(columns) if column not in ADDED_COLUMNS]
+            columns, expected = [columns[n] for n in kept], [tuple(row[n] for n in kept) for row in expected]
+        mirror = project.query(f"select {', '.join(columns)} from {project.schema}.{model} {current}"
                                f"order by {', '.join(keys)}")
         actual = [tuple(row[column] for column in columns) for row in mirror]
-        assert actual == expected, (f"{table} {columns}: only in the mirror {sorted(set(actual) - set(expected))[:10]}, "
+        assert actual == expected, (f"{model} of {table} {columns}: only in the mirror {sorted(set(actual) - set(expected))[:10]}, "
                                     f"only in the source {sorted(set(expected) - set(actual))[:10]}\n"
-                                    + raw_history(project, table, table.split('.')[1], keys, columns, set(actual) ^ set(expected)))
+                                    + raw_history(project, table, model, keys, columns, set(actual) ^ set(expected)))
 
 
 def read_ranges_again(state, chance: random.Random) -> None:
@@ -279,6 +301,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
     assert not list((tmp_path / "capture-state.json.requests").glob("*.json")), "a re-read request not taken"
     land_and_run(dbt_project, postgres)
     assert_mirrors_equal_sources(dbt_project, postgres)
+    dbt_project.dbt("test", "--select", *[name for name, _ in HISTORIES.values()])
     models = list(KEYS)
     dbt_project.dbt("run-operation", "cdc_verify", "--args",
                     json.dumps({"source": {"postgres": dsn}, "select": [m.split(".")[1] for m in models]}))
