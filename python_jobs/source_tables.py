@@ -73,11 +73,13 @@ def postgres_tables(dsn: str, names: Sequence[str]) -> list[SourceTable]:
 def mysql_tables(host: str, port: int, user: str, password: str, names: Sequence[str]) -> list[SourceTable]:
     import pymysql
 
+    from python_jobs.capture.mysql_connection import access_denied_hint
+
     try:
         connection = pymysql.connect(host=host, port=port, user=user, password=password, charset="utf8mb4")
     except pymysql.Error as error:
         raise ScaffoldError(f"cannot connect to {user}@{host}:{port}: {error}; check --mysql and the password in "
-                            "MYSQL_PWD") from None
+                            f"MYSQL_PWD{access_denied_hint(error)}") from None
     try:
         with connection.cursor() as cursor:
             return [_read_table(cursor, qualified, _MYSQL_COLUMNS, _MYSQL_KEY) for qualified in names]

@@ -35,3 +35,17 @@ class Connection(pymysql.connections.Connection):
 def connect(**settings: Any) -> Connection:
     """pymysql.connect(**settings), sharing the TLS context (the binlog reader's pymysql_wrapper too)."""
     return Connection(**settings)
+
+
+ACCESS_DENIED = 1045
+
+
+def access_denied_hint(error: BaseException) -> str:
+    """What else to check when the server refused the user from its own host: mariadb-install-db (and
+    older MySQL installs) create an anonymous account ''@'localhost', which the server matches before
+    'cdc'@'%' for such a connection, so the right password is refused. Empty for any other error."""
+    arguments = getattr(error, "args", ())
+    if len(arguments) < 2 or arguments[0] != ACCESS_DENIED or "@'localhost'" not in str(arguments[1]):
+        return ""
+    return ("; connecting from the server's own host, an anonymous account ''@'localhost' is matched before "
+            "'<user>'@'%': drop it (drop user ''@'localhost') or create the user for 'localhost' too")

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, MutableMapping
 
 from python_jobs.capture.mysql_binlog_values import binlog_values
-from python_jobs.capture.mysql_connection import connect
+from python_jobs.capture.mysql_connection import access_denied_hint, connect
 from python_jobs.capture.mysql_row_images import debezium_images
 from python_jobs.capture.mysql_rows import absent_columns, fast_rows
 from python_jobs.capture.mysql_server_charsets import forget_server_charsets, load_server_charsets
@@ -60,7 +60,7 @@ class MysqlCapture:
         except pymysql.Error as error:
             raise CaptureError(
                 f"cannot connect to {config.user}@{config.host}:{config.port}: {error}; check --user, --host, "
-                "--port and the password in MYSQL_PWD"
+                f"--port and the password in MYSQL_PWD{access_denied_hint(error)}"
             ) from None
         self._check_binlog_settings()
         # How the server compares database and table names (lower_case_table_names: mysql_names.py).

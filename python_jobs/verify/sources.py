@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from python_jobs.capture.mysql_connection import access_denied_hint
 from python_jobs.capture.mysql_snapshot import READ_AS_STORED, quoted
 from python_jobs.formats.records import canonical_key, format_seq
 from python_jobs.formats.wal2json import parse_lsn
@@ -174,7 +175,8 @@ class MysqlSource:
                                               user=match.group(1) or "root", password=os.environ.get("MYSQL_PWD", ""),
                                               charset="utf8mb4", autocommit=True)
         except pymysql.Error as error:
-            raise SourceError(f"cannot connect to {self.name}: {error}; check the address and MYSQL_PWD") from None
+            raise SourceError(f"cannot connect to {self.name}: {error}; check the address and MYSQL_PWD"
+                              f"{access_denied_hint(error)}") from None
         with self.connection.cursor() as cursor:
             cursor.execute("set session time_zone = '+00:00'")  # TIMESTAMP in UTC, as the capture reads it
             cursor.execute(READ_AS_STORED)
