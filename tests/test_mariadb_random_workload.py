@@ -204,8 +204,8 @@ def assert_mirrors_equal(mariadb, project, models: dict) -> None:
         missing, extra = set(source) - set(mirrored), set(mirrored) - set(source)
         assert (len(source), missing, extra) == (len(mirrored), set(), set()), (
             f"{qualified}: only in the source {sorted(missing, key=repr)[:5]}, only in the mirror "
-            f"{sorted(extra, key=repr)[:5]}\n" + raw_history(project, qualified, model, TABLES[qualified], [name for name, _ in columns],
-                                           missing | extra))
+            f"{sorted(extra, key=repr)[:5]}\n"
+            + raw_history(project, qualified, model, TABLES[qualified], [name for name, _ in columns], missing | extra))
     connection.close()
 
 
