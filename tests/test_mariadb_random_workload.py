@@ -4,7 +4,8 @@ columns) at once, on the same keys, in transactions that commit or roll back, wi
 updates, multi-row and multi-table statements, a TRUNCATE and ALTER TABLE ... ADD COLUMN ... DEFAULT,
 while cdc-capture-mysql follows the binlog and is killed (SIGKILL) and started again at random, a
 key range is read again online (cdc-snapshot) and the mirrors are landed and applied at random
-points. Then every mirror equals its source table row by row, and by cdc_verify.
+points. Then every mirror equals its source table row by row, and by cdc_verify; so do the current
+versions of two histories (hard and soft deletes) in the tables' first columns, whose data tests pass.
 
 CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applies a seed runs;
 CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two, on each engine of
@@ -13,9 +14,11 @@ CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import random
+import re
 import threading
 import time
 from decimal import Decimal
@@ -25,13 +28,17 @@ import pytest
 
 from python_jobs import scaffold
 from raw_history import raw_history
-from workload_seeds import workload_cases, workload_project
+from workload_seeds import history_tests, workload_cases, workload_project
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
 
 ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "3"))
 TABLES = {"shop.lines": ["order_id", "line_no"], "shop.docs": ["id"], "shop.nums": ["id"]}
+# A history of two tables, hard and soft deletes, with the tables' first columns (not those the
+# workload adds): its current versions are the source's rows in those columns.
+HISTORIES = {"shop.nums": ("nums_versions", "hard"), "shop.lines": ("lines_versions", "soft")}
+ADDED_COLUMN = re.compile(r"(tag|score|n)\d+")
 SCHEMA = (
     "use shop",
     "create table shop.lines (order_id int, line_no smallint, qty int not null, note varchar(20), "
@@ -152,18 +159,28 @@ class Session(threading.Thread):
 
 
 def models_written(project, config) -> dict:
-    """Each table's model as cdc-scaffold writes it from the catalog now (added columns too)."""
+    """Each table's model as cdc-scaffold writes it from the catalog now (added columns too), and the
+    histories' models; the source table of each model."""
     tables = scaffold.mysql_tables(config.host, config.port, config.user, config.password, list(TABLES))
+    models = {}
     for table in tables:
         (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
-    return {table.qualified: table.model_name for table in tables}
+        models[table.model_name] = table.qualified
+        if table.qualified in HISTORIES:  # a history keeps its columns (docs/history.md, "Limits")
+            name, deletes = HISTORIES[table.qualified]
+            first = dataclasses.replace(table, columns=tuple(c for c in table.columns if not ADDED_COLUMN.fullmatch(c.name)))
+            (project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(scaffold.model_sql(first).replace(
+                "config(\n", f"config(\n        materialized='cdc_history',\n        deletes='{deletes}',\n", 1))
+            models[name] = table.qualified
+    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(history_tests(HISTORIES))
+    return models
 
 
 def apply(project, config) -> dict:
     models = models_written(project, config)
     summary = project.land(TABLES)
     assert summary.counts["rejected"] == 0 and "quarantined 0 lines" in summary.status(), summary.status()
-    project.dbt("run", "--select", *models.values())
+    project.dbt("run", "--select", *models)
     return models
 
 
@@ -188,18 +205,21 @@ def normal(value):
 
 
 def assert_mirrors_equal(mariadb, project, models: dict) -> None:
+    """Each mirror, and each history's current versions in its columns, equal to its source table."""
     connection = mariadb.connect()
-    for qualified, model in models.items():
+    for model, qualified in models.items():
+        history = model in dict(HISTORIES.values())
         with connection.cursor() as cursor:
             cursor.execute("select column_name, data_type from information_schema.columns where concat(table_schema, "
                            "'.', table_name) = %s order by ordinal_position", (qualified,))
-            columns = cursor.fetchall()
+            columns = [(name, kind) for name, kind in cursor.fetchall() if not (history and ADDED_COLUMN.fullmatch(name))]
             source_columns = ", ".join(rendered(kind, name, False) for name, kind in columns)
             cursor.execute(f"select {source_columns} from {qualified}")
             source = sorted((tuple(normal(value) for value in row) for row in cursor.fetchall()), key=repr)
+        current = " where is_current and not coalesce(is_deleted, false)" if history else ""
         mirrored = sorted((tuple(normal(value) for value in row.values()) for row in project.query(
             f"select {', '.join(rendered(kind, name, True, project.on_databend) for name, kind in columns)} "
-            f"from {project.schema}.{model}")),
+            f"from {project.schema}.{model}{current}")),
             key=repr)
         missing, extra = set(source) - set(mirrored), set(mirrored) - set(source)
         assert (len(source), missing, extra) == (len(mirrored), set(), set()), (
@@ -262,7 +282,9 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
     assert capture("mysql", *args).returncode == 0
     models = apply(dbt_project, config)
     assert_mirrors_equal(mariadb, dbt_project, models)
+    dbt_project.dbt("test", "--select", *[name for name, _ in HISTORIES.values()])
+    mirrors = [model for model in models if model not in dict(HISTORIES.values())]
     dbt_project.dbt("run-operation", "cdc_verify", "--args", json.dumps(
-        {"source": {"mysql": f"{config.user}@127.0.0.1:{mariadb.port}"}, "select": list(models.values())}))
-    reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(models):]
-    assert len(reports) == len(models) and all(": equal: " in report for report in reports), reports
+        {"source": {"mysql": f"{config.user}@127.0.0.1:{mariadb.port}"}, "select": mirrors}))
+    reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(mirrors):]
+    assert len(reports) == len(mirrors) and all(": equal: " in report for report in reports), reports

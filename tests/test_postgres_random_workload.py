@@ -32,7 +32,7 @@ import pytest
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
 from raw_history import raw_history
-from workload_seeds import workload_cases, workload_project
+from workload_seeds import history_tests, workload_cases, workload_project
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
@@ -60,10 +60,6 @@ TYPES = {"integer": "int", "text": "string", "numeric": "decimal(12,3)", "timest
 # A history of two tables, hard and soft deletes, with the tables' first columns: its current
 # versions are the source's rows in those columns.
 HISTORIES = {"shop.vals": ("vals_versions", "hard"), "shop.lines": ("lines_versions", "soft")}
-HISTORY_TESTS = "version: 2\nmodels:\n" + "".join(
-    f"  - name: {name}\n    data_tests:\n      - cdc_merge.cdc_history_intervals\n"
-    f"      - cdc_merge.cdc_history_one_current:\n          arguments:\n            source_table: {table}\n"
-    f"            raw_relation: ref('raw_events')\n" for table, (name, _) in HISTORIES.items())
 BODY = "(select string_agg(md5(%s || s::text), '') from generate_series(1, 100) s)"
 
 
@@ -195,7 +191,7 @@ def write_models(project, server) -> list[str]:
                 project.write_model(HISTORIES[table][0], f"materialized='cdc_history', unique_key={keys!r}, "
                                     f"source_table='{table}', deletes='{HISTORIES[table][1]}'", body)
     connection.close()
-    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(HISTORY_TESTS)
+    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(history_tests(HISTORIES))
     return [table.split(".")[1] for table in KEYS] + [name for name, _ in HISTORIES.values()]
 
 
