@@ -61,6 +61,16 @@ def _holds(mirror_type: str, source_type: str) -> bool:
     return mirror == (-1, -1) or (mirror[0] >= source[0] and mirror[1] >= source[1])
 
 
+def _since(seq: str, raw_data: str) -> str:
+    """Where the source changed the type: its DDL when the event carries it (a user knows the
+    statement, not the seq), and the seq, which finds the event in the raw log."""
+    ddl = json.loads(raw_data).get("ddl")
+    if not isinstance(ddl, str) or not ddl.strip():
+        return f"the schema change at seq {seq}"
+    ddl = " ".join(ddl.split())
+    return f"{ddl if len(ddl) <= 200 else ddl[:197] + '...'!r} (seq {seq})"
+
+
 def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, str], source_table: str,
                    model: str, history: bool = False) -> Optional[str]:
     """events: (seq, raw_data) of the chunk's schema events; column_types: {mirror column: type}. What
@@ -79,13 +89,14 @@ def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, s
             new_type = after.get(field)
             if name is None or new_type is None or _holds(types[name], new_type):
                 continue
+            since = _since(seq, raw_data)
             if history:
-                return (f"cdc_history model '{model}': {source_table}.{field} is {new_type} at the source since {seq} (it "
+                return (f"cdc_history model '{model}': {source_table}.{field} is {new_type} at the source since {since} (it "
                         f"was {old_type}), and the history's column {mirror[name]} ({_bare(types[name])}) cannot hold its "
                         "values: its versions would hold them rounded or null. Change the column's type in the model, then "
                         f"rebuild the history from the raw log: dbt run --full-refresh --select {model}; nothing of this "
                         "chunk was applied.")
-            return (f"cdc_merge model '{model}': {source_table}.{field} is {new_type} at the source since {seq} (it was "
+            return (f"cdc_merge model '{model}': {source_table}.{field} is {new_type} at the source since {since} (it was "
                     f"{old_type}), and the mirror's column {mirror[name]} ({_bare(types[name])}) cannot hold its values: "
                     "they would be rounded or null. Change the column's type in the model (cdc-scaffold --overwrite "
                     "writes it), then run the model again, with --full-refresh where the mirror cannot widen the "

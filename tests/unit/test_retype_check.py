@@ -5,8 +5,8 @@ import json
 from python_jobs.apply.retype_check import retype_problem
 
 
-def event(seq: str, columns: dict[str, str], retyped: dict[str, str]) -> tuple[str, str]:
-    return seq, json.dumps({"ddl": None, "columns": [{"name": name, "type": type_name} for name, type_name in columns.items()],
+def event(seq: str, columns: dict[str, str], retyped: dict[str, str], ddl: str | None = None) -> tuple[str, str]:
+    return seq, json.dumps({"ddl": ddl, "columns": [{"name": name, "type": type_name} for name, type_name in columns.items()],
                             "existing_rows": {}, "retyped_columns": retyped})
 
 
@@ -14,9 +14,10 @@ def test_a_decimal_or_integer_widened_beyond_the_mirror_column_is_named():
     events = [event("0002", {"id": "integer", "balance": "numeric(16,4)"}, {"balance": "numeric(12,2)"})]
     problem = retype_problem(events, {"id": "int", "balance": "decimal(12,2)"}, "shop.accounts", "accounts")
     assert problem.startswith("cdc_merge model 'accounts': shop.accounts.balance is numeric(16,4) at the source since "
-                              "0002 (it was numeric(12,2)), and the mirror's column balance (decimal(12,2)) cannot hold")
-    mysql = [event("0003", {"Qty": "bigint(20)"}, {"Qty": "int(11)"})]
-    assert "shop.t.Qty is bigint(20)" in retype_problem(mysql, {"qty": "Nullable(Int32)"}, "shop.t", "t")
+                              "the schema change at seq 0002 (it was numeric(12,2)), and the mirror's column balance (decimal(12,2)) cannot hold")
+    mysql = [event("0003", {"Qty": "bigint(20)"}, {"Qty": "int(11)"}, "alter table shop.t\n  modify Qty bigint")]
+    assert ("shop.t.Qty is bigint(20) at the source since 'alter table shop.t modify Qty bigint' (seq 0003) (it was "
+            "int(11))") in retype_problem(mysql, {"qty": "Nullable(Int32)"}, "shop.t", "t")
 
 
 def test_a_mirror_column_that_holds_the_new_type_or_is_not_a_number_is_left_alone():
