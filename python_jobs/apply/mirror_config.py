@@ -30,7 +30,7 @@ _RAW_LOG_NAMES = ("unique_key", "source_table", "max_events_per_chunk", "table_p
 def config_names(materialization: str) -> List[str]:
     """The configs a model of this materialization reads, for the macros to gather."""
     if materialization == "cdc_history":
-        return [*_RAW_LOG_NAMES, "deletes", "track_columns", "allow_trimmed_log", *MAINTENANCE_DEFAULTS]
+        return [*_RAW_LOG_NAMES, "deletes", "track_columns", "allow_trimmed_log", "on_schema_change", *MAINTENANCE_DEFAULTS]
     return [*_RAW_LOG_NAMES, "deletes", "change_source", "consistency_group", "on_schema_change", *MAINTENANCE_DEFAULTS]
 
 
@@ -148,7 +148,9 @@ def cdc_merge_config(prefix: str, settings: Mapping[str, Any], landings: Sequenc
 
 
 def cdc_history_config(prefix: str, settings: Mapping[str, Any], landings: Sequence[Mapping[str, Any]],
-                       upstream: int) -> Dict[str, Any]:
+                       upstream: int, on_schema_change_set: bool = False) -> Dict[str, Any]:
+    """A cdc_history model's config; on_schema_change_set as for cdc_merge_config: unset, a history adds
+    the columns its model adds (history_columns.py)."""
     deletes = _deletes(prefix, settings, "'hard' (a delete closes the key's current version) or 'soft' (a delete adds a version "
                                          "with is_deleted = true)")
     track_columns: Optional[List[str]] = settings.get("track_columns")
@@ -165,8 +167,13 @@ def cdc_history_config(prefix: str, settings: Mapping[str, Any], landings: Seque
     allow_trimmed_log = settings.get("allow_trimmed_log", False)
     if not isinstance(allow_trimmed_log, bool):
         raise ConfigError(f"{prefix}allow_trimmed_log must be true or false, got {allow_trimmed_log}.")
+    on_schema_change = settings.get("on_schema_change") if on_schema_change_set else "append_new_columns"
+    if on_schema_change not in ("ignore", "fail", "append_new_columns", "sync_all_columns"):
+        raise ConfigError(f"{prefix}on_schema_change must be 'append_new_columns' (add the model's new columns, each version's "
+                          "value found in its event in the raw log), 'fail' or 'ignore' (a stored history refuses other columns), "
+                          f"got {on_schema_change}.")
     return {**raw_log_config(prefix, "cdc_history", "records", settings, landings, upstream), "deletes": deletes,
-            "track_columns": track_columns, "allow_trimmed_log": allow_trimmed_log,
+            "track_columns": track_columns, "allow_trimmed_log": allow_trimmed_log, "on_schema_change": on_schema_change,
             "maintenance": maintenance_config(prefix, settings, "cdc_history")}
 
 

@@ -102,6 +102,11 @@ def test_a_history_model_has_its_own_configs():
     prefix = "cdc_history model 'h': "
     config = cdc_history_config(prefix, {**GOOD, "track_columns": "status"}, [], 1)
     assert config["track_columns"] == ["status"] and config["allow_trimmed_log"] is False
+    # dbt gives every model on_schema_change 'ignore': only a setting counts; a history adds new columns.
+    assert config["on_schema_change"] == "append_new_columns"
+    assert cdc_history_config(prefix, {**GOOD, "on_schema_change": "fail"}, [], 1, True)["on_schema_change"] == "fail"
+    with pytest.raises(ConfigError, match="on_schema_change must be 'append_new_columns'"):
+        cdc_history_config(prefix, {**GOOD, "on_schema_change": "drop"}, [], 1, True)
     for settings, message in (({**GOOD, "track_columns": []}, "track_columns must be a non-empty list"),
                               ({**GOOD, "allow_trimmed_log": "yes"}, "allow_trimmed_log must be true or false"),
                               ({**GOOD, "deletes": "x"}, "a delete closes the key's current version"),

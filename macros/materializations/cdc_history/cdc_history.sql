@@ -12,7 +12,8 @@
     Files, each with its spark__ and databend__ versions side by side:
         validate.sql   every config, checked before any SQL runs
         batch.sql      what cdc_events() reads here: every event of the batch
-        target.sql     the history table and its deletes table: created, columns and deletes mode checked
+        target.sql     the history table and its deletes table: created, deletes mode checked
+        added_columns.sql  columns the model adds: added in place, each version's value from its event in the raw log
         chain.sql      the rebuilt chains of a batch's keys, compared with the stored rows
         unsent.sql     unchanged TOAST values in those chains, filled from the version before
         write.sql      a batch's rows removed and added, published in one commit
@@ -99,10 +100,10 @@
     {#- The model's output columns, from the first chunk's events (or none). -#}
     {% if chunks | length %}
         {% do cdc_merge.read_chunk(chunks[0], raw_changes_view, cfg) %}
-        {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)) %}
-    {% else %}
-        {% do run_query(cdc_merge.create_empty_batch_view_sql(batch_view)) %}
     {% endif %}
+    {% set first_batch_view_sql = cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, 0, 1)
+        if chunks | length else cdc_merge.create_empty_batch_view_sql(batch_view) %}
+    {% do run_query(first_batch_view_sql) %}
     {% set model_columns = run_query('select * from (' ~ model_sql ~ ') as model_output limit 0').column_names | list %}
     {% do cdc_merge.cdc_history_validate_columns(model_columns, cfg) %}
     {% set columns = model_columns | reject('in', metadata_columns) | list %}
@@ -111,7 +112,11 @@
         {% do cdc_merge.record_history_deletes(target_relation, offsets, cfg.deletes, created=true) %}
         {% do run_query(cdc_merge.create_history_sql(target_relation, model_sql, columns, cfg)) %}
     {% else %}
-        {% do cdc_merge.check_history_columns(target_relation, columns) %}
+        {#- Columns the model added are added and filled from the raw log; other changes ask for a rebuild (added_columns.sql). -#}
+        {% if cdc_merge.follow_history_columns(target_relation, columns, model_sql, cfg) %}
+            {#- The fill read the versions' events through the batch view: it reads the first chunk's again. -#}
+            {% do run_query(first_batch_view_sql) %}
+        {% endif %}
     {% endif %}
     {% if deletes_relation is not none %}
         {% do run_query(cdc_merge.create_history_deletes_sql(deletes_relation)) %}

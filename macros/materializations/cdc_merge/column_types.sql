@@ -124,16 +124,17 @@
 {% endmacro %}
 
 
-{% macro add_column_sql(relation, column, data_type) %}
-    {{ return(adapter.dispatch('add_column_sql', 'cdc_merge')(relation, column, data_type)) }}
+{% macro add_column_sql(relation, column, data_type, position='') %}
+    {#- position: where among the table's columns ('first', 'after <column>'); last when empty. -#}
+    {{ return(adapter.dispatch('add_column_sql', 'cdc_merge')(relation, column, data_type, position)) }}
 {% endmacro %}
 
-{% macro spark__add_column_sql(relation, column, data_type) %}
-    alter table {{ relation }} add columns ({{ column }} {{ data_type }})
+{% macro spark__add_column_sql(relation, column, data_type, position) %}
+    alter table {{ relation }} add columns ({{ column }} {{ data_type }} {{ position }})
 {% endmacro %}
 
-{% macro databend__add_column_sql(relation, column, data_type) %}
-    alter table {{ relation }} add column {{ column }} {{ data_type }} null
+{% macro databend__add_column_sql(relation, column, data_type, position) %}
+    alter table {{ relation }} add column {{ column }} {{ data_type }} null {{ position }}
 {% endmacro %}
 
 

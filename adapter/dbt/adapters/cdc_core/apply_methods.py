@@ -12,8 +12,8 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.cdc_core.applied_schema_events import APPLIED
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, column_names, history_closes, idle_decision, key_range, maintenance_due, mirror_config, model_rows,
-    one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    chunk_plan, column_defaults, column_names, history_closes, history_columns, idle_decision, key_range, maintenance_due,
+    mirror_config, model_rows, one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
 )
 
 
@@ -241,7 +241,7 @@ class ApplyMethods(metaclass=AdapterMeta):
         try:
             mirror_config.misspelled_names(prefix, str(materialization), list(set_names))
             if materialization == "cdc_history":
-                config = mirror_config.cdc_history_config(prefix, settings, landings, int(upstream))
+                config = mirror_config.cdc_history_config(prefix, settings, landings, int(upstream), bool(on_schema_change_set))
             else:
                 config = mirror_config.cdc_merge_config(prefix, settings, landings, int(upstream),
                                                         self.cdc_connection_capabilities().change_streams, str(target_type),
@@ -265,3 +265,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         """schema_change.sql: how the stored mirror follows its model's columns (schema_plan.py)."""
         return schema_plan.plan_schema([tuple(column) for column in mirror_types], [tuple(column) for column in model_types],
                                        str(mode), list(kept_before), str(model), str(mirror), str(engine))
+
+    @available
+    def cdc_history_columns_plan(self, stored: Sequence[str], model_columns: Sequence[str], mode: str,
+                                 track_columns: Optional[Sequence[str]], model: str, relation: str) -> Dict[str, Any]:
+        """target.sql: how a stored history follows its model's columns (history_columns.py)."""
+        return history_columns.plan_history_columns([str(c) for c in stored], [str(c) for c in model_columns], str(mode),
+                                                    None if track_columns is None else [str(c) for c in track_columns],
+                                                    str(model), str(relation))

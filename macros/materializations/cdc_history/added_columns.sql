@@ -1,0 +1,194 @@
+{#
+    Columns a history's model adds, taken in place (python_jobs/apply/history_columns.py decides;
+    docs/history.md, "Columns the model adds"). Each is added at its place among the model's columns
+    and recorded as pending in the schema changes log (cdc_merge's schema_changes_log.sql) first, and
+    recorded filled only once it is: a run that dies in between fills it on the next one.
+
+    The fill gives each version what a rebuild from the raw log gives it: the value its event holds
+    (the raw log's event of its key at its _cdc_updated_seq, else its _cdc_seq, through the model's
+    SQL); a version whose event sent none (an unchanged TOAST value, named in _cdc_unsent_columns as
+    the chain names it) or that has no event of its own (a truncate's or a range's delete version, an
+    event retention removed) the value of the version before; then the columns the source added with a
+    value for its rows then are set in the versions older than that (column_defaults.sql).
+#}
+
+{% macro follow_history_columns(target_relation, columns, model_sql, cfg) %}
+    {#- columns: the model's own columns. The stored history's columns checked, added and filled; raises what to change.
+        Returns whether it filled columns (through the batch view, which then reads the versions' events). -#}
+    {% set bookkeeping = cdc_merge.history_columns() %}
+    {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
+    {% if '_cdc_unsent_columns' not in (actual | map('lower') | list) %}
+        {#- A history written before it kept _cdc_unsent_columns gets it: its rows sent every value it holds. -#}
+        {% do run_query(cdc_merge.add_unsent_columns_column_sql(target_relation)) %}
+        {% set actual = actual + ['_cdc_unsent_columns'] %}
+    {% endif %}
+    {% set stored = [] %}
+    {% for name in actual if name | lower not in bookkeeping %}
+        {% do stored.append(name) %}
+    {% endfor %}
+    {% set plan = adapter.cdc_history_columns_plan(stored, columns, cfg.on_schema_change, cfg.track_columns, model.name,
+        target_relation | string) %}
+    {% if plan.error %}
+        {% do exceptions.raise_compiler_error(plan.error) %}
+    {% endif %}
+    {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
+    {% set logged = {'columns': [], 'ordinal': 0} %}
+    {% if plan.add %}
+        {% do run_query(cdc_merge.create_schema_changes_table(changes_relation)) %}
+    {% endif %}
+    {% if load_relation(changes_relation) is not none %}
+        {% set logged = cdc_merge.pending_backfills(changes_relation, target_relation) %}
+    {% endif %}
+    {% set ordinal = namespace(value=logged.ordinal) %}
+    {% set types = cdc_merge.history_column_types(model_sql, columns) %}
+    {% for step in plan.add %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, step.column, 'add_pending',
+            none, types[step.column | lower], none)) %}
+        {% do run_query(cdc_merge.add_column_sql(target_relation, step.column, types[step.column | lower],
+            ('after ' ~ step.after) if step.after else 'first')) %}
+    {% endfor %}
+    {% set pending = [] %}
+    {% for name in columns if name in logged.columns or name in plan.add | map(attribute='column') | list %}
+        {% do pending.append(name) %}
+    {% endfor %}
+    {% if pending %}
+        {% set filled = cdc_merge.fill_history_columns(target_relation, model_sql, pending, cfg) %}
+        {% set pending_types = {} %}
+        {% for name in pending %}
+            {% do pending_types.update({name: types[name | lower]}) %}
+        {% endfor %}
+        {% do cdc_merge.apply_column_defaults(target_relation, cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table),
+            pending_types, kept_unless='is_current') %}
+        {% for name in pending %}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none,
+                types[name | lower], filled)) %}
+        {% endfor %}
+        {{ log("cdc_history " ~ target_relation ~ ": schema change: " ~ pending | join(', ') ~ " added; " ~ filled
+            ~ " version rows given their values from their events in the raw log", info=True) }}
+    {% endif %}
+    {{ return(pending | length > 0) }}
+{% endmacro %}
+
+
+{% macro fill_history_columns(target_relation, model_sql, new_columns, cfg) %}
+    {#- Each version's values of new_columns, as the header says. Returns the version rows whose values changed. -#}
+    {% set applied = model.name ~ '__cdc_history_applied_raw' %}
+    {% set filled = model.name ~ '__cdc_history_filled' %}
+    {% do run_query(cdc_merge.create_applied_events_sql(applied, cfg.raw_relation, target_relation, cfg.source_table,
+        'coalesce(stored._cdc_updated_seq, stored._cdc_seq)')) %}
+    {% do run_query(cdc_merge.create_history_batch_view_sql(cdc_merge.history_batch_view_name(model.name), applied, cfg.source_table, 0, 1)) %}
+    {% do run_query(cdc_merge.create_history_fill_sql(filled, cdc_merge.history_fill_sql(target_relation, model_sql, new_columns))) %}
+    {% set changed = [] %}
+    {% for column in new_columns %}
+        {% do changed.append(cdc_merge.differs_sql('version.' ~ column, 'filled.' ~ column)) %}
+    {% endfor %}
+    {% do changed.append(cdc_merge.differs_sql('version._cdc_unsent_columns', 'filled._cdc_unsent_columns')) %}
+    {% set count_sql %}
+        select count(*) as changed
+        from {{ target_relation }} as version
+        inner join {{ filled }} as filled
+            on version._cdc_key = filled._cdc_key
+            and version._cdc_seq = filled._cdc_seq
+        where {{ changed | join(' or ') }}
+    {% endset %}
+    {% set rows = run_query(count_sql).rows[0]['changed'] | int %}
+    {% if rows > 0 %}
+        {% set fill_sql %}
+            merge into {{ target_relation }} as version
+            using {{ filled }} as filled
+                on version._cdc_key = filled._cdc_key
+                and version._cdc_seq = filled._cdc_seq
+            when matched and ({{ changed | join(' or ') }}) then update set
+                {%- for column in new_columns %}
+                {{ column }} = filled.{{ column }},
+                {%- endfor %}
+                _cdc_unsent_columns = filled._cdc_unsent_columns
+        {% endset %}
+        {% do run_query(fill_sql) %}
+    {% endif %}
+    {% do cdc_merge.drop_scratch(filled) %}
+    {% do cdc_merge.drop_scratch(applied) %}
+    {{ return(rows) }}
+{% endmacro %}
+
+
+{% macro history_fill_sql(target_relation, model_sql, new_columns) %}
+    {#- Every version's key and seq, its values of new_columns and its _cdc_unsent_columns with those its event did not send. -#}
+    with
+
+    version_events as (
+        select * from ({{ model_sql }}) as model_output
+    ),
+
+    versions as (
+        select
+            version._cdc_key,
+            version._cdc_seq,
+            version._cdc_unsent_columns,
+            {%- for column in new_columns %}
+            change.{{ column }},
+            case when change._cdc_key is not null and not coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false)
+                then 1 else 0 end as _cdc_own_{{ loop.index }},
+            case when change._cdc_key is not null and coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false)
+                and coalesce(version._cdc_unsent_columns, '') not like '%,{{ column }},%' then '{{ column }},' else '' end
+                as _cdc_unsent_{{ loop.index }},
+            {%- endfor %}
+            1 as _cdc_version
+        from {{ target_relation }} as version
+        left join version_events as change
+            on change._cdc_key = version._cdc_key
+            and change._cdc_seq = coalesce(version._cdc_updated_seq, version._cdc_seq)
+    ),
+
+    {#- A version without its own value and those after it until one has: one group, which takes its first version's. -#}
+    grouped as (
+        select
+            *,
+            {%- for column in new_columns %}
+            sum(_cdc_own_{{ loop.index }}) over (
+                partition by _cdc_key order by _cdc_seq rows between unbounded preceding and current row
+            ) as _cdc_group_{{ loop.index }}{{ ',' if not loop.last }}
+            {%- endfor %}
+        from versions
+    ),
+
+    final as (
+        select
+            _cdc_key,
+            _cdc_seq,
+            {%- for column in new_columns %}
+            first_value(case when _cdc_own_{{ loop.index }} = 1 then {{ column }} end) over (
+                partition by _cdc_key, _cdc_group_{{ loop.index }} order by _cdc_seq
+            ) as {{ column }},
+            {%- endfor %}
+            {%- set unsent = [] %}
+            {%- for column in new_columns %}
+            {%- do unsent.append('_cdc_unsent_' ~ loop.index) %}
+            {%- endfor %}
+            case
+                when {{ unsent | join(' || ') }} = '' then _cdc_unsent_columns
+                else coalesce(_cdc_unsent_columns, ',') || {{ unsent | join(' || ') }}
+            end as _cdc_unsent_columns
+        from grouped
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro create_history_fill_sql(name, sql) %}
+    {{ return(adapter.dispatch('create_history_fill_sql', 'cdc_merge')(name, sql)) }}
+{% endmacro %}
+
+{% macro spark__create_history_fill_sql(name, sql) %}
+    create or replace temporary view {{ name }} as
+    {{ sql }}
+{% endmacro %}
+
+{% macro databend__create_history_fill_sql(name, sql) %}
+    {#- A table, not a view: the merge reads the history it writes. -#}
+    create or replace transient table {{ name }} as
+    {{ sql }}
+{% endmacro %}
