@@ -40,7 +40,7 @@
         {% set logged = cdc_merge.pending_backfills(changes_relation, target_relation) %}
     {% endif %}
     {% set ordinal = namespace(value=logged.ordinal) %}
-    {% set types = cdc_merge.history_column_types(model_sql, columns) %}
+    {% set types = cdc_merge.history_column_types(model_sql, columns) if (plan.add or logged.columns) else {} %}
     {% for step in plan.add %}
         {% set ordinal.value = ordinal.value + 1 %}
         {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, step.column, 'add_pending',
