@@ -56,10 +56,12 @@
 
 
 {% macro forget_truncates(cfg, target_relation) %}
-    {#- A mirror rebuilt from the start of the raw log finds its truncates again there. -#}
+    {#- A mirror rebuilt from the start of the raw log finds its truncates again there. The table is every mirror's and
+        history's: models built at once in one process delete from it one at a time (three new histories' deletes of
+        no row failed the third: "the table has been concurrently modified"). -#}
     {% set relation = cdc_merge.truncates_relation(cfg) %}
     {% if load_relation(relation) is not none %}
-        {% do run_query("delete from " ~ relation ~ " where target_table = '" ~ target_relation ~ "'") %}
+        {% do cdc_merge.delete_from_shared_table(relation, "delete from " ~ relation ~ " where target_table = '" ~ target_relation ~ "'") %}
     {% endif %}
 {% endmacro %}
 

@@ -78,7 +78,7 @@ class RunGuardMethods(metaclass=AdapterMeta):
     @available
     def cdc_delete_from_shared_table(self, table: str, sql: str) -> str:
         """A DELETE by predicate from a table the mirrors share (maintenance's trims of the offsets and
-        runs tables): one at a time in this process, since two such rewrites of the same files
+        runs tables, a rebuilt mirror's or history's truncates): one at a time in this process, since two such rewrites of the same files
         committed at once fail the second, and run again when it loses the commit race to an append
         (python_jobs/commit_race.py)."""
         with _SERIALIZED_GUARD:
