@@ -126,7 +126,6 @@
         select
             version._cdc_key,
             version._cdc_seq,
-            version._cdc_unsent_columns,
             {%- for column in new_columns %}
             change.{{ column }},
             case when change._cdc_key is not null and not coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false)
@@ -135,7 +134,7 @@
                 and coalesce(version._cdc_unsent_columns, '') not like '%,{{ column }},%' then '{{ column }},' else '' end
                 as _cdc_unsent_{{ loop.index }},
             {%- endfor %}
-            1 as _cdc_version
+            version._cdc_unsent_columns
         from {{ target_relation }} as version
         left join version_events as change
             on change._cdc_key = version._cdc_key
