@@ -170,7 +170,8 @@ def cdc_history_config(prefix: str, settings: Mapping[str, Any], landings: Seque
     on_schema_change = settings.get("on_schema_change") if on_schema_change_set else "append_new_columns"
     if on_schema_change not in ("ignore", "fail", "append_new_columns", "sync_all_columns"):
         raise ConfigError(f"{prefix}on_schema_change must be 'append_new_columns' (add the model's new columns, each version's "
-                          "value found in its event in the raw log), 'fail' or 'ignore' (a stored history refuses other columns), "
+                          "value found in its event in the raw log; 'sync_all_columns' does the same, a history drops no column), 'fail' or "
+                          "'ignore' (a stored history refuses other columns), "
                           f"got {on_schema_change}.")
     return {**raw_log_config(prefix, "cdc_history", "records", settings, landings, upstream), "deletes": deletes,
             "track_columns": track_columns, "allow_trimmed_log": allow_trimmed_log, "on_schema_change": on_schema_change,
