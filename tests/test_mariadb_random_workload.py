@@ -168,7 +168,8 @@ def models_written(project, config) -> dict:
             (project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(scaffold.model_sql(table).replace(
                 "config(\n", f"config(\n        materialized='cdc_history',\n        deletes='{deletes}',\n", 1))
             models[name] = table.qualified
-    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(history_tests(HISTORIES))
+    (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(
+        history_tests({name: table for table, (name, _) in HISTORIES.items()}))
     return models
 
 

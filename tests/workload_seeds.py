@@ -35,12 +35,12 @@ def workload_cases() -> list[tuple[int, str]]:
     return [(seed, engine) for seed in workload_seeds(seeds or "1,2") for engine in chosen]
 
 
-def history_tests(histories: dict[str, tuple[str, str]]) -> str:
-    """The data tests of a workload's histories ({source table: (model, deletes)}), as a models YAML."""
+def history_tests(histories: dict[str, str]) -> str:
+    """The data tests of a workload's histories ({model: source table}), as a models YAML."""
     return "version: 2\nmodels:\n" + "".join(
         f"  - name: {name}\n    data_tests:\n      - cdc_merge.cdc_history_intervals\n"
         f"      - cdc_merge.cdc_history_one_current:\n          arguments:\n            source_table: {table}\n"
-        f"            raw_relation: ref('raw_events')\n" for table, (name, _) in histories.items())
+        f"            raw_relation: ref('raw_events')\n" for name, table in histories.items())
 
 
 def workload_project(request, spark, tmp_path, engine: str):
