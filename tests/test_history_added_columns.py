@@ -5,7 +5,8 @@ own). The stored history takes them in place: the columns at their
 places, every version (closed, current, deleted) holding what a history rebuilt from the raw log
 holds, and a replay changes nothing; a run that died after the column was added (recorded pending,
 not yet filled) fills it on the next one; a version whose event did not send the column (a PostgreSQL TOAST value an update left unchanged)
-takes the version before's, as the chain gives it. A column the model drops still asks for --full-refresh, as does any added one under
+takes that of the key's newest event before it that sent one, as the chain gives it (with track_columns,
+an earlier event of the same version). A column the model drops still asks for --full-refresh, as does any added one under
 on_schema_change='fail'. On Spark + Iceberg and on embedded Databend, against a real MariaDB."""
 
 from __future__ import annotations
@@ -74,6 +75,40 @@ def test_a_history_takes_the_columns_its_model_adds_as_a_rebuild_gives_them(mari
     assert_a_replay_changes_nothing(project, "item_versions")
 
 
+def test_a_truncate_after_a_column_added_with_a_default_closes_versions_holding_it(mariadb, conformance_project, tmp_path):  # noqa: F811
+    project = conformance_project
+    config = captured(mariadb, project, tmp_path, TABLES,
+                      "create table shop.items (id int primary key, note varchar(20), name varchar(10))",
+                      "insert into shop.items values (1, 'n1', 'a'), (2, 'n2', 'b')")
+    capture_mysql.run(config)
+    project.land(TABLES)
+    for name in ("in_two_runs", "in_three_runs"):
+        write_history(project, name, NOW)
+    project.dbt("run", "--select", "in_two_runs", "in_three_runs")
+    execute(mariadb, "alter table shop.items add column tier varchar(10) not null default 'gold'")
+    capture_mysql.run(config)
+    project.land(TABLES)
+    project.dbt("run", "--select", "in_three_runs")
+    execute(mariadb, "truncate table shop.items", "insert into shop.items values (1, 'n1t', 'at', 'silver')")
+    capture_mysql.run(config)
+    project.land(TABLES)
+    write_history(project, "in_one_run", NOW)
+    write_history(project, "taken_in_place", FIRST)
+    project.dbt("run", "--select", "in_two_runs", "in_three_runs", "in_one_run", "taken_in_place")
+    write_history(project, "taken_in_place", NOW)
+    project.dbt("run", "--select", "taken_in_place")
+
+    # The truncate's delete versions hold the rows as the truncate found them, tier 'gold' since the ALTER.
+    # Were null, but in the history that applied the ALTER before the truncate.
+    expected = versions(project, "in_three_runs")
+    assert [(row[0], row[3], row[7]) for row in expected] == [
+        (1, "gold", False), (1, "gold", True), (1, "silver", False), (2, "gold", False), (2, "gold", True)]
+    for name in ("in_two_runs", "in_one_run", "taken_in_place"):
+        assert versions(project, name) == expected, name
+    current = [row[:4] for row in expected if row[6] and not row[7]]
+    assert sorted(current) == source_rows(mariadb, "shop.items", list(NOW))
+
+
 def test_a_column_recorded_pending_is_filled_on_the_next_run(mariadb, conformance_project, tmp_path):  # noqa: F811
     project = conformance_project
     config = captured(mariadb, project, tmp_path, TABLES,
@@ -109,7 +144,7 @@ def test_a_column_recorded_pending_is_filled_on_the_next_run(mariadb, conformanc
     assert "set it to 'append_new_columns' to add tier in place" in project.dbt_log()
 
 
-def test_an_added_column_an_update_did_not_send_takes_the_value_of_the_version_before(conformance_project):
+def test_an_added_column_an_update_did_not_send_takes_the_value_of_the_event_before(conformance_project):
     project = conformance_project
     unsent = "__debezium_unavailable_value"
     docs = {"id": "int", "content": "string", "title": "string"}
@@ -118,16 +153,25 @@ def test_an_added_column_an_update_did_not_send_takes_the_value_of_the_version_b
         postgres_line("u", 200, {"id": 1, "title": "b", "body": unsent}),
         postgres_line("u", 150, {"id": 3, "title": "q", "body": unsent}),
         postgres_line("u", 300, {"id": 1, "title": "c", "body": unsent}),
-        postgres_line("u", 250, {"id": 1, "title": "l", "body": "B"})]) + "\n")
+        postgres_line("u", 250, {"id": 1, "title": "l", "body": "B"}),
+        # Key 5 keeps its title, so its updates go into its version in place (track_columns), the newest
+        # sending no body; a late one among them sent one.
+        postgres_line("c", 100, {"id": 5, "title": "x", "body": "X"}),
+        postgres_line("u", 200, {"id": 5, "title": "x", "body": "Y"}),
+        postgres_line("u", 300, {"id": 5, "title": "x", "body": unsent}),
+        postgres_line("u", 260, {"id": 5, "title": "x", "body": "Z"}),
+        postgres_line("u", 400, {"id": 5, "title": "y", "body": unsent}),
+        postgres_line("u", 500, {"id": 5, "title": "y", "body": unsent})]) + "\n")
     project.land({"public.docs": ["id"]})
-    write_history(project, "doc_versions", {"id": "int", "title": "string"}, source_table="public.docs")
+    tracked = ", track_columns=['title']"
+    write_history(project, "doc_versions", {"id": "int", "title": "string"}, tracked, source_table="public.docs")
     project.dbt("run", "--select", "doc_versions")
     for name in ("doc_versions", "doc_versions_rebuilt"):
-        write_history(project, name, docs, source_table="public.docs", json_fields=", json_fields={'content': 'body'}")
+        write_history(project, name, docs, tracked, source_table="public.docs", json_fields=", json_fields={'content': 'body'}")
     project.dbt("run", "--select", "doc_versions", "doc_versions_rebuilt")
 
     assert versions(project, "doc_versions", docs) == versions(project, "doc_versions_rebuilt", docs)
-    # Was content null in the versions of updates that did not send it.
+    # Was content null in the versions of updates that did not send it, then key 5's that of the version before.
     assert [row[:3] + row[-1:] for row in versions(project, "doc_versions", docs)] == [
         (1, "A", "a", None), (1, "A", "b", ",content,"), (1, "B", "l", None), (1, "B", "c", ",content,"),
-        (3, None, "q", ",content,")]
+        (3, None, "q", ",content,"), (5, "Z", "x", ",content,"), (5, "Z", "y", ",content,")]

@@ -4,11 +4,14 @@
     and recorded as pending in the schema changes log (cdc_merge's schema_changes_log.sql) first, and
     recorded filled only once it is: a run that dies in between fills it on the next one.
 
-    The fill gives each version what a rebuild from the raw log gives it: the value its event holds
-    (the raw log's event of its key at its _cdc_updated_seq, else its _cdc_seq, through the model's
-    SQL); a version whose event sent none (an unchanged TOAST value, named in _cdc_unsent_columns as
-    the chain names it) or that has no event of its own (a truncate's or a range's delete version, an
-    event retention removed) the value of the version before; then the columns the source added with a
+    The fill gives each version what a rebuild from the raw log gives it: the value its newest event
+    holds (the raw log's event of its key at its _cdc_updated_seq, else its _cdc_seq, through the
+    model's SQL); where that event sent none (an unchanged TOAST value, named in _cdc_unsent_columns as
+    the chain names it), the value of the key's newest event before it that sent one (with
+    track_columns, an earlier event the version took in place); a version with no event of its own (a
+    truncate's or a range's delete version, an event retention removed) that of the newest event before
+    it, or where that holds none and the source added the column with a value for its rows in between,
+    that value (as a chunk closes it, column_defaults.sql); then the columns the source added with a
     value for its rows then are set in the versions older than that (column_defaults.sql).
 #}
 
@@ -53,13 +56,14 @@
         {% do pending.append(name) %}
     {% endfor %}
     {% if pending %}
-        {% set filled = cdc_merge.fill_history_columns(target_relation, model_sql, pending, cfg) %}
         {% set pending_types = {} %}
         {% for name in pending %}
             {% do pending_types.update({name: types[name | lower]}) %}
         {% endfor %}
-        {% do cdc_merge.apply_column_defaults(target_relation, cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table),
-            pending_types, kept_unless='is_current') %}
+        {% set default_events = cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table) %}
+        {% set filled = cdc_merge.fill_history_columns(target_relation, model_sql, pending, cfg,
+            cdc_merge.history_added_defaults(default_events, types)) %}
+        {% do cdc_merge.apply_column_defaults(target_relation, default_events, pending_types, kept_unless='is_current') %}
         {% for name in pending %}
             {% set ordinal.value = ordinal.value + 1 %}
             {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none,
@@ -72,14 +76,14 @@
 {% endmacro %}
 
 
-{% macro fill_history_columns(target_relation, model_sql, new_columns, cfg) %}
-    {#- Each version's values of new_columns, as the header says. Returns the version rows whose values changed. -#}
-    {% set applied = model.name ~ '__cdc_history_applied_raw' %}
+{% macro fill_history_columns(target_relation, model_sql, new_columns, cfg, added_defaults) %}
+    {#- Each version's values of new_columns, as the header says (added_defaults: history_added_defaults). Returns the version
+        rows whose values changed. -#}
+    {% set key_events = model.name ~ '__cdc_history_key_events' %}
     {% set filled = model.name ~ '__cdc_history_filled' %}
-    {% do run_query(cdc_merge.create_applied_events_sql(applied, cfg.raw_relation, target_relation, cfg.source_table,
-        'coalesce(stored._cdc_updated_seq, stored._cdc_seq)')) %}
-    {% do run_query(cdc_merge.create_history_batch_view_sql(cdc_merge.history_batch_view_name(model.name), applied, cfg.source_table, 0, 1)) %}
-    {% do run_query(cdc_merge.create_history_fill_sql(filled, cdc_merge.history_fill_sql(target_relation, model_sql, new_columns))) %}
+    {% do run_query(cdc_merge.create_key_events_sql(key_events, cfg.raw_relation, target_relation, cfg.source_table)) %}
+    {% do run_query(cdc_merge.create_history_batch_view_sql(cdc_merge.history_batch_view_name(model.name), key_events, cfg.source_table, 0, 1)) %}
+    {% do run_query(cdc_merge.create_history_fill_sql(filled, cdc_merge.history_fill_sql(target_relation, model_sql, new_columns, added_defaults))) %}
     {% set changed = [] %}
     {% for column in new_columns %}
         {% do changed.append(cdc_merge.differs_sql('version.' ~ column, 'filled.' ~ column)) %}
@@ -109,58 +113,108 @@
         {% do run_query(fill_sql) %}
     {% endif %}
     {% do cdc_merge.drop_scratch(filled) %}
-    {% do cdc_merge.drop_scratch(applied) %}
+    {% do cdc_merge.drop_scratch(key_events) %}
     {{ return(rows) }}
 {% endmacro %}
 
 
-{% macro history_fill_sql(target_relation, model_sql, new_columns) %}
-    {#- Every version's key and seq, its values of new_columns and its _cdc_unsent_columns with those its event did not send. -#}
+{% macro history_fill_sql(target_relation, model_sql, new_columns, added_defaults={}) %}
+    {#-
+        Every version's key and seq, its values of new_columns and its _cdc_unsent_columns with those its event did not send.
+        As the chain gives them (chain.sql, unsent.sql): each of the key's events takes its own value, or that of the
+        newest event before it that sent one; a version holds its newest event's (the one at its _cdc_updated_seq,
+        or the newest before that where retention removed it). One ordered pass over the key's events and its
+        versions' probes (a probe after the event at its _cdc_updated_seq), not a join of versions to seq ranges:
+        a key with many versions stays linear.
+    -#}
     with
 
-    version_events as (
-        select * from ({{ model_sql }}) as model_output
-    ),
-
-    versions as (
+    events as (
         select
-            version._cdc_key,
-            version._cdc_seq,
+            _cdc_key,
+            _cdc_seq as _cdc_at,
+            0 as _cdc_probe,
+            cast(null as string) as _cdc_version_seq,
+            false as _cdc_own_event,
+            cast(null as string) as _cdc_unsent_columns,
             {%- for column in new_columns %}
-            change.{{ column }},
-            case when change._cdc_key is not null and not coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false)
-                then 1 else 0 end as _cdc_own_{{ loop.index }},
-            case when change._cdc_key is not null and coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false)
-                and coalesce(version._cdc_unsent_columns, '') not like '%,{{ column }},%' then '{{ column }},' else '' end
-                as _cdc_unsent_{{ loop.index }},
+            {{ column }},
+            case when coalesce({{ cdc_merge.is_unavailable_sql(column) }}, false) then 0 else 1 end as _cdc_sent_{{ loop.index }}{{ ',' if not loop.last }}
             {%- endfor %}
-            version._cdc_unsent_columns
-        from {{ target_relation }} as version
-        left join version_events as change
-            on change._cdc_key = version._cdc_key
-            and change._cdc_seq = coalesce(version._cdc_updated_seq, version._cdc_seq)
+        from ({{ model_sql }}) as change
     ),
 
-    {#- A version without its own value and those after it until one has: one group, which takes its first version's. -#}
+    {#- A probe's values are never read (it sent none), only typed. A truncate's or a range's delete version keeps its
+        closed version's _cdc_updated_seq, below its own seq: that event is not its own. -#}
+    probes as (
+        select
+            _cdc_key,
+            coalesce(_cdc_updated_seq, _cdc_seq) as _cdc_at,
+            1 as _cdc_probe,
+            _cdc_seq as _cdc_version_seq,
+            coalesce(_cdc_updated_seq, _cdc_seq) >= _cdc_seq as _cdc_own_event,
+            _cdc_unsent_columns,
+            {%- for column in new_columns %}
+            {{ column }},
+            0 as _cdc_sent_{{ loop.index }}{{ ',' if not loop.last }}
+            {%- endfor %}
+        from {{ target_relation }}
+    ),
+
+    timeline as (
+        select * from events
+        union all
+        select * from probes
+    ),
+
+    {#- An event that sent no value and the rows after it until one did: one group, which takes its first row's. -#}
     grouped as (
         select
             *,
             {%- for column in new_columns %}
-            sum(_cdc_own_{{ loop.index }}) over (
-                partition by _cdc_key order by _cdc_seq rows between unbounded preceding and current row
-            ) as _cdc_group_{{ loop.index }}{{ ',' if not loop.last }}
+            sum(_cdc_sent_{{ loop.index }}) over (
+                partition by _cdc_key order by _cdc_at, _cdc_probe rows between unbounded preceding and current row
+            ) as _cdc_group_{{ loop.index }},
+            max(case when _cdc_probe = 0 and _cdc_sent_{{ loop.index }} = 0 then 1 else 0 end) over (
+                partition by _cdc_key, _cdc_at
+            ) as _cdc_unsent_at_{{ loop.index }},
             {%- endfor %}
-        from versions
+            max(1 - _cdc_probe) over (partition by _cdc_key, _cdc_at) as _cdc_event_at
+        from timeline
+    ),
+
+    filled as (
+        select
+            _cdc_key,
+            _cdc_probe,
+            _cdc_version_seq,
+            {%- for column in new_columns %}
+            first_value(case when _cdc_sent_{{ loop.index }} = 1 then {{ column }} end) over (
+                partition by _cdc_key, _cdc_group_{{ loop.index }} order by _cdc_at, _cdc_probe
+            ) as {{ column }},
+            first_value(case when _cdc_sent_{{ loop.index }} = 1 then _cdc_at end) over (
+                partition by _cdc_key, _cdc_group_{{ loop.index }} order by _cdc_at, _cdc_probe
+            ) as _cdc_from_{{ loop.index }},
+            case when _cdc_own_event and _cdc_unsent_at_{{ loop.index }} = 1
+                and coalesce(_cdc_unsent_columns, '') not like '%,{{ column }},%' then '{{ column }},' else '' end
+                as _cdc_unsent_{{ loop.index }},
+            {%- endfor %}
+            _cdc_own_event and _cdc_event_at = 1 as _cdc_has_event,
+            _cdc_unsent_columns
+        from grouped
     ),
 
     final as (
         select
             _cdc_key,
-            _cdc_seq,
+            _cdc_version_seq as _cdc_seq,
             {%- for column in new_columns %}
-            first_value(case when _cdc_own_{{ loop.index }} = 1 then {{ column }} end) over (
-                partition by _cdc_key, _cdc_group_{{ loop.index }} order by _cdc_seq
-            ) as {{ column }},
+            {%- if (column | lower) in added_defaults %}
+            case when _cdc_has_event then {{ column }} else {{ cdc_merge.history_range_value_sql(column, column, '_cdc_from_' ~ loop.index,
+                '_cdc_version_seq', added_defaults) }} end as {{ column }},
+            {%- else %}
+            {{ column }},
+            {%- endif %}
             {%- endfor %}
             {%- set unsent = [] %}
             {%- for column in new_columns %}
@@ -170,10 +224,47 @@
                 when {{ unsent | join(' || ') }} = '' then _cdc_unsent_columns
                 else coalesce(_cdc_unsent_columns, ',') || {{ unsent | join(' || ') }}
             end as _cdc_unsent_columns
-        from grouped
+        from filled
+        where _cdc_probe = 1
     )
 
     select * from final
+{% endmacro %}
+
+
+{% macro create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    {#- Every raw event of the keys the history holds, shaped as a chunk's raw changes. -#}
+    {{ return(adapter.dispatch('create_key_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table)) }}
+{% endmacro %}
+
+{% macro spark__create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    create or replace temporary view {{ scratch }} as
+    select
+        raw.*,
+        'INSERT' as _change_type
+    from {{ raw_relation }} as raw
+    left semi join {{ target_relation }} as stored
+        on raw.key = stored._cdc_key
+    where raw.table_name = '{{ source_table }}'
+{% endmacro %}
+
+{% macro databend__create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    create or replace transient table {{ scratch }} as
+    select
+        table_name,
+        key,
+        action,
+        raw_data,
+        before_data,
+        seq,
+        source_ts,
+        landed_file,
+        landed_line,
+        'INSERT' as _change_type
+    from {{ raw_relation }}
+    where
+        table_name = '{{ source_table }}'
+        and key in (select _cdc_key from {{ target_relation }})
 {% endmacro %}
 
 

@@ -135,6 +135,9 @@
         {% set schema_events = cdc_merge.history_schema_events(raw_changes_view, cfg) %}
         {% do cdc_merge.check_history_retypes(schema_events, model_sql, columns, cfg) %}
         {% set chunk_ranges = cdc_merge.history_chunk_ranges(target_relation, raw_changes_view, cfg, stored_truncates) %}
+        {% if chunk_ranges is not none %}
+            {% do chunk_ranges.update({'added_defaults': cdc_merge.history_range_defaults(cfg, run_cache, model_sql, columns)}) %}
+        {% endif %}
         {% for bucket in range(chunk.buckets) %}
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set batch = cdc_merge.history_batch_facts(target_relation, batch_view, model_sql, columns) %}

@@ -39,3 +39,49 @@
     {{ return(cdc_merge.apply_chunk_column_defaults(target_relation, raw_changes_view, cfg, events, cdc_merge.history_column_types(model_sql, columns),
         run_cache, chunk, kept_unless='is_current')) }}
 {% endmacro %}
+
+
+{#
+    A version a range or a truncate closes (ranges.sql, range_deletes.sql) holds the values of the
+    version it closes, as of the delete: a column the source added with a value for its rows between
+    the closed version's event and the delete holds that value there, where the closed one holds none.
+    Computed as the row is made, in a chunk's chain, its range deletes and an added column's fill, so
+    that a history built in one chunk or in many, or taking the column later, holds the same.
+#}
+
+{% macro history_added_defaults(events, column_types) %}
+    {#- events: [seq, raw_data] of schema events; column_types: {column (lower): type}. Returns {column (lower): [[seq, value SQL], ...]}, oldest first. -#}
+    {% set defaults = {} %}
+    {% for event in (adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id) if events else []) %}
+        {% for column in event.columns %}
+            {% do defaults.setdefault(column.name | lower, []).append([event.seq,
+                cdc_merge.cdc_value(cdc_merge.json_literal(column.image), column.field, column_types[column.name | lower])]) %}
+        {% endfor %}
+    {% endfor %}
+    {{ return(defaults) }}
+{% endmacro %}
+
+
+{% macro history_range_defaults(cfg, run_cache, model_sql, columns) %}
+    {#- history_added_defaults of the raw log's schema events, read once a run (run_cache). -#}
+    {% if 'history_range_defaults' not in run_cache %}
+        {% if 'column_default_events' not in run_cache %}
+            {% do run_cache.update({'column_default_events': cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table)}) %}
+        {% endif %}
+        {% set events = run_cache['column_default_events'] %}
+        {% do run_cache.update({'history_range_defaults': cdc_merge.history_added_defaults(events,
+            cdc_merge.history_column_types(model_sql, columns) if events else {})}) %}
+    {% endif %}
+    {{ return(run_cache['history_range_defaults']) }}
+{% endmacro %}
+
+
+{% macro history_range_value_sql(column, value_sql, closed_seq_sql, row_seq_sql, defaults) %}
+    {#- column's value in a closing row: value_sql, or where it is null the value of the newest addition between the two seqs. -#}
+    {% set value = namespace(sql=value_sql) %}
+    {% for seq, default_sql in (defaults or {}).get(column | lower, []) %}
+        {% set value.sql = 'case when ' ~ value_sql ~ ' is null and ' ~ closed_seq_sql ~ " < '" ~ seq ~ "' and " ~ row_seq_sql
+            ~ " > '" ~ seq ~ "' then " ~ default_sql ~ ' else ' ~ value.sql ~ ' end' %}
+    {% endfor %}
+    {{ return(value.sql) }}
+{% endmacro %}

@@ -27,7 +27,8 @@
             {%- for ladder in chunk_ranges.after_ladders %}
             select
                 {%- for column in columns %}
-                {{ column }},
+                {{ cdc_merge.history_range_value_sql(column, column, '_cdc_updated_seq', '_cdc_seq', chunk_ranges.get('added_defaults')) }}
+                    as {{ column }},
                 {%- endfor %}
                 _cdc_key,
                 _cdc_seq,

@@ -118,7 +118,8 @@
         {%- for ladder in chunk_ranges.ladders %}
         select
             {%- for column in columns %}
-            before_range.{{ column }},
+            {{ cdc_merge.history_range_value_sql(column, 'before_range.' ~ column, 'before_range._cdc_closed_seq',
+                'before_range._cdc_range_low', chunk_ranges.get('added_defaults')) }} as {{ column }},
             {%- endfor %}
             before_range._cdc_key,
             before_range._cdc_closed_seq,

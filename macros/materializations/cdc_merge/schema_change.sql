@@ -158,13 +158,12 @@
 {% endmacro %}
 
 
-{% macro create_applied_events_sql(scratch, raw_relation, target_relation, source_table, applied_seq='stored._cdc_seq') %}
-    {#- The raw events the mirror's rows were last written from (same key and seq), shaped as a chunk's raw changes.
-        applied_seq: the seq of a stored row's event (a history's version: its newest, cdc_history/added_columns.sql). -#}
-    {{ return(adapter.dispatch('create_applied_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table, applied_seq)) }}
+{% macro create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+    {#- The raw events the mirror's rows were last written from (same key and seq), shaped as a chunk's raw changes. -#}
+    {{ return(adapter.dispatch('create_applied_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table)) }}
 {% endmacro %}
 
-{% macro spark__create_applied_events_sql(scratch, raw_relation, target_relation, source_table, applied_seq) %}
+{% macro spark__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
     create or replace temporary view {{ scratch }} as
     select
         raw.*,
@@ -172,11 +171,11 @@
     from {{ raw_relation }} as raw
     left semi join {{ target_relation }} as stored
         on raw.key = stored._cdc_key
-        and raw.seq = {{ applied_seq }}
+        and raw.seq = stored._cdc_seq
     where raw.table_name = '{{ source_table }}'
 {% endmacro %}
 
-{% macro databend__create_applied_events_sql(scratch, raw_relation, target_relation, source_table, applied_seq) %}
+{% macro databend__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
     create or replace transient table {{ scratch }} as
     select
         raw.table_name,
@@ -192,6 +191,6 @@
     from {{ raw_relation }} as raw
     inner join {{ target_relation }} as stored
         on raw.key = stored._cdc_key
-        and raw.seq = {{ applied_seq }}
+        and raw.seq = stored._cdc_seq
     where raw.table_name = '{{ source_table }}'
 {% endmacro %}
