@@ -63,7 +63,8 @@
         {% set default_events = cdc_merge.column_default_events(cfg.raw_relation, cfg.source_table) %}
         {% set filled = cdc_merge.fill_history_columns(target_relation, model_sql, pending, cfg,
             cdc_merge.history_added_defaults(default_events, types)) %}
-        {% do cdc_merge.apply_column_defaults(target_relation, default_events, pending_types, kept_unless='is_current') %}
+        {% do cdc_merge.apply_column_defaults(target_relation, default_events, pending_types, kept_unless='is_current',
+            values_seq=cdc_merge.history_values_seq_sql()) %}
         {% for name in pending %}
             {% set ordinal.value = ordinal.value + 1 %}
             {% do run_query(cdc_merge.record_schema_change_sql(changes_relation, target_relation, ordinal.value, name, 'backfilled', none,

@@ -4,8 +4,9 @@
     column cannot hold stops the run, naming the column and what to change (retype_check.py), since
     its versions would hold them rounded or null. After it: columns the source added with a value for
     the rows it already had (ALTER TABLE ... ADD COLUMN ... DEFAULT 0), which no row change carries,
-    are set in the versions older than the event where they hold none, and in the current ones whatever
-    they hold (a column dropped and added again), so a key not changed since holds what the source's
+    are set in the versions whose values are older than the event (those of their newest event,
+    history_values_seq_sql) where they hold none, and in the current ones whatever they hold (a column
+    dropped and added again), so a key not changed since holds what the source's
     row holds; a 32-bit float the source widened to a double is the float's exact value there. A
     version older than such an event that lands in a later chunk takes it too.
 #}
@@ -37,7 +38,14 @@
 {% macro apply_history_column_defaults(target_relation, raw_changes_view, cfg, events, model_sql, columns, run_cache, chunk) %}
     {#- The chunk's events and the raw log's newer than its oldest, as a mirror's (column_defaults.sql: a late version is older than them). -#}
     {{ return(cdc_merge.apply_chunk_column_defaults(target_relation, raw_changes_view, cfg, events, cdc_merge.history_column_types(model_sql, columns),
-        run_cache, chunk, kept_unless='is_current')) }}
+        run_cache, chunk, kept_unless='is_current', values_seq=cdc_merge.history_values_seq_sql())) }}
+{% endmacro %}
+
+
+{% macro history_values_seq_sql() %}
+    {#- A version's position for the source's schema events: that of the event whose values it holds, its newest
+        (track_columns: one it took in place may be newer than an ALTER its opening event is older than). -#}
+    {{ return('coalesce(_cdc_updated_seq, _cdc_seq)') }}
 {% endmacro %}
 
 

@@ -77,12 +77,13 @@
 {% endmacro %}
 
 
-{% macro apply_chunk_column_defaults(target_relation, chunk_view, cfg, chunk_events, column_types, run_cache, chunk, facts=none, kept_unless=none) %}
+{% macro apply_chunk_column_defaults(target_relation, chunk_view, cfg, chunk_events, column_types, run_cache, chunk, facts=none, kept_unless=none,
+    values_seq='_cdc_seq') %}
     {% set known = cdc_merge.chunk_known_column_defaults(chunk_view, cfg, chunk_events, run_cache, chunk, target_relation, facts) %}
     {% if not known.events %}
         {{ return([]) }}
     {% endif %}
-    {{ return(cdc_merge.apply_column_defaults(target_relation, known.events, column_types, kept_unless, known.chunk_seqs, known.since)) }}
+    {{ return(cdc_merge.apply_column_defaults(target_relation, known.events, column_types, kept_unless, known.chunk_seqs, known.since, values_seq)) }}
 {% endmacro %}
 
 
@@ -122,7 +123,7 @@
 {% endmacro %}
 
 
-{% macro apply_column_defaults(target_relation, events, column_types, kept_unless=none, chunk_seqs=none, since=none) %}
+{% macro apply_column_defaults(target_relation, events, column_types, kept_unless=none, chunk_seqs=none, since=none, values_seq='_cdc_seq') %}
     {#-
         events: [seq, raw_data] of schema events; column_types: {mirror column: type}. Each event's
         columns that the mirror has are set in its rows older than the event. Returns the columns set.
@@ -130,6 +131,8 @@
         a value and does not meet it keeps that value (a version of a column dropped and added again).
         chunk_seqs, since: the chunk's events' seqs and its oldest event's; each column at its newest
         event, which sets, when the chunk does not hold it, only the rows from since on that differ.
+        values_seq: a row's position (SQL), that of the event whose values it holds; a history's version
+        that took later events in place (track_columns) holds its newest one's (_cdc_updated_seq).
     -#}
     {% set plan = adapter.cdc_column_defaults(events, column_types.keys() | list, model.unique_id, chunk_seqs) if events else [] %}
     {% set set_columns = [] %}
@@ -149,8 +152,8 @@
         {% endfor %}
         {#- A history's rows already holding the values are left alone: a replay of the event writes nothing. -#}
         {% set only_changed = (' and (' ~ changed | join(' or ') ~ ')') if (kept_unless is not none or late) else '' %}
-        {% set written = (' and _cdc_seq >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
-        {% do cdc_merge.update_rows_found(target_relation, assignments | join(', '), "_cdc_seq < '" ~ event.seq ~ "'" ~ written ~ only_changed,
+        {% set written = (' and ' ~ values_seq ~ ' >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
+        {% do cdc_merge.update_rows_found(target_relation, assignments | join(', '), values_seq ~ " < '" ~ event.seq ~ "'" ~ written ~ only_changed,
             look_first=kept_unless is not none or late) %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | map(attribute='name') | join(', ')
             ~ " added to the source at " ~ event.seq ~ ": set in the rows older than that to the value the source gave them", info=True) }}
@@ -158,11 +161,11 @@
     {#- A 32-bit float the source widened to a double: the older rows' values as the server widened them (column_defaults.py). -#}
     {% for event in (adapter.cdc_float_retypes(events, column_types) if events else []) %}
         {% set late = since is not none and event.seq not in chunk_seqs %}
-        {% set written = (' and _cdc_seq >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
+        {% set written = (' and ' ~ values_seq ~ ' >= ' ~ cdc_merge.string_literal(since)) if late else '' %}
         {% for column in event.columns %}
             {% set exact = 'cast(cast(' ~ column ~ ' as float) as double)' %}
             {% do cdc_merge.update_rows_found(target_relation, column ~ ' = ' ~ exact,
-                '_cdc_seq < ' ~ cdc_merge.string_literal(event.seq) ~ written ~ ' and ' ~ column ~ ' <> ' ~ exact,
+                values_seq ~ ' < ' ~ cdc_merge.string_literal(event.seq) ~ written ~ ' and ' ~ column ~ ' <> ' ~ exact,
                 look_first=kept_unless is not none or late) %}
         {% endfor %}
         {{ log("cdc_merge " ~ target_relation ~ ": " ~ event.columns | join(', ') ~ " widened from a 32-bit float by the source at "
