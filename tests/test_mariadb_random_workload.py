@@ -5,7 +5,8 @@ updates, multi-row and multi-table statements, a TRUNCATE and ALTER TABLE ... AD
 while cdc-capture-mysql follows the binlog and is killed (SIGKILL) and started again at random, a
 key range is read again online (cdc-snapshot) and the mirrors are landed and applied at random
 points. Then every mirror equals its source table row by row, and by cdc_verify; so do the current
-versions of two histories (hard and soft deletes), which take the columns added on the way in place
+versions of three histories (hard and soft deletes, one whose versions open only on changes of one
+column), which take the columns added on the way in place
 (docs/history.md, "Columns the model adds"), and whose data tests pass.
 
 CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applies a seed runs;
@@ -34,8 +35,11 @@ from test_online_snapshots_mariadb import execute
 
 ROUNDS = int(os.environ.get("CDC_RANDOM_WORKLOAD_ROUNDS", "3"))
 TABLES = {"shop.lines": ["order_id", "line_no"], "shop.docs": ["id"], "shop.nums": ["id"]}
-# A history of two tables, hard and soft deletes: its current versions are the source's rows.
-HISTORIES = {"shop.nums": ("nums_versions", "hard"), "shop.lines": ("lines_versions", "soft")}
+# Histories of two tables ({model: (source table, deletes, other config)}), hard and soft deletes, one
+# whose versions open only on changes of state (the other columns change in place): their current
+# versions are the source's rows.
+HISTORIES = {"nums_versions": ("shop.nums", "hard", ""), "lines_versions": ("shop.lines", "soft", ""),
+             "nums_by_state": ("shop.nums", "hard", "        track_columns=['state'],\n")}
 SCHEMA = (
     "use shop",
     "create table shop.lines (order_id int, line_no smallint, qty int not null, note varchar(20), "
@@ -163,13 +167,13 @@ def models_written(project, config) -> dict:
     for table in tables:
         (project.project_dir / "models" / "mirrors" / f"{table.model_name}.sql").write_text(scaffold.model_sql(table))
         models[table.model_name] = table.qualified
-        if table.qualified in HISTORIES:
-            name, deletes = HISTORIES[table.qualified]
-            (project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(scaffold.model_sql(table).replace(
-                "config(\n", f"config(\n        materialized='cdc_history',\n        deletes='{deletes}',\n", 1))
-            models[name] = table.qualified
+        for name, (history_of, deletes, config) in HISTORIES.items():
+            if history_of == table.qualified:
+                (project.project_dir / "models" / "mirrors" / f"{name}.sql").write_text(scaffold.model_sql(table).replace(
+                    "config(\n", f"config(\n        materialized='cdc_history',\n        deletes='{deletes}',\n{config}", 1))
+                models[name] = table.qualified
     (project.project_dir / "models" / "mirrors" / "_histories.yml").write_text(
-        history_tests({name: table for table, (name, _) in HISTORIES.items()}))
+        history_tests({name: table for name, (table, _, _) in HISTORIES.items()}))
     return models
 
 
@@ -205,7 +209,7 @@ def assert_mirrors_equal(mariadb, project, models: dict) -> None:
     """Each mirror, and each history's current versions in its columns, equal to its source table."""
     connection = mariadb.connect()
     for model, qualified in models.items():
-        history = model in dict(HISTORIES.values())
+        history = model in HISTORIES
         with connection.cursor() as cursor:
             cursor.execute("select column_name, data_type from information_schema.columns where concat(table_schema, "
                            "'.', table_name) = %s order by ordinal_position", (qualified,))
@@ -279,8 +283,8 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
     assert capture("mysql", *args).returncode == 0
     models = apply(dbt_project, config)
     assert_mirrors_equal(mariadb, dbt_project, models)
-    dbt_project.dbt("test", "--select", *[name for name, _ in HISTORIES.values()])
-    mirrors = [model for model in models if model not in dict(HISTORIES.values())]
+    dbt_project.dbt("test", "--select", *HISTORIES)
+    mirrors = [model for model in models if model not in HISTORIES]
     dbt_project.dbt("run-operation", "cdc_verify", "--args", json.dumps(
         {"source": {"mysql": f"{config.user}@127.0.0.1:{mariadb.port}"}, "select": mirrors}))
     reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(mirrors):]
