@@ -96,7 +96,8 @@
             _cdc_action = 'delete' as _cdc_is_delete,
             _cdc_seq,
             _cdc_source_ts,
-            1 as _cdc_origin
+            1 as _cdc_origin,
+            cast(null as string) as _cdc_kept_unsent
         from chain_model_events
         union all
         select
@@ -108,19 +109,23 @@
             is_deleted as _cdc_is_delete,
             _cdc_seq,
             _cdc_source_ts,
-            0 as _cdc_origin
+            0 as _cdc_origin,
+            cast(null as string) as _cdc_kept_unsent
         from chain_stored
         union all
+        {#- Its values are those its newest event had, filled in from the version's own earlier events too, which the
+            chain no longer holds: they are kept, not filled in again (unsent.sql), and so are the columns it names. #}
         select
             {%- for column in columns %}
             {{ column }},
             {%- endfor %}
-            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'stored') }}
+            {{- cdc_merge.unsent_flags_sql(unsent_columns, 'delete') }}
             _cdc_key,
             is_deleted as _cdc_is_delete,
             _cdc_updated_seq as _cdc_seq,
             cast(null as timestamp) as _cdc_source_ts,
-            0 as _cdc_origin
+            0 as _cdc_origin,
+            _cdc_unsent_columns as _cdc_kept_unsent
         from chain_stored
         where _cdc_updated_seq != _cdc_seq
         {%- if range_deletes_sql is not none %}
@@ -134,7 +139,8 @@
             true as _cdc_is_delete,
             _cdc_seq,
             _cdc_source_ts,
-            1 as _cdc_origin
+            1 as _cdc_origin,
+            cast(null as string) as _cdc_kept_unsent
         from chain_range_deletes
         {%- endif %}
         {%- if deletes_relation is not none %}
@@ -148,7 +154,8 @@
             true as _cdc_is_delete,
             _cdc_seq,
             _cdc_source_ts,
-            0 as _cdc_origin
+            0 as _cdc_origin,
+            cast(null as string) as _cdc_kept_unsent
         from {{ deletes_relation }}
         where _cdc_key in (select _cdc_key from chain_batch_keys)
         {%- endif %}

@@ -115,7 +115,10 @@
     {#-
         chain_unsent_groups and chain_filled over events_cte (one row per key and seq, with the
         flags of unsent_flags_sql): each column to fill takes the value of the key's newest event
-        at or before it that sent one, the first of its group (the events since that one).
+        at or before it that sent one, the first of its group (the events since that one). A stored
+        version's newest event in place (track_columns) counts as one that sent its values: they were
+        filled from the version's earlier events, which the chain no longer holds; it keeps the columns
+        it names (_cdc_kept_unsent).
     -#}
     chain_unsent_groups as (
         select
@@ -153,6 +156,7 @@
                 when {% for column in unsent_columns %}_cdc_unsent_{{ loop.index0 }}{{ ' or ' if not loop.last }}{% endfor %}
                     then concat(','
                         {%- for column in unsent_columns %}, case when _cdc_unsent_{{ loop.index0 }} then '{{ column }},' else '' end{% endfor %})
+                else _cdc_kept_unsent
                 end as _cdc_unsent_columns
             {%- else %}
             cast(null as string) as _cdc_unsent_columns
