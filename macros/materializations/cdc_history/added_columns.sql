@@ -82,7 +82,7 @@
         rows whose values changed. -#}
     {% set key_events = model.name ~ '__cdc_history_key_events' %}
     {% set filled = model.name ~ '__cdc_history_filled' %}
-    {% do run_query(cdc_merge.create_key_events_sql(key_events, cfg.raw_relation, target_relation, cfg.source_table)) %}
+    {% do run_query(cdc_merge.create_applied_events_sql(key_events, cfg.raw_relation, target_relation, cfg.source_table, every_event=true)) %}
     {% do run_query(cdc_merge.create_history_batch_view_sql(cdc_merge.history_batch_view_name(model.name), key_events, cfg.source_table, 0, 1)) %}
     {% do run_query(cdc_merge.create_history_fill_sql(filled, cdc_merge.history_fill_sql(target_relation, model_sql, new_columns, added_defaults))) %}
     {% set changed = [] %}
@@ -230,42 +230,6 @@
     )
 
     select * from final
-{% endmacro %}
-
-
-{% macro create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
-    {#- Every raw event of the keys the history holds, shaped as a chunk's raw changes. -#}
-    {{ return(adapter.dispatch('create_key_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table)) }}
-{% endmacro %}
-
-{% macro spark__create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
-    create or replace temporary view {{ scratch }} as
-    select
-        raw.*,
-        'INSERT' as _change_type
-    from {{ raw_relation }} as raw
-    left semi join {{ target_relation }} as stored
-        on raw.key = stored._cdc_key
-    where raw.table_name = '{{ source_table }}'
-{% endmacro %}
-
-{% macro databend__create_key_events_sql(scratch, raw_relation, target_relation, source_table) %}
-    create or replace transient table {{ scratch }} as
-    select
-        table_name,
-        key,
-        action,
-        raw_data,
-        before_data,
-        seq,
-        source_ts,
-        landed_file,
-        landed_line,
-        'INSERT' as _change_type
-    from {{ raw_relation }}
-    where
-        table_name = '{{ source_table }}'
-        and key in (select _cdc_key from {{ target_relation }})
 {% endmacro %}
 
 

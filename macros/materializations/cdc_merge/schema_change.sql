@@ -158,12 +158,13 @@
 {% endmacro %}
 
 
-{% macro create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
-    {#- The raw events the mirror's rows were last written from (same key and seq), shaped as a chunk's raw changes. -#}
-    {{ return(adapter.dispatch('create_applied_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table)) }}
+{% macro create_applied_events_sql(scratch, raw_relation, target_relation, source_table, every_event=false) %}
+    {#- The raw events the mirror's rows were last written from (same key and seq), shaped as a chunk's raw changes.
+        every_event: all the raw log's events of the keys it holds (a history's added columns, cdc_history/added_columns.sql). -#}
+    {{ return(adapter.dispatch('create_applied_events_sql', 'cdc_merge')(scratch, raw_relation, target_relation, source_table, every_event)) }}
 {% endmacro %}
 
-{% macro spark__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+{% macro spark__create_applied_events_sql(scratch, raw_relation, target_relation, source_table, every_event) %}
     create or replace temporary view {{ scratch }} as
     select
         raw.*,
@@ -171,11 +172,13 @@
     from {{ raw_relation }} as raw
     left semi join {{ target_relation }} as stored
         on raw.key = stored._cdc_key
+        {%- if not every_event %}
         and raw.seq = stored._cdc_seq
+        {%- endif %}
     where raw.table_name = '{{ source_table }}'
 {% endmacro %}
 
-{% macro databend__create_applied_events_sql(scratch, raw_relation, target_relation, source_table) %}
+{% macro databend__create_applied_events_sql(scratch, raw_relation, target_relation, source_table, every_event) %}
     create or replace transient table {{ scratch }} as
     select
         raw.table_name,
@@ -189,8 +192,14 @@
         raw.landed_line,
         'INSERT' as _change_type
     from {{ raw_relation }} as raw
+    {%- if every_event %}
+    where
+        raw.table_name = '{{ source_table }}'
+        and raw.key in (select _cdc_key from {{ target_relation }})
+    {%- else %}
     inner join {{ target_relation }} as stored
         on raw.key = stored._cdc_key
         and raw.seq = stored._cdc_seq
     where raw.table_name = '{{ source_table }}'
+    {%- endif %}
 {% endmacro %}
