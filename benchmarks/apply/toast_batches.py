@@ -2,8 +2,9 @@
 process as cdc-run does: the same updates with their TOAST value sent, and with Debezium's
 placeholder for a value an update left unchanged (`__debezium_unavailable_value`), alternating.
 Each key is updated many times a batch; dedup.sql skips an event whose next newer one sends every
-field it sends, so such a key takes one round; a batch with placeholders still takes the branch and
-an UPDATE MERGE instead of the one commit (docs/apply_design.md, "Next steps").
+field it sends, so such a key takes one round; a batch with placeholders takes the one commit too,
+its updates taking the unsent column from the stored rows the commit deletes (write.sql,
+stored_values_sql).
 
     .venv/bin/python -m benchmarks.apply.toast_batches            # 1,000 rows; 50 keys updated 20 times a batch
     .venv/bin/python -m benchmarks.apply.toast_batches --rows 100000 --rounds 7

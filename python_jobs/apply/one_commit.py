@@ -3,8 +3,8 @@ branch with a statement per write that is then published (publish.sql).
 
 One commit needs what deletes by position need (position_deletes.py) and a batch small enough for
 the driver to write its new rows: its events, known before the batch is classified from the one
-pass over the range (range_plan.py), at most ONE_COMMIT_MAX_EVENTS, and no TOAST placeholders
-(their partial updates keep stored values, which only an UPDATE reads).
+pass over the range (range_plan.py), at most ONE_COMMIT_MAX_EVENTS. An update that did not send a
+TOAST column takes it from the stored row the commit deletes (write.sql stored_values_sql).
 """
 
 from __future__ import annotations
@@ -19,4 +19,4 @@ def applies(by_position: bool, plan: Optional[Mapping[str, Any]], buckets: int) 
     """plan: the chunk's range plan, None where not known; buckets: the chunk's key buckets."""
     if not by_position or plan is None or buckets != 1:
         return False
-    return int(plan["placeholder_events"]) == 0 and int(plan["events"]) <= ONE_COMMIT_MAX_EVENTS
+    return int(plan["events"]) <= ONE_COMMIT_MAX_EVENTS

@@ -23,7 +23,7 @@ class WritePlan:
     tombstones: Optional[str]
     # The whole batch goes to main in one commit (write_one_commit); no other step follows.
     one_commit: bool
-    # One commit was planned but the batch has partial updates: a branch from the classified snapshot.
+    # One commit was planned but the batch keeps soft deletes: a branch from the classified snapshot.
     branch_from_classified: bool
     # The MERGE must know how small the changes are to broadcast them: the changes become a table.
     changes_as_table: bool
@@ -49,7 +49,8 @@ class WritePlan:
 def replaces_rows(engine_replaces_rows: bool, deletes: str, partial_updates: bool) -> bool:
     """Whether a stored row an event changes is deleted and inserted anew rather than updated: a
     delete-only MERGE reads only the key and seq of the changes (BENCHMARKS.md, "Levers tried").
-    Soft deletes and partial updates keep stored values, which only an UPDATE reads."""
+    Soft deletes and partial updates keep stored values, which only an UPDATE reads (but in one
+    commit: plan_writes)."""
     return engine_replaces_rows and deletes == "hard" and not partial_updates
 
 
@@ -67,7 +68,9 @@ def plan_writes(counts: Mapping[str, Any], *, deletes: str, has_tombstones: bool
     else:
         tombstones = None
     replaced = replaces_rows(engine_replaces_rows, deletes, partial)
-    if one_commit and replaced:
+    # One commit's new rows take the columns a partial update did not send from the stored rows it
+    # deletes, read at the classified snapshot (write.sql stored_values_sql).
+    if one_commit and replaces_rows(engine_replaces_rows, deletes, False):
         return WritePlan(tombstones=tombstones, one_commit=True, branch_from_classified=False, changes_as_table=False,
                          mirror="main", delete=None, insert=False, finish=None, partial_updates=partial,
                          replaces_rows=True)

@@ -29,8 +29,11 @@ SOFT = {**SPARK, "deletes": "soft", "has_tombstones": False, "by_position": Fals
         # A small batch on the embedded target: everything in one commit on main.
         (ONE_COMMIT, counts(inserted=3, updated=2, deleted=1, tombstones_added=1),
          {"one_commit": True, "tombstones": "one_commit", "mirror": "main", "delete": None, "insert": False, "finish": None}),
-        # ... with TOAST placeholders: only an UPDATE keeps stored values, on a branch from the classified snapshot.
+        # ... with TOAST placeholders too: the new rows take what an update did not send from the rows deleted.
         (ONE_COMMIT, counts(updated=2, partial_updates=1),
+         {"one_commit": True, "mirror": "main", "replaces_rows": True, "partial_updates": True}),
+        # ... with soft deletes, which keep stored rows: an UPDATE, on a branch from the classified snapshot.
+        ({**ONE_COMMIT, "deletes": "soft"}, counts(updated=2, partial_updates=1),
          {"one_commit": False, "branch_from_classified": True, "mirror": "classified", "delete": "merge", "insert": False,
           "finish": "publish", "changes_as_table": True, "partial_updates": True}),
         # A large batch by position: replaced rows deleted where the classification found them, on its branch.

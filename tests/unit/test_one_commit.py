@@ -18,8 +18,8 @@ def plan(events=30, placeholder_events=0):
         (True, plan(events=ONE_COMMIT_MAX_EVENTS), 1, True),
         # Its new rows would be too many for the driver to write.
         (True, plan(events=ONE_COMMIT_MAX_EVENTS + 1), 1, False),
-        # Partial updates keep stored values, which only an UPDATE reads.
-        (True, plan(placeholder_events=1), 1, False),
+        # Partial updates take the stored values of the rows the commit deletes (write.sql).
+        (True, plan(placeholder_events=1), 1, True),
         # No deletes by position (soft deletes, Databend, a Thrift server, a partitioned mirror).
         (False, plan(), 1, False),
         # The range was not planned in one pass (a large range, not kept).

@@ -51,7 +51,7 @@
         {% do run_query(cdc_merge.write_tombstones_sql(tombstones, batch_changes, counts.stored_tombstones)) %}
     {% endif %}
     {% if plan.one_commit %}
-        {% do cdc_merge.write_one_commit(target_relation, classified_at, batch_changes, columns, cfg, counts) %}
+        {% do cdc_merge.write_one_commit(target_relation, classified_at, batch_changes, columns, cfg, counts, key_range) %}
     {% else %}
         {% if plan.branch_from_classified %}
             {% set classified = cdc_merge.begin_mirror_writes(target_relation, classified_at) %}

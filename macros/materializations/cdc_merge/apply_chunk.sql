@@ -70,11 +70,20 @@
             {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
             {% set one_commit = adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
             {% for round in range(1, rounds + 1) %}
-                {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, newest_view or chunk_view, cfg.source_table, bucket, chunk.buckets,
-                    round, rounds, newest_view is not none) %}
-                {% if view_sql != batch_view_sql.value %}
-                    {% do run_query(view_sql) %}
-                    {% set batch_view_sql.value = view_sql %}
+                {% if one_commit and newest_view is none %}
+                    {#- A small batch's own dedup (TOAST placeholders, a group's deferred transactions) computed once, into the
+                        driver: the key hashes, the stored rows and the classification each read it. Rows, not a view of the
+                        chunk, so made again for every round and chunk. -#}
+                    {% do adapter.create_checkpoint_view(batch_view, cdc_merge.batch_events_sql(chunk_view, cfg.source_table, bucket, chunk.buckets,
+                        round, rounds), none, true) %}
+                    {% set batch_view_sql.value = none %}
+                {% else %}
+                    {% set view_sql = cdc_merge.create_batch_view_sql(batch_view, newest_view or chunk_view, cfg.source_table, bucket, chunk.buckets,
+                        round, rounds, newest_view is not none) %}
+                    {% if view_sql != batch_view_sql.value %}
+                        {% do run_query(view_sql) %}
+                        {% set batch_view_sql.value = view_sql %}
+                    {% endif %}
                 {% endif %}
                 {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}

@@ -229,11 +229,13 @@
 {% endmacro %}
 
 
-{% macro write_one_commit(target_relation, classified_at, changes, columns, cfg, counts) %}
+{% macro write_one_commit(target_relation, classified_at, changes, columns, cfg, counts, key_range) %}
     {#-
         A small batch classified at snapshot classified_at of main (cdc_merge.sql apply_batch): the
         stored rows of its updated and deleted keys deleted by position and the rows of its inserted
-        and updated keys added, in one commit on main (the cdc_spark adapter's OneCommitBatch).
+        and updated keys added, in one commit on main (the cdc_spark adapter's OneCommitBatch). An
+        update that did not send a column (a TOAST placeholder) takes its stored row's value, read
+        at classified_at: the row the commit deletes.
     -#}
     {% set positions = counts.updated + counts.deleted %}
     {% set rows = counts.inserted + counts.updated %}
@@ -241,7 +243,8 @@
         {{ return(none) }}
     {% endif %}
     {% set files = adapter.cdc_commit_one_batch(target_relation, classified_at, cdc_merge.replaced_positions_sql(changes), positions,
-        cdc_merge.inserted_rows_sql(changes, columns, cfg, true), rows) %}
+        cdc_merge.inserted_rows_sql(changes, columns, cfg, true, cdc_merge.stored_values_sql(target_relation, classified_at, changes, columns, key_range)
+            if counts.partial_updates > 0 else none), rows) %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ positions ~ " replaced rows deleted by position (" ~ files
         ~ " delete files) and " ~ rows ~ " rows added in one commit") }}
 {% endmacro %}
@@ -255,31 +258,58 @@
 {% endmacro %}
 
 
-{% macro inserted_rows_sql(changes_view, columns, cfg, replaced_rows) %}
+{% macro inserted_rows_sql(changes_view, columns, cfg, replaced_rows, stored_values=none) %}
     {#-
         Keys the mirror does not hold, and with replaced_rows the updated keys (their stored rows
         deleted by delete_replaced_rows_sql); with soft deletes a delete of a key the mirror does
-        not hold is kept as a deleted row.
+        not hold is kept as a deleted row. stored_values (stored_values_sql): the stored rows that
+        updates without some columns take those columns from.
     -#}
     {%- set soft = cfg.deletes == 'soft' -%}
     {%- set inserted_changes = ['insert'] + (['update'] if replaced_rows else []) + (['tombstone'] if soft else []) -%}
     {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
     select
         {%- for column in written %}
-        {{ cdc_merge.sent_value(column, columns) }} as {{ column }}{{ ',' if soft or not loop.last }}
+        {{ cdc_merge.sent_value(column, columns, stored_values is not none) }} as {{ column }}{{ ',' if soft or not loop.last }}
         {%- endfor %}
         {%- if soft %}
         change._cdc_action = 'delete' as _cdc_deleted
         {%- endif %}
     from {{ changes_view }} as change
+    {%- if stored_values is not none %}
+    left join ({{ stored_values }}) as stored
+        on stored._cdc_key = change._cdc_key and change._cdc_change = 'update'
+    {%- endif %}
     where change._cdc_change in ('{{ inserted_changes | join("', '") }}')
 {% endmacro %}
 
 
-{% macro sent_value(column, columns) %}
-    {#- A new row has no stored value for a column the source did not send: null, not the placeholder. -#}
+{% macro stored_values_sql(target_relation, classified_at, changes_view, columns, key_range) %}
+    {#-
+        The stored rows, at snapshot classified_at, of the updated keys whose newest event did not
+        send some columns: a read of the mirror, pruned by the batch's key range where it skips files.
+    -#}
+    select
+        _cdc_key,
+        {{ columns | join(', ') }}
+    from {{ cdc_merge.relation_at_snapshot(target_relation, classified_at) }}
+    where
+        _cdc_key in (
+            select _cdc_key
+            from {{ changes_view }}
+            where _cdc_change = 'update' and {{ cdc_merge.any_unavailable_sql('_cdc_unavailable') }}
+        )
+        {{ cdc_merge.key_in_range_sql('_cdc_key', key_range) }}
+{% endmacro %}
+
+
+{% macro sent_value(column, columns, stored=false) %}
+    {#-
+        A new row has no stored value for a column the source did not send: null, not the
+        placeholder; a replaced row (stored) keeps its stored value, as the MERGE's update does.
+    -#}
     {%- if column in columns -%}
-        case when {{ cdc_merge.is_unavailable_sql(column) }} then null else change.{{ column }} end
+        case when {{ cdc_merge.is_unavailable_sql(column) }} then {{ 'stored.' ~ column if stored else 'null' }} else change.{{ column }} end
     {%- else -%}
         change.{{ column }}
     {%- endif -%}
