@@ -242,9 +242,13 @@
     {% if positions + rows == 0 %}
         {{ return(none) }}
     {% endif %}
+    {#- A read at classified_at sees the columns of its schema: a column added since holds null in every stored row. -#}
+    {% set stored_columns = (adapter.cdc_snapshot_columns(target_relation, classified_at) | select('in', columns) | list)
+        if counts.partial_updates > 0 else none %}
+    {% set stored = none if stored_columns is none else {
+        'sql': cdc_merge.stored_values_sql(target_relation, classified_at, changes, stored_columns, key_range), 'columns': stored_columns} %}
     {% set files = adapter.cdc_commit_one_batch(target_relation, classified_at, cdc_merge.replaced_positions_sql(changes), positions,
-        cdc_merge.inserted_rows_sql(changes, columns, cfg, true, cdc_merge.stored_values_sql(target_relation, classified_at, changes, columns, key_range)
-            if counts.partial_updates > 0 else none), rows) %}
+        cdc_merge.inserted_rows_sql(changes, columns, cfg, true, stored), rows) %}
     {{ log("cdc_merge " ~ target_relation ~ ": " ~ positions ~ " replaced rows deleted by position (" ~ files
         ~ " delete files) and " ~ rows ~ " rows added in one commit") }}
 {% endmacro %}
@@ -258,26 +262,26 @@
 {% endmacro %}
 
 
-{% macro inserted_rows_sql(changes_view, columns, cfg, replaced_rows, stored_values=none) %}
+{% macro inserted_rows_sql(changes_view, columns, cfg, replaced_rows, stored=none) %}
     {#-
         Keys the mirror does not hold, and with replaced_rows the updated keys (their stored rows
         deleted by delete_replaced_rows_sql); with soft deletes a delete of a key the mirror does
-        not hold is kept as a deleted row. stored_values (stored_values_sql): the stored rows that
-        updates without some columns take those columns from.
+        not hold is kept as a deleted row. stored ({'sql': stored_values_sql, 'columns': the
+        columns it reads}): the stored rows that updates without some columns take those from.
     -#}
     {%- set soft = cfg.deletes == 'soft' -%}
     {%- set inserted_changes = ['insert'] + (['update'] if replaced_rows else []) + (['tombstone'] if soft else []) -%}
     {%- set written = columns + ['_cdc_key', '_cdc_seq', '_cdc_source_ts'] -%}
     select
         {%- for column in written %}
-        {{ cdc_merge.sent_value(column, columns, stored_values is not none) }} as {{ column }}{{ ',' if soft or not loop.last }}
+        {{ cdc_merge.sent_value(column, columns, stored.columns if stored is not none else []) }} as {{ column }}{{ ',' if soft or not loop.last }}
         {%- endfor %}
         {%- if soft %}
         change._cdc_action = 'delete' as _cdc_deleted
         {%- endif %}
     from {{ changes_view }} as change
-    {%- if stored_values is not none %}
-    left join ({{ stored_values }}) as stored
+    {%- if stored is not none %}
+    left join ({{ stored.sql }}) as stored
         on stored._cdc_key = change._cdc_key and change._cdc_change = 'update'
     {%- endif %}
     where change._cdc_change in ('{{ inserted_changes | join("', '") }}')
@@ -290,8 +294,10 @@
         send some columns: a read of the mirror, pruned by the batch's key range where it skips files.
     -#}
     select
-        _cdc_key,
-        {{ columns | join(', ') }}
+        _cdc_key
+        {%- for column in columns %},
+        {{ column }}
+        {%- endfor %}
     from {{ cdc_merge.relation_at_snapshot(target_relation, classified_at) }}
     where
         _cdc_key in (
@@ -303,13 +309,13 @@
 {% endmacro %}
 
 
-{% macro sent_value(column, columns, stored=false) %}
+{% macro sent_value(column, columns, stored_columns=[]) %}
     {#-
         A new row has no stored value for a column the source did not send: null, not the
-        placeholder; a replaced row (stored) keeps its stored value, as the MERGE's update does.
+        placeholder; a replaced row keeps its stored value (of stored_columns), as the MERGE's update does.
     -#}
     {%- if column in columns -%}
-        case when {{ cdc_merge.is_unavailable_sql(column) }} then {{ 'stored.' ~ column if stored else 'null' }} else change.{{ column }} end
+        case when {{ cdc_merge.is_unavailable_sql(column) }} then {{ 'stored.' ~ column if column in stored_columns else 'null' }} else change.{{ column }} end
     {%- else -%}
         change.{{ column }}
     {%- endif -%}

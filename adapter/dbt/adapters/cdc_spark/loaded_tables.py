@@ -81,6 +81,16 @@ def column_names(spark: Any, table: str) -> Optional[List[str]]:
     return [str(columns.get(index).name()) for index in range(columns.size())]
 
 
+def snapshot_column_names(spark: Any, table: str, snapshot_id: str) -> List[str]:
+    """The column names of the table's schema at one of its snapshots: a time-travel read sees those,
+    not columns added since (no statement)."""
+    iceberg_table = refreshed_table(spark, table)
+    schema_id = iceberg_table.snapshot(int(snapshot_id)).schemaId()
+    schema = iceberg_table.schemas().get(schema_id) if schema_id is not None else iceberg_table.schema()
+    columns = schema.columns()
+    return [str(columns.get(index).name()) for index in range(columns.size())]
+
+
 def column_types(spark: Any, table: str) -> Optional[List[Tuple[str, str]]]:
     """The table's columns and their Spark types as DESCRIBE spells them, from its Iceberg schema (no
     statement); None when it cannot be loaded."""

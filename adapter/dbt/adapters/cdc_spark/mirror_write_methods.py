@@ -237,6 +237,12 @@ class MirrorWriteMethods(metaclass=AdapterMeta):
         return loaded_tables.current_snapshot(spark, f"{relation.schema}.{relation.identifier}")
 
     @available
+    def cdc_snapshot_columns(self, relation: BaseRelation, snapshot_id: str) -> List[str]:
+        """The Iceberg table's column names at snapshot snapshot_id (a read at it sees no others)."""
+        return loaded_tables.snapshot_column_names(self._session_in_process(), f"{relation.schema}.{relation.identifier}",
+                                                   snapshot_id)
+
+    @available
     def cdc_commit_one_batch(self, relation: BaseRelation, classified_at: str, positions_sql: str, expected_positions: int,
                              rows_sql: str, expected_rows: int, mirror: bool = True) -> int:
         """A batch's deletes by position and new rows in one commit on main (OneCommitBatch.java); the
