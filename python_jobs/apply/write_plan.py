@@ -23,7 +23,9 @@ class WritePlan:
     tombstones: Optional[str]
     # The whole batch goes to main in one commit (write_one_commit); no other step follows.
     one_commit: bool
-    # One commit was planned but the batch keeps soft deletes: a branch from the classified snapshot.
+    # One commit was planned for a mirror whose stored rows are not replaced (soft deletes, or an engine
+    # that updates in place): a branch from the classified snapshot. One commit needs deletes by
+    # position, which need hard deletes, so no run plans this today; it keeps such a batch right.
     branch_from_classified: bool
     # The MERGE must know how small the changes are to broadcast them: the changes become a table.
     changes_as_table: bool
