@@ -32,7 +32,7 @@ SOFT = {**SPARK, "deletes": "soft", "has_tombstones": False, "by_position": Fals
         # ... with TOAST placeholders too: the new rows take what an update did not send from the rows deleted.
         (ONE_COMMIT, counts(updated=2, partial_updates=1),
          {"one_commit": True, "mirror": "main", "replaces_rows": True, "partial_updates": True}),
-        # ... with soft deletes, which keep stored rows: an UPDATE, on a branch from the classified snapshot.
+        # ... with soft deletes, which keep stored rows (no run plans one commit for them today): an UPDATE, on a branch.
         ({**ONE_COMMIT, "deletes": "soft"}, counts(updated=2, partial_updates=1),
          {"one_commit": False, "branch_from_classified": True, "mirror": "classified", "delete": "merge", "insert": False,
           "finish": "publish", "changes_as_table": True, "partial_updates": True}),
