@@ -1,8 +1,8 @@
 """A seeded random workload on a real PostgreSQL 15 against the whole pipeline: concurrent sessions
 insert, update (key columns too), delete and insert again, in transactions that interleave on the
 same rows (row locks serialize them), commit, roll back, roll back to savepoints, and go through
-PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED; a TRUNCATE now and then and columns added
-with a default. Meanwhile the capture follows, killed with SIGKILL and started again at random
+PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED; a TRUNCATE now and then, columns added
+with a default and without one, and a column retyped by a rewrite of its table. Meanwhile the capture follows, killed with SIGKILL and started again at random
 moments, a key range is read again online (cdc-snapshot), and the mirrors are landed and applied at
 random points. At the end every mirror equals its source table row by row, and cdc_verify says so;
 so do the current versions of four histories (hard and soft deletes, a TOAST column, one whose versions
@@ -11,7 +11,7 @@ histories rebuilt from the raw log hold the same values of the added columns.
 
 CDC_RANDOM_WORKLOAD_SEEDS (1 on Spark, 2 on Databend; or 1,2 or 1-20, each on the engines of CDC_RANDOM_WORKLOAD_ENGINES,
 tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
-CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the columns come sooner, and with them
+CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the schema changes come sooner, and with them
 the lock waits that stretch transactions across the capture's kills and its online pages."""
 
 from __future__ import annotations
@@ -53,11 +53,16 @@ create table shop.vals (id int primary key, amount numeric(12,3), at timestamptz
 insert into shop.vals select g, g * 1.125, timestamptz '2026-03-29 01:30:00.25+05:30' + g * interval '7 hours',
 ('{"k":  ' || g || '}')::json from generate_series(1, 6) g;
 """
-ADDED = ["alter table shop.vals add column tag text default 'fresh'",
-         "alter table shop.docs add column extra int not null default 5"]
-ADDED_COLUMNS = {statement.split()[5] for statement in ADDED}  # tag, extra
+# Schema changes, each once at a random moment: columns added with a default and without one, and a
+# retype that rewrites the table with no row change in the log (json made jsonb, whose text the
+# server normalizes), which the capture reads again online.
+ALTERS = ["alter table shop.vals add column tag text default 'fresh'",
+          "alter table shop.docs add column extra int not null default 5",
+          "alter table shop.lines add column memo text",
+          "alter table shop.vals alter column doc type jsonb"]
+ADDED_COLUMNS = {statement.split()[5] for statement in ALTERS if " add column " in statement}  # tag, extra, memo
 TYPES = {"integer": "int", "text": "string", "numeric": "decimal(12,3)", "timestamp with time zone": "timestamp",
-         "json": "string"}
+         "json": "string", "jsonb": "string"}
 # Histories of the tables ({model: (source table, deletes, other config)}), hard and soft deletes, one
 # whose versions open only on changes of n (the TOAST body and extra then change in place), following the
 # columns the workload adds (docs/history.md, "Columns the model adds"): their current versions are the
@@ -83,6 +88,7 @@ def statement(chance: random.Random) -> tuple[str, tuple]:
         ("update shop.lines set qty = qty + 1, note = %s where order_id = %s", (word, order)),
         ("update shop.lines set line = %s where order_id = %s and line = %s", (other, order, line)),
         ("update shop.lines set order_id = %s where order_id = %s", (other, order)),
+        ("update shop.lines set memo = %s where order_id = %s and line = %s", (word, order, line)),
         ("delete from shop.lines where order_id = %s and line = %s", (order, line)),
         ("delete from shop.lines where order_id = %s", (order,)),
         ("insert into shop.lines select %s, g, g, %s from generate_series(1, %s) g on conflict do nothing", (order, word, line)),
@@ -278,7 +284,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
             "--state", str(state), "--snapshot", "online", "--snapshot-page-rows", "4", "--snapshot-rows-per-second", "40",
             "--max-wait-seconds", "0.2", "--max-changes-per-file", "40"]
     log = open(tmp_path / "capture.log", "a")
-    capturing, shared = follow(args, log), {"altered": list(ADDED), "pending": []}
+    capturing, shared = follow(args, log), {"altered": list(ALTERS), "pending": []}
     land_and_run(dbt_project, postgres)  # the models in the tables' first columns: those added later are taken in place
     reread_round = chance.randrange(ROUNDS)
     for round_number in range(ROUNDS):
