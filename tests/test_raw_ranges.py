@@ -134,9 +134,47 @@ def test_a_range_in_the_driver_is_planned_and_deduplicated_there_as_spark_does(s
 
     newest = found["newest"]
     assert raw_ranges.rows_in_driver(newest, 100) and newest.columns == rows.columns
-    assert sorted(map(tuple, newest.collect()), key=repr) == sorted(map(tuple, raw_ranges.newest_events(rows).collect()), key=repr)
+    # Spark's window over the same rows, but for key 1's placeholder, which the driver fills (below).
+    filled = '{"id": 1, "note": "x"}'
+    by_window = [tuple(filled if value == RANGE_ROWS[1][3] else value for value in row) for row in raw_ranges.newest_events(rows).collect()]
+    assert sorted(map(tuple, newest.collect()), key=repr) == sorted(by_window, key=repr)
     assert {(row.key, row.landed_file, row.landed_line) for row in newest.where("table_name = 'shop.a'").collect()} == {
         ("1", "f1", 2), ("ü2", "f2", 1), ("3", "f1", 5), (None, None, 2)}
+
+
+UNSENT = '"__debezium_unavailable_value"'
+
+
+def test_a_range_in_the_driver_fills_each_newest_image_s_toast_placeholders_from_the_key_s_older_events(spark):
+    """The newest event alone then gives the row the key's events give applied one by one in order
+    (dedup.sql's rounds): each placeholder takes the JSON text the key's newest older event sent;
+    one that no older event sent stays (the write keeps the mirror's stored value); past a delete,
+    null."""
+    from dbt.adapters.cdc_spark import local_rows
+
+    rows = [  # table, key, action, raw_data, seq, landed_file, landed_line
+        ("shop.a", "1", "insert", '{"id": 1, "body": "A", "n": 12345678901234567890.10, "doc": {"k": [1, 2]}}', "01", "f1", 1),
+        ("shop.a", "1", "update", f'{{"id": 1, "body": {UNSENT}, "n": {UNSENT}, "doc": {UNSENT}}}', "02", "f1", 2),
+        ("shop.a", "1", "update", f'{{"id":1,"body":{UNSENT},"n":{UNSENT},"doc":{{"k":null}}}}', "03", "f1", 3),
+        ("shop.b", "1", "update", '{"id": 1, "body": "another table"}', "04", "f1", 4),
+        ("shop.a", "2", "update", f'{{"id": 2, "body": {UNSENT}}}', "05", "f1", 5),  # nothing older: stays
+        ("shop.a", "3", "insert", '{"id": 3, "body": "gone"}', "06", "f1", 6),
+        ("shop.a", "3", "delete", None, "07", "f1", 7),
+        ("shop.a", "3", "update", f'{{"id": 3, "body": {UNSENT}}}', "08", "f1", 8),  # past a delete: null
+        ("shop.a", "4", "update", '{"id": 4, "body": "tie, earlier file"}', "09", "f1", 9),
+        ("shop.a", "4", "update", '{"id": 4, "body": "q\\"u\\u00fc, later file"}', "09", "f2", 1),
+        ("shop.a", "4", "update", f'{{"id": 4, "body": {UNSENT}}}', "10", "f1", 10),
+        ("shop.a", "4", "schema", '{"body": "a table event"}', "11", "f1", 11),
+    ]
+    newest = local_rows.newest_events(range_in_driver(spark, rows))
+    got = {(row.table_name, row.key): row.raw_data for row in newest.collect()}
+    assert got == {
+        ("shop.a", "1"): '{"id":1,"body":"A","n":12345678901234567890.10,"doc":{"k":null}}',
+        ("shop.b", "1"): '{"id": 1, "body": "another table"}',
+        ("shop.a", "2"): f'{{"id": 2, "body": {UNSENT}}}',
+        ("shop.a", "3"): '{"id": 3, "body": null}',
+        ("shop.a", "4"): '{"id": 4, "body": "q\\"u\\u00fc, later file"}',
+    }
 
 
 def test_a_range_with_a_truncate_is_planned_by_spark(spark):

@@ -14,8 +14,13 @@ PLAN = {"events": 40, "placeholder_events": 0}
         (None, 1, True, False),  # a plan not known: the range is not kept
         (PLAN, 2, True, False),  # key buckets: each bucket dedups its own keys
         (PLAN, 1, False, False),  # a group's deferred transactions taken out: the mirror's own view
-        ({"events": 40, "placeholder_events": 3}, 1, True, False),  # TOAST rounds
+        ({"events": 40, "placeholder_events": 3}, 1, True, True),  # TOAST placeholders: if the driver fills them (below)
     ],
 )
 def test_the_shared_dedup_stands_in_only_where_the_mirror_needs_no_dedup_of_its_own(plan, buckets, whole_range, expected):
     assert shared_dedup.applies(plan, buckets, whole_range) is expected
+
+
+@pytest.mark.parametrize(("placeholder_events", "expected"), [(0, False), (3, True), ("3", True)])
+def test_placeholders_need_the_dedup_that_fills_them_from_older_events(placeholder_events, expected):
+    assert shared_dedup.needs_placeholder_fold({"events": 40, "placeholder_events": placeholder_events}) is expected

@@ -60,7 +60,7 @@
         {% do chunk_stats.update({'deleted': chunk_stats.deleted + truncate.rows}) %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = facts if (facts is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
-            {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan) %}
+            {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan, newest_view is not none) %}
             {% set key_range = adapter.cdc_key_range(plan, model.name) %}
             {% if key_range.error %}
                 {% do exceptions.raise_compiler_error(key_range.error) %}

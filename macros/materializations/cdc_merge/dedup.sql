@@ -7,7 +7,9 @@
     right if every earlier event of that key in the batch that sent it is applied first: keys with
     a placeholder are applied one event per round, oldest first, skipping an event whose next newer
     event sends every field it sends (applying that one alone leaves the same row); all other keys
-    apply their newest event in the first round.
+    apply their newest event in the first round. A small range the cdc_spark adapter holds in the
+    driver needs no rounds: its dedup fills each newest event's placeholders from the key's older
+    events there (newest_events_view, LocalRawRanges.java).
 #}
 
 {% macro bucket_plan_sql(changes_view, source_table, bucket, buckets) %}
@@ -30,13 +32,15 @@
 {% endmacro %}
 
 
-{% macro bucket_rounds(changes_view, source_table, bucket, buckets, plan) %}
+{% macro bucket_rounds(changes_view, source_table, bucket, buckets, plan, deduplicated=false) %}
     {#-
         How many rounds the bucket's keys need (TOAST placeholders, below): 1 unless some of its
-        events carry placeholders (plan: its bucket_plan_sql row). Asked only then: over 1M events
-        the plan with this query took 0.74 s, the one pass alone 0.52 s (BENCHMARKS.md, "Levers tried").
+        events carry placeholders (plan: its bucket_plan_sql row), or when the batch reads the
+        newest events deduplicated in the driver, which filled them from older events (deduplicated,
+        newest_events_view). Asked only then: over 1M events the plan with this query took 0.74 s,
+        the one pass alone 0.52 s (BENCHMARKS.md, "Levers tried").
     -#}
-    {% if (plan['placeholder_events'] | int) == 0 %}
+    {% if deduplicated or (plan['placeholder_events'] | int) == 0 %}
         {{ return(1) }}
     {% endif %}
     {% set rounds_sql %}
@@ -160,9 +164,10 @@
 {% macro newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
     {#-
         The chunk's newest event per source table and key as a view (its name), deduplicated once
-        for all the mirrors of a small range the cdc_spark adapter keeps in the driver, where it
-        stands in for the mirror's own dedup (shared_dedup.py): the batch view then runs no window
-        and the classification no shuffle. none otherwise.
+        for all the mirrors of a small range the cdc_spark adapter keeps in the driver, its TOAST
+        placeholders filled from older events, where it stands in for the mirror's own dedup
+        (shared_dedup.py): the batch view then runs no window, the classification no shuffle, and a
+        key with placeholders no rounds. none otherwise.
     -#}
     {{ return(adapter.dispatch('newest_events_view', 'cdc_merge')(chunk, raw_changes_view, cfg, plan, whole_range)) }}
 {% endmacro %}

@@ -56,7 +56,8 @@ class RawRangeMethods(metaclass=AdapterMeta):
         spark = self._session_in_process()
         if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
             return False
-        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot)
+        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot,
+                                          shared_dedup.needs_placeholder_fold(plan))
         if newest is None:
             return False
         newest.createOrReplaceTempView(view_name)

@@ -69,10 +69,11 @@ class RawRanges:
                 self._plans[key] = plans if plans is not None else range_plan.plans_by_table(range_plan.range_plan_frame(rows).collect())
             return dict(self._plans[key].get(source_table) or range_plan.empty_plan())
 
-    def newest(self, session_id: str, table: str, after: Optional[str], through: str) -> Optional[Any]:
+    def newest(self, session_id: str, table: str, after: Optional[str], through: str, folded: bool = False) -> Optional[Any]:
         """The newest event of each source table and key of a range kept in the driver, deduplicated
         there at the first ask for all its mirrors (local_rows.newest_events) and kept there too; None
-        when the range is not kept there."""
+        when the range is not kept there. folded: only rows whose TOAST placeholders were filled from
+        their keys' older events (LocalRawRanges.java) will do; Spark's window does not fill them."""
         key = (session_id, table, after, through)
         with self._lock:
             rows = self._kept.get(key)
@@ -80,8 +81,9 @@ class RawRanges:
                 return None
             if key not in self._newest:
                 newest = local_rows.newest_events(rows)
-                self._newest[key] = newest if newest is not None else in_driver(newest_events(rows))
-            return self._newest[key]
+                self._newest[key] = (newest, True) if newest is not None else (in_driver(newest_events(rows)), False)
+            newest, filled = self._newest[key]
+            return newest if filled or not folded else None
 
     def _forget_older(self, session_id: str, table: str) -> None:
         # Not freed here: a mirror on another thread may still read an older range through its view

@@ -2,6 +2,7 @@ package cdc_merge.iceberg;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,6 +16,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JsonObjectKeys;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.util.ArrayData;
@@ -28,13 +30,13 @@ import scala.collection.JavaConverters;
  * its rows: each source table's plan (range_plan.py's range_plan_frame) and the newest event of each
  * table and key (raw_ranges.newest_events), with the same results as Spark's own aggregate and
  * window over those rows, which are a Spark job each (together about 0.5 s a cycle of 15,000
- * events on two cores). A range whose plan Spark must compute (a truncate's source time is text in
- * the session's time zone) is left to it.
+ * events on two cores), its TOAST placeholders filled from the key's older events (PlaceholderFold).
+ * A range whose plan Spark must compute (a truncate's source time is text in the session's time
+ * zone) is left to it.
  */
 public final class LocalRawRanges {
     private static final Set<String> TABLE_ACTIONS = new HashSet<>(Arrays.asList("truncate", "schema", "range"));
     private static final Set<String> IMAGE_ACTIONS = new HashSet<>(Arrays.asList("insert", "update", "read"));
-    private static final String UNAVAILABLE_MARKER = "__debezium_unavailable_value";
     private static final String EXISTING_ROWS_MEMBER = "\"existing_rows\":";
     private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
@@ -146,7 +148,7 @@ public final class LocalRawRanges {
                         plan.maxKey = key.clone();
                     }
                 }
-                if (rawData != null && rawData.contains(UNAVAILABLE_MARKER)) {
+                if (rawData != null && rawData.contains(PlaceholderFold.MARKER)) {
                     plan.placeholderEvents++;
                 }
             }
@@ -174,7 +176,8 @@ public final class LocalRawRanges {
     /**
      * The newest of each table's key events (not its truncate, schema or range events) per key, as a
      * local relation of relation's columns: by seq, then landed_file, then landed_line, each
-     * descending with nulls last; null when the rows lack a raw table's column.
+     * descending with nulls last, its TOAST placeholders filled (foldPlaceholders); null when the rows
+     * lack a raw table's column.
      */
     public static LocalRelation newest(LocalRelation relation) {
         Columns columns = Columns.of(relation);
@@ -196,8 +199,64 @@ public final class LocalRawRanges {
                 newest.put(tableKey, row);
             }
         }
+        foldPlaceholders(relation, columns, newest);
         List<InternalRow> rows = new ArrayList<>(newest.values());
         return new LocalRelation(relation.output(), JavaConverters.asScalaBuffer(rows).toIndexedSeq(), false);
+    }
+
+    /**
+     * Each kept row whose image holds a TOAST placeholder replaced by one holding the values the
+     * key's older events of the range sent (PlaceholderFold), so that the newest event alone gives
+     * the row its events give applied in order.
+     */
+    private static void foldPlaceholders(LocalRelation relation, Columns columns, Map<List<UTF8String>, InternalRow> newest) {
+        Map<List<UTF8String>, List<InternalRow>> older = new HashMap<>();
+        for (Map.Entry<List<UTF8String>, InternalRow> entry : newest.entrySet()) {
+            String rawData = columns.text(entry.getValue(), columns.rawData);
+            if (rawData != null && rawData.contains(PlaceholderFold.MARKER)) {
+                older.put(entry.getKey(), new ArrayList<>());
+            }
+        }
+        if (older.isEmpty()) {
+            return;
+        }
+        for (InternalRow row : JavaConverters.seqAsJavaList(relation.data())) {
+            String action = columns.text(row, columns.action);
+            if (!columns.inserted(row) || action == null || TABLE_ACTIONS.contains(action)) {
+                continue;
+            }
+            List<UTF8String> tableKey = Arrays.asList(
+                row.isNullAt(columns.table) ? null : row.getUTF8String(columns.table),
+                row.isNullAt(columns.key) ? null : row.getUTF8String(columns.key));
+            List<InternalRow> events = older.get(tableKey);
+            if (events != null && row != newest.get(tableKey)) {
+                events.add(row);
+            }
+        }
+        List<Attribute> output = JavaConverters.seqAsJavaList(relation.output());
+        for (Map.Entry<List<UTF8String>, List<InternalRow>> entry : older.entrySet()) {
+            List<InternalRow> events = entry.getValue();
+            events.sort((a, b) -> newer(a, b, columns) ? -1 : (newer(b, a, columns) ? 1 : 0));
+            List<String[]> sent = new ArrayList<>(events.size());
+            for (InternalRow event : events) {
+                sent.add(new String[] {columns.text(event, columns.action), columns.text(event, columns.rawData)});
+            }
+            InternalRow row = newest.get(entry.getKey());
+            String rawData = columns.text(row, columns.rawData);
+            String folded = PlaceholderFold.folded(rawData, sent);
+            if (!folded.equals(rawData)) {
+                newest.put(entry.getKey(), withText(row, output, columns.rawData, folded));
+            }
+        }
+    }
+
+    /** row with text in column. */
+    private static InternalRow withText(InternalRow row, List<Attribute> output, int column, String text) {
+        Object[] values = new Object[output.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = i == column ? UTF8String.fromString(text) : (row.isNullAt(i) ? null : row.get(i, output.get(i).dataType()));
+        }
+        return new GenericInternalRow(values);
     }
 
     /** Whether row comes before kept in the order seq, landed_file, landed_line, descending, nulls last. */
