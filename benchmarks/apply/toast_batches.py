@@ -1,10 +1,10 @@
 """Small batches of updates to a PostgreSQL table with a TOAST column, landed and applied in one warm
 process as cdc-run does: the same updates with their TOAST value sent, and with Debezium's
 placeholder for a value an update left unchanged (`__debezium_unavailable_value`), alternating.
-Each key is updated many times a batch; dedup.sql skips an event whose next newer one sends every
-field it sends, so such a key takes one round; a batch with placeholders takes the one commit too,
-its updates taking the unsent column from the stored rows the commit deletes (write.sql,
-stored_values_sql).
+Each key is updated many times a batch; the range's dedup in the driver fills each key's newest
+event with the values its older events sent (LocalRawRanges.java), so a batch with placeholders
+is one round and one commit like any other, its updates taking a column no event sent from the
+stored rows the commit deletes (write.sql, stored_values_sql).
 
     .venv/bin/python -m benchmarks.apply.toast_batches            # 1,000 rows; 50 keys updated 20 times a batch
     .venv/bin/python -m benchmarks.apply.toast_batches --rows 100000 --rounds 7
