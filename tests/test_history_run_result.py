@@ -1,5 +1,6 @@
 """What `dbt run` says of a cdc_history model: 'OK' and the version rows it wrote, as of a mirror, on
-Spark + Iceberg and on Databend (where its line read 'adapter response -1')."""
+Spark + Iceberg and on Databend (where its line read 'adapter response -1'); and what it writes to its
+deletes table."""
 
 from __future__ import annotations
 
@@ -20,3 +21,27 @@ def test_a_history_run_says_ok_and_the_rows_it_wrote_on_either_engine(conformanc
     # Nothing new: no rows.
     (idle,) = project.dbt("run", "--select", "docs_versions").result.results
     assert (idle.message, idle.adapter_response["rows_affected"]) == ("OK", 0)
+
+
+def test_a_batch_without_deletes_leaves_the_deletes_table_as_it_was(conformance_project):
+    """A hard-delete history keeps its deletes in a table of their own, written before its versions.
+    A batch with none wrote nothing there, but committed an empty snapshot to it every run, on either engine."""
+    project = conformance_project
+    docs_history(project, "hard")
+    deletes = f"{project.schema}.docs_versions__cdc_history_deletes"
+    land(project, "1", [postgres_line("c", 100 + i, {"id": i, "title": "v1"}) for i in (1, 2, 3)]
+         + [postgres_line("d", 110, {"id": 3, "title": "v1"})])
+    project.dbt("run", "--select", "docs_versions")
+    kept = project.history_length(deletes)
+
+    land(project, "2", [postgres_line("u", 120, {"id": 1, "title": "v2"})])
+    project.dbt("run", "--select", "docs_versions")
+    assert project.history_length(deletes) == kept
+
+    land(project, "3", [postgres_line("d", 130, {"id": 2, "title": "v1"})])
+    project.dbt("run", "--select", "docs_versions")
+    assert project.history_length(deletes) > kept
+    assert sorted(row["_cdc_key"] for row in project.query(f"select _cdc_key from {deletes}")) == ['["2"]', '["3"]']
+    assert [(row["id"], row["title"], row["is_current"]) for row in project.query(
+        f"select id, title, is_current from {project.schema}.docs_versions order by id, valid_from")] == [
+        (1, "v1", False), (1, "v2", True), (2, "v1", False), (3, "v1", False)]

@@ -142,7 +142,7 @@
             {% do run_query(cdc_merge.create_history_batch_view_sql(batch_view, raw_changes_view, cfg.source_table, bucket, chunk.buckets)) %}
             {% set batch = cdc_merge.history_batch_facts(target_relation, batch_view, model_sql, columns) %}
             {% set counts = cdc_merge.apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, batch.unsent_columns,
-                chunk_ranges) %}
+                chunk_ranges, batch.deletes) %}
             {% do stats.update({'events_read': stats.events_read + batch.events, 'inserted': stats.inserted + counts.added, 'deleted': stats.deleted + counts.removed}) %}
             {% if batch['max_source_ts'] and batch['max_source_ts'] != 'NULL' and (stats.max_source_ts is none or batch['max_source_ts'] > stats.max_source_ts) %}
                 {% do stats.update({'max_source_ts': batch['max_source_ts']}) %}

@@ -11,7 +11,7 @@
 
 {% macro history_batch_facts(target_relation, batch_view, model_sql, columns) %}
     {#-
-        One query a bucket: its events, their newest source time, and the model columns to fill
+        One query a bucket: its events, their deletes, their newest source time, and the model columns to fill
         in its chains (unsent_columns, often none): those the model's events did not send, and
         those a stored row of the batch's keys was filled in (a late event before it fills it again).
         Stored rows that sent every value hold null, which Iceberg's column statistics skip.
@@ -20,6 +20,7 @@
         select
             count(*) as events,
             coalesce(cast(max(_cdc_source_ts) as string), '') as max_source_ts,
+            (select count(*) from {{ batch_view }} where _cdc_action = 'delete') as deletes,
             {{ cdc_merge.distinct_texts_sql(
                 'case when ' ~ cdc_merge.any_unavailable_sql('_cdc_unavailable') ~ ' then '
                 ~ cdc_merge.unavailable_text_sql('_cdc_unavailable') ~ ' end') }} as batch_unsent,
@@ -34,7 +35,7 @@
     {% endset %}
     {% set row = run_query(facts_sql).rows[0] %}
     {% set named = ((row['batch_unsent'] or '') ~ (row['stored_unsent'] or '')).split(',') %}
-    {{ return({'events': row['events'] | int, 'max_source_ts': row['max_source_ts'],
+    {{ return({'events': row['events'] | int, 'deletes': row['deletes'] | int, 'max_source_ts': row['max_source_ts'],
                'unsent_columns': columns | select('in', named) | list}) }}
 {% endmacro %}
 

@@ -149,13 +149,15 @@
 
 
 {% macro apply_history_batch(target_relation, deletes_relation, scratch, batch_view, model_sql, columns, cfg, unsent_columns,
-    chunk_ranges=none) %}
+    chunk_ranges=none, batch_deletes=none) %}
     {#-
         One bucket of a chunk, whose events are in batch_view; unsent_columns: history_batch_facts'; chunk_ranges: the
         chunk's online snapshot ranges (ranges.sql), whose deletes of the bucket's keys go to the deletes table before
-        the history is written (a run that dies in between finds them there). Returns its counts.
+        the history is written (a run that dies in between finds them there). batch_deletes: how many of the batch's
+        events are deletes, when known (history_batch_facts): 0 skips their insert (a statement, and a commit
+        of nothing on Spark). Returns its counts.
     -#}
-    {% if deletes_relation is not none %}
+    {% if deletes_relation is not none and batch_deletes != 0 %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view, "picked._cdc_action = 'delete'")) %}
     {% endif %}
     {% set created = cdc_merge.create_history_chain_changes(scratch, target_relation, deletes_relation, model_sql, columns,
