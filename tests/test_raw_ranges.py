@@ -143,6 +143,7 @@ def test_a_range_in_the_driver_is_planned_and_deduplicated_there_as_spark_does(s
 
 
 UNSENT = '"__debezium_unavailable_value"'
+LONG = "é" * 40_000
 
 
 def test_a_range_in_the_driver_fills_each_newest_image_s_toast_placeholders_from_the_key_s_older_events(spark):
@@ -165,6 +166,9 @@ def test_a_range_in_the_driver_fills_each_newest_image_s_toast_placeholders_from
         ("shop.a", "4", "update", '{"id": 4, "body": "q\\"u\\u00fc, later file"}', "09", "f2", 1),
         ("shop.a", "4", "update", f'{{"id": 4, "body": {UNSENT}}}', "10", "f1", 10),
         ("shop.a", "4", "schema", '{"body": "a table event"}', "11", "f1", 11),
+        # Beyond the parser's first buffer (a text over 32 KB is read through a Reader).
+        ("shop.a", "5", "insert", f'{{"id": 5, "n": 1, "body": "{LONG}", "tail": "t"}}', "12", "f1", 12),
+        ("shop.a", "5", "update", f'{{"id": 5, "n": 2, "body": {UNSENT}, "tail": {UNSENT}}}', "13", "f1", 13),
     ]
     newest = local_rows.newest_events(range_in_driver(spark, rows))
     got = {(row.table_name, row.key): row.raw_data for row in newest.collect()}
@@ -174,6 +178,7 @@ def test_a_range_in_the_driver_fills_each_newest_image_s_toast_placeholders_from
         ("shop.a", "2"): f'{{"id": 2, "body": {UNSENT}}}',
         ("shop.a", "3"): '{"id": 3, "body": null}',
         ("shop.a", "4"): '{"id": 4, "body": "q\\"u\\u00fc, later file"}',
+        ("shop.a", "5"): f'{{"id": 5, "n": 2, "body": "{LONG}", "tail": "t"}}',
     }
 
 

@@ -155,7 +155,7 @@
         chunk's online snapshot ranges (ranges.sql), whose deletes of the bucket's keys go to the deletes table before
         the history is written (a run that dies in between finds them there). batch_deletes: how many of the batch's
         events are deletes, when known (history_batch_facts): 0 skips their insert (a statement, and a commit
-        of nothing on Spark). Returns its counts.
+        of nothing on either engine). Returns its counts.
     -#}
     {% if deletes_relation is not none and batch_deletes != 0 %}
         {% do run_query(cdc_merge.insert_new_deletes_sql(deletes_relation, batch_view, "picked._cdc_action = 'delete'")) %}
