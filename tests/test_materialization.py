@@ -262,6 +262,34 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
         assert head == {"apply": "one-commit", "positions": "1", "records": "1"}
 
 
+def test_an_unchanged_toast_value_is_not_taken_from_a_late_event_older_than_the_stored_row(conformance_project):
+    """A batch held in the driver fills an update's unsent value from the key's older events of the
+    batch (LocalRawRanges.java). A late event older than the stored row is one the mirror skips: its
+    value is not the row's. The fill stands in only where every event is newer than the mirror."""
+    project = conformance_project
+    unsent = "__debezium_unavailable_value"
+    project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string'}) }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    docs = {"public.docs": ["id"]}
+    (project.inbox / "1.json").write_text("\n".join([
+        postgres_line("c", 100, {"id": 1, "title": "a", "body": "current"}),
+        postgres_line("c", 110, {"id": 2, "title": "b", "body": "B"}),
+    ]) + "\n")
+    project.land(docs)
+    project.dbt("run", "--select", "docs")
+    (project.inbox / "2.json").write_text("\n".join([
+        postgres_line("u", 50, {"id": 1, "title": "late", "body": "replaced since"}),  # older than the stored row
+        postgres_line("u", 120, {"id": 1, "title": "c", "body": unsent}),
+        postgres_line("u", 130, {"id": 2, "title": "d", "body": "B2"}),
+        postgres_line("u", 140, {"id": 2, "title": "e", "body": unsent}),
+    ]) + "\n")
+    project.land(docs)
+    project.dbt("run", "--select", "docs")
+    assert [tuple(row.values()) for row in project.query(f"select id, title, body from {project.schema}.docs order by id")] == [
+        (1, "c", "current"), (2, "e", "B2")]
+
+
 def test_unchanged_toast_values_of_columns_named_apart_from_their_field_keep_the_mirrors_value(conformance_project):
     """A column read from a JSON field of another name (cdc_columns' json_fields, which cdc-scaffold
     writes for a source column named `order` or `two words`; cdc_column's json_field) held Debezium's

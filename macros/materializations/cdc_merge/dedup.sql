@@ -161,27 +161,29 @@
 {%- endmacro %}
 
 
-{% macro newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
+{% macro newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range, stored=[]) %}
     {#-
         The chunk's newest event per source table and key as a view (its name), deduplicated once
         for all the mirrors of a small range the cdc_spark adapter keeps in the driver, its TOAST
         placeholders filled from older events, where it stands in for the mirror's own dedup
         (shared_dedup.py): the batch view then runs no window, the classification no shuffle, and a
-        key with placeholders no rounds. none otherwise.
+        key with placeholders no rounds where every event of the range is newer than what stored (the
+        mirror and its tombstones) holds. none otherwise.
     -#}
-    {{ return(adapter.dispatch('newest_events_view', 'cdc_merge')(chunk, raw_changes_view, cfg, plan, whole_range)) }}
+    {{ return(adapter.dispatch('newest_events_view', 'cdc_merge')(chunk, raw_changes_view, cfg, plan, whole_range, stored)) }}
 {% endmacro %}
 
-{% macro spark__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
+{% macro spark__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range, stored) %}
     {% set view_name = raw_changes_view ~ '__newest' %}
     {% if chunk.stream is not defined and adapter.create_newest_events_view(view_name,
-            cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, plan, chunk.buckets, whole_range) %}
+            cfg.raw_relation.schema ~ '.' ~ cfg.raw_relation.identifier, chunk.after, chunk.through, plan, chunk.buckets, whole_range,
+            stored) %}
         {{ return(view_name) }}
     {% endif %}
     {{ return(none) }}
 {% endmacro %}
 
-{% macro databend__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range) %}
+{% macro databend__newest_events_view(chunk, raw_changes_view, cfg, plan, whole_range, stored) %}
     {{ return(none) }}
 {% endmacro %}
 

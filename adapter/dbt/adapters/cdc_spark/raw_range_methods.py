@@ -5,7 +5,7 @@ MirrorWriteMethods (mirror_write_methods.py), which writes what the mirror makes
 
 from typing import Any, Dict, List, Optional
 
-from dbt.adapters.base import available
+from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.base.meta import AdapterMeta
 
 from dbt.adapters.cdc_spark import loaded_tables, range_plan, raw_ranges
@@ -49,15 +49,19 @@ class RawRangeMethods(metaclass=AdapterMeta):
 
     @available
     def create_newest_events_view(self, view_name: str, table: str, after_snapshot: Optional[str], through_snapshot: str,
-                                  plan: Optional[Dict[str, Any]], buckets: int, whole_range: bool) -> bool:
+                                  plan: Optional[Dict[str, Any]], buckets: int, whole_range: bool,
+                                  stored: Optional[List[Optional[BaseRelation]]] = None) -> bool:
         """The newest event of each source table and key of a range create_appended_rows_view kept in
         the driver, deduplicated once for all its mirrors, as the temporary view view_name, where it
-        stands in for the mirror's own dedup (shared_dedup.py); False otherwise."""
+        stands in for the mirror's own dedup (shared_dedup.py); False otherwise. stored: the mirror
+        and its tombstones, whose newest seq a range with TOAST placeholders is checked against."""
         spark = self._session_in_process()
         if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
             return False
-        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot,
-                                          shared_dedup.needs_placeholder_fold(plan))
+        folded = shared_dedup.needs_placeholder_fold(plan)
+        if folded and not shared_dedup.fold_is_newer_than_stored(plan, _newest_stored_seq(spark, stored or [])):
+            return False
+        newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot, folded)
         if newest is None:
             return False
         newest.createOrReplaceTempView(view_name)
@@ -89,3 +93,20 @@ class RawRangeMethods(metaclass=AdapterMeta):
     def cdc_plan_of_query(self, columns: List[str], values: List[Any]) -> Dict[str, Any]:
         """The plan raw_log.sql chunk_plan_sql read where the range is not kept here (range_plan.py)."""
         return range_plan.plan_from_query(list(columns), list(values))
+
+
+def _newest_stored_seq(spark: Any, relations: List[Optional[BaseRelation]]) -> Optional[str]:
+    """The newest _cdc_seq the tables hold (a missing table holds none); None when they hold none."""
+    from pyspark.sql.utils import AnalysisException
+
+    newest: Optional[str] = None
+    for relation in relations:
+        if relation is None:
+            continue
+        try:
+            (row,) = spark.sql(f"select max(_cdc_seq) as seq from {relation.schema}.{relation.identifier}").collect()
+        except AnalysisException:  # not created yet
+            continue
+        if row["seq"] is not None and (newest is None or row["seq"] > newest):
+            newest = row["seq"]
+    return newest
