@@ -34,9 +34,10 @@
         {% endif %}
         {#- One round when no event has placeholders: then the first batch's own view is this one. -#}
         {% set first_rounds = 1 if (first_facts is not none and chunks[0].buckets == 1 and (first_facts['placeholder_events'] | int) == 0) else none %}
-        {#- A small range's newest events per key, deduplicated once for all its mirrors (dedup.sql newest_events_view). -#}
-        {% set first_newest = cdc_merge.newest_events_view(chunks[0], raw_changes_view, cfg, first_plan, horizon is none,
-            [target_relation, tombstones]) %}
+        {#- A small range's newest events per key, deduplicated once for all its mirrors (dedup.sql newest_events_view).
+            Here for the model's columns and row count only, which a TOAST fill does not change: whether the batches
+            read it is asked per chunk (apply_chunk.sql), with the mirror's stored seqs. -#}
+        {% set first_newest = cdc_merge.newest_events_view(chunks[0], raw_changes_view, cfg, first_plan, horizon is none) %}
         {% set batch_view_sql.value = cdc_merge.create_batch_view_sql(batch_view, first_newest or raw_changes_view, cfg.source_table, 0, 1, 1,
             first_rounds, first_newest is not none) %}
     {% else %}
