@@ -63,3 +63,29 @@ def test_a_table_without_snapshots_has_no_idle_facts(spark):
 
     assert table_metadata.mirror_metadata(spark, name) is None
     assert table_metadata.snapshot_log(spark, name) == {"current": None, "snapshots": []}
+
+
+def test_a_seq_column_s_upper_bound_is_its_newest_seq_where_its_bounds_are_kept_whole(spark):
+    """The mirror's CREATE keeps _cdc_seq's bounds whole (target.sql seq_bounds_properties): the
+    manifests then give the newest seq exactly, rows deleted since included. Iceberg's default
+    truncates them to 16 characters and rounds the bound up, above every seq that shares the prefix."""
+    spark.sql("create namespace if not exists table_metadata")
+    seqs = [f"{n:020d}:{n:010d}" for n in (5, 30, 7, 12)]
+    whole, truncated = (f"table_metadata.t{next(_tables)}" for _ in range(2))
+    spark.sql(f"create table {whole} (id bigint, _cdc_seq string) using iceberg "
+              "tblproperties ('format-version' = '2', 'write.delete.mode' = 'merge-on-read', "
+              "'write.metadata.metrics.column._cdc_seq' = 'full')")
+    spark.sql(f"create table {truncated} (id bigint, _cdc_seq string) using iceberg")
+
+    assert table_metadata.column_upper_bound(spark, whole, "_cdc_seq") is None  # no data file yet
+    for name in (whole, truncated):
+        for first in (0, 2):  # two data files
+            spark.createDataFrame([(first, seqs[first]), (first + 1, seqs[first + 1])], "id bigint, _cdc_seq string") \
+                .coalesce(1).writeTo(name).append()
+    spark.sql(f"delete from {whole} where _cdc_seq = '{seqs[1]}'")  # a position delete: the file keeps its bounds
+
+    assert table_metadata.column_upper_bound(spark, whole, "_cdc_seq") == seqs[1]
+    rounded_up = table_metadata.column_upper_bound(spark, truncated, "_cdc_seq")
+    assert len(rounded_up) == 16 and rounded_up > max(seqs) and rounded_up[:15] == seqs[1][:15]
+    assert table_metadata.column_upper_bound(spark, whole, "id") == table_metadata.UNKNOWN_BOUND  # not a string
+    assert table_metadata.column_upper_bound(spark, "table_metadata.missing", "_cdc_seq") == table_metadata.UNKNOWN_BOUND

@@ -56,10 +56,19 @@
     {{ return(adapter.dispatch('create_mirror_sql', 'cdc_merge')(target_relation, source_view, columns, cfg)) }}
 {% endmacro %}
 
+{% macro seq_bounds_properties() %}
+    {#-
+        Iceberg keeps string bounds truncated to 16 characters by default, which no seq fits in:
+        _cdc_seq's whole bounds let a run know the newest seq a mirror or its tombstones hold from
+        their manifests, without a query (raw_range_methods.py, _fold_is_newer_than_stored).
+    -#}
+    {{ return({'write.metadata.metrics.column._cdc_seq': 'full'}) }}
+{% endmacro %}
+
 {% macro spark__create_mirror_sql(target_relation, source_view, columns, cfg) %}
     create table {{ target_relation }}
     using iceberg
-    {{ cdc_merge.merge_on_read_tblproperties(cfg) }}
+    {{ cdc_merge.merge_on_read_tblproperties(cfg, cdc_merge.seq_bounds_properties()) }}
     as
     {{ cdc_merge.empty_mirror_sql(source_view, columns, cfg) }}
 {% endmacro %}
@@ -102,6 +111,9 @@
     tblproperties (
         'format-version' = '2',
         'write.merge.mode' = 'merge-on-read',
+        {%- for name, value in cdc_merge.seq_bounds_properties().items() %}
+        '{{ name }}' = '{{ value }}',
+        {%- endfor %}
         {{ cdc_merge.metadata_log_tblproperties() }}
     )
 {% endmacro %}

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.base.meta import AdapterMeta
 
-from dbt.adapters.cdc_spark import loaded_tables, range_plan, raw_ranges
+from dbt.adapters.cdc_spark import loaded_tables, range_plan, raw_ranges, table_metadata
 
 from python_jobs.apply import shared_dedup
 
@@ -59,7 +59,7 @@ class RawRangeMethods(metaclass=AdapterMeta):
         if spark is None or not shared_dedup.applies(plan, int(buckets), bool(whole_range)):
             return False
         folded = shared_dedup.needs_placeholder_fold(plan)
-        if folded and not shared_dedup.fold_is_newer_than_stored(plan, _newest_stored_seq(spark, stored or [])):
+        if folded and not _fold_is_newer_than_stored(spark, plan, stored or []):
             return False
         newest = raw_ranges.RANGES.newest(loaded_tables.application_id(spark), table, after_snapshot, through_snapshot, folded)
         if newest is None:
@@ -93,6 +93,20 @@ class RawRangeMethods(metaclass=AdapterMeta):
     def cdc_plan_of_query(self, columns: List[str], values: List[Any]) -> Dict[str, Any]:
         """The plan raw_log.sql chunk_plan_sql read where the range is not kept here (range_plan.py)."""
         return range_plan.plan_from_query(list(columns), list(values))
+
+
+def _fold_is_newer_than_stored(spark: Any, plan: Dict[str, Any], relations: List[Optional[BaseRelation]]) -> bool:
+    """shared_dedup.fold_is_newer_than_stored for the mirror and tombstones (relations): first from
+    their manifests' bounds of _cdc_seq, which can only be at or above the newest seq they hold, so
+    a range newer than the bounds is newer than every stored seq (no statement; the mirror's CREATE
+    keeps the column's bounds whole, target.sql); by a max query where the bounds do not show it."""
+    bounds = [table_metadata.column_upper_bound(spark, f"{relation.schema}.{relation.identifier}", "_cdc_seq")
+              for relation in relations if relation is not None]
+    if table_metadata.UNKNOWN_BOUND not in bounds:
+        newest_bound = max((bound for bound in bounds if bound is not None), default=None)
+        if shared_dedup.fold_is_newer_than_stored(plan, newest_bound):
+            return True
+    return shared_dedup.fold_is_newer_than_stored(plan, _newest_stored_seq(spark, relations))
 
 
 def _newest_stored_seq(spark: Any, relations: List[Optional[BaseRelation]]) -> Optional[str]:

@@ -1,8 +1,9 @@
 """What the apply reads of an Iceberg table's metadata on every run of every mirror, in the JVM and
 without a statement: the idle check's and maintenance's facts of a mirror (mirror_metadata), the
-raw table's snapshot log (snapshot_log). Read in one call each through the helper jar
-(jvm/iceberg/cdc_merge/iceberg/MetadataSummary.java); object by object through py4j where the jar
-is turned off (several round trips per snapshot, 0.05-0.1 s a mirror)."""
+raw table's snapshot log (snapshot_log), a column's upper bound (column_upper_bound). Read in one
+call each through the helper jar (jvm/iceberg/cdc_merge/iceberg/MetadataSummary.java); object by
+object through py4j where the jar is turned off (several round trips per snapshot, 0.05-0.1 s a
+mirror)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,29 @@ def _small_data_files(iceberg_table: Any) -> int:
         return small
     finally:
         tasks.close()
+
+
+# column_upper_bound's answer when the manifests cannot give a bound.
+UNKNOWN_BOUND = "unknown"
+
+
+def column_upper_bound(spark: Any, table: str, column: str) -> Optional[str]:
+    """A value at or above every value of string column `column` in the table, from its manifests'
+    column bounds (MetadataSummary.columnUpperBound, no data file read); None when the table holds
+    no data file; UNKNOWN_BOUND where a file keeps no bound for the column, the table is not an
+    Iceberg table this session loads (or not created yet), or the helper jar is off."""
+    try:
+        iceberg_table = refreshed_table(spark, table)
+    except Exception:  # noqa: BLE001 - not created yet, or not loadable: the caller asks by SQL
+        return UNKNOWN_BOUND
+    summary = jvm_class(spark, METADATA_SUMMARY_CLASS)
+    if iceberg_table is None or summary is None:
+        return UNKNOWN_BOUND
+    answer = summary.columnUpperBound(iceberg_table, column)
+    if answer is None:
+        return UNKNOWN_BOUND
+    kind, _, value = str(answer).partition("\t")
+    return value if kind == "upper" else None
 
 
 def snapshot_log(spark: Any, table: str) -> Optional[Dict[str, Any]]:

@@ -2,10 +2,14 @@ package cdc_merge.iceberg;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.Comparators;
+import org.apache.iceberg.types.Conversions;
+import org.apache.iceberg.types.Types;
 
 /**
  * What the apply asks of a table's Iceberg metadata on every run of every mirror (the idle check,
@@ -81,5 +85,36 @@ public final class MetadataSummary {
       throw new UncheckedIOException(failed);
     }
     return small;
+  }
+
+  /**
+   * The greatest upper bound of string column {@code column} over the current snapshot's data files,
+   * from their manifests (no data file read): {@code upper TAB value}; {@code none} when the table
+   * holds no data file; null when a file has no bound for it (its metrics mode keeps none, or the
+   * bound could not be rounded up) or there is no such string column. A bound can only be at or
+   * above the column's greatest value: rows deleted since still count, and a truncated bound is
+   * rounded up. Compared by code point, as Iceberg and Python compare strings.
+   */
+  public static String columnUpperBound(Table table, String column) {
+    Types.NestedField field = table.schema().findField(column);
+    if (field == null || !field.type().equals(Types.StringType.get())) {
+      return null;
+    }
+    String greatest = null;
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().includeColumnStats().planFiles()) {
+      for (FileScanTask task : tasks) {
+        ByteBuffer bound = task.file().upperBounds() == null ? null : task.file().upperBounds().get(field.fieldId());
+        if (bound == null) {
+          return null;
+        }
+        String value = Conversions.<CharSequence>fromByteBuffer(field.type(), bound).toString();
+        if (greatest == null || Comparators.charSequences().compare(value, greatest) > 0) {
+          greatest = value;
+        }
+      }
+    } catch (IOException failed) {
+      throw new UncheckedIOException(failed);
+    }
+    return greatest == null ? "none" : "upper\t" + greatest;
   }
 }
