@@ -4,7 +4,8 @@ It simulates the source (shop_source.py): three tables (order_lines has a compos
 snapshot, then transactions of inserts, updates, deletes, re-inserts after delete and
 primary-key changes, many in the same millisecond. Events are cut into files and
 delivered in waves; some arrive a wave late and some twice, as from a lagging or
-replayed Kafka partition. Because it knows the true source order, it is also the
+replayed Kafka partition; PostgreSQL updates may send an unchanged text column as Debezium's
+TOAST placeholder. Because it knows the true source order, it is also the
 oracle: replay() gives the table state any mirror must equal.
 
     cdc-generate-demo --out data/generated --events 20000 --waves 3 --seed 7
@@ -25,10 +26,15 @@ from typing import Any, Iterable
 from python_jobs.demo.shop_source import KEYS, Event, ShopSource
 
 _RAW_NUMBER = re.compile(r'"\\u0000(-?[0-9.]+)"')
+# Debezium's value for a PostgreSQL TOAST column an update left unchanged.
+UNAVAILABLE = "__debezium_unavailable_value"
+# The columns an update never changes that may be TOASTed (text), per table.
+TOASTABLE = {"shop.customers": ("name",), "shop.order_lines": ("sku",)}
 
 
-def debezium_line(event: Event, connector: str, with_schema: bool) -> str:
-    """The event as Debezium's JSON converter writes it (decimal.format=numeric)."""
+def debezium_line(event: Event, connector: str, with_schema: bool, unsent: tuple[str, ...] = ()) -> str:
+    """The event as Debezium's JSON converter writes it (decimal.format=numeric); unsent: the after
+    image's columns written as Debezium's TOAST placeholder."""
     database, table = event.table.split(".")
     source: dict[str, Any] = {
         "version": "2.7.3.Final",
@@ -43,9 +49,12 @@ def debezium_line(event: Event, connector: str, with_schema: bool) -> str:
         source.update({"schema": database, "txId": 1000 + event.index, "lsn": event.position[0]})
     else:
         source.update({"file": f"mysql-bin.{event.position[0]:06d}", "pos": event.position[1], "row": event.position[2]})
+    after = _json_row(event.after)
+    if after is not None:
+        after.update({column: UNAVAILABLE for column in unsent})
     envelope = {
         "before": _json_row(event.before),
-        "after": _json_row(event.after),
+        "after": after,
         "source": source,
         "op": event.op,
         "ts_ms": event.ts_ms + 250,
@@ -102,9 +111,22 @@ def deliveries(source: ShopSource, waves: int, rng: random.Random, late_fraction
     return result
 
 
+def unsent_columns(event: Event, connector: str, seed: int, toast_fraction: float) -> tuple[str, ...]:
+    """The columns of a PostgreSQL update that Debezium sends as the TOAST placeholder: each column
+    of TOASTABLE the update left unchanged, in toast_fraction of updates; the same for every
+    delivery of the event (a redelivery repeats its bytes)."""
+    if connector != "postgresql" or event.op != "u" or event.before is None or toast_fraction <= 0:
+        return ()
+    if random.Random(seed * 1_000_003 + event.index).random() >= toast_fraction:
+        return ()
+    return tuple(column for column in TOASTABLE.get(event.table, ()) if event.before[column] == event.after[column])
+
+
 def build_waves(seed: int, events: int, waves: int, connector: str = "postgresql", snapshot_rows: int = 50,
                 late_fraction: float = 0.02, duplicate_fraction: float = 0.01, garbage_lines: int = 3,
-                clock_start_ms: int | None = None) -> tuple[ShopSource, list[Wave]]:
+                clock_start_ms: int | None = None, toast_fraction: float = 0.0) -> tuple[ShopSource, list[Wave]]:
+    """toast_fraction: of PostgreSQL updates, those whose unchanged TOASTABLE columns are sent as the
+    placeholder (unsent_columns)."""
     rng = random.Random(seed)
     source = ShopSource(rng, connector)
     if clock_start_ms is not None:
@@ -116,7 +138,8 @@ def build_waves(seed: int, events: int, waves: int, connector: str = "postgresql
     for number, delivered in enumerate(deliveries(source, waves, rng, late_fraction, duplicate_fraction), start=1):
         lines = []
         for event in delivered:
-            lines.append(debezium_line(event, connector, with_schema=rng.random() < 0.1))
+            lines.append(debezium_line(event, connector, with_schema=rng.random() < 0.1,
+                                       unsent=unsent_columns(event, connector, seed, toast_fraction)))
             if event.op == "d" and rng.random() < 0.5:
                 lines.append("null")  # Kafka tombstone after a delete
         for _ in range(garbage_lines):
