@@ -125,7 +125,8 @@ def test_mirrors_equal_replay_with_toast_placeholders_and_older_events_delivered
     older events delivered again in the same batch: a placeholder takes the value the key's newest
     older event sent, never that of an event older than the stored row. On Spark, a batch held in
     the driver fills placeholders there where every event is newer than the mirror
-    (raw_range_methods.py); redelivered older events keep the rounds."""
+    (raw_range_methods.py); redelivered older events keep the rounds. No event is delivered late:
+    an update applied before its key's late value is not covered (docs/mirror_models.md)."""
     from dbt.adapters.cdc_spark import raw_range_methods
 
     dbt_project = conformance_project
