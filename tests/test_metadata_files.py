@@ -112,7 +112,7 @@ def test_through_sql_maintenance_sets_only_the_properties_a_table_lacks(dbt_proj
     project.execute(f"alter table {mirror} unset tblproperties ({', '.join(repr(name) for name in PROPERTIES)})")
     project.execute(f"alter table {tombstones} unset tblproperties ('{PROPERTIES[0]}')")
     project.execute(f"alter table {tombstones} set tblproperties ('{PROPERTIES[1]}' = '50')")
-    monkeypatch.setattr(RunStateMethods, "cdc_bound_metadata_log_in_driver", lambda self, table, wanted: None)
+    monkeypatch.setattr(RunStateMethods, "cdc_set_missing_properties_in_driver", lambda self, table, wanted: None)
 
     maintain(project, ["shop_orders"])
     assert properties(project, mirror) == {PROPERTIES[0]: "true", PROPERTIES[1]: str(PREVIOUS_VERSIONS_MAX)}
@@ -120,3 +120,42 @@ def test_through_sql_maintenance_sets_only_the_properties_a_table_lacks(dbt_proj
     altered = [line for line in project.dbt_log().splitlines() if "set tblproperties ('write.metadata" in line]
     assert [line.split("alter table ")[1].split(" ")[0] for line in altered] == [mirror, tombstones], altered
     assert f"'{PROPERTIES[1]}'" not in altered[1]
+
+
+SEQ_BOUNDS = "write.metadata.metrics.column._cdc_seq"
+
+
+def seq_upper_bound(project, table: str) -> str:
+    """The largest upper bound of _cdc_seq over the table's data files, as its manifests keep it."""
+    return project.query(f"select max(readable_metrics._cdc_seq.upper_bound) as bound from {table}.files where content = 0")[0]["bound"]
+
+
+def test_maintenance_keeps_whole_seq_bounds_on_a_mirror_made_without_them(dbt_project):
+    """A mirror and tombstones as an earlier version made them (_cdc_seq's bounds cut to 16 characters,
+    so a TOAST fill queries the newest seq they hold): maintenance sets the property, its compaction
+    writes whole bounds, and the manifests then give each table's newest seq exactly."""
+    project = dbt_project
+    configure_model(project, "shop_orders", maintenance="off")
+    _, waves = build_waves(37, events=600, waves=4, connector="postgresql", snapshot_rows=30, duplicate_fraction=0.03)
+    delivered: list = []
+    run_waves(project, waves[:1], delivered)
+    own_tables = (f"{project.schema}.shop_orders", f"{project.schema}.shop_orders__cdc_tombstones")
+    for table in own_tables:
+        project.execute(f"alter table {table} unset tblproperties ('{SEQ_BOUNDS}')")
+    run_waves(project, waves[1:3], delivered)
+    for table in own_tables:
+        newest = project.query(f"select max(_cdc_seq) as seq from {table}")[0]["seq"]
+        cut = seq_upper_bound(project, table)
+        assert len(cut) == 16 and cut > newest and len(newest) > 16, (table, cut, newest)
+
+    maintain(project, ["shop_orders"])
+    for table in own_tables:
+        kept = {row["key"]: row["value"] for row in project.query(f"show tblproperties {table}")}
+        assert kept.get(SEQ_BOUNDS) == "full", (table, kept)
+        assert seq_upper_bound(project, table) == project.query(f"select max(_cdc_seq) as seq from {table}")[0]["seq"], table
+    assert project.dbt_log().count("_cdc_seq's bounds now kept whole") == 2
+
+    run_waves(project, waves[3:], delivered)
+    assert_orders_equal_replay(project, "shop_orders", delivered)
+    maintain(project, ["shop_orders"])
+    assert project.dbt_log().count("_cdc_seq's bounds now kept whole") == 2

@@ -28,6 +28,10 @@
     {% for relation in own_tables + shared_tables %}
         {% do cdc_merge.bound_metadata_log(relation) %}
     {% endfor %}
+    {#- So do a mirror's tables made before their DDL kept _cdc_seq's bounds whole, before compaction rewrites their files (a history, with_runs false, reads no bound). -#}
+    {% for relation in own_tables if with_runs %}
+        {% do cdc_merge.keep_seq_bounds_whole(relation) %}
+    {% endfor %}
     {% for relation in own_tables %}
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
     {% endfor %}

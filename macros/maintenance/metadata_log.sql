@@ -38,7 +38,7 @@
     {% if relation is none %}
         {{ return({}) }}
     {% endif %}
-    {% set added = adapter.dispatch('bound_metadata_log', 'cdc_merge')(relation) %}
+    {% set added = cdc_merge.set_missing_table_properties(relation, cdc_merge.metadata_log_properties()) %}
     {% if added %}
         {{ log("cdc_merge maintenance " ~ relation ~ ": old metadata files now deleted on commit ("
             ~ cdc_merge.metadata_log_tblproperties(added) ~ ")", info=True) }}
@@ -46,10 +46,15 @@
     {{ return(added) }}
 {% endmacro %}
 
-{% macro spark__bound_metadata_log(relation) %}
-    {#- Through the Iceberg API in the driver where the session is in this process (metadata_log.py): no statement, no commit when set. -#}
-    {% set wanted = cdc_merge.metadata_log_properties() %}
-    {% set in_driver = adapter.cdc_bound_metadata_log_in_driver(relation.schema ~ '.' ~ relation.identifier, wanted) %}
+
+{% macro set_missing_table_properties(relation, wanted) %}
+    {#- wanted's properties the table does not set at all, set: those set (on Databend none: its tables have no such properties). -#}
+    {{ return(adapter.dispatch('set_missing_table_properties', 'cdc_merge')(relation, wanted)) }}
+{% endmacro %}
+
+{% macro spark__set_missing_table_properties(relation, wanted) %}
+    {#- Through the Iceberg API in the driver where the session is in this process (table_properties.py): no statement, no commit when set. -#}
+    {% set in_driver = adapter.cdc_set_missing_properties_in_driver(relation.schema ~ '.' ~ relation.identifier, wanted) %}
     {% if in_driver is not none %}
         {{ return(in_driver) }}
     {% endif %}
@@ -64,7 +69,6 @@
     {{ return(missing) }}
 {% endmacro %}
 
-{% macro databend__bound_metadata_log(relation) %}
-    {#- Databend's snapshots are its own files, removed by PURGE: nothing to bound. -#}
+{% macro databend__set_missing_table_properties(relation, wanted) %}
     {{ return({}) }}
 {% endmacro %}

@@ -65,6 +65,21 @@
     {{ return({'write.metadata.metrics.column._cdc_seq': 'full'}) }}
 {% endmacro %}
 
+{% macro keep_seq_bounds_whole(relation) %}
+    {#-
+        Maintenance of a mirror or tombstones table created before its CREATE set
+        seq_bounds_properties: files written from then on, compaction's included, keep whole bounds.
+        Files compaction leaves alone keep their cut ones, so until they are rewritten a run may still
+        query the newest seq (their bound, rounded up, lies above the seqs sharing its first 16 characters).
+    -#}
+    {% set added = cdc_merge.set_missing_table_properties(relation, cdc_merge.seq_bounds_properties()) %}
+    {% if added %}
+        {{ log("cdc_merge maintenance " ~ relation ~ ": _cdc_seq's bounds now kept whole ("
+            ~ cdc_merge.metadata_log_tblproperties(added) ~ ")", info=True) }}
+    {% endif %}
+    {{ return(added) }}
+{% endmacro %}
+
 {% macro spark__create_mirror_sql(target_relation, source_view, columns, cfg) %}
     create table {{ target_relation }}
     using iceberg

@@ -1,6 +1,6 @@
 """The adapter methods behind the idle check on Spark and what it reads from Iceberg's metadata in
 the JVM (macros/materializations/cdc_merge/idle.sql, raw_log.sql, maintenance), and a small table's
-maintenance steps done there (driver_maintenance.py, metadata_log.py, macros/maintenance/): a mixin of
+maintenance steps done there (driver_maintenance.py, table_properties.py, macros/maintenance/): a mixin of
 CdcSparkAdapter, so that impl.py keeps dbt-spark's own concerns. What both adapters share for an
 invocation (kept rows, capabilities) is invocation_methods.py; the state itself is run_state.py."""
 
@@ -12,7 +12,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.cdc_core import run_state
-from dbt.adapters.cdc_spark import driver_maintenance, loaded_tables, metadata_log, model_columns, table_metadata
+from dbt.adapters.cdc_spark import driver_maintenance, loaded_tables, model_columns, table_metadata, table_properties
 
 logger = AdapterLogger("cdc_spark")
 
@@ -92,18 +92,18 @@ class RunStateMethods(metaclass=AdapterMeta):
         return driver_maintenance.expire(spark, table, kept)
 
     @available
-    def cdc_bound_metadata_log_in_driver(self, table: str, wanted: Dict[str, str]) -> Optional[Dict[str, str]]:
-        """wanted's properties that table lacks, set through the Iceberg API (metadata_log.py): those set;
+    def cdc_set_missing_properties_in_driver(self, table: str, wanted: Dict[str, str]) -> Optional[Dict[str, str]]:
+        """wanted's properties that table lacks, set through the Iceberg API (table_properties.py): those set;
         None when the SparkSession is not in this process (the caller asks by SQL)."""
         spark = self._session_in_process()
         if spark is None:
             return None
-        return metadata_log.bound(spark, table, wanted)
+        return table_properties.set_missing(spark, table, wanted)
 
     @available
     def cdc_missing_table_properties(self, current: Dict[str, str], wanted: Dict[str, str]) -> Dict[str, str]:
-        """wanted's properties that current (SHOW TBLPROPERTIES's) does not set (metadata_log.py)."""
-        return metadata_log.missing_properties(current, wanted)
+        """wanted's properties that current (SHOW TBLPROPERTIES's) does not set (table_properties.py)."""
+        return table_properties.missing_properties(current, wanted)
 
     @available
     def cdc_snapshot_log(self, table: str) -> Optional[Dict[str, Any]]:

@@ -1,11 +1,11 @@
-"""Which properties maintenance sets to bound a table's metadata log (metadata_log.py), and that a
-table which has them gets no commit."""
+"""Which properties maintenance sets on a table made before its DDL set them (table_properties.py),
+and that a table which has them gets no commit."""
 
 from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.cdc_spark import loaded_tables, metadata_log
+from dbt.adapters.cdc_spark import loaded_tables, table_properties
 
 WANTED = {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.previous-versions-max": "10"}
 
@@ -19,7 +19,7 @@ WANTED = {"write.metadata.delete-after-commit.enabled": "true", "write.metadata.
                  id="owner-turned-deletion-off"),
 ])
 def test_only_properties_the_table_does_not_set_are_missing(current, missing):
-    assert metadata_log.missing_properties(current, WANTED) == missing
+    assert table_properties.missing_properties(current, WANTED) == missing
 
 
 class FakeJavaMap(dict):
@@ -58,13 +58,13 @@ def test_the_driver_commits_only_what_is_missing(monkeypatch, properties, commit
     table = FakeTable(properties)
     monkeypatch.setattr(loaded_tables, "refreshed_table", lambda spark, name: table)
 
-    assert metadata_log.bound(None, "mirror_1.docs", WANTED) == (commits[0] if commits else {})
+    assert table_properties.set_missing(None, "mirror_1.docs", WANTED) == (commits[0] if commits else {})
     assert table.commits == commits
-    assert metadata_log.bound(None, "mirror_1.docs", WANTED) == {}
+    assert table_properties.set_missing(None, "mirror_1.docs", WANTED) == {}
     assert table.commits == commits
 
 
 def test_a_table_that_is_not_iceberg_is_left_to_sql(monkeypatch):
     monkeypatch.setattr(loaded_tables, "refreshed_table", lambda spark, name: None)
 
-    assert metadata_log.bound(None, "mirror_1.docs", WANTED) is None
+    assert table_properties.set_missing(None, "mirror_1.docs", WANTED) is None

@@ -1,6 +1,6 @@
-"""A table's metadata log bounded (macros/maintenance/metadata_log.sql): the properties that make
-Iceberg delete the metadata files falling off the log set on a table that lacks them, through the
-Iceberg API in the driver, with no commit when it has them."""
+"""Table properties maintenance sets on a table made before its DDL set them (macros/maintenance/):
+the bounded metadata log (metadata_log.sql) and _cdc_seq's whole bounds (target.sql), set through
+the Iceberg API in the driver where the table lacks them, with no commit when it has them."""
 
 from typing import Any, Dict, Mapping, Optional
 
@@ -13,7 +13,7 @@ def missing_properties(current: Mapping[str, str], wanted: Mapping[str, str]) ->
     return {name: str(value) for name, value in wanted.items() if name not in current}
 
 
-def bound(spark: Any, table: str, wanted: Mapping[str, str]) -> Optional[Dict[str, str]]:
+def set_missing(spark: Any, table: str, wanted: Mapping[str, str]) -> Optional[Dict[str, str]]:
     """Sets on table the properties of wanted it lacks, in one commit (none when it lacks none): the
     properties set; None when table is not an Iceberg table of this session, and nothing was done."""
     iceberg_table = loaded_tables.refreshed_table(spark, table)
