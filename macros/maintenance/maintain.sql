@@ -15,7 +15,7 @@
 
 {% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true, with_runs=true) %}
     {% set counts = {'files_added': 0, 'files_removed': 0, 'snapshots_expired': 0, 'orphan_files_removed': 0,
-                     'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0} %}
+                     'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0, 'unsent_entries_removed': 0} %}
     {% set runs = cdc_merge.runs_relation(offsets) if with_runs else none %}
     {% set own_tables = [target_relation] + ([tombstones] if tombstones is not none else []) %}
     {#- Tables the mirrors share are maintained by the first mirror of an invocation that maintains. -#}
@@ -36,6 +36,10 @@
         {% do cdc_merge.add_maintenance_counts(counts, cdc_merge.compact_table(relation)) %}
     {% endfor %}
     {% do counts.update({'tombstones_removed': cdc_merge.collect_tombstones(tombstones, settings)}) %}
+    {#- A mirror's kept unsent TOAST columns of rows it no longer holds (unsent_columns.sql); a history keeps its own. -#}
+    {% if with_runs %}
+        {% do counts.update({'unsent_entries_removed': cdc_merge.remove_dead_unsent_entries(target_relation)}) %}
+    {% endif %}
     {#- The raw table is maintained only while no landing of this machine writes it (run_guard.sql). -#}
     {% set raw_free = cdc_merge.try_lock_raw_table(raw_relation) %}
     {% if raw_free %}
@@ -102,7 +106,7 @@
     {{ return(counts.files_added ~ " files added, " ~ counts.files_removed ~ " removed by compaction and expiry, "
         ~ counts.snapshots_expired ~ " snapshots expired, " ~ counts.orphan_files_removed ~ " orphan files removed, "
         ~ counts.raw_events_removed ~ " superseded raw events removed, " ~ counts.tombstones_removed ~ " tombstones collected, "
-        ~ counts.offsets_removed ~ " offset rows trimmed") }}
+        ~ counts.offsets_removed ~ " offset rows trimmed, " ~ counts.unsent_entries_removed ~ " unsent-column entries of replaced rows removed") }}
 {% endmacro %}
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from python_jobs.demo.shop_source import KEYS, Event, ShopSource
 
@@ -154,14 +154,17 @@ def build_waves(seed: int, events: int, waves: int, connector: str = "postgresql
     return source, result
 
 
-def replay(delivered: Iterable[Event]) -> dict[str, dict[tuple, dict]]:
-    """Table state after applying the delivered events in true source order."""
+def replay(delivered: Iterable[Event], unsent: Callable[[Event], tuple[str, ...]] = lambda event: ()) -> dict[str, dict[tuple, dict]]:
+    """Table state after applying the delivered events in true source order. unsent: the columns an
+    event did not send (unsent_columns), which keep the value the key's newest older delivered event
+    sent (None when none did): what a mirror can know before a late event arrives."""
     state: dict[str, dict[tuple, dict]] = {table: {} for table in KEYS}
     for event in sorted({e.index: e for e in delivered}.values(), key=lambda e: e.index):
         if event.op == "d":
             state[event.table].pop(event.key, None)
-        else:
-            state[event.table][event.key] = event.after
+            continue
+        stored = state[event.table].get(event.key, {})
+        state[event.table][event.key] = {**event.after, **{column: stored.get(column) for column in unsent(event)}}
     return state
 
 

@@ -58,6 +58,10 @@
         {% set truncated.rows = truncated.rows + truncate.rows %}
         {#- Rows a truncate or a range record removes are the run's deletes too: the mirror's rows add up from its runs' counts. -#}
         {% do chunk_stats.update({'deleted': chunk_stats.deleted + truncate.rows}) %}
+        {#- TOAST values an update left unsent, for an older event arriving later to fill (unsent_columns.sql). -#}
+        {% set applied_sql = cdc_merge.after_truncate_sql(model_sql, truncated.seq) %}
+        {% set may_fill = cdc_merge.unsent_fill_may_apply(target_relation, tombstones, chunk_view, cfg, facts) %}
+        {% do cdc_merge.record_unsent_columns(target_relation, tombstones, chunk_view, cfg, applied_sql, columns, batch_view, facts, batch_view_sql) %}
         {% for bucket in range(chunk.buckets) %}
             {% set plan = facts if (facts is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan, newest_view is not none) %}
@@ -85,10 +89,11 @@
                         {% set batch_view_sql.value = view_sql %}
                     {% endif %}
                 {% endif %}
-                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, cdc_merge.after_truncate_sql(model_sql, truncated.seq), batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
+                {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, applied_sql, batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
+        {% do cdc_merge.fill_unsent_columns(target_relation, chunk_view, cfg, applied_sql, columns, batch_view, batch_view_sql, may_fill) %}
         {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state, chunk, facts)) %}
         {% set range_rows = cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
         {% set ranged.rows = ranged.rows + range_rows %}

@@ -60,6 +60,7 @@
         {% if tombstones is not none %}
             {% do run_query('drop table if exists ' ~ tombstones) %}
         {% endif %}
+        {% do adapter.drop_relation(cdc_merge.unsent_relation(target_relation)) %}
         {% set existing_relation = none %}
     {% endif %}
     {#- Truncates of the source table (truncate.sql): a mirror built from the start of the log finds them there again. -#}

@@ -1,7 +1,7 @@
 """The adapter methods behind the apply's decisions, which are plain Python in python_jobs/apply/
 (the run's plan: run_plan.py; raw_log.sql's chunk plan: chunk_plan.py; whether a batch is one commit:
 one_commit.py; a batch's writes: write_plan.py; the idle check's: idle_decision.py; a chunk's
-truncate: truncate_plan.py; a bucket's key range: key_range.py). A mixin of both
+truncate: truncate_plan.py; a bucket's key range: key_range.py; a chunk's unsent columns: unsent_columns.py). A mixin of both
 adapters, CdcSparkAdapter and CdcDatabendAdapter."""
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -13,7 +13,8 @@ from dbt.adapters.cdc_core.applied_schema_events import APPLIED
 
 from python_jobs.apply import (
     chunk_plan, column_defaults, column_names, history_closes, history_columns, idle_decision, key_range, maintenance_due,
-    mirror_config, model_rows, one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, write_plan,
+    mirror_config, model_rows, one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, unsent_columns,
+    write_plan,
 )
 
 
@@ -220,6 +221,16 @@ class ApplyMethods(metaclass=AdapterMeta):
             counts, deletes=str(deletes), has_tombstones=bool(has_tombstones), tombstones_at_snapshot=bool(tombstones_at_snapshot),
             by_position=bool(by_position), one_commit=bool(one_commit),
             engine_replaces_rows=self.cdc_connection_capabilities().replaces_rows).as_dict()
+
+    @available
+    def cdc_records_unsent(self, placeholder_events: Any) -> bool:
+        """unsent_columns.sql: whether the chunk records unsent columns (unsent_columns.py)."""
+        return unsent_columns.records(placeholder_events)
+
+    @available
+    def cdc_unsent_fill_may_apply(self, oldest_seq: Optional[str], stored_seqs: Sequence[Optional[str]]) -> bool:
+        """unsent_columns.sql: whether the chunk may hold an event that fills a kept unsent column (unsent_columns.py)."""
+        return unsent_columns.may_fill(oldest_seq, list(stored_seqs))
 
     @available
     def cdc_maintenance_due(self, state: Mapping[str, Any], settings: Mapping[str, Any]) -> List[str]:

@@ -90,9 +90,25 @@ class RawRangeMethods(metaclass=AdapterMeta):
         return dict(plans.get(source_table) or range_plan.empty_plan())
 
     @available
+    def cdc_stored_seq_bounds(self, relations: List[Optional[BaseRelation]]) -> Optional[List[Optional[str]]]:
+        """unsent_columns.sql: stored_seq_bounds of the mirror and its tombstones; None when the
+        SparkSession is not in this process or the bounds are not known (the caller queries)."""
+        spark = self._session_in_process()
+        return None if spark is None else stored_seq_bounds(spark, relations)
+
+    @available
     def cdc_plan_of_query(self, columns: List[str], values: List[Any]) -> Dict[str, Any]:
         """The plan raw_log.sql chunk_plan_sql read where the range is not kept here (range_plan.py)."""
         return range_plan.plan_from_query(list(columns), list(values))
+
+
+def stored_seq_bounds(spark: Any, relations: List[Optional[BaseRelation]]) -> Optional[List[Optional[str]]]:
+    """An upper bound of the newest _cdc_seq each of relations holds (None: it holds none), from its
+    manifests (no statement; a bound cut to 16 characters is rounded up, so still one); None where
+    some table's bounds are not known."""
+    bounds = [table_metadata.column_upper_bound(spark, f"{relation.schema}.{relation.identifier}", "_cdc_seq")
+              for relation in relations if relation is not None]
+    return None if table_metadata.UNKNOWN_BOUND in bounds else bounds
 
 
 def _fold_is_newer_than_stored(spark: Any, plan: Dict[str, Any], relations: List[Optional[BaseRelation]]) -> bool:
@@ -100,9 +116,8 @@ def _fold_is_newer_than_stored(spark: Any, plan: Dict[str, Any], relations: List
     their manifests' bounds of _cdc_seq, which can only be at or above the newest seq they hold, so
     a range newer than the bounds is newer than every stored seq (no statement; the mirror's CREATE
     keeps the column's bounds whole, target.sql); by a max query where the bounds do not show it."""
-    bounds = [table_metadata.column_upper_bound(spark, f"{relation.schema}.{relation.identifier}", "_cdc_seq")
-              for relation in relations if relation is not None]
-    if table_metadata.UNKNOWN_BOUND not in bounds:
+    bounds = stored_seq_bounds(spark, relations)
+    if bounds is not None:
         newest_bound = max((bound for bound in bounds if bound is not None), default=None)
         if shared_dedup.fold_is_newer_than_stored(plan, newest_bound):
             return True

@@ -1,0 +1,494 @@
+{#
+    Unsent columns: a column an update sent as a TOAST placeholder takes the value of the key's
+    newest older event of the batch, or the stored row's (unavailable_values.sql, write.sql). When
+    the event that sent its value is older than that, and arrives later (a file landed late, or files
+    landed out of order and applied in different chunks), the apply skips it, as every event older
+    than the stored row. So each such column is kept in <mirror>__cdc_unsent: the key, the column,
+    the seq of the event its value came from (filled_seq; '' for none) and the seq of the row it
+    belongs to (row_seq). An event older than that row and newer than filled_seq that sent the
+    column then fills it, and is its filled_seq from then on.
+
+    The table is appended to only, as the raw log: a key's entry is the newest filled_seq of its row
+    and column, and an entry whose row_seq is not the mirror row's seq any more is dead (a newer
+    event replaced the row), so a run that dies half way and runs again reads the same. Both steps run
+    around a chunk's batches (apply_chunk.sql): record_unsent_columns before them, for the keys whose
+    newest event of the chunk lacks columns and will replace the stored row; fill_unsent_columns
+    after them, only where the chunk holds an event older than what the mirror held before it.
+    The events go through the model's SQL (the batch view holding several events of a key here) so
+    that columns are the model's, as the apply's own.
+#}
+
+{% macro unsent_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_unsent'})) }}
+{% endmacro %}
+
+
+{% macro existing_unsent_relation(target_relation) %}
+    {#- The mirror's unsent-columns table, or none while it has none (dbt's relation cache, which create_unsent_table adds to). -#}
+    {% set relation = cdc_merge.unsent_relation(target_relation) %}
+    {{ return(relation if load_cached_relation(relation) is not none else none) }}
+{% endmacro %}
+
+
+{% macro create_unsent_table(relation) %}
+    {% do run_query(adapter.dispatch('create_unsent_table_sql', 'cdc_merge')(relation)) %}
+    {% do adapter.cache_added(relation) %}
+{% endmacro %}
+
+{% macro spark__create_unsent_table_sql(relation) %}
+    create table if not exists {{ relation }} (
+        _cdc_key string,
+        column_name string,
+        filled_seq string,
+        row_seq string
+    )
+    using iceberg
+    tblproperties ('format-version' = '2', {{ cdc_merge.metadata_log_tblproperties() }})
+{% endmacro %}
+
+{% macro databend__create_unsent_table_sql(relation) %}
+    create table if not exists {{ relation }} (
+        _cdc_key string null,
+        column_name string null,
+        filled_seq string null,
+        row_seq string null
+    )
+{% endmacro %}
+
+
+{% macro record_unsent_columns(target_relation, tombstones, chunk_view, cfg, model_sql, columns, batch_view, facts, batch_view_sql) %}
+    {#- Before the chunk's batches: each placeholder of a key's newest event that will replace the stored row, with where its value comes from. -#}
+    {% set placeholder_events = facts['placeholder_events'] if facts is not none
+        else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, 0, 1)).rows[0]['placeholder_events'] %}
+    {% if not adapter.cdc_records_unsent(placeholder_events) %}
+        {{ return(none) }}
+    {% endif %}
+    {% set unsent = cdc_merge.existing_unsent_relation(target_relation) %}
+    {% do run_query(cdc_merge.create_unsent_events_view_sql(batch_view, chunk_view, cfg.source_table, unsent, true)) %}
+    {% set batch_view_sql.value = none %}
+    {% if unsent is none %}
+        {% set unsent = cdc_merge.unsent_relation(target_relation) %}
+        {% do cdc_merge.create_unsent_table(unsent) %}
+        {% set kept = none %}
+    {% else %}
+        {% set kept = unsent %}
+    {% endif %}
+    {% do run_query(cdc_merge.record_unsent_columns_sql(unsent, kept, target_relation, tombstones, model_sql, columns)) %}
+{% endmacro %}
+
+
+{% macro record_unsent_columns_sql(unsent, kept, target_relation, tombstones, model_sql, columns) %}
+    {#-
+        An entry for each column a key's newest event did not send, where that event is newer than the
+        stored row and tombstone (base): its value is that of the newest older event of the chunk newer
+        than base that sent it (a delete sends none: null), else the stored row's (its kept entry's
+        filled_seq, else the row's seq), else none ('', or the tombstone's seq: nothing older than a
+        delete can be the row's).
+    -#}
+    insert into {{ unsent }} (_cdc_key, column_name, filled_seq, row_seq)
+    select * from (
+        with
+
+        unsent_images as (
+            select * from ({{ model_sql }}) as model_output
+        ),
+
+        unsent_newest as (
+            select
+                _cdc_key,
+                max(_cdc_seq) as _cdc_seq
+            from unsent_images
+            group by _cdc_key
+        ),
+
+        unsent_stored as (
+            select
+                _cdc_key,
+                _cdc_seq
+            from {{ target_relation }}
+            where _cdc_key in (select _cdc_key from unsent_newest)
+            {%- if tombstones is not none %}
+            union all
+            select
+                _cdc_key,
+                _cdc_seq
+            from {{ tombstones }}
+            where _cdc_key in (select _cdc_key from unsent_newest)
+            {%- endif %}
+        ),
+
+        unsent_stored_seqs as (
+            select
+                _cdc_key,
+                max(_cdc_seq) as _cdc_base_seq
+            from unsent_stored
+            group by _cdc_key
+        ),
+
+        unsent_row_seqs as (
+            select
+                _cdc_key,
+                _cdc_seq as _cdc_stored_seq
+            from {{ target_relation }}
+            where _cdc_key in (select _cdc_key from unsent_newest)
+        ),
+
+        unsent_applied as (
+            select
+                change.*,
+                coalesce(unsent_stored_seqs._cdc_base_seq, '') as _cdc_base_seq,
+                unsent_row_seqs._cdc_stored_seq
+            from unsent_images as change
+            inner join unsent_newest
+                on change._cdc_key = unsent_newest._cdc_key and change._cdc_seq = unsent_newest._cdc_seq
+            left join unsent_stored_seqs
+                on change._cdc_key = unsent_stored_seqs._cdc_key
+            left join unsent_row_seqs
+                on change._cdc_key = unsent_row_seqs._cdc_key
+            where
+                {{ cdc_merge.any_unavailable_sql('change._cdc_unavailable') }}
+                and change._cdc_seq > coalesce(unsent_stored_seqs._cdc_base_seq, '')
+        ),
+
+        {%- if kept is not none %}
+
+        unsent_kept as (
+            select
+                _cdc_key,
+                column_name,
+                row_seq,
+                max(filled_seq) as filled_seq
+            from {{ kept }}
+            where _cdc_key in (select _cdc_key from unsent_applied)
+            group by _cdc_key, column_name, row_seq
+        ),
+        {%- endif %}
+
+        {%- for column in columns %}
+
+        unsent_sent_{{ loop.index }} as (
+            select
+                change._cdc_key,
+                max(change._cdc_seq) as filled_seq
+            from unsent_images as change
+            inner join unsent_applied
+                on change._cdc_key = unsent_applied._cdc_key
+            where
+                change._cdc_seq < unsent_applied._cdc_seq
+                and change._cdc_seq > unsent_applied._cdc_base_seq
+                and (change._cdc_action = 'delete' or not {{ cdc_merge.is_unavailable_sql(column) }})
+            group by change._cdc_key
+        ),
+        {%- endfor %}
+
+        unsent_final as (
+            {%- for column in columns %}
+            select
+                change._cdc_key,
+                '{{ column }}' as column_name,
+                coalesce(
+                    sent.filled_seq,
+                    {{- ' unsent_kept.filled_seq,' if kept is not none }}
+                    change._cdc_base_seq
+                ) as filled_seq,
+                change._cdc_seq as row_seq
+            from unsent_applied as change
+            left join unsent_sent_{{ loop.index }} as sent
+                on change._cdc_key = sent._cdc_key
+            {%- if kept is not none %}
+            left join unsent_kept
+                on change._cdc_key = unsent_kept._cdc_key and unsent_kept.column_name = '{{ column }}' and unsent_kept.row_seq = change._cdc_stored_seq
+            {%- endif %}
+            where {{ cdc_merge.is_unavailable_sql(column) }}
+            {{ 'union all' if not loop.last }}
+            {%- endfor %}
+        )
+
+        select * from unsent_final
+    ) as entries
+{% endmacro %}
+
+
+{% macro fill_unsent_columns(target_relation, chunk_view, cfg, model_sql, columns, batch_view, batch_view_sql, may_fill) %}
+    {#- After the chunk's batches: the kept unsent columns its older events fill, newest first per column, one event per key and round. -#}
+    {% set unsent = cdc_merge.existing_unsent_relation(target_relation) %}
+    {% if unsent is none or not may_fill %}
+        {{ return(0) }}
+    {% endif %}
+    {% do run_query(cdc_merge.create_unsent_events_view_sql(batch_view, chunk_view, cfg.source_table, unsent, false)) %}
+    {% set batch_view_sql.value = none %}
+    {% set fills_ctes = cdc_merge.unsent_fills_ctes(unsent, target_relation, model_sql, columns) %}
+    {% set found = run_query('with ' ~ fills_ctes ~ ' select count(*) as fills, coalesce(max(_cdc_round), 0) as rounds from unsent_ranked').rows[0] %}
+    {% if (found['fills'] | int) == 0 %}
+        {{ return(0) }}
+    {% endif %}
+    {#- Each round takes every key's oldest picked event; the picks are read again after it, as its entries changed them. -#}
+    {% for round in range(found['rounds'] | int) %}
+        {% do run_query(cdc_merge.merge_unsent_fills_sql(target_relation, fills_ctes, columns)) %}
+        {% do run_query('insert into ' ~ unsent ~ ' (_cdc_key, column_name, filled_seq, row_seq) select * from (with ' ~ fills_ctes
+            ~ ' select _cdc_key, column_name, _cdc_seq, row_seq from unsent_ranked where _cdc_round = 1) as fills') %}
+    {% endfor %}
+    {{ log("cdc_merge " ~ target_relation ~ ": " ~ found['fills'] ~ " unsent column values filled by older events", info=True) }}
+    {{ return(found['fills'] | int) }}
+{% endmacro %}
+
+
+{% macro unsent_fills_ctes(unsent, target_relation, model_sql, columns) %}
+    {#-
+        The CTEs whose last, unsent_ranked, holds for each kept unsent column of a mirror row (its entry's
+        row_seq the row's seq) the newest event of the batch view older than the row and newer than its
+        filled_seq that sent it: the key, column, row_seq, that event's seq (_cdc_seq), and its round
+        (_cdc_round: 1 for a key's oldest picked event). unsent_images: the batch view through the model.
+    -#}
+    unsent_images as (
+        select * from ({{ model_sql }}) as model_output
+    ),
+
+    unsent_live as (
+        select
+            unsent._cdc_key,
+            unsent.column_name,
+            unsent.row_seq,
+            max(unsent.filled_seq) as filled_seq
+        from {{ unsent }} as unsent
+        inner join {{ target_relation }} as mirror
+            on unsent._cdc_key = mirror._cdc_key and unsent.row_seq = mirror._cdc_seq
+        where unsent._cdc_key in (select _cdc_key from unsent_images)
+        group by unsent._cdc_key, unsent.column_name, unsent.row_seq
+    ),
+
+    unsent_candidates as (
+        {%- for column in columns %}
+        select
+            unsent_live._cdc_key,
+            unsent_live.column_name,
+            unsent_live.row_seq,
+            change._cdc_seq
+        from unsent_live
+        inner join unsent_images as change
+            on unsent_live._cdc_key = change._cdc_key
+        where
+            unsent_live.column_name = '{{ column }}'
+            and change._cdc_seq > unsent_live.filled_seq
+            and change._cdc_seq < unsent_live.row_seq
+            and (change._cdc_action = 'delete' or not {{ cdc_merge.is_unavailable_sql(column) }})
+        {{ 'union all' if not loop.last }}
+        {%- endfor %}
+    ),
+
+    unsent_picked as (
+        select
+            _cdc_key,
+            column_name,
+            row_seq,
+            max(_cdc_seq) as _cdc_seq
+        from unsent_candidates
+        group by _cdc_key, column_name, row_seq
+    ),
+
+    unsent_ranked as (
+        select
+            *,
+            dense_rank() over (partition by _cdc_key order by _cdc_seq) as _cdc_round
+        from unsent_picked
+    )
+{%- endmacro %}
+
+
+{% macro merge_unsent_fills_sql(target_relation, fills_ctes, columns) %}
+    {#- The first round's picks: the row keeps its seq, each picked column takes the event's value (null from a delete). -#}
+    merge into {{ target_relation }} as mirror
+    using (
+        with
+
+        {{ fills_ctes }},
+
+        unsent_round_picks as (
+            select
+                _cdc_key,
+                _cdc_seq,
+                row_seq,
+                {%- for column in columns %}
+                max(case when column_name = '{{ column }}' then 1 else 0 end) as _cdc_fills_{{ loop.index }}{{ ',' if not loop.last }}
+                {%- endfor %}
+            from unsent_ranked
+            where _cdc_round = 1
+            group by _cdc_key, _cdc_seq, row_seq
+        ),
+
+        unsent_round as (
+            select
+                change.*,
+                unsent_round_picks.row_seq as _cdc_row_seq,
+                {%- for column in columns %}
+                unsent_round_picks._cdc_fills_{{ loop.index }}{{ ',' if not loop.last }}
+                {%- endfor %}
+            from unsent_images as change
+            inner join unsent_round_picks
+                on change._cdc_key = unsent_round_picks._cdc_key and change._cdc_seq = unsent_round_picks._cdc_seq
+        )
+
+        select * from unsent_round
+    ) as change
+        on mirror._cdc_key = change._cdc_key
+    when matched and mirror._cdc_seq = change._cdc_row_seq then update set
+        {%- for column in columns %}
+        {{ column }} = case
+            when change._cdc_fills_{{ loop.index }} = 0 then mirror.{{ column }}
+            when change._cdc_action = 'delete' then null
+            else change.{{ column }}
+        end{{ ',' if not loop.last }}
+        {%- endfor %}
+{% endmacro %}
+
+
+{% macro unsent_fill_may_apply(target_relation, tombstones, chunk_view, cfg, facts) %}
+    {#-
+        Asked before the chunk's batches: whether it holds an event at or below the newest seq the mirror
+        and its tombstones hold (unsent_columns.py): only such an event can fill a kept unsent column.
+    -#}
+    {% if cdc_merge.existing_unsent_relation(target_relation) is none %}
+        {{ return(false) }}
+    {% endif %}
+    {% set oldest = facts.get('oldest_seq') if facts is not none else none %}
+    {% if oldest is none %}
+        {% set oldest = run_query(adapter.dispatch('oldest_event_seq_sql', 'cdc_merge')(chunk_view, cfg.source_table)).rows[0][0] %}
+    {% endif %}
+    {{ return(adapter.cdc_unsent_fill_may_apply(oldest, cdc_merge.stored_seqs(target_relation, tombstones))) }}
+{% endmacro %}
+
+
+{% macro stored_seqs(target_relation, tombstones) %}
+    {#- The newest seq the mirror and its tombstones hold, or an upper bound of it (none: a table holds none). -#}
+    {% set relations = [target_relation] + ([tombstones] if tombstones is not none else []) %}
+    {% set bounds = adapter.dispatch('stored_seq_bounds', 'cdc_merge')(relations) %}
+    {% if bounds is not none %}
+        {{ return(bounds) }}
+    {% endif %}
+    {% set seqs = [] %}
+    {% for relation in relations %}
+        {% do seqs.append(run_query('select max(_cdc_seq) as seq from ' ~ relation).rows[0]['seq']) %}
+    {% endfor %}
+    {{ return(seqs) }}
+{% endmacro %}
+
+{% macro spark__stored_seq_bounds(relations) %}
+    {#- From the manifests, without a statement, where the session is in this process (raw_range_methods.py). -#}
+    {{ return(adapter.cdc_stored_seq_bounds(relations)) }}
+{% endmacro %}
+
+{% macro databend__stored_seq_bounds(relations) %}
+    {{ return(none) }}
+{% endmacro %}
+
+
+{% macro create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
+    {#-
+        The batch view as the chunk's events of the keys that have kept unsent columns (unsent) or, with
+        with_placeholders, an event with placeholders: every event of such a key, one copy of each seq.
+    -#}
+    {{ return(adapter.dispatch('create_unsent_events_view_sql', 'cdc_merge')(batch_view, chunk_view, source_table, unsent, with_placeholders)) }}
+{% endmacro %}
+
+{% macro unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) %}
+    {{ cdc_merge.table_events_cte(chunk_view, source_table, 0, 1) }},
+
+    unsent_keys as (
+        {%- if with_placeholders %}
+        select key
+        from table_events
+        where {{ cdc_merge.has_unavailable_sql('raw_data') }}
+        {%- endif %}
+        {%- if with_placeholders and unsent is not none %}
+        union
+        {%- endif %}
+        {%- if unsent is not none %}
+        select _cdc_key as key
+        from {{ unsent }}
+        {%- endif %}
+    ),
+
+    picked as (
+        select *
+        from (
+            select
+                *,
+                row_number() over (partition by key, seq order by landed_file desc, landed_line desc) as _cdc_copy
+            from table_events
+            where key in (select key from unsent_keys)
+        ) as copies
+        where _cdc_copy = 1
+    )
+{%- endmacro %}
+
+{% macro spark__create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
+    create or replace temporary view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},
+
+    final as (
+        select
+            key as _cdc_key,
+            action as _cdc_action,
+            seq as _cdc_seq,
+            source_ts as _cdc_source_ts,
+            coalesce(raw_data, before_data) as _cdc_row,
+            {{ cdc_merge.spark__unavailable_fields_sql('raw_data') }} as _cdc_unavailable
+        from picked
+    )
+
+    select * from final
+{% endmacro %}
+
+{% macro databend__create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
+    {#- As databend__batch_events_sql, its placeholder fields per event (key and seq). -#}
+    create or replace view {{ batch_view }} as
+    with
+
+    {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},
+
+    unavailable as (
+        select
+            picked.key,
+            picked.seq,
+            ',' || string_agg(field.key, ',') || ',' as columns
+        from picked, json_each(picked.raw_data) as field
+        where
+            {{ cdc_merge.has_unavailable_sql('picked.raw_data') }}
+            and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
+        group by picked.key, picked.seq
+    ),
+
+    final as (
+        select
+            picked.key as _cdc_key,
+            picked.action as _cdc_action,
+            picked.seq as _cdc_seq,
+            picked.source_ts as _cdc_source_ts,
+            coalesce(picked.raw_data, picked.before_data) as _cdc_row,
+            coalesce(unavailable.columns, '') as _cdc_unavailable
+        from picked
+        left join unavailable
+            on picked.key = unavailable.key and picked.seq = unavailable.seq
+    )
+
+    select * from final
+{% endmacro %}
+
+
+{% macro remove_dead_unsent_entries(target_relation) %}
+    {#-
+        Maintenance: the entries whose row the mirror no longer holds (a newer event replaced it, or it
+        was deleted), found by their row_seq; how many. An entry of a row that a run which died before
+        writing it recorded goes too: running the batch again records it again.
+    -#}
+    {% set unsent = cdc_merge.unsent_relation(target_relation) %}
+    {% if adapter.get_relation(database=unsent.database, schema=unsent.schema, identifier=unsent.identifier) is none %}
+        {{ return(0) }}
+    {% endif %}
+    {% set count_sql = 'select count(*) as entries from ' ~ unsent %}
+    {% set before = run_query(count_sql).rows[0]['entries'] | int %}
+    {% do run_query('delete from ' ~ unsent ~ ' where row_seq not in (select _cdc_seq from ' ~ target_relation ~ ')') %}
+    {{ return(before - (run_query(count_sql).rows[0]['entries'] | int)) }}
+{% endmacro %}
