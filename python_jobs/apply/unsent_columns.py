@@ -6,10 +6,18 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from python_jobs.apply.one_commit import ONE_COMMIT_MAX_EVENTS
+
 
 def records(placeholder_events: object) -> bool:
     """Whether the chunk records unsent columns: some of its events carry TOAST placeholders."""
     return int(placeholder_events or 0) > 0
+
+
+def rows_in_driver(chunk_events: object) -> bool:
+    """Whether the chunk's events of such keys, and the model's rows of them, are kept in the driver's
+    memory rather than a checkpoint: at most as many as a batch of one commit holds there."""
+    return int(chunk_events or 0) <= ONE_COMMIT_MAX_EVENTS
 
 
 def may_fill(oldest_seq: Optional[str], stored_seqs: Sequence[Optional[str]]) -> bool:

@@ -24,3 +24,8 @@ def test_only_a_chunk_with_placeholders_records(placeholder_events, records):
 ])
 def test_only_an_event_at_or_below_the_newest_stored_seq_may_fill(oldest, stored, may_fill):
     assert unsent_columns.may_fill(oldest, stored) is may_fill
+
+
+def test_the_rows_read_are_kept_in_the_driver_up_to_a_one_commit_batch():
+    assert unsent_columns.rows_in_driver(unsent_columns.ONE_COMMIT_MAX_EVENTS)
+    assert not unsent_columns.rows_in_driver(unsent_columns.ONE_COMMIT_MAX_EVENTS + 1)

@@ -93,7 +93,7 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
-        {% do cdc_merge.fill_unsent_columns(target_relation, chunk_view, cfg, applied_sql, columns, batch_view, batch_view_sql, may_fill) %}
+        {% do cdc_merge.fill_unsent_columns(target_relation, chunk_view, cfg, applied_sql, columns, batch_view, batch_view_sql, may_fill, facts) %}
         {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state, chunk, facts)) %}
         {% set range_rows = cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}
         {% set ranged.rows = ranged.rows + range_rows %}

@@ -16,6 +16,7 @@
     after them, only where the chunk holds an event older than what the mirror held before it.
     The events go through the model's SQL (the batch view holding several events of a key here) so
     that columns are the model's, as the apply's own.
+    Over 300 lines: one concept, its two steps, their maintenance, and the engines' versions side by side.
 #}
 
 {% macro unsent_relation(target_relation) %}
@@ -58,96 +59,122 @@
 
 {% macro record_unsent_columns(target_relation, tombstones, chunk_view, cfg, model_sql, columns, batch_view, facts, batch_view_sql) %}
     {#- Before the chunk's batches: each placeholder of a key's newest event that will replace the stored row, with where its value comes from. -#}
-    {% set placeholder_events = facts['placeholder_events'] if facts is not none
-        else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, 0, 1)).rows[0]['placeholder_events'] %}
-    {% if not adapter.cdc_records_unsent(placeholder_events) %}
+    {% set plan = facts if facts is not none else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, 0, 1)).rows[0] %}
+    {% if not adapter.cdc_records_unsent(plan['placeholder_events']) %}
         {{ return(none) }}
     {% endif %}
-    {% set unsent = cdc_merge.existing_unsent_relation(target_relation) %}
-    {% do run_query(cdc_merge.create_unsent_events_view_sql(batch_view, chunk_view, cfg.source_table, unsent, true)) %}
-    {% set batch_view_sql.value = none %}
-    {% if unsent is none %}
-        {% set unsent = cdc_merge.unsent_relation(target_relation) %}
+    {% set kept = cdc_merge.existing_unsent_relation(target_relation) %}
+    {% set images = cdc_merge.unsent_images(batch_view, chunk_view, cfg, kept, true, model_sql, plan, batch_view_sql) %}
+    {% set unsent = kept if kept is not none else cdc_merge.unsent_relation(target_relation) %}
+    {% if kept is none %}
         {% do cdc_merge.create_unsent_table(unsent) %}
-        {% set kept = none %}
-    {% else %}
-        {% set kept = unsent %}
     {% endif %}
-    {% do run_query(cdc_merge.record_unsent_columns_sql(unsent, kept, target_relation, tombstones, model_sql, columns)) %}
+    {% do run_query(cdc_merge.record_unsent_columns_sql(unsent, kept, target_relation, tombstones, images, columns)) %}
+    {% do cdc_merge.drop_temporary_view(images) %}
 {% endmacro %}
 
 
-{% macro record_unsent_columns_sql(unsent, kept, target_relation, tombstones, model_sql, columns) %}
+{% macro unsent_images(batch_view, chunk_view, cfg, unsent, with_placeholders, model_sql, plan, batch_view_sql) %}
+    {#-
+        The events of unsent_events_sql as the batch view, and the model's rows of them as a
+        view (its name), each computed once (kept_view_rows): the statements after read them several times.
+    -#}
+    {% set small = adapter.cdc_unsent_rows_in_driver(plan['events']) %}
+    {% do cdc_merge.kept_view_rows(batch_view, cdc_merge.unsent_events_sql(chunk_view, cfg.source_table, unsent, with_placeholders), small) %}
+    {% set batch_view_sql.value = none %}
+    {% set images = batch_view ~ '__unsent_images' %}
+    {% do cdc_merge.kept_view_rows(images, 'select * from (' ~ model_sql ~ ') as model_output', small) %}
+    {{ return(images) }}
+{% endmacro %}
+
+
+{% macro kept_view_rows(view, sql, small) %}
+    {{ return(adapter.dispatch('kept_view_rows', 'cdc_merge')(view, sql, small)) }}
+{% endmacro %}
+
+{% macro spark__kept_view_rows(view, sql, small) %}
+    {#- Computed now into a checkpoint, or the driver's memory when small (mirror_write_methods.py), where the session is in this process. -#}
+    {% if adapter.create_checkpoint_view(view, sql, none, small) is none %}
+        {% do run_query('create or replace temporary view ' ~ view ~ ' as ' ~ sql) %}
+    {% endif %}
+{% endmacro %}
+
+{% macro databend__kept_view_rows(view, sql, small) %}
+    {% do run_query('create or replace view ' ~ view ~ ' as ' ~ sql) %}
+{% endmacro %}
+
+
+{% macro record_unsent_columns_sql(unsent, kept, target_relation, tombstones, images, columns) %}
     {#-
         An entry for each column a key's newest event did not send, where that event is newer than the
         stored row and tombstone (base): its value is that of the newest older event of the chunk newer
         than base that sent it (a delete sends none: null), else the stored row's (its kept entry's
         filled_seq, else the row's seq), else none ('', or the tombstone's seq: nothing older than a
-        delete can be the row's).
+        delete can be the row's). images: the view of the chunk's events of those keys through the model.
     -#}
     insert into {{ unsent }} (_cdc_key, column_name, filled_seq, row_seq)
     select * from (
         with
 
-        unsent_images as (
-            select * from ({{ model_sql }}) as model_output
-        ),
-
-        unsent_newest as (
-            select
-                _cdc_key,
-                max(_cdc_seq) as _cdc_seq
-            from unsent_images
-            group by _cdc_key
-        ),
-
         unsent_stored as (
             select
                 _cdc_key,
-                _cdc_seq
+                _cdc_seq,
+                _cdc_seq as _cdc_row_seq
             from {{ target_relation }}
-            where _cdc_key in (select _cdc_key from unsent_newest)
+            where _cdc_key in (select _cdc_key from {{ images }})
             {%- if tombstones is not none %}
             union all
             select
                 _cdc_key,
-                _cdc_seq
+                _cdc_seq,
+                cast(null as string) as _cdc_row_seq
             from {{ tombstones }}
-            where _cdc_key in (select _cdc_key from unsent_newest)
+            where _cdc_key in (select _cdc_key from {{ images }})
             {%- endif %}
         ),
 
         unsent_stored_seqs as (
             select
                 _cdc_key,
-                max(_cdc_seq) as _cdc_base_seq
+                max(_cdc_seq) as _cdc_base_seq,
+                max(_cdc_row_seq) as _cdc_stored_seq
             from unsent_stored
             group by _cdc_key
         ),
 
-        unsent_row_seqs as (
+        {#- Each event with its key's newest seq, and for each column the newest seq newer than base of an event that sent it. #}
+        unsent_windowed as (
             select
-                _cdc_key,
-                _cdc_seq as _cdc_stored_seq
-            from {{ target_relation }}
-            where _cdc_key in (select _cdc_key from unsent_newest)
+                change.*,
+                coalesce(stored._cdc_base_seq, '') as _cdc_base_seq,
+                stored._cdc_stored_seq,
+                max(change._cdc_seq) over (partition by change._cdc_key) as _cdc_newest_seq,
+                {%- for column in columns %}
+                max(case
+                    when change._cdc_seq > coalesce(stored._cdc_base_seq, '')
+                        and (change._cdc_action = 'delete' or not {{ cdc_merge.is_unavailable_sql(column) }})
+                        then change._cdc_seq
+                end) over (partition by change._cdc_key) as _cdc_sent_{{ loop.index }}{{ ',' if not loop.last }}
+                {%- endfor %}
+            from {{ images }} as change
+            left join unsent_stored_seqs as stored
+                on change._cdc_key = stored._cdc_key
         ),
 
         unsent_applied as (
-            select
-                change.*,
-                coalesce(unsent_stored_seqs._cdc_base_seq, '') as _cdc_base_seq,
-                unsent_row_seqs._cdc_stored_seq
-            from unsent_images as change
-            inner join unsent_newest
-                on change._cdc_key = unsent_newest._cdc_key and change._cdc_seq = unsent_newest._cdc_seq
-            left join unsent_stored_seqs
-                on change._cdc_key = unsent_stored_seqs._cdc_key
-            left join unsent_row_seqs
-                on change._cdc_key = unsent_row_seqs._cdc_key
+            select *
+            from unsent_windowed as change
             where
-                {{ cdc_merge.any_unavailable_sql('change._cdc_unavailable') }}
-                and change._cdc_seq > coalesce(unsent_stored_seqs._cdc_base_seq, '')
+                _cdc_seq = _cdc_newest_seq
+                and _cdc_seq > _cdc_base_seq
+                and {{ cdc_merge.any_unavailable_sql('change._cdc_unavailable') }}
+        ),
+
+        unsent_model_columns as (
+            {%- for column in columns %}
+            select '{{ column }}' as column_name{{ ' union all' if not loop.last }}
+            {%- endfor %}
         ),
 
         {%- if kept is not none %}
@@ -159,91 +186,73 @@
                 row_seq,
                 max(filled_seq) as filled_seq
             from {{ kept }}
-            where _cdc_key in (select _cdc_key from unsent_applied)
+            where _cdc_key in (select _cdc_key from {{ images }})
             group by _cdc_key, column_name, row_seq
         ),
         {%- endif %}
 
-        {%- for column in columns %}
-
-        unsent_sent_{{ loop.index }} as (
+        unsent_entries as (
             select
                 change._cdc_key,
-                max(change._cdc_seq) as filled_seq
-            from unsent_images as change
-            inner join unsent_applied
-                on change._cdc_key = unsent_applied._cdc_key
-            where
-                change._cdc_seq < unsent_applied._cdc_seq
-                and change._cdc_seq > unsent_applied._cdc_base_seq
-                and (change._cdc_action = 'delete' or not {{ cdc_merge.is_unavailable_sql(column) }})
-            group by change._cdc_key
-        ),
-        {%- endfor %}
-
-        unsent_final as (
-            {%- for column in columns %}
-            select
-                change._cdc_key,
-                '{{ column }}' as column_name,
+                model_column.column_name,
                 coalesce(
-                    sent.filled_seq,
-                    {{- ' unsent_kept.filled_seq,' if kept is not none }}
+                    case model_column.column_name
+                        {%- for column in columns %}
+                        when '{{ column }}' then change._cdc_sent_{{ loop.index }}
+                        {%- endfor %}
+                    end,
+                    {{- ' kept.filled_seq,' if kept is not none }}
                     change._cdc_base_seq
                 ) as filled_seq,
                 change._cdc_seq as row_seq
             from unsent_applied as change
-            left join unsent_sent_{{ loop.index }} as sent
-                on change._cdc_key = sent._cdc_key
+            cross join unsent_model_columns as model_column
             {%- if kept is not none %}
-            left join unsent_kept
-                on change._cdc_key = unsent_kept._cdc_key and unsent_kept.column_name = '{{ column }}' and unsent_kept.row_seq = change._cdc_stored_seq
+            left join unsent_kept as kept
+                on change._cdc_key = kept._cdc_key and model_column.column_name = kept.column_name and kept.row_seq = change._cdc_stored_seq
             {%- endif %}
-            where {{ cdc_merge.is_unavailable_sql(column) }}
-            {{ 'union all' if not loop.last }}
-            {%- endfor %}
+            where
+                {%- for column in columns %}
+                (model_column.column_name = '{{ column }}' and {{ cdc_merge.is_unavailable_sql(column) }}){{ ' or' if not loop.last }}
+                {%- endfor %}
         )
 
-        select * from unsent_final
+        select * from unsent_entries
     ) as entries
 {% endmacro %}
 
 
-{% macro fill_unsent_columns(target_relation, chunk_view, cfg, model_sql, columns, batch_view, batch_view_sql, may_fill) %}
+{% macro fill_unsent_columns(target_relation, chunk_view, cfg, model_sql, columns, batch_view, batch_view_sql, may_fill, facts) %}
     {#- After the chunk's batches: the kept unsent columns its older events fill, newest first per column, one event per key and round. -#}
     {% set unsent = cdc_merge.existing_unsent_relation(target_relation) %}
     {% if unsent is none or not may_fill %}
         {{ return(0) }}
     {% endif %}
-    {% do run_query(cdc_merge.create_unsent_events_view_sql(batch_view, chunk_view, cfg.source_table, unsent, false)) %}
-    {% set batch_view_sql.value = none %}
-    {% set fills_ctes = cdc_merge.unsent_fills_ctes(unsent, target_relation, model_sql, columns) %}
+    {% set plan = facts if facts is not none else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, 0, 1)).rows[0] %}
+    {% set images = cdc_merge.unsent_images(batch_view, chunk_view, cfg, unsent, false, model_sql, plan, batch_view_sql) %}
+    {% set fills_ctes = cdc_merge.unsent_fills_ctes(unsent, target_relation, images, columns) %}
     {% set found = run_query('with ' ~ fills_ctes ~ ' select count(*) as fills, coalesce(max(_cdc_round), 0) as rounds from unsent_ranked').rows[0] %}
-    {% if (found['fills'] | int) == 0 %}
-        {{ return(0) }}
-    {% endif %}
     {#- Each round takes every key's oldest picked event; the picks are read again after it, as its entries changed them. -#}
     {% for round in range(found['rounds'] | int) %}
-        {% do run_query(cdc_merge.merge_unsent_fills_sql(target_relation, fills_ctes, columns)) %}
+        {% do run_query(cdc_merge.merge_unsent_fills_sql(target_relation, fills_ctes, images, columns)) %}
         {% do run_query('insert into ' ~ unsent ~ ' (_cdc_key, column_name, filled_seq, row_seq) select * from (with ' ~ fills_ctes
             ~ ' select _cdc_key, column_name, _cdc_seq, row_seq from unsent_ranked where _cdc_round = 1) as fills') %}
     {% endfor %}
-    {{ log("cdc_merge " ~ target_relation ~ ": " ~ found['fills'] ~ " unsent column values filled by older events", info=True) }}
+    {% do cdc_merge.drop_temporary_view(images) %}
+    {% if (found['fills'] | int) > 0 %}
+        {{ log("cdc_merge " ~ target_relation ~ ": " ~ found['fills'] ~ " unsent column values filled by older events", info=True) }}
+    {% endif %}
     {{ return(found['fills'] | int) }}
 {% endmacro %}
 
 
-{% macro unsent_fills_ctes(unsent, target_relation, model_sql, columns) %}
+{% macro unsent_fills_ctes(unsent, target_relation, images, columns) %}
     {#-
         The CTEs whose last, unsent_ranked, holds for each kept unsent column of a mirror row (its entry's
-        row_seq the row's seq) the newest event of the batch view older than the row and newer than its
+        row_seq the row's seq) the newest event of images older than the row and newer than its
         filled_seq that sent it: the key, column, row_seq, that event's seq (_cdc_seq), and its round
-        (_cdc_round: 1 for a key's oldest picked event). unsent_images: the batch view through the model.
+        (_cdc_round: 1 for a key's oldest picked event).
     -#}
-    unsent_images as (
-        select * from ({{ model_sql }}) as model_output
-    ),
-
     unsent_live as (
         select
             unsent._cdc_key,
@@ -253,37 +262,29 @@
         from {{ unsent }} as unsent
         inner join {{ target_relation }} as mirror
             on unsent._cdc_key = mirror._cdc_key and unsent.row_seq = mirror._cdc_seq
-        where unsent._cdc_key in (select _cdc_key from unsent_images)
+        where unsent._cdc_key in (select _cdc_key from {{ images }})
         group by unsent._cdc_key, unsent.column_name, unsent.row_seq
-    ),
-
-    unsent_candidates as (
-        {%- for column in columns %}
-        select
-            unsent_live._cdc_key,
-            unsent_live.column_name,
-            unsent_live.row_seq,
-            change._cdc_seq
-        from unsent_live
-        inner join unsent_images as change
-            on unsent_live._cdc_key = change._cdc_key
-        where
-            unsent_live.column_name = '{{ column }}'
-            and change._cdc_seq > unsent_live.filled_seq
-            and change._cdc_seq < unsent_live.row_seq
-            and (change._cdc_action = 'delete' or not {{ cdc_merge.is_unavailable_sql(column) }})
-        {{ 'union all' if not loop.last }}
-        {%- endfor %}
     ),
 
     unsent_picked as (
         select
-            _cdc_key,
-            column_name,
-            row_seq,
-            max(_cdc_seq) as _cdc_seq
-        from unsent_candidates
-        group by _cdc_key, column_name, row_seq
+            live._cdc_key,
+            live.column_name,
+            live.row_seq,
+            max(change._cdc_seq) as _cdc_seq
+        from unsent_live as live
+        inner join {{ images }} as change
+            on live._cdc_key = change._cdc_key
+        where
+            change._cdc_seq > live.filled_seq
+            and change._cdc_seq < live.row_seq
+            and (
+                change._cdc_action = 'delete'
+                {%- for column in columns %}
+                or (live.column_name = '{{ column }}' and not {{ cdc_merge.is_unavailable_sql(column) }})
+                {%- endfor %}
+            )
+        group by live._cdc_key, live.column_name, live.row_seq
     ),
 
     unsent_ranked as (
@@ -295,7 +296,7 @@
 {%- endmacro %}
 
 
-{% macro merge_unsent_fills_sql(target_relation, fills_ctes, columns) %}
+{% macro merge_unsent_fills_sql(target_relation, fills_ctes, images, columns) %}
     {#- The first round's picks: the row keeps its seq, each picked column takes the event's value (null from a delete). -#}
     merge into {{ target_relation }} as mirror
     using (
@@ -323,7 +324,7 @@
                 {%- for column in columns %}
                 unsent_round_picks._cdc_fills_{{ loop.index }}{{ ',' if not loop.last }}
                 {%- endfor %}
-            from unsent_images as change
+            from {{ images }} as change
             inner join unsent_round_picks
                 on change._cdc_key = unsent_round_picks._cdc_key and change._cdc_seq = unsent_round_picks._cdc_seq
         )
@@ -382,12 +383,12 @@
 {% endmacro %}
 
 
-{% macro create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
+{% macro unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
     {#-
-        The batch view as the chunk's events of the keys that have kept unsent columns (unsent) or, with
-        with_placeholders, an event with placeholders: every event of such a key, one copy of each seq.
+        The batch view's columns of the chunk's events of the keys that have kept unsent columns (unsent)
+        or, with with_placeholders, an event with placeholders: every event of such a key, one copy of each seq.
     -#}
-    {{ return(adapter.dispatch('create_unsent_events_view_sql', 'cdc_merge')(batch_view, chunk_view, source_table, unsent, with_placeholders)) }}
+    {{ return(adapter.dispatch('unsent_events_sql', 'cdc_merge')(chunk_view, source_table, unsent, with_placeholders)) }}
 {% endmacro %}
 
 {% macro unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) %}
@@ -421,8 +422,7 @@
     )
 {%- endmacro %}
 
-{% macro spark__create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
-    create or replace temporary view {{ batch_view }} as
+{% macro spark__unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
     with
 
     {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},
@@ -441,9 +441,8 @@
     select * from final
 {% endmacro %}
 
-{% macro databend__create_unsent_events_view_sql(batch_view, chunk_view, source_table, unsent, with_placeholders) %}
+{% macro databend__unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
     {#- As databend__batch_events_sql, its placeholder fields per event (key and seq). -#}
-    create or replace view {{ batch_view }} as
     with
 
     {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},

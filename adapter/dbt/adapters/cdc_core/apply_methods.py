@@ -228,6 +228,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return unsent_columns.records(placeholder_events)
 
     @available
+    def cdc_unsent_rows_in_driver(self, chunk_events: Any) -> bool:
+        """unsent_columns.sql: whether the chunk's events and model rows it reads are kept in the driver (unsent_columns.py)."""
+        return unsent_columns.rows_in_driver(chunk_events)
+
+    @available
     def cdc_unsent_fill_may_apply(self, oldest_seq: Optional[str], stored_seqs: Sequence[Optional[str]]) -> bool:
         """unsent_columns.sql: whether the chunk may hold an event that fills a kept unsent column (unsent_columns.py)."""
         return unsent_columns.may_fill(oldest_seq, list(stored_seqs))
