@@ -97,6 +97,7 @@
 
 
 {% macro cdc_column(name, data_type, json_field=none) %}
+    {% do cdc_merge.check_declared_types({name: data_type}) %}
     {% do cdc_merge.note_json_fields([name], [json_field or name]) %}
     {{ return(adapter.dispatch('cdc_column', 'cdc_merge')(name, data_type, json_field or name)) }}
 {% endmacro %}
@@ -261,8 +262,22 @@
             "cdc_columns() in model '" ~ model.name ~ "': json_fields names " ~ unknown | join(', ')
             ~ ", which are not in its columns. Add them to the columns, or remove them from json_fields.") -%}
     {%- endif -%}
+    {%- do cdc_merge.check_declared_types(columns) -%}
     {%- do cdc_merge.note_json_fields(columns | list, fields) -%}
     {{ return(adapter.dispatch('cdc_columns', 'cdc_merge')(columns, fields)) }}
+{% endmacro %}
+
+
+{% macro check_declared_types(columns) %}
+    {#- A type no engine knows fails the compile naming the column (declared_types.py), not the engine's parser naming neither. -#}
+    {%- if execute -%}
+        {%- for name, data_type in columns.items() -%}
+            {%- set problem = adapter.cdc_declared_type_problem(model.name if model is mapping else '', name, data_type) -%}
+            {%- if problem -%}
+                {%- do exceptions.raise_compiler_error(problem) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
 {% endmacro %}
 
 {% macro spark__cdc_columns(columns, fields) %}

@@ -1,7 +1,7 @@
 """What a dbt user's first day does with cdc_merge models, beyond tests/test_dbt_commands.py: the
 command lines and configs a dbt user reaches for, each ending with mirrors that equal the raw log
 or a clear error.
-Why over 300 lines: eleven short commands of a first day on one project set-up."""
+Why over 300 lines: twelve short commands of a first day on one project set-up."""
 
 from __future__ import annotations
 
@@ -326,3 +326,14 @@ def test_an_empty_build_runs_the_mirrors_data_tests(conformance_project):
     assert [name for name, status in statuses.items() if status == "warn"] == [
         "cdc_unmapped_columns_products_ref_raw_events___inventory_products"], statuses
     assert count(project, "products") == 10
+
+
+def test_a_typo_in_a_declared_column_type_names_the_column_before_any_sql_runs(conformance_project):
+    """cdc_columns({'id': 'bigitn'}) reached the engine, whose parser failed naming neither the type nor
+    the column (line 16 of the compiled SQL); the compile now refuses it, saying which type was meant."""
+    project = conformance_project
+    project.write_model("typo_typed", CONFIG, COLUMNS.replace("'int'", "'bigitn'", 1))
+    failed = project.dbt("run", "--select", "typo_typed", expect_success=False)
+    message = error_text(failed)
+    assert "model 'typo_typed'" in message and "is declared as 'bigitn'" in message, message
+    assert "did you mean 'bigint'?" in message, message

@@ -12,7 +12,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.cdc_core.applied_schema_events import APPLIED
 
 from python_jobs.apply import (
-    chunk_plan, column_defaults, column_names, history_closes, history_columns, idle_decision, key_range, maintenance_due,
+    chunk_plan, column_defaults, column_names, declared_types, history_closes, history_columns, idle_decision, key_range, maintenance_due,
     mirror_config, model_rows, one_commit, range_search, retype_check, run_plan, schema_plan, snapshot_ranges, truncate_plan, unsent_columns,
     write_plan,
 )
@@ -221,6 +221,11 @@ class ApplyMethods(metaclass=AdapterMeta):
             counts, deletes=str(deletes), has_tombstones=bool(has_tombstones), tombstones_at_snapshot=bool(tombstones_at_snapshot),
             by_position=bool(by_position), one_commit=bool(one_commit),
             engine_replaces_rows=self.cdc_connection_capabilities().replaces_rows).as_dict()
+
+    @available
+    def cdc_declared_type_problem(self, model: str, column: str, data_type: Any) -> Optional[str]:
+        """cdc_columns.sql: the error for a declared column type no engine knows, or None (declared_types.py)."""
+        return declared_types.declared_type_problem(str(model), str(column), data_type)
 
     @available
     def cdc_records_unsent(self, placeholder_events: Any) -> bool:
