@@ -8,6 +8,7 @@ parser builds (events, markers, ranges, truncates) and the exact-text reading th
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -219,7 +220,7 @@ def canonical_key(image: Mapping[str, Any], image_field: str, columns: Sequence[
     for column in columns:
         value = image.get(column)
         if value is None:
-            raise RejectedRecord(f"key column '{column}' is missing or null in '{image_field}'")
+            raise RejectedRecord(_missing_key_reason(image, image_field, column))
         if isinstance(value, (dict, list)):
             raise RejectedRecord(f"key column '{column}' in '{image_field}' is not a scalar")
         if isinstance(value, bool):
@@ -229,6 +230,19 @@ def canonical_key(image: Mapping[str, Any], image_field: str, columns: Sequence[
         else:
             values.append(str(value))
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+def _missing_key_reason(image: Mapping[str, Any], image_field: str, column: str) -> str:
+    """Why a key column has no value: null, or absent (a key named in the landing config the table
+    lacks, such as a typo), with the image's fields and the closest one."""
+    if column in image:
+        return f"key column '{column}' is null in '{image_field}'"
+    fields = sorted(str(name) for name in image)
+    close = difflib.get_close_matches(column, fields, n=1)
+    return (f"key column '{column}' is missing in '{image_field}' (its fields: {', '.join(fields[:20])}"
+            f"{', ...' if len(fields) > 20 else ''}){f'; did you mean {close[0]!r}?' if close else ''} "
+            "The key is the table's 'key' under tables: in the landing config where it names one: fix it there, "
+            "then put the file in the input folder again under a new name (lines landed before apply once).")
 
 
 def _number_key_text(value: float | Decimal) -> str:
