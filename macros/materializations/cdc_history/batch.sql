@@ -37,14 +37,15 @@
 {% endmacro %}
 
 
-{% macro history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
-    {{ return(adapter.dispatch('history_batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets)) }}
+{% macro history_batch_events_sql(changes_view, source_table, bucket, buckets, keys_sql=none) %}
+    {#- keys_sql: only the events of these keys (a query over table_events; unsent_columns.sql reads a mirror's so). -#}
+    {{ return(adapter.dispatch('history_batch_events_sql', 'cdc_merge')(changes_view, source_table, bucket, buckets, keys_sql)) }}
 {% endmacro %}
 
-{% macro spark__history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
+{% macro spark__history_batch_events_sql(changes_view, source_table, bucket, buckets, keys_sql) %}
     with
 
-    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets) }},
+    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets, keys_sql) }},
 
     final as (
         select
@@ -61,11 +62,11 @@
     select * from final
 {% endmacro %}
 
-{% macro databend__history_batch_events_sql(changes_view, source_table, bucket, buckets) %}
+{% macro databend__history_batch_events_sql(changes_view, source_table, bucket, buckets, keys_sql) %}
     {#- _cdc_unavailable is a string ',a,b,' as in cdc_merge's batch view (databend__batch_events_sql). -#}
     with
 
-    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets) }},
+    {{ cdc_merge.history_event_copies_ctes(changes_view, source_table, bucket, buckets, keys_sql) }},
 
     unavailable as (
         select
@@ -98,7 +99,7 @@
 {% endmacro %}
 
 
-{% macro history_event_copies_ctes(changes_view, source_table, bucket, buckets) %}
+{% macro history_event_copies_ctes(changes_view, source_table, bucket, buckets, keys_sql=none) %}
     {{ cdc_merge.table_events_cte(changes_view, source_table, bucket, buckets) }},
 
     copies as (
@@ -108,5 +109,8 @@
                 partition by key, seq order by landed_file desc, landed_line desc
             ) as _cdc_copy
         from table_events
+        {%- if keys_sql is not none %}
+        where key in ({{ keys_sql }})
+        {%- endif %}
     )
 {%- endmacro %}

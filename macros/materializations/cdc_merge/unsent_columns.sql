@@ -16,7 +16,7 @@
     after them, only where the chunk holds an event older than what the mirror held before it.
     The events go through the model's SQL (the batch view holding several events of a key here) so
     that columns are the model's, as the apply's own.
-    Over 300 lines: one concept, its two steps, their maintenance, and the engines' versions side by side.
+    Over 300 lines: one concept, its two steps and their maintenance, with the engines' versions side by side.
 #}
 
 {% macro unsent_relation(target_relation) %}
@@ -386,93 +386,17 @@
 {% macro unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
     {#-
         The batch view's columns of the chunk's events of the keys that have kept unsent columns (unsent)
-        or, with with_placeholders, an event with placeholders: every event of such a key, one copy of each seq.
+        or, with with_placeholders, an event with placeholders: every event of such a key, one copy of
+        each seq, as a history's batch reads them (cdc_history/batch.sql).
     -#}
-    {{ return(adapter.dispatch('unsent_events_sql', 'cdc_merge')(chunk_view, source_table, unsent, with_placeholders)) }}
-{% endmacro %}
-
-{% macro unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) %}
-    {{ cdc_merge.table_events_cte(chunk_view, source_table, 0, 1) }},
-
-    unsent_keys as (
-        {%- if with_placeholders %}
-        select key
-        from table_events
-        where {{ cdc_merge.has_unavailable_sql('raw_data') }}
-        {%- endif %}
-        {%- if with_placeholders and unsent is not none %}
-        union
-        {%- endif %}
-        {%- if unsent is not none %}
-        select _cdc_key as key
-        from {{ unsent }}
-        {%- endif %}
-    ),
-
-    picked as (
-        select *
-        from (
-            select
-                *,
-                row_number() over (partition by key, seq order by landed_file desc, landed_line desc) as _cdc_copy
-            from table_events
-            where key in (select key from unsent_keys)
-        ) as copies
-        where _cdc_copy = 1
-    )
-{%- endmacro %}
-
-{% macro spark__unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
-    with
-
-    {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},
-
-    final as (
-        select
-            key as _cdc_key,
-            action as _cdc_action,
-            seq as _cdc_seq,
-            source_ts as _cdc_source_ts,
-            coalesce(raw_data, before_data) as _cdc_row,
-            {{ cdc_merge.spark__unavailable_fields_sql('raw_data') }} as _cdc_unavailable
-        from picked
-    )
-
-    select * from final
-{% endmacro %}
-
-{% macro databend__unsent_events_sql(chunk_view, source_table, unsent, with_placeholders) %}
-    {#- As databend__batch_events_sql, its placeholder fields per event (key and seq). -#}
-    with
-
-    {{ cdc_merge.unsent_key_events_cte(chunk_view, source_table, unsent, with_placeholders) }},
-
-    unavailable as (
-        select
-            picked.key,
-            picked.seq,
-            ',' || string_agg(field.key, ',') || ',' as columns
-        from picked, json_each(picked.raw_data) as field
-        where
-            {{ cdc_merge.has_unavailable_sql('picked.raw_data') }}
-            and field.value::string = '{{ cdc_merge.unavailable_marker() }}'
-        group by picked.key, picked.seq
-    ),
-
-    final as (
-        select
-            picked.key as _cdc_key,
-            picked.action as _cdc_action,
-            picked.seq as _cdc_seq,
-            picked.source_ts as _cdc_source_ts,
-            coalesce(picked.raw_data, picked.before_data) as _cdc_row,
-            coalesce(unavailable.columns, '') as _cdc_unavailable
-        from picked
-        left join unavailable
-            on picked.key = unavailable.key and picked.seq = unavailable.seq
-    )
-
-    select * from final
+    {%- set keys = [] -%}
+    {%- if with_placeholders -%}
+        {%- do keys.append('select key from table_events where ' ~ cdc_merge.has_unavailable_sql('raw_data')) -%}
+    {%- endif -%}
+    {%- if unsent is not none -%}
+        {%- do keys.append('select _cdc_key as key from ' ~ unsent) -%}
+    {%- endif -%}
+    {{ return(cdc_merge.history_batch_events_sql(chunk_view, source_table, 0, 1, keys | join(' union '))) }}
 {% endmacro %}
 
 
