@@ -128,3 +128,13 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
         ("schema", "00000000000000000003.00000000000000000570"), ("truncate", "00000000000000000003.00000000000000000700")]
     assert history[0]["ddl"].startswith("ALTER TABLE customers ADD middle_name") and "middle_name" in history[0]["columns_after"]
     assert history[1]["ddl"] is None
+
+    # A model that stops reading a column (its name mistyped) leaves it in the mirror, and the test
+    # counted it as read; it counts the model's own columns, as its run kept them.
+    project.write_model(
+        "customers", "unique_key='id', source_table='inventory.customers'",
+        "{{ cdc_merge.cdc_columns({'id': 'int', 'first_name': 'string', 'last_name': 'string', 'emial': 'string'}) }}, "
+        "{{ cdc_merge.cdc_metadata_columns() }}")
+    project.dbt("run", "--select", "customers")
+    misread = drift_test(["middle_name"])
+    assert [(result.status, result.failures) for result in misread.result.results if "unmapped" in result.node.name] == [("warn", 1)]

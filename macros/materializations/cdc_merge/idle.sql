@@ -174,14 +174,18 @@
 {% endmacro %}
 
 
-{% macro remember_model_checksum(target_relation, model_sql, cfg, stored) %}
-    {#- After the mirror's columns were checked against the model: the checksum the idle check compares (stored: checked_model_checksum's). -#}
+{% macro remember_model_checksum(target_relation, model_sql, cfg, stored, offsets, model_columns) %}
+    {#-
+        After the mirror's columns were checked against the model: the checksum the idle check compares
+        (stored: checked_model_checksum's), and with it the model's output columns (model_columns.sql).
+    -#}
     {% if cfg.change_source != 'changes' %}
         {{ return(none) }}
     {% endif %}
     {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
     {% if stored != checksum %}
         {% do run_query(cdc_merge.store_model_checksum_sql(target_relation, checksum)) %}
+        {% do cdc_merge.remember_model_columns(target_relation, offsets, model_columns) %}
     {% endif %}
 {% endmacro %}
 

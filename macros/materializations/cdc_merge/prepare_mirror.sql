@@ -80,7 +80,7 @@
         {% endif %}
     {% endif %}
     {#- The model as compiled, not as evolve_mirror rewrote it: the idle check compares the compiled code. -#}
-    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg, stored_checksum) %}
+    {% do cdc_merge.remember_model_checksum(target_relation, compiled_code, cfg, stored_checksum, run_state.offsets, model_columns) %}
     {#- Created with a new mirror, or when the run's list of relations does not have them. -#}
     {% if tombstones is not none and (run.create or load_cached_relation(tombstones) is none) %}
         {% do run_query(cdc_merge.create_tombstones_sql(tombstones)) %}

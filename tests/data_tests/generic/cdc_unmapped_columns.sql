@@ -1,7 +1,7 @@
 {#
     A row for each source column the mirror does not read: a field of the table's newest row
-    images (up to recent_events of them) that the model neither selects as a column nor names in
-    its code (unmapped.sql). List the source columns left out on purpose in `ignored`. A warning by
+    images (up to recent_events of them) that the model neither selects as a column (as its run
+    kept them: model_columns.sql) nor names in its code (unmapped.sql). List the source columns left out on purpose in `ignored`. A warning by
     default: a source's new column is drift to report, not a reason for a pipeline (dbt build,
     cdc-run) to stop applying; `config: {severity: error}` makes it fail.
 #}
@@ -17,7 +17,13 @@
     {%- set nodes = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
         | selectattr('alias', 'equalto', model.identifier) | list -%}
     {%- set code = nodes[0].raw_code if nodes else '' -%}
-    {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list -%}
+    {#- The model's own output columns where its run kept them (model_columns.sql), else the mirror's. -#}
+    {%- set offsets = api.Relation.create(database=model.database, schema=(nodes[0].config.get('offsets_schema') if nodes else none) or model.schema,
+        identifier='cdc_merge_offsets', type='table') -%}
+    {%- set columns = cdc_merge.remembered_model_columns(model, offsets) if nodes else none -%}
+    {%- if columns is none -%}
+        {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list -%}
+    {%- endif -%}
     {%- set mapped = cdc_merge.mapped_names(code, columns) + (ignored | map('lower') | list) -%}
 {%- endif %}
 
