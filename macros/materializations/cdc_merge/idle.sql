@@ -146,15 +146,17 @@
 {% endmacro %}
 
 
-{% macro store_model_checksum_sql(target_relation, checksum) %}
-    {{ return(adapter.dispatch('store_model_checksum_sql', 'cdc_merge')(target_relation, checksum)) }}
+{% macro store_model_checksum_sql(target_relation, checksum, model_columns) %}
+    {{ return(adapter.dispatch('store_model_checksum_sql', 'cdc_merge')(target_relation, checksum, model_columns)) }}
 {% endmacro %}
 
-{% macro spark__store_model_checksum_sql(target_relation, checksum) %}
-    alter table {{ target_relation }} set tblproperties ('cdc-merge.model-sql-md5' = '{{ checksum }}')
+{% macro spark__store_model_checksum_sql(target_relation, checksum, model_columns) %}
+    {#- The model's columns beside it (model_columns.sql), in the same statement. -#}
+    alter table {{ target_relation }} set tblproperties (
+        'cdc-merge.model-sql-md5' = '{{ checksum }}', '{{ cdc_merge.model_columns_setting() }}' = '{{ model_columns | join(',') }}')
 {% endmacro %}
 
-{% macro databend__store_model_checksum_sql(target_relation, checksum) %}
+{% macro databend__store_model_checksum_sql(target_relation, checksum, model_columns) %}
     alter table {{ target_relation }} comment = 'cdc-merge.model-sql-md5={{ checksum }}'
 {% endmacro %}
 
@@ -184,7 +186,7 @@
     {% endif %}
     {% set checksum = cdc_merge.model_checksum(model_sql, cfg) %}
     {% if stored != checksum %}
-        {% do run_query(cdc_merge.store_model_checksum_sql(target_relation, checksum)) %}
+        {% do run_query(cdc_merge.store_model_checksum_sql(target_relation, checksum, model_columns)) %}
         {% do cdc_merge.remember_model_columns(target_relation, offsets, model_columns) %}
     {% endif %}
 {% endmacro %}

@@ -1,6 +1,6 @@
 {#
-    The model's output columns as its last changed SQL gave them, kept beside the model's checksum
-    (idle.sql remember_model_checksum): what the data test cdc_unmapped_columns counts as read. The
+    The model's output columns as its last changed SQL gave them, kept with the model's checksum
+    (idle.sql remember_model_checksum; only where the mirror reads snapshots, not a Databend stream): what the data test cdc_unmapped_columns counts as read. The
     mirror's own columns are no answer, for a column the model stopped selecting stays in the mirror
     (on_schema_change), and a source column the model no longer reads looked read.
 #}
@@ -15,8 +15,7 @@
 {% endmacro %}
 
 {% macro spark__remember_model_columns(target_relation, offsets, model_columns) %}
-    {% do run_query("alter table " ~ target_relation ~ " set tblproperties ('" ~ cdc_merge.model_columns_setting() ~ "' = '"
-        ~ model_columns | join(',') ~ "')") %}
+    {#- A table property, set with the checksum (idle.sql spark__store_model_checksum_sql). -#}
 {% endmacro %}
 
 {% macro databend__remember_model_columns(target_relation, offsets, model_columns) %}
