@@ -330,7 +330,7 @@ def test_an_empty_build_runs_the_mirrors_data_tests(conformance_project):
 
 def test_a_typo_in_a_declared_column_type_names_the_column_before_any_sql_runs(conformance_project):
     """cdc_columns({'id': 'bigitn'}) reached the engine, whose parser failed naming neither the type nor
-    the column (line 16 of the compiled SQL); the compile now refuses it, saying which type was meant."""
+    the column (line 16 of the compiled SQL); the compile refuses it, saying which type was meant."""
     project = conformance_project
     project.write_model("typo_typed", CONFIG, COLUMNS.replace("'int'", "'bigitn'", 1))
     failed = project.dbt("run", "--select", "typo_typed", expect_success=False)
