@@ -60,10 +60,13 @@
         {% do chunk_stats.update({'deleted': chunk_stats.deleted + truncate.rows}) %}
         {#- TOAST values an update left unsent, for an older event arriving later to fill (unsent_columns.sql). -#}
         {% set applied_sql = cdc_merge.after_truncate_sql(model_sql, truncated.seq) %}
+        {#- The whole chunk's counts, asked once where no facts gave them: its one bucket's plan too. -#}
+        {% set whole_plan = facts if facts is not none else (run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, 0, 1)).rows[0]
+            if chunk.buckets == 1 else none) %}
         {% set may_fill = cdc_merge.unsent_fill_may_apply(target_relation, tombstones, chunk_view, cfg, facts) %}
-        {% do cdc_merge.record_unsent_columns(target_relation, tombstones, chunk_view, cfg, applied_sql, columns, batch_view, facts, batch_view_sql) %}
+        {% do cdc_merge.record_unsent_columns(target_relation, tombstones, chunk_view, cfg, applied_sql, columns, batch_view, whole_plan, batch_view_sql) %}
         {% for bucket in range(chunk.buckets) %}
-            {% set plan = facts if (facts is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
+            {% set plan = whole_plan if (whole_plan is not none and chunk.buckets == 1) else run_query(cdc_merge.bucket_plan_sql(chunk_view, cfg.source_table, bucket, chunk.buckets)).rows[0] %}
             {% set rounds = cdc_merge.bucket_rounds(chunk_view, cfg.source_table, bucket, chunk.buckets, plan, newest_view is not none) %}
             {% set key_range = adapter.cdc_key_range(plan, model.name) %}
             {% if key_range.error %}
