@@ -271,6 +271,7 @@
 {% macro check_declared_types(columns) %}
     {#- A type no engine knows fails the compile naming the column (declared_types.py), not the engine's parser naming neither. -#}
     {%- if execute -%}
+        {%- do cdc_merge.require_cdc_adapter("cdc_columns() in model '" ~ (model.name if model is mapping else '') ~ "'") -%}
         {%- for name, data_type in columns.items() -%}
             {%- set problem = adapter.cdc_declared_type_problem(model.name if model is mapping else '', name, data_type) -%}
             {%- if problem -%}
