@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 from python_jobs.formats import detect as formats
 from python_jobs.capture.mysql_statements import emptied_tables
-from python_jobs.formats.records import ACTION_TRUNCATE, LINE_ORDERED_PREFIX, STATUS_EVENT, TABLE_KEY
+from python_jobs.formats.records import ACTION_TRUNCATE, format_seq, LINE_ORDERED_PREFIX, STATUS_EVENT, TABLE_KEY
 from test_materialization import postgres_line
 from test_range_tombstones import deleted_counts
 
@@ -72,9 +72,9 @@ def test_a_truncate_of_a_table_without_configured_keys_is_quarantined():
 DOCS = {"public.docs": ["id"]}
 
 
-def docs_model(project, deletes: str = "hard") -> None:
+def docs_model(project, deletes: str = "hard", name: str = "docs") -> None:
     project.write_model(
-        "docs", f"unique_key='id', source_table='public.docs', deletes='{deletes}'",
+        name, f"unique_key='id', source_table='public.docs', deletes='{deletes}'",
         "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
 
 
@@ -142,6 +142,51 @@ def test_a_truncate_marks_the_rows_of_a_soft_delete_mirror_deleted(dbt_project):
     project.dbt("run", "--select", "docs")
     rows = project.query(f"select id, title, _cdc_deleted from {project.schema}.docs order by id")
     assert [tuple(row.values()) for row in rows] == [(1, "v1", True), (2, "v2", False)]
+
+
+def test_a_soft_delete_mirror_keeps_the_same_rows_whether_its_truncates_come_with_their_older_events_or_after_them(
+        conformance_project):
+    """Each row ends deleted at the first truncate after its event, however the events were batched: one
+    mirror is run after each landing (each truncate in a chunk after its older events), the other once
+    over them all (both truncates and every event in one chunk)."""
+    project = conformance_project
+    docs_model(project, "soft", "docs")
+    docs_model(project, "soft", "docs_together")
+    land(project, "1", [postgres_line("c", 100 + i, {"id": i, "title": "v1"}) for i in (1, 2, 3, 6)])
+    project.dbt("run", "--select", "docs", "docs_together")
+    landings = [
+        [postgres_line("u", 150, {"id": 1, "title": "before"}), postgres_line("d", 155, {"id": 2, "title": "v1"}),
+         postgres_line("c", 160, {"id": 4, "title": "before"}), postgres_line("u", 180, {"id": 3, "title": "before"})],
+        [truncate_line(200), postgres_line("c", 210, {"id": 5, "title": "v1"}), postgres_line("c", 230, {"id": 3, "title": "again"}),
+         postgres_line("u", 240, {"id": 5, "title": "after"}), postgres_line("c", 250, {"id": 7, "title": "v1"})],
+        [truncate_line(300), postgres_line("c", 310, {"id": 8, "title": "v1"})],
+    ]
+    for number, lines in enumerate(landings, start=2):
+        land(project, str(number), lines)
+        project.dbt("run", "--select", "docs")
+    project.dbt("run", "--select", "docs_together")
+    log = project.dbt_log()
+    # The one chunk's truncates in turn: the rows older than each, not yet deleted.
+    assert log.index(f"docs_together: truncate of public.docs at {format_seq(200, 0, 0, 1)}: 3 older rows marked deleted") < log.index(
+        f"docs_together: truncate of public.docs at {format_seq(300, 0, 0, 1)}: 3 older rows marked deleted")
+
+    def mirrored(name):
+        return [(row["id"], row["title"], bool(row["_cdc_deleted"]), int(row["_cdc_seq"].split(".")[0]))
+                for row in project.query(f"select id, title, _cdc_deleted, _cdc_seq from {project.schema}.{name} order by id")]
+
+    assert mirrored("docs") == [
+        (1, "before", True, 200), (2, "v1", True, 155), (3, "again", True, 300), (4, "before", True, 200),
+        (5, "after", True, 300), (6, "v1", True, 200), (7, "v1", True, 300), (8, "v1", False, 310)]
+    assert mirrored("docs_together") == mirrored("docs")
+    times = f"select id, _cdc_source_ts from {project.schema}.{{}} order by id"
+    assert project.query(times.format("docs_together")) == project.query(times.format("docs"))
+
+    # Older events landed late bring nothing back; landing a batch again changes nothing.
+    land(project, "5", [postgres_line("u", 140, {"id": 1, "title": "late"}), postgres_line("c", 120, {"id": 9, "title": "late"})] + landings[1])
+    project.dbt("run", "--select", "docs", "docs_together")
+    assert mirrored("docs_together") == mirrored("docs") == [
+        (1, "before", True, 200), (2, "v1", True, 155), (3, "again", True, 300), (4, "before", True, 200),
+        (5, "after", True, 300), (6, "v1", True, 200), (7, "v1", True, 300), (8, "v1", False, 310)]
 
 
 @pytest.mark.parametrize(

@@ -53,11 +53,11 @@
             {% do exceptions.raise_compiler_error(retyped) %}
         {% endif %}
         {% set newest_view = cdc_merge.newest_events_view(chunk, raw_changes_view, cfg, chunk_plan, horizon is none, [target_relation, tombstones]) %}
-        {% set truncate = cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncated.seq, facts) %}
-        {% set truncated.seq = truncate.seq %}
-        {% set truncated.rows = truncated.rows + truncate.rows %}
-        {#- Rows a truncate or a range record removes are the run's deletes too: the mirror's rows add up from its runs' counts. -#}
-        {% do chunk_stats.update({'deleted': chunk_stats.deleted + truncate.rows}) %}
+        {#- A truncate applies before the events, which it leaves only the newer of; with soft deletes after them all (truncate_plan.py). -#}
+        {% set truncate = cdc_merge.chunk_truncate_plan(chunk_view, cfg, truncated.seq, facts) %}
+        {% if truncate.seq is not none and not truncate.after_events %}
+            {% do cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncate, truncated, chunk_stats) %}
+        {% endif %}
         {#- TOAST values an update left unsent, for an older event arriving later to fill (unsent_columns.sql). -#}
         {% set applied_sql = cdc_merge.after_truncate_sql(model_sql, truncated.seq) %}
         {#- The whole chunk's counts, asked once where no facts gave them: its one bucket's plan too. -#}
@@ -96,6 +96,10 @@
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
         {% endfor %}
+        {% if truncate.seq is not none and truncate.after_events %}
+            {% do cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncate, truncated, chunk_stats) %}
+            {% set applied_sql = cdc_merge.after_truncate_sql(model_sql, truncated.seq) %}
+        {% endif %}
         {% do cdc_merge.fill_unsent_columns(target_relation, chunk_view, cfg, applied_sql, columns, batch_view, batch_view_sql, may_fill, facts) %}
         {% do defaulted.extend(cdc_merge.apply_chunk_column_defaults(target_relation, chunk_view, cfg, schema_events or [], column_types, run_state, chunk, facts)) %}
         {% set range_rows = cdc_merge.apply_snapshot_ranges(target_relation, tombstones, cdc_merge.chunk_snapshot_ranges(chunk_view, cfg, facts), column_types, cfg, chunk_view, waiting_ranges) %}

@@ -2,8 +2,8 @@
     Truncates of the source table, applied as a barrier in source order. A truncate lands as one
     raw event with action 'truncate' and the table's key '[]' (python_jobs/formats/records.py), which the
     dedup leaves out (table_events_cte). Before a chunk's batches are applied, its newest truncate
-    removes every mirror row older than it (soft deletes: marks them deleted) and becomes the
-    mirror's truncate watermark, kept in cdc_merge_truncates (one appended row per truncate, next
+    removes every mirror row older than it and becomes the mirror's truncate watermark (soft deletes:
+    after the batches, each truncate of the chunk marks the rows older than it deleted, oldest first), kept in cdc_merge_truncates (one appended row per truncate, next
     to cdc_merge_offsets). No event at or below the watermark is applied (after_truncate_sql), so
     events of the chunk after the truncate apply normally and an older event arriving late brings
     no truncated row back. Applying a chunk again finds nothing older to remove and changes nothing.
@@ -78,29 +78,66 @@
 {% endmacro %}
 
 
-{% macro apply_chunk_truncates(target_relation, tombstones, changes_view, cfg, watermark, chunk_plan=none) %}
+{% macro chunk_truncates_sql(changes_view, source_table, watermark) %}
+    {#- Each truncate of the chunk newer than the watermark, for a soft-delete mirror's marks. -#}
+    select
+        seq as truncate_seq,
+        cast(source_ts as string) as truncate_source_ts
+    from {{ changes_view }}
+    where
+        _change_type = 'INSERT'
+        and table_name = '{{ source_table }}'
+        and action = 'truncate'
+        {% if watermark is not none %}and seq > '{{ watermark }}'{% endif %}
+{% endmacro %}
+
+
+{% macro chunk_truncate_plan(changes_view, cfg, watermark, chunk_plan=none) %}
     {#-
-        The newest truncate of the chunk, if newer than watermark: the mirror's older rows removed
-        (or marked deleted), older tombstones dropped (the watermark covers them), the watermark
-        recorded. Returns {'seq': the watermark now, 'rows': rows removed}. chunk_plan (raw_log.sql):
-        the chunk's truncate as one pass over the range found it, instead of a query. Whether it
-        applies and what it writes: python_jobs/apply/truncate_plan.py.
+        Whether the chunk's newest truncate applies (newer than watermark), and when: before the chunk's
+        events, or after them with soft deletes (python_jobs/apply/truncate_plan.py). chunk_plan (raw_log.sql):
+        the chunk's truncate as one pass over the range found it, instead of a query.
     -#}
     {% set found = chunk_plan if chunk_plan is not none else run_query(cdc_merge.chunk_truncate_sql(changes_view, cfg.source_table)).rows[0] %}
     {% set plan = adapter.cdc_truncate_plan(found, watermark, cfg.deletes, model.name) %}
     {% if plan.error %}
         {% do exceptions.raise_compiler_error(plan.error) %}
     {% endif %}
-    {% if plan.seq is none %}
-        {{ return({'seq': watermark, 'rows': 0}) }}
-    {% endif %}
-    {% set truncate_seq, source_ts_sql, older = plan.seq, plan.source_ts_sql, plan.older_rows %}
-    {% set rows = run_query('select count(*) as older_rows from ' ~ target_relation ~ ' where ' ~ older).rows[0]['older_rows'] | int %}
-    {% if rows > 0 and plan.soft %}
-        {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ truncate_seq
-            ~ "', _cdc_source_ts = " ~ source_ts_sql ~ ' where ' ~ older) %}
-    {% elif rows > 0 %}
-        {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ older) %}
+    {{ return(plan) }}
+{% endmacro %}
+
+
+{% macro apply_chunk_truncates(target_relation, tombstones, changes_view, cfg, plan, truncated, chunk_stats) %}
+    {#-
+        A plan of chunk_truncate_plan that applies: the mirror's older rows removed (or marked deleted,
+        at each truncate of the chunk in turn), older tombstones dropped (the watermark covers them), the
+        watermark recorded. truncated (the run's: seq, rows) and chunk_stats' deletes are added to in place.
+    -#}
+    {% set truncate_seq, source_ts_sql = plan.seq, plan.source_ts_sql %}
+    {% set rows = namespace(count=0) %}
+    {% if plan.soft %}
+        {% set marks = adapter.cdc_truncate_marks(run_query(cdc_merge.chunk_truncates_sql(changes_view, cfg.source_table, truncated.seq)).rows,
+            truncated.seq, model.name) %}
+        {% if marks.error %}
+            {% do exceptions.raise_compiler_error(marks.error) %}
+        {% endif %}
+        {% for mark in marks.marks %}
+            {% set older = run_query('select count(*) as older_rows from ' ~ target_relation ~ ' where ' ~ mark.older_rows).rows[0]['older_rows'] | int %}
+            {% if older > 0 %}
+                {% do run_query('update ' ~ target_relation ~ " set _cdc_deleted = true, _cdc_seq = '" ~ mark.seq
+                    ~ "', _cdc_source_ts = " ~ mark.source_ts_sql ~ ' where ' ~ mark.older_rows) %}
+            {% endif %}
+            {% set rows.count = rows.count + older %}
+            {{ log("cdc_merge " ~ target_relation ~ ": truncate of " ~ cfg.source_table ~ " at " ~ mark.seq ~ ": "
+                ~ older ~ " older rows marked deleted", info=True) }}
+        {% endfor %}
+    {% else %}
+        {% set rows.count = run_query('select count(*) as older_rows from ' ~ target_relation ~ ' where ' ~ plan.older_rows).rows[0]['older_rows'] | int %}
+        {% if rows.count > 0 %}
+            {% do run_query('delete from ' ~ target_relation ~ ' where ' ~ plan.older_rows) %}
+        {% endif %}
+        {{ log("cdc_merge " ~ target_relation ~ ": truncate of " ~ cfg.source_table ~ " at " ~ truncate_seq ~ ": "
+            ~ rows.count ~ " older rows removed", info=True) }}
     {% endif %}
     {% if tombstones is not none %}
         {% do run_query('delete from ' ~ tombstones ~ " where _cdc_seq < '" ~ truncate_seq ~ "'") %}
@@ -113,14 +150,15 @@
             '{{ target_relation }}' as target_table,
             '{{ truncate_seq }}' as truncate_seq,
             {{ source_ts_sql }} as truncate_source_ts,
-            {{ rows }} as rows_truncated,
+            {{ rows.count }} as rows_truncated,
             current_timestamp() as committed_at,
             '{{ invocation_id }}' as invocation_id
     {% endset %}
     {% do run_query(record_sql) %}
-    {{ log("cdc_merge " ~ target_relation ~ ": truncate of " ~ cfg.source_table ~ " at " ~ truncate_seq ~ ": "
-        ~ rows ~ " older rows " ~ ('marked deleted' if plan.soft else 'removed'), info=True) }}
-    {{ return({'seq': truncate_seq, 'rows': rows}) }}
+    {% set truncated.seq = truncate_seq %}
+    {% set truncated.rows = truncated.rows + rows.count %}
+    {#- Rows a truncate removes are the run's deletes too: the mirror's rows add up from its runs' counts. -#}
+    {% do chunk_stats.update({'deleted': chunk_stats.deleted + rows.count}) %}
 {% endmacro %}
 
 

@@ -165,6 +165,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return truncate_plan.truncate_plan_dict(found, watermark, str(deletes), str(model))
 
     @available
+    def cdc_truncate_marks(self, found: Any, watermark: Optional[str], model: str) -> Dict[str, Any]:
+        """truncate.sql: a soft-delete chunk's truncates newer than the watermark, oldest first, or 'error' (truncate_plan.py)."""
+        return truncate_plan.truncate_marks_dict([dict(row) for row in found], watermark, str(model))
+
+    @available
     def cdc_one_commit(self, by_position: bool, plan: Optional[Dict[str, Any]], buckets: int) -> bool:
         """Whether the chunk's batch is applied in one commit on main (one_commit.py); cdc_spark only."""
         return one_commit.applies(bool(by_position), plan, int(buckets))
