@@ -126,7 +126,11 @@
         {%- do schema.append(cdc_merge.spark_schema_field(field) ~ ' ' ~ data_type) -%}
     {%- endfor -%}
     {%- set unread = cdc_merge.spark_unread_field(field_types) -%}
-    {%- if field_types.values() | map('lower') | map('trim') | select('in', cdc_merge.spark_types_read_again()) | list -%}
+    {%- set checked = namespace(any=false) -%}
+    {%- for data_type in field_types.values() if cdc_merge.spark_type_read_again(data_type) -%}
+        {%- set checked.any = true -%}
+    {%- endfor -%}
+    {%- if checked.any -%}
         {%- do schema.append(unread ~ ' string') -%}
     {%- endif -%}
     {{- return("from_json(" ~ row ~ ", " ~ cdc_merge.string_literal(schema | join(', ')) ~ ", " ~ cdc_merge.spark_json_options(unread) ~ ")") -}}
@@ -144,6 +148,20 @@
     {{- return(['tinyint', 'byte', 'smallint', 'short', 'int', 'integer', 'bigint', 'long', 'float', 'real', 'double', 'boolean']) -}}
 {% endmacro %}
 
+{% macro spark_type_read_again(data_type) %}
+    {#-
+        A type whose field spark_json_value reads again as text where the row did not read whole: those of
+        spark_types_read_again, and decimals, whose reader makes a value wider than the type null
+        (12345.67 as decimal(5,2)) where Databend's cast fails the statement.
+    -#}
+    {%- set bare = data_type | lower | trim -%}
+    {{- return(bare in cdc_merge.spark_types_read_again() or cdc_merge.is_decimal_type(bare)) -}}
+{% endmacro %}
+
+{% macro is_decimal_type(data_type) %}
+    {{- return(modules.re.match('^(decimal|numeric|dec)\\b', data_type | lower | trim) is not none) -}}
+{% endmacro %}
+
 {% macro spark_unread_field(fields) %}
     {#- The field from_json puts a row it could not read whole into (its corrupt record): a name none of fields has. -#}
     {%- set name = namespace(text='_cdc_unread') -%}
@@ -158,17 +176,19 @@
         json_field of parsed (spark_parsed_row of row, its unread-row field unread); where its type is
         one Spark's reader may not read (spark_types_read_again) and the row did not read whole, its
         text cast to data_type. true and false are 1 and 0 as a number, as Databend casts them. A value
-        the type does not hold (1.5 or 3000000000 as int, 'abc') fails the statement, naming the field
+        the type does not hold (1.5 or 3000000000 as int, 'abc', 12345.67 as decimal(5,2)) fails the statement, naming the field
         and the value, as Databend's cast fails it: a null there would be a mirror unlike its source.
         The text is read again only where the cast needs it.
     -#}
     {%- set value = parsed ~ '.' ~ cdc_merge.spark_field_reference(json_field) -%}
-    {%- if (data_type | lower | trim) not in cdc_merge.spark_types_read_again() -%}
+    {%- if not cdc_merge.spark_type_read_again(data_type) -%}
         {{- return(value) -}}
     {%- endif -%}
     {%- set text = cdc_merge.spark_parsed_row(row, {json_field: 'string'}) ~ '.' ~ cdc_merge.spark_field_reference(json_field) -%}
     {%- if (data_type | lower | trim) == 'boolean' -%}
         {%- set cast = 'try_cast(' ~ text ~ ' as boolean)' -%}
+    {%- elif cdc_merge.is_decimal_type(data_type) -%}
+        {%- set cast = 'try_cast(' ~ text ~ ' as ' ~ data_type ~ ')' -%}
     {%- else -%}
         {%- set cast = "coalesce(try_cast(" ~ text ~ " as " ~ data_type ~ "), case " ~ text ~ " when 'true' then cast(1 as " ~ data_type
             ~ ") when 'false' then cast(0 as " ~ data_type ~ ") end)" -%}
@@ -227,7 +247,7 @@
     -#}
     {#- get(), not row['field']: Databend reads a bracket's key as a key path, which a backslash breaks. -#}
     {%- set field = "get(" ~ row ~ ", " ~ cdc_merge.string_literal(json_field) ~ ")" -%}
-    {%- set value = field ~ '::string' if modules.re.match('^(decimal|numeric)', data_type | lower) else field -%}
+    {%- set value = field ~ '::string' if cdc_merge.is_decimal_type(data_type) else field -%}
     case
         when is_null_value({{ field }}) then null
         {%- if modules.re.match('^(date|timestamp)', data_type | lower) %}

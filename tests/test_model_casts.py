@@ -119,6 +119,41 @@ def test_a_value_the_models_type_cannot_hold_stops_the_run_until_the_model_holds
     assert mirror() == [(1, 1.5), (2, 4.0)]
 
 
+def test_a_decimal_too_wide_for_the_models_type_stops_the_run_and_the_rebuild(conformance_project):
+    """Spark's reader made 12345.67 as decimal(5,2) null, in a run and in a --full-refresh made to narrow the
+    column (the change in place is refused): a mirror unlike its source. It fails as Databend's cast fails."""
+    project = conformance_project
+
+    def run_with(amount_type: str, *args: str):
+        project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                            f"{{{{ cdc_merge.cdc_columns({{'id': 'int', 'amount': '{amount_type}'}}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+        return project.dbt("run", "--select", "docs", *args, expect_success=False)
+
+    def land(name: str, lines: list[str]) -> None:
+        (project.inbox / name).write_text("\n".join(lines) + "\n")
+        project.land({"public.docs": ["id"]})
+
+    def mirror() -> list[tuple]:
+        return [(row["id"], str(row["amount"])) for row in project.query(f"select id, amount from {project.schema}.docs order by id")]
+
+    land("1.json", [postgres_line("c", 100, {"id": 1, "amount": "12.50"}), postgres_line("c", 101, {"id": 2, "amount": 12345.67})])
+    assert run_with("decimal(10,2)").success
+    assert mirror() == [(1, "12.50"), (2, "12345.67")]
+    result = run_with("decimal(5,2)")  # the change in place is refused before anything is written
+    assert not result.success
+    assert mirror() == [(1, "12.50"), (2, "12345.67")]
+    # A rebuild reads every value again. It stops, and the mirror it dropped stays empty until a run succeeds
+    # (docs/mirror_models.md, "Changing a model"), never holding a null for 12345.67.
+    result = run_with("decimal(5,2)", "--full-refresh")
+    assert not result.success
+    if not project.on_databend:
+        assert "JSON field 'amount' holds 12345.67, which decimal(5,2) cannot hold (model 'docs')" in run_error(result)
+    assert mirror() == []
+    land("2.json", [postgres_line("u", 110, {"id": 1, "amount": "123456.7"})])
+    assert run_with("decimal(10,2)").success
+    assert mirror() == [(1, "123456.70"), (2, "12345.67")]
+
+
 def test_a_boolean_from_a_number_or_a_text_reads_alike_on_both_engines(conformance_project):
     """MySQL's tinyint(1) (1 and 0) or a text in a model's boolean column: as Spark's cast reads it."""
     project = conformance_project
