@@ -103,6 +103,7 @@ def test_an_unknown_format_stops_the_landing_model_before_spark_reads_a_file(dbt
 
     message = run_message(result)
     assert "field 'format' must be one of auto, debezium, canal, maxwell, ogg, wal2json, captured_wal2json, got 'avro'" in message
+    assert "Traceback" not in message
     assert spark.sql(f"select count(*) from {raw}.snapshots").first()[0] == snapshots
     assert not (dbt_project.work_dir / "checkpoint").exists()
 
@@ -115,6 +116,10 @@ def test_an_input_that_is_missing_or_not_a_folder_fails_before_spark_starts(dbt_
     config = dbt_project.landing_config(KEYS, input=str(tmp_path / "a-file"))
     with pytest.raises(io.LandingError, match="is not a folder: set 'input' in the landing config"):
         land.run(config)
+    # Through dbt: the message, without the traceback before it.
+    result = dbt_project.dbt("run", "--select", "raw_events", expect_success=False)
+    message = run_message(result)
+    assert "is not a folder: set 'input' in the landing config" in message and "Traceback" not in message, message
     assert not (dbt_project.work_dir / "checkpoint").exists()
 
 
