@@ -33,6 +33,7 @@ from python_jobs.verify import cli as verify_cli
 from harness.postgres_server import create_capture_user
 from test_capture_faults import postgres  # noqa: F401 - fixture
 from test_consistent_cuts import GROUP_CONFIG, OPENING, mirror_sql, write
+from test_materialization import UNSENT_EXPECTED, UNSENT_MODEL_COLUMNS, UNSENT_WAVES
 from test_oracle import assert_mirrors_equal_replay, commits_deleting_by_position
 
 # One worker runs the module: its tests share one cluster (Makefile: --dist loadgroup).
@@ -319,6 +320,30 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     assert log.count("published in one catalog transaction") == 3, "each run's cut published its group"
     assert f"cdc_merge {project.schema}.accounts: maintaining (" in log
     assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0
+
+
+def test_a_groups_unsent_toast_values_are_kept_and_filled_inside_its_catalog_transaction(cluster, tmp_path):
+    """unsent_columns.sql on the cluster, in a group's catalog transaction: the entries table made in a
+    run whose mirror commits wait, its rows and the fills read by the run's own session before the publish,
+    each wave ending as on the embedded target (test_materialization.py); landing every file again changes nothing."""
+    project = make_project(None, tmp_path, "cluster")
+    project.landing_config({"public.docs": ["id"]})
+    project.write_model("docs", f"{GROUP_CONFIG}unique_key='id', source_table='public.docs'", UNSENT_MODEL_COLUMNS)
+
+    def mirrored() -> list[tuple]:
+        return [tuple(row.values()) for row in project.query(f"select id, title, body from {project.schema}.docs order by id")]
+
+    for number, (lines, rows) in enumerate(zip(UNSENT_WAVES, UNSENT_EXPECTED), start=1):
+        (project.inbox / f"{number}.json").write_text("\n".join(lines) + "\n")
+        project.dbt("run", "--select", "raw_events", "docs")
+        assert mirrored() == rows, number
+    for number, lines in enumerate(UNSENT_WAVES, start=1):
+        (project.inbox / f"again-{number}.json").write_text("\n".join(lines) + "\n")
+    project.dbt("run", "--select", "raw_events", "docs")
+    assert mirrored() == UNSENT_EXPECTED[-1]
+    log = project.dbt_log()
+    assert log.count("published in one catalog transaction") == len(UNSENT_WAVES) + 1
+    assert project.query(f"select count(*) as entries from {project.schema}.docs__cdc_unsent")[0]["entries"] > 0
 
 
 def test_a_catalog_transaction_is_seen_only_by_its_sessions_until_published(cluster):

@@ -262,6 +262,34 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
         assert head == {"apply": "one-commit", "positions": "1", "records": "1"}
 
 
+# Waves of a key's events whose updates left their TOAST value unsent ahead of the older events that sent
+# it, and the mirror after each (id, title, body): an older event fills, one older than the filler does
+# not, a delete in between leaves null, a newer update without the value carries what is kept.
+UNSENT = "__debezium_unavailable_value"
+UNSENT_MODEL_COLUMNS = ("{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string'}) }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+UNSENT_WAVES = [
+    [postgres_line("c", 100, {"id": 1, "title": "a", "body": "A"}),
+     postgres_line("u", 300, {"id": 1, "title": "c", "body": UNSENT}),
+     postgres_line("u", 150, {"id": 2, "title": "q", "body": UNSENT}),
+     postgres_line("c", 110, {"id": 3, "title": "s", "body": "X"}),
+     postgres_line("u", 400, {"id": 3, "title": "t", "body": UNSENT})],
+    [postgres_line("u", 200, {"id": 1, "title": "b", "body": "B"}),
+     postgres_line("c", 140, {"id": 2, "title": "p", "body": "P"}),
+     postgres_line("d", 200, {"id": 3, "title": "s", "body": "X"})],
+    [postgres_line("u", 180, {"id": 1, "title": "x", "body": "older than B"}),
+     postgres_line("c", 250, {"id": 3, "title": "r", "body": "Z"}),
+     postgres_line("u", 500, {"id": 2, "title": "w", "body": UNSENT})],
+    [postgres_line("u", 145, {"id": 2, "title": "y", "body": "Q"})],
+]
+UNSENT_EXPECTED = [
+    [(1, "c", "A"), (2, "q", None), (3, "t", "X")],
+    [(1, "c", "B"), (2, "q", "P"), (3, "t", None)],
+    [(1, "c", "B"), (2, "w", "P"), (3, "t", "Z")],
+    [(1, "c", "B"), (2, "w", "Q"), (3, "t", "Z")],
+]
+
+
 def test_an_update_without_its_toast_value_takes_it_from_an_older_event_that_arrives_later(conformance_project):
     """An update applied before the key's older event that sent the value (a late file) keeps the
     column as unsent (unsent_columns.sql): the older event fills it when it arrives, an event older
@@ -270,30 +298,8 @@ def test_an_update_without_its_toast_value_takes_it_from_an_older_event_that_arr
     from test_maintenance import maintain
 
     project = conformance_project
-    unsent = "__debezium_unavailable_value"
-    project.write_model("docs", "unique_key='id', source_table='public.docs'",
-                        "{{ cdc_merge.cdc_columns({'id': 'int', 'title': 'string', 'body': 'string'}) }}, "
-                        "{{ cdc_merge.cdc_metadata_columns() }}")
-    waves = [
-        [postgres_line("c", 100, {"id": 1, "title": "a", "body": "A"}),
-         postgres_line("u", 300, {"id": 1, "title": "c", "body": unsent}),
-         postgres_line("u", 150, {"id": 2, "title": "q", "body": unsent}),
-         postgres_line("c", 110, {"id": 3, "title": "s", "body": "X"}),
-         postgres_line("u", 400, {"id": 3, "title": "t", "body": unsent})],
-        [postgres_line("u", 200, {"id": 1, "title": "b", "body": "B"}),
-         postgres_line("c", 140, {"id": 2, "title": "p", "body": "P"}),
-         postgres_line("d", 200, {"id": 3, "title": "s", "body": "X"})],
-        [postgres_line("u", 180, {"id": 1, "title": "x", "body": "older than B"}),
-         postgres_line("c", 250, {"id": 3, "title": "r", "body": "Z"}),
-         postgres_line("u", 500, {"id": 2, "title": "w", "body": unsent})],
-        [postgres_line("u", 145, {"id": 2, "title": "y", "body": "Q"})],
-    ]
-    expected = [
-        [(1, "c", "A"), (2, "q", None), (3, "t", "X")],
-        [(1, "c", "B"), (2, "q", "P"), (3, "t", None)],
-        [(1, "c", "B"), (2, "w", "P"), (3, "t", "Z")],
-        [(1, "c", "B"), (2, "w", "Q"), (3, "t", "Z")],
-    ]
+    project.write_model("docs", "unique_key='id', source_table='public.docs'", UNSENT_MODEL_COLUMNS)
+    waves, expected = UNSENT_WAVES, UNSENT_EXPECTED
 
     def mirrored() -> list[tuple]:
         return [tuple(row.values()) for row in project.query(f"select id, title, body from {project.schema}.docs order by id")]

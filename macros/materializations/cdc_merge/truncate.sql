@@ -2,9 +2,10 @@
     Truncates of the source table, applied as a barrier in source order. A truncate lands as one
     raw event with action 'truncate' and the table's key '[]' (python_jobs/formats/records.py), which the
     dedup leaves out (table_events_cte). Before a chunk's batches are applied, its newest truncate
-    removes every mirror row older than it and becomes the mirror's truncate watermark (soft deletes:
-    after the batches, each truncate of the chunk marks the rows older than it deleted, oldest first), kept in cdc_merge_truncates (one appended row per truncate, next
-    to cdc_merge_offsets). No event at or below the watermark is applied (after_truncate_sql), so
+    removes every mirror row older than it and becomes the mirror's truncate watermark, kept in
+    cdc_merge_truncates (one appended row per truncate, next to cdc_merge_offsets). With soft deletes
+    it applies after the batches instead: each truncate of the chunk, oldest first, marks the rows
+    older than it deleted, as if each had come in a chunk of its own. No event at or below the watermark is applied (after_truncate_sql), so
     events of the chunk after the truncate apply normally and an older event arriving late brings
     no truncated row back. Applying a chunk again finds nothing older to remove and changes nothing.
 #}
