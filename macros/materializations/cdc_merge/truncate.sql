@@ -5,9 +5,9 @@
     removes every mirror row older than it and becomes the mirror's truncate watermark, kept in
     cdc_merge_truncates (one appended row per truncate, next to cdc_merge_offsets). With soft deletes
     it applies after the batches instead: each truncate of the chunk, oldest first, marks the rows
-    older than it deleted, as if each had come in a chunk of its own. No event at or below the watermark is applied (after_truncate_sql), so
-    events of the chunk after the truncate apply normally and an older event arriving late brings
-    no truncated row back. Applying a chunk again finds nothing older to remove and changes nothing.
+    older than it deleted, as if each had come in a chunk of its own. No event at or below the
+    watermark is applied (after_truncate_sql), so events after the truncate apply normally and an
+    older event arriving late brings no truncated row back. Applying a chunk again finds nothing older to remove and changes nothing.
 #}
 
 {% macro truncates_relation(cfg) %}
