@@ -147,7 +147,10 @@ def test_a_decimal_too_wide_for_the_models_type_stops_the_run_and_the_rebuild(co
     result = run_with("decimal(5,2)", "--full-refresh")
     assert not result.success
     if not project.on_databend:
-        assert "JSON field 'amount' holds 12345.67, which decimal(5,2) cannot hold (model 'docs')" in run_error(result)
+        error = run_error(result)
+        assert "JSON field 'amount' holds 12345.67, which decimal(5,2) cannot hold (model 'docs')" in error
+        # The message, not Py4J's call and the Java stack under it (the rows were computed in the driver).
+        assert "An error occurred while calling" not in error and "\tat org.apache" not in error, error
     assert mirror() == []
     land("2.json", [postgres_line("u", 110, {"id": 1, "amount": "123456.7"})])
     assert run_with("decimal(10,2)").success

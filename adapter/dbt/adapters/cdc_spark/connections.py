@@ -1,4 +1,6 @@
 import dataclasses
+import functools
+import inspect
 import os
 import re
 import sys
@@ -243,6 +245,34 @@ def with_kept_settings(connection: Connection) -> Connection:
         connection.handle = SessionConnectionWrapper(
             KeptSettingsConnection(server_side_parameters=handle.handle.server_side_parameters))
     return connection
+
+
+def jvm_errors_as_messages(adapter_class: type) -> type:
+    """The plugin's own methods that macros call (dbt's available) with an error of the JVM raised as
+    its message, as a statement's is (exception_handler): a value a model's cast refuses fails while
+    the optimizer computes rows held in the driver, in a method, and dbt printed the Py4J error's Java
+    stack trace twice under "Unhandled error"."""
+    for name in adapter_class._available_:
+        method = inspect.getattr_static(adapter_class, name, None)
+        if inspect.isfunction(method) and method.__module__.startswith("dbt.adapters.cdc_"):
+            setattr(adapter_class, name, _messages_of_jvm_errors(method))
+    return adapter_class
+
+
+def _messages_of_jvm_errors(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except DbtRuntimeError:
+            raise
+        except Exception as error:
+            message = engine_error_message(error)
+            if message is None:
+                raise
+            raise DbtRuntimeError(message) from None
+
+    return wrapped
 
 
 def engine_error_message(error: BaseException) -> "str | None":

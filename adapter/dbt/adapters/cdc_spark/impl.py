@@ -26,7 +26,8 @@ from dbt.adapters.cdc_core.status_methods import StatusMethods
 from dbt.adapters.cdc_core.verify_methods import VerifyMethods
 from dbt.adapters.cdc_spark import catalog, session_catalog, snapshot_events, stored_keys
 from dbt.adapters.cdc_spark.__version__ import version
-from dbt.adapters.cdc_spark.connections import CdcSparkConnectionManager, with_local_session_settings, with_project_paths
+from dbt.adapters.cdc_spark.connections import (
+    CdcSparkConnectionManager, jvm_errors_as_messages, with_local_session_settings, with_project_paths)
 from dbt.adapters.cdc_spark.mirror_write_methods import MirrorWriteMethods
 from dbt.adapters.cdc_spark.raw_range_methods import RawRangeMethods
 from dbt.adapters.cdc_spark.python_session import SessionPythonJobHelper, SessionRunResult
@@ -51,6 +52,7 @@ _TRANSACTIONS_CATALOG_IMPL = "cdc_merge.iceberg.CdcMergeJdbcCatalog"
 logger = AdapterLogger("cdc_spark")
 
 
+@jvm_errors_as_messages
 class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RawRangeMethods, RunStateMethods, RunGuardMethods,
                       InvocationMethods, VerifyMethods, StatusMethods, SparkAccess, SparkAdapter):
     ConnectionManager = CdcSparkConnectionManager
