@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 
 from python_jobs.progress import Progress
-from python_jobs.verify.compare import differences, source_columns, type_family
+from python_jobs.verify.compare import differences, source_columns, value_family
 from python_jobs.verify.in_flight import MirrorProgress, SourcePosition
 from python_jobs.verify.mirror_ranges import keyed_rows
 from python_jobs.verify.ranges import KeyRange, RangeSearch, differing_ranges, sort_key
@@ -146,7 +146,7 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
         statement = mirror["rows_sql"].replace(KEYS_PLACEHOLDER, ", ".join(string_literal(key) for key in keys))
         # strict=False: Databend's JSON text keeps control characters unescaped.
         mirrored, repeated = keyed_rows((key, json.loads(row, parse_float=Decimal, strict=False)) for key, row in rows(statement))
-    families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    families = {name: value_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     check.sampled = len(keys)
     compare_rows(check, source_rows, mirrored, families, keys, mirror.get("engine"))
     note_repeated(check, check, repeated)
@@ -214,7 +214,7 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     mirror is read once it has applied past it (waiting up to wait_seconds), at one of its
     snapshots, both sides without the keys changed after it."""
     check = MirrorCheck(mirror["relation"], mirror["source_table"])
-    families = {name: type_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
+    families = {name: value_family(data_type) for name, data_type in mirror["columns"] if not name.startswith("_cdc")}
     engine = mirror.get("engine")
     if engine:
         source_side.render_for(engine)

@@ -4,7 +4,9 @@ The source's values are as the capture writes them (python_jobs/capture: decimal
 times as ISO-8601 text, MySQL FLOAT as its shortest decimal, ...); the mirror's as the mirror's
 engine renders them as JSON (macros/verify.sql). Both are brought to one Python value per mirror
 type, the way the mirror's own conversion reads the capture's value: a value that type cannot
-hold is null in the mirror (docs/type_mapping.md), and so here.
+hold is null in the mirror (docs/type_mapping.md), and so here; a decimal is rounded half away
+from zero to the mirror column's scale, as the mirror's cast rounds it and the checksum reads it
+(row_hash.py).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import datetime as dt
 import json
 import re
 import struct
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping
 
 _NULLABLE = re.compile(r"^nullable\((.*)\)$")
+_SCALE = re.compile(r"\(\s*\d+\s*,\s*(\d+)\s*\)")
 # The years of the dates and times a mirror engine holds: Databend's run from 1000 to 9999, and its
 # mirror holds null for any other (macros/cdc_columns.sql), as Spark does for a year before 1.
 HELD_YEARS = {"databend": (1000, 9999)}
@@ -47,6 +50,22 @@ def type_family(engine_type: str) -> str:
     if name in ("string", "text") or name.startswith(("varchar", "char")):
         return "string"
     return "other"
+
+
+def decimal_scale(engine_type: str) -> int:
+    """The scale of a decimal type as an engine names it (decimal(12,2): 2); 0 when it names none."""
+    match = _SCALE.search(engine_type)
+    return int(match.group(1)) if match else 0
+
+
+def value_family(engine_type: str) -> str:
+    """type_family, with a decimal's scale: 'decimal:2' for decimal(12,2), which comparable rounds to."""
+    family = type_family(engine_type)
+    return f"decimal:{decimal_scale(engine_type)}" if family == "decimal" else family
+
+
+def _decimal_at(scale: int) -> Callable[[Any], Decimal]:
+    return lambda value: Decimal(str(value)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
 
 
 def _float32(value: Any) -> float:
@@ -96,7 +115,7 @@ def comparable(value: Any, family: str, engine: str | None = None) -> Any:
     if value is None:
         return None
     try:
-        result = _READERS[family](value)
+        result = _decimal_at(int(family.split(":")[1]))(value) if family.startswith("decimal:") else _READERS[family](value)
     except (ValueError, TypeError, ArithmeticError, InvalidOperation, OverflowError):
         return None
     if isinstance(result, (float, Decimal)) and not (result == result and abs(result) != float("inf")):

@@ -18,10 +18,9 @@ left out of the checksum and compared only where a range is compared row by row.
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
-from python_jobs.verify.compare import HELD_YEARS, type_family
+from python_jobs.verify.compare import HELD_YEARS, decimal_scale, type_family
 
 ENGINES = ("postgres", "mysql", "spark", "databend")
 # Engines whose checksum query computes a float's text in steps (staged_float_sql), for their planner.
@@ -155,12 +154,6 @@ _MYSQL_STRINGS = {
 }
 _MYSQL_LEFT_OUT = {"json"}
 _POSTGRES_STRINGS = {"bytea": "encode({c}, 'hex')"}  # wal2json's hex, without \x
-_SCALE = re.compile(r"\(\s*\d+\s*,\s*(\d+)\s*\)")
-
-
-def mirror_scale(engine_type: str) -> int:
-    match = _SCALE.search(engine_type)
-    return int(match.group(1)) if match else 0
 
 
 # A source date or time's year (the session's time zone is UTC), where the mirror's engine holds only some.
@@ -187,7 +180,7 @@ def value_sql(engine: str, quoted: str, mirror_type: str, source_type: str = "",
     double = as_double_sql(engine, quoted, mirror_type, source_type)
     if double is not None:
         return float_sql(engine, double)
-    return _VALUE[engine][family].format(c=quoted, s=mirror_scale(mirror_type))
+    return _VALUE[engine][family].format(c=quoted, s=decimal_scale(mirror_type))
 
 
 def row_digest_sql(engine: str, values: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from python_jobs.verify.check import KEYS_PLACEHOLDER, check_mirror, unchecked_notes
-from python_jobs.verify.compare import comparable, differences, source_columns, type_family
+from python_jobs.verify.compare import comparable, differences, source_columns, type_family, value_family
 from python_jobs.verify.sources import SampledTable
 
 
@@ -67,6 +67,18 @@ def test_dates_databend_cannot_hold_equal_its_null(family, source):
     assert comparable(source, family, "databend") is None
     assert comparable(source, family, "spark") is not None
     assert comparable("1000-01-01", family, "databend") is not None
+
+
+def test_a_decimal_compares_at_the_mirror_columns_scale_as_the_checksum_reads_it():
+    """A model typing decimal(12,2) values as decimal(12,1): the mirror holds them rounded half away from
+    zero, as its cast does, and the sampled rows compare so, as the checksum's rounding (row_hash.py) does."""
+    family = value_family("decimal(12,1)")
+    assert family == "decimal:1" and value_family("Decimal(20, 0)") == "decimal:0" and value_family("int") == "integer"
+    for source, mirror in (("1.25", Decimal("1.3")), ("999.99", "1000.0"), ("-12345.67", Decimal("-12345.7")), ("12.50", "12.5")):
+        assert comparable(source, family) == comparable(mirror, family), source
+    assert comparable("1.24", family) != comparable(Decimal("1.3"), family)
+    assert differences({"price": "7.25"}, {"price": Decimal("7.3")}, {"price": family}) == {}
+    assert differences({"price": "1.25"}, {"price": Decimal("7.7")}, {"price": family}) == {"price": ("1.25", Decimal("7.7"))}
 
 
 def test_differences_name_the_columns_and_skip_those_the_source_has_not():
