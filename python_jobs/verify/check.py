@@ -32,6 +32,11 @@ DIFFERENCES_MESSAGE = "mirrors differ from"
 REPORT_FILE = "cdc_verify.json"
 
 
+def shown_value(value: Any) -> str:
+    """A compared value in a report line: a number as its digits, a text quoted with its control characters escaped."""
+    return str(value) if isinstance(value, Decimal) else repr(value)
+
+
 def write_report(path: str, report: Mapping[str, Any]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
@@ -104,7 +109,8 @@ class MirrorCheck:
         lines += [f"  missing from the mirror: key {key}" for key in self.missing[:SHOWN_DIFFERENCES]]
         lines += [f"  extra in the mirror: key {key}" for key in self.extra[:SHOWN_DIFFERENCES]]
         for key, columns in list(self.differing.items())[:SHOWN_DIFFERENCES]:
-            shown = "; ".join(f"{column}: source {source!r}, mirror {mirror!r}" for column, (source, mirror) in columns.items())
+            shown = "; ".join(f"{column}: source {shown_value(source)}, mirror {shown_value(mirror)}"
+                              for column, (source, mirror) in columns.items())
             lines.append(f"  key {key}: {shown}")
         if self.source_position is not None:
             lines.append(f"  at the source's position {self.source_position}: {self.in_flight} keys changed after it left out, "

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from python_jobs.verify.check import KEYS_PLACEHOLDER, check_mirror, unchecked_notes
+from python_jobs.verify.check import KEYS_PLACEHOLDER, check_mirror, shown_value, unchecked_notes
 from python_jobs.verify.compare import comparable, differences, source_columns, type_family, value_family
 from python_jobs.verify.sources import SampledTable
 
@@ -79,6 +79,7 @@ def test_a_decimal_compares_at_the_mirror_columns_scale_as_the_checksum_reads_it
     assert comparable("1.24", family) != comparable(Decimal("1.3"), family)
     assert differences({"price": "7.25"}, {"price": Decimal("7.3")}, {"price": family}) == {}
     assert differences({"price": "1.25"}, {"price": Decimal("7.7")}, {"price": family}) == {"price": ("1.25", Decimal("7.7"))}
+    assert shown_value(Decimal("7.7")) == "7.7" and shown_value("1.25") == "'1.25'"  # a report's line: no Decimal('7.7')
 
 
 def test_differences_name_the_columns_and_skip_those_the_source_has_not():
