@@ -51,8 +51,8 @@ class RunOutcome:
     seconds: float
     statuses: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-    # (relation, message) of each model that failed (the status page's failing mirrors)
-    failed_nodes: list[tuple[str, str]] = field(default_factory=list)
+    # (relation, message, source table) of each model that failed (the status page's failing mirrors)
+    failed_nodes: list[tuple[str, str, str]] = field(default_factory=list)
 
     def line(self) -> str:
         nodes = ", ".join(f"{count} {status}" for status, count in sorted(self.statuses.items())) or "no nodes"
@@ -87,7 +87,9 @@ def invoke_dbt(args: Sequence[str], artifacts: JsonArtifacts | None = None) -> R
             name, resource_type, relation = result_node(node)
             failures.append(f"{name}: {message}")
             if resource_type == "model":  # a failing test is no failing mirror
-                failed_nodes.append((relation or name, message))
+                config = getattr(getattr(node, "node", None), "config", None)
+                source_table = str(config.get("source_table") or "") if config is not None else ""
+                failed_nodes.append((relation or name, message, source_table))
     error = None
     if not result.success:
         error = str(result.exception) if result.exception is not None else "; ".join(failures) or "see dbt's log above"

@@ -88,9 +88,10 @@ class Registry:
             self.landing.last_seconds = seconds
             self.landing.input_files = input_files
 
-    def observe_cycle(self, success: bool, seconds: float, failed_nodes: Iterable[tuple[str, str]] = (),
+    def observe_cycle(self, success: bool, seconds: float, failed_nodes: Iterable[tuple[str, ...]] = (),
                       error: str | None = None) -> None:
-        """A dbt invocation's end: failed_nodes as (relation, message)."""
+        """A dbt invocation's end: failed_nodes as (relation, message) or (relation, message, source table),
+        the source table from the model's config: a mirror that never ran has no runs row to name it."""
         if not self.enabled:
             return
         now = time.time()
@@ -99,9 +100,10 @@ class Registry:
             self.cycle_failures += not success
             self.last_cycle_seconds = seconds
             named = False
-            for relation, message in failed_nodes:
+            for relation, message, *source_table in failed_nodes:
                 name = relation_name(relation)
                 mirror = self.mirrors.setdefault(name, MirrorStatus(name))
+                mirror.source_table = mirror.source_table or next(iter(source_table), None) or None
                 mirror.last_run_success, mirror.failures = False, mirror.failures + 1
                 mirror.last_error = redact(message)
                 self.failures.append(Failure(now, name, mirror.last_error or "", what_to_do(message)))

@@ -36,7 +36,7 @@ def registry_with_runs() -> Registry:
     registry.observe_run_row("shop.orders", run_row(inserted=1, updated=0, deleted=0, key_index_keys=1204))
     registry.observe_run_row("shop.lines", run_row(consistency_group="shop", cut_lag_seconds=2.5))
     registry.observe_cycle(True, 3.0)
-    registry.observe_cycle(False, 4.0, [("shop.customers", "Compilation Error: set unique_key on the model")])
+    registry.observe_cycle(False, 4.0, [("shop.customers", "Compilation Error: set unique_key on the model", "public.customers")])
     registry.observe_landing(files=3, events=300, quarantined=2, size_bytes=4096, seconds=0.75, input_files=12)
     return registry
 
@@ -55,8 +55,9 @@ def test_runs_add_up_per_mirror_and_operation_and_read_back_through_the_promethe
     assert found[("cdc_mirror_events_applied_total", (*orders[:1], ("operation", "insert"), orders[1]))] == 6
     assert found[("cdc_mirror_events_read_total", orders)] == 11
     assert abs(found[("cdc_mirror_lag_seconds", orders)] - 5.0) < 1.5
-    assert found[("cdc_mirror_last_run_success", (("mirror", "shop.customers"), ("source_table", "")))] == 0
-    assert found[("cdc_mirror_failures_total", (("mirror", "shop.customers"), ("source_table", "")))] == 1
+    # A mirror whose first run failed: its source table from the model's config, as it has no runs row.
+    assert found[("cdc_mirror_last_run_success", (("mirror", "shop.customers"), ("source_table", "public.customers")))] == 0
+    assert found[("cdc_mirror_failures_total", (("mirror", "shop.customers"), ("source_table", "public.customers")))] == 1
     assert found[("cdc_group_cut_lag_seconds", (("group", "shop"),))] == 2.5
     assert found[("cdc_mirror_key_index_keys", orders)] == 1204
     assert not any(name == "cdc_mirror_key_index_keys" and ("mirror", "shop.lines") in labels for name, labels in found)
