@@ -152,6 +152,16 @@ def test_a_decimal_too_wide_for_the_models_type_stops_the_run_and_the_rebuild(co
         # The message, not Py4J's call and the Java stack under it (the rows were computed in the driver).
         assert "An error occurred while calling" not in error and "\tat org.apache" not in error, error
     assert mirror() == []
+    # A history reads the value in a Spark job: its error is the same message, without the task's Java frames.
+    project.write_model("docs_versions", "materialized='cdc_history', unique_key='id', source_table='public.docs'",
+                        "{{ cdc_merge.cdc_columns({'id': 'int', 'amount': 'decimal(5,2)'}) }}, {{ cdc_merge.cdc_metadata_columns() }}")
+    result = project.dbt("run", "--select", "docs_versions", expect_success=False)
+    assert not result.success
+    if not project.on_databend:
+        error = run_error(result)
+        assert "JSON field 'amount' holds 12345.67, which decimal(5,2) cannot hold (model 'docs_versions')" in error
+        assert "\tat org.apache" not in error and "Driver stacktrace" not in error, error
+    (project.project_dir / "models" / "mirrors" / "docs_versions.sql").unlink()
     land("2.json", [postgres_line("u", 110, {"id": 1, "amount": "123456.7"})])
     assert run_with("decimal(10,2)").success
     assert mirror() == [(1, "123456.70"), (2, "12345.67")]

@@ -23,7 +23,7 @@ class FakeJavaException:
 class Py4JLikeError(Exception):
     def __init__(self) -> None:
         super().__init__("An error occurred while calling o818.optimizedPlan.\n\tat org.apache.spark.sql...")
-        self.java_exception = FakeJavaException("java.lang.RuntimeException: cdc_merge: JSON field 'amount' holds 1",
+        self.java_exception = FakeJavaException("org.apache.iceberg.exceptions.ValidationException: outer",
                                                 FakeJavaException("java.lang.IllegalStateException: inner"))
 
 
@@ -46,10 +46,26 @@ def test_a_jvm_error_is_raised_as_its_message_and_causes():
     with pytest.raises(DbtRuntimeError) as raised:
         adapter.failing()
     message = str(raised.value)
-    assert "cdc_merge: JSON field 'amount' holds 1" in message and "caused by: java.lang.IllegalStateException: inner" in message
+    assert "ValidationException: outer" in message and "caused by: java.lang.IllegalStateException: inner" in message
     assert "An error occurred while calling" not in message and "\tat org.apache" not in message
 
 
 def test_other_errors_pass_unchanged():
     with pytest.raises(KeyError):
         adapter_class(KeyError("k"))().failing()
+
+
+def test_a_value_a_cast_refused_in_a_task_is_its_message_alone():
+    """A history's cast fails in a Spark task: the job's error holds the task's frames and the driver's."""
+    from dbt.adapters.cdc_spark.connections import java_error_message
+
+    refused = "java.lang.RuntimeException: cdc_merge: JSON field 'price' holds 12345678.90, which decimal(5,2) cannot hold"
+    task = FakeJavaException(f"{refused}\n\tat org.apache.spark.sql.catalyst.expressions.RaiseError.eval(misc.scala:90)")
+    job = FakeJavaException("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 "
+                            f"times, most recent failure: Lost task 0.0: {refused}\n\tat a.b(C.java:1)\n\t... 12 more\n"
+                            "Driver stacktrace:\n\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages", task)
+    assert java_error_message(job) == refused
+    other = FakeJavaException("org.apache.spark.SparkException: Job aborted: boom\n\tat a.b(C.java:1)\n\t... 3 more\nnext line",
+                              FakeJavaException("java.io.IOException: disk full\n\tat x.y(Z.java:2)"))
+    assert java_error_message(other) == ("org.apache.spark.SparkException: Job aborted: boom\nnext line\n"
+                                         "  caused by: java.io.IOException: disk full")

@@ -290,14 +290,32 @@ def engine_error_message(error: BaseException) -> "str | None":
     return None
 
 
+_REFUSED_VALUE = "java.lang.RuntimeException: cdc_merge: "
+# The frames a task's failure carries in its text ("\tat ...", "... 12 more"), and the driver's after them.
+_STACK_LINE = re.compile(r"^\s+(at \S|\.\.\. \d+ more)")
+
+
+def _without_stack(text: str) -> str:
+    """An exception's text without the Java frames that a failed task's message holds."""
+    kept = []
+    for line in text.split("\n"):
+        if line.startswith("Driver stacktrace:"):
+            break
+        if not _STACK_LINE.match(line):
+            kept.append(line)
+    return "\n".join(kept).rstrip()
+
+
 def java_error_message(java: Any) -> str:
     """The JVM exception and its causes, one line each, and what to do when another writer won."""
     lines = []
     cause = java
     while cause is not None and len(lines) < 5:
-        lines.append(str(cause.toString()))
+        lines.append(_without_stack(str(cause.toString())))
         cause = cause.getCause()
-    message = "\n  caused by: ".join(lines)
+    # A value a model's cast refuses (raise_error, macros/cdc_columns.sql) says all there is to say.
+    refused = [line for line in lines if line.startswith(_REFUSED_VALUE)]
+    message = refused[-1] if refused else "\n  caused by: ".join(lines)
     if lost_commit_race(message):
         message += (
             "\nAnother run committed to the same table at the same moment and this statement's commit lost "
