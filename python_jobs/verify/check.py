@@ -279,9 +279,9 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         check.differing_ranges = [(texts(leaf.after), texts(leaf.through)) for leaf in leaves
                                   if any(in_range(key, leaf) for key in differing_keys)]
     if state_reached == "quiet" and not (check.clean_rows and check.source_rows == check.mirror_rows):
-        check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet: a change "
-                           "the capture has not written, or dbt has not landed, shows as a difference; run the capture "
-                           "and dbt build (or wait for them), then cdc-verify again")
+        check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet, so a difference "
+                           "may also be a change the capture has not written or dbt has not landed: run the capture and dbt "
+                           "build (or wait for them), then cdc-verify again; a difference that stays is the mirror's own")
     if check.clean_rows and check.source_rows != check.mirror_rows:
         check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
