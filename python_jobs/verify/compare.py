@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import re
 import struct
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping
@@ -64,8 +64,13 @@ def value_family(engine_type: str) -> str:
     return f"decimal:{decimal_scale(engine_type)}" if family == "decimal" else family
 
 
+# Wide enough for any mirror decimal (Databend's hold 76 digits): the default context's 28 made a
+# 30-digit value fail to round, and so compare as null.
+_WIDE = Context(prec=100)
+
+
 def _decimal_at(scale: int) -> Callable[[Any], Decimal]:
-    return lambda value: Decimal(str(value)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    return lambda value: Decimal(str(value)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_WIDE)
 
 
 def _float32(value: Any) -> float:

@@ -79,6 +79,9 @@ def test_a_decimal_compares_at_the_mirror_columns_scale_as_the_checksum_reads_it
     assert comparable("1.24", family) != comparable(Decimal("1.3"), family)
     assert differences({"price": "7.25"}, {"price": Decimal("7.3")}, {"price": family}) == {}
     assert differences({"price": "1.25"}, {"price": Decimal("7.7")}, {"price": family}) == {"price": ("1.25", Decimal("7.7"))}
+    wide = value_family("decimal(38,10)")  # 30 digits: more than Python's default context holds
+    assert comparable("12345678901234567894.0123456789", wide) == Decimal("12345678901234567894.0123456789")
+    assert comparable("12345678901234567894.0123456789", wide) != comparable("12345678901234567897.0123456788", wide)
     assert shown_value(Decimal("7.7")) == "7.7" and shown_value("1.25") == "'1.25'"  # a report's line: no Decimal('7.7')
 
 
