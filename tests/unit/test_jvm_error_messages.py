@@ -69,3 +69,16 @@ def test_a_value_a_cast_refused_in_a_task_is_its_message_alone():
                               FakeJavaException("java.io.IOException: disk full\n\tat x.y(Z.java:2)"))
     assert java_error_message(other) == ("org.apache.spark.SparkException: Job aborted: boom\nnext line\n"
                                          "  caused by: java.io.IOException: disk full")
+
+
+def test_a_method_replaced_on_its_mixin_is_the_one_called():
+    """A test replaces a mixin's method (monkeypatch on RunStateMethods): the adapter calls the replacement."""
+    def original(self):
+        return "original"
+
+    original.__module__ = "dbt.adapters.cdc_spark.run_state_methods"
+    mixin = type("Mixin", (), {"answer": original})
+    adapter = jvm_errors_as_messages(type("Adapter", (mixin,), {"_available_": frozenset({"answer"})}))
+    assert adapter().answer() == "original"
+    mixin.answer = lambda self: "replaced"
+    assert adapter().answer() == "replaced"

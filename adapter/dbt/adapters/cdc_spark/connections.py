@@ -255,15 +255,18 @@ def jvm_errors_as_messages(adapter_class: type) -> type:
     for name in adapter_class._available_:
         method = inspect.getattr_static(adapter_class, name, None)
         if inspect.isfunction(method) and method.__module__.startswith("dbt.adapters.cdc_"):
-            setattr(adapter_class, name, _messages_of_jvm_errors(method))
+            owner = next(base for base in adapter_class.__mro__ if name in vars(base))
+            setattr(adapter_class, name, _messages_of_jvm_errors(name, method, None if owner is adapter_class else owner))
     return adapter_class
 
 
-def _messages_of_jvm_errors(method: Any) -> Any:
+def _messages_of_jvm_errors(name: str, method: Any, owner: "type | None") -> Any:
+    """method, or the one its owner (a mixin) holds at the call, so that a test's replacement of it there is called."""
     @functools.wraps(method)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        called = vars(owner).get(name, method) if owner is not None else method
         try:
-            return method(*args, **kwargs)
+            return called(*args, **kwargs)
         except DbtRuntimeError:
             raise
         except Exception as error:
