@@ -271,6 +271,8 @@ def test_landing_record_lines_with_and_without_the_jvm_parser_writes_the_same_ta
     python = land.run(config("python"), spark=spark)
 
     assert jvm.counts == python.counts and jvm.counts["event"] > 200 and jvm.counts["rejected"] > 50
+    tx_ends = spark.sql(f"select count(*) as n from {landing_tables['raw', 'jvm']} where action = 'tx_end'").first().n
+    assert jvm.counts["tx_ends"] == tx_ends > 0, (jvm.counts, tx_ends)
     assert_same_tables(spark, landing_tables)
     tags = [row.tag for row in spark.sql(f"select summary['{io.LANDING_BATCH_PROPERTY}'] as tag "
                                          f"from {landing_tables['raw', 'jvm']}.snapshots").collect()]

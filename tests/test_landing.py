@@ -184,6 +184,7 @@ def test_a_raw_table_from_before_the_transaction_columns_gets_them_and_transacti
     summary = project.land({"shop.orders": ["id"]})
 
     assert (summary.counts["event"], summary.counts["ignored"]) == (3, 1)
+    assert summary.status() == "landed 3 events (1 of them transaction ends), quarantined 1 lines", summary.status()
     rows = project.query(f"select table_name, action, tx_id, tx_order, tx_events from {raw} order by landed_line")
     assert [tuple(row.values()) for row in rows] == [
         ("shop.orders", "insert", "571:90", 1, None),

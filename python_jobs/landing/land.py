@@ -24,10 +24,11 @@ from pyspark.storagelevel import StorageLevel
 
 from python_jobs import crash_points, run_locks
 from python_jobs.formats import records
+from python_jobs.formats.transactions import ACTION_TX_END
 from python_jobs.landing import dbt_target, io, small_batch
 from python_jobs.landing.config import ConfigError, LandingConfig, load_config
 from python_jobs.landing.schemas import QUARANTINE_SCHEMA
-from python_jobs.landing.summary import CHANGED_FILES, LandingSummary
+from python_jobs.landing.summary import CHANGED_FILES, TX_ENDS, LandingSummary
 from python_jobs.landing.transforms import (
     PARSED_LINES_SCHEMA,
     BatchPlace,
@@ -137,13 +138,17 @@ def _append_events_parsed_in_jvm(
     lines = split_lines(files.observe(seen_files, F.count(F.lit(1)).alias("files"))).observe(
         seen_lines, F.count(F.lit(1)).alias("lines"), F.count_if(F.col("line_text") == "").alias("blank")
     )
-    events = events_parsed_in_jvm(lines, jvm_parser).observe(seen_events, F.count(F.lit(1)).alias("events"))
+    events = events_parsed_in_jvm(lines, jvm_parser).observe(
+        seen_events, F.count(F.lit(1)).alias("events"), F.count_if(F.col("action") == ACTION_TX_END).alias("tx_ends")
+    )
     tag = batch_tag + small_batch.JVM_COMMIT_SUFFIX
     if not append_once(landed_events(events, landed_at, place), config.raw_table, tag, [], crash_point=RAW_WRITE):
         return 0, None
     line_counts = seen_lines.get
-    counts.update({records.STATUS_EVENT: seen_events.get["events"], records.STATUS_BLANK: line_counts["blank"]})
-    return seen_files.get["files"], line_counts["lines"] - line_counts["blank"] - seen_events.get["events"]
+    event_counts = seen_events.get
+    counts.update({records.STATUS_EVENT: event_counts["events"], TX_ENDS: event_counts["tx_ends"],
+                   records.STATUS_BLANK: line_counts["blank"]})
+    return seen_files.get["files"], line_counts["lines"] - line_counts["blank"] - event_counts["events"]
 
 
 def _parse_batch(
@@ -163,12 +168,13 @@ def _parse_batch(
         cached.append(marked)
         tally = marked.agg(
             F.count("in_jvm").alias("events"),
+            F.count_if(F.col("in_jvm.action") == ACTION_TX_END).alias("tx_ends"),
             F.count_if(F.col("line_text") == "").alias("blank"),
             F.count_if(F.col("line_text") != "").alias("left"),
             F.collect_set("landed_file").alias("files"),
         ).first()
     parsed = parsed_in_jvm(marked)
-    counts.update({records.STATUS_EVENT: tally["events"], records.STATUS_BLANK: tally["blank"]})
+    counts.update({records.STATUS_EVENT: tally["events"], TX_ENDS: tally["tx_ends"], records.STATUS_BLANK: tally["blank"]})
     if tally["left"]:
         lines = left_for_python(marked).where(F.col("line_text") != "")
         in_driver = tally["left"] <= MAX_LINES_PARSED_IN_DRIVER
@@ -184,13 +190,17 @@ def _parsed_in_python(
     driver: driver_lines when given, else lines collected); their counts per status go to counts."""
     if in_driver:
         rows = parsed_lines(lines_in_driver(lines) if driver_lines is None else driver_lines, config.key_columns, config.format)
-        status = PARSED_LINES_SCHEMA.fieldNames().index("status")
+        status, action = (PARSED_LINES_SCHEMA.fieldNames().index(name) for name in ("status", "action"))
         counts.update(row[status] for row in rows)
+        counts[TX_ENDS] += sum(row[status] == records.STATUS_EVENT and row[action] == ACTION_TX_END for row in rows)
         return io.local_relation(lines.sparkSession, rows, PARSED_LINES_SCHEMA)
     with io.uncompressed_cache(lines.sparkSession):
         parsed = parse_cdc_lines(lines, config.key_columns, config.format).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(parsed)
-        counts.update({row["status"]: row["count"] for row in parsed.groupBy("status").count().collect()})
+        tx_end = F.coalesce((F.col("status") == records.STATUS_EVENT) & (F.col("action") == ACTION_TX_END), F.lit(False))
+        for row in parsed.groupBy("status", tx_end.alias("tx_end")).count().collect():
+            counts[row["status"]] += row["count"]
+            counts[TX_ENDS] += row["count"] if row["tx_end"] else 0
     return parsed
 
 
@@ -207,7 +217,7 @@ def _append_parsed(
         if config.sink == "databend":
             events = exact_numbers_for_variant(events, jvm_quoter)
         if not append_once(events, config.raw_table, batch_tag, batch_files, crash_point=RAW_WRITE):
-            counts[records.STATUS_EVENT] = 0
+            counts[records.STATUS_EVENT] = counts[TX_ENDS] = 0
     if counts[records.STATUS_REJECTED] or counts[records.STATUS_IGNORED] or notes is not None:
         quarantined = quarantined_records(parsed, landed_at)
         if notes is not None:
