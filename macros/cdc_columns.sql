@@ -243,11 +243,17 @@
         run from year 1000 to 9999: a text outside them (year 999, 10000, infinity) is null, as
         Spark has a value it cannot hold, where a cast would clamp it to 1000-01-01 or fail the run.
         A boolean from a number or a text (MySQL's tinyint(1): 1 and 0) reads as Spark's cast reads it,
-        where Databend's cast takes only true and false.
+        where Databend's cast takes only true and false. A decimal text is cast one digit wider first:
+        Databend's cast rounds 999.995 to 1000.00 and keeps it as a decimal(5,2), where the second cast
+        fails the statement, as for 12345.67 and as Spark does.
     -#}
     {#- get(), not row['field']: Databend reads a bracket's key as a key path, which a backslash breaks. -#}
     {%- set field = "get(" ~ row ~ ", " ~ cdc_merge.string_literal(json_field) ~ ")" -%}
     {%- set value = field ~ '::string' if cdc_merge.is_decimal_type(data_type) else field -%}
+    {%- set decimal = modules.re.match('^(decimal|numeric|dec)\\s*\\(\\s*(\\d+)\\s*,\\s*(\\d+)\\s*\\)$', data_type | lower | trim) -%}
+    {%- if decimal and (decimal.group(2) | int) < 76 -%}
+        {%- set value = 'cast(' ~ value ~ ' as decimal(' ~ (decimal.group(2) | int + 1) ~ ', ' ~ decimal.group(3) ~ '))' -%}
+    {%- endif %}
     case
         when is_null_value({{ field }}) then null
         {%- if modules.re.match('^(date|timestamp)', data_type | lower) %}

@@ -167,6 +167,30 @@ def test_a_decimal_too_wide_for_the_models_type_stops_the_run_and_the_rebuild(co
     assert mirror() == [(1, "123456.70"), (2, "12345.67")]
 
 
+def test_a_decimal_that_rounds_past_the_models_precision_stops_the_run_on_both_engines(conformance_project):
+    """999.995 as decimal(5,2) rounds to 1000.00, which the type does not hold: Databend's cast kept it in the
+    mirror's decimal(5,2) column, where Spark stopped the run. Both stop it now; 999.994 fits as 999.99."""
+    project = conformance_project
+    (project.inbox / "1.json").write_text("\n".join([
+        postgres_line("c", 100, {"id": 1, "amount": "999.994"}), postgres_line("c", 101, {"id": 2, "amount": 999.995}),
+    ]) + "\n")
+    project.land({"public.docs": ["id"]})
+
+    def run_with(amount_type: str):
+        project.write_model("docs", "unique_key='id', source_table='public.docs'",
+                            f"{{{{ cdc_merge.cdc_columns({{'id': 'int', 'amount': '{amount_type}'}}) }}}}, {{{{ cdc_merge.cdc_metadata_columns() }}}}")
+        return project.dbt("run", "--select", "docs", expect_success=False)
+
+    result = run_with("decimal(5,2)")
+    assert not result.success
+    error = run_error(result)
+    assert ("Decimal overflow" in error) if project.on_databend else (
+        "JSON field 'amount' holds 999.995, which decimal(5,2) cannot hold (model 'docs')" in error), error
+    assert run_with("decimal(6,2)").success
+    rows = project.query(f"select id, amount from {project.schema}.docs order by id")
+    assert [(row["id"], str(row["amount"])) for row in rows] == [(1, "999.99"), (2, "1000.00")]
+
+
 def test_a_boolean_from_a_number_or_a_text_reads_alike_on_both_engines(conformance_project):
     """MySQL's tinyint(1) (1 and 0) or a text in a model's boolean column: as Spark's cast reads it."""
     project = conformance_project
