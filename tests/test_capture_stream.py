@@ -29,6 +29,7 @@ from test_capture_faults import (  # noqa: F401 - mariadb and postgres are fixtu
 from python_jobs.capture.postgres_records import file_events
 from python_jobs.scheduler.captures import Captures
 from test_capture_faults_mariadb import my_args, my_insert, my_setup
+from python_jobs.status.status_files import read_capture_status
 
 FOLLOW = ["--max-wait-seconds", "0.3", "--progress-seconds", "0.5"]
 
@@ -86,6 +87,9 @@ def test_follow_streams_each_commit_within_its_wait_and_stops_on_sigterm(source,
     assert max(waits) < 5, waits  # each commit in a file within seconds (0.3 s wait, a busy machine)
     state = json.loads((tmp_path / "state.json").read_text())
     assert state["following"]["changes"] == 100 and state["following"]["transactions"] == 5
+    # Its status file says it stopped: cdc-status showed the last "connected" of a capture no longer running.
+    status = read_capture_status("capture", tmp_path / "state.json")
+    assert (status.connected, status.running, status.changes) == (False, False, 100), status
     # PostgreSQL's stream writes these inserts as the server sent them (postgres_records.py).
     records = sum(line.startswith('{"commit_lsn":') for path in (tmp_path / "out").glob("*.json")
                   for line in path.read_text().splitlines())

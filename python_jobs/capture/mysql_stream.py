@@ -16,7 +16,7 @@ from python_jobs.capture.mysql_events import binlog_file_number, change_events
 from python_jobs.capture.mysql_foreign_keys import keys_to_state
 from python_jobs.capture.mysql_pages import open_next_page, watch_transaction, write_page
 from python_jobs.capture.mysql_server import MysqlCapture
-from python_jobs.capture.output import FollowProgress, change_event_count, write_state, write_status
+from python_jobs.capture.output import FollowProgress, change_event_count, stopped_status, write_state, write_status
 from python_jobs.capture.roll_requests import REQUESTS
 from python_jobs.capture.snapshot_pages import TableSnapshot
 
@@ -121,6 +121,7 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
         REQUESTS.holding = lambda: False
     if stop is not None:
         log.info("%s", progress_line(capture, config, progress, binlog_file, position))
+        stopped_status(config.state)
     return binlog_file, position
 
 

@@ -217,6 +217,17 @@ def write_status(state: Path, status: Mapping[str, Any]) -> None:
     os.replace(partial, path)
 
 
+def stopped_status(state: Path) -> None:
+    """The status file of a following capture that has stopped: the figures it had, not connected, stopped
+    (else its last "connected" stood until the next start, and cdc-status showed a stopped capture as connected)."""
+    try:
+        status = json.loads(status_path(state).read_text())
+    except (OSError, ValueError):
+        status = {}
+    status.pop("lost", None)
+    write_status(state, {**status, "connected": False, "stopped": True, "updated_at": round(time.time(), 3)})
+
+
 def lost_connection_status(state: Path, detail: str) -> None:
     """The status file of a capture waiting to reconnect: the figures it had, not connected."""
     try:

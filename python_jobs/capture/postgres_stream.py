@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from python_jobs.capture.output import FollowProgress, write_status
+from python_jobs.capture.output import FollowProgress, stopped_status, write_status
 from python_jobs.capture.postgres_connection import connect, start_replication_when_free
 from python_jobs.capture.postgres_events import Transaction, lsn_text
 from python_jobs.capture.postgres_pages import WATERMARK_PREFIX, open_next_page
@@ -89,6 +89,7 @@ class PostgresStream:
             if self.pending:
                 self._roll(cursor)
             log.info("%s", self._progress_line(cursor))
+            stopped_status(config.state)
         finally:
             REQUESTS.holding = lambda: False
             connection.close()

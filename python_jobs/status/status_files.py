@@ -43,6 +43,8 @@ def read_capture_status(name: str, state: Path | None, running: bool | None = No
         return status  # none written yet (the first progress line comes a few seconds after the start)
     status.source = redact(written.get("source"))
     status.connected = written.get("connected")
+    if running is None and written.get("stopped"):
+        status.running = False  # it wrote so as it stopped (output.stopped_status)
     status.updated_at = written.get("updated_at")
     status.changes = int(written.get("changes") or 0)
     status.changes_per_second = float(written.get("changes_per_second") or 0)

@@ -17,7 +17,8 @@ def render_text(status: StatusSnapshot, hours: float) -> list[str]:
     for group, lag in status.groups().items():
         lines.append(f"  consistency group {group}: cut lag {seconds_text(lag)}")
     for capture in status.captures:
-        state = "connected" if capture.connected else "not connected" if capture.connected is False else "no status yet"
+        state = ("stopped" if capture.running is False else "connected" if capture.connected
+                 else "not connected" if capture.connected is False else "no status yet")
         age = capture.seconds_since_last_event(status.taken_at)
         lines.append(f"  capture {capture.name}: {state} at {clock_text(capture.updated_at)}, written through "
                      f"{capture.position or '-'}, {capture.behind_bytes if capture.behind_bytes is not None else '?'} bytes "

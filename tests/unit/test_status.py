@@ -10,7 +10,7 @@ import time
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from python_jobs.capture.output import FollowProgress, lost_connection_status, write_status
+from python_jobs.capture.output import FollowProgress, lost_connection_status, stopped_status, write_status
 from python_jobs.capture.postgres_persistence import unlogged_warnings
 from python_jobs.capture.snapshot_pages import Pages
 from python_jobs.capture.snapshot_requests import refuse, taken_requests, write_request
@@ -116,6 +116,11 @@ def test_the_capture_and_verify_files_are_read_as_the_processes_write_them(tmp_p
     assert status.snapshots[0].table == "shop.items" and status.snapshots[0].rows == 5000
     lost_connection_status(state, "server closed the connection")
     assert read_capture_status("c", state).connected is False
+    stopped_status(state)
+    stopped = read_capture_status("c", state)
+    assert (stopped.connected, stopped.running, stopped.lost, stopped.changes) == (False, False, None, 120)
+    assert "capture c: stopped at" in "\n".join(render_text(Registry().snapshot([stopped], []), 1.0))
+    assert read_capture_status("c", state, running=True).running is True  # cdc-run knows its process better
     assert read_capture_status("c", tmp_path / "none.json").connected is None
     report = tmp_path / "cdc_verify.json"
     report.write_text(json.dumps({"checks": [{"mirror": "shop.orders", "clean": False, "missing": 1, "extra": 0,
