@@ -94,6 +94,7 @@ class MirrorCheck:
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
                 "source_position": self.source_position, "in_flight": self.in_flight,
                 "differing_ranges": self.differing_ranges, "behind": self.behind, "uncarried": self.uncarried,
+                "unkeyed": self.unkeyed,
                 # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
                 "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
                          "differing": list(self.differing)[:REPORTED_KEYS]}}

@@ -110,7 +110,11 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> Non
                   "way; run cdc-verify --repair again once it has caught up (a longer --wait-seconds waits for it)",
                   file=sys.stderr)
             continue
-        if not check.get("clean", True) and not check.get("differing_ranges"):
+        if not check.get("clean", True) and not check.get("differing_ranges") and check.get("unkeyed"):
+            print(f"cdc-verify: {check['source_table']}: nothing to read again: what differs is the mirror's "
+                  f"{check['unkeyed']} rows without a _cdc_key, which no capture writes; delete them or rebuild the mirror, "
+                  "as the report says", file=sys.stderr)
+        elif not check.get("clean", True) and not check.get("differing_ranges"):
             print(f"cdc-verify: {check['source_table']}: no differing key was found to read again (the counts differ): "
                   f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",
                   file=sys.stderr)

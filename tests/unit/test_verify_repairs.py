@@ -15,13 +15,17 @@ def test_a_sampled_checks_differing_keys_are_each_asked_of_the_capture(tmp_path,
     state.write_text("{}")
     checks = [{"source_table": "shop.t", "clean": False, "differing_ranges": [(["2024-01-21"], ["2024-01-21"])]},
               {"source_table": "shop.u", "clean": False, "differing_ranges": []},
-              {"source_table": "shop.v", "clean": True, "differing_ranges": []}]
+              {"source_table": "shop.v", "clean": True, "differing_ranges": []},
+              {"source_table": "shop.w", "clean": False, "differing_ranges": [], "unkeyed": 1}]
     request_repairs(state, checks)
     requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
     assert requests == [{"table": "shop.t", "from": ["2024-01-21"], "to": ["2024-01-21"]}]
     said = capsys.readouterr().err
     assert "shop.u: no differing key was found to read again" in said and "--table shop.u" in said
     assert "shop.v" not in said
+    # Rows written by hand, not the counts: no snapshot of the table would change them.
+    assert "shop.w: nothing to read again: what differs is the mirror's 1 rows without a _cdc_key" in said
+    assert "cdc-snapshot --state" not in said.split("shop.w:")[1]
     # --repair goes with --sample: a sampled check's keys are asked of the capture too.
     assert parse_args(["--repair", "--state", str(state), "--sample", "10"]).repair
 
