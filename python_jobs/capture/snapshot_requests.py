@@ -157,6 +157,30 @@ def key_parts(key: str | None) -> list[str] | None:
     return [*parts, "".join(current)]
 
 
+# PostgreSQL's integer types, whose bounds are checked here: the capture refused them with the server's cast error.
+INTEGER_TYPES = {"smallint", "integer", "bigint"}
+
+
+def bound_problem(state: Mapping[str, Any], table: str, option: str, parts: list[str] | None) -> str | None:
+    """What is wrong with a range bound, as far as the state file tells (the key's columns, and on
+    PostgreSQL their types): a bound of another number of values than the key has columns, or a
+    text where an integer column's value goes; None when nothing is."""
+    key = (state.get("keys") or {}).get(table)
+    if parts is None or not key:
+        return None
+    if len(parts) != len(key):
+        return (f"{option} gives {len(parts)} value(s), but the key of {table} has {len(key)} column(s) "
+                f"({', '.join(key)}): give one value for each, in that order, comma-separated")
+    names = {name: number for number, name in ((state.get("columns") or {}).get(table) or {}).items()} \
+        if isinstance((state.get("columns") or {}).get(table), dict) else {}
+    types = (state.get("column_types") or {}).get(table) or {}
+    for column, value in zip(key, parts):
+        data_type = types.get(names.get(column, ""), "")
+        if data_type in INTEGER_TYPES and not value.strip().lstrip("+-").isdigit():
+            return f"{option}: {value!r} is not a value of {table}.{column}, which is {data_type}"
+    return None
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="cdc-snapshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", required=True, type=Path, help="the capture's state file (its --state)")
@@ -183,6 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if tables is not None and args.table not in tables:
         print(f"cdc-snapshot: {args.table} is not one of the capture's tables ({', '.join(tables)})", file=sys.stderr)
         return 2
+    for option, bound in (("--from", args.start), ("--to", args.through)):
+        problem = bound_problem(state, args.table, option, key_parts(bound))
+        if problem:
+            print(f"cdc-snapshot: {problem}; nothing was asked of the capture", file=sys.stderr)
+            return 2
     path = write_request(args.state, args.table, key_parts(args.start), key_parts(args.through))
     outcome = await_request(path, args.wait_seconds)
     keys = f"keys {args.start or 'start'} to {args.through or 'end'}"

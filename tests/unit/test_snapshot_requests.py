@@ -85,3 +85,29 @@ def test_cdc_snapshot_says_a_request_no_capture_took_is_waiting(tmp_path, capsys
     assert main(["--state", str(state), "--table", "shop.t", "--from", "5", "--wait-seconds", "0.2"]) == 0
     said = capsys.readouterr().err
     assert "shop.t keys 5 to end: not taken by a capture within 0.2 s" in said, said
+
+
+def test_cdc_snapshot_refuses_a_bound_the_key_cannot_take_before_asking_the_capture(tmp_path, capsys):
+    """A bound of too few values, or a text for an integer key column, was asked of the capture, which refused
+    it at its next start with the server's cast error and a warning that stood until someone removed it."""
+    state = tmp_path / "state.json"
+    write_state(state, {"slot": "s", "written_lsn": "0/1", "tables": ["shop.lines", "shop.notes"],
+                        "keys": {"shop.lines": ["order_id", "line_no"], "shop.notes": ["code"]},
+                        "columns": {"shop.lines": {"1": "order_id", "2": "line_no"}, "shop.notes": {"1": "code"}},
+                        "column_types": {"shop.lines": {"1": "bigint", "2": "integer"}, "shop.notes": {"1": "text"}}})
+
+    def asked(*bounds: str) -> int:
+        return main(["--state", str(state), "--wait-seconds", "0", *bounds])
+
+    assert asked("--table", "shop.lines", "--from", "10", "--to", "12") == 2
+    said = capsys.readouterr().err
+    assert ("--from gives 1 value(s), but the key of shop.lines has 2 column(s) (order_id, line_no)" in said
+            and "nothing was asked of the capture" in said), said
+    assert asked("--table", "shop.lines", "--from", "abc,1") == 2
+    assert "--from: 'abc' is not a value of shop.lines.order_id, which is bigint" in capsys.readouterr().err
+    assert asked("--table", "shop.lines", "--from", "10,1", "--to", "12,x") == 2
+    assert "--to: 'x' is not a value of shop.lines.line_no, which is integer" in capsys.readouterr().err
+    assert not requests_folder(state).exists() or not list(requests_folder(state).glob("*.json"))
+    assert asked("--table", "shop.lines", "--from", "10,1", "--to=-12,6") == 0
+    assert asked("--table", "shop.notes", "--from", "abc") == 0  # a text key takes any text
+    assert len(list(requests_folder(state).glob("*.json"))) == 2
