@@ -171,8 +171,8 @@ def bound_problem(state: Mapping[str, Any], table: str, option: str, parts: list
     if len(parts) != len(key):
         return (f"{option} gives {len(parts)} value(s), but the key of {table} has {len(key)} column(s) "
                 f"({', '.join(key)}): give one value for each, in that order, comma-separated")
-    names = {name: number for number, name in ((state.get("columns") or {}).get(table) or {}).items()} \
-        if isinstance((state.get("columns") or {}).get(table), dict) else {}
+    columns = (state.get("columns") or {}).get(table)  # PostgreSQL's: {attnum: name}, with column_types {attnum: type}
+    names = {name: number for number, name in columns.items()} if isinstance(columns, dict) else {}
     types = (state.get("column_types") or {}).get(table) or {}
     for column, value in zip(key, parts):
         data_type = types.get(names.get(column, ""), "")
