@@ -281,7 +281,8 @@ def run(config: LandingConfig, warehouse: str | None = None, spark: SparkSession
     log.info("%s", summary.line())
     REGISTRY.observe_landing(summary.files, summary.counts[records.STATUS_EVENT],
                              summary.counts[records.STATUS_REJECTED] + summary.counts[records.STATUS_IGNORED], summary.bytes,
-                             seconds=time.monotonic() - started, input_files=input_files)
+                             seconds=time.monotonic() - started, input_files=input_files,
+                             transaction_ends=summary.counts[TX_ENDS])
     return summary
 
 

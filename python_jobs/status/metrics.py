@@ -38,7 +38,8 @@ def _mirror_metrics(status: StatusSnapshot) -> Iterator[Metric]:
     labels = ["mirror", "source_table"]
     lag = _gauge("cdc_mirror_lag_seconds", "Age of the newest source commit the mirror's last applying run applied, at its end", labels)
     applied = _counter("cdc_mirror_events_applied", "Events applied to the mirror, by operation: rows inserted, updated and deleted", [*labels, "operation"])
-    read = _counter("cdc_mirror_events_read", "Events the mirror's runs read from the raw table", labels)
+    read = _counter("cdc_mirror_events_read", "Keys the mirror's runs changed or skipped: each key's newest event of a "
+                    "batch, as cdc_merge_runs' events_read counts them", labels)
     skipped = _counter("cdc_mirror_events_skipped", "Events skipped as older than the mirror's row (replays, late events)", labels)
     seconds = _gauge("cdc_mirror_last_run_seconds", "Duration of the mirror's last run", labels)
     success = _gauge("cdc_mirror_last_run_success", "1 when the mirror's last run succeeded, 0 when it failed", labels)
@@ -107,7 +108,9 @@ def _landing_metrics(status: StatusSnapshot) -> Iterator[Metric]:
     landing = status.landing
     for name, documentation, value in (
             ("cdc_landing_files", "Files landed into the raw table", landing.files),
-            ("cdc_landing_events", "Events landed into the raw table", landing.events),
+            ("cdc_landing_events", "Events landed into the raw table, transaction end markers included", landing.events),
+            ("cdc_landing_transaction_ends", "Transaction end markers among the events landed: not row changes",
+             landing.transaction_ends),
             ("cdc_landing_quarantined_lines", "Lines put in the quarantine instead of the raw table", landing.quarantined),
             ("cdc_landing_bytes", "Bytes of the files landed", landing.bytes)):
         counter = _counter(name, documentation, [])

@@ -115,6 +115,7 @@ class LandingStatus:
     landings: int = 0
     files: int = 0
     events: int = 0
+    transaction_ends: int = 0  # of the events: transaction end markers (docs/raw_table.md), not row changes
     quarantined: int = 0
     bytes: int = 0
     last_at: float | None = None

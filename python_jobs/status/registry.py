@@ -75,13 +75,14 @@ class Registry:
                 self._cycle_lags.append(mirror.lag_seconds)
 
     def observe_landing(self, files: int, events: int, quarantined: int, size_bytes: int,
-                        seconds: float | None = None, input_files: int | None = None) -> None:
+                        seconds: float | None = None, input_files: int | None = None, transaction_ends: int = 0) -> None:
         if not self.enabled:
             return
         with self._lock:
             self.landing.landings += 1
             self.landing.files += files
             self.landing.events += events
+            self.landing.transaction_ends += transaction_ends
             self.landing.quarantined += quarantined
             self.landing.bytes += size_bytes
             self.landing.last_at = time.time()

@@ -11,7 +11,7 @@ def render_text(status: StatusSnapshot, hours: float) -> list[str]:
     for mirror in status.mirrors:
         lines.append(f"  {mirror.mirror}: {mirror.state}, last run {clock_text(mirror.last_run_at)} ({seconds_text(mirror.last_run_seconds)}), "
                      f"lag {seconds_text(mirror.lag_seconds)}; {mirror.inserted} inserted, {mirror.updated} updated, "
-                     f"{mirror.deleted} deleted, {mirror.skipped} skipped of {mirror.events_read} events read")
+                     f"{mirror.deleted} deleted, {mirror.skipped} skipped of {mirror.events_read} keys read")
     if not status.mirrors:
         lines.append("  no mirror ran in this time")
     for group, lag in status.groups().items():

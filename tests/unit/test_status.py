@@ -37,7 +37,8 @@ def registry_with_runs() -> Registry:
     registry.observe_run_row("shop.lines", run_row(consistency_group="shop", cut_lag_seconds=2.5))
     registry.observe_cycle(True, 3.0)
     registry.observe_cycle(False, 4.0, [("shop.customers", "Compilation Error: set unique_key on the model", "public.customers")])
-    registry.observe_landing(files=3, events=300, quarantined=2, size_bytes=4096, seconds=0.75, input_files=12)
+    registry.observe_landing(files=3, events=300, quarantined=2, size_bytes=4096, seconds=0.75, input_files=12,
+                             transaction_ends=40)
     return registry
 
 
@@ -62,6 +63,7 @@ def test_runs_add_up_per_mirror_and_operation_and_read_back_through_the_promethe
     assert found[("cdc_mirror_key_index_keys", orders)] == 1204
     assert not any(name == "cdc_mirror_key_index_keys" and ("mirror", "shop.lines") in labels for name, labels in found)
     assert found[("cdc_landing_events_total", ())] == 300 and found[("cdc_landing_bytes_total", ())] == 4096
+    assert found[("cdc_landing_transaction_ends_total", ())] == 40
     assert (found[("cdc_landing_last_seconds", ())], found[("cdc_landing_input_files", ())]) == (0.75, 12)
     assert (found[("cdc_run_cycles_total", ())], found[("cdc_run_failures_total", ())]) == (2, 1)
     # A scraper that asks for OpenMetrics gets it, and its stricter parser reads every family.
