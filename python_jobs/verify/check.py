@@ -158,7 +158,7 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
     compare_rows(check, source_rows, mirrored, families, keys, mirror.get("engine"))
     note_repeated(check, check, repeated)
     if source_rows:
-        check.notes += unchecked_notes(families, next(iter(source_rows.values())))
+        check.notes += unchecked_notes(families, next(iter(source_rows.values())), kept=mirror.get("kept_columns") or ())
     check.notes += kept_notes(mirror)
     # What --repair reads again: each differing key, from itself through itself.
     found = [*check.missing, *check.extra, *check.differing]
@@ -167,14 +167,20 @@ def check_mirror(mirror: Mapping[str, Any], source: Any, sample: int, rows: Call
 
 
 def unchecked_notes(families: Mapping[str, str], source_names: Sequence[str],
-                    in_checksum: Sequence[str] | None = None) -> list[str]:
-    """What the check could not see: mirror columns of no source column, and (a range check's) those
-    no checksum renders alike on both sides, compared only in ranges that differ elsewhere."""
+                    in_checksum: Sequence[str] | None = None, kept: Sequence[str] = ()) -> list[str]:
+    """What the check could not see: mirror columns of no source column, source columns of no mirror
+    column, and (a range check's) those no checksum renders alike on both sides, compared only in
+    ranges that differ elsewhere. kept: the mirror's columns its model no longer selects (kept_notes)."""
     mapped, notes = source_columns(families, source_names), []
     absent = [name for name in families if name.lower() not in mapped]
     if absent:
         notes.append(f"not compared, the source has no column of their names (nor one cdc-scaffold names so): "
                      f"{', '.join(absent)}")
+    mirrored = {source.lower() for source in mapped.values()} | {name.lower() for name in kept}
+    unread = [name for name in source_names if name.lower() not in mirrored]
+    if unread:
+        notes.append(f"not compared, the mirror has no column for them (its model does not read them: cdc_unmapped_columns "
+                     f"warns; cdc-scaffold --overwrite adds them, docs/schema_changes.md): {', '.join(unread)}")
     outside = [name for name in families if name.lower() in mapped and in_checksum is not None and name not in in_checksum]
     if outside:
         notes.append(f"not in the checksums, so a difference only there is not seen (python_jobs/verify/row_hash.py; "
@@ -247,7 +253,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
     if hasattr(source_side, "uncarried"):
         check.uncarried = source_side.uncarried()
     if getattr(source_side, "source_names", None) is not None:
-        check.notes += unchecked_notes(families, source_side.source_names, source_side.in_checksum)
+        check.notes += unchecked_notes(families, source_side.source_names, source_side.in_checksum,
+                                       mirror.get("kept_columns") or ())
     check.notes += kept_notes(mirror)
     note = options.get("note") or (lambda line: None)
 

@@ -103,6 +103,10 @@ def test_columns_cdc_scaffold_renamed_are_compared_with_their_source_columns():
         "not compared, the source has no column of their names (nor one cdc-scaffold names so): derived",
         "not in the checksums, so a difference only there is not seen (python_jobs/verify/row_hash.py; "
         "--sample compares them): two_words"]
+    # A column the source added that the model does not read yet: named, not silently "equal".
+    assert unchecked_notes({"id": "integer"}, ["id", "tier"])[-1].startswith("not compared, the mirror has no column for them")
+    assert unchecked_notes({"id": "integer"}, ["id", "tier"])[-1].endswith(": tier")
+    assert unchecked_notes({"id": "integer"}, ["id", "tier"], kept=["tier"]) == []  # kept_notes says it
     # Two source columns cdc-scaffold would name alike: each by its own name only.
     assert source_columns(["a_b", "id"], ["a b", "a_b", "id"]) == {"a_b": "a_b", "id": "id"}
 
