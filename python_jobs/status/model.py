@@ -214,6 +214,11 @@ def clock_text(epoch: float | None) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%H:%M:%S UTC")
 
 
+def utc_text(written: str | None) -> str:
+    """A time cdc-verify writes in UTC without a zone ("2026-12-06 13:53:19.874631"), to the second and named UTC."""
+    return "-" if not written else f"{written.split('.')[0]} UTC"
+
+
 def seconds_text(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} s"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
-from python_jobs.status.model import Sample, StatusSnapshot, clock_text, number_text, seconds_text
+from python_jobs.status.model import Sample, StatusSnapshot, clock_text, number_text, seconds_text, utc_text
 
 REFRESH_SECONDS = 5
 _STYLE = """
@@ -92,7 +92,7 @@ def render(status: StatusSnapshot) -> str:
     groups = "".join(f"<tr><td>{escape(group)}</td><td class='n'>{seconds_text(lag)}</td></tr>" for group, lag in status.groups().items())
     checks = "".join(f"<tr><td>{escape(check.mirror)}</td><td>{'equal' if check.clean else 'DIFFERS'}</td>"
                      f"<td class='n'>{check.missing}</td><td class='n'>{check.extra}</td><td class='n'>{check.differing}</td>"
-                     f"<td>{escape(check.checked_at or '-')}</td></tr>" for check in status.verify)
+                     f"<td>{escape(utc_text(check.checked_at))}</td></tr>" for check in status.verify)
     landing = status.landing
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from python_jobs.status.model import StatusSnapshot, clock_text, seconds_text
+from python_jobs.status.model import StatusSnapshot, clock_text, seconds_text, utc_text
 
 
 def render_text(status: StatusSnapshot, hours: float) -> list[str]:
@@ -27,7 +27,7 @@ def render_text(status: StatusSnapshot, hours: float) -> list[str]:
                                for table in capture.snapshots)
                      + "".join(f"; WARNING: {warning}" for warning in capture.warnings))
     for check in status.verify:
-        lines.append(f"  verify {check.mirror} at {check.checked_at}: "
+        lines.append(f"  verify {check.mirror} at {utc_text(check.checked_at)}: "
                      + ("equal" if check.clean else f"DIFFERS ({check.missing} missing, {check.extra} extra, "
                                                      f"{check.differing} with other values)"))
     if status.landing.quarantined:

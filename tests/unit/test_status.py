@@ -84,13 +84,14 @@ def test_the_page_shows_mirrors_failures_with_what_to_do_captures_and_checks_esc
     registry = registry_with_runs()
     capture = CaptureStatus("cdc-capture-postgres data/state.json", connected=False, lost="server closed the connection",
                             running=True, position="0/1A2B", changes=10)
-    verify = [VerifyStatus("shop.orders", "2026-11-28 10:00:00", False, 1, 0, 2)]
+    verify = [VerifyStatus("shop.orders", "2026-11-28 10:00:00.874631", False, 1, 0, 2)]
     registry.observe_cycle(False, 1.0, [("shop.<script>", "boom <b>")])
     html = page.render(registry.snapshot([capture], verify))
     assert "shop.orders" in html and "shop.customers" in html
     assert "set unique_key on the model" in html and "What to do: do what the message says" in html
     assert "disconnected" in html and "server closed the connection" in html
     assert "DIFFERS" in html and 'id="history"' in html and "<polyline" in html
+    assert "2026-11-28 10:00:00 UTC" in html  # cdc-verify writes UTC without a zone
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'http-equiv="refresh"' in html
 
