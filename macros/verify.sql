@@ -16,7 +16,8 @@
     mirror has applied the raw log and which keys changed after the position (in_flight.py).
 #}
 
-{% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, wait_seconds=60, fail_on_difference=true) %}
+{% macro cdc_verify(select=none, sample=none, source=none, segments=64, leaf_rows=2000, wait_seconds=60, fail_on_difference=true,
+    capture_state=none) %}
     {% if not execute %}
         {{ return(none) }}
     {% endif %}
@@ -77,6 +78,7 @@
                 'raw_current_sql': cdc_merge.current_raw_snapshot_sql(raw_relation),
                 'mirror_current_sql': cdc_merge.current_raw_snapshot_sql(relation),
                 'passed_sql': cdc_merge.verify_passed_sql(raw_relation, source_tables | unique | list),
+                'landed_commit_sql': adapter.dispatch('verify_landed_commit_sql', 'cdc_merge')(raw_relation),
                 'newer_sql': cdc_merge.verify_newer_events_sql(raw_relation, node.config.source_table),
                 'in_flight_sql': cdc_merge.verify_in_flight_sql(raw_relation, node.config.source_table),
                 'refresh_sql': adapter.dispatch('verify_refresh_sql', 'cdc_merge')([offsets, raw_relation, relation]),
@@ -86,7 +88,7 @@
         {% endif %}
     {% endfor %}
     {% set report = adapter.cdc_verify_mirrors(mirrors, source if source is not none else var('cdc_merge_source', none),
-        sample, {'segments': segments, 'leaf_rows': leaf_rows, 'wait_seconds': wait_seconds}) %}
+        sample, {'segments': segments, 'leaf_rows': leaf_rows, 'wait_seconds': wait_seconds, 'capture_state': capture_state}) %}
     {% for line in report.lines %}
         {{ log(line, info=True) }}
     {% endfor %}
@@ -227,6 +229,27 @@
 {% macro databend__verify_at_snapshot(snapshot) -%}
     at (snapshot => '{{ snapshot }}')
 {%- endmacro %}
+
+{% macro spark__verify_landed_commit_sql(raw_relation) %}
+    {#- 1 when the raw table holds an event committed at or after a time (epoch ms): the newest commit its capture wrote. -#}
+    select count(*) as landed
+    from (
+        select 1 as found
+        from {{ raw_relation }}
+        where source_ts >= timestamp_millis(__CDC_MERGE_COMMIT_MS__)
+        limit 1
+    ) as found_events
+{% endmacro %}
+
+{% macro databend__verify_landed_commit_sql(raw_relation) %}
+    select count(*) as landed
+    from (
+        select 1 as found
+        from {{ raw_relation }}
+        where to_int64(source_ts) >= __CDC_MERGE_COMMIT_MS__ * 1000
+        limit 1
+    ) as found_events
+{% endmacro %}
 
 {% macro verify_passed_sql(raw_relation, source_tables) %}
     {#- 1 when the raw table at a snapshot holds an event of the source at or after a position. -#}

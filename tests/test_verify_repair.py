@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.verify import cli as verify_cli
-from test_capture_faults import postgres  # noqa: F401 - fixtures
+from test_capture_faults import following_capture, postgres, stopped  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
 PROFILES = verify_cli.Path(__file__).resolve().parent.parent / "profiles"
@@ -128,3 +131,49 @@ def test_a_source_table_without_a_primary_key_is_said_so(postgres, dbt_project):
         assert verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
                                 project.target, "--select", "items", "--postgres", dsn, "--wait-seconds", "0", *options]) == 2
         assert project.dbt_log().count("table shop.items has no primary key: a mirror needs one to merge on") >= 1
+
+
+def test_changes_the_following_capture_wrote_but_no_landing_landed_are_not_drift(postgres, dbt_project, capsys):  # noqa: F811
+    """A landing every minute leaves the raw table quiet while the capture's newest file waits in the
+    inbox: cdc-verify compared after 5 quiet seconds, reported the rows of that file as differing, and
+    --repair read their ranges again. With the capture's state, the mirror is behind until they land."""
+    project = dbt_project
+    execute(postgres, "create schema shop; create table shop.items (id int primary key, v int);"
+                      "insert into shop.items select g, g from generate_series(1, 20) g")
+    dsn = create_capture_user(postgres, ["shop"])
+    state = project.work_dir / "state.json"
+    capture_postgres.run(capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="written", out=project.inbox,
+                                                        state=state))
+    project.write_model("items", MODELS["items"][0], "{{ cdc_merge.cdc_columns(" + MODELS["items"][1] + ") }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    project.land({"shop.items": ["id"]})
+    project.dbt("run", "--select", "items")
+    requests = state.with_name(state.name + ".requests")
+
+    def verify(*options: str) -> int:
+        return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
+                                project.target, "--select", "items", "--postgres", dsn, "--state", str(state), *options])
+
+    with following_capture("postgres", "--dsn", dsn, "--tables", "shop.items", "--slot", "written", "--out",
+                           str(project.inbox), "--state", str(state), "--max-wait-seconds", "0.3") as following:
+        execute(postgres, "update shop.items set v = -v where id in (3, 4)")
+        deadline = time.monotonic() + 60
+        while (json.loads(state.read_text()).get("following") or {}).get("changes", 0) < 2:
+            assert time.monotonic() < deadline, "the capture wrote no file"
+            time.sleep(0.2)
+        # Written, not landed: behind, and not read again.
+        assert verify("--repair", "--wait-seconds", "8") == 1
+        log = project.dbt_log()
+        assert "2 with other values" in log and "had not applied past the source's position" in log, log[-3000:]
+        assert not list(requests.glob("*.json")), "ranges of changes on their way were asked of the capture"
+        assert "shop.items: not read again" in capsys.readouterr().err
+        # Landed and applied: equal.
+        project.land({"shop.items": ["id"]})
+        project.dbt("run", "--select", "items")
+        assert verify("--wait-seconds", "20") == 0, project.dbt_log()[-3000:]
+        # A real difference, with everything landed: found and asked of the capture.
+        project.execute(f"update {project.schema}.items set v = 999 where id = 5")
+        assert verify("--repair", "--wait-seconds", "20", "--repair-wait-seconds", "0") == 1
+        said = capsys.readouterr().err
+        assert "cdc-verify: shop.items keys" in said and "not read again" not in said, said
+        stopped(following)

@@ -4,6 +4,7 @@
     cdc-verify --select shop_orders --target databend
     cdc-verify --sample 1000                     # counts and 1,000 sampled rows a mirror: quicker
     cdc-verify --wait-seconds 120                # a mirror far behind its source: wait longer for it to catch up
+    cdc-verify --state data/capture-state.json             # while changes flow: what the capture wrote must have landed
     cdc-verify --repair --state data/capture-state.json    # and read the differing key ranges again
     cdc-verify --postgres "host=db dbname=shop user=cdc"     # another source than the var's
 
@@ -46,7 +47,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="how long to wait for a mirror to apply past the source's position the check reads it "
                              "at (python_jobs/verify/in_flight.py) before comparing what it has")
     parser.add_argument("--repair", action="store_true", help="ask the capture to read the differing key ranges again")
-    parser.add_argument("--state", type=Path, help="with --repair: the capture's state file (its --state)")
+    parser.add_argument("--state", type=Path, help="the capture's state file (its --state): needed by --repair; "
+                        "with it a mirror counts as caught up only once what the capture has written has landed")
     parser.add_argument("--repair-wait-seconds", type=float, default=10.0, help="with --repair: how long to wait for "
                         "the capture to take or refuse the requests (each is reported: taken, refused, or waiting)")
     source = parser.add_mutually_exclusive_group()
@@ -57,8 +59,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--sample must be positive")
     if args.segments < 1 or args.leaf_rows < 1 or args.wait_seconds < 0:
         parser.error("--segments and --leaf-rows must be positive, --wait-seconds not negative")
-    if args.repair and (args.state is None or not args.state.is_file()):
+    if args.repair and args.state is None:
         parser.error("--repair needs --state: the state file of the capture that reads the mirrors' tables")
+    if args.state is not None and not args.state.is_file():
+        parser.error(f"--state {args.state}: no such file; give the state file of the capture that reads the mirrors' tables")
     return args
 
 
@@ -70,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "wait_seconds": args.wait_seconds, "fail_on_difference": False}
     if args.select:
         operation_args["select"] = args.select
+    if args.state is not None:
+        operation_args["capture_state"] = str(args.state.resolve())
     if args.postgres or args.mysql:
         operation_args["source"] = {"postgres": args.postgres} if args.postgres else {"mysql": args.mysql}
     command = ["run-operation", "cdc_merge.cdc_verify", "--args", json.dumps(operation_args), "--project-dir", args.project_dir]

@@ -10,16 +10,24 @@ log order. A mirror that has consumed the whole raw table, or every event of its
 table holds (a snapshot made since by maintenance's compaction adds none), counts as caught up too
 (a quiet source lands nothing after the position). The keys with raw events at or after `changed_from` are in
 flight: both sides' queries leave them out, so only what both sides must agree on is compared.
+
+Caught up is not enough while the capture has written changes no landing has landed yet (a landing
+every minute leaves the raw table quiet for most of it): given the capture's state file, whose
+"following" entry names the newest commit a following capture has written, the mirror counts as
+quiet only once the raw table holds an event committed at or after it.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 SNAPSHOT = "__CDC_MERGE_SNAPSHOT__"
 POSITION = "__CDC_MERGE_POSITION__"
+COMMIT_MS = "__CDC_MERGE_COMMIT_MS__"
 POLL_SECONDS = 0.5
 # The session view of the keys in flight (macros/verify.sql spark__verify_in_flight_view_sql).
 IN_FLIGHT_VIEW = "cdc_verify_in_flight"
@@ -57,8 +65,9 @@ class MirrorProgress:
     current snapshots), in_flight_sql (the keys of the mirror's table changed at or after a position)."""
 
     def __init__(self, mirror: Mapping[str, Any], rows: Callable[[str], list[Sequence[Any]]],
-                 first_seen: dict[str, float] | None = None) -> None:
+                 first_seen: dict[str, float] | None = None, capture_state: str | Path | None = None) -> None:
         self.mirror, self._rows = mirror, rows
+        self.capture_state = Path(capture_state) if capture_state else None
         # When each raw snapshot was first seen current, shared by the checks of one cdc-verify: a raw
         # table whose current snapshot stays for QUIET_SECONDS receives nothing (a quiet source).
         self.first_seen = first_seen if first_seen is not None else {}
@@ -90,6 +99,19 @@ class MirrorProgress:
             return "caught_up"
         return None
 
+    def written_not_landed(self) -> bool:
+        """Whether the capture (its state file) has written a commit the raw table holds no event of yet:
+        files written but not landed, whose changes a quiet raw table does not show."""
+        if self.capture_state is None or not self.mirror.get("landed_commit_sql"):
+            return False
+        try:
+            newest = (json.loads(self.capture_state.read_text()).get("following") or {}).get("newest_commit_ms")
+        except (OSError, ValueError):
+            return False  # cdc-verify's --state was checked; a capture rewriting it is read at the next poll
+        if not newest:
+            return False
+        return int(self._one(self.mirror["landed_commit_sql"].replace(COMMIT_MS, str(int(newest)))) or 0) == 0
+
     def settle(self, position: SourcePosition, wait_seconds: float,
                sleep: Callable[[float], None] = time.sleep) -> MirrorState:
         """Wait up to wait_seconds until the mirror has applied past position, or has applied all the
@@ -99,7 +121,8 @@ class MirrorProgress:
         while True:
             applied = self.applied(position)
             now = self._clock()
-            quiet = applied == "caught_up" and now - self.first_seen.get(self.current_raw, now) >= QUIET_SECONDS
+            quiet = (applied == "caught_up" and now - self.first_seen.get(self.current_raw, now) >= QUIET_SECONDS
+                     and not self.written_not_landed())
             if applied == "passed" or quiet or now - started >= wait_seconds:
                 break
             sleep(POLL_SECONDS)

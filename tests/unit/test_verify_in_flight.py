@@ -70,6 +70,8 @@ class Pipeline:
         if name == "passed":
             snapshot, position = int(arguments[0]), arguments[1]
             return [(int(any(seq >= position for seq, _, _ in self.events[:snapshot])),)]
+        if name == "landed":  # the newest commit of the raw table, in epoch ms, at or after the one asked
+            return [(int(getattr(self, "landed_ms", 0) >= int(arguments[0])),)]
         if name == "in_flight":
             return [(canonical(key),) for seq, key, _ in self.events if seq >= arguments[0]]
         raise AssertionError(sql)
@@ -81,9 +83,10 @@ TEMPLATES = {"relation": "m", "source_table": "t", "columns": [["id", "int"], ["
              "in_flight_sql": "in_flight __CDC_MERGE_POSITION__"}
 
 
-def check(pipeline: Pipeline, source_rows: dict, wait: float = 10.0, applies: bool = True):
+def check(pipeline: Pipeline, source_rows: dict, wait: float = 10.0, applies: bool = True, capture_state=None):
     source, mirror = Side(source_rows), Side(pipeline.mirror_rows())
-    progress = MirrorProgress(TEMPLATES, pipeline.rows)
+    templates = {**TEMPLATES, "landed_commit_sql": "landed __CDC_MERGE_COMMIT_MS__"}
+    progress = MirrorProgress(templates, pipeline.rows, capture_state=capture_state)
     clock = iter(range(10_000))
     settle = progress.settle
 
@@ -170,3 +173,24 @@ def test_a_mysql_snapshots_rows_at_the_position_are_not_in_flight():
     changed_from = _binlog_seq(("binlog.000001", 17277), phase=1)
     assert format_seq(1, 17277, 0, 0) < changed_from <= format_seq(1, 17278, 0, 1)
     assert _binlog_seq(("binlog.000001", 17277)) == format_seq(1, 17277, 0, 0)
+
+
+def test_a_mirror_caught_up_with_a_quiet_raw_table_is_behind_while_the_capture_has_written_more(tmp_path):
+    """A landing every minute leaves the raw table quiet while the capture's newest files wait in the
+    inbox: with the capture's state, the mirror is compared as behind (and --repair leaves it), not as
+    a drifted one; once the raw table holds the capture's newest commit, as caught up."""
+    state = tmp_path / "capture-state.json"
+    state.write_text(json.dumps({"slot": "s", "following": {"newest_commit_ms": 1_700_000_000_500}}))
+    waiting = Pipeline(BASE, EVENTS[:1], applied=1)  # the delete of 7 is written, not landed
+    waiting.landed_ms = 1_700_000_000_000
+    result = check(waiting, AT_POSITION, wait=20, capture_state=state)
+    assert result.extra == ['["7"]'] and result.behind, result.lines()
+    assert any("had not applied past the source's position 0/50" in note for note in result.notes)
+    # Landed and applied: quiet, so a difference then is the mirror's own, and --repair reads it.
+    drifted = {**BASE, (3,): {"id": 3, "qty": 999}}
+    landed = Pipeline(drifted, EVENTS[:2], applied=2)
+    landed.landed_ms = 1_700_000_000_500
+    result = check(landed, AT_POSITION, wait=20, capture_state=state)
+    assert list(result.differing) == ['["3"]'] and not result.behind and result.waited_seconds < 15
+    # Without the state file the quiet raw table is all it sees, as before.
+    assert not check(Pipeline(BASE, EVENTS[:1], applied=1), AT_POSITION, wait=20).behind

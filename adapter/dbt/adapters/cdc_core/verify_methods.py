@@ -98,7 +98,8 @@ class VerifyMethods(metaclass=AdapterMeta):
             position = source.pin_position()
             try:
                 return check_by_ranges(mirror, source_side, mirror_side, {**options, "note": logger.info},
-                                       MirrorProgress(mirror, self._verify_rows, options.get("first_seen")), position)
+                                       MirrorProgress(mirror, self._verify_rows, options.get("first_seen"),
+                                                      options.get("capture_state")), position)
             finally:
                 source.release()
         return check_mirror(mirror, source, int(sample), self._verify_rows, self.sql_string_literal)
