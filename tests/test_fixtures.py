@@ -87,8 +87,8 @@ PRODUCT_COLUMNS = (
         ("canal-data.txt", "inventory.products2", {"event": 20, "ignored": 1, "blank": 1}),
         # Flink's table filter: only mydb.product; orders and project rows land but feed other mirrors.
         ("canal-data-filter-table.txt", "mydb.product", {"event": 35, "ignored": 2}),
-        # Maxwell: 20 rows, 10 of them ending their transaction ("commit": true), which lands a marker too.
-        ("maxwell-data.txt", "test.product", {"event": 30, "blank": 1}),
+        # Maxwell: 20 rows, 10 of them ending their transaction ("commit": true), which lands a marker too (counted apart).
+        ("maxwell-data.txt", "test.product", {"event": 30, "tx_ends": 10, "blank": 1}),
         ("ogg-data.txt", "OGG.TBL_TEST", {"event": 16, "blank": 1}),
     ],
 )
