@@ -12,7 +12,9 @@ column), which take the columns added on the way in place
 
 CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applies a seed runs;
 CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two, on each engine of
-CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py)."""
+CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py); CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain
+after applies, with the shortest retention, and at the end mirrors built anew from what it left of the
+log equal their sources too."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import pytest
 
 from python_jobs import scaffold
 from raw_history import raw_history
-from workload_seeds import history_tests, workload_cases, workload_project
+from workload_seeds import Maintenance, history_tests, workload_cases, workload_project
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
@@ -178,11 +180,13 @@ def models_written(project, config) -> dict:
     return models
 
 
-def apply(project, config) -> dict:
+def apply(project, config, maintenance: Maintenance | None = None) -> dict:
     models = models_written(project, config)
     summary = project.land(TABLES)
     assert summary.counts["rejected"] == 0 and "quarantined 0 lines" in summary.status(), summary.status()
     project.dbt("run", "--select", *models)
+    if maintenance:
+        maintenance.maybe(project, models)
     return models
 
 
@@ -247,6 +251,7 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
         session.start()
     following = capture("mysql", *args, follow=True)
     once = {name: chance.randrange(ROUNDS) for name in ("truncate", "range", "alter", "apply", "retype")}
+    maintenance = Maintenance(seed)
     try:
         for number in range(ROUNDS):
             time.sleep(chance.uniform(0.5, 2.0))
@@ -270,7 +275,7 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
             if number == once["retype"]:  # the server cuts every row's microseconds with no row event: read again
                 execute(mariadb, "alter table shop.nums modify at datetime(3)")
             if number == once["apply"] or chance.random() < 0.5:
-                apply(dbt_project, config)
+                apply(dbt_project, config, maintenance)
     finally:
         stop.set()
         for session in sessions:
@@ -292,3 +297,8 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
         {"source": {"mysql": f"{config.user}@127.0.0.1:{mariadb.port}"}, "select": mirrors}))
     reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(mirrors):]
     assert len(reports) == len(mirrors) and all(": equal: " in report for report in reports), reports
+    if maintenance:  # a last maintenance, mirrors built anew from the log it leaves, and a run after it
+        maintenance.now(dbt_project, models)
+        rebuilt = maintenance.rebuilt(dbt_project, mirrors)
+        models = apply(dbt_project, config)
+        assert_mirrors_equal(mariadb, dbt_project, {**models, **{copy: models[mirror] for copy, mirror in rebuilt.items()}})

@@ -12,7 +12,9 @@ histories rebuilt from the raw log hold the same values of the added columns.
 CDC_RANDOM_WORKLOAD_SEEDS (1 on Spark, 2 on Databend; or 1,2 or 1-20, each on the engines of CDC_RANDOM_WORKLOAD_ENGINES,
 tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer, and
 CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the schema changes come sooner, and with them
-the lock waits that stretch transactions across the capture's kills and its online pages."""
+the lock waits that stretch transactions across the capture's kills and its online pages.
+CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain after applies, with the shortest retention, and
+at the end mirrors built anew from what it left of the log equal their sources too."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import pytest
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
 from raw_history import raw_history
-from workload_seeds import history_tests, workload_cases, workload_project
+from workload_seeds import Maintenance, history_tests, workload_cases, workload_project
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 
@@ -206,11 +208,13 @@ def write_models(project, server) -> list[str]:
     return [table.split(".")[1] for table in KEYS] + list(HISTORIES)
 
 
-def land_and_run(project, server) -> None:
+def land_and_run(project, server, maintenance: Maintenance | None = None) -> None:
     models = write_models(project, server)
     landed = project.land(KEYS)
     assert "quarantined 0 lines" in landed.status(), landed.status()
     project.dbt("run", "--select", *models)
+    if maintenance:
+        maintenance.maybe(project, models)
 
 
 def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
@@ -226,9 +230,12 @@ def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
     return columns, rows
 
 
-def assert_mirrors_equal_sources(project, server) -> None:
+def assert_mirrors_equal_sources(project, server, rebuilt: dict[str, str] | None = None) -> None:
+    """The mirrors and the histories' current versions; with rebuilt ({model: mirror}), those models instead."""
     mirrors = [(table, table.split(".")[1], "") for table in KEYS] + [
         (table, name, "where is_current and not coalesce(is_deleted, false) ") for name, (table, _, _) in HISTORIES.items()]
+    if rebuilt is not None:
+        mirrors = [(f"shop.{mirror}", model, "") for model, mirror in rebuilt.items()]
     for table, model, current in mirrors:
         keys = KEYS[table]
         columns, expected = source_rows(server, table)
@@ -285,6 +292,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
             "--max-wait-seconds", "0.2", "--max-changes-per-file", "40"]
     log = open(tmp_path / "capture.log", "a")
     capturing, shared = follow(args, log), {"altered": list(ALTERS), "pending": []}
+    maintenance = Maintenance(seed)
     land_and_run(dbt_project, postgres)  # the models in the tables' first columns: those added later are taken in place
     reread_round = chance.randrange(ROUNDS)
     for round_number in range(ROUNDS):
@@ -299,7 +307,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
                 capturing.wait(timeout=30)
                 capturing = follow(args, log)
             if chance.random() < 0.1:
-                land_and_run(dbt_project, postgres)  # while the sessions write and the capture follows
+                land_and_run(dbt_project, postgres, maintenance)  # while the sessions write and the capture follows
             if (round_number == reread_round or chance.random() < 0.1) and state.exists():
                 reread_round = None
                 read_ranges_again(state, chance)
@@ -316,7 +324,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
             resolve(resolver, shared["pending"], chance)
         resolver.close()
         if chance.random() < 0.7 or round_number == 0:
-            land_and_run(dbt_project, postgres)  # while the capture follows
+            land_and_run(dbt_project, postgres, maintenance)  # while the capture follows
 
     assert reread_round is None, "no key range read again"
     capturing.send_signal(signal.SIGKILL)
@@ -334,3 +342,9 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
                     json.dumps({"source": {"postgres": dsn}, "select": [m.split(".")[1] for m in models]}))
     reports = [line for line in dbt_project.dbt_log().splitlines() if " vs shop." in line][-len(models):]
     assert len(reports) == len(models) and all(": equal: " in line for line in reports), "\n".join(reports)
+    if maintenance:  # a last maintenance, mirrors built anew from the log it leaves, and a run after it
+        maintenance.now(dbt_project, write_models(dbt_project, postgres))
+        rebuilt = maintenance.rebuilt(dbt_project, [table.split(".")[1] for table in models])
+        land_and_run(dbt_project, postgres)
+        assert_mirrors_equal_sources(dbt_project, postgres)
+        assert_mirrors_equal_sources(dbt_project, postgres, rebuilt)
