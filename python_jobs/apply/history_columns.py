@@ -3,12 +3,16 @@ docs/history.md "Columns the model adds"). A history's versions are its past: a 
 added at its place in the model's columns and each version's value is found in the event it holds in
 the raw log, as a rebuild would give it; a column the model drops, renames, moves or retypes would
 rewrite or lose that past, so it still asks for a rebuild (`dbt run --full-refresh`), as does any change
-with on_schema_change 'fail' or 'ignore'.
+with on_schema_change 'fail' or 'ignore'. A column whose type the model changes is widened in place where
+every stored value fits the new type and the engine does it (as a mirror's, schema_plan.py); any other
+retype asks for a rebuild: written into the stored type, the new values would be rounded or null.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from python_jobs.apply.schema_plan import type_change
 
 ADDS_COLUMNS = ("append_new_columns", "sync_all_columns")
 
@@ -43,3 +47,22 @@ def plan_history_columns(stored: Sequence[str], model: Sequence[str], mode: str,
         if name.lower() not in stored_names:
             steps.append({"column": name, "after": model[position - 1] if position else None})
     return {"error": None, "add": steps}
+
+
+def plan_history_retypes(stored_types: Sequence[Tuple[str, str]], model_types: Sequence[Tuple[str, str]], model_name: str,
+                         relation: str, engine: str) -> Dict[str, Any]:
+    """stored_types, model_types: [(name, type)] with names in lower case and types as normalized_type
+    spells them; the history's columns the model also selects. Returns {'error': what to change or None,
+    'widen': [{'column', 'old_type', 'new_type'}]}."""
+    modelled = dict(model_types)
+    retyped = [(name, old, modelled[name]) for name, old in stored_types if name in modelled and modelled[name] != old]
+    refused = [(name, old, new) for name, old, new in retyped if type_change(old, new) != "widen"]
+    if refused:
+        problems = "; ".join(f"column {name} is {old} in {relation} and {new} in the model" for name, old, new in refused)
+        return {"error": f"cdc_history model '{model_name}': {problems}. {engine} cannot change that type in place (it widens "
+                         "int to bigint, float to double, and decimal precision at the same scale), and written into the stored "
+                         "type the values would be rounded or null. Rebuild the history from the raw log: dbt run --full-refresh "
+                         f"--select {model_name} (where retention trimmed the log, with allow_trimmed_log=true: it then starts "
+                         "where the log does), or keep the stored type in the model.",
+                "widen": []}
+    return {"error": None, "widen": [{"column": name, "old_type": old, "new_type": new} for name, old, new in retyped]}

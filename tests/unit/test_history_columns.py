@@ -1,6 +1,6 @@
 """How a stored history follows its model's columns (python_jobs/apply/history_columns.py)."""
 
-from python_jobs.apply.history_columns import plan_history_columns
+from python_jobs.apply.history_columns import plan_history_columns, plan_history_retypes
 
 
 def plan(stored, model, mode="append_new_columns", track=None):
@@ -29,3 +29,20 @@ def test_an_added_column_is_refused_under_fail_or_ignore_and_when_tracked():
         assert f"on_schema_change is '{mode}': set it to 'append_new_columns' to add tier in place" in error
     error = plan(["id"], ["id", "tier"], track=["Tier"])["error"]
     assert "tier is new and in track_columns" in error and "--full-refresh" in error
+
+
+def test_a_retyped_column_is_widened_in_place_or_asks_for_a_rebuild():
+    def retypes(stored, model):
+        return plan_history_retypes(stored, model, "item_versions", "shop.item_versions", "spark")
+
+    assert retypes([("id", "int"), ("price", "decimal(12,4)")], [("id", "int"), ("price", "decimal(12,4)")]) == {
+        "error": None, "widen": []}
+    assert retypes([("id", "int"), ("price", "decimal(12,4)")], [("id", "bigint"), ("price", "decimal(16,4)")])["widen"] == [
+        {"column": "id", "old_type": "int", "new_type": "bigint"},
+        {"column": "price", "old_type": "decimal(12,4)", "new_type": "decimal(16,4)"}]
+    # A scale widened, a narrowing, another type: written into the stored column the values would be rounded or null.
+    for old, new in (("decimal(12,4)", "decimal(14,6)"), ("bigint", "int"), ("int", "string")):
+        result = retypes([("id", "int"), ("price", old)], [("id", "int"), ("price", new)])
+        assert result["widen"] == [], (old, new)
+        assert f"column price is {old} in shop.item_versions and {new} in the model" in result["error"]
+        assert "dbt run --full-refresh --select item_versions" in result["error"]

@@ -16,7 +16,7 @@
 #}
 
 {% macro follow_history_columns(target_relation, columns, model_sql, cfg) %}
-    {#- columns: the model's own columns. The stored history's columns checked, added and filled; raises what to change.
+    {#- columns: the model's own columns. The stored history's columns checked, added, widened and filled; raises what to change.
         Returns whether it filled columns (through the batch view, which then reads the versions' events). -#}
     {% set bookkeeping = cdc_merge.history_columns() %}
     {% set actual = adapter.get_columns_in_relation(target_relation) | map(attribute='name') | list %}
@@ -34,6 +34,19 @@
     {% if plan.error %}
         {% do exceptions.raise_compiler_error(plan.error) %}
     {% endif %}
+    {#- A column the model retypes: widened in place where every stored value fits, else refused (history_columns.py). -#}
+    {% set model_types = cdc_merge.history_column_types(model_sql, columns) %}
+    {% set stored_types = cdc_merge.relation_column_types(target_relation) | selectattr('0', 'in', model_types) | list %}
+    {% set retypes = adapter.cdc_history_retypes_plan(stored_types, model_types.items() | list, model.name,
+        target_relation | string, target.type) %}
+    {% if retypes.error %}
+        {% do exceptions.raise_compiler_error(retypes.error) %}
+    {% endif %}
+    {% for step in retypes.widen %}
+        {% do run_query(cdc_merge.widen_column_sql(target_relation, step.column, step.new_type)) %}
+        {{ log("cdc_history " ~ target_relation ~ ": schema change: " ~ step.column ~ " widened " ~ step.old_type ~ " -> "
+            ~ step.new_type, info=True) }}
+    {% endfor %}
     {% set changes_relation = cdc_merge.schema_changes_relation(cfg) %}
     {% set logged = {'columns': [], 'ordinal': 0} %}
     {% if plan.add %}

@@ -299,3 +299,11 @@ class ApplyMethods(metaclass=AdapterMeta):
         return history_columns.plan_history_columns([str(c) for c in stored], [str(c) for c in model_columns], str(mode),
                                                     None if track_columns is None else [str(c) for c in track_columns],
                                                     str(model), str(relation))
+
+    @available
+    def cdc_history_retypes_plan(self, stored_types: Sequence[Sequence[str]], model_types: Sequence[Sequence[str]],
+                                 model: str, relation: str, engine: str) -> Dict[str, Any]:
+        """added_columns.sql: a stored history's columns the model retypes, widened in place or refused (history_columns.py)."""
+        return history_columns.plan_history_retypes([(str(n), str(t)) for n, t in stored_types],
+                                                    [(str(n), str(t)) for n, t in model_types], str(model), str(relation),
+                                                    str(engine))
