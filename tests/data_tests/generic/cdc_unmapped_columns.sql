@@ -1,6 +1,6 @@
 {#
     A row for each source column the mirror does not read: a field of the table's newest row
-    images (up to recent_events of them) that the model neither selects as a column (as its run
+    images (up to recent_events of them, those since its newest schema change where it has any) that the model neither selects as a column (as its run
     kept them: model_columns.sql) nor names in its code (unmapped.sql). List the source columns left out on purpose in `ignored`. A warning by
     default: a source's new column is drift to report, not a reason for a pipeline (dbt build,
     cdc-run) to stop applying; `config: {severity: error}` makes it fail.
@@ -13,6 +13,7 @@
 {{ config(severity='warn') }}
 
 {%- set mapped = [] -%}
+{%- set since_changed = 'true' -%}
 {%- if execute -%}
     {%- set nodes = graph.nodes.values() | selectattr('resource_type', 'equalto', 'model')
         | selectattr('alias', 'equalto', model.identifier) | list -%}
@@ -25,6 +26,16 @@
         {%- set columns = adapter.get_columns_in_relation(model) | map(attribute='name') | list -%}
     {%- endif -%}
     {%- set mapped = cdc_merge.mapped_names(code, columns) + (ignored | map('lower') | list) -%}
+    {#- Images since the table's newest schema change where there are any: a column the source dropped or renamed
+        is in the images before it, not in the table. -#}
+    {%- set changed = run_query("select max(seq) as seq from " ~ raw_relation ~ " where table_name = '" ~ source_table
+        ~ "' and key = '[]' and action = 'schema'").rows[0]['seq'] -%}
+    {%- if changed is not none -%}
+        {%- set since = "seq > '" ~ changed ~ "'" -%}
+        {%- set later = run_query("select count(*) as images from " ~ raw_relation ~ " where table_name = '" ~ source_table
+            ~ "' and action in ('insert', 'update', 'read') and raw_data is not null and " ~ since).rows[0]['images'] | int -%}
+        {%- set since_changed = since if later > 0 else 'true' -%}
+    {%- endif -%}
 {%- endif %}
 
 with
@@ -33,7 +44,8 @@ fields as (
 
     {{ cdc_merge.image_fields_sql(
         'select raw_data from ' ~ raw_relation ~ " where table_name = '" ~ source_table
-        ~ "' and action in ('insert', 'update', 'read') and raw_data is not null order by seq desc limit " ~ recent_events,
+        ~ "' and action in ('insert', 'update', 'read') and raw_data is not null and " ~ since_changed
+        ~ " order by seq desc limit " ~ recent_events,
         'raw_data') }}
 
 ),
