@@ -49,13 +49,19 @@ def plan_history_columns(stored: Sequence[str], model: Sequence[str], mode: str,
     return {"error": None, "add": steps}
 
 
-def plan_history_retypes(stored_types: Sequence[Tuple[str, str]], model_types: Sequence[Tuple[str, str]], model_name: str,
-                         relation: str, engine: str) -> Dict[str, Any]:
+def plan_history_retypes(stored_types: Sequence[Tuple[str, str]], model_types: Sequence[Tuple[str, str]], mode: str,
+                         model_name: str, relation: str, engine: str) -> Dict[str, Any]:
     """stored_types, model_types: [(name, type)] with names in lower case and types as normalized_type
-    spells them; the history's columns the model also selects. Returns {'error': what to change or None,
-    'widen': [{'column', 'old_type', 'new_type'}]}."""
+    spells them; the history's columns the model also selects; mode: on_schema_change. Returns
+    {'error': what to change or None, 'widen': [{'column', 'old_type', 'new_type'}]}."""
     modelled = dict(model_types)
     retyped = [(name, old, modelled[name]) for name, old in stored_types if name in modelled and modelled[name] != old]
+    if retyped and mode not in ADDS_COLUMNS:
+        problems = ", ".join(f"{name} {old} -> {new}" for name, old, new in retyped)
+        return {"error": f"cdc_history model '{model_name}': the model retypes columns of {relation} ({problems}) and "
+                         f"on_schema_change is '{mode}': set it to 'append_new_columns' to widen them in place where the "
+                         f"engine can, or rebuild the history: dbt run --full-refresh --select {model_name}",
+                "widen": []}
     refused = [(name, old, new) for name, old, new in retyped if type_change(old, new) != "widen"]
     if refused:
         problems = "; ".join(f"column {name} is {old} in {relation} and {new} in the model" for name, old, new in refused)

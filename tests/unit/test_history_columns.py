@@ -32,8 +32,9 @@ def test_an_added_column_is_refused_under_fail_or_ignore_and_when_tracked():
 
 
 def test_a_retyped_column_is_widened_in_place_or_asks_for_a_rebuild():
-    def retypes(stored, model):
-        return plan_history_retypes(stored, model, "item_versions", "shop.item_versions", "spark")
+    def retypes(stored, model, mode="append_new_columns"):
+        return plan_history_retypes(stored, model, mode, "item_versions", "shop.item_versions", "spark")
+
 
     assert retypes([("id", "int"), ("price", "decimal(12,4)")], [("id", "int"), ("price", "decimal(12,4)")]) == {
         "error": None, "widen": []}
@@ -46,3 +47,7 @@ def test_a_retyped_column_is_widened_in_place_or_asks_for_a_rebuild():
         assert result["widen"] == [], (old, new)
         assert f"column price is {old} in shop.item_versions and {new} in the model" in result["error"]
         assert "dbt run --full-refresh --select item_versions" in result["error"]
+    # Under fail or ignore a retype, even a widening, stops the run, as an added column does.
+    for mode in ("fail", "ignore"):
+        result = retypes([("id", "int")], [("id", "bigint")], mode)
+        assert result["widen"] == [] and f"on_schema_change is '{mode}'" in result["error"] and "id int -> bigint" in result["error"]

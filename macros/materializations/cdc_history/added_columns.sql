@@ -37,7 +37,7 @@
     {#- A column the model retypes: widened in place where every stored value fits, else refused (history_columns.py). -#}
     {% set model_types = cdc_merge.history_column_types(model_sql, columns) %}
     {% set stored_types = cdc_merge.relation_column_types(target_relation) | selectattr('0', 'in', model_types) | list %}
-    {% set retypes = adapter.cdc_history_retypes_plan(stored_types, model_types.items() | list, model.name,
+    {% set retypes = adapter.cdc_history_retypes_plan(stored_types, model_types.items() | list, cfg.on_schema_change, model.name,
         target_relation | string, target.type) %}
     {% if retypes.error %}
         {% do exceptions.raise_compiler_error(retypes.error) %}

@@ -302,8 +302,8 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_history_retypes_plan(self, stored_types: Sequence[Sequence[str]], model_types: Sequence[Sequence[str]],
-                                 model: str, relation: str, engine: str) -> Dict[str, Any]:
+                                 mode: str, model: str, relation: str, engine: str) -> Dict[str, Any]:
         """added_columns.sql: a stored history's columns the model retypes, widened in place or refused (history_columns.py)."""
         return history_columns.plan_history_retypes([(str(n), str(t)) for n, t in stored_types],
-                                                    [(str(n), str(t)) for n, t in model_types], str(model), str(relation),
-                                                    str(engine))
+                                                    [(str(n), str(t)) for n, t in model_types], str(mode), str(model),
+                                                    str(relation), str(engine))
