@@ -14,7 +14,10 @@ tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer,
 CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the schema changes come sooner, and with them
 the lock waits that stretch transactions across the capture's kills and its online pages.
 CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain after applies, with the shortest retention, and
-at the end mirrors built anew from what it left of the log equal their sources too."""
+at the end mirrors built anew from what it left of the log equal their sources too.
+
+One file over 300 lines: the workload's statements, sessions and checks are read together when a seed
+fails; what both workloads share is in workload_seeds.py."""
 
 from __future__ import annotations
 
