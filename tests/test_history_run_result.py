@@ -1,6 +1,6 @@
 """What `dbt run` says of a cdc_history model: 'OK' and the version rows it wrote, as of a mirror, on
-Spark + Iceberg and on Databend (where its line read 'adapter response -1'); and what it writes to its
-deletes table."""
+Spark + Iceberg and on Databend (where its line read 'adapter response -1'); its cdc_merge_runs rows,
+which the status page and cdc-status show; and what it writes to its deletes table."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ def test_a_history_run_says_ok_and_the_rows_it_wrote_on_either_engine(conformanc
     # Nothing new: no rows.
     (idle,) = project.dbt("run", "--select", "docs_versions").result.results
     assert (idle.message, idle.adapter_response["rows_affected"]) == ("OK", 0)
+    # A runs row each, as a mirror's: the first run wrote 4 versions, the third one more, closing
+    # id 2's first (a row written again: an update).
+    land(project, "2", [postgres_line("u", 120, {"id": 2, "title": "v2"})])
+    project.dbt("run", "--select", "docs_versions")
+    runs = project.query(f"select events_read, rows_inserted, rows_updated, rows_deleted, lag_seconds, offset_snapshot "
+                         f"from {project.schema}.cdc_merge_runs where target_table = '{project.schema}.docs_versions' "
+                         f"order by finished_at")
+    assert [(row["events_read"], row["rows_inserted"], row["rows_updated"], row["rows_deleted"]) for row in runs] == [
+        (4, 4, 0, 0), (0, 0, 0, 0), (1, 1, 1, 0)]
+    assert [row["lag_seconds"] is not None for row in runs] == [True, False, True]
+    assert runs[0]["offset_snapshot"] == runs[1]["offset_snapshot"] != runs[2]["offset_snapshot"]
 
 
 def test_a_batch_without_deletes_leaves_the_deletes_table_as_it_was(conformance_project):

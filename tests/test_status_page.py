@@ -72,6 +72,10 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
         tmp_path, home)
     run(["dbt", "deps", "--profiles-dir", "."], project, home)
     (project / "models" / "broken_report.sql").write_text(BROKEN_MODEL)
+    # A history of the same table: its runs are watched as a mirror's are.
+    mirror_model = next(project.glob("models/**/shop_items.sql"))
+    (mirror_model.parent / "shop_items_history.sql").write_text(
+        mirror_model.read_text().replace("config(\n", "config(\n        materialized='cdc_history',\n", 1))
     capture = (f"cdc-capture-postgres --dsn '{dsn}' --tables shop.items --slot watched --out data/inbox "
                "--state data/capture-state.json --max-wait-seconds 1 --progress-seconds 1")
     log = tmp_path / "service.log"
@@ -88,10 +92,16 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
         applied = (lambda: [mirror for mirror in status()["mirrors"]
                             if mirror["mirror"] == "mirror.shop_items" and mirror["inserted"] >= 40])
         wait_for(applied, 240, "the snapshot applied", service, log)
+        history = (lambda: [mirror for mirror in status()["mirrors"]
+                            if mirror["mirror"] == "mirror.shop_items_history" and mirror["inserted"] >= 40])
+        wait_for(history, 60, "the history's runs", service, log)
         with connection.cursor() as cursor:
             cursor.execute("update shop.items set note = 'changed' where id <= 5; delete from shop.items where id > 35")
         wait_for(lambda: [m for m in status()["mirrors"] if m["mirror"] == "mirror.shop_items" and m["deleted"] >= 5],
                  120, "the changes applied", service, log)
+        # Each update and delete closes a version: 10 version rows rewritten, 5 more versions added.
+        wait_for(lambda: [m for m in status()["mirrors"] if m["mirror"] == "mirror.shop_items_history" and m["updated"] >= 10],
+                 120, "the changes in the history", service, log)
         wait_for(lambda: all(c["connected"] for c in status()["captures"]) and status()["captures"], 30,
                  "the capture's status", service, log)
         # A table set UNLOGGED writes no WAL: the capture's warning reaches the metrics, the page and cdc-status.
@@ -145,6 +155,7 @@ def test_a_running_service_is_watched_by_its_metrics_and_page_and_cdc_status_aft
     shown = run(["cdc-status", "--profiles-dir", ".", "--capture-state", "data/capture-state.json"], project, home,
                 expect_success=False, PGPASSWORD=SECRET)  # exit status 1: the capture warns
     assert "mirror.shop_items" in shown and "40 inserted, 5 updated, 5 deleted" in shown
+    assert "mirror.shop_items_history" in shown and "45 inserted, 10 updated, 0 deleted" in shown, shown
     assert "WARNING: shop.items is unlogged" in shown
     assert "cdc-capture-postgres" not in shown or "data/capture-state.json" in shown
     assert SECRET not in shown

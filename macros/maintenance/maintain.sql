@@ -6,17 +6,18 @@
     maintenance takes up from there. cdc_maintain runs it as a run-operation.
 
     A cdc_history is maintained by the same steps: its table as the mirror, its
-    __cdc_history_deletes table in the tombstones' place, with_runs false (it writes no
-    cdc_merge_runs rows). Its settings (mirror_config.py) have raw_retention_hours and
+    __cdc_history_deletes table in the tombstones' place (is_history). Its settings (mirror_config.py) have raw_retention_hours and
     tombstone_horizon_hours none: it removes no raw event and none of its deletes, which its
     chains are rebuilt from. Its offset is a row of cdc_merge_offsets, so raw expiry keeps what
     it has not applied (applied_offsets).
 #}
 
-{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true, with_runs=true) %}
+{% macro maintain_mirror(target_relation, tombstones, offsets, raw_relation, source_table, settings, remove_orphans=true, is_history=false) %}
     {% set counts = {'files_added': 0, 'files_removed': 0, 'snapshots_expired': 0, 'orphan_files_removed': 0,
                      'raw_events_removed': 0, 'tombstones_removed': 0, 'offsets_removed': 0, 'unsent_entries_removed': 0} %}
-    {% set runs = cdc_merge.runs_relation(offsets) if with_runs else none %}
+    {#- A history made by an earlier version, maintained before its next run, may have no runs table yet. -#}
+    {% set runs = cdc_merge.runs_relation(offsets) %}
+    {% set runs = none if is_history and load_relation(runs) is none else runs %}
     {% set own_tables = [target_relation] + ([tombstones] if tombstones is not none else []) %}
     {#- Tables the mirrors share are maintained by the first mirror of an invocation that maintains. -#}
     {% set shared_tables = [] %}
@@ -28,8 +29,8 @@
     {% for relation in own_tables + shared_tables %}
         {% do cdc_merge.bound_metadata_log(relation) %}
     {% endfor %}
-    {#- So do a mirror's tables made before their DDL kept _cdc_seq's bounds whole, before compaction rewrites their files (a history, with_runs false, reads no bound). -#}
-    {% for relation in own_tables if with_runs %}
+    {#- So do a mirror's tables made before their DDL kept _cdc_seq's bounds whole, before compaction rewrites their files (a history reads no bound). -#}
+    {% for relation in own_tables if not is_history %}
         {% do cdc_merge.keep_seq_bounds_whole(relation) %}
     {% endfor %}
     {% for relation in own_tables %}
@@ -37,7 +38,7 @@
     {% endfor %}
     {% do counts.update({'tombstones_removed': cdc_merge.collect_tombstones(tombstones, settings)}) %}
     {#- A mirror's kept unsent TOAST columns of rows it no longer holds (unsent_columns.sql); a history keeps its own. -#}
-    {% if with_runs %}
+    {% if not is_history %}
         {% do counts.update({'unsent_entries_removed': cdc_merge.remove_dead_unsent_entries(target_relation)}) %}
     {% endif %}
     {#- The raw table is maintained only while no landing of this machine writes it (run_guard.sql). -#}
@@ -148,7 +149,7 @@
             {% if due %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
                 {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings,
-                    with_runs=not is_history) %}
+                    is_history=is_history) %}
                 {% set maintained.count = maintained.count + 1 %}
             {% else %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": no threshold crossed, nothing to do", info=True) }}

@@ -22,7 +22,8 @@
         column_defaults.sql  the source's schema changes: retypes the history cannot hold, columns added with a value
         retention.sql  whether the raw log was trimmed, and from when it holds events
     It calls cdc_merge's offsets.sql, raw_log.sql (pending_raw_snapshots, chunks_of, read_chunk),
-    publish.sql, and after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/).
+    publish.sql, after its last offset the mirrors' maintenance (maintenance.sql, macros/maintenance/), and
+    metrics.sql for its cdc_merge_runs row.
 #}
 
 {% materialization cdc_history, default %}
@@ -37,9 +38,10 @@
     {#- The model's SQL is wrapped in parentheses by the steps: the newline ends a `--` comment on its last line. -#}
     {%- set model_sql = compiled_code ~ '\n' -%}
 
+    {%- set run_started = modules.datetime.datetime.utcnow() -%}
     {{ run_hooks(pre_hooks) }}
 
-    {% do cdc_merge.ensure_bookkeeping_tables(offsets, with_runs=false) %}
+    {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
 
     {% set rebuild = existing_relation is none or should_full_refresh() or existing_relation.is_view %}
     {% if rebuild %}
@@ -122,7 +124,7 @@
         {% do run_query(cdc_merge.create_history_deletes_sql(deletes_relation)) %}
     {% endif %}
 
-    {% set totals = {'events': 0, 'added': 0, 'removed': 0} %}
+    {% set totals = {'events': 0, 'added': 0, 'removed': 0, 'max_source_ts': none} %}
     {#- What chunks read once a run (the raw log's added columns: column_defaults.sql). -#}
     {% set run_cache = {} %}
     {% set stored_truncates = cdc_merge.history_stored_truncates(target_relation, cfg) if chunks | length else [] %}
@@ -161,13 +163,25 @@
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, chunk.through, stats)) %}
         {% do cdc_merge.keep_applied_column_defaults(target_relation, cfg, chunk, chunk.through, run_cache, schema_events) %}
         {% do totals.update({'events': totals.events + stats.events_read, 'added': totals.added + stats.inserted, 'removed': totals.removed + stats.deleted}) %}
+        {% if stats.max_source_ts and (totals.max_source_ts is none or stats.max_source_ts > totals.max_source_ts) %}
+            {% do totals.update({'max_source_ts': stats.max_source_ts}) %}
+        {% endif %}
         {{ log("cdc_history " ~ target_relation ~ ": chunk " ~ loop.index ~ "/" ~ loop.length ~ ": " ~ stats.events_read ~ " events, "
             ~ stats.inserted ~ " version rows written, " ~ stats.deleted ~ " replaced; offset -> snapshot " ~ chunk.through, info=True) }}
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
     {#- Only now, with every applied chunk's offset recorded, as a mirror's run (maintenance.sql): its table and deletes table. -#}
-    {% do cdc_merge.maintain_after_run(target_relation, deletes_relation, offsets, cfg, with_runs=false) %}
+    {% set maintained = cdc_merge.maintain_after_run(target_relation, deletes_relation, offsets, cfg, is_history=true) %}
+    {#- Its cdc_merge_runs row, as a mirror's (metrics.sql), written with the invocation's other rows (kept_rows.sql). -#}
+    {% set run_totals = cdc_merge.history_run_counts(totals, chunks | length) %}
+    {% set newest_offset = chunks[-1].through if chunks | length else offset_snapshot %}
+    {% if cdc_merge.capabilities().keeps_run_rows %}
+        {% do cdc_merge.keep_run(offsets, target_relation, cfg, run_totals, run_started, maintained, newest_offset) %}
+        {% do cdc_merge.finish_mirror_run() %}
+    {% else %}
+        {% do cdc_merge.record_run(offsets, target_relation, cfg, run_totals, run_started, maintained, newest_offset) %}
+    {% endif %}
 
     {{ log("cdc_history " ~ target_relation ~ ": " ~ chunks | length ~ " chunk(s), " ~ totals.events ~ " events: "
         ~ totals.added ~ " version rows written, " ~ totals.removed ~ " replaced", info=True) }}
@@ -179,3 +193,17 @@
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+
+{% macro history_run_counts(totals, chunks) %}
+    {#-
+        A history run's counts as a mirror's runs row holds them: a version row replaced by one of the
+        same key (a version closed, a chain rebuilt) is an update; the rest of the rows written are
+        inserts, of those removed deletes. So inserted - deleted is the change in the table's rows.
+    -#}
+    {% set rewritten = [totals.added, totals.removed] | min %}
+    {% set counts = cdc_merge.no_counts(chunks) %}
+    {% do counts.update({'events_read': totals.events, 'inserted': totals.added - rewritten, 'updated': rewritten,
+                         'deleted': totals.removed - rewritten, 'max_source_ts': totals.max_source_ts}) %}
+    {{ return(counts) }}
+{% endmacro %}

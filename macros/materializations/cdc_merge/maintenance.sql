@@ -29,8 +29,8 @@
 {% endmacro %}
 
 
-{% macro maintain_after_run(target_relation, tombstones, offsets, cfg, with_runs=true) %}
-    {#- The run's maintenance, if its mirror (or history: with_runs false) crossed a threshold: the counts of maintain_mirror, or none. -#}
+{% macro maintain_after_run(target_relation, tombstones, offsets, cfg, is_history=false) %}
+    {#- The run's maintenance, if its mirror (or history) crossed a threshold: the counts of maintain_mirror, or none. -#}
     {% if cfg.maintenance.maintenance == 'off' %}
         {{ return(none) }}
     {% endif %}
@@ -50,5 +50,5 @@
         {% set orphans.due = true %}
     {% endfor %}
     {{ return(cdc_merge.maintain_mirror(target_relation, tombstones, offsets, cfg.raw_relation, cfg.source_table, cfg.maintenance, orphans.due,
-        with_runs)) }}
+        is_history)) }}
 {% endmacro %}

@@ -1,5 +1,6 @@
 {#
-    Run metrics: one row per mirror per run in cdc_merge_runs, next to cdc_merge_offsets.
+    Run metrics: one row per mirror (and per cdc_history) per run in cdc_merge_runs, next to
+    cdc_merge_offsets.
 
     A table of its own rather than more columns on the offsets: the offsets log has one row per
     applied chunk and none for a run that found nothing new, every run reads it to learn where it
@@ -47,7 +48,7 @@
         'offset_snapshot': offset_snapshot,
         'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
         'maintenance': 'maintained' if maintained is not none else '',
-        'consistency_group': cfg.consistency_group,
+        'consistency_group': cfg.get('consistency_group'),
         'cut_lag_seconds': cdc_merge.run_cut_lag(cfg, totals),
     } %}
     {% for name in cdc_merge.maintenance_count_columns() %}
@@ -63,7 +64,7 @@
         (the horizon's, the group's cut once every mirror of the group applied it); 0 for a run that
         found nothing new, as then no transaction waits. None outside a group.
     -#}
-    {% if cfg.consistency_group is none %}
+    {% if cfg.get('consistency_group') is none %}
         {{ return(none) }}
     {% endif %}
     {{ return(totals.get('cut_lag_seconds', 0)) }}
@@ -209,7 +210,7 @@
         'deleted': totals.deleted,
         'skipped': totals.skipped,
         'newest_source_ts': (totals.max_source_ts | string) if totals.max_source_ts else none,
-        'consistency_group': cfg.consistency_group,
+        'consistency_group': cfg.get('consistency_group'),
         'cut_lag_seconds': cdc_merge.run_cut_lag(cfg, totals),
     }) %}
     {% call statement('record_run') %}
@@ -245,7 +246,7 @@
             {%- for name in cdc_merge.maintenance_count_columns() %}
             {{ counts.get(name, 0) }} as {{ name }},
             {%- endfor %}
-            {{ cdc_merge.string_or_null(cfg.consistency_group) }} as consistency_group,
+            {{ cdc_merge.string_or_null(cfg.get('consistency_group')) }} as consistency_group,
             {{ cdc_merge.double_or_null(cdc_merge.run_cut_lag(cfg, totals)) }} as cut_lag_seconds
     {% endcall %}
 {% endmacro %}

@@ -140,9 +140,9 @@ STATE = InvocationState()
 
 
 def expected_mirrors(selected: List[str], nodes: Dict[str, Any]) -> int:
-    """How many cdc_merge models this invocation runs."""
+    """How many cdc_merge and cdc_history models this invocation runs: each keeps its runs row."""
     return sum(
         1
         for unique_id in selected
-        if (nodes.get(unique_id) or {}).get("config", {}).get("materialized") == "cdc_merge"
+        if (nodes.get(unique_id) or {}).get("config", {}).get("materialized") in ("cdc_merge", "cdc_history")
     )
