@@ -119,6 +119,9 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
     # A warning, not a failure: dbt build and cdc-run go on applying while the drift is reported.
     drifted = drift_test([])
     assert [(result.status, result.failures) for result in drifted.result.results if "unmapped" in result.node.name] == [("warn", 1)]
+    # dbt says "Got 1 result"; the test names the column and what to do.
+    assert (f"cdc_unmapped_columns {project.schema}.customers: inventory.customers has columns the mirror does not read: "
+            "middle_name. Add them to the model") in project.dbt_log()
     assert [result.status for result in drift_test(["middle_name"]).result.results if "unmapped" in result.node.name] == ["pass"]
 
     project.dbt("run", "--select", "schema_history")
@@ -138,6 +141,7 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
     project.dbt("run", "--select", "customers")
     misread = drift_test(["middle_name"])
     assert [(result.status, result.failures) for result in misread.result.results if "unmapped" in result.node.name] == [("warn", 1)]
+    assert "inventory.customers has columns the mirror does not read: email. Add" in project.dbt_log()
 
     # The source drops the column: the images since its schema change are the table as it is. Was: the
     # test warned of middle_name, a column of the older images only.

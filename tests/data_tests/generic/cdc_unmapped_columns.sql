@@ -3,7 +3,8 @@
     images (up to recent_events of them, those since its newest schema change where it has any) that the model neither selects as a column (as its run
     kept them: model_columns.sql) nor names in its code (unmapped.sql). List the source columns left out on purpose in `ignored`. A warning by
     default: a source's new column is drift to report, not a reason for a pipeline (dbt build,
-    cdc-run) to stop applying; `config: {severity: error}` makes it fail.
+    cdc-run) to stop applying; `config: {severity: error}` makes it fail. The columns found are
+    also logged by name, as dbt's own line says only how many.
 #}
 
 {% test cdc_unmapped_columns(model, source_table, raw_relation, ignored=[], recent_events=1000) %}
@@ -38,6 +39,7 @@
     {%- endif -%}
 {%- endif %}
 
+{%- set unmapped_sql %}
 with
 
 fields as (
@@ -60,5 +62,18 @@ final as (
 )
 
 select * from final
+{%- endset %}
+
+{#- dbt says only how many rows a test found: the columns, and what to do, are said here. -#}
+{%- if execute -%}
+    {%- set unmapped = run_query(unmapped_sql).columns[0].values() | list -%}
+    {%- if unmapped -%}
+        {{ log("cdc_unmapped_columns " ~ model ~ ": " ~ source_table ~ " has columns the mirror does not read: "
+            ~ unmapped | join(', ') ~ ". Add them to the model (cdc-scaffold --overwrite writes it anew), or list them in"
+            ~ " the test's ignored: (docs/schema_changes.md).", info=True) }}
+    {%- endif -%}
+{%- endif %}
+
+{{ unmapped_sql }}
 
 {% endtest %}
