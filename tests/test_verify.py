@@ -118,15 +118,20 @@ def test_postgres_mirrors_verified_by_ranges_and_repaired(postgres, conformance_
     project.write_model("items_soft", "materialized='cdc_merge', unique_key='id', source_table='shop.items', "
                                       "deletes='soft'", ITEMS)
     project.write_model("items_history", "materialized='cdc_history', unique_key='id', source_table='shop.items'", ITEMS)
-    project.dbt("run", "--select", "items_soft", "items_history")
+    # And a model that rounds the source's prices: equal at its own scale, which the check says.
+    project.write_model("items_rounded", "materialized='cdc_merge', unique_key='id', source_table='shop.items'",
+                        ITEMS.replace("decimal(10,2)", "decimal(10,1)"))
+    project.dbt("run", "--select", "items_soft", "items_history", "items_rounded")
     execute(postgres, "delete from shop.items where id <= 5; update shop.items set qty = qty + 1 where id between 6 and 10")
     capture_postgres.run(config)
     land_and_apply(project)
-    project.dbt("run", "--select", "items_soft", "items_history")
+    project.dbt("run", "--select", "items_soft", "items_history", "items_rounded")
     assert verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES),
                             "--target", project.target, "--postgres", dsn]) == 0, project.dbt_log()[-3000:]
-    for model in ("items_soft", "items_history"):
+    for model in ("items_soft", "items_history", "items_rounded"):
         assert f"{project.schema}.{model} vs shop.items: equal: 2995 rows" in project.dbt_log()
+    assert "compared at the mirror's scale, smaller than the source's" in project.dbt_log()
+    assert "price (source numeric(10,2), mirror " in project.dbt_log()
 
 
 def test_mariadb_mirrors_verified_by_ranges_and_repaired(mariadb, dbt_project, monkeypatch):

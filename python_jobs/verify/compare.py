@@ -18,10 +18,12 @@ import struct
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from functools import lru_cache
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 _NULLABLE = re.compile(r"^nullable\((.*)\)$")
 _SCALE = re.compile(r"\(\s*\d+\s*,\s*(\d+)\s*\)")
+# A source's declared decimal: numeric(12,4), decimal(12,4) unsigned.
+_DECLARED_SCALE = re.compile(r"^\s*(?:numeric|decimal)\s*\(\s*\d+\s*,\s*(\d+)\s*\)", re.IGNORECASE)
 # The years of the dates and times a mirror engine holds: Databend's run from 1000 to 9999, and its
 # mirror holds null for any other (macros/cdc_columns.sql), as Spark does for a year before 1.
 HELD_YEARS = {"databend": (1000, 9999)}
@@ -56,6 +58,24 @@ def decimal_scale(engine_type: str) -> int:
     """The scale of a decimal type as an engine names it (decimal(12,2): 2); 0 when it names none."""
     match = _SCALE.search(engine_type)
     return int(match.group(1)) if match else 0
+
+
+def narrower_decimals(mirror_columns: Sequence[Sequence[str]], declared: Mapping[str, str]) -> list[str]:
+    """A note naming the mirror's decimal columns of a smaller scale than their source columns declare
+    (declared: {source column: its type}): compared at the mirror's scale, as the mirror holds them,
+    a value that differs only in the digits the mirror's type drops is equal here."""
+    mirror_types = {name.lower(): data_type for name, data_type in mirror_columns if not name.startswith("_cdc")}
+    narrower = []
+    for name, source in source_columns(mirror_types, declared).items():
+        scale = _DECLARED_SCALE.search(declared[source])
+        mirror_type = mirror_types[name]
+        if scale and type_family(mirror_type) == "decimal" and decimal_scale(mirror_type) < int(scale.group(1)):
+            narrower.append(f"{name} (source {declared[source]}, mirror {mirror_type})")
+    if not narrower:
+        return []
+    return ["compared at the mirror's scale, smaller than the source's, so values that differ only in the digits the "
+            f"mirror's type drops count as equal (its model casts them so: cast to the source's scale to mirror them "
+            f"exactly): {', '.join(narrower)}"]
 
 
 def value_family(engine_type: str) -> str:

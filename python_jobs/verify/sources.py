@@ -91,6 +91,12 @@ class PostgresSource:
         """The table's primary key columns now, in the key's order."""
         return self._columns(table)[1]
 
+    def declared_types(self, table: str) -> dict[str, str]:
+        """{column: its type as declared (format_type: numeric(12,4))}."""
+        from python_jobs.capture.postgres_columns import read_catalog
+
+        return {column.name: column.type_name for column in read_catalog(self.connection, [table]).get(table) or []}
+
     def sample(self, table: str, size: int) -> SampledTable:
         return self._read(table, f"order by random() limit {int(size)}", [])
 
@@ -193,6 +199,10 @@ class MysqlSource:
     def key_names(self, table: str) -> tuple[str, ...]:
         """The table's primary key columns now, in the key's order."""
         return tuple(self._table(table).primary_key)
+
+    def declared_types(self, table: str) -> dict[str, str]:
+        """{column: its type as declared (COLUMN_TYPE: decimal(12,4) unsigned)}."""
+        return {column.name: column.column_type for column in self._table(table).columns}
 
     def count(self, table: str) -> int:
         info = self._table(table)

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from python_jobs.verify.check import KEYS_PLACEHOLDER, check_mirror, shown_value, unchecked_notes
-from python_jobs.verify.compare import comparable, differences, source_columns, type_family, value_family
+from python_jobs.verify.compare import comparable, differences, narrower_decimals, source_columns, type_family, value_family
 from python_jobs.verify.sources import SampledTable
 
 
@@ -83,6 +83,18 @@ def test_a_decimal_compares_at_the_mirror_columns_scale_as_the_checksum_reads_it
     assert comparable("12345678901234567894.0123456789", wide) == Decimal("12345678901234567894.0123456789")
     assert comparable("12345678901234567894.0123456789", wide) != comparable("12345678901234567897.0123456788", wide)
     assert shown_value(Decimal("7.7")) == "7.7" and shown_value("1.25") == "'1.25'"  # a report's line: no Decimal('7.7')
+
+
+def test_decimals_the_mirror_holds_at_a_smaller_scale_than_the_source_are_named_in_a_note():
+    """Those equal only at the mirror's scale: the model's choice, said, not a difference of each row."""
+    mirror = [["id", "int"], ["price", "decimal(12,2)"], ["rate", "decimal(16,6)"], ["total", "decimal(14,4)"],
+              ["two_words", "decimal(10,0)"], ["_cdc_seq", "string"]]
+    declared = {"id": "integer", "price": "numeric(12,4)", "rate": "numeric(16,6)", "Total": "decimal(14,2) unsigned",
+                "two words": "DECIMAL(10,3)", "other": "numeric(9,5)"}
+    (note,) = narrower_decimals(mirror, declared)
+    assert note.endswith("price (source numeric(12,4), mirror decimal(12,2)), two_words (source DECIMAL(10,3), mirror decimal(10,0))")
+    assert narrower_decimals(mirror, {"price": "numeric", "rate": "numeric(16,6)"}) == []  # no declared scale
+    assert narrower_decimals([["price", "string"]], {"price": "numeric(12,4)"}) == []
 
 
 def test_differences_name_the_columns_and_skip_those_the_source_has_not():

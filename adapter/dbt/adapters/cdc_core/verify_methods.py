@@ -20,6 +20,7 @@ from python_jobs.verify.check import (
     check_mirror,
     write_report,
 )
+from python_jobs.verify.compare import narrower_decimals
 from python_jobs.verify.in_flight import MirrorProgress
 from python_jobs.verify.key_match import KeyChanged, key_changed
 from python_jobs.verify.mirror_ranges import MirrorRanges, ranged_key
@@ -81,6 +82,12 @@ class VerifyMethods(metaclass=AdapterMeta):
 
     def _verify_mirror(self, mirror: Mapping[str, Any], source: Any, sample: Optional[int],
                        options: Mapping[str, Any]) -> MirrorCheck:
+        check = self._check_mirror(mirror, source, sample, options)
+        check.notes += narrower_decimals(mirror["columns"], source.declared_types(mirror["source_table"]))
+        return check
+
+    def _check_mirror(self, mirror: Mapping[str, Any], source: Any, sample: Optional[int],
+                      options: Mapping[str, Any]) -> MirrorCheck:
         changed = key_changed(mirror["source_table"], mirror["relation"], mirror["key"],
                               source.key_names(mirror["source_table"]))
         if changed:
