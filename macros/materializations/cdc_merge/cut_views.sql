@@ -30,8 +30,19 @@
     {% for mirror, snapshot in cut.items() %}
         {#- A mirror made again (--full-refresh) has not the previous cut's snapshot: its view reads the new cut only. -#}
         {% set kept = previous.get(mirror) if cdc_merge.databend_has_snapshot(mirror, previous.get(mirror)) else none %}
-        {% do run_query(cdc_merge.cut_view_sql(cuts, group, mirror, [(ordinal - 1, kept), (ordinal, snapshot)])) %}
+        {% set branches = [(ordinal - 1, kept), (ordinal, snapshot)] %}
+        {% do run_query(cdc_merge.cut_view_sql(cuts, group, mirror, branches, cdc_merge.cut_branch_columns(mirror, branches))) %}
     {% endfor %}
+{% endmacro %}
+
+{% macro cut_branch_columns(mirror, branches) %}
+    {#- {ordinal: the mirror's columns at that cut's snapshot}: a column added, dropped or renamed between the two cuts is in one branch only. -#}
+    {% set columns = {} %}
+    {% for ordinal, snapshot in branches if snapshot is not none %}
+        {% do columns.update({ordinal: run_query('select * from ' ~ cdc_merge.relation_at_snapshot_sql(mirror, snapshot)
+            ~ ' limit 0').column_names | list}) %}
+    {% endfor %}
+    {{ return(columns) }}
 {% endmacro %}
 
 {% macro databend_has_snapshot(table, snapshot_id) %}
@@ -44,11 +55,20 @@
 {% endmacro %}
 
 
-{% macro cut_view_sql(cuts, group, mirror, branches) %}
-    {#- A semi join: Databend made `exists` and a scalar subquery a cross join, 50-60x slower here. #}
+{% macro cut_view_sql(cuts, group, mirror, branches, columns) %}
+    {#-
+        A semi join: Databend made `exists` and a scalar subquery a cross join, 50-60x slower here.
+        Each branch selects the new cut's columns (columns: cut_branch_columns), null for one its
+        snapshot has not: a union of two snapshots of other columns was refused, and every later cut of
+        the group with it.
+    #}
+    {% set names = columns[branches[-1][0]] %}
     create or replace view {{ mirror }}_at_cut as
     {% for ordinal, snapshot in branches if snapshot is not none %}
-    select *
+    select
+        {% for name in names -%}
+        {{ adapter.quote(name) if name in columns[ordinal] else 'null as ' ~ adapter.quote(name) }}{{ ',' if not loop.last }}
+        {% endfor %}
     from {{ cdc_merge.relation_at_snapshot_sql(mirror, snapshot) }}
     where {{ ordinal }} in (select max(cut_ordinal) from {{ cuts }} where consistency_group = '{{ group }}')
     {{ 'union all' if not loop.last }}
