@@ -171,6 +171,17 @@ def test_changes_the_following_capture_wrote_but_no_landing_landed_are_not_drift
         project.land({"shop.items": ["id"]})
         project.dbt("run", "--select", "items")
         assert verify("--wait-seconds", "20") == 0, project.dbt_log()[-3000:]
+        # A transaction of a table not captured lands nothing: the mirror is not behind for it. Was: its
+        # commit was the capture's newest, which never landed, and every check called the mirror behind.
+        written = json.loads(state.read_text())["following"]
+        execute(postgres, "create table public.other (id int primary key); insert into public.other values (1)")
+        while json.loads(state.read_text())["following"]["position"] == written["position"]:
+            assert time.monotonic() < deadline + 60, "the capture wrote no state for the other table's transaction"
+            time.sleep(0.2)
+        assert json.loads(state.read_text())["following"]["newest_commit_ms"] == written["newest_commit_ms"]
+        started = time.monotonic()
+        assert verify("--wait-seconds", "30") == 0, project.dbt_log()[-3000:]
+        assert time.monotonic() - started < 25
         # A real difference, with everything landed: found and asked of the capture.
         project.execute(f"update {project.schema}.items set v = 999 where id = 5")
         assert verify("--repair", "--wait-seconds", "20", "--repair-wait-seconds", "0") == 1

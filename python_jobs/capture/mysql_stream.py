@@ -96,7 +96,8 @@ def stream(capture: MysqlCapture, config: CaptureConfig, binlog_file: str, posit
                 pending.transactions += bool(transaction.changes)
                 pending.end = (end_file, end_position)
                 pending.since = pending.since or now
-                pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
+                if lines:  # a transaction of other tables lands nothing (postgres_stream.py _roll)
+                    pending.newest_commit_ms = transaction.commit_ts_ms or pending.newest_commit_ms
             asked = stop is not None and REQUESTS.take()
             if asked or len(pending.events) >= config.max_changes_per_file or (
                     stop is not None and pending.since is not None and now - pending.since >= config.max_wait_seconds):

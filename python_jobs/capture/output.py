@@ -157,7 +157,7 @@ class CaptureSummary:
 @dataclass
 class FollowProgress:
     """A following capture's figures: its progress line every few seconds, and the state file's
-    "following" entry (changes, transactions, rate, position, newest commit)."""
+    "following" entry (changes, transactions, rate, position, the newest commit of a change written)."""
 
     started: float = field(default_factory=time.monotonic)
     changes: int = 0

@@ -13,7 +13,8 @@ flight: both sides' queries leave them out, so only what both sides must agree o
 
 Caught up is not enough while the capture has written changes no landing has landed yet (a landing
 every minute leaves the raw table quiet for most of it): given the capture's state file, whose
-"following" entry names the newest commit a following capture has written, the mirror counts as
+"following" entry names the newest commit of a change a following capture has written (a transaction
+of tables it does not capture writes none, and lands nothing), the mirror counts as
 quiet only once the raw table holds an event committed at or after it.
 """
 
