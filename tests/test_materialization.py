@@ -262,6 +262,29 @@ def test_unavailable_toast_values_keep_what_the_source_last_sent(conformance_pro
         assert head == {"apply": "one-commit", "positions": "1", "records": "1"}
 
 
+def test_a_key_updated_many_times_without_its_toast_value_shows_progress_and_keeps_the_value(conformance_project):
+    """Where the engine applies such a key's events a round each (Databend: dedup.sql bucket_rounds), a
+    batch of hundreds of them took minutes and said nothing until its end; it now says how far it is."""
+    project = conformance_project
+    unsent = "__debezium_unavailable_value"
+    project.write_model(
+        "docs", "unique_key='id', source_table='public.docs'",
+        "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('title', 'string') }}, "
+        "{{ cdc_merge.cdc_column('body', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}",
+    )
+    lines = [postgres_line("c", 100, {"id": 1, "title": "t0", "body": "B" * 50}), postgres_line("c", 101, {"id": 2, "title": "x", "body": "C"})]
+    lines += [postgres_line("u", 200 + i, {"id": 1, "title": f"t{i}", "body": unsent}) for i in range(1, 61)]
+    (project.inbox / "1.json").write_text("\n".join(lines) + "\n")
+    project.land({"public.docs": ["id"]})
+    project.dbt("run", "--select", "docs")
+    assert [tuple(row.values()) for row in project.query(f"select id, title, body from {project.schema}.docs order by id")] == [
+        (1, "t60", "B" * 50), (2, "x", "C")]
+    if project.on_databend:
+        log = project.dbt_log()
+        assert "applying events with unchanged TOAST values a round each: 25 of 61 rounds" in log, log[-3000:]
+        assert "61 of 61 rounds" in log
+
+
 # Waves of a key's events whose updates left their TOAST value unsent ahead of the older events that sent
 # it, and the mirror after each (id, title, body): an older event fills, one older than the filler does
 # not, a delete in between leaves null, a newer update without the value carries what is kept.

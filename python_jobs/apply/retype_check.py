@@ -93,9 +93,11 @@ def retype_problem(events: Sequence[Sequence[Any]], column_types: Mapping[str, s
             if history:
                 return (f"cdc_history model '{model}': {source_table}.{field} is {new_type} at the source since {since} (it "
                         f"was {old_type}), and the history's column {mirror[name]} ({_bare(types[name])}) cannot hold its "
-                        "values: its versions would hold them rounded or null. Change the column's type in the model, then "
-                        f"rebuild the history from the raw log: dbt run --full-refresh --select {model}; nothing of this "
-                        "chunk was applied.")
+                        "values: its versions would hold them rounded or null. Change the column's type in the model "
+                        "(cdc-scaffold --overwrite writes it), then run the history again: a widening (int to bigint, a "
+                        "decimal's precision at its scale) is widened in place; another (a decimal's scale) needs a "
+                        f"rebuild from the raw log: dbt run --full-refresh --select {model}. Nothing of this chunk was "
+                        "applied.")
             return (f"cdc_merge model '{model}': {source_table}.{field} is {new_type} at the source since {since} (it was "
                     f"{old_type}), and the mirror's column {mirror[name]} ({_bare(types[name])}) cannot hold its values: "
                     "they would be rounded or null. Change the column's type in the model (cdc-scaffold --overwrite "

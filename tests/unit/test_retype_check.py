@@ -20,6 +20,15 @@ def test_a_decimal_or_integer_widened_beyond_the_mirror_column_is_named():
             "int(11))") in retype_problem(mysql, {"qty": "Nullable(Int32)"}, "shop.t", "t")
 
 
+def test_a_history_is_told_that_a_widening_needs_no_rebuild():
+    """Its columns are widened in place as a mirror's (history_columns.py): the message said to rebuild."""
+    events = [event("0002", {"id": "integer", "balance": "numeric(16,4)"}, {"balance": "numeric(12,4)"})]
+    problem = retype_problem(events, {"id": "int", "balance": "decimal(12,4)"}, "shop.accounts", "accounts_history", history=True)
+    assert problem.startswith("cdc_history model 'accounts_history': shop.accounts.balance is numeric(16,4)")
+    assert "a widening (int to bigint, a decimal's precision at its scale) is widened in place" in problem
+    assert "dbt run --full-refresh --select accounts_history" in problem
+
+
 def test_a_mirror_column_that_holds_the_new_type_or_is_not_a_number_is_left_alone():
     widened = [event("0002", {"balance": "numeric(16,4)", "ratio": "double precision", "note": "text"},
                      {"balance": "numeric(12,2)", "ratio": "real", "note": "character varying(10)"})]

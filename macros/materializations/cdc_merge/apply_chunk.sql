@@ -76,7 +76,13 @@
             {% set batch_keys_sql = cdc_merge.batch_keys_sql(chunk_view, cfg.source_table, bucket, chunk.buckets) %}
             {#- A small batch goes to the mirror in one commit on main, not through a branch (one_commit.py). -#}
             {% set one_commit = adapter.cdc_one_commit(by_position, chunk_plan, chunk.buckets) %}
+            {% set rounds_started = modules.datetime.datetime.utcnow() %}
             {% for round in range(1, rounds + 1) %}
+                {% if rounds > 25 and round % 25 == 1 and round > 1 %}
+                    {#- A key changed many times with its TOAST values unsent is applied an event a round: say how far it is. -#}
+                    {{ log(adapter.cdc_progress_line("cdc_merge " ~ target_relation ~ " applying events with unchanged TOAST values a round each",
+                        round - 1, rounds, "rounds", rounds_started), info=True) }}
+                {% endif %}
                 {% if one_commit and newest_view is none %}
                     {#- A small batch's own dedup (TOAST placeholders, a group's deferred transactions) computed once, into the
                         driver: the key hashes, the stored rows and the classification each read it. Rows, not a view of the
@@ -95,6 +101,10 @@
                 {% set counts = cdc_merge.apply_batch(target_relation, tombstones, changes, applied_sql, batch_keys_sql, key_range, columns, cfg, by_position, one_commit) %}
                 {% do cdc_merge.add_counts(chunk_stats, counts) %}
             {% endfor %}
+            {% if rounds > 25 %}
+                {{ log(adapter.cdc_progress_line("cdc_merge " ~ target_relation ~ " applying events with unchanged TOAST values a round each",
+                    rounds, rounds, "rounds", rounds_started), info=True) }}
+            {% endif %}
         {% endfor %}
         {% if truncate.seq is not none and truncate.after_events %}
             {% do cdc_merge.apply_chunk_truncates(target_relation, tombstones, chunk_view, cfg, truncate, truncated, chunk_stats) %}
