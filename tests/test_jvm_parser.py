@@ -381,3 +381,17 @@ def test_an_empty_parsers_jar_setting_turns_off_functions_registered_before(spar
     monkeypatch.setenv("CDC_MERGE_PARSERS_JAR", "")
     assert io.register_jvm_parser(spark, KEYS) is None
     assert io.register_jvm_number_quoter(spark) is None
+
+
+def test_the_parsers_jar_is_added_to_a_session_once(spark, monkeypatch):
+    """Each function registered added the jar again, and Spark warned "has been added already" in every
+    landing's output; it is added once."""
+    statements = []
+    sql = spark.sql
+    monkeypatch.setattr(spark, "sql", lambda text, *args, **kwargs: (statements.append(text), sql(text, *args, **kwargs))[1])
+    jar = jvm_functions.parsers_jar()
+    io.register_jvm_parser(spark, {"shop.once": ["id"]})
+    monkeypatch.setattr(jvm_functions, "JVM_NUMBER_QUOTER", "cdc_number_quoter_once")
+    io.register_jvm_number_quoter(spark)
+    assert jvm_functions._jar_added(spark, jar)
+    assert [text for text in statements if text.startswith("add jar")] in ([], [f"add jar '{jar}'"]), statements

@@ -26,6 +26,7 @@ from python_jobs.verify.sources import key_values
 # The placeholder of the mirror's rows statement (macros/verify.sql) for the keys' literals.
 KEYS_PLACEHOLDER = "__CDC_MERGE_KEYS__"
 SHOWN_DIFFERENCES = 5
+SHOWN_CHARACTERS = 120
 REPORTED_KEYS = 10_000
 DIFFERENCES_MESSAGE = "mirrors differ from"
 # The last check's report in the project's target folder, for cdc-verify's exit status and for schedulers.
@@ -33,8 +34,12 @@ REPORT_FILE = "cdc_verify.json"
 
 
 def shown_value(value: Any) -> str:
-    """A compared value in a report line: a number as its digits, a text quoted with its control characters escaped."""
-    return str(value) if isinstance(value, Decimal) else repr(value)
+    """A compared value in a report line: a number as its digits, a text quoted with its control characters
+    escaped; a long one cut to its start and its length (a 12 kB text made the line unreadable)."""
+    shown = str(value) if isinstance(value, Decimal) else repr(value)
+    if len(shown) <= SHOWN_CHARACTERS:
+        return shown
+    return f"{shown[:SHOWN_CHARACTERS]}... ({len(str(value)):,} characters)"
 
 
 def write_report(path: str, report: Mapping[str, Any]) -> None:
@@ -104,8 +109,10 @@ class MirrorCheck:
         compared = (f"{self.sampled} sampled rows" if self.ranges is None else
                     f"checksums of {self.checksum_columns} columns in {self.ranges} key ranges, "
                     f"{self.compared_rows} rows compared one by one")
+        # Counted without the keys in flight: "7 rows in the source" of a table of 60 read as a loss.
+        in_flight = f" (the {self.in_flight} keys in flight left out)" if self.in_flight else ""
         lines = [f"{self.mirror} vs {self.source_table}: {verdict}: {self.source_rows} rows in the source, "
-                 f"{self.mirror_rows} in the mirror; {compared}: {len(self.missing)} missing, "
+                 f"{self.mirror_rows} in the mirror{in_flight}; {compared}: {len(self.missing)} missing, "
                  f"{len(self.extra)} extra, {len(self.differing)} with other values"]
         lines += [f"  missing from the mirror: key {key}" for key in self.missing[:SHOWN_DIFFERENCES]]
         lines += [f"  extra in the mirror: key {key}" for key in self.extra[:SHOWN_DIFFERENCES]]

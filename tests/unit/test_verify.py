@@ -83,6 +83,7 @@ def test_a_decimal_compares_at_the_mirror_columns_scale_as_the_checksum_reads_it
     assert comparable("12345678901234567894.0123456789", wide) == Decimal("12345678901234567894.0123456789")
     assert comparable("12345678901234567894.0123456789", wide) != comparable("12345678901234567897.0123456788", wide)
     assert shown_value(Decimal("7.7")) == "7.7" and shown_value("1.25") == "'1.25'"  # a report's line: no Decimal('7.7')
+    assert shown_value("x" * 12_000) == "'" + "x" * 119 + "... (12,000 characters)"  # a TOASTed text: its start and length
 
 
 def test_decimals_the_mirror_holds_at_a_smaller_scale_than_the_source_are_named_in_a_note():

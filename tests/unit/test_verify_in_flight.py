@@ -133,6 +133,7 @@ def test_a_lagging_mirror_is_compared_once_it_has_applied_past_the_position_with
     assert pipeline.applied >= 3 and result.waited_seconds < 20  # waited until the event after the position was applied
     assert result.in_flight == 2 and result.source_position == "0/50"
     assert result.source_rows == result.mirror_rows == 198
+    assert "198 rows in the source, 198 in the mirror (the 2 keys in flight left out);" in result.lines()[0]
 
 
 def test_drift_is_reported_beside_rows_in_flight():

@@ -75,7 +75,8 @@ def register_jvm_number_quoter(spark: SparkSession) -> str | None:
 def _parsers_jar_class(spark: SparkSession, jar: str, class_name: str, fallback: str):
     """A class of the parsers' jar (added to the session first), or None with a warning saying
     what happens instead."""
-    if os.path.isfile(jar):
+    # Added once a session: again, Spark warned that it had been added already, in every landing's output.
+    if os.path.isfile(jar) and not _jar_added(spark, jar):
         spark.sql(f"add jar '{jar}'")
     java_class = functools.reduce(getattr, class_name.split("."), spark._jvm)
     if not isinstance(java_class, JavaClass):
@@ -83,3 +84,9 @@ def _parsers_jar_class(spark: SparkSession, jar: str, class_name: str, fallback:
                     jar, class_name, fallback)
         return None
     return java_class
+
+
+def _jar_added(spark: SparkSession, jar: str) -> bool:
+    """Whether the session's context already serves a jar of this file's name."""
+    listed = str(spark.sparkContext._jsc.sc().listJars().mkString("\n")).splitlines()
+    return any(entry.rsplit("/", 1)[-1] == os.path.basename(jar) for entry in listed)
