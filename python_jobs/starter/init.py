@@ -179,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"  {capture_command(args, name, tables)}\n"
           "  dbt build --profiles-dir .\n"
           "  cdc-verify --profiles-dir .\n"
-          "docs/your_project.md says each step.", file=sys.stderr)
+          "(the profile's default target is Spark + Iceberg here; add --target databend to dbt and cdc-verify for "
+          "Databend). docs/your_project.md says each step.", file=sys.stderr)
     return 0
 
 
