@@ -131,3 +131,25 @@ def test_a_second_capture_on_one_state_file_waits_then_stops_naming_the_first(ma
         stopped(first)
     assert sorted(set(captured_ids(out))) == list(range(1, 211))
     assert json.loads((tmp_path / "state.json").read_text())
+
+
+def test_a_transaction_of_a_table_not_captured_leaves_the_newest_commit_written(mariadb, tmp_path):
+    """The state's newest commit is what cdc-verify --state waits to see landed (verify/in_flight.py). A
+    transaction of another table moved it, and lands nothing, so every check called every mirror behind."""
+    my_setup(mariadb, 5)
+    connection = mariadb.connect(autocommit=True)
+    with connection.cursor() as cursor:
+        cursor.execute("create table shop.other (id int primary key)")
+    assert capture("mysql", *my_args(mariadb, tmp_path)).returncode == 0
+    state = tmp_path / "state.json"
+    following_state = lambda: json.loads(state.read_text()).get("following") or {}  # noqa: E731
+    with following_capture("mysql", *my_args(mariadb, tmp_path), "--max-wait-seconds", "0.3") as following:
+        my_insert(mariadb, 6, 6)
+        wait_for(lambda: 6 in captured_ids(tmp_path / "out") and following_state().get("newest_commit_ms"))
+        written = following_state()
+        with connection.cursor() as cursor:
+            cursor.execute("insert into shop.other values (1)")
+        wait_for(lambda: following_state().get("position") != written["position"])
+        assert following_state()["newest_commit_ms"] == written["newest_commit_ms"]
+        stopped(following)
+    connection.close()
