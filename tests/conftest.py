@@ -32,6 +32,12 @@ def pytest_collection_modifyitems(items):
 enable_test_caching()
 # As in CI anywhere: dbt sends no usage events (each invocation posted several from this process).
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+# Each Spark JVM of the suite (a worker's session, a test's dbt or cdc-run process, the cluster's
+# driver) gets 2 GB of heap instead of the 6 GB a user's large batches need: the parallel collector
+# grows a heap to its limit, and two workers' 6 GB JVMs beside a test's own processes, their
+# embedded Databend and the database servers outgrew the machine's 24 GiB (no swap), so the kernel
+# killed a worker's JVM half way through the suite. The tests' batches are small.
+os.environ.setdefault("CDC_MERGE_DRIVER_MEMORY", "2g")
 # PySpark hands timestamps to Python in the process's local zone; the tables hold UTC.
 os.environ["TZ"] = "UTC"
 time.tzset()
