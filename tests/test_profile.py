@@ -37,6 +37,7 @@ def test_profile_sets_the_same_catalog_as_the_landing_job(monkeypatch):
     monkeypatch.delenv("CDC_MERGE_ICEBERG_JAR", raising=False)
     monkeypatch.delenv("CDC_MERGE_ICEBERG_PACKAGES", raising=False)
     monkeypatch.delenv("CDC_MERGE_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("CDC_MERGE_DRIVER_MEMORY", raising=False)  # the suite's own (conftest.py): both defaults compared
     credentials = SimpleNamespace(server_side_parameters=local_parameters({"CDC_MERGE_WAREHOUSE": "/lake"}))
     with_local_session_settings(credentials)
     landing = io.iceberg_spark_conf("/lake")

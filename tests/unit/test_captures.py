@@ -122,7 +122,8 @@ def test_a_capture_is_stopped_cleanly_when_its_service_is_killed(tmp_path):
         process.kill()
         process.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while not marker.exists() and time.monotonic() < deadline:
+        # The file appears at open(), its text at the write after: read until the text is there.
+        while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert marker.exists() and marker.read_text() == "cleanly"
     finally:
