@@ -155,7 +155,8 @@ def test_changes_the_following_capture_wrote_but_no_landing_landed_are_not_drift
                                 project.target, "--select", "items", "--postgres", dsn, "--state", str(state), *options])
 
     with following_capture("postgres", "--dsn", dsn, "--tables", "shop.items", "--slot", "written", "--out",
-                           str(project.inbox), "--state", str(state), "--max-wait-seconds", "0.3") as following:
+                           str(project.inbox), "--state", str(state), "--max-wait-seconds", "0.3",
+                           "--heartbeat-seconds", "1") as following:
         execute(postgres, "update shop.items set v = -v where id in (3, 4)")
         deadline = time.monotonic() + 60
         while (json.loads(state.read_text()).get("following") or {}).get("changes", 0) < 2:
@@ -171,10 +172,12 @@ def test_changes_the_following_capture_wrote_but_no_landing_landed_are_not_drift
         project.land({"shop.items": ["id"]})
         project.dbt("run", "--select", "items")
         assert verify("--wait-seconds", "20") == 0, project.dbt_log()[-3000:]
-        # A transaction of a table not captured lands nothing: the mirror is not behind for it. Was: its
-        # commit was the capture's newest, which never landed, and every check called the mirror behind.
+        # A transaction of a table not captured lands nothing, nor do the capture's heartbeats (one a
+        # second here): the mirror is not behind for them. Was: their commit was the capture's newest,
+        # which never landed, and every check called the mirror behind.
         written = json.loads(state.read_text())["following"]
         execute(postgres, "create table public.other (id int primary key); insert into public.other values (1)")
+        time.sleep(2.5)
         while json.loads(state.read_text())["following"]["position"] == written["position"]:
             assert time.monotonic() < deadline + 60, "the capture wrote no state for the other table's transaction"
             time.sleep(0.2)

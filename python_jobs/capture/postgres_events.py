@@ -122,6 +122,12 @@ class Transaction:
     changes: list[Mapping[str, Any]] = field(default_factory=list)
     # The stream's records as the server sent them, decoded only when needed (postgres_records.py).
     records: list[bytes] = field(default_factory=list)
+    # How many of the records are logical messages (the capture's heartbeats, a page's watermarks), which change no row.
+    messages: int = 0
+
+    @property
+    def row_changes(self) -> int:
+        return len(self.records) - self.messages
 
 
 class TransactionAssembler:

@@ -81,6 +81,7 @@ class RecordAssembler:
         if current is not None:
             current.records.append(payload)
             if action == "M":
+                current.messages += 1
                 self.messages.append(wal2json_record(payload))
         return None
 

@@ -116,7 +116,7 @@ class PostgresStream:
             change.get("prefix") == WATERMARK_PREFIX and json.loads(change.get("content") or "{}").get("mark") == "high"
             for change in self.assembler.messages))
         self.pending.append(committed)
-        self.pending_changes += len(committed.records)
+        self.pending_changes += committed.row_changes
         if self.pending_since is None:
             self.pending_since = time.monotonic()
 
@@ -130,10 +130,11 @@ class PostgresStream:
         self.rolling = True  # a request meanwhile is answered after this file, not before
         pending, self.pending, self.pending_changes, self.pending_since = self.pending, [], 0, None
         self.page_passed = False
-        # The newest commit of a change written: a transaction of other tables lands nothing, and cdc-verify
-        # --state waited for it to land (in_flight.py), calling every mirror behind.
-        newest_change_ms = next((tx.commit_ts_ms for tx in reversed(pending) if tx.records), None)
-        self.progress.written(sum(len(tx.records) for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
+        # The newest commit of a row change written: a transaction of other tables, or of the capture's own
+        # heartbeat, lands nothing, and cdc-verify --state waited for it to land (in_flight.py), calling
+        # every mirror behind.
+        newest_change_ms = next((tx.commit_ts_ms for tx in reversed(pending) if tx.row_changes), None)
+        self.progress.written(sum(tx.row_changes for tx in pending), len(pending), lsn_text(pending[-1].commit_lsn),
                               newest_change_ms)
         # The warnings received with these transactions, which psycopg2 keeps aside until the connection is polled.
         cursor.connection.poll()

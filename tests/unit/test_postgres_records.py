@@ -171,6 +171,24 @@ def test_peeked_rows_become_transactions_of_records_with_the_row_s_xid():
     assert [event.tx_id for line in lines for event in parse_line(line.decode(), KEYS)] == [f"731:{0x24BC4F0}"] * 2
 
 
+def test_the_capture_s_own_messages_are_not_counted_as_row_changes():
+    """A heartbeat's transaction holds a record, a logical message, and changes no row: counted as a
+    change, its commit became the capture's newest, which never lands, and cdc-verify --state called
+    every mirror of a quiet source behind."""
+    begin = '{"action":"B",' + TS + ',"lsn":"0/24BC4C0","nextlsn":"0/24BC4F0"}'
+    commit = '{"action":"C",' + TS + ',"lsn":"0/24BC4F0","nextlsn":"0/24BC520"}'
+    heartbeat = ('{"action":"M","xid":731,"lsn":"0/24BC4D0","transactional":true,"prefix":"cdc_merge.heartbeat",'
+                 '"content":""}')
+    insert = row("I", "0/24BC4E0", full(1)).decode().replace('"xid":726,', "")
+
+    [beat, change] = peeked_transactions([("0/24BC4C0", 731, begin), ("0/24BC4D0", 731, heartbeat), ("0/24BC4F0", 731, commit),
+                                          ("0/24BC4C0", 732, begin), ("0/24BC4D0", 732, heartbeat),
+                                          ("0/24BC4E0", 732, insert), ("0/24BC4F0", 732, commit)])
+
+    assert (len(beat.records), beat.row_changes) == (1, 0)
+    assert (len(change.records), change.row_changes) == (2, 1)
+
+
 @pytest.mark.parametrize("text", ["1e+300", "1.2345678901234568e+17", "1e-05", "3.4e+38", "0.1", "1", "-0", "16777216"])
 def test_a_float_key_lands_as_one_key_from_a_record_line_a_debezium_event_and_a_snapshot_row(text):
     """A double precision (or real) key: the snapshot's row and the stream's record and decoded event
