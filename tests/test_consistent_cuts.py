@@ -207,3 +207,29 @@ def test_a_column_added_to_a_group_mirror_is_in_its_view_at_the_cut_from_the_nex
         mirror = f"{project.schema}.shop_customers"
         at_cut = project.query(f"select id, tier, nickname from {mirror}_at_cut order by id")
         assert at_cut == project.query(f"select id, tier, nickname from {mirror} order by id") and at_cut
+
+
+def test_a_group_mirror_with_nothing_new_lets_the_others_write_the_cut(conformance_project):
+    """One mirror of a group caught up in a run that wrote no cut (the other was not selected, or failed):
+    in the next runs it had nothing new and returned before counting itself done, so no run wrote a cut,
+    and reads at the cut missed what both mirrors held until the source changed both tables again."""
+    from python_jobs.demo.generate import build_waves
+    from test_maintenance import configure_model, land
+
+    project = conformance_project
+    models = ["shop_customers", "shop_orders"]
+    for model in models:
+        configure_model(project, model, consistency_group="shop")
+    _, waves = build_waves(53, events=200, waves=2, connector="postgresql", snapshot_rows=10)
+    land(project, waves[0])
+    assert project.dbt("run", "--select", *models).success
+    land(project, waves[1])
+    assert project.dbt("run", "--select", "shop_customers").success  # the cut stays: not every mirror selected
+    log = project.dbt("run", "--select", *models)
+    assert log.success
+    assert_cut_is_the_newest_state(project, "shop", models)
+    newest_cut = f"select max(cut_ordinal) as cut from {project.schema}.cdc_merge_cuts where consistency_group = 'shop'"
+    cut = project.query(newest_cut)[0]["cut"]
+    # Nothing new in any of them: the cut stands, no other is written.
+    assert project.dbt("run", "--select", *models).success
+    assert project.query(newest_cut)[0]["cut"] == cut

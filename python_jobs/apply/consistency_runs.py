@@ -20,6 +20,8 @@ class GroupRuns:
         self._deciding: Dict[Key, float] = {}
         self._horizons: Dict[Key, Dict[str, Any]] = {}
         self._done: Dict[Key, Dict[str, Optional[str]]] = {}
+        # Groups of which a member applied events in the invocation (not only found nothing new).
+        self._applied: set = set()
         self._read_cuts: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
         # Groups whose mirrors stage their commits in one catalog transaction, until it is published.
         self._open_transactions: List[Key] = []
@@ -51,16 +53,30 @@ class GroupRuns:
             return kept
 
     def member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
-                    members: Sequence[str]) -> Optional[Dict[str, Optional[str]]]:
-        """Record that mirror applied through the group's horizon; every member's snapshot once all
-        members have (the caller writes the cut), else None."""
+                    members: Sequence[str], applied: bool = True) -> Optional[Dict[str, Optional[str]]]:
+        """Record that mirror applied through the group's horizon (applied=False: it had nothing new,
+        its offset at the raw table's current snapshot); every member's snapshot once all members
+        have and one of them applied events (the caller writes the cut), else None. A member with
+        nothing new counts: it caught up in a run that wrote no cut (the other member failed, or was
+        not selected), and the cut stayed behind it while the source was quiet."""
+        key = (invocation_id, group)
         with self._lock:
-            done = self._done.setdefault((invocation_id, group), {})
+            done = self._done.setdefault(key, {})
             done[mirror] = snapshot
+            if applied:
+                self._applied.add(key)
             if set(members) - set(done):
                 return None
-            del self._done[(invocation_id, group)]
+            del self._done[key]
+            if key not in self._applied:
+                return None  # every member had nothing new: the latest cut stands
+            self._applied.discard(key)
             return {member: done[member] for member in sorted(members)}
+
+    def decided_horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
+        """The horizon decided in this invocation, without waiting or becoming its decider."""
+        with self._lock:
+            return self._horizons.get((invocation_id, group))
 
     def reader_cut(self, invocation_id: str, reader: str, group: str) -> Optional[Dict[str, Any]]:
         """The cut a model compiling in this invocation reads the group at, once it looked it up."""
@@ -102,6 +118,7 @@ class GroupRuns:
         for store in (self._horizons, self._done, self._deciding):
             for key in [key for key in store if key[0] != invocation_id]:
                 del store[key]
+        self._applied = {key for key in self._applied if key[0] == invocation_id}
 
 
 # One per process, like the dbt invocations it serves.

@@ -77,3 +77,17 @@ def test_another_invocation_does_not_forget_a_transaction_left_open():
     runs.joined_transaction("first", "bank")
     runs.keep_horizon("second", "bank", lambda: {"through": "2"})
     assert runs.transactions_left_open() == [("first", "bank")]
+
+
+def test_a_member_with_nothing_new_counts_done_and_a_cut_needs_one_that_applied():
+    runs = GroupRuns()
+    members = ["m.orders", "m.lines"]
+    runs.keep_horizon("inv-1", "shop", lambda: {"through": "s2"})
+    assert runs.member_done("inv-1", "shop", "m.orders", "11", members, applied=False) is None
+    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"m.lines": "22", "m.orders": "11"}
+    assert runs.decided_horizon("inv-1", "shop") == {"through": "s2"}
+    # Nothing new in any member: the latest cut stands; asking for the horizon decides nothing.
+    assert runs.member_done("inv-2", "shop", "m.orders", "11", members, applied=False) is None
+    assert runs.member_done("inv-2", "shop", "m.lines", "22", members, applied=False) is None
+    assert runs.decided_horizon("inv-2", "shop") is None
+    assert runs.horizon("inv-2", "shop") is None  # the caller that asks to decide still may

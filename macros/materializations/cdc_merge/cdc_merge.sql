@@ -32,6 +32,10 @@
     {% set idle_read = {} %}
     {% if cdc_merge.nothing_new(existing_relation, target_relation, offsets, cfg, model_sql, run_started, idle_read) %}
         {% do store_raw_result('main', message='OK', code='OK', rows_affected=0) %}
+        {#- A group's mirror counts as done at its offset: the group's other mirrors may write the cut (consistency.sql). -#}
+        {% if cfg.consistency_group is not none %}
+            {% do cdc_merge.finish_group_member(cfg, target_relation, offsets, none) %}
+        {% endif %}
         {% do cdc_merge.persist_mirror_docs(target_relation, model) %}
         {% do cdc_merge.unlock_mirror(target_relation) %}
         {% do cdc_merge.finish_mirror_run() %}

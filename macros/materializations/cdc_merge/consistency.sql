@@ -220,15 +220,21 @@
 
 
 {% macro finish_group_member(cfg, target_relation, offsets, horizon) %}
-    {#- The mirror applied through the horizon: when it is the group's last of the invocation, the cut is recorded. -#}
+    {#-
+        The mirror applied through the horizon: when it is the group's last of the invocation, the cut is recorded.
+        horizon none: the mirror had nothing new (idle.sql); the cut then takes the horizon another member decided.
+    -#}
     {% set group = cdc_merge.group_members(cfg.consistency_group) %}
     {% if not group.all_selected %}
-        {{ log("cdc_merge " ~ target_relation ~ ": the cut of group " ~ cfg.consistency_group ~ " stays: not every mirror of the group is selected", info=True) }}
+        {% if horizon is not none %}
+            {{ log("cdc_merge " ~ target_relation ~ ": the cut of group " ~ cfg.consistency_group ~ " stays: not every mirror of the group is selected", info=True) }}
+        {% endif %}
         {{ return(none) }}
     {% endif %}
     {% set cut = adapter.cdc_group_member_done(invocation_id, cfg.consistency_group, cdc_merge.mirror_name(target_relation),
-        cdc_merge.mirror_snapshot(target_relation), group.members) %}
-    {% if cut is not none %}
+        cdc_merge.mirror_snapshot(target_relation), group.members, horizon is not none) %}
+    {% set horizon = horizon if horizon is not none else adapter.cdc_decided_group_horizon(invocation_id, cfg.consistency_group) %}
+    {% if cut is not none and horizon is not none %}
         {#- The views at the cut first: they keep reading the previous cut until the INSERT (cut_views.sql). -#}
         {% do cdc_merge.replace_cut_views(cdc_merge.cuts_relation(offsets), cfg.consistency_group, horizon.ordinal, cut) %}
         {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, cfg.raw_relation, horizon, cut)) %}

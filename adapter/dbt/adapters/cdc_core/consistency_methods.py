@@ -40,9 +40,15 @@ class ConsistencyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_group_member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
-                              members: List[str]) -> Optional[Dict[str, Optional[str]]]:
+                              members: List[str], applied: bool = True) -> Optional[Dict[str, Optional[str]]]:
         """Every member's snapshot once the last mirror of the group applied through the horizon, else None."""
-        return GROUP_RUNS.member_done(invocation_id, group, mirror, None if snapshot is None else str(snapshot), list(members))
+        return GROUP_RUNS.member_done(invocation_id, group, mirror, None if snapshot is None else str(snapshot), list(members),
+                                      bool(applied))
+
+    @available
+    def cdc_decided_group_horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
+        """The horizon a mirror of the group decided in this invocation, or None; never waits."""
+        return GROUP_RUNS.decided_horizon(invocation_id, group)
 
     @available
     def cdc_reader_cut(self, invocation_id: str, reader: str, group: str) -> Optional[Dict[str, Any]]:
