@@ -102,7 +102,8 @@ final class CatalogTransaction {
   CommitFailedException discarded(TableIdentifier table) {
     return new CommitFailedException(
         "Cannot commit %s: the catalog transaction of %s for run %s is closed (published, failed, or"
-            + " discarded when another run of the group started)",
+            + " discarded when another run of the group started: then none of this run's group was"
+            + " published, and a run started after the other has ended applies it)",
         table, key, runId);
   }
 
