@@ -116,9 +116,12 @@ ICEBERG_PLAN_IN_WORKER_POOL_VARIABLE = "ICEBERG_SCAN_PLAN_IN_WORKER_POOL"
 # A process that starts a JVM for one command and exits spends most of that JVM's CPU compiling
 # Spark's and Iceberg's code: C1 alone compiles fast enough code for seconds of work, at a third less
 # CPU for a `dbt run` (BENCHMARKS.md, "Levers tried"). A long-lived process (`cdc-run`, a test
-# worker's or a benchmark's session) keeps C2: after its first cycles C2's code is faster.
+# worker's or a benchmark's session) keeps C2: after its first cycles C2's code is faster. C1 alone
+# also shrinks the JVM's code cache from 240 MB to 48 MB, which a `dbt build` of 38 nodes filled
+# ("CodeCache is full. Compiler has been disabled", then a model failed with "Out of space in
+# CodeCache for method handle intrinsic"): the cache keeps its usual size.
 ONE_SHOT_COMMANDS = frozenset({"dbt", "cdc-land", "cdc-verify"})
-ONE_SHOT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+ONE_SHOT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 ONE_SHOT_JAVA_OPTIONS_VARIABLE = "CDC_MERGE_ONE_SHOT_JAVA_OPTIONS"
 
 
