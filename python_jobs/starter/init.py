@@ -6,8 +6,9 @@ cdc_merge as a dbt package (docs/your_project.md).
         --package-git https://github.com/<owner>/cdc_merge.git --package-revision v0.1.0
 
 It writes dbt_project.yml, packages.yml, profiles.yml (an embedded Spark + Iceberg target, a
-Databend target and a Spark cluster's), landing.yml, the landing model, and a mirror model per table from the source's
-information_schema (as cdc-scaffold writes them). Then: dbt deps, capture, dbt build.
+Databend target and a Spark cluster's), landing.yml, the landing model, and a mirror model per
+table from the source's information_schema (as cdc-scaffold writes them). Then: dbt deps, capture,
+dbt build.
 """
 
 from __future__ import annotations
