@@ -5,7 +5,8 @@ or differing values, with the columns that differ.
 
 The sampled check (check_mirror) reads the source as it is now and the mirror as of its last run:
 run it when the pipeline has caught up, or a change in flight shows as a difference. The check of
-every row (check_by_ranges) compares at the source's log position instead (in_flight.py).
+every row (check_by_ranges) compares at the source's log position instead (in_flight.py). Both, and
+the notes their reports share, are kept in this one module (over 300 lines): a report is made here.
 """
 
 from __future__ import annotations
@@ -294,9 +295,15 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         check.differing_ranges = [(texts(leaf.after), texts(leaf.through)) for leaf in leaves
                                   if any(in_range(key, leaf) for key in differing_keys)]
     if state_reached == "quiet" and not (check.clean_rows and check.source_rows == check.mirror_rows):
-        check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet, so a difference "
-                           "may also be a change the capture has not written or dbt has not landed: run the capture and dbt "
-                           "build (or wait for them), then cdc-verify again; a difference that stays is the mirror's own")
+        if progress is not None and progress.capture_state is not None:
+            # The state says what the capture wrote, all of it landed and applied: only a capture behind the source is left.
+            check.notes.append(f"everything the capture had written (its --state) was landed and applied, and nothing after the "
+                               f"source's position {position.label}: a difference is the mirror's own, unless the capture "
+                               "itself is behind the source")
+        else:
+            check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet, so a difference "
+                               "may also be a change the capture has not written or dbt has not landed: run the capture and dbt "
+                               "build (or wait for them), then cdc-verify again; a difference that stays is the mirror's own")
     if check.clean_rows and check.source_rows != check.mirror_rows:
         check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
