@@ -143,17 +143,33 @@ def test_drift_warns_fails_its_test_and_the_history_holds_the_ddl(conformance_pr
     assert [(result.status, result.failures) for result in misread.result.results if "unmapped" in result.node.name] == [("warn", 1)]
     assert "inventory.customers has columns the mirror does not read: email. Add" in project.dbt_log()
 
-    # The source drops the column: the images since its schema change are the table as it is. Was: the
-    # test warned of middle_name, a column of the older images only.
+    # The source drops the column: its schema change lists the table's columns. Was: with no image since
+    # it, the test read the older images and warned of middle_name, a column of those only.
     dropped = documented_schema_change()["payload"]
     dropped["source"]["pos"], dropped["ddl"] = 900, "ALTER TABLE customers DROP middle_name"
     dropped["tableChanges"][0]["table"]["columns"] = [
         column for column in dropped["tableChanges"][0]["table"]["columns"] if column["name"] != "middle_name"]
-    (project.inbox / "2.json").write_text(json.dumps(dropped) + "\n" + mysql_line("u", 1000, {**person, "id": 2}) + "\n")
+    (project.inbox / "2.json").write_text(json.dumps(dropped) + "\n")
     project.land(CUSTOMERS)
     project.write_model(
         "customers", "unique_key='id', source_table='inventory.customers'",
         "{{ cdc_merge.cdc_columns({'id': 'int', 'first_name': 'string', 'last_name': 'string', 'email': 'string'}) }}, "
         "{{ cdc_merge.cdc_metadata_columns() }}")
     project.dbt("run", "--select", "customers")
+    assert [result.status for result in drift_test([]).result.results if "unmapped" in result.node.name] == ["pass"]
+    # The images since it are the table as it is.
+    (project.inbox / "3.json").write_text(mysql_line("u", 1000, {**person, "id": 2}) + "\n")
+    project.land(CUSTOMERS)
+    project.dbt("run", "--select", "customers")
+    assert [result.status for result in drift_test([]).result.results if "unmapped" in result.node.name] == ["pass"]
+
+    # A column added, then dropped with no schema change in the log (PostgreSQL's log says nothing of a
+    # drop): an insert, a whole row, without it says it is gone.
+    (project.inbox / "4.json").write_text(mysql_line("u", 1100, {**person, "id": 2, "nickname": "An"}) + "\n")
+    project.land(CUSTOMERS)
+    assert [(result.status, result.failures) for result in drift_test([]).result.results
+            if "unmapped" in result.node.name] == [("warn", 1)]
+    assert "has columns the mirror does not read: nickname." in project.dbt_log()
+    (project.inbox / "5.json").write_text(mysql_line("c", 1200, {**person, "id": 3}) + "\n")
+    project.land(CUSTOMERS)
     assert [result.status for result in drift_test([]).result.results if "unmapped" in result.node.name] == ["pass"]
