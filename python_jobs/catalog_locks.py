@@ -114,6 +114,11 @@ def acquire(database: CatalogDatabase, kind: str, name: str, what: str, wait: Op
     _held[key] = connection
 
 
+def holds(database: CatalogDatabase, kind: str, name: str) -> bool:
+    """Whether this process holds the lock of name."""
+    return lock_key(database, kind, name) in _held
+
+
 def release(database: CatalogDatabase, kind: str, name: str) -> None:
     connection = _held.pop(lock_key(database, kind, name), None)
     if connection is not None:

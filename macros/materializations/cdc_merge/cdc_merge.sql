@@ -25,8 +25,9 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {#- Another process applying this mirror: wait for it, then apply what is new after it (run_guard.sql). -#}
-    {% do cdc_merge.lock_mirror(target_relation) %}
+    {#- Another process applying this mirror (or, on a catalog with transactions, its group): wait for it, then apply
+        what is new after it (run_guard.sql). -#}
+    {% do cdc_merge.lock_mirror(target_relation, cfg.consistency_group) %}
 
     {#- Nothing new since the mirror's offset: one cheap check, no statement of its own (idle.sql). -#}
     {% set idle_read = {} %}

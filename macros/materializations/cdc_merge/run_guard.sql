@@ -3,7 +3,9 @@
     lock_mirror / unlock_mirror  one process applies a mirror at a time; another waits for it
                                  (python_jobs/run_locks.py; on a Thrift server with a JDBC catalog in
                                  PostgreSQL, on any machine: python_jobs/catalog_locks.py), so both
-                                 never insert the same new key
+                                 never insert the same new key; there a consistency group's mirror
+                                 first waits for the group, held by one run until its catalog
+                                 transaction is published, which another run's would discard
     enter_large_batch            with dbt --threads, one mirror with a large chunk at a time in this
                                  process (python_jobs/apply/large_batch_gate.py); unlock_mirror ends it
     delete_from_shared_table     maintenance's trims of the offsets and runs tables: one at a time in
@@ -17,9 +19,9 @@
     On Databend they do nothing: its statements run on the server, not in this process.
 #}
 
-{% macro lock_mirror(target_relation) %}
+{% macro lock_mirror(target_relation, consistency_group=none) %}
     {% if cdc_merge.capabilities().guards %}
-        {% do adapter.cdc_lock_mirror(target_relation | string) %}
+        {% do adapter.cdc_lock_mirror(target_relation | string, consistency_group) %}
     {% endif %}
 {% endmacro %}
 

@@ -96,6 +96,10 @@ class ConsistencyMethods(metaclass=AdapterMeta):
             return self._catalog_transaction_step("publish", invocation_id, group)
         finally:
             GROUP_RUNS.transaction_closed(invocation_id, group)
+            self._release_group(group)
+
+    def _release_group(self, group: str) -> None:
+        """cdc_spark's: the group's lock across runs (run_guard_methods.py), once its transaction is published."""
 
     def _publish_catalog_transactions_left_open(self) -> None:
         """At the invocation's end, where no cut published a group's transaction (one of its mirrors

@@ -217,6 +217,9 @@ class CdcSparkAdapter(ApplyMethods, ConsistencyMethods, MirrorWriteMethods, RawR
             catalog["impl"] = setting[0]["value"]
         return catalog["impl"] == _TRANSACTIONS_CATALOG_IMPL
 
+    def _release_group(self, group: str) -> None:
+        self.cdc_release_group(group)
+
     def _catalog_transaction_step(self, step: str, invocation_id: str, group: str) -> int:
         answer = self._call_procedure(f"snapshot_catalog_transaction_{step}", consistency_group=group, run_id=invocation_id)
         return int(answer["tables"])

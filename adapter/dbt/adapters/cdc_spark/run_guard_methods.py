@@ -20,6 +20,8 @@ logger = AdapterLogger("cdc_spark")
 # Deletes from a shared table that threads of this process run one at a time, by table.
 _SERIALIZED: Dict[str, threading.Lock] = {}
 _SERIALIZED_GUARD = threading.Lock()
+# The threads of one run take a consistency group's lock once, for all its mirrors.
+_GROUP_GUARD = threading.Lock()
 
 
 class RunGuardMethods(metaclass=AdapterMeta):
@@ -32,19 +34,37 @@ class RunGuardMethods(metaclass=AdapterMeta):
         return ""
 
     @available
-    def cdc_lock_mirror(self, target_table: str) -> str:
+    def cdc_lock_mirror(self, target_table: str, consistency_group: Optional[str] = None) -> str:
         """Apply the mirror alone: wait while another process applies it (python_jobs/run_locks.py), on
-        any machine where the catalog is a PostgreSQL database (python_jobs/catalog_locks.py)."""
+        any machine where the catalog is a PostgreSQL database (python_jobs/catalog_locks.py). There, on
+        a catalog with transactions, a group's mirror first waits while another run holds the group:
+        its catalog transaction, open until published, would be discarded by this run's joining one."""
         warehouse = self._warehouse()
         database = self._catalog_database() if warehouse is None else None
         try:
             if warehouse is not None:
                 run_locks.acquire(run_locks.lock_file("mirror", warehouse, target_table), f"mirror {target_table}")
             elif database is not None:
+                if consistency_group and self._catalog_has_transactions():  # type: ignore[attr-defined]
+                    self._lock_group(database, consistency_group)
                 catalog_locks.acquire(database, "mirror", target_table, f"mirror {target_table}")
         except run_locks.LockBusy as busy:
             raise DbtRuntimeError(str(busy)) from None
         return ""
+
+    def _lock_group(self, database: catalog_locks.CatalogDatabase, group: str) -> None:
+        """The group's lock, taken by this run's first mirror of it (the group before the mirror, in
+        every run, so that two runs never wait on each other) and kept until its publish."""
+        with _GROUP_GUARD:
+            if not catalog_locks.holds(database, "group", group):
+                catalog_locks.acquire(database, "group", group, f"consistency group {group}")
+
+    def cdc_release_group(self, group: str) -> None:
+        """Once the group's catalog transaction is published (or at the invocation's end, with every lock)."""
+        database = self._catalog_database() if self._warehouse() is None else None
+        if database is not None:
+            with _GROUP_GUARD:
+                catalog_locks.release(database, "group", group)
 
     @available
     def cdc_unlock_mirror(self, target_table: str) -> str:
