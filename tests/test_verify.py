@@ -8,13 +8,16 @@ Why over 300 lines: the drift its tests put in and the ranges they expect share 
 from __future__ import annotations
 
 import json
+import os
 
 from harness.mariadb_server import create_mariadb_capture_user
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import mysql as capture_mysql
 from python_jobs.capture import postgres as capture_postgres
 from python_jobs.capture.mysql_pages import SIGNAL_TABLE, SIGNAL_TABLE_DDL
+from python_jobs.status.status_files import read_verify_report
 from python_jobs.verify import cli as verify_cli
+from python_jobs.verify.check import REPORT_FILE
 from test_capture_faults import mariadb, postgres  # noqa: F401 - fixtures
 from test_online_snapshots import execute
 from test_online_snapshots_mariadb import execute as my_execute
@@ -79,6 +82,9 @@ def check_finds_and_repairs(project, source: list[str], capture_again) -> None:
     # No capture runs until capture_again: the requests wait for it.
     state = str(project.work_dir / "state.json")
     assert verify(project, source, "--repair", "--state", state, "--repair-wait-seconds", "0") == 1
+    # The report says when the ranges were asked again, for the status page (python_jobs/status/page.py).
+    report = project.project_dir / os.environ.get("DBT_TARGET_PATH", "target") / REPORT_FILE
+    assert [(check.clean, bool(check.repair_asked_at)) for check in read_verify_report(report)] == [(False, True)] * 2
     log = project.dbt_log()
     for line in expected:
         assert line in log, (line, log[-3000:])
@@ -95,6 +101,7 @@ def check_finds_and_repairs(project, source: list[str], capture_again) -> None:
     assert 0 < reread <= 10 * 2 * 100, reread
     land_and_apply(project)
     assert verify(project, source) == 0, project.dbt_log()[-3000:]
+    assert [(check.clean, check.repair_asked_at) for check in read_verify_report(report)] == [(True, None)] * 2
     project.dbt("test", "--select", "items", "order_lines")
 
 

@@ -132,6 +132,8 @@ class VerifyStatus:
     extra: int
     differing: int
     source_position: str | None = None
+    # When cdc-verify --repair asked the capture to read the check's differing ranges again (UTC, as checked_at).
+    repair_asked_at: str | None = None
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
-from python_jobs.status.model import Sample, StatusSnapshot, clock_text, number_text, seconds_text, utc_text
+from python_jobs.status.model import Sample, StatusSnapshot, VerifyStatus, clock_text, number_text, seconds_text, utc_text
 
 REFRESH_SECONDS = 5
 _STYLE = """
@@ -56,6 +56,14 @@ def _plot(history: Sequence[Sample], now: float) -> str:
     return "".join(parts)
 
 
+def repair_html(check: VerifyStatus) -> str:
+    """A differing check whose ranges cdc-verify --repair asked to be read again: it may be repaired since."""
+    if check.clean or not check.repair_asked_at:
+        return ""
+    return (f'<br><span class="muted">re-read asked {escape(utc_text(check.repair_asked_at))}: '
+            'run cdc-verify again once applied</span>')
+
+
 def render(status: StatusSnapshot) -> str:
     kind, verdict = status.verdict()
     rows = []
@@ -90,7 +98,7 @@ def render(status: StatusSnapshot) -> str:
                        f'<br><span class="muted">What to do: {escape(failure.what_to_do)}</span></li>'
                        for failure in status.failures[:10])
     groups = "".join(f"<tr><td>{escape(group)}</td><td class='n'>{seconds_text(lag)}</td></tr>" for group, lag in status.groups().items())
-    checks = "".join(f"<tr><td>{escape(check.mirror)}</td><td>{'equal' if check.clean else 'DIFFERS'}</td>"
+    checks = "".join(f"<tr><td>{escape(check.mirror)}</td><td>{'equal' if check.clean else 'DIFFERS'}{repair_html(check)}</td>"
                      f"<td class='n'>{check.missing}</td><td class='n'>{check.extra}</td><td class='n'>{check.differing}</td>"
                      f"<td>{escape(utc_text(check.checked_at))}</td></tr>" for check in status.verify)
     landing = status.landing

@@ -67,4 +67,4 @@ def read_verify_report(path: Path) -> list[VerifyStatus]:
         return []
     return [VerifyStatus(check.get("mirror") or "", check.get("checked_at"), bool(check.get("clean")),
                          int(check.get("missing") or 0), int(check.get("extra") or 0), int(check.get("differing") or 0),
-                         check.get("source_position")) for check in report.get("checks") or ()]
+                         check.get("source_position"), check.get("repair_asked_at")) for check in report.get("checks") or ()]

@@ -29,7 +29,9 @@ def render_text(status: StatusSnapshot, hours: float) -> list[str]:
     for check in status.verify:
         lines.append(f"  verify {check.mirror} at {utc_text(check.checked_at)}: "
                      + ("equal" if check.clean else f"DIFFERS ({check.missing} missing, {check.extra} extra, "
-                                                     f"{check.differing} with other values)"))
+                                                     f"{check.differing} with other values)")
+                     + (f"; its ranges asked to be read again at {utc_text(check.repair_asked_at)}: run cdc-verify again "
+                        "once they are applied" if check.repair_asked_at and not check.clean else ""))
     if status.landing.quarantined:
         lines.append(f"  {status.landing.quarantined} lines quarantined (the quarantine table says why)")
     return lines

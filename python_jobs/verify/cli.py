@@ -21,6 +21,7 @@ them again online; check again after the next run has applied them.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from python_jobs.capture.snapshot_requests import await_request, outcome_line, write_request
-from python_jobs.verify.check import REPORT_FILE
+from python_jobs.verify.check import REPORT_FILE, write_report
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -97,17 +98,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"cdc-verify: {written.get('summary') or 'a mirror differs from its source'}", file=sys.stderr)
     if args.repair:
-        request_repairs(args.state, written.get("checks") or [], args.repair_wait_seconds)
+        asked = request_repairs(args.state, written.get("checks") or [], args.repair_wait_seconds)
+        note_repairs_asked(report, written, asked)
     return 1
 
 
-def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> None:
+def note_repairs_asked(report: Path, written: dict, asked: set[str]) -> None:
+    """The time the re-reads of a check's ranges were asked, in the report beside the check (as UTC,
+    written like its checked_at): the status page says the difference may be repaired since."""
+    if not asked:
+        return
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+    for check in written.get("checks") or ():
+        if check.get("source_table") in asked:
+            check["repair_asked_at"] = now
+    write_report(str(report), written)
+
+
+def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set[str]:
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
     range's first bound (read again, though the range starts after it) through its last; a sampled
     check's differing keys each from and through itself. A mirror that differs with no range to read
     (its counts only), or that was behind its source (its differences may be in flight), is said so,
     with what to do instead. Then, within wait_seconds in all, what the
-    capture did with each request: taken, refused (and why), or not yet taken."""
+    capture did with each request: taken, refused (and why), or not yet taken. Returns the source
+    tables whose ranges were asked."""
     written = []
     for check in checks:
         if not check.get("clean", True) and check.get("behind"):
@@ -131,6 +146,7 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> Non
     for table, keys, path in written:
         outcome = await_request(path, deadline - time.monotonic())
         print(f"cdc-verify: {outcome_line(table, keys, path, outcome, wait_seconds)}", file=sys.stderr)
+    return {table for table, _, _ in written}
 
 
 if __name__ == "__main__":

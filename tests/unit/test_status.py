@@ -212,3 +212,19 @@ def test_a_refused_repair_request_is_a_capture_warning_until_removed(tmp_path):
     for path in (state.parent / "capture-state.json.requests" / "refused").glob("*.json"):
         path.unlink()
     assert read_capture_status("c", state).warnings == []
+
+
+def test_a_difference_whose_ranges_were_asked_again_says_so_on_the_page_and_in_cdc_status():
+    """cdc-verify --repair asked the capture to read the ranges again: the check still says what it found,
+    and when the re-read was asked, so that an operator runs cdc-verify again instead of repairing twice."""
+    registry = Registry()
+    registry.enabled = True
+    asked = VerifyStatus("shop.orders", "2026-01-01 00:00:00", False, 0, 1, 2, repair_asked_at="2026-01-01 00:00:05.5")
+    equal = VerifyStatus("shop.items", "2026-01-01 00:00:00", True, 0, 0, 0, repair_asked_at="2026-01-01 00:00:05")
+    status = registry.snapshot([], [asked, equal])
+    html = page.render(status)
+    assert "DIFFERS<br><span class=\"muted\">re-read asked 2026-01-01 00:00:05 UTC: run cdc-verify again once applied" in html
+    assert html.count("re-read asked") == 1
+    text = "\n".join(render_text(status, 1.0))
+    assert "ranges asked to be read again at 2026-01-01 00:00:05 UTC: run cdc-verify again once they are applied" in text
+    assert text.count("asked to be read again") == 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from python_jobs.verify.cli import parse_args, request_repairs
+from python_jobs.status.status_files import read_verify_report
+from python_jobs.verify.cli import note_repairs_asked, parse_args, request_repairs
 from python_jobs.verify.mirror_ranges import MirrorRanges, engine_literal
 from python_jobs.verify.ranges import KeyRange
 
@@ -17,7 +18,7 @@ def test_a_sampled_checks_differing_keys_are_each_asked_of_the_capture(tmp_path,
               {"source_table": "shop.u", "clean": False, "differing_ranges": []},
               {"source_table": "shop.v", "clean": True, "differing_ranges": []},
               {"source_table": "shop.w", "clean": False, "differing_ranges": [], "unkeyed": 1}]
-    request_repairs(state, checks)
+    assert request_repairs(state, checks) == {"shop.t"}
     requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
     assert requests == [{"table": "shop.t", "from": ["2024-01-21"], "to": ["2024-01-21"]}]
     said = capsys.readouterr().err
@@ -38,7 +39,7 @@ def test_a_mirror_behind_its_source_is_not_read_again(tmp_path, capsys):
     checks = [{"source_table": "shop.t", "clean": False, "behind": True, "source_position": "0/16B3748",
                "differing_ranges": [(None, ["500"]), (["500"], None)]},
               {"source_table": "shop.u", "clean": False, "behind": False, "differing_ranges": [(["7"], ["9"])]}]
-    request_repairs(state, checks)
+    assert request_repairs(state, checks) == {"shop.u"}
     requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
     assert requests == [{"table": "shop.u", "from": ["7"], "to": ["9"]}]
     said = capsys.readouterr().err
@@ -58,3 +59,17 @@ def test_no_dollar_reaches_spark_sql_text():
     side.exclude(['["${y}"]'])
     where = side._where(KeyRange(("${x}",), ("${y}z",)))
     assert "$" not in where and where.count("\\u0024") == 3, where
+
+
+def test_the_report_says_when_a_checks_ranges_were_asked_to_be_read_again(tmp_path):
+    """The status page reads it: a check that differed may be repaired since (python_jobs/status/page.py)."""
+    report = tmp_path / "cdc_verify.json"
+    written = {"differing": 1, "checks": [
+        {"mirror": "shop.t", "source_table": "shop.t", "clean": False, "differing": 1, "checked_at": "2026-01-01 00:00:00"},
+        {"mirror": "shop.u", "source_table": "shop.u", "clean": False, "missing": 3, "checked_at": "2026-01-01 00:00:00"}]}
+    note_repairs_asked(report, written, {"shop.t"})
+    asked, not_asked = read_verify_report(report)
+    assert asked.repair_asked_at > "2026-01-01" and not_asked.repair_asked_at is None
+    assert (asked.differing, not_asked.missing) == (1, 3)
+    note_repairs_asked(tmp_path / "none.json", written, set())
+    assert not (tmp_path / "none.json").exists()
