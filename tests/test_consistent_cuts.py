@@ -220,7 +220,7 @@ def test_a_group_mirror_with_nothing_new_lets_the_others_write_the_cut(conforman
     models = ["shop_customers", "shop_orders"]
     for model in models:
         configure_model(project, model, consistency_group="shop")
-    _, waves = build_waves(53, events=200, waves=2, connector="postgresql", snapshot_rows=10)
+    _, waves = build_waves(53, events=300, waves=3, connector="postgresql", snapshot_rows=10)
     land(project, waves[0])
     assert project.dbt("run", "--select", *models).success
     land(project, waves[1])
@@ -232,3 +232,15 @@ def test_a_group_mirror_with_nothing_new_lets_the_others_write_the_cut(conforman
     # Nothing new in any of them: the cut stands, no other is written.
     assert project.dbt("run", "--select", *models).success
     assert project.query(newest_cut)[0]["cut"] == cut
+
+    # Each caught up in a run of its own, which writes no cut; then a run with nothing new in either.
+    # Was: no cut, so reads at the cut stayed behind both until the source changed again.
+    land(project, waves[2])
+    assert project.dbt("run", "--select", "shop_customers").success
+    assert project.dbt("run", "--select", "shop_orders").success
+    assert project.query(newest_cut)[0]["cut"] == cut
+    assert project.dbt("run", "--select", *models).success
+    assert project.query(newest_cut)[0]["cut"] == cut + 1
+    assert_cut_is_the_newest_state(project, "shop", models)
+    assert project.dbt("run", "--select", *models).success
+    assert project.query(newest_cut)[0]["cut"] == cut + 1

@@ -53,12 +53,13 @@ class GroupRuns:
             return kept
 
     def member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
-                    members: Sequence[str], applied: bool = True) -> Optional[Dict[str, Optional[str]]]:
+                    members: Sequence[str], applied: bool = True) -> Optional[Dict[str, Any]]:
         """Record that mirror applied through the group's horizon (applied=False: it had nothing new,
-        its offset at the raw table's current snapshot); every member's snapshot once all members
-        have and one of them applied events (the caller writes the cut), else None. A member with
-        nothing new counts: it caught up in a run that wrote no cut (the other member failed, or was
-        not selected), and the cut stayed behind it while the source was quiet."""
+        its offset at the raw table's current snapshot). None while a member is not done; then, once:
+        {"snapshots": every member's snapshot, "applied": whether one of them applied events}. A
+        member with nothing new counts: it caught up in a run that wrote no cut (the other member
+        failed, or was not selected), and the cut stayed behind it while the source was quiet. Where
+        none applied, the caller writes a cut only if the latest is behind them (cut_behind)."""
         key = (invocation_id, group)
         with self._lock:
             done = self._done.setdefault(key, {})
@@ -68,10 +69,9 @@ class GroupRuns:
             if set(members) - set(done):
                 return None
             del self._done[key]
-            if key not in self._applied:
-                return None  # every member had nothing new: the latest cut stands
+            any_applied = key in self._applied
             self._applied.discard(key)
-            return {member: done[member] for member in sorted(members)}
+            return {"snapshots": {member: done[member] for member in sorted(members)}, "applied": any_applied}
 
     def decided_horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
         """The horizon decided in this invocation, without waiting or becoming its decider."""
@@ -123,3 +123,12 @@ class GroupRuns:
 
 # One per process, like the dbt invocations it serves.
 GROUP_RUNS = GroupRuns()
+
+
+def cut_behind(latest: Sequence[Tuple[str, Optional[str]]], snapshots: Dict[str, Optional[str]]) -> bool:
+    """Whether the latest cut ([(mirror, its snapshot)], [] for none) reads another state of a mirror
+    than the one it is at (snapshots), where no member applied anything in the invocation: each was
+    caught up in runs that wrote no cut (only some of the group selected), so the cut stays behind
+    them until a cut is written, while the source may be quiet for hours."""
+    cut = {str(mirror): None if snapshot is None else str(snapshot) for mirror, snapshot in latest}
+    return any(cut.get(mirror, "") != snapshot for mirror, snapshot in snapshots.items())

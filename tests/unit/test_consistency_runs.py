@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from python_jobs.apply.consistency_runs import GroupRuns
+from python_jobs.apply.consistency_runs import GroupRuns, cut_behind
 
 
 def test_every_mirror_of_a_group_gets_the_first_horizon_decided_in_its_invocation():
@@ -24,8 +24,9 @@ def test_the_cut_is_returned_once_when_the_last_member_is_done():
     runs = GroupRuns()
     members = ["m.orders", "m.lines"]
     assert runs.member_done("inv-1", "shop", "m.orders", "11", members) is None
-    assert runs.member_done("inv-1", "bank", "m.accounts", "5", ["m.accounts"]) == {"m.accounts": "5"}
-    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"m.lines": "22", "m.orders": "11"}
+    assert runs.member_done("inv-1", "bank", "m.accounts", "5", ["m.accounts"]) == {"snapshots": {"m.accounts": "5"}, "applied": True}
+    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"snapshots": {"m.lines": "22", "m.orders": "11"},
+                                                                           "applied": True}
     # The next invocation starts from no member done.
     assert runs.member_done("inv-2", "shop", "m.lines", "23", members) is None
 
@@ -84,10 +85,21 @@ def test_a_member_with_nothing_new_counts_done_and_a_cut_needs_one_that_applied(
     members = ["m.orders", "m.lines"]
     runs.keep_horizon("inv-1", "shop", lambda: {"through": "s2"})
     assert runs.member_done("inv-1", "shop", "m.orders", "11", members, applied=False) is None
-    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"m.lines": "22", "m.orders": "11"}
+    assert runs.member_done("inv-1", "shop", "m.lines", "22", members) == {"snapshots": {"m.lines": "22", "m.orders": "11"},
+                                                                           "applied": True}
     assert runs.decided_horizon("inv-1", "shop") == {"through": "s2"}
-    # Nothing new in any member: the latest cut stands; asking for the horizon decides nothing.
+    # Nothing new in any member: the caller asks whether the latest cut is behind them; no horizon is decided.
     assert runs.member_done("inv-2", "shop", "m.orders", "11", members, applied=False) is None
-    assert runs.member_done("inv-2", "shop", "m.lines", "22", members, applied=False) is None
+    assert runs.member_done("inv-2", "shop", "m.lines", "22", members, applied=False) == {
+        "snapshots": {"m.lines": "22", "m.orders": "11"}, "applied": False}
     assert runs.decided_horizon("inv-2", "shop") is None
     assert runs.horizon("inv-2", "shop") is None  # the caller that asks to decide still may
+
+
+def test_a_cut_is_behind_idle_members_only_where_it_reads_another_state_of_one():
+    snapshots = {"m.lines": "22", "m.orders": "11"}
+    assert not cut_behind([("m.orders", "11"), ("m.lines", "22")], snapshots)
+    assert cut_behind([("m.orders", "11"), ("m.lines", "21")], snapshots)  # lines caught up in a run of it alone
+    assert cut_behind([("m.orders", "11")], snapshots)  # lines joined the group after the cut
+    assert cut_behind([], snapshots)  # no cut yet
+    assert not cut_behind([("m.orders", 11), ("m.lines", 22)], snapshots)  # an engine's numbers compare as text

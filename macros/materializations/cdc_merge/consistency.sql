@@ -231,10 +231,30 @@
         {% endif %}
         {{ return(none) }}
     {% endif %}
-    {% set cut = adapter.cdc_group_member_done(invocation_id, cfg.consistency_group, cdc_merge.mirror_name(target_relation),
+    {% set done = adapter.cdc_group_member_done(invocation_id, cfg.consistency_group, cdc_merge.mirror_name(target_relation),
         cdc_merge.mirror_snapshot(target_relation), group.members, horizon is not none) %}
+    {% if done is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% set cut = done.snapshots %}
     {% set horizon = horizon if horizon is not none else adapter.cdc_decided_group_horizon(invocation_id, cfg.consistency_group) %}
-    {% if cut is not none and horizon is not none %}
+    {% if not done.applied %}
+        {#- No member had anything new: the latest cut stands, unless it is behind them (each was caught up in a run
+            that selected only some of the group): then a horizon over what they applied, with nothing deferred, cuts. -#}
+        {% set horizon = none %}
+        {% set cuts = cdc_merge.cuts_relation(offsets) %}
+        {% set latest = run_query(cdc_merge.latest_cut_sql(cuts, cfg.consistency_group)).rows
+            if adapter.get_relation(database=cuts.database, schema=cuts.schema, identifier=cuts.identifier) is not none else [] %}
+        {% set latest_snapshots = [] %}
+        {% for row in latest %}
+            {% do latest_snapshots.append([row['target_table'], row['mirror_snapshot']]) %}
+        {% endfor %}
+        {% if adapter.cdc_cut_behind(latest_snapshots, cut) %}
+            {% set decided = cdc_merge.group_horizon(cfg, offsets) %}
+            {% set horizon = decided if not decided.deferred else none %}
+        {% endif %}
+    {% endif %}
+    {% if horizon is not none %}
         {#- The views at the cut first: they keep reading the previous cut until the INSERT (cut_views.sql). -#}
         {% do cdc_merge.replace_cut_views(cdc_merge.cuts_relation(offsets), cfg.consistency_group, horizon.ordinal, cut) %}
         {% do run_query(cdc_merge.insert_cut_sql(cdc_merge.cuts_relation(offsets), cfg.consistency_group, cfg.raw_relation, horizon, cut)) %}

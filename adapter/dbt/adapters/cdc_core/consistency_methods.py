@@ -12,7 +12,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 
 from python_jobs.apply import consistency_horizon
-from python_jobs.apply.consistency_runs import GROUP_RUNS
+from python_jobs.apply.consistency_runs import GROUP_RUNS, cut_behind
 
 logger = AdapterLogger("cdc_merge")
 
@@ -40,10 +40,17 @@ class ConsistencyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_group_member_done(self, invocation_id: str, group: str, mirror: str, snapshot: Optional[str],
-                              members: List[str], applied: bool = True) -> Optional[Dict[str, Optional[str]]]:
-        """Every member's snapshot once the last mirror of the group applied through the horizon, else None."""
+                              members: List[str], applied: bool = True) -> Optional[Dict[str, Any]]:
+        """Once the last mirror of the group is done: {"snapshots": every member's, "applied": whether one
+        applied events}; else None (consistency_runs.py)."""
         return GROUP_RUNS.member_done(invocation_id, group, mirror, None if snapshot is None else str(snapshot), list(members),
                                       bool(applied))
+
+    @available
+    def cdc_cut_behind(self, latest: Sequence[Any], snapshots: Dict[str, Any]) -> bool:
+        """Where no member applied events: whether the latest cut's rows (target_table, mirror_snapshot)
+        read another state of a mirror than its snapshot now."""
+        return cut_behind([(row[0], row[1]) for row in latest], dict(snapshots))
 
     @available
     def cdc_decided_group_horizon(self, invocation_id: str, group: str) -> Optional[Dict[str, Any]]:
