@@ -232,7 +232,7 @@ def number_text(value: float | None) -> str:
 def what_to_do(message: str) -> str:
     """The advice shown beside a failure: the product's own errors say what to change; others get the general rule."""
     lowered = message.lower()
-    if "full-refresh" in lowered or "set " in lowered or "change " in lowered or "remove " in lowered:
+    if any(word in lowered for word in ("full-refresh", "set ", "change ", "remove ", "cdc-verify --repair")):
         return "do what the message says, then the next run goes on from where this one stopped"
     if "lock" in lowered and ("busy" in lowered or "held" in lowered):
         return "another run of the same mirror was running: this one did nothing; the next run goes on"

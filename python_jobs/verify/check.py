@@ -76,6 +76,9 @@ class MirrorCheck:
     behind: bool = False
     # Mirror rows without a _cdc_key (not written by the apply: by hand), left out of every comparison.
     unkeyed: int = 0
+    # Keys the mirror holds in more than one row (by hand): its runs fail on them; --repair deletes their
+    # rows, then reads them again.
+    repeated: list[str] = field(default_factory=list)
     # By column, the source's values the mirror holds as null, which no log carries (source_ranges._uncarried).
     uncarried: dict[str, int] = field(default_factory=dict)
 
@@ -100,7 +103,7 @@ class MirrorCheck:
                 "sample_keys": json.dumps(keys), "check_seconds": round(seconds, 3),
                 "source_position": self.source_position, "in_flight": self.in_flight,
                 "differing_ranges": self.differing_ranges, "behind": self.behind, "uncarried": self.uncarried,
-                "unkeyed": self.unkeyed,
+                "unkeyed": self.unkeyed, "repeated": self.repeated[:REPORTED_KEYS],
                 # Every differing key, for target/cdc_verify.json (at most REPORTED_KEYS of each kind).
                 "keys": {"missing": self.missing[:REPORTED_KEYS], "extra": self.extra[:REPORTED_KEYS],
                          "differing": list(self.differing)[:REPORTED_KEYS]}}
@@ -207,10 +210,12 @@ def kept_notes(mirror: Mapping[str, Any]) -> list[str]:
 def note_repeated(found: MirrorCheck, check: MirrorCheck, repeated: Mapping[str, int]) -> None:
     """Keys the mirror holds more than once: extra rows in found (each key once), said in check's notes."""
     found.extra.extend(key for key in repeated if key not in found.extra)
-    if repeated:
-        shown = ", ".join(f"{key} ({count} rows)" for key, count in list(repeated.items())[:SHOWN_DIFFERENCES])
-        check.notes.append(f"keys held by more than one row of the mirror (a key is one row: delete its rows, and the range "
-                           f"read again (--repair) brings it back): {shown}")
+    new = [key for key in repeated if key not in check.repeated]
+    check.repeated.extend(new)
+    if new:
+        shown = ", ".join(f"{key} ({repeated[key]} rows)" for key in new[:SHOWN_DIFFERENCES])
+        check.notes.append(f"keys held by more than one row of the mirror, on which its runs fail (a key is one row: "
+                           f"--repair deletes their rows and reads them again): {shown}")
 
 
 def compare_rows(check: MirrorCheck, source_rows: Mapping[str, Any], mirrored: Mapping[str, Any],

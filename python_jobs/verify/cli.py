@@ -79,10 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         operation_args["capture_state"] = str(args.state.resolve())
     if args.postgres or args.mysql:
         operation_args["source"] = {"postgres": args.postgres} if args.postgres else {"mysql": args.mysql}
-    command = ["run-operation", "cdc_merge.cdc_verify", "--args", json.dumps(operation_args), "--project-dir", args.project_dir]
-    for option, value in (("--profiles-dir", args.profiles_dir), ("--target", args.target)):
-        if value:
-            command += [option, value]
+    command = ["run-operation", "cdc_merge.cdc_verify", "--args", json.dumps(operation_args), *project_options(args)]
     report = Path(args.project_dir, os.environ.get("DBT_TARGET_PATH", "target"), REPORT_FILE)
     report.unlink(missing_ok=True)
     result = dbtRunner().invoke(command)
@@ -98,9 +95,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"cdc-verify: {written.get('summary') or 'a mirror differs from its source'}", file=sys.stderr)
     if args.repair:
+        if not delete_repeated_keys(args, written.get("checks") or []):
+            return 2
         asked = request_repairs(args.state, written.get("checks") or [], args.repair_wait_seconds)
         note_repairs_asked(report, written, asked)
     return 1
+
+
+def project_options(args: argparse.Namespace) -> list[str]:
+    options = ["--project-dir", args.project_dir]
+    for option, value in (("--profiles-dir", args.profiles_dir), ("--target", args.target)):
+        if value:
+            options += [option, value]
+    return options
+
+
+def delete_repeated_keys(args: argparse.Namespace, checks: list) -> bool:
+    """Before their keys are read again: the rows of keys a mirror holds more than once (written into it
+    by hand), on which each of its runs fails, deleted with the mirror locked against its runs
+    (macros/verify_repair.sql). False if that failed: then nothing is asked of the capture."""
+    from dbt.cli.main import dbtRunner
+
+    repeated = {check["mirror"]: list(check["repeated"]) for check in checks
+                if check.get("repeated") and not check.get("behind")}
+    if not repeated:
+        return True
+    command = ["run-operation", "cdc_merge.cdc_delete_repeated_keys", "--args", json.dumps({"mirrors": repeated}),
+               *project_options(args)]
+    if dbtRunner().invoke(command).success:
+        return True
+    print("cdc-verify: the rows of keys held more than once were not deleted (dbt's log says why); nothing was asked of "
+          "the capture", file=sys.stderr)
+    return False
 
 
 def note_repairs_asked(report: Path, written: dict, asked: set[str]) -> None:
@@ -118,7 +144,7 @@ def note_repairs_asked(report: Path, written: dict, asked: set[str]) -> None:
 def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set[str]:
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
     range's first bound (read again, though the range starts after it) through its last; a sampled
-    check's differing keys each from and through itself. A mirror that differs with no range to read
+    check's differing keys, and the keys a mirror held more than once, each from and through itself. A mirror that differs with no range to read
     (its counts only), or that was behind its source (its differences may be in flight), is said so,
     with what to do instead. Then, within wait_seconds in all, what the
     capture did with each request: taken, refused (and why), or not yet taken. Returns the source
@@ -131,15 +157,18 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set
                   "way; run cdc-verify --repair again once it has caught up (a longer --wait-seconds waits for it)",
                   file=sys.stderr)
             continue
-        if not check.get("clean", True) and not check.get("differing_ranges") and check.get("unkeyed"):
+        nothing_keyed = not (check.get("differing_ranges") or check.get("repeated"))
+        if not check.get("clean", True) and nothing_keyed and check.get("unkeyed"):
             print(f"cdc-verify: {check['source_table']}: nothing to read again: what differs is the mirror's "
                   f"{check['unkeyed']} rows without a _cdc_key, which no capture writes; delete them or rebuild the mirror, "
                   "as the report says", file=sys.stderr)
-        elif not check.get("clean", True) and not check.get("differing_ranges"):
+        elif not check.get("clean", True) and nothing_keyed:
             print(f"cdc-verify: {check['source_table']}: no differing key was found to read again (the counts differ): "
                   f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",
                   file=sys.stderr)
-        for after, through in check.get("differing_ranges") or ():
+        # A key held more than once, its rows deleted (delete_repeated_keys): read again, whatever the ranges say.
+        ranges = [*(check.get("differing_ranges") or ()), *((json.loads(key),) * 2 for key in check.get("repeated") or ())]
+        for after, through in ranges:
             keys = f"keys {','.join(after) if after else 'start'} to {','.join(through) if through else 'end'}"
             written.append((check["source_table"], keys, write_request(state, check["source_table"], after, through)))
     deadline = time.monotonic() + wait_seconds

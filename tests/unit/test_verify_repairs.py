@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from python_jobs.status.model import what_to_do
 from python_jobs.status.status_files import read_verify_report
 from python_jobs.verify.cli import note_repairs_asked, parse_args, request_repairs
 from python_jobs.verify.mirror_ranges import MirrorRanges, engine_literal
@@ -73,3 +74,20 @@ def test_the_report_says_when_a_checks_ranges_were_asked_to_be_read_again(tmp_pa
     assert (asked.differing, not_asked.missing) == (1, 3)
     note_repairs_asked(tmp_path / "none.json", written, set())
     assert not (tmp_path / "none.json").exists()
+
+
+def test_a_key_held_more_than_once_is_read_again_and_the_failure_says_to_repair_it(tmp_path, capsys):
+    """Its rows are deleted first (macros/verify_repair.sql): a check that found nothing else to read
+    asked for the whole table, and a mirror's runs fail on such a key until one row holds it."""
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    checks = [{"source_table": "shop.r", "mirror": "m.r", "clean": False, "differing_ranges": [], "repeated": ['["5"]']},
+              {"source_table": "shop.s", "mirror": "m.s", "clean": False, "differing_ranges": [(["1"], ["9"])],
+               "repeated": ['["a\'b"]']}]
+    assert request_repairs(state, checks) == {"shop.r", "shop.s"}
+    requests = sorted(json.loads(path.read_text())["from"] for path in (tmp_path / "state.json.requests").glob("*.json"))
+    assert requests == [["1"], ["5"], ["a'b"]]
+    assert "no differing key was found" not in capsys.readouterr().err
+    failed = ("lake.m.r holds the key [\"5\"] more than once (rows written into it by hand?), and applies nothing until one "
+              "row holds it: run cdc-verify --repair --state <the capture's state file>, which deletes the key's rows")
+    assert what_to_do(failed).startswith("do what the message says")

@@ -170,7 +170,10 @@ public final class StoredKeys {
         String key = (String) row.get(0);
         // Another row of one key would be two answers to one lookup; the mirror holds one per key.
         if (!seen.add(key)) {
-          throw new IllegalStateException(table.name() + " holds the key " + key + " more than once");
+          throw new IllegalStateException(table.name() + " holds the key " + key + " more than once (rows"
+              + " written into it by hand?), and applies nothing until one row holds it: run cdc-verify --repair"
+              + " --state <the capture's state file>, which deletes the key's rows and reads it again from the"
+              + " source (or delete them yourself and read the key again with cdc-snapshot)");
         }
         json.writeObjectFieldStart(key);
         Object seq = row.get(1);
