@@ -338,3 +338,22 @@ def test_a_group_read_at_its_cut_sees_whole_transactions_the_capture_wrote(postg
     assert_whole_transactions_through_capture(dbt_project, connection, "create schema",
                                               lambda out: capture_postgres.run(config), config.out)
     connection.close()
+
+
+def test_an_update_naming_a_dropped_column_asks_for_its_table_again_where_it_leaves_out_a_toast_column():
+    """Decoded once a column is dropped (or renamed), an update names a column the catalog no longer has:
+    a left-out large value cannot be marked unchanged, so the capture is told to read the table again."""
+    def update(table: str, names: list[str]) -> dict:
+        return {"action": "U", "lsn": "0/10", "schema": "shop", "table": table, "pk": [{"name": "id", "type": "bigint"}],
+                "columns": [{"name": name, "type": "text", "value": "1"} for name in names]}
+
+    shapes = {f"shop.{table}": TableShape(frozenset({"id", "title", "body"}), toastable=frozenset({"title", "body"}))
+              for table in ("a", "b", "c")}
+    changes = [update("a", ["id", "title", "extra"]), update("b", ["id", "title", "body", "extra"]), update("c", ["id", "title"])]
+    unmarked: set[str] = set()
+    *events, _ = change_events(Transaction(xid=1, commit_ts_ms=1000, commit_lsn=32, changes=changes), "db", shapes,
+                               processed_ms=2000, unmarked_toast=unmarked)
+    assert unmarked == {"shop.a"}  # b sent every column; c's shape is the catalog's, its body marked
+    assert [sorted(event["after"]) for event in events] == [["extra", "id", "title"], ["body", "extra", "id", "title"],
+                                                           ["body", "id", "title"]]
+    assert events[2]["after"]["body"] == "__debezium_unavailable_value"

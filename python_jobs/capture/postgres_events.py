@@ -172,7 +172,7 @@ class TableShape:
 
 def change_events(
     transaction: Transaction, database: str, shapes: Mapping[str, TableShape], processed_ms: int,
-    additions: Any = None, watch: Any = None,
+    additions: Any = None, watch: Any = None, unmarked_toast: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Debezium events of one committed transaction, in commit order.
 
@@ -181,6 +181,8 @@ def change_events(
     additions (postgres_columns.ColumnAdditions): the columns added but not said yet, whose schema
     change events go before the first change that carries them (or at the capture's message).
     watch (postgres_pages.PageWatch): an online snapshot's open page, told every change.
+    unmarked_toast: gets the tables of updates that may leave out an unchanged TOAST value they cannot
+    mark (unchanged_toast), for the capture to read them again once their events are written.
     """
     events: list[dict[str, Any]] = []
     order = TransactionOrder()
@@ -209,9 +211,9 @@ def change_events(
             of_bases(change, shape.domain_bases)
         identity = columns_image(change.get("identity") or ())
         after = columns_image(change.get("columns") or ())
-        if action == "U":
-            unchanged_toast(after, identity, shape, lambda column: additions is not None
-                            and additions.is_pending(table, column))
+        if action == "U" and unchanged_toast(after, identity, shape, lambda column: additions is not None
+                                             and additions.is_pending(table, column)) and unmarked_toast is not None:
+            unmarked_toast.add(table)
         pk_columns = [column["name"] for column in change.get("pk") or []]
         changes: list[tuple[str, dict | None, dict | None]]
         if action == "I":
@@ -245,16 +247,21 @@ def of_bases(change: dict[str, Any], bases: Mapping[str, str]) -> None:
 
 
 def unchanged_toast(after: dict[str, Any], identity: Mapping[str, Any], shape: TableShape | None,
-                    added_since: Callable[[str], bool]) -> None:
+                    added_since: Callable[[str], bool]) -> bool:
     """Fill in the columns an update left out of its new tuple: wal2json leaves out a TOAST value
     the update did not change. With REPLICA IDENTITY FULL the old tuple has it; otherwise Debezium's
     marker says so, and only for a column that can hold such a value and that the change's table
     had when it was decoded (not one added since, nor any when the change names a column the
-    catalog no longer has: a rename or drop since), so that it never stands for a value it is not."""
+    catalog no longer has: a rename or drop since), so that it never stands for a value it is not.
+    True where such a change leaves out a column that may be one: its table is to be read again,
+    or the mirror's column stays null until the row's next change (change_events' unmarked_toast)."""
     for column, value in identity.items():
         after.setdefault(column, value)
-    if shape is None or not set(after) <= shape.columns:
-        return
+    if shape is None:
+        return False
+    if not set(after) <= shape.columns:
+        return any(column not in after and not added_since(column) for column in shape.toastable)
     for column in shape.toastable:
         if column not in after and not added_since(column):
             after[column] = UNAVAILABLE_VALUE
+    return False

@@ -295,6 +295,7 @@ class PostgresCapture:
         lines: list[bytes] = []
         first: int | None = None
         change_count = 0
+        unmarked_toast: set[str] = set()
         for tx in unwritten:
             watch.transaction(tx.xid)
             # The records as the server sent them where they land as their Debezium events would; in order:
@@ -311,7 +312,7 @@ class PostgresCapture:
                     tx.changes, truncated = as_tables(tx.changes, self.partitions)
                     for table in truncated:
                         self.pages.request_once(TableSnapshot(table, "partitions truncated"), log)
-                events = change_events(tx, self.database, shapes, processed_ms, self.additions, watch)
+                events = change_events(tx, self.database, shapes, processed_ms, self.additions, watch, unmarked_toast)
                 fill_unsent_toast(self.connection, events, self.catalog, watch.windows_open())
                 tx_lines = [orjson.dumps(event) for event in events]
                 tx_first = events[0]["source"]["lsn"] if events else None
@@ -323,6 +324,11 @@ class PostgresCapture:
             self.output.write_lines(f"pg-{self.config.slot}", f"{first:016X}", f"{last_commit:016X}", lines)
             self.summary.files += 1
             self.summary.events += change_count
+        # Read again after the updates (written, as the state says below before they are confirmed): their
+        # unchanged TOAST values could not be marked, so their mirror rows would hold null there.
+        for table in sorted(unmarked_toast):
+            self.pages.request_once(TableSnapshot(table, f"{table}: updates decoded from before a column was dropped or "
+                                                         "renamed leave out unchanged TOAST values they cannot mark"), log)
         page = self.pages.ready()
         if page is not None:
             write_page(self, page, processed_ms)
