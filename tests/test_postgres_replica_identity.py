@@ -153,16 +153,21 @@ def test_a_bulk_key_change_keeps_the_unchanged_toast_values(postgres, dbt_projec
     summary = capture_postgres.run(config)
     print(f"capture of the 2,500-row key change: {time.monotonic() - started:.2f} s, {summary.events} events")
     assert summary.events == 5000  # a delete of each old key, an insert of each new one
+    mirrored = apply_and_compare_docs(dbt_project, connection)
+    assert len(mirrored) == 2500 and mirrored[0][0] == 100001
+    connection.close()
+
+
+def apply_and_compare_docs(dbt_project, connection) -> list[tuple]:
+    """shop.docs landed and applied: its mirror's rows, equal to the source's."""
     assert dbt_project.land({"shop.docs": ["id"]}).counts["rejected"] == 0
     dbt_project.dbt("run", "--select", "docs")
-
     mirrored = [tuple(row.values()) for row in dbt_project.query(f"select id, title, body from {dbt_project.schema}.docs order by id")]
     with connection.cursor() as cursor:
         cursor.execute("select id, title, body from shop.docs order by id")
         source = [tuple(row) for row in cursor.fetchall()]
-    assert len(mirrored) == 2500 and mirrored[0][0] == 100001
     assert mirrored == source, [row[:2] for row, expected in zip(mirrored, source) if row != expected][:5]
-    connection.close()
+    return mirrored
 
 
 def test_updates_decoded_after_a_column_was_dropped_keep_their_unchanged_toast_values(postgres, dbt_project, tmp_path):
@@ -185,12 +190,5 @@ def test_updates_decoded_after_a_column_was_dropped_keep_their_unchanged_toast_v
         cursor.execute("alter table shop.docs drop column extra")
     summary = capture_postgres.run(config)
     assert summary.snapshot_rows == 60, summary
-    assert dbt_project.land({"shop.docs": ["id"]}).counts["rejected"] == 0
-    dbt_project.dbt("run", "--select", "docs")
-
-    mirrored = [tuple(row.values()) for row in dbt_project.query(f"select id, title, body from {dbt_project.schema}.docs order by id")]
-    with connection.cursor() as cursor:
-        cursor.execute("select id, title, body from shop.docs order by id")
-        source = [tuple(row) for row in cursor.fetchall()]
-    assert mirrored == source, [row[:2] for row, expected in zip(mirrored, source) if row != expected][:5]
+    apply_and_compare_docs(dbt_project, connection)
     connection.close()
