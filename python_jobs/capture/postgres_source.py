@@ -327,8 +327,9 @@ class PostgresCapture:
         # Read again after the updates (written, as the state says below before they are confirmed): their
         # unchanged TOAST values could not be marked, so their mirror rows would hold null there.
         for table in sorted(unmarked_toast):
-            self.pages.request_once(TableSnapshot(table, f"{table}: updates decoded from before a column was dropped or "
-                                                         "renamed leave out unchanged TOAST values they cannot mark"), log)
+            self.pages.request_once(TableSnapshot(table, f"{table}: updates made before a column was dropped or renamed, "
+                                                         "decoded after it, leave out unchanged TOAST values they cannot "
+                                                         "mark"), log)
         page = self.pages.ready()
         if page is not None:
             write_page(self, page, processed_ms)
