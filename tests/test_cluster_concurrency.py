@@ -1,5 +1,5 @@
-"""Two runs of one mirror, or of one consistency group, on the `cluster` target, as two machines would start them (an orchestrator
-retrying a task on another worker while the first still runs): the file locks of run_locks.py are
+"""Two runs of one mirror, or of one consistency group, on the `cluster` target, as two machines would
+start them (an orchestrator retrying a task on another worker while the first still runs): the file locks of run_locks.py are
 kept apart (each process its own TMPDIR), so only the lock in the catalog's PostgreSQL database
 (python_jobs/catalog_locks.py) can serialize them. Without it both applied the mirror at once
 through the Thrift server, sharing its batch branch and changes table: duplicated keys and undone
