@@ -216,8 +216,9 @@ def spark_session(app_name: str = "cdc_merge", warehouse: str | None = None) -> 
     builder = SparkSession.builder.appName(app_name).master(os.environ.get("CDC_MERGE_SPARK_MASTER", "local[2]"))
     for name, value in iceberg_spark_conf(warehouse or default_warehouse()).items():
         builder = builder.config(name, value)
+    # No setLogLevel: the JVM's level is the log config's (errors only); a thread without a session of its own
+    # (dbt's) gets the one running, and each such builder warns, which a level of WARN would print.
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
     keep_jvm_lookups(spark)
     return spark
 
