@@ -4,6 +4,8 @@ writes to a catalog the mirrors never read."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import jinja2
@@ -65,6 +67,27 @@ def test_dbt_and_the_landing_job_set_the_same_local_file_system_and_driver_optio
               "spark.ui.showConsoleProgress": "false"}
     assert os.path.isfile(io.local_file_system_jar()) and io.session.SPARK_LOG_CONFIG.is_file()
     assert {name: credentials.server_side_parameters[name] for name in wanted} == {name: landing[name] for name in wanted} == wanted
+
+
+SESSIONS_IN_TWO_THREADS = """
+import sys, threading
+from python_jobs.landing import io
+io.spark_session("first", sys.argv[1])
+# A thread without a session of its own (as each dbt thread is) builds again and gets the running one.
+thread = threading.Thread(target=io.spark_session, args=("second", sys.argv[1]))
+thread.start()
+thread.join()
+print("sessions", flush=True)
+"""
+
+
+def test_a_session_started_by_the_landing_prints_no_spark_warnings(tmp_path):
+    """The demo and the Databend target's landing start the JVM themselves; its level stays the log
+    config's (errors), or every dbt thread's builder printed "Using an existing Spark session"."""
+    result = subprocess.run([sys.executable, "-c", SESSIONS_IN_TWO_THREADS, str(tmp_path / "warehouse")], cwd=PROJECT_DIR,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "sessions" in result.stdout, result.stderr[-3000:]
+    assert " WARN " not in result.stderr, result.stderr[-3000:]
 
 
 def test_iceberg_plans_in_the_calling_thread_unless_told_otherwise(monkeypatch):
