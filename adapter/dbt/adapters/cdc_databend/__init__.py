@@ -7,11 +7,16 @@ of its include path). This plugin inherits everything else (its dependency, so e
 `databend__` macro still applies); a profile opts in with `type: cdc_databend`.
 """
 
+import warnings
+
 from dbt.adapters.base import AdapterPlugin
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.cdc_core import demo_models
 
+# databend-sqlalchemy (under dbt-databend-cloud) imports pkg_resources, which warned on every dbt run of a
+# Databend target; the package pins setuptools below 81, which still has it (pyproject.toml).
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 try:
     import dbt.adapters.databend  # noqa: F401 - dbt-databend-cloud, of the extra `databend`
 except ModuleNotFoundError as missing:
