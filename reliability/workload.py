@@ -62,9 +62,12 @@ class Comparison:
 
 class Workload:
     def __init__(self, work_dir: Path, seed: int = 27, events_per_wave: int = 400, waves: int = 80,
-                 warehouse: Path | None = None, schema: str = "mirror", raw_schema: str = "cdc_raw") -> None:
+                 warehouse: Path | None = None, schema: str = "mirror", raw_schema: str = "cdc_raw",
+                 history: bool = False) -> None:
         """warehouse: another than the work folder's own, e.g. a test session's, so that run_here can
-        rerun in that session; schema, raw_schema: the mirrors' and the raw table's."""
+        rerun in that session; schema, raw_schema: the mirrors' and the raw table's; history: the
+        project's history models too (run only when selected)."""
+        self.history = history
         self.work_dir = work_dir
         self.project_dir = work_dir / "project"
         self.warehouse = warehouse or work_dir / "warehouse"
@@ -80,7 +83,7 @@ class Workload:
 
     def _copy_project(self) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
-        copy_project(self.project_dir, self.work_dir / "landing.yml", mirrors=MIRRORS.values(), history=False,
+        copy_project(self.project_dir, self.work_dir / "landing.yml", mirrors=MIRRORS.values(), history=self.history,
                      data_tests=False)
         project_yml = self.project_dir / "dbt_project.yml"
         project = yaml.safe_load(project_yml.read_text())

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
 
 from python_jobs import run_locks
+from harness.dbt_project import PROJECT_DIR
 from reliability.workload import BIN, LANDING_AND_MIRRORS, MIRRORS, Workload
 
 # One worker runs the module: its tests share one workload (Makefile: --dist loadgroup).
@@ -24,7 +26,7 @@ MIRRORS_ONLY = ["--select", *MIRRORS.values()]
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory, spark, warehouse):
     workload = Workload(tmp_path_factory.mktemp("concurrency") / "suite", waves=6, warehouse=warehouse,
-                        schema="concurrency_mirror", raw_schema="concurrency_raw")
+                        schema="concurrency_mirror", raw_schema="concurrency_raw", history=True)
     workload.deliver()
     first = workload.run_here(["run", *LANDING_AND_MIRRORS])
     assert first.returncode == 0, first.output[-3000:]
@@ -119,6 +121,61 @@ def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload,
     assert f"{raw_table}: a landing is writing it; left for the next maintenance" in maintained.output
     # Released, the next run lands and applies as usual.
     healed = workload.run_here(["run", *LANDING_AND_MIRRORS])
+    assert healed.returncode == 0, healed.output[-3000:]
+    assert all(c.ok for c in workload.compare().values())
+
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from python_jobs import run_locks
+run_locks.acquire(Path(sys.argv[1]), "the test's run")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))  # or until killed
+"""
+
+
+def test_maintenance_and_a_history_wait_for_the_run_that_holds_them(workload, monkeypatch):
+    """cdc_maintain of a mirror, and a history's run, take the lock a mirror's run takes: beside the
+    service's runs their commits raced, and the loser failed (Iceberg's "found new position delete for
+    replaced data file" in maintenance, "was written since its batch was classified" in the run)."""
+    history = f"{workload.schema}.customers_history"
+    built = workload.run_here(["run", "--select", "customers_history"])
+    assert built.returncode == 0, built.output[-3000:]
+    mirror = f"{workload.schema}.shop_orders"
+    locks = [run_locks.lock_file("mirror", str(workload.warehouse), name) for name in (mirror, history)]
+    monkeypatch.setenv(run_locks.LOCK_WAIT, "2")
+    for lock in locks:
+        run_locks.acquire(lock, "the test")
+    try:
+        maintained = workload.run("dbt", ["run-operation", "cdc_maintain", "--args", "{models: [shop_orders]}"])
+        applied = workload.run("dbt", ["run", "--select", "customers_history"])
+    finally:
+        for lock in locks:
+            run_locks.release(lock)
+    assert maintained.returncode != 0 and f"mirror {mirror} is in use by another run (pid {os.getpid()}" in maintained.output
+    assert applied.returncode != 0 and f"mirror {history} is in use by another run (pid {os.getpid()}" in applied.output
+
+    # Held by another process: maintenance waits for it, and maintains once it ends.
+    monkeypatch.setenv(run_locks.LOCK_WAIT, "300")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(locks[0]), "600"], cwd=PROJECT_DIR,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        maintenance = workload.start("dbt", ["run-operation", "cdc_maintain", "--args", "{models: [shop_orders]}"])
+        said = []
+        while not any(f"mirror {mirror} is in use by another run" in line for line in said):
+            line = maintenance.stdout.readline()
+            assert line, "".join(said)[-3000:]
+            said.append(line)
+    finally:
+        holder.kill()
+        holder.wait()
+    said.append(maintenance.communicate(timeout=600)[0])
+    assert maintenance.returncode == 0, "".join(said)[-3000:]
+    assert f"cdc_merge maintenance {mirror}: " in "".join(said)
+    workload.deliver()
+    healed = workload.run_here(["run", *LANDING_AND_MIRRORS, "customers_history"])
     assert healed.returncode == 0, healed.output[-3000:]
     assert all(c.ok for c in workload.compare().values())
 

@@ -148,8 +148,13 @@
             {% set due = ['forced'] if force else cdc_merge.maintenance_due(target_relation, node_settings) %}
             {% if due %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": maintaining (" ~ due | join('; ') ~ ")", info=True) }}
+                {#- As a run of it does (run_guard.sql): a run applying it meanwhile waits, and this waits for one. Their
+                    commits would otherwise race, and one of them fail (Iceberg: "found new position delete ..."). -#}
+                {% do cdc_merge.lock_mirror(target_relation, node.config.get('consistency_group')) %}
                 {% do cdc_merge.maintain_mirror(target_relation, tombstones, offsets, raw_relation, node.config.source_table, node_settings,
                     is_history=is_history) %}
+                {% do cdc_merge.unlock_mirror(target_relation) %}
+                {% do cdc_merge.unlock_group(node.config.get('consistency_group')) %}
                 {% set maintained.count = maintained.count + 1 %}
             {% else %}
                 {{ log("cdc_maintain " ~ target_relation ~ ": no threshold crossed, nothing to do", info=True) }}

@@ -40,6 +40,8 @@
 
     {%- set run_started = modules.datetime.datetime.utcnow() -%}
     {{ run_hooks(pre_hooks) }}
+    {#- Another process applying or maintaining this history: wait for it (run_guard.sql), as a mirror's run does. -#}
+    {% do cdc_merge.lock_mirror(target_relation) %}
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
 
@@ -190,6 +192,7 @@
 
     {#- The model's description as the table's comment, where persist_docs asks for it: nothing of ours is kept there. -#}
     {% do cdc_merge.persist_model_docs(target_relation, model) %}
+    {% do cdc_merge.unlock_mirror(target_relation) %}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

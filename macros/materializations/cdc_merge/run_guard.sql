@@ -1,6 +1,6 @@
 {#
     What guards one mirror's apply against other runs and tests it against crashes:
-    lock_mirror / unlock_mirror  one process applies a mirror at a time; another waits for it
+    lock_mirror / unlock_mirror  one process applies (or maintains) a mirror or history at a time; another waits for it
                                  (python_jobs/run_locks.py; on a Thrift server with a JDBC catalog in
                                  PostgreSQL, on any machine: python_jobs/catalog_locks.py), so both
                                  never insert the same new key; there a consistency group's mirror
@@ -29,6 +29,14 @@
 {% macro unlock_mirror(target_relation) %}
     {% if cdc_merge.capabilities().guards %}
         {% do adapter.cdc_unlock_mirror(target_relation | string) %}
+    {% endif %}
+{% endmacro %}
+
+
+{% macro unlock_group(consistency_group) %}
+    {#- A group's lock, where lock_mirror took one, before its run's end: cdc_maintain's, which publishes nothing. -#}
+    {% if cdc_merge.capabilities().guards and consistency_group is not none %}
+        {% do adapter.cdc_release_group(consistency_group) %}
     {% endif %}
 {% endmacro %}
 

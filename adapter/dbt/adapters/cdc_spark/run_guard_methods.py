@@ -59,12 +59,15 @@ class RunGuardMethods(metaclass=AdapterMeta):
             if not catalog_locks.holds(database, "group", group):
                 catalog_locks.acquire(database, "group", group, f"consistency group {group}")
 
-    def cdc_release_group(self, group: str) -> None:
-        """Once the group's catalog transaction is published (or at the invocation's end, with every lock)."""
+    @available
+    def cdc_release_group(self, group: str) -> str:
+        """Once the group's catalog transaction is published (or at the invocation's end, with every
+        lock); cdc_maintain's after each mirror."""
         database = self._catalog_database() if self._warehouse() is None else None
         if database is not None:
             with _GROUP_GUARD:
                 catalog_locks.release(database, "group", group)
+        return ""
 
     @available
     def cdc_unlock_mirror(self, target_table: str) -> str:
