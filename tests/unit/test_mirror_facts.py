@@ -109,12 +109,13 @@ def test_the_invocation_mirrors_are_its_selected_cdc_merge_models():
 def test_each_adapter_says_what_the_macros_may_ask_of_it():
     assert capabilities.spark(in_process_session=True).as_dict() == {
         "in_process_session": True, "idle_state": True, "keeps_offset_rows": True, "keeps_run_rows": True, "guards": True,
-        "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
+        "mirror_locks": True, "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
         "keywords_as_names": True}
     assert capabilities.spark(in_process_session=False).as_dict() == {
         "in_process_session": False, "idle_state": False, "keeps_offset_rows": True, "keeps_run_rows": True, "guards": True,
-        "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
+        "mirror_locks": True, "iceberg_helpers": True, "change_streams": False, "replaces_rows": True,
         "keywords_as_names": True}
     databend = capabilities.DATABEND
     assert databend.idle_state and databend.keeps_run_rows and not databend.keeps_offset_rows and not databend.guards
+    assert databend.mirror_locks  # two runs of one mirror share its scratch tables (cdc_databend/mirror_locks.py)
     assert databend.change_streams and not databend.iceberg_helpers and not databend.keywords_as_names

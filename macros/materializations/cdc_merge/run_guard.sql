@@ -16,18 +16,19 @@
                                  the same instant could lose one commit (check-then-rename)
     crash_point                  dies here when CDC_MERGE_CRASH_AT names the point
                                  (python_jobs/crash_points.py, RELIABILITY.md); otherwise nothing
-    On Databend they do nothing: its statements run on the server, not in this process.
+    On Databend only the mirror's lock holds (cdc_databend/mirror_locks.py): the others guard what runs in
+    this process, and its statements run on the server.
 #}
 
 {% macro lock_mirror(target_relation, consistency_group=none) %}
-    {% if cdc_merge.capabilities().guards %}
+    {% if cdc_merge.capabilities().mirror_locks %}
         {% do adapter.cdc_lock_mirror(target_relation | string, consistency_group) %}
     {% endif %}
 {% endmacro %}
 
 
 {% macro unlock_mirror(target_relation) %}
-    {% if cdc_merge.capabilities().guards %}
+    {% if cdc_merge.capabilities().mirror_locks %}
         {% do adapter.cdc_unlock_mirror(target_relation | string) %}
     {% endif %}
 {% endmacro %}
@@ -35,7 +36,7 @@
 
 {% macro unlock_group(consistency_group) %}
     {#- A group's lock, where lock_mirror took one, before its run's end: cdc_maintain's, which publishes nothing. -#}
-    {% if cdc_merge.capabilities().guards and consistency_group is not none %}
+    {% if cdc_merge.capabilities().mirror_locks and consistency_group is not none %}
         {% do adapter.cdc_release_group(consistency_group) %}
     {% endif %}
 {% endmacro %}

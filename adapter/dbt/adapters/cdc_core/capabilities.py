@@ -21,9 +21,12 @@ class Capabilities:
     keeps_offset_rows: bool
     # A run's cdc_merge_runs row is kept and written with the invocation's other mirrors'.
     keeps_run_rows: bool
-    # Locks, crash points and the large-batch gate run in this process (run_guard.sql): on Databend
-    # the statements run on the server, and these guards do nothing.
+    # Crash points, the large-batch gate and the raw table's and shared tables' guards run in this
+    # process (run_guard.sql): on Databend the statements run on the server, and these do nothing.
     guards: bool
+    # One process applies (or maintains) a mirror or history at a time: its lock (run_guard.sql), an OS
+    # file lock of this machine, or on a Thrift server with a JDBC catalog the catalog database's.
+    mirror_locks: bool
     # The cdc_spark adapter's helpers on Iceberg tables and Spark views (snapshot log, newest offsets,
     # table metadata, the one pass over a range, appended rows): each reads in dbt's SparkSession
     # where it is in this process and answers None on a Thrift server, where the macro runs its query.
@@ -52,6 +55,7 @@ def spark(in_process_session: bool) -> Capabilities:
         keeps_offset_rows=True,
         keeps_run_rows=True,
         guards=True,
+        mirror_locks=True,
         iceberg_helpers=True,
         change_streams=False,
         replaces_rows=True,
@@ -68,6 +72,7 @@ DATABEND = Capabilities(
     keeps_offset_rows=False,
     keeps_run_rows=True,
     guards=False,
+    mirror_locks=True,
     iceberg_helpers=False,
     change_streams=True,
     replaces_rows=False,

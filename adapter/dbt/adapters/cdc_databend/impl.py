@@ -22,6 +22,7 @@ from dbt.adapters.cdc_core.landing_tables import landing_tables
 from dbt.adapters.cdc_core.run_state import STATE
 from dbt.adapters.cdc_core.status_methods import StatusMethods
 from dbt.adapters.cdc_core.verify_methods import VerifyMethods
+from dbt.adapters.cdc_databend.mirror_locks import MirrorLockMethods
 from dbt.adapters.cdc_databend.__version__ import version
 from dbt.adapters.cdc_databend.mirror_facts import InvocationFacts, invocation_mirrors
 from dbt.adapters.cdc_databend.null_values import keep_nulls
@@ -86,7 +87,7 @@ class CdcDatabendConnectionManager(DatabendConnectionManager):
 
 
 class CdcDatabendAdapter(ApplyMethods, ConsistencyMethods, InvocationMethods, VerifyMethods, StatusMethods,
-                         DatabendAdapter):
+                         MirrorLockMethods, DatabendAdapter):
     ConnectionManager = CdcDatabendConnectionManager
     Relation = CdcDatabendRelation  # type: ignore[assignment]
     verify_engine = "databend"
