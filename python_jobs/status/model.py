@@ -169,11 +169,16 @@ class StatusSnapshot:
     service: str = "cdc-run"  # who gathered it: cdc-run, or cdc-status from the tables
 
     def groups(self) -> dict[str, float | None]:
-        """Each consistency group's cut lag: the largest of its mirrors'."""
+        """Each consistency group's cut lag: the largest of its mirrors'. A run records the lag of the cut it
+        applies, 0 when no transaction waits; while a mirror of the group fails, no cut is written and the
+        others' runs said 0 while reads at the cut fell behind. Then the group's cut is at most where that
+        mirror's last successful run left it: that run's lag plus the time since it ended."""
         lags: dict[str, float | None] = {}
         for mirror in self.mirrors:
             if mirror.consistency_group:
-                known = [lag for lag in (lags.get(mirror.consistency_group), mirror.cut_lag_seconds) if lag is not None]
+                stuck = (self.taken_at - mirror.last_run_at + (mirror.lag_seconds or 0.0)
+                         if mirror.state == "failing" and mirror.last_run_at is not None else None)
+                known = [lag for lag in (lags.get(mirror.consistency_group), mirror.cut_lag_seconds, stuck) if lag is not None]
                 lags[mirror.consistency_group] = max(known) if known else None
         return lags
 

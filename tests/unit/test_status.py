@@ -73,6 +73,24 @@ def test_runs_add_up_per_mirror_and_operation_and_read_back_through_the_promethe
     assert families["cdc_mirror_events_applied"].type == "counter" and len(families) >= 20
 
 
+def test_a_group_whose_mirror_fails_shows_its_cut_falling_behind():
+    """The others' runs record a cut lag of 0 (nothing of theirs waits), but no cut is written while one
+    mirror of the group fails: the group's lag grows from that mirror's last successful run."""
+    registry = Registry()
+    registry.enabled = True
+    registry.observe_run_row("shop.orders", run_row(consistency_group="shop", cut_lag_seconds=0.0))
+    registry.observe_run_row("shop.order_items", run_row(lag=4.0, consistency_group="shop", cut_lag_seconds=0.0))
+    registry.observe_cycle(True, 1.0)
+    assert registry.snapshot().groups() == {"shop": 0.0}
+    registry.mirrors["shop.order_items"].last_run_at -= 120  # its last success, two minutes ago
+    registry.observe_cycle(False, 1.0, [("shop.order_items", "Runtime Error: decimal(12,1) cannot hold 2.25")])
+    snapshot = registry.snapshot()
+    lag = snapshot.groups()["shop"]
+    assert 123.0 <= lag < 130.0
+    assert f"  consistency group shop: cut lag {lag:,.1f} s" in render_text(snapshot, 1)
+    assert samples(metrics.render(lambda: snapshot)[0].decode())[("cdc_group_cut_lag_seconds", (("group", "shop"),))] == lag
+
+
 def test_nothing_is_recorded_until_a_status_endpoint_enables_it():
     registry = Registry()
     registry.observe_run_row("shop.orders", run_row())
