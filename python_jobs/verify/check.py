@@ -310,7 +310,8 @@ def check_by_ranges(mirror: Mapping[str, Any], source_side: Any, mirror_side: An
         else:
             check.notes.append(f"nothing of the source at or after its position {position.label} has landed yet, so a difference "
                                "may also be a change the capture has not written or dbt has not landed: run the capture and dbt "
-                               "build (or wait for them), then cdc-verify again; a difference that stays is the mirror's own")
+                               "build (or wait for them), then cdc-verify again; a difference that stays is the mirror's own "
+                               "(with --state, the capture's state file, the check tells the two apart itself)")
     if check.clean_rows and check.source_rows != check.mirror_rows:
         check.notes.append("the counts differ but no row does: rows changed while the check ran")
     return check
