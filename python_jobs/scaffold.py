@@ -81,17 +81,55 @@ def model_column_names(table: SourceTable) -> dict[str, str]:
     return names
 
 
-def model_sql(table: SourceTable) -> str:
+# The configs cdc-scaffold writes from the source's catalog; a model's others are the user's (kept_configs).
+SCAFFOLDED_CONFIGS = ("unique_key", "source_table")
+_OPENING, _CLOSING = "([{", ")]}"
+
+
+def kept_configs(model_text: str) -> list[str]:
+    """The entries of a model's config(...) that cdc-scaffold does not write (consistency_group='shop',
+    deletes='soft', ...), as written: --overwrite keeps them. None without a config(...) call it can read.
+    The model's YAML entry is written anew all the same."""
+    start = model_text.find("config(")
+    if start < 0:
+        return []
+    entries, depth, quote, current = [], 0, "", ""
+    for character in model_text[start + len("config("):]:
+        if quote:
+            quote = "" if character == quote else quote
+        elif character in "'\"":
+            quote = character
+        elif character in _OPENING:
+            depth += 1
+        elif character in _CLOSING:
+            if depth == 0:
+                entries.append(current)
+                break
+            depth -= 1
+        elif character == "," and depth == 0:
+            entries.append(current)
+            current = ""
+            continue
+        current += character
+    else:
+        return []  # no closing parenthesis: not a call it can read
+    kept = [entry.strip() for entry in entries if entry.strip()]
+    return [entry for entry in kept if entry.split("=", 1)[0].strip() not in SCAFFOLDED_CONFIGS]
+
+
+def model_sql(table: SourceTable, kept: Sequence[str] = ()) -> str:
+    """kept: configs of the model it replaces, written after the scaffolded ones (kept_configs)."""
     key = table.primary_key[0] if len(table.primary_key) == 1 else list(table.primary_key)
     names = model_column_names(table)
     columns = "\n".join(f"            {names[column.name]!r}: '{model_type(column)}'," for column in table.columns)
     renamed = {name: source for source, name in names.items() if name != source}
     json_fields = ", {" + ", ".join(f"{name!r}: {source!r}" for name, source in renamed.items()) + "}" if renamed else ""
+    configs = "".join(f"        {entry},\n" for entry in kept)
     return f"""{{{{
     config(
         unique_key={key!r},
         source_table='{table.qualified}',
-    )
+{configs}    )
 }}}}
 
 with
@@ -161,7 +199,11 @@ def write(tables: Sequence[SourceTable], out: Path, yaml_file: Path | None, over
         path = out / f"{table.model_name}.sql"
         if path.exists() and not overwrite:
             raise ScaffoldError(f"{path} exists: remove it or pass --overwrite")
-        path.write_text(model_sql(table))
+        kept = kept_configs(path.read_text()) if path.exists() else []
+        if kept:
+            # A consistency group, a deletes mode: dropped silently, the mirror left its group or changed mode.
+            print(f"cdc-scaffold: {path} keeps its configs {', '.join(kept)}", file=sys.stderr)
+        path.write_text(model_sql(table, kept))
         written.append(path)
     if yaml_file is not None:
         write_model_yaml(yaml_file, [(table.model_name, model_yaml(table)) for table in tables])
