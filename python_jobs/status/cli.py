@@ -6,8 +6,8 @@ service is not running, e.g. a scheduled `dbt run`), and the captures' status fi
     cdc-status --capture-state data/capture-state.json  # and that capture's last status
 
 It runs `dbt run-operation cdc_merge.cdc_status` (macros/status.sql) in this process. Exit status 0
-when every mirror ran in the time and its newest check (cdc-verify) found no difference, 1
-otherwise, 2 when it cannot read the tables. A running cdc-run shows the same, live, at its
+when every mirror and history of the project had a successful run in the time and its newest check
+(cdc-verify) found no difference, 1 otherwise, 2 when it cannot read the tables. A running cdc-run shows the same, live, at its
 --status-port (docs/operating.md, "What to watch").
 """
 
@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = tables.LAST[0]
     status.captures = [read_capture_status(str(state), Path(args.project_dir, state)) for state in args.capture_state]
     print("\n".join(render_text(status, args.hours)))
-    stale = not status.mirrors or any(not check.clean for check in status.verify)
+    stale = (not status.mirrors or any(not check.clean for check in status.verify)
+             or any(mirror.no_run_in_time for mirror in status.mirrors))
     return 1 if stale or any(capture.warnings for capture in status.captures) else 0
 
 

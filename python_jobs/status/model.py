@@ -71,11 +71,16 @@ class MirrorStatus:
     last_error: str | None = None
     # Keys of the mirror and its tombstones the process keeps in its key index (KeyIndex.java); None: not told.
     key_index_keys: int | None = None
+    # From the tables (cdc-status): a model of the project with no runs row in the hours read, which the
+    # tables cannot tell failing from not run (a failed run writes no row).
+    no_run_in_time: bool = False
 
     @property
     def state(self) -> str:
         if self.last_run_success is False:
             return "failing"
+        if self.no_run_in_time:
+            return "no successful run in the time"
         if self.last_run_at is None:
             return "not run yet"
         return "ok"
@@ -188,13 +193,16 @@ class StatusSnapshot:
         lost = [capture.name for capture in self.captures if capture.connected is False or capture.running is False]
         differing = [check.mirror for check in self.verify if not check.clean]
         warnings = [warning for capture in self.captures for warning in capture.warnings]
+        not_run = [mirror.mirror for mirror in self.mirrors if mirror.no_run_in_time]
         if failing or lost:
             parts = ([f"{len(failing)} mirror(s) failing"] if failing else []) + (
                 [f"{len(lost)} capture(s) not connected"] if lost else [])
             return "bad", "; ".join(parts)
-        if differing or warnings:
+        if differing or warnings or not_run:
             return "warn", "; ".join(
-                ([f"{len(differing)} mirror(s) differ from their source in the last check"] if differing else [])
+                ([f"{len(not_run)} mirror(s) with no successful run in the time (failing, or not run): "
+                  + ", ".join(not_run)] if not_run else [])
+                + ([f"{len(differing)} mirror(s) differ from their source in the last check"] if differing else [])
                 + [f"capture: {warning}" for warning in warnings])
         if not self.mirrors:
             return "warn", "no run has finished yet"

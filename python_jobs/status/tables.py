@@ -63,6 +63,10 @@ def snapshot_from_tables(runs: Sequence[Mapping[str, Any]], checks: Sequence[Map
                                          for name in ("rows_inserted", "rows_updated", "rows_deleted")),
                                      max(_number(row.get("run_seconds")) for row in rows)))
     status.history.sort(key=lambda sample: sample.at)
+    # A model without a runs row in the time: shown, not left out (a failed run writes no row, so a mirror
+    # failing all along was missing from cdc-status, which said all the others were fine and exited 0).
+    for name in names if models is not None else ():
+        mirrors.setdefault(name, MirrorStatus(name, no_run_in_time=True))
     status.mirrors = [mirrors[name] for name in sorted(mirrors)]
     status.cycles = len(by_invocation)
     landing.quarantined = max(quarantined.values(), default=0)
