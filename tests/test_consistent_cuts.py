@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
 from python_jobs.demo.transaction_checks import CHECK_SQL, MIRRORS, CutReader, at_snapshot, newest_state, violations
 from python_jobs.demo.transaction_source import KEYS, SCHEMA_OF, SplitDelivery, TransactionTopics
 
@@ -209,6 +211,15 @@ def test_a_column_added_to_a_group_mirror_is_in_its_view_at_the_cut_from_the_nex
         assert at_cut == project.query(f"select id, tier, nickname from {mirror} order by id") and at_cut
 
 
+def add_cut_lag_test(project, model: str) -> None:
+    """cdc_cut_lag_within on a mirror of the project's own YAML, at a bound of 0 s."""
+    path = project.project_dir / "models" / "mirrors" / "_mirrors__models.yml"
+    document = yaml.safe_load(path.read_text())
+    entry = next(entry for entry in document["models"] if entry["name"] == model)
+    entry.setdefault("data_tests", []).append({"cdc_cut_lag_within": {"arguments": {"max_cut_lag_seconds": 0}}})
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
 def test_a_group_mirror_with_nothing_new_lets_the_others_write_the_cut(conformance_project):
     """One mirror of a group caught up in a run that wrote no cut (the other was not selected, or failed):
     in the next runs it had nothing new and returned before counting itself done, so no run wrote a cut,
@@ -225,7 +236,13 @@ def test_a_group_mirror_with_nothing_new_lets_the_others_write_the_cut(conforman
     assert project.dbt("run", "--select", *models).success
     land(project, waves[1])
     assert project.dbt("run", "--select", "shop_customers").success  # the cut stays: not every mirror selected
+    # shop_orders' newest run is older than the group's newest, of a run without it (as while it fails, when
+    # the others' runs record a cut lag of 0): the lag check fails on it; the run of both heals it.
+    add_cut_lag_test(project, "shop_orders")
+    lag_check = ["test", "--select", "shop_orders,test_name:cdc_cut_lag_within"]
+    assert not project.dbt(*lag_check, expect_success=False).success
     assert project.dbt("run", "--select", *models).success  # shop_customers has nothing new, shop_orders applies
+    assert project.dbt(*lag_check).success
     assert_cut_is_the_newest_state(project, "shop", models)
     newest_cut = f"select max(cut_ordinal) as cut from {project.schema}.cdc_merge_cuts where consistency_group = 'shop'"
     cut = project.query(newest_cut)[0]["cut"]
