@@ -247,9 +247,9 @@ class MysqlCapture:
                         # DDL is a transaction of its own (after its GTID event, if any).
                         current = current if current is not None and not current.changes else Transaction(
                             begin_file=stream.log_file, begin_position=start)
-                        schema_change, converted = altered
+                        schema_change, reasons = altered
                         current.schema_events.append(schema_change)
-                        current.read_again = dict.fromkeys(converted, "ALTER TABLE converted column values")
+                        current.read_again = reasons
                         current.commit_ts_ms = event.timestamp * 1000
                         yield current, stream.log_file, event.packet.log_pos
                         current = None

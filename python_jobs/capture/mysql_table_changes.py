@@ -35,11 +35,11 @@ def key_dropped(ddl: str) -> bool:
 
 
 def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple[str, str], TableInfo], binlog_file: str,
-                        start: int) -> tuple[dict[str, Any], list[str]] | None:
+                        start: int) -> tuple[dict[str, Any], dict[str, str]] | None:
     """An ALTER TABLE of a captured table that added, retyped or converted columns: its schema change
     event, with the values the rows that existed then hold in the added ones (mysql_columns.py) and the
     retyped ones' types before, and the table if the server may have changed its rows' values with no
-    rows event, to be read again online (mysql_retypes.py); the table's info read again. One that
+    rows event, to be read again online (mysql_retypes.py), with why; the table's info read again. One that
     changed the primary key stops the capture; one that dropped it, met with the key back on the same
     columns, has the table read again (key_dropped)."""
     ddl = statement(event.query)
@@ -82,7 +82,7 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
     # Added columns whose older rows' values no event carries (a generated column, an expression or
     # AUTO_INCREMENT default): the rows are read again, as after a lossy retype.
     unknown = [value.name for value in values if not value.known]
-    read_again = []
+    read_again = {}
     if changed or converted or computed or unknown or ignored or moved or again or unkeyed:
         how = (f"retyping {', '.join(changed)}" if changed else "converting character sets" if converted else
                "computing a generated column again" if computed else ignored or
@@ -90,7 +90,7 @@ def added_columns_event(capture: Any, event: Any, captured: MutableMapping[tuple
                 f"renaming to {', '.join(moved)}" if moved else
                 f"dropping and adding again {', '.join(again)}" if again else "dropping the primary key"))
         check_read_again(capture, f"{event.query[:200]!r} at {binlog_file}:{start} ({how})", qualified)
-        read_again = [qualified]
+        read_again = {qualified: f"ALTER TABLE {how}"}
     # The columns the log has after it: not the catalog's newest, when the capture reads far behind.
     logged = replace(refreshed, columns=tuple(c for c in refreshed.columns if c.name in capture.known_columns[qualified]))
     return schema_event(logged, values, binlog_file, start, event.timestamp * 1000, event.query, int(time.time() * 1000),
