@@ -17,6 +17,7 @@ import pytest
 from python_jobs import run_locks
 from harness.dbt_project import PROJECT_DIR
 from reliability.workload import BIN, LANDING_AND_MIRRORS, MIRRORS, Workload
+from test_mirror_locks import HOLD_LOCK
 
 # One worker runs the module: its tests share one workload (Makefile: --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("concurrency")
@@ -125,16 +126,6 @@ def test_a_mirror_or_landing_held_by_another_run_stops_with_what_to_do(workload,
     assert all(c.ok for c in workload.compare().values())
 
 
-HOLD_LOCK = """
-import sys, time
-from pathlib import Path
-from python_jobs import run_locks
-run_locks.acquire(Path(sys.argv[1]), "the test's run")
-print("held", flush=True)
-time.sleep(float(sys.argv[2]))  # or until killed
-"""
-
-
 def test_maintenance_and_a_history_wait_for_the_run_that_holds_them(workload, monkeypatch):
     """cdc_maintain of a mirror, and a history's run, take the lock a mirror's run takes: beside the
     service's runs their commits raced, and the loser failed (Iceberg's "found new position delete for
@@ -158,7 +149,7 @@ def test_maintenance_and_a_history_wait_for_the_run_that_holds_them(workload, mo
 
     # Held by another process: maintenance waits for it, and maintains once it ends.
     monkeypatch.setenv(run_locks.LOCK_WAIT, "300")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(locks[0]), "600"], cwd=PROJECT_DIR,
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(locks[0])], cwd=PROJECT_DIR,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
