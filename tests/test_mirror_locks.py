@@ -1,6 +1,6 @@
 """One process applies a mirror or history at a time on either engine (run_guard.sql): another
-process holding it makes a run wait, then stop with the holder's pid and what to do, having changed
-nothing. On Databend two runs of one mirror shared its scratch tables: a service's run failed with
+process holding it makes a run wait, then stop with the holder's pid and what to do (it says it changed
+nothing); once it ends, the run applies. On Databend two runs of one mirror shared its scratch tables: a service's run failed with
 `Unknown table ... shop_order_items__cdc_changes` beside a `dbt run --full-refresh` of the mirror, and
 one could merge the other's batch and record its own offset past events it never applied."""
 
@@ -37,7 +37,7 @@ def mirror_lock(project, model: str):
     return run_locks.lock_file("mirror", os.path.abspath(os.environ.get("CDC_MERGE_WAREHOUSE", "warehouse")), name)
 
 
-def test_a_mirror_and_a_history_held_by_another_process_wait_then_stop_unchanged(conformance_project, monkeypatch):
+def test_a_mirror_and_a_history_held_by_another_process_wait_then_stop_naming_the_holder(conformance_project, monkeypatch):
     project = conformance_project
     project.write_model("products", CONFIG, COLUMNS)
     project.write_model("products_history", HISTORY_CONFIG, COLUMNS)
