@@ -53,7 +53,7 @@ class Trial:
 
 def crash_args(point: str) -> list[str]:
     """The dbt command the crashed run runs: a full refresh of the mirrors for the point inside one."""
-    if point in ("full-refresh-before-offset", "table-drop"):
+    if point in ("full-refresh-before-offset", "rebuild-before-swap", "rebuild-after-swap", "table-drop"):
         return ["run", "--full-refresh", *MIRRORS_ONLY]
     if point == "maintenance":
         return ["run", *LANDING_AND_MIRRORS, *MAINTAIN]

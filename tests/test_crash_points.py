@@ -40,11 +40,16 @@ def workload(tmp_path_factory, spark, warehouse):
         ("apply-before-publish", "cdc-run"),
         # Every mirror committed, none of the offsets written once for the run: all replayed.
         ("apply-before-run-rows", "dbt"),
-        # A full refresh dies once the new mirror holds the first chunk, before any offset of its own:
-        # the rerun must rebuild from the start of the log, not resume from the old offset.
+        # A full refresh dies once the table it builds aside holds the first chunk, before any offset of
+        # its own: the mirror and its offset are as they were, and the rerun applies what is new.
         ("full-refresh-before-offset", "dbt"),
-        # A full refresh dies while it drops a mirror, its files half deleted: the name must be the
-        # whole table or none, never a table whose manifests are gone.
+        # A full refresh has applied every event aside and dies before the mirror takes its rows.
+        ("rebuild-before-swap", "dbt"),
+        # ... and dies once the mirror holds the rebuilt rows, before its offset moves: the rerun
+        # applies the events after the old offset again, which must change nothing.
+        ("rebuild-after-swap", "dbt"),
+        # A full refresh dies while it drops a table (the one it built aside, once in place), its files
+        # half deleted: the name must be the whole table or none, never a table whose manifests are gone.
         ("table-drop", "dbt"),
     ],
 )

@@ -83,15 +83,17 @@ def test_a_one_commit_plan_writes_nothing_else_and_the_tombstones_only_when_they
         (None, False, False, "changes", None, {"create": True, "restart_offset": False}),
         ("table", False, False, "changes", "41", {"rebuild": False, "create": False, "read_from": "offset", "restart_offset": False}),
         ("table", False, False, "changes", None, {"create": False, "read_from": "start"}),
-        ("table", True, False, "changes", "41", {"rebuild": True, "create": True, "read_from": "start", "restart_offset": True}),
-        ("table", True, True, "changes", None, {"rebuild": True, "restart_offset": False}),
-        # A view where the mirror should be (a model materialized otherwise before) is rebuilt.
-        ("view", False, False, "changes", "41", {"rebuild": True, "create": True}),
+        # A stored table is rebuilt aside: its own offset stays where it is until the rebuild takes its place.
+        ("table", True, False, "changes", "41", {"rebuild": True, "build_aside": True, "create": True, "read_from": "start",
+                                                 "restart_offset": False}),
+        ("table", True, True, "changes", None, {"rebuild": True, "build_aside": True, "restart_offset": False}),
+        # A view where the mirror should be (a model materialized otherwise before) is rebuilt in place.
+        ("view", False, False, "changes", "41", {"rebuild": True, "build_aside": False, "create": True, "restart_offset": True}),
         ("table", False, True, "changes", "41", {"apply_events": False, "read_from": "offset"}),
         # change_source='stream': snapshots until caught up, then a stream.
         ("table", False, False, "stream", "41", {"read_from": "offset", "start_stream": True}),
         ("table", False, False, "stream", "stream", {"read_from": "stream", "start_stream": False}),
-        ("table", True, False, "stream", "stream", {"rebuild": True, "read_from": "start", "start_stream": True}),
+        ("table", True, False, "stream", "stream", {"rebuild": True, "build_aside": True, "read_from": "start", "start_stream": True}),
         # --empty applies nothing: a stream from the current snapshot would skip what it did not apply.
         (None, False, True, "stream", None, {"apply_events": False, "start_stream": False}),
     ],
@@ -102,10 +104,18 @@ def test_the_run_is_planned_from_the_mirror_the_flags_and_the_offset(relation_ki
     assert {name: plan[name] for name in expected} == expected
 
 
+def test_a_group_mirror_in_a_catalog_transaction_is_rebuilt_in_place():
+    # Its commits wait for the group's cut, which would publish the rebuild's tables too.
+    plan = plan_run("table", True, False, "changes", "41", in_catalog_transaction=True)
+    assert (plan.rebuild, plan.build_aside, plan.restart_offset) == (True, False, True)
+
+
 @pytest.mark.parametrize(
-    "keeps, last, from_stream, in_transaction, expected",
-    [(True, True, False, False, "keep"), (True, False, False, False, "append"), (False, True, False, False, "append"),
-     (True, True, True, False, "append"), (True, True, False, True, "append")],
+    "keeps, last, from_stream, in_transaction, aside, expected",
+    [(True, True, False, False, False, "keep"), (True, False, False, False, False, "append"), (False, True, False, False, False, "append"),
+     (True, True, True, False, False, "append"), (True, True, False, True, False, "append"),
+     # A rebuild aside's rows are deleted once it is in place: a kept row, written later, would outlive them.
+     (True, True, False, False, True, "append")],
 )
-def test_only_the_last_chunk_s_offset_is_kept_for_the_invocation_s_one_insert(keeps, last, from_stream, in_transaction, expected):
-    assert offset_row(keeps, last, from_stream, in_transaction) == expected
+def test_only_the_last_chunk_s_offset_is_kept_for_the_invocation_s_one_insert(keeps, last, from_stream, in_transaction, aside, expected):
+    assert offset_row(keeps, last, from_stream, in_transaction, aside) == expected

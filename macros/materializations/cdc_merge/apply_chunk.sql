@@ -121,7 +121,7 @@
     {#- A group's mirror never goes past the group's tail start: the next run reads the deferred transactions again. -#}
     {% set offset_to = adapter.cdc_group_offset(pending | map(attribute='snapshot_id') | list, horizon.tail_start, chunk.through)
         if horizon is not none else chunk.through %}
-    {% if adapter.cdc_offset_row(index == count, chunk.stream is defined, run_state.in_catalog_transaction) == 'keep' %}
+    {% if adapter.cdc_offset_row(index == count, chunk.stream is defined, run_state.in_catalog_transaction, run_state.building_aside) == 'keep' %}
         {% do cdc_merge.keep_offset(offsets, target_relation, cfg, offset_to, chunk_stats, ordinal.value) %}
     {% else %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, offset_to, chunk_stats)) %}

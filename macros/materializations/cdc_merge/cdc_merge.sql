@@ -28,6 +28,8 @@
     {#- Another process applying this mirror (or, on a catalog with transactions, its group): wait for it, then apply
         what is new after it (run_guard.sql). -#}
     {% do cdc_merge.lock_mirror(target_relation, cfg.consistency_group) %}
+    {#- A --full-refresh that stopped before taking the mirror's place left its rebuild beside it (rebuild_aside.sql). -#}
+    {% do cdc_merge.drop_stopped_rebuild(target_relation, cfg, offsets) %}
 
     {#- Nothing new since the mirror's offset: one cheap check, no statement of its own (idle.sql). -#}
     {% set idle_read = {} %}
@@ -52,15 +54,23 @@
     {#- The run's mode, decided in python_jobs/apply/run_plan.py from the mirror, the flags and its offset. -#}
     {% set latest = idle_read.get('offset') or cdc_merge.newest_offset(offsets, target_relation) %}
     {% set run = adapter.cdc_run_plan(none if existing_relation is none else ('view' if existing_relation.is_view else 'table'),
-        should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot) %}
-    {#- The offset goes back to the start of the log first: a mirror created again (rebuilt, or dropped by hand) that
-        dies before its first offset row, or applies nothing (--empty), resumes from there. -#}
+        should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot, transaction.joined) %}
+    {#- The offset goes back to the start of the log first: a mirror created again (rebuilt in place, or dropped by hand)
+        that dies before its first offset row, or applies nothing (--empty), resumes from there. -#}
     {% if run.restart_offset %}
         {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, latest.offset_ordinal + 1, none, cdc_merge.no_counts())) %}
         {% set latest = cdc_merge.newest_offset(offsets, target_relation) %}
     {% endif %}
-    {% if run.rebuild %}
-        {{ log("cdc_merge " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+    {#- A stored mirror is rebuilt aside, and takes the rebuild's place once it is whole (rebuild_aside.sql): until then the
+        run's steps build <mirror>__cdc_rebuild, with bookkeeping of its own. -#}
+    {% if run.build_aside %}
+        {% set mirror = {'relation': target_relation, 'tombstones': tombstones, 'changes': changes, 'offset_ordinal': latest.offset_ordinal} %}
+        {% set target_relation = cdc_merge.start_rebuild_aside(target_relation, cfg, offsets) %}
+        {% set tombstones = cdc_merge.tombstones_relation(target_relation) if cfg.deletes == 'hard' else none %}
+        {% set changes = cdc_merge.changes_relation(target_relation) %}
+        {% set latest = {'offset_snapshot': none, 'offset_ordinal': 0} %}
+    {% elif run.rebuild %}
+        {{ log("cdc_merge " ~ target_relation ~ ": rebuilding in place from the whole raw log", info=True) }}
         {% do adapter.drop_relation(existing_relation) %}
         {% if tombstones is not none %}
             {% do run_query('drop table if exists ' ~ tombstones) %}
@@ -100,6 +110,7 @@
     {% set run_state = {'target_relation': target_relation, 'tombstones': tombstones, 'changes': changes, 'offsets': offsets,
         'cfg': cfg, 'model_sql': model_sql ~ '\n', 'raw_changes_view': raw_changes_view, 'batch_view': batch_view, 'horizon': horizon,
         'pending': pending, 'run_started': run_started, 'ordinal': ordinal, 'truncated': truncated, 'in_catalog_transaction': transaction.joined,
+        'building_aside': run.build_aside,
         'batch_view_sql': namespace(value=none), 'defaulted': [], 'ranged': namespace(rows=0), 'notes': [],
         'totals': cdc_merge.no_counts(chunks | length)} %}
     {#- The model's columns, and the mirror created or changed to match them (prepare_mirror.sql). -#}
@@ -107,6 +118,10 @@
     {% for chunk in chunks %}
         {% do cdc_merge.apply_chunk(chunk, loop.index, loop.length, run_state) %}
     {% endfor %}
+    {% if run.build_aside %}
+        {% do cdc_merge.put_rebuild_in_place(run_state, mirror) %}
+        {% set target_relation = run_state.target_relation %}
+    {% endif %}
     {#- Scratch dropped, a stream started, maintenance, the runs row, the group's cut, the summary line (finish_run.sql). -#}
     {% do cdc_merge.finish_run(run, run_state, transaction, stream, current_snapshot) %}
     {% set totals = run_state.totals %}

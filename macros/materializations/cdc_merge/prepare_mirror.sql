@@ -2,7 +2,7 @@
     Before a cdc_merge run's chunks: the model's output columns, read from the first chunk's batch
     (or an empty one), checked against the config; source columns the model does not read, warned;
     the mirror created, or its stored columns changed as on_schema_change says (schema_change.sql);
-    its tombstones created. Sets run_state's columns, column_types, by_position and model_sql.
+    its tombstones created. Sets run_state's columns, column_types, by_position, model_columns and model_sql.
 #}
 
 {% macro prepare_mirror(run, chunks, run_state) %}
@@ -66,6 +66,9 @@
     {% endif %}
     {% if run.create %}
         {% do run_query(cdc_merge.create_mirror_sql(target_relation, '(' ~ run_state.model_sql ~ ') as model_output', columns, cfg)) %}
+        {% if run.build_aside %}
+            {% do cdc_merge.start_rebuild_offset(run_state) %}
+        {% endif %}
         {% if run.rebuild %}
             {% do cdc_merge.crash_point('full-refresh-before-offset') %}
         {% endif %}
@@ -92,7 +95,7 @@
     {% for name, data_type in cdc_merge.lower_names(model_described) if name in written_names %}
         {% do column_types.update({name: data_type}) %}
     {% endfor %}
-    {% do run_state.update({'columns': columns, 'column_types': column_types, 'by_position': by_position}) %}
+    {% do run_state.update({'columns': columns, 'column_types': column_types, 'by_position': by_position, 'model_columns': model_columns}) %}
 {% endmacro %}
 
 

@@ -187,10 +187,10 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_run_plan(self, relation_kind: Optional[str], full_refresh: bool, empty: bool, change_source: str,
-                     offset_snapshot: Optional[str]) -> Dict[str, Any]:
+                     offset_snapshot: Optional[str], in_catalog_transaction: bool = False) -> Dict[str, Any]:
         """cdc_merge.sql: what the mirror's run does (run_plan.py)."""
         return run_plan.plan_run(relation_kind, bool(full_refresh), bool(empty), str(change_source),
-                                 None if offset_snapshot is None else str(offset_snapshot)).as_dict()
+                                 None if offset_snapshot is None else str(offset_snapshot), bool(in_catalog_transaction)).as_dict()
 
     @available
     def cdc_contract_error(self, model_name: str, declared: List[List[str]], produced: List[List[str]],
@@ -213,10 +213,11 @@ class ApplyMethods(metaclass=AdapterMeta):
                                                 None if in_comment is None else str(in_comment))
 
     @available
-    def cdc_offset_row(self, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False) -> str:
+    def cdc_offset_row(self, last_chunk: bool, from_stream: bool, in_catalog_transaction: bool = False,
+                       building_aside: bool = False) -> str:
         """cdc_merge.sql: whether a chunk's offset row is kept for the invocation or appended now (run_plan.py)."""
         return run_plan.offset_row(self.cdc_connection_capabilities().keeps_offset_rows, bool(last_chunk), bool(from_stream),
-                                   bool(in_catalog_transaction))
+                                   bool(in_catalog_transaction), bool(building_aside))
 
     @available
     def cdc_write_plan(self, counts: Mapping[str, Any], deletes: str, has_tombstones: bool, tombstones_at_snapshot: bool,

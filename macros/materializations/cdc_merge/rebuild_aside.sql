@@ -1,0 +1,130 @@
+{#
+    A rebuild built aside (python_jobs/apply/run_plan.py build_aside): `--full-refresh` of a stored
+    mirror applies the whole raw log to <mirror>__cdc_rebuild, with tombstones, unsent columns, offsets
+    and truncates of its own, while readers go on reading the mirror as it was. Only once every event
+    is applied does the rebuilt table take the mirror's place. A rebuild that stops (a value the new
+    model cannot read, a crash) leaves the mirror and its offset as they were; the next run applies
+    to it what is new, and the next rebuild starts again from the start of the log.
+
+    The steps of taking its place, each safe to die after:
+    1. the mirror, its tombstones and unsent columns replaced by the rebuild's (on Iceberg one
+       `create or replace table ... as select` each: one commit, the mirror's old snapshots kept;
+       on Databend `create or replace table`). Dying here leaves the rebuilt rows under the mirror's
+       old offset: the next run applies the events after it again, which the seq guards make harmless;
+    2. the model's checksum and the rebuild's truncates, as the mirror's;
+    3. the mirror's offset: the rebuild's last, in one row of the mirror's;
+    4. the rebuild's tables and bookkeeping rows dropped.
+    What a rebuild that stopped left is dropped by the mirror's next run, or by the next rebuild.
+#}
+
+{% macro rebuild_aside_relation(target_relation) %}
+    {{ return(target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__cdc_rebuild'})) }}
+{% endmacro %}
+
+
+{% macro start_rebuild_aside(mirror, cfg, offsets) %}
+    {#- The relation to build, with what a rebuild that stopped left dropped. -#}
+    {% set aside = cdc_merge.rebuild_aside_relation(mirror) %}
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+    {{ log("cdc_merge " ~ mirror ~ ": rebuilding from the whole raw log in " ~ aside
+        ~ "; the mirror stays as it is until the rebuild takes its place", info=True) }}
+    {{ return(aside) }}
+{% endmacro %}
+
+
+{% macro start_rebuild_offset(run_state) %}
+    {#- Once the rebuild's table exists (prepare_mirror.sql), so that the mirror's next run finds what a rebuild that
+        stops leaves: an offset row at the start of the log, by which maintenance keeps what the rebuild still needs
+        (retention.sql applied_offsets). -#}
+    {% set ordinal = run_state.ordinal %}
+    {% set ordinal.value = ordinal.value + 1 %}
+    {% do run_query(cdc_merge.append_offset_sql(run_state.offsets, run_state.target_relation, run_state.cfg, ordinal.value, none,
+        cdc_merge.no_counts())) %}
+{% endmacro %}
+
+
+{% macro drop_stopped_rebuild(mirror, cfg, offsets) %}
+    {#- What a rebuild that stopped left beside the mirror, dropped by the mirror's next run: with the mirror's lock
+        taken, none is under way, and its offset would hold the raw log's retention back. dbt's relation cache
+        answers whether there is one: no statement when there is none. -#}
+    {% set aside = cdc_merge.rebuild_aside_relation(mirror) %}
+    {% if load_cached_relation(aside) is none %}
+        {{ return(none) }}
+    {% endif %}
+    {% do exceptions.warn("cdc_merge " ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh that stopped before"
+        ~ " it took the mirror's place (the mirror was not changed by it)") %}
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+{% endmacro %}
+
+
+{% macro put_rebuild_in_place(run_state, mirror) %}
+    {#- mirror: {'relation', 'tombstones', 'changes', 'offset_ordinal'}, the mirror's as the run found them. Points
+        run_state at the mirror again, for the run's last steps (finish_run.sql). -#}
+    {% set aside = run_state.target_relation %}
+    {% set cfg = run_state.cfg %}
+    {% set offsets = run_state.offsets %}
+    {% set ordinal = run_state.ordinal %}
+    {% do cdc_merge.crash_point('rebuild-before-swap') %}
+    {% do cdc_merge.replace_table(mirror.relation, aside) %}
+    {% if mirror.tombstones is not none %}
+        {% do cdc_merge.replace_table(mirror.tombstones, run_state.tombstones) %}
+    {% endif %}
+    {% set unsent = cdc_merge.unsent_relation(mirror.relation) %}
+    {% if cdc_merge.existing_unsent_relation(aside) is not none %}
+        {% do cdc_merge.replace_table(unsent, cdc_merge.unsent_relation(aside)) %}
+        {% do adapter.cache_added(unsent) %}
+    {% else %}
+        {% do adapter.drop_relation(unsent) %}
+    {% endif %}
+    {% do cdc_merge.crash_point('rebuild-after-swap') %}
+    {% do cdc_merge.remember_model_checksum(mirror.relation, compiled_code, cfg, cdc_merge.checked_model_checksum(mirror.relation, cfg),
+        offsets, run_state.model_columns) %}
+    {% do cdc_merge.take_truncates(cfg, aside, mirror.relation) %}
+    {% set ordinal.value = mirror.offset_ordinal + 1 %}
+    {% do run_query(cdc_merge.append_offset_sql(offsets, mirror.relation, cfg, ordinal.value, ordinal.snapshot, run_state.totals)) %}
+
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+    {% do run_state.update({'target_relation': mirror.relation, 'tombstones': mirror.tombstones, 'changes': mirror.changes}) %}
+    {{ log("cdc_merge " ~ mirror.relation ~ ": the rebuild took the mirror's place", info=True) }}
+{% endmacro %}
+
+
+{% macro forget_rebuild(aside, cfg, offsets) %}
+    {#- The rebuild's offset, truncate and settings rows deleted, then its tables dropped: the table goes last, as
+        drop_stopped_rebuild finds a stopped rebuild by it. -#}
+    {% do cdc_merge.delete_from_shared_table(offsets, "delete from " ~ offsets ~ " where target_table = '" ~ aside ~ "'") %}
+    {% do cdc_merge.forget_truncates(cfg, aside) %}
+    {% set settings = cdc_merge.table_settings_relation(offsets) %}
+    {% if load_relation(settings) is not none %}
+        {% do cdc_merge.delete_from_shared_table(settings, "delete from " ~ settings ~ " where target_table = '" ~ aside ~ "'") %}
+    {% endif %}
+    {% for relation in [cdc_merge.tombstones_relation(aside), cdc_merge.unsent_relation(aside), aside] %}
+        {% do adapter.drop_relation(relation) %}
+    {% endfor %}
+{% endmacro %}
+
+
+{% macro replace_table(relation, source) %}
+    {#- relation's rows and columns replaced by source's, in one statement readers see whole. -#}
+    {% do run_query(adapter.dispatch('replace_table_sql', 'cdc_merge')(relation, source)) %}
+{% endmacro %}
+
+{% macro spark__replace_table_sql(relation, source) %}
+    {#- Iceberg keeps the table's history and properties, and adds source's (its model checksum among them);
+        show tblproperties lists some that a CREATE may not set. -#}
+    {%- set properties = {} -%}
+    {%- for row in run_query('show tblproperties ' ~ source).rows
+        if row['key'] not in ['current-snapshot-id', 'format', 'location', 'provider', 'owner', 'sort-order', 'identifier-fields'] -%}
+        {%- do properties.update({row['key']: row['value']}) -%}
+    {%- endfor -%}
+    create or replace table {{ relation }}
+    using iceberg
+    {%- if properties %}
+    tblproperties ({{ cdc_merge.metadata_log_tblproperties(properties) }})
+    {%- endif %}
+    as select * from {{ source }}
+{% endmacro %}
+
+{% macro databend__replace_table_sql(relation, source) %}
+    create or replace table {{ relation }} as select * from {{ source }}
+{% endmacro %}

@@ -1,0 +1,96 @@
+"""`--full-refresh` of a stored mirror builds aside and takes the mirror's place only once whole
+(macros/materializations/cdc_merge/rebuild_aside.sql): a rebuild that fails leaves the mirror as it
+was, and its runs go on from their own offset; one that succeeds leaves nothing of its own behind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import FIXTURES
+
+PRODUCTS = {"inventory.products": ["id"]}
+FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
+# A chunk per raw snapshot: the rebuild applies the first landing, then stops at the second.
+CONFIG = "unique_key='id', source_table='inventory.products', max_events_per_chunk=1"
+COLUMNS = "{{ cdc_merge.cdc_column('id', 'int') }}, {{ cdc_merge.cdc_column('name', 'string') }}, {{ cdc_merge.cdc_metadata_columns() }}"
+# A model that cannot read product 111: the query fails on either engine once it reaches that row.
+FAILING_NAME = """
+    {%- set id = cdc_merge.cdc_value('_cdc_row', 'id', 'int') -%}
+    {%- set name = cdc_merge.cdc_value('_cdc_row', 'name', 'string') -%}
+    {%- if target.type == 'cdc_databend' -%}
+    case when {{ id }} = 111 then cast(cast({{ name }} as int) as string) else {{ name }} end as name
+    {%- else -%}
+    case when {{ id }} = 111 then cast(raise_error('product 111 is unreadable') as string) else {{ name }} end as name
+    {%- endif -%}
+"""
+FAILING_COLUMNS = "{{ cdc_merge.cdc_column('id', 'int') }}, " + FAILING_NAME + ", {{ cdc_merge.cdc_metadata_columns() }}"
+
+
+def products(project) -> list[tuple]:
+    return [(row["id"], row["name"]) for row in project.query(f"select id, name from {project.schema}.products order by id")]
+
+
+def tables(project) -> set[str]:
+    if project.on_databend:
+        rows = project.query(f"select name from system.tables where database = '{project.schema}'")
+        return {row["name"] for row in rows}
+    return {row["tableName"] for row in project.query(f"show tables in {project.schema}")}
+
+
+def offset_targets(project) -> set[str]:
+    rows = project.query(f"select distinct target_table from {project.schema}.cdc_merge_offsets")
+    return {row["target_table"].split(".")[-1] for row in rows}
+
+
+def a_new_product(first_line: str) -> dict:
+    event = json.loads(first_line)
+    event["after"].update({"id": 111, "name": "bicycle"})
+    event["source"].update({"snapshot": "false", "file": "mysql-bin.000004", "pos": 154})
+    event["ts_ms"] += 1000
+    return event
+
+
+def rebuild_leftovers(project) -> set[str]:
+    return {name for name in tables(project) | offset_targets(project) if "__cdc_rebuild" in name}
+
+
+def test_a_failed_rebuild_leaves_the_mirror_as_it_was_and_a_good_one_nothing_of_its_own(conformance_project):
+    project = conformance_project
+    project.write_model("products", CONFIG, COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "products")
+    mirrored = products(project)
+    assert [product_id for product_id, _ in mirrored] == list(range(101, 112))
+
+    project.write_model("products", CONFIG, FAILING_COLUMNS)
+    failed = project.dbt("run", "--select", "products", "--full-refresh", expect_success=False)
+    assert not failed.success
+    # Rebuilt in place, the mirror was dropped first and stayed empty until a run succeeded.
+    assert products(project) == mirrored
+    assert "the mirror stays as it is until the rebuild takes its place" in project.dbt_log()
+
+    assert "products__cdc_rebuild" in rebuild_leftovers(project)
+
+    # The mirror's offset stayed where it was: with the model it was built with, the next run has nothing to
+    # apply, and drops what the stopped rebuild left.
+    project.write_model("products", CONFIG, COLUMNS)
+    version = project.table_version(f"{project.schema}.products")
+    project.dbt("run", "--select", "products")
+    assert project.table_version(f"{project.schema}.products") == version
+    assert products(project) == mirrored
+    assert "left by a --full-refresh that stopped" in project.dbt_log()
+    assert not rebuild_leftovers(project)
+
+    project.dbt("run", "--select", "products", "--full-refresh")
+    assert products(project) == mirrored
+    assert project.table_version(f"{project.schema}.products") != version
+    assert not rebuild_leftovers(project)
+    assert "products" in offset_targets(project)
+    # The rebuilt mirror is idle on its next run: its offset and model checksum are the mirror's.
+    version = project.table_version(f"{project.schema}.products")
+    project.dbt("run", "--select", "products")
+    assert project.table_version(f"{project.schema}.products") == version
