@@ -3,7 +3,7 @@
     never conflict on it. The newest row of a target says where it stands; the others
     are its history (events read, rows changed, lag). offset_snapshot is a string so
     Databend can store its own snapshot ids in the same design; null means the start of the
-    raw log (a full refresh writes it before dropping the mirror). Offsets of one mirror are
+    raw log (a rebuild writes it first: rebuild_aside.sql). Offsets of one mirror are
     written by one process at a time (run_guard.sql); rows of different mirrors are appends,
     which Iceberg's optimistic commit retries on top of each other.
 #}
