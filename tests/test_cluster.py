@@ -103,6 +103,10 @@ def test_landing_and_mirrors_on_the_cluster_equal_the_oracle(cluster, postgres, 
     project.dbt("run", "--select", *MIRRORS.values())
     assert project.dbt_log()[logged:].count(": nothing new (offset = current raw snapshot") == len(MIRRORS)
     assert {model: project.table_version(f"{project.schema}.{model}") for model in MIRRORS.values()} == versions
+    # A full refresh, built aside and put in place through the Thrift server's catalog, rebuilds the same mirrors.
+    project.dbt("run", "--select", *MIRRORS.values(), "--full-refresh")
+    assert project.dbt_log()[logged:].count(": the rebuild took the mirror's place") == len(MIRRORS)
+    assert_mirrors_equal_replay(project, delivered, "hard", models=MIRRORS)
     verify_against_a_copy(project, postgres)
 
 
