@@ -14,7 +14,8 @@ tests/workload_seeds.py) and CDC_RANDOM_WORKLOAD_ROUNDS (2) make it hunt longer,
 CDC_RANDOM_WORKLOAD_ALTER_CHANCE (0.06, a transaction's) makes the schema changes come sooner, and with them
 the lock waits that stretch transactions across the capture's kills and its online pages.
 CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain after applies, with the shortest retention, and
-at the end mirrors built anew from what it left of the log equal their sources too.
+at the end mirrors built anew from what it left of the log equal their sources too;
+CDC_RANDOM_WORKLOAD_REBUILD_CHANCE rebuilds one mirror with --full-refresh after applies.
 
 The sessions' transactions are in postgres_workload_sessions.py; what both workloads share is in
 workload_seeds.py."""
@@ -35,7 +36,7 @@ import pytest
 from conftest import PROJECT_DIR
 from harness.postgres_server import create_capture_user
 from raw_history import raw_history
-from workload_seeds import Maintenance, history_tests, workload_cases, workload_project
+from workload_seeds import Maintenance, Rebuilds, history_tests, workload_cases, workload_project
 from test_capture_faults import capture, postgres  # noqa: F401 - postgres is a fixture
 from test_online_snapshots import execute
 from postgres_workload_sessions import Session, resolve
@@ -98,13 +99,15 @@ def write_models(project, server) -> list[str]:
     return [table.split(".")[1] for table in KEYS] + list(HISTORIES)
 
 
-def land_and_run(project, server, maintenance: Maintenance | None = None) -> None:
+def land_and_run(project, server, maintenance: Maintenance | None = None, rebuilds: Rebuilds | None = None) -> None:
     models = write_models(project, server)
     landed = project.land(KEYS)
     assert "quarantined 0 lines" in landed.status(), landed.status()
     project.dbt("run", "--select", *models)
     if maintenance:
         maintenance.maybe(project, models)
+    if rebuilds is not None:
+        rebuilds.maybe(project, [table.split(".")[1] for table in KEYS])
 
 
 def source_rows(server, table: str) -> tuple[list[str], list[tuple]]:
@@ -186,7 +189,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
             "--max-wait-seconds", "0.2", "--max-changes-per-file", "40"]
     log = open(tmp_path / "capture.log", "a")
     capturing, shared = follow(args, log), {"altered": list(ALTERS), "pending": []}
-    maintenance = Maintenance(seed)
+    maintenance, rebuilds = Maintenance(seed), Rebuilds(seed)
     land_and_run(dbt_project, postgres)  # the models in the tables' first columns: those added later are taken in place
     reread_round = chance.randrange(ROUNDS)
     for round_number in range(ROUNDS):
@@ -201,7 +204,7 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
                 capturing.wait(timeout=30)
                 capturing = follow(args, log)
             if chance.random() < 0.1:
-                land_and_run(dbt_project, postgres, maintenance)  # while the sessions write and the capture follows
+                land_and_run(dbt_project, postgres, maintenance, rebuilds)  # while the sessions write and the capture follows
             if (round_number == reread_round or chance.random() < 0.1) and state.exists():
                 reread_round = None
                 read_ranges_again(state, chance)
@@ -218,9 +221,10 @@ def test_a_random_concurrent_workload_reaches_the_mirrors_through_kills_rereads_
             resolve(resolver, shared["pending"], chance)
         resolver.close()
         if chance.random() < 0.7 or round_number == 0:
-            land_and_run(dbt_project, postgres, maintenance)  # while the capture follows
+            land_and_run(dbt_project, postgres, maintenance, rebuilds)  # while the capture follows
 
     assert reread_round is None, "no key range read again"
+    assert rebuilds.chance == 0 or rebuilds.runs > 0, "no mirror rebuilt"
     capturing.send_signal(signal.SIGKILL)
     capturing.wait(timeout=30)
     caught_up = capture("postgres", *args)

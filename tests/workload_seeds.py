@@ -3,7 +3,8 @@ seed 2 on Databend, so the suite drives both engines' apply without a run more. 
 CDC_RANDOM_WORKLOAD_SEEDS, a list, a range or both ("1,2", "1-20", "3,10-12"), each seed on every
 engine of CDC_RANDOM_WORKLOAD_ENGINES (default "local,databend_local"; read alike by the PostgreSQL
 and the MariaDB workloads). CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE (default 0) is the chance that an apply
-is followed by a cdc_maintain with the shortest retention (Maintenance below)."""
+is followed by a cdc_maintain with the shortest retention (Maintenance below); CDC_RANDOM_WORKLOAD_REBUILD_CHANCE
+(default 0) that it is followed by a `--full-refresh` of one mirror (Rebuilds below)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import random
 ENGINES = ("local", "databend_local")
 DEFAULT_CASES = [(1, "local"), (2, "databend_local")]
 MAINTAIN_CHANCE = float(os.environ.get("CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE", "0"))
+REBUILD_CHANCE = float(os.environ.get("CDC_RANDOM_WORKLOAD_REBUILD_CHANCE", "0"))
 # Every superseded event of the log removed once applied, and every snapshot no offset needs expired
 # (docs/maintenance.md, "What maintenance never removes"); tombstones kept, as by default.
 SHORTEST_RETENTION = {"raw_retention_hours": 0, "snapshot_retention_hours": 0}
@@ -88,3 +90,17 @@ class Maintenance:
             (folder / f"{copy}.sql").write_text((folder / f"{name}.sql").read_text())
         project.dbt("run", "--select", *names)
         return names
+
+
+class Rebuilds:
+    """`dbt run --full-refresh` of one mirror at random points of a workload, while its sessions write: the
+    mirror is rebuilt aside from the log as it is then and must go on to equal its source. Its own random
+    draws (from the seed), so a seed's workload is the same with or without it."""
+
+    def __init__(self, seed: int, chance: float = REBUILD_CHANCE) -> None:
+        self.chance, self.draws, self.runs = chance, random.Random(f"rebuild-{seed}"), 0
+
+    def maybe(self, project, mirrors) -> None:
+        if self.chance > 0 and self.draws.random() < self.chance:
+            project.dbt("run", "--full-refresh", "--select", self.draws.choice(sorted(mirrors)))
+            self.runs += 1
