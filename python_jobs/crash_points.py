@@ -6,7 +6,8 @@ lost power (SIGKILL of this process and of its Spark JVM), so the reliability su
 
 The points (RELIABILITY.md lists them): landing-raw-write, landing-before-checkpoint,
 apply-before-publish, apply-before-offset, apply-before-run-rows, full-refresh-before-offset,
-rebuild-before-swap, rebuild-after-swap, table-drop (in the JVM: CdcMergeHadoopCatalog, CrashPoints.java), maintenance, capture-before-confirm.
+rebuild-before-swap, rebuild-after-swap, table-drop (in the JVM: CdcMergeHadoopCatalog,
+CrashPoints.java), maintenance, capture-before-confirm.
 `<point>@N` dies the N-th time the point is reached in this process (default the first).
 Unset, every check is one dictionary lookup.
 """

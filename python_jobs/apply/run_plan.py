@@ -1,6 +1,6 @@
 """What one cdc_merge run of a mirror does, decided before it reads any event: whether the mirror is
-rebuilt (in place, or aside and then put in its place), where its events are read from, whether a Databend stream takes over after them, and where
-each chunk's offset row goes. The materialization (macros/materializations/cdc_merge/cdc_merge.sql)
+rebuilt (in place, or aside and then put in its place), where its events are read from, whether a
+Databend stream takes over after them, and where each chunk's offset row goes. The materialization (macros/materializations/cdc_merge/cdc_merge.sql)
 runs the answer; the idle check (idle_decision.py) has already let an idle mirror go.
 """
 
