@@ -14,7 +14,8 @@ CDC_RANDOM_WORKLOAD_ROUNDS (default 3) sets how many rounds of faults and applie
 CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's two, on each engine of
 CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py); CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain
 after applies, with the shortest retention, and at the end mirrors built anew from what it left of the
-log equal their sources too."""
+log equal their sources too; CDC_RANDOM_WORKLOAD_REBUILD_CHANCE rebuilds one mirror with --full-refresh
+after applies."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import pytest
 
 from python_jobs import scaffold
 from raw_history import raw_history
-from workload_seeds import Maintenance, history_tests, workload_cases, workload_project
+from workload_seeds import Maintenance, Rebuilds, history_tests, workload_cases, workload_project
 from test_capture_faults import capture, mariadb  # noqa: F401 - mariadb is a fixture
 from test_capture_mysql_swapped_column_names import captured
 from test_online_snapshots_mariadb import execute
@@ -180,13 +181,15 @@ def models_written(project, config) -> dict:
     return models
 
 
-def apply(project, config, maintenance: Maintenance | None = None) -> dict:
+def apply(project, config, maintenance: Maintenance | None = None, rebuilds: Rebuilds | None = None) -> dict:
     models = models_written(project, config)
     summary = project.land(TABLES)
     assert summary.counts["rejected"] == 0 and "quarantined 0 lines" in summary.status(), summary.status()
     project.dbt("run", "--select", *models)
     if maintenance:
         maintenance.maybe(project, models)
+    if rebuilds is not None:
+        rebuilds.maybe(project, [model for model in models if model not in HISTORIES])
     return models
 
 
@@ -251,7 +254,7 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
         session.start()
     following = capture("mysql", *args, follow=True)
     once = {name: chance.randrange(ROUNDS) for name in ("truncate", "range", "alter", "apply", "retype")}
-    maintenance = Maintenance(seed)
+    maintenance, rebuilds = Maintenance(seed), Rebuilds(seed)
     try:
         for number in range(ROUNDS):
             time.sleep(chance.uniform(0.5, 2.0))
@@ -275,7 +278,7 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
             if number == once["retype"]:  # the server cuts every row's microseconds with no row event: read again
                 execute(mariadb, "alter table shop.nums modify at datetime(3)")
             if number == once["apply"] or chance.random() < 0.5:
-                apply(dbt_project, config, maintenance)
+                apply(dbt_project, config, maintenance, rebuilds)
     finally:
         stop.set()
         for session in sessions:
@@ -283,6 +286,7 @@ def test_a_random_concurrent_workload_is_mirrored_exactly(mariadb, request, spar
         following.kill()
         following.wait(timeout=30)
     assert [session.error for session in sessions] == [None] * 3 and all(session.commits > 5 for session in sessions)
+    assert rebuilds.chance == 0 or rebuilds.runs > 0, "no mirror rebuilt"
     for _ in range(5):  # the stream to its end, and the pages of a range read again
         finished = capture("mysql", *args)
         assert finished.returncode == 0, finished.stderr
