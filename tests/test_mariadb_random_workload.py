@@ -15,7 +15,9 @@ CDC_RANDOM_WORKLOAD_SEEDS (e.g. 1-20 or 3,7) runs other seeds than the suite's t
 CDC_RANDOM_WORKLOAD_ENGINES (tests/workload_seeds.py); CDC_RANDOM_WORKLOAD_MAINTAIN_CHANCE runs cdc_maintain
 after applies, with the shortest retention, and at the end mirrors built anew from what it left of the
 log equal their sources too; CDC_RANDOM_WORKLOAD_REBUILD_CHANCE rebuilds one mirror with --full-refresh
-after applies."""
+after applies.
+
+Why longer than 300 lines: the sessions' statements, the faults and the checks of one workload, read together."""
 
 from __future__ import annotations
 
