@@ -89,12 +89,13 @@ def without_kill(spark, warehouse, tmp_path_factory) -> dict:
     return found
 
 
-def killed_run(project, point: str, models: list[str]) -> subprocess.CompletedProcess:
-    """`dbt run` of models in a process of its own, told to die at point (one thread: the models in turn)."""
+def killed_run(project, point: str, models: list[str], *flags: str) -> subprocess.CompletedProcess:
+    """`dbt run` of models in a process of its own, told to die at point (one thread: the models in turn);
+    flags: dbt's, such as --full-refresh."""
     env = {**os.environ, "CDC_MERGE_SCHEMA": project.schema, "CDC_MERGE_RAW_SCHEMA": project.raw_schema,
            "CDC_MERGE_ICEBERG_JAR": iceberg_jar(), "CDC_MERGE_CRASH_AT": point, "TZ": "UTC",
            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-    command = [str(Path(sys.executable).parent / "dbt"), "run", "--select", *models, "--threads", "1",
+    command = [str(Path(sys.executable).parent / "dbt"), "run", "--select", *models, "--threads", "1", *flags,
                "--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR), "--target", "local"]
     process = subprocess.Popen(command, cwd=project.project_dir, env=env, start_new_session=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+
+import pytest
 
 from conftest import FIXTURES
+from harness.dbt_project import error_text
+from harness.mirror_project import make_project
+from test_crash_ranges import killed_run
 
 PRODUCTS = {"inventory.products": ["id"]}
 FLINK_MYSQL = FIXTURES / "flink" / "debezium-data-schema-exclude.txt"
@@ -94,3 +100,82 @@ def test_a_failed_rebuild_leaves_the_mirror_as_it_was_and_a_good_one_nothing_of_
     version = project.table_version(f"{project.schema}.products")
     project.dbt("run", "--select", "products")
     assert project.table_version(f"{project.schema}.products") == version
+
+
+HISTORY_CONFIG = "materialized='cdc_history', " + CONFIG
+
+
+def versions(project) -> list[tuple]:
+    return [tuple(row.values()) for row in project.query(
+        f"select id, name, valid_from, valid_to, is_current, is_deleted from {project.schema}.product_versions order by id, _cdc_seq")]
+
+
+def live(rows: list[tuple]) -> list[tuple]:
+    return [row[:2] for row in rows if row[4] and not row[5]]
+
+
+def test_a_history_is_rebuilt_aside_too_and_takes_its_new_deletes_mode_with_it(conformance_project):
+    project = conformance_project
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "product_versions")
+    stored = versions(project)
+    assert (111, "bicycle") in live(stored)
+
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", FAILING_COLUMNS)
+    assert not project.dbt("run", "--select", "product_versions", "--full-refresh", expect_success=False).success
+    # Rebuilt in place, the history was dropped first and held the first chunk's versions until a run succeeded.
+    assert versions(project) == stored
+    assert "the history stays as it is until the rebuild takes its place" in project.dbt_log()
+    assert "product_versions__cdc_rebuild" in rebuild_leftovers(project)
+
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    version = project.table_version(f"{project.schema}.product_versions")
+    project.dbt("run", "--select", "product_versions")
+    assert project.table_version(f"{project.schema}.product_versions") == version
+    assert "left by a --full-refresh that stopped before it took the history's place" in project.dbt_log()
+    assert not rebuild_leftovers(project)
+
+    # A full refresh in the other deletes mode: the rebuilt history keeps the mode, and drops its deletes table.
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='soft'", COLUMNS)
+    project.dbt("run", "--select", "product_versions", "--full-refresh")
+    rebuilt = versions(project)
+    assert live(rebuilt) == live(stored)
+    # The source's delete is a version of its own now.
+    assert len([row for row in rebuilt if row[5]]) == 1 and len(rebuilt) == len(stored) + 1
+    assert not rebuild_leftovers(project)
+    assert "product_versions__cdc_history_deletes" not in tables(project)
+    version = project.table_version(f"{project.schema}.product_versions")
+    project.dbt("run", "--select", "product_versions")
+    assert project.table_version(f"{project.schema}.product_versions") == version
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    refused = project.dbt("run", "--select", "product_versions", expect_success=False)
+    assert "product_versions was built with deletes='soft'" in error_text(refused)
+
+
+@pytest.mark.xdist_group("crashes")
+@pytest.mark.parametrize("point", ["rebuild-before-swap", "rebuild-after-swap"])
+def test_a_history_rebuild_killed_at_its_swap_is_healed_by_the_next_run(spark, tmp_path, point):
+    """Killed (SIGKILL, python_jobs/crash_points.py) before the history takes the rebuilt rows, or once it holds
+    them under its old offset, with events landed after that offset: one plain run then gives the versions a
+    whole rebuild gives, and leaves nothing of the rebuild's."""
+    project = make_project(spark, tmp_path, "local")
+    project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
+    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    project.land(PRODUCTS)
+    project.dbt("run", "--select", "product_versions")
+    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
+    project.land(PRODUCTS)
+
+    crashed = killed_run(project, point, ["product_versions"], "--full-refresh")
+    assert crashed.returncode == -signal.SIGKILL, f"the run was not killed at {point}:\n{crashed.stdout[-3000:]}"
+    project.dbt("run", "--select", "product_versions")
+    healed = versions(project)
+    assert not rebuild_leftovers(project)
+
+    project.dbt("run", "--select", "product_versions", "--full-refresh")
+    assert healed == versions(project)
+    assert (111, "bicycle") in live(healed)

@@ -93,8 +93,8 @@ class Maintenance:
 
 
 class Rebuilds:
-    """`dbt run --full-refresh` of one mirror at random points of a workload, while its sessions write: the
-    mirror is rebuilt aside from the log as it is then and must go on to equal its source. Its own random
+    """`dbt run --full-refresh` of one mirror or history at random points of a workload, while its sessions
+    write: it is rebuilt aside from the log as it is then and must go on to equal its source. Its own random
     draws (from the seed), so a seed's workload is the same with or without it."""
 
     def __init__(self, seed: int, chance: float = REBUILD_CHANCE) -> None:

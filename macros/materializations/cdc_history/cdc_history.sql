@@ -44,9 +44,16 @@
     {% do cdc_merge.lock_mirror(target_relation) %}
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
+    {#- A --full-refresh that stopped before taking the history's place left its rebuild beside it (rebuild_aside.sql). -#}
+    {% do cdc_merge.drop_stopped_rebuild(target_relation, cfg, offsets, is_history=true) %}
 
-    {% set rebuild = existing_relation is none or should_full_refresh() or existing_relation.is_view %}
-    {% if rebuild %}
+    {#- The run's mode, decided in python_jobs/apply/run_plan.py from the history, the flags and its offset. -#}
+    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
+    {% set latest_snapshot = (latest.rows[0]['offset_snapshot'] or none) if latest.rows | length else none %}
+    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
+    {% set run = adapter.cdc_run_plan(none if existing_relation is none else ('view' if existing_relation.is_view else 'table'),
+        should_full_refresh(), flags.EMPTY, 'changes', latest_snapshot) %}
+    {% if run.create %}
         {#- Checked before anything is dropped: a history built from the start of a trimmed log would miss every version before its horizon. -#}
         {% set horizon = cdc_merge.raw_log_horizon(cfg.raw_relation, cfg.source_table) %}
         {% if horizon is not none and not cfg.allow_trimmed_log %}
@@ -65,7 +72,7 @@
         {% do cdc_merge.check_model_contract(cdc_merge.cdc_query_columns(model_sql), metadata_columns, 'cdc_history',
             cdc_merge.history_columns()) %}
     {% endif %}
-    {% if existing_relation is not none and not rebuild %}
+    {% if not run.create %}
         {% set stored = cdc_merge.stored_history_deletes(target_relation, offsets) %}
         {% set mode = adapter.cdc_history_deletes_mode(model.name, target_relation | string, cfg.deletes, stored.deletes, stored.in_comment) %}
         {% if mode.error %}
@@ -76,28 +83,33 @@
             {% do cdc_merge.record_history_deletes(target_relation, offsets, cfg.deletes, clear_comment=mode.clear_comment) %}
         {% endif %}
     {% endif %}
-    {% if existing_relation is not none and rebuild %}
-        {{ log("cdc_history " ~ target_relation ~ ": rebuilding from the whole raw log", info=True) }}
+    {#- A history made again that applies nothing (--empty) or dies before its first offset row must not resume from the
+        old offset: its offset goes back to the start of the log first. -#}
+    {% if run.restart_offset %}
+        {% set ordinal.value = ordinal.value + 1 %}
+        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, none, cdc_merge.no_counts())) %}
+    {% endif %}
+    {#- A stored history is rebuilt aside, and takes the rebuild's place once it is whole (rebuild_aside.sql): until then
+        the run's steps build <history>__cdc_rebuild, with bookkeeping of its own. -#}
+    {% if run.build_aside %}
+        {% set history = {'relation': target_relation, 'deletes': deletes_relation, 'offset_ordinal': ordinal.value} %}
+        {% set target_relation = cdc_merge.start_rebuild_aside(target_relation, cfg, offsets, is_history=true) %}
+        {% set deletes_relation = cdc_merge.history_deletes_relation(target_relation) if cfg.deletes == 'hard' else none %}
+        {% set scratch = cdc_merge.history_scratch_relation(target_relation) %}
+        {% set ordinal.value = 0 %}
+        {% set existing_relation = none %}
+    {% elif run.rebuild %}
+        {{ log("cdc_history " ~ target_relation ~ ": rebuilding in place from the whole raw log", info=True) }}
         {% do adapter.drop_relation(existing_relation) %}
         {% set existing_relation = none %}
     {% endif %}
-    {% if existing_relation is none %}
+    {% if run.create %}
         {% do run_query('drop table if exists ' ~ cdc_merge.history_deletes_relation(target_relation)) %}
         {#- Built again from the start of the log, it finds its truncates there again. -#}
         {% do cdc_merge.forget_truncates(cfg, target_relation) %}
     {% endif %}
 
-    {% set latest = run_query(cdc_merge.latest_offset_sql(offsets, target_relation)) %}
-    {% set ordinal = namespace(value=(latest.rows[0]['offset_ordinal'] | int) if latest.rows | length else 0) %}
-    {#- Where it reads from, and whether its offset goes back to the start first (run_plan.py): a history made again that
-        applies nothing (--empty) or dies before its first offset row must not resume from the old offset. -#}
-    {% set run = adapter.cdc_run_plan(none if existing_relation is none else 'table', false, flags.EMPTY, 'changes',
-        (latest.rows[0]['offset_snapshot'] or none) if latest.rows | length else none) %}
-    {% if run.restart_offset %}
-        {% set ordinal.value = ordinal.value + 1 %}
-        {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, none, cdc_merge.no_counts())) %}
-    {% endif %}
-    {% set offset_snapshot = (latest.rows[0]['offset_snapshot'] or none) if run.read_from == 'offset' else none %}
+    {% set offset_snapshot = latest_snapshot if run.read_from == 'offset' else none %}
     {% set pending = cdc_merge.pending_raw_snapshots(cfg.raw_relation, offset_snapshot, cdc_merge.raw_snapshot_log(cfg.raw_relation)) %}
     {% set chunks = [] if flags.EMPTY else cdc_merge.chunks_of(pending, cfg.max_events_per_chunk, offset_snapshot, cfg.raw_relation, cfg.source_table) %}
 
@@ -115,6 +127,12 @@
     {% if existing_relation is none %}
         {% do cdc_merge.record_history_deletes(target_relation, offsets, cfg.deletes, created=true) %}
         {% do run_query(cdc_merge.create_history_sql(target_relation, model_sql, columns, cfg)) %}
+        {% if run.build_aside %}
+            {#- Once the rebuild's table exists, by which the history's next run finds a rebuild that stopped: an offset row
+                at the start of the log, by which maintenance keeps what the rebuild still needs. -#}
+            {% set ordinal.value = ordinal.value + 1 %}
+            {% do run_query(cdc_merge.append_offset_sql(offsets, target_relation, cfg, ordinal.value, none, cdc_merge.no_counts())) %}
+        {% endif %}
     {% else %}
         {#- Columns the model added are added and filled from the raw log; other changes ask for a rebuild (added_columns.sql). -#}
         {% if cdc_merge.follow_history_columns(target_relation, columns, model_sql, cfg) %}
@@ -173,6 +191,15 @@
     {% endfor %}
     {% do cdc_merge.drop_scratch(raw_changes_view) %}
     {% do run_query('drop view if exists ' ~ batch_view) %}
+    {% if run.build_aside %}
+        {% set counts = cdc_merge.no_counts() %}
+        {% do counts.update({'events_read': totals.events, 'inserted': totals.added, 'deleted': totals.removed,
+            'max_source_ts': totals.max_source_ts}) %}
+        {% do cdc_merge.put_history_rebuild_in_place(target_relation, history, cfg, offsets,
+            chunks[-1].through if chunks | length else none, counts) %}
+        {% set target_relation = history.relation %}
+        {% set deletes_relation = history.deletes %}
+    {% endif %}
     {#- Only now, with every applied chunk's offset recorded, as a mirror's run (maintenance.sql): its table and deletes table. -#}
     {% set maintained = cdc_merge.maintain_after_run(target_relation, deletes_relation, offsets, cfg, is_history=true) %}
     {#- Its cdc_merge_runs row, as a mirror's (metrics.sql), written with the invocation's other rows (kept_rows.sql). -#}

@@ -15,6 +15,9 @@
     3. the mirror's offset: the rebuild's last, in one row of the mirror's;
     4. the rebuild's tables and bookkeeping rows dropped.
     What a rebuild that stopped left is dropped by the mirror's next run, or by the next rebuild.
+
+    A history (cdc_history) is rebuilt aside the same way (put_history_rebuild_in_place): its deletes
+    table in the tombstones' place, its deletes mode in the model's checksum's.
 #}
 
 {% macro rebuild_aside_relation(target_relation) %}
@@ -22,12 +25,12 @@
 {% endmacro %}
 
 
-{% macro start_rebuild_aside(mirror, cfg, offsets) %}
+{% macro start_rebuild_aside(mirror, cfg, offsets, is_history=false) %}
     {#- The relation to build, with what a rebuild that stopped left dropped. -#}
     {% set aside = cdc_merge.rebuild_aside_relation(mirror) %}
-    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
-    {{ log("cdc_merge " ~ mirror ~ ": rebuilding from the whole raw log in " ~ aside
-        ~ "; the mirror stays as it is until the rebuild takes its place", info=True) }}
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets, is_history) %}
+    {{ log(('cdc_history ' if is_history else 'cdc_merge ') ~ mirror ~ ": rebuilding from the whole raw log in " ~ aside
+        ~ "; the " ~ ('history' if is_history else 'mirror') ~ " stays as it is until the rebuild takes its place", info=True) }}
     {{ return(aside) }}
 {% endmacro %}
 
@@ -43,7 +46,7 @@
 {% endmacro %}
 
 
-{% macro drop_stopped_rebuild(mirror, cfg, offsets) %}
+{% macro drop_stopped_rebuild(mirror, cfg, offsets, is_history=false) %}
     {#- What a rebuild that stopped left beside the mirror, dropped by the mirror's next run: with the mirror's lock
         taken, none is under way, and its offset would hold the raw log's retention back. dbt's relation cache
         answers whether there is one: no statement when there is none. -#}
@@ -51,9 +54,10 @@
     {% if load_cached_relation(aside) is none %}
         {{ return(none) }}
     {% endif %}
-    {% do exceptions.warn("cdc_merge " ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh that stopped before"
-        ~ " it took the mirror's place (the mirror was not changed by it)") %}
-    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+    {% set kind = 'history' if is_history else 'mirror' %}
+    {% do exceptions.warn(('cdc_history ' if is_history else 'cdc_merge ') ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh"
+        ~ " that stopped before it took the " ~ kind ~ "'s place (the " ~ kind ~ " was not changed by it)") %}
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets, is_history) %}
 {% endmacro %}
 
 
@@ -89,7 +93,30 @@
 {% endmacro %}
 
 
-{% macro forget_rebuild(aside, cfg, offsets) %}
+{% macro put_history_rebuild_in_place(aside, history, cfg, offsets, through, counts) %}
+    {#- history: {'relation', 'deletes', 'offset_ordinal'}, the history's as the run found them (deletes: its deletes
+        table with deletes='hard', else none); through: the rebuild's last offset snapshot; counts: the run's. -#}
+    {% do cdc_merge.crash_point('rebuild-before-swap') %}
+    {% do cdc_merge.replace_table(history.relation, aside) %}
+    {% set deletes = cdc_merge.history_deletes_relation(history.relation) %}
+    {% if history.deletes is not none %}
+        {% do cdc_merge.replace_table(deletes, cdc_merge.history_deletes_relation(aside)) %}
+        {% do adapter.cache_added(deletes) %}
+    {% else %}
+        {#- Built with deletes='hard' before, if a rebuild changed its mode. -#}
+        {% do adapter.drop_relation(deletes) %}
+    {% endif %}
+    {% do cdc_merge.crash_point('rebuild-after-swap') %}
+    {#- On Iceberg the mode came with the rebuild's table properties; on Databend it is a row of the settings table. -#}
+    {% do cdc_merge.record_history_deletes(history.relation, offsets, cfg.deletes, created=true) %}
+    {% do cdc_merge.take_truncates(cfg, aside, history.relation) %}
+    {% do run_query(cdc_merge.append_offset_sql(offsets, history.relation, cfg, history.offset_ordinal + 1, through, counts)) %}
+    {% do cdc_merge.forget_rebuild(aside, cfg, offsets, is_history=true) %}
+    {{ log("cdc_history " ~ history.relation ~ ": the rebuild took the history's place", info=True) }}
+{% endmacro %}
+
+
+{% macro forget_rebuild(aside, cfg, offsets, is_history=false) %}
     {#- The rebuild's offset, truncate and settings rows deleted, then its tables dropped: the table goes last, as
         drop_stopped_rebuild finds a stopped rebuild by it. -#}
     {% do cdc_merge.delete_from_shared_table(offsets, "delete from " ~ offsets ~ " where target_table = '" ~ aside ~ "'") %}
@@ -98,7 +125,9 @@
     {% if load_relation(settings) is not none %}
         {% do cdc_merge.delete_from_shared_table(settings, "delete from " ~ settings ~ " where target_table = '" ~ aside ~ "'") %}
     {% endif %}
-    {% for relation in [cdc_merge.tombstones_relation(aside), cdc_merge.unsent_relation(aside), aside] %}
+    {% set own = [cdc_merge.history_deletes_relation(aside), cdc_merge.history_scratch_relation(aside)] if is_history
+        else [cdc_merge.tombstones_relation(aside), cdc_merge.unsent_relation(aside)] %}
+    {% for relation in own + [aside] %}
         {% do adapter.drop_relation(relation) %}
     {% endfor %}
 {% endmacro %}
