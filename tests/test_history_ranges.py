@@ -72,7 +72,8 @@ def replay_changes_nothing(project, deletes: str, source: list, current=current_
     project.dbt("run", "--select", "docs", "doc_versions")
     assert (project.table_version(history), project.query(f"select * from {history} order by _cdc_key, _cdc_seq")) == before
     assert current(project, deletes) == (source, source)
-    project.dbt("test", "--select", "doc_versions")
+    # The raw log's own tests too (not the other models' that read it): its range records are events of an action of their own.
+    project.dbt("test", "--select", "doc_versions", "raw_events", "--indirect-selection", "cautious")
 
 
 def versions(project, key: int) -> list[tuple]:
