@@ -181,6 +181,23 @@ def bound_problem(state: Mapping[str, Any], table: str, option: str, parts: list
     return None
 
 
+def order_problem(state: Mapping[str, Any], table: str, start: list[str] | None, through: list[str] | None) -> str | None:
+    """A --from after --to, where the state file tells the key's order (every key column an integer, on
+    PostgreSQL: a text key's order is the server's collation's); such a range holds no row."""
+    key = (state.get("keys") or {}).get(table)
+    columns = (state.get("columns") or {}).get(table)
+    if start is None or through is None or not key or not isinstance(columns, dict):
+        return None
+    names = {name: number for number, name in columns.items()}
+    types = (state.get("column_types") or {}).get(table) or {}
+    if any(types.get(names.get(column, ""), "") not in INTEGER_TYPES for column in key):
+        return None
+    if [int(value) for value in start] <= [int(value) for value in through]:
+        return None
+    return (f"--from {','.join(start)} comes after --to {','.join(through)} in the key order of {table} "
+            f"({', '.join(key)}), so the range holds no row: give the lower key as --from")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="cdc-snapshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("--state", required=True, type=Path, help="the capture's state file (its --state)")
@@ -207,12 +224,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if tables is not None and args.table not in tables:
         print(f"cdc-snapshot: {args.table} is not one of the capture's tables ({', '.join(tables)})", file=sys.stderr)
         return 2
-    for option, bound in (("--from", args.start), ("--to", args.through)):
-        problem = bound_problem(state, args.table, option, key_parts(bound))
-        if problem:
-            print(f"cdc-snapshot: {problem}; nothing was asked of the capture", file=sys.stderr)
-            return 2
-    path = write_request(args.state, args.table, key_parts(args.start), key_parts(args.through))
+    start, through = key_parts(args.start), key_parts(args.through)
+    problem = (bound_problem(state, args.table, "--from", start) or bound_problem(state, args.table, "--to", through)
+               # The bounds' order only once each is a value of the key.
+               or order_problem(state, args.table, start, through))
+    if problem:
+        print(f"cdc-snapshot: {problem}; nothing was asked of the capture", file=sys.stderr)
+        return 2
+    path = write_request(args.state, args.table, start, through)
     outcome = await_request(path, args.wait_seconds)
     keys = f"keys {args.start or 'start'} to {args.through or 'end'}"
     print(f"cdc-snapshot: {outcome_line(args.table, keys, path, outcome, args.wait_seconds)}", file=sys.stderr)

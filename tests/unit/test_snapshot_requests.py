@@ -107,7 +107,12 @@ def test_cdc_snapshot_refuses_a_bound_the_key_cannot_take_before_asking_the_capt
     assert "--from: 'abc' is not a value of shop.lines.order_id, which is bigint" in capsys.readouterr().err
     assert asked("--table", "shop.lines", "--from", "10,1", "--to", "12,x") == 2
     assert "--to: 'x' is not a value of shop.lines.line_no, which is integer" in capsys.readouterr().err
+    # Was taken, and read as no row in one page, with no word of why.
+    assert asked("--table", "shop.lines", "--from", "50,1", "--to", "10,1") == 2
+    assert ("--from 50,1 comes after --to 10,1 in the key order of shop.lines (order_id, line_no), so the range holds"
+            " no row: give the lower key as --from" in capsys.readouterr().err)
     assert not requests_folder(state).exists() or not list(requests_folder(state).glob("*.json"))
-    assert asked("--table", "shop.lines", "--from", "10,1", "--to=-12,6") == 0
+    assert asked("--table", "shop.lines", "--from=-20,7", "--to=-12,6") == 0
+    assert asked("--table", "shop.notes", "--from", "b", "--to", "a") == 0  # a text key's order is the server's collation's
     assert asked("--table", "shop.notes", "--from", "abc") == 0  # a text key takes any text
-    assert len(list(requests_folder(state).glob("*.json"))) == 2
+    assert len(list(requests_folder(state).glob("*.json"))) == 3
