@@ -155,5 +155,13 @@
 {% endmacro %}
 
 {% macro databend__replace_table_sql(relation, source) %}
+    {#- Of the same columns, the table keeps its snapshots: a group mirror's view at the cut reads the previous
+        cut's until the new cut is written (cut_views.sql); `create or replace` made it a table without them,
+        and the view failed ('No historical data found at given point'). -#}
+    {%- set existing = load_relation(relation) -%}
+    {%- if existing is not none and cdc_merge.relation_column_types(existing) == cdc_merge.relation_column_types(source) %}
+    insert overwrite {{ relation }} select * from {{ source }}
+    {%- else %}
     create or replace table {{ relation }} as select * from {{ source }}
+    {%- endif %}
 {% endmacro %}
