@@ -57,6 +57,15 @@ def a_new_product(first_line: str) -> dict:
     return event
 
 
+def land(project, part: int) -> None:
+    """The fixture's products (part 1), or product 111 added (part 2), landed: a raw snapshot each."""
+    if part == 1:
+        shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
+    else:
+        (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
+    project.land(PRODUCTS)
+
+
 def rebuild_leftovers(project) -> set[str]:
     return {name for name in tables(project) | offset_targets(project) if "__cdc_rebuild" in name}
 
@@ -64,10 +73,8 @@ def rebuild_leftovers(project) -> set[str]:
 def test_a_failed_rebuild_leaves_the_mirror_as_it_was_and_a_good_one_nothing_of_its_own(conformance_project):
     project = conformance_project
     project.write_model("products", CONFIG, COLUMNS)
-    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
-    project.land(PRODUCTS)
-    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
-    project.land(PRODUCTS)
+    land(project, 1)
+    land(project, 2)
     project.dbt("run", "--select", "products")
     mirrored = products(project)
     assert [product_id for product_id, _ in mirrored] == list(range(101, 112))
@@ -117,10 +124,8 @@ def live(rows: list[tuple]) -> list[tuple]:
 def test_a_history_is_rebuilt_aside_too_and_takes_its_new_deletes_mode_with_it(conformance_project):
     project = conformance_project
     project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
-    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
-    project.land(PRODUCTS)
-    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
-    project.land(PRODUCTS)
+    land(project, 1)
+    land(project, 2)
     project.dbt("run", "--select", "product_versions")
     stored = versions(project)
     assert (111, "bicycle") in live(stored)
@@ -164,11 +169,9 @@ def test_a_history_rebuild_killed_at_its_swap_is_healed_by_the_next_run(spark, t
     whole rebuild gives, and leaves nothing of the rebuild's."""
     project = make_project(spark, tmp_path, "local")
     project.write_model("product_versions", HISTORY_CONFIG + ", deletes='hard'", COLUMNS)
-    shutil.copy(FLINK_MYSQL, project.inbox / "part-1.json")
-    project.land(PRODUCTS)
+    land(project, 1)
     project.dbt("run", "--select", "product_versions")
-    (project.inbox / "part-2.json").write_text(json.dumps(a_new_product(FLINK_MYSQL.read_text().splitlines()[0])) + "\n")
-    project.land(PRODUCTS)
+    land(project, 2)
 
     crashed = killed_run(project, point, ["product_versions"], "--full-refresh")
     assert crashed.returncode == -signal.SIGKILL, f"the run was not killed at {point}:\n{crashed.stdout[-3000:]}"
