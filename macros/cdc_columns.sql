@@ -195,7 +195,7 @@
     {%- endif -%}
     {%- set refused = "raise_error(concat(" ~ cdc_merge.string_literal("cdc_merge: JSON field '" ~ json_field ~ "' holds ") ~ ", " ~ text ~ ", "
         ~ cdc_merge.string_literal(", which " ~ data_type ~ " cannot hold" ~ (" (model '" ~ model.name ~ "')" if model is mapping else '')
-        ~ ": type the column so that it holds every value of the source's (docs/type_mapping.md)") ~ "))" -%}
+        ~ ": type the column so that it holds every value of the source's (cdc-scaffold --overwrite writes the source's types; docs/type_mapping.md)") ~ "))" -%}
     {{- return('coalesce(' ~ value ~ ', if(' ~ parsed ~ '.' ~ cdc_merge.spark_field_reference(unread) ~ ' is null or ' ~ text ~ ' is null, null, coalesce('
         ~ cast ~ ', ' ~ refused ~ ')))') -}}
 {% endmacro %}

@@ -111,7 +111,8 @@ def test_a_value_the_models_type_cannot_hold_stops_the_run_until_the_model_holds
     result = run_with("int", [postgres_line("u", 110, {"id": 1, "qty": 1.5})], "2.json")
     assert not result.success
     if not project.on_databend:
-        assert "JSON field 'qty' holds 1.5, which int cannot hold (model 'docs')" in run_error(result)
+        assert ("JSON field 'qty' holds 1.5, which int cannot hold (model 'docs'): type the column so that it holds every"
+                " value of the source's (cdc-scaffold --overwrite writes the source's types" in run_error(result))
     assert mirror() == [(1, 2), (2, 3)]
     # The model's type made to hold it (a rebuild, as the run says for a type it cannot widen in place):
     # nothing the failed run could not apply is lost.

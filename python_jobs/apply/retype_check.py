@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence
 
 from python_jobs.apply.column_defaults import mirror_name, retyped_columns
 
-# Integer types by the digits every value of theirs has at most (PostgreSQL, MySQL/MariaDB, Spark, Databend names).
-_INTEGER_DIGITS = {
-    "tinyint": 3, "int8": 3, "smallint": 5, "int2": 5, "int16": 5, "mediumint": 7, "int": 10, "integer": 10, "int4": 10,
-    "int32": 10, "bigint": 19, "int64": 19, "tinyint unsigned": 3, "uint8": 3, "smallint unsigned": 5, "uint16": 5,
-    "mediumint unsigned": 8, "int unsigned": 10, "integer unsigned": 10, "uint32": 10, "bigint unsigned": 20,
-    "uint64": 20,
+# Integer types by the values they hold (PostgreSQL, MySQL/MariaDB, Spark, Databend names): by digits alone,
+# an int column was taken to hold an int unsigned's values, and a decimal(10,0)'s.
+_INTEGER_RANGES = {
+    **dict.fromkeys(("tinyint", "int8"), (-2 ** 7, 2 ** 7 - 1)),
+    **dict.fromkeys(("smallint", "int2", "int16"), (-2 ** 15, 2 ** 15 - 1)),
+    "mediumint": (-2 ** 23, 2 ** 23 - 1),
+    **dict.fromkeys(("int", "integer", "int4", "int32"), (-2 ** 31, 2 ** 31 - 1)),
+    **dict.fromkeys(("bigint", "int64"), (-2 ** 63, 2 ** 63 - 1)),
+    **dict.fromkeys(("tinyint unsigned", "uint8"), (0, 2 ** 8 - 1)),
+    **dict.fromkeys(("smallint unsigned", "uint16"), (0, 2 ** 16 - 1)),
+    "mediumint unsigned": (0, 2 ** 24 - 1),
+    **dict.fromkeys(("int unsigned", "integer unsigned", "uint32"), (0, 2 ** 32 - 1)),
+    **dict.fromkeys(("bigint unsigned", "uint64"), (0, 2 ** 64 - 1)),
 }
 _DECIMAL = re.compile(r"^(?:numeric|decimal)\s*\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)(\s+unsigned)?(\s+zerofill)?$")
 _UNBOUNDED = {"numeric", "decimal"}
@@ -36,29 +44,35 @@ def _bare(type_name: str) -> str:
     return re.sub(r" (not )?null$", "", bare).replace(" zerofill", "")
 
 
-def _digits(type_name: str) -> Optional[tuple[int, int]]:
-    """(integer digits, fractional digits) every value of an integer or decimal type fits in; None for
-    another type; (-1, -1) for an unbounded numeric."""
+# (lowest value, highest value, fractional digits) of an integer or decimal type; UNBOUNDED for a numeric without a precision.
+Bounds = tuple[Fraction, Fraction, int]
+UNBOUNDED: Bounds = (Fraction(-1), Fraction(-1), -1)
+
+
+def _bounds(type_name: str) -> Optional[Bounds]:
+    """The values an integer or decimal type holds; None for another type."""
     bare = _bare(type_name)
-    if bare in _INTEGER_DIGITS:
-        return _INTEGER_DIGITS[bare], 0
+    if bare in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[bare]
+        return Fraction(low), Fraction(high), 0
     if bare in _UNBOUNDED:
-        return -1, -1
+        return UNBOUNDED
     match = _DECIMAL.match(bare)
     if match is None:
         return None
     precision, scale = int(match.group(1)), int(match.group(2) or 0)
-    return max(precision - scale, 0), max(scale, 0)
+    high = Fraction(10 ** precision - 1) / Fraction(10) ** scale
+    return (Fraction(0) if match.group(3) else -high), high, max(scale, 0)
 
 
 def _holds(mirror_type: str, source_type: str) -> bool:
     """Whether every value of source_type fits mirror_type, as far as both are integers or decimals."""
-    mirror, source = _digits(mirror_type), _digits(source_type)
-    if mirror is None or source is None:
+    mirror, source = _bounds(mirror_type), _bounds(source_type)
+    if mirror is None or source is None or mirror == UNBOUNDED:
         return True
-    if source == (-1, -1):
-        return mirror == (-1, -1)
-    return mirror == (-1, -1) or (mirror[0] >= source[0] and mirror[1] >= source[1])
+    if source == UNBOUNDED:
+        return False
+    return mirror[0] <= source[0] and mirror[1] >= source[1] and mirror[2] >= source[2]
 
 
 def _since(seq: str, raw_data: str) -> str:

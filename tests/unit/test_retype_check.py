@@ -38,3 +38,18 @@ def test_a_mirror_column_that_holds_the_new_type_or_is_not_a_number_is_left_alon
     unbounded = [event("0002", {"n": "numeric"}, {"n": "numeric(10,2)"})]
     assert retype_problem(unbounded, {"n": "decimal(38,10)"}, "s.t", "t") is not None
     assert retype_problem([event("0002", {"n": "bigint"}, {})], {"n": "int"}, "s.t", "t") is None  # not retyped
+
+
+def test_an_integer_made_unsigned_or_a_decimal_of_as_many_digits_is_not_taken_for_one_the_mirror_holds():
+    """By digits alone, an int column held an int unsigned's values (up to 4,294,967,295) and a decimal(10,0)'s:
+    the run went on until a value it could not hold came, and failed then."""
+    unsigned = [event("0004", {"tier": "int(10) unsigned"}, {"tier": "int(11)"}, "alter table shop.c modify tier int unsigned")]
+    assert "shop.c.tier is int(10) unsigned at the source" in retype_problem(unsigned, {"tier": "int"}, "shop.c", "c")
+    assert retype_problem(unsigned, {"tier": "bigint"}, "shop.c", "c") is None
+    assert retype_problem(unsigned, {"tier": "decimal(10,0)"}, "shop.c", "c") is None
+    made_decimal = [event("0005", {"n": "numeric(10,0)"}, {"n": "integer"})]
+    assert retype_problem(made_decimal, {"n": "int"}, "s.t", "t") is not None
+    assert retype_problem([event("0005", {"n": "numeric(9,0)"}, {"n": "integer"})], {"n": "int"}, "s.t", "t") is None
+    signed = [event("0006", {"q": "smallint"}, {"q": "tinyint unsigned"})]
+    assert retype_problem(signed, {"q": "Nullable(UInt16)"}, "s.t", "t") is not None  # -32,768 is no UInt16
+    assert retype_problem(signed, {"q": "Nullable(Int16)"}, "s.t", "t") is None
