@@ -149,7 +149,7 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set
     with what to do instead. Then, within wait_seconds in all, what the
     capture did with each request: taken, refused (and why), or not yet taken. Returns the source
     tables whose ranges were asked."""
-    written = []
+    written, asked = [], set()
     for check in checks:
         if not check.get("clean", True) and check.get("behind"):
             print(f"cdc-verify: {check['source_table']}: not read again: its mirror had not applied past the source's "
@@ -170,7 +170,10 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set
         ranges = [*(check.get("differing_ranges") or ()), *((json.loads(key),) * 2 for key in check.get("repeated") or ())]
         for after, through in ranges:
             keys = f"keys {','.join(after) if after else 'start'} to {','.join(through) if through else 'end'}"
-            written.append((check["source_table"], keys, write_request(state, check["source_table"], after, through)))
+            # A table's mirror and history differing in the same keys: its range is read once.
+            if (check["source_table"], keys) not in asked:
+                asked.add((check["source_table"], keys))
+                written.append((check["source_table"], keys, write_request(state, check["source_table"], after, through)))
     deadline = time.monotonic() + wait_seconds
     for table, keys, path in written:
         outcome = await_request(path, deadline - time.monotonic())

@@ -47,6 +47,18 @@ def test_a_mirror_behind_its_source_is_not_read_again(tmp_path, capsys):
     assert "shop.t: not read again" in said and "0/16B3748" in said and "once it has caught up" in said
 
 
+def test_a_range_two_models_of_a_table_differ_in_is_asked_once(tmp_path, capsys):
+    """A mirror and a history of one table differing in the same keys asked the capture to read them twice."""
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    checks = [{"source_table": "shop.t", "clean": False, "differing_ranges": [(["7"], ["9"])]},
+              {"source_table": "shop.t", "clean": False, "differing_ranges": [(["7"], ["9"]), (["12"], ["20"])]}]
+    assert request_repairs(state, checks) == {"shop.t"}
+    requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
+    assert sorted(request["from"] for request in requests) == [["12"], ["7"]]
+    assert capsys.readouterr().err.count("keys 7 to 9") == 1
+
+
 def plain_literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
