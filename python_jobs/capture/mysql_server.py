@@ -80,6 +80,9 @@ class MysqlCapture:
         # retyped a column while the capture was stopped is told by these, not by the catalog's types.
         self.known_types = {table: {column.name: column.column_type for column in info.columns}
                             for table, info in self.tables.items()}
+        # Per table, the columns of the rows events the catalog was last read again for, and what it said
+        # (mysql_table_changes.table_as_logged): a capture behind an ALTER read it again for every such event.
+        self.catalog_read_for: dict[str, tuple[frozenset[str], Any]] = {}
         # Tables being read in pages while the binlog streams (mysql_pages.py); from the state, in mysql._run.
         self.pages = Pages()
         self._page_connection: Any = None

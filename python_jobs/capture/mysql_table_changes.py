@@ -123,12 +123,19 @@ def tables_read_again(capture: Any, event: Any, captured: MutableMapping[tuple[s
     return [f"{table.schema}.{table.name}" for table in repartitioned + replaced]
 
 def table_as_logged(capture: Any, table: TableInfo, event: Any) -> TableInfo:
-    """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since)."""
-    if {column.name for column in event.columns} == set(table.types):
+    """The table's info, read again when the rows event's columns differ from it (ALTER TABLE since).
+    Once per table and columns: read behind an ALTER, the catalog is ahead of every event before it,
+    and is read again only after the next ALTER the binlog gives (which makes table another)."""
+    columns = frozenset(column.name for column in event.columns)
+    if columns == set(table.types):
         return table
     qualified = f"{table.schema}.{table.name}"
+    read_for, read = capture.catalog_read_for.get(qualified, (None, None))
+    if read is table and read_for == columns:
+        return table
     refreshed = read_table_info(capture.connection, qualified)
     capture.tables[qualified] = refreshed
+    capture.catalog_read_for[qualified] = (columns, refreshed)
     log.info("columns of %s changed: now %s", qualified, ", ".join(column.name for column in refreshed.columns))
     return refreshed
 
