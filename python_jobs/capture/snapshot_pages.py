@@ -97,6 +97,10 @@ class Pages:
         return [snapshot.as_state() for snapshot in self.snapshots]
 
     def request(self, snapshot: TableSnapshot) -> None:
+        if not self.snapshots:
+            # The rate limit counts from the first page of what is read now: the seconds the capture
+            # spent with nothing to read earn no rows.
+            self._rows_budget_since, self._rows_since = time.monotonic(), 0
         self.snapshots.append(snapshot)
 
     def request_once(self, snapshot: TableSnapshot, log: Any, met_in_stream: bool = False) -> None:

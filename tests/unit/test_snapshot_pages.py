@@ -82,6 +82,19 @@ def test_the_rate_limit_holds_the_next_page_until_its_rows_are_due():
     assert pages.next_to_open() is pages.snapshots[0]
 
 
+def test_the_rate_limit_counts_from_the_request_not_from_the_capture_start(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr("python_jobs.capture.snapshot_pages.time.monotonic", lambda: clock[0])
+    pages = Pages()
+    clock[0] += 3600  # an hour with nothing to read
+    pages.request(TableSnapshot("shop.items", "first snapshot"))
+    pages.finish(opened(pages, [{"id": n} for n in range(1, 101)]), 100)
+    clock[0] += 5
+    assert pages.next_to_open(rows_per_second=10) is None  # 100 rows read: due 10 s after the request
+    clock[0] += 5.5
+    assert pages.next_to_open(rows_per_second=10) is pages.snapshots[0]
+
+
 def test_the_state_keeps_what_a_restart_resumes_from():
     pages = Pages()
     pages.request(TableSnapshot("shop.items", "added to --tables", after=["7"], after_image={"id": 7}))
