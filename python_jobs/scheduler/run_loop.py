@@ -12,9 +12,9 @@ and a SparkSession and compiles Spark's code again: 16.5 s for an idle project o
 3.8-4.7 s for each run here after the first (BENCHMARKS.md, "Applied since (9)"). The embedded
 SparkSession (profile method `session`) lives as long as this process.
 
-Runs start on a fixed schedule (every N seconds from the first start); a run that takes longer
-than N seconds is followed by the next one at once, and the schedule goes on from there without
-making up the slots it missed (as Spark's processing-time trigger does). SIGTERM or SIGINT (Ctrl-C) stops the loop
+Runs start every N seconds, counted from one start to the next; a run that takes longer than N
+seconds is followed by the next one at once, and the one after that waits N seconds from there
+(no missed slots made up). SIGTERM or SIGINT (Ctrl-C) stops the loop
 after the run in progress, never inside one. A failed run stops the loop with exit status 1,
 unless --keep-going: then the next run retries it (replaying a batch changes nothing,
 docs/ordering.md) and the exit status is 1 at the end.
@@ -146,14 +146,12 @@ def run_every(
     fails without keep_going; before_each just before each run (the captures' files written)."""
     stop = stop or threading.Event()
     summary = LoopSummary()
-    first_start = time.monotonic()
     while not stop.is_set():
         number = len(summary.runs) + 1
-        # The next slot of the schedule after this run's start, as Spark's processing-time trigger
-        # counts it: a run that overruns is followed at once, and the schedule goes on from there
-        # without making up the slots it missed.
+        # Counted from this run's start: a run that overruns is followed at once, and the one after
+        # waits its whole interval (no slots of a fixed grid made up, none cut short).
         started = time.monotonic()
-        next_start = started - (started - first_start) % every + every if every > 0 else started
+        next_start = started + every
         before_each()
         outcome = run(dbt_args)
         summary.runs.append(outcome)
