@@ -1,4 +1,4 @@
-# Why one file of about 370 lines: fixtures, edge cases and fuzzed lines all feed the one comparison with the Python parsers.
+# Why one file of about 410 lines: fixtures, edge cases and fuzzed lines all feed the one comparison with the Python parsers.
 """The JVM fast path (jvm/src/cdc_merge/DebeziumFastParser.java) against the Python parsers.
 
 Whatever line the JVM parser takes, it must give exactly the event the Python parser gives;
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 
 import pytest
 import yaml
@@ -395,3 +396,15 @@ def test_the_parsers_jar_is_added_to_a_session_once(spark, monkeypatch):
     io.register_jvm_number_quoter(spark)
     assert jvm_functions._jar_added(spark, jar)
     assert [text for text in statements if text.startswith("add jar")] in ([], [f"add jar '{jar}'"]), statements
+
+
+def test_a_function_registered_from_another_thread_finds_the_jar_added_before(spark):
+    """dbt runs each invocation's models on threads of its own: in `cdc-run`, a landing whose tables
+    changed registered its parser from a thread the jar had not been added on, did not find the
+    class, and parsed every line in Python from then on."""
+    assert io.register_jvm_parser(spark, KEYS)  # the jar added on this thread
+    names = []
+    other = threading.Thread(target=lambda: names.append(io.register_jvm_parser(spark, {"shop.threaded": ["id"]})))
+    other.start()
+    other.join()
+    assert names and names[0], names

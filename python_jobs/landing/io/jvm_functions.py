@@ -79,6 +79,12 @@ def _parsers_jar_class(spark: SparkSession, jar: str, class_name: str, fallback:
     if os.path.isfile(jar) and not _jar_added(spark, jar):
         spark.sql(f"add jar '{jar}'")
     java_class = functools.reduce(getattr, class_name.split("."), spark._jvm)
+    if not isinstance(java_class, JavaClass) and os.path.isfile(jar):
+        # `add jar` shows the jar's classes to the JVM thread it ran on (its context class loader), and
+        # py4j looks classes up on this Python thread's own JVM thread: dbt runs each invocation's
+        # models on new threads. The session's jar class loader holds every jar added.
+        spark._jvm.java.lang.Thread.currentThread().setContextClassLoader(spark._jsparkSession.sharedState().jarClassLoader())
+        java_class = functools.reduce(getattr, class_name.split("."), spark._jvm)
     if not isinstance(java_class, JavaClass):
         log.warning("%s not found and %s is not on the classpath (build the jar with 'make jvm'): %s",
                     jar, class_name, fallback)
