@@ -113,11 +113,12 @@ def project_options(args: argparse.Namespace) -> list[str]:
 def delete_repeated_keys(args: argparse.Namespace, checks: list) -> bool:
     """Before their keys are read again: the rows of keys a mirror holds more than once (written into it
     by hand), on which each of its runs fails, deleted with the mirror locked against its runs
-    (macros/verify_repair.sql). False if that failed: then nothing is asked of the capture."""
+    (macros/verify_repair.sql). False if that failed: then nothing is asked of the capture. A mirror
+    behind its source too: no capture writes a key twice, so it is no change on its way, and the
+    mirror's runs fail on it until it is gone (it would never catch up)."""
     from dbt.cli.main import dbtRunner
 
-    repeated = {check["mirror"]: list(check["repeated"]) for check in checks
-                if check.get("repeated") and not check.get("behind")}
+    repeated = {check["mirror"]: list(check["repeated"]) for check in checks if check.get("repeated")}
     if not repeated:
         return True
     command = ["run-operation", "cdc_merge.cdc_delete_repeated_keys", "--args", json.dumps({"mirrors": repeated}),
@@ -145,20 +146,21 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set
     """Each differing key range of each mirror, asked of the capture (cdc-snapshot's request): from the
     range's first bound (read again, though the range starts after it) through its last; a sampled
     check's differing keys, and the keys a mirror held more than once, each from and through itself. A mirror that differs with no range to read
-    (its counts only), or that was behind its source (its differences may be in flight), is said so,
-    with what to do instead. Then, within wait_seconds in all, what the
+    (its counts only), or that was behind its source (its differences may be in flight: only the keys it
+    held more than once are read again), is said so, with what to do instead. Then, within wait_seconds in all, what the
     capture did with each request: taken, refused (and why), or not yet taken. Returns the source
     tables whose ranges were asked."""
     written, asked = [], set()
     for check in checks:
-        if not check.get("clean", True) and check.get("behind"):
-            print(f"cdc-verify: {check['source_table']}: not read again: its mirror had not applied past the source's "
-                  f"position {check.get('source_position')} when the check ended, so what differs may be changes on their "
-                  "way; run cdc-verify --repair again once it has caught up (a longer --wait-seconds waits for it)",
-                  file=sys.stderr)
-            continue
+        behind = not check.get("clean", True) and check.get("behind")
         nothing_keyed = not (check.get("differing_ranges") or check.get("repeated"))
-        if not check.get("clean", True) and nothing_keyed and check.get("unkeyed"):
+        if behind:
+            held = " (but the keys it held more than once, read again below)" if check.get("repeated") else ""
+            print(f"cdc-verify: {check['source_table']}: not read again{held}: its mirror had not applied past the "
+                  f"source's position {check.get('source_position')} when the check ended, so what differs may be changes "
+                  "on their way; run cdc-verify --repair again once it has caught up (a longer --wait-seconds waits for it)",
+                  file=sys.stderr)
+        elif not check.get("clean", True) and nothing_keyed and check.get("unkeyed"):
             print(f"cdc-verify: {check['source_table']}: nothing to read again: what differs is the mirror's "
                   f"{check['unkeyed']} rows without a _cdc_key, which no capture writes; delete them or rebuild the mirror, "
                   "as the report says", file=sys.stderr)
@@ -167,7 +169,8 @@ def request_repairs(state: Path, checks: list, wait_seconds: float = 0.0) -> set
                   f"read the whole table again with cdc-snapshot --state {state} --table {check['source_table']}",
                   file=sys.stderr)
         # A key held more than once, its rows deleted (delete_repeated_keys): read again, whatever the ranges say.
-        ranges = [*(check.get("differing_ranges") or ()), *((json.loads(key),) * 2 for key in check.get("repeated") or ())]
+        ranges = [*(() if behind else check.get("differing_ranges") or ()),
+                  *((json.loads(key),) * 2 for key in check.get("repeated") or ())]
         for after, through in ranges:
             keys = f"keys {','.join(after) if after else 'start'} to {','.join(through) if through else 'end'}"
             # A table's mirror and history differing in the same keys: its range is read once.
