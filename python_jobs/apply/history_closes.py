@@ -29,7 +29,8 @@ def history_closes(events: Sequence[Sequence[Any]], stored_truncates: Sequence[S
     nothing closes, else {'ranges': every range and truncate in seq order, for the chains of a batch's
     keys; 'after': the chunk's own, for the keys no batch of the chunk touched (a stored truncate closed
     those already); 'times': {seq: source time text or None}; 'record': the chunk's truncates not stored
-    yet, [{'seq', 'time'}]; 'truncates': every truncate's seq, whose stored deletes the chains find again}."""
+    yet, [{'seq', 'time'}]; 'truncates': every truncate's seq, whose stored deletes the chains find again;
+    'after_cause': what 'after' holds, as the run's log names it}."""
     times: Dict[str, Optional[str]] = {}
     chunk_truncates: List[str] = []
     range_events = []
@@ -55,4 +56,6 @@ def history_closes(events: Sequence[Sequence[Any]], stored_truncates: Sequence[S
         "times": {**{seq: time for seq, time in stored.items()}, **times},
         "record": [{"seq": seq, "time": times[seq]} for seq in sorted(set(chunk_truncates)) if seq not in stored],
         "truncates": sorted(set(chunk_truncates) | stored.keys()),
+        "after_cause": " and ".join(cause for cause, found in (("a truncate", chunk_truncates),
+                                                                ("online snapshot ranges", range_events)) if found),
     }

@@ -20,7 +20,7 @@ def test_every_truncate_of_the_chunk_is_a_range_over_every_key_at_its_own_positi
     closes = history_closes([(T2, "truncate", None, "2026-01-01 00:00:00.3"), (T1, "truncate", None, None)], [], ["id"], "m")
     assert [(found["seq"], found["low"], found["after"], found["through"]) for found in closes["ranges"]] == [
         (T1, T1, None, None), (T2, T2, None, None)]
-    assert closes["after"] == closes["ranges"]
+    assert closes["after"] == closes["ranges"] and closes["after_cause"] == "a truncate"
     assert closes["record"] == [{"seq": T1, "time": None}, {"seq": T2, "time": "2026-01-01 00:00:00.3"}]
 
 
@@ -30,6 +30,9 @@ def test_stored_truncates_close_the_batches_keys_only_and_are_not_recorded_again
                             [(T1, "2026-01-01 00:00:00.2"), (T2, None)], ["id"], "m")
     assert [found["seq"] for found in closes["ranges"]] == [T1, RANGE, T2]
     assert [found["seq"] for found in closes["after"]] == [RANGE, T2]
+    # The run's log names what closed the versions no batch touched: a truncate's were said to be ranges'.
+    assert closes["after_cause"] == "a truncate and online snapshot ranges"
+    assert history_closes([(RANGE, "range", raw, None)], [], ["id"], "m")["after_cause"] == "online snapshot ranges"
     assert closes["record"] == []
     assert closes["truncates"] == [T1, T2]
     assert closes["times"][T1] == "2026-01-01 00:00:00.2"

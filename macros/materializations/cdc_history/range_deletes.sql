@@ -98,7 +98,7 @@
     {% do cdc_merge.drop_history_changes(created) %}
     {% do cdc_merge.drop_history_range_deletes(kept) %}
     {{ log("cdc_history " ~ target_relation ~ ": " ~ facts['closed'] ~ " current versions of rows the source no longer has closed"
-        ~ " (online snapshot ranges)", info=True) }}
+        ~ " (" ~ chunk_ranges.after_cause ~ ")", info=True) }}
     {{ return({'added': created.added, 'removed': created.removed}) }}
 {% endmacro %}
 
