@@ -303,7 +303,10 @@ class ColumnAdditions:
             self.types.setdefault(table, {})[str(column.attnum)] = column.type_name
         added = [column.added() for column in columns]
         warn_unknown_values(table, added, "the capture reads the table again online when the ALTER TABLE rewrote it "
-                                          "(it says so); if it does not, run the capture once with --resnapshot")
+                                          "(it says so), which fills them; a constant default is said so too when an "
+                                          "ALTER TABLE the capture had not decoded yet rewrote the table (the catalog "
+                                          "then keeps no value for old rows); if no re-read is said, run the capture "
+                                          "once with --resnapshot")
         schema, name = table.split(".")
         catalog = self.catalog.get(table, columns)
         return [schema_change_event(
