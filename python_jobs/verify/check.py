@@ -121,7 +121,9 @@ class MirrorCheck:
                  f"{self.mirror_rows} in the mirror{unkeyed}{in_flight}; {compared}: {len(self.missing)} missing, "
                  f"{len(self.extra)} extra, {len(self.differing)} with other values"]
         lines += [f"  missing from the mirror: key {key}" for key in self.missing[:SHOWN_DIFFERENCES]]
-        lines += [f"  extra in the mirror: key {key}" for key in self.extra[:SHOWN_DIFFERENCES]]
+        # A key held twice is an extra row whether or not the source has the key: said which it is.
+        lines += [f"  extra in the mirror: key {key}" + (" (held by more than one row)" if key in self.repeated else "")
+                  for key in self.extra[:SHOWN_DIFFERENCES]]
         for key, columns in list(self.differing.items())[:SHOWN_DIFFERENCES]:
             shown = "; ".join(f"{column}: source {shown_value(source)}, mirror {shown_value(mirror)}"
                               for column, (source, mirror) in columns.items())

@@ -205,3 +205,11 @@ def test_rows_without_a_cdc_key_are_counted_beside_the_mirrors_rows():
     check = MirrorCheck("m.items", "shop.items", source_rows=3144, mirror_rows=3144, unkeyed=1, ranges=4)
     assert not check.clean
     assert "3144 rows in the source, 3144 in the mirror and 1 without a _cdc_key; checksums" in check.lines()[0]
+
+
+def test_an_extra_row_of_a_key_held_twice_is_said_to_be_one():
+    """A key the source has, held twice in the mirror, read "extra in the mirror" as if the source had not the key."""
+    check = MirrorCheck("m.items", "shop.items", source_rows=3, mirror_rows=5, extra=['["7"]', '["9"]'],
+                        repeated=['["7"]'], ranges=1)
+    assert '  extra in the mirror: key ["7"] (held by more than one row)' in check.lines()
+    assert '  extra in the mirror: key ["9"]' in check.lines()
