@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from harness.postgres_server import create_capture_user
 from python_jobs.capture import postgres as capture_postgres
@@ -24,6 +25,27 @@ def source_rows(server, sql: str) -> list[tuple]:
         rows = cursor.fetchall()
     connection.close()
     return rows
+
+
+def captured_items_mirror(server, project, slot: str) -> tuple[str, Path]:
+    """shop.items of 20 rows captured (its state file kept), landed and applied to the mirror items:
+    the capture user's DSN and the state file."""
+    execute(server, "create schema shop; create table shop.items (id int primary key, v int);"
+                    "insert into shop.items select g, g from generate_series(1, 20) g")
+    dsn = create_capture_user(server, ["shop"])
+    state = project.work_dir / "state.json"
+    capture_postgres.run(capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot=slot, out=project.inbox,
+                                                        state=state))
+    project.write_model("items", MODELS["items"][0], "{{ cdc_merge.cdc_columns(" + MODELS["items"][1] + ") }}, "
+                        "{{ cdc_merge.cdc_metadata_columns() }}")
+    project.land({"shop.items": ["id"]})
+    project.dbt("run", "--select", "items")
+    return dsn, state
+
+
+def verify_items(project, dsn: str, state: Path, *options: str) -> int:
+    return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
+                            project.target, "--select", "items", "--postgres", dsn, "--state", str(state), *options])
 
 
 def test_a_key_held_twice_and_a_key_listed_out_of_order_are_checked_as_they_are(postgres, dbt_project):  # noqa: F811
@@ -138,21 +160,11 @@ def test_changes_the_following_capture_wrote_but_no_landing_landed_are_not_drift
     inbox: cdc-verify compared after 5 quiet seconds, reported the rows of that file as differing, and
     --repair read their ranges again. With the capture's state, the mirror is behind until they land."""
     project = dbt_project
-    execute(postgres, "create schema shop; create table shop.items (id int primary key, v int);"
-                      "insert into shop.items select g, g from generate_series(1, 20) g")
-    dsn = create_capture_user(postgres, ["shop"])
-    state = project.work_dir / "state.json"
-    capture_postgres.run(capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="written", out=project.inbox,
-                                                        state=state))
-    project.write_model("items", MODELS["items"][0], "{{ cdc_merge.cdc_columns(" + MODELS["items"][1] + ") }}, "
-                        "{{ cdc_merge.cdc_metadata_columns() }}")
-    project.land({"shop.items": ["id"]})
-    project.dbt("run", "--select", "items")
+    dsn, state = captured_items_mirror(postgres, project, "written")
     requests = state.with_name(state.name + ".requests")
 
     def verify(*options: str) -> int:
-        return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
-                                project.target, "--select", "items", "--postgres", dsn, "--state", str(state), *options])
+        return verify_items(project, dsn, state, *options)
 
     with following_capture("postgres", "--dsn", dsn, "--tables", "shop.items", "--slot", "written", "--out",
                            str(project.inbox), "--state", str(state), "--max-wait-seconds", "0.3",
@@ -198,21 +210,11 @@ def test_a_key_held_twice_with_a_change_on_its_way_is_deleted_and_read_again(pos
     key held twice, and cdc-verify --repair, which the run's error names, left it because the mirror was
     behind (that change on its way), so the mirror never caught up."""
     project = dbt_project
-    execute(postgres, "create schema shop; create table shop.items (id int primary key, v int);"
-                      "insert into shop.items select g, g from generate_series(1, 20) g")
-    dsn = create_capture_user(postgres, ["shop"])
-    state = project.work_dir / "state.json"
-    capture_postgres.run(capture_postgres.CaptureConfig(dsn=dsn, tables=("shop.items",), slot="held", out=project.inbox,
-                                                        state=state))
-    project.write_model("items", MODELS["items"][0], "{{ cdc_merge.cdc_columns(" + MODELS["items"][1] + ") }}, "
-                        "{{ cdc_merge.cdc_metadata_columns() }}")
-    project.land({"shop.items": ["id"]})
-    project.dbt("run", "--select", "items")
+    dsn, state = captured_items_mirror(postgres, project, "held")
     project.execute(f"insert into {project.schema}.items select * from {project.schema}.items where id = 7")
 
     def verify(*options: str) -> int:
-        return verify_cli.main(["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES), "--target",
-                                project.target, "--select", "items", "--postgres", dsn, "--state", str(state), *options])
+        return verify_items(project, dsn, state, *options)
 
     with following_capture("postgres", "--dsn", dsn, "--tables", "shop.items", "--slot", "held", "--out",
                            str(project.inbox), "--state", str(state), "--max-wait-seconds", "0.3") as following:
