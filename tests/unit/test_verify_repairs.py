@@ -47,6 +47,20 @@ def test_a_mirror_behind_its_source_is_not_read_again(tmp_path, capsys):
     assert "shop.t: not read again" in said and "0/16B3748" in said and "once it has caught up" in said
 
 
+def test_keys_a_mirror_behind_its_source_holds_twice_are_read_again(tmp_path, capsys):
+    """Its runs fail on such a key, so it never catches up: waiting for it, as for its other differences,
+    left the mirror stuck."""
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    checks = [{"source_table": "shop.t", "clean": False, "behind": True, "source_position": "0/16B3748",
+               "differing_ranges": [(None, ["500"])], "repeated": ['["7"]']}]
+    assert request_repairs(state, checks) == {"shop.t"}
+    requests = [json.loads(path.read_text()) for path in (tmp_path / "state.json.requests").glob("*.json")]
+    assert requests == [{"table": "shop.t", "from": ["7"], "to": ["7"]}]
+    said = capsys.readouterr().err
+    assert "shop.t: not read again (but the keys it held more than once, read again below)" in said
+
+
 def test_a_range_two_models_of_a_table_differ_in_is_asked_once(tmp_path, capsys):
     """A mirror and a history of one table differing in the same keys asked the capture to read them twice."""
     state = tmp_path / "state.json"
