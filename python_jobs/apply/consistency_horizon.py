@@ -88,9 +88,10 @@ class _Transaction:
 
 
 def decide(window: Sequence[str], tail_start: Optional[str], previous_cut_seq: Optional[str],
-           rows: Sequence[ScanRow], settled: Sequence[str] = ()) -> Horizon:
+           rows: Sequence[ScanRow], settled: Sequence[str] = (), previous_cut_source_ts: Optional[str] = None) -> Horizon:
     """window: the raw snapshots after tail_start through the newest, oldest first; settled: the
-    previous horizon's settled transactions."""
+    previous horizon's settled transactions; previous_cut_source_ts: the latest cut's, which a cut
+    applying no new transaction (a --full-refresh with nothing new) keeps."""
     transactions = _transactions(rows)
     settled_before = set(settled)
     markers = sorted((tx.marker_seq, tx_id) for tx_id, tx in transactions.items() if tx.marker_seq is not None)
@@ -112,7 +113,7 @@ def decide(window: Sequence[str], tail_start: Optional[str], previous_cut_seq: O
         next_tail = window[last_settled]
         next_settled = {tx_id for tx_id in applied if any(position > last_settled for position in spans[tx_id])}
     cut_source_ts = max((transactions[tx_id].source_ts for tx_id in applied if transactions[tx_id].source_ts),
-                        key=_instant, default=None)
+                        key=_instant, default=previous_cut_source_ts)
     newest_source_ts = max((tx.source_ts for tx in transactions.values() if tx.source_ts), key=_instant, default=None)
     return Horizon(
         through=window[-1] if window else tail_start,
@@ -122,7 +123,7 @@ def decide(window: Sequence[str], tail_start: Optional[str], previous_cut_seq: O
         settled=tuple(sorted(next_settled)),
         applied_transactions=len(applied),
         cut_source_ts=cut_source_ts,
-        lag_seconds=_seconds_between(cut_source_ts, newest_source_ts) if deferred else (0.0 if transactions else None),
+        lag_seconds=_seconds_between(cut_source_ts, newest_source_ts) if deferred else (0.0 if transactions or cut_source_ts else None),
     )
 
 

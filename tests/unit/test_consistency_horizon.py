@@ -106,6 +106,16 @@ def test_the_cut_lag_is_the_newest_commit_in_the_window_minus_the_newest_applied
     assert decide(["s1"], None, None, []).lag_seconds is None
 
 
+def test_a_cut_that_applies_no_new_transaction_keeps_the_latest_cuts_source_commit():
+    # A --full-refresh of a group with nothing new: the cut is written again, as far as the last one.
+    horizon = decide(["s1"], "s1", "001", [], previous_cut_source_ts="2026-11-26 08:00:01")
+    assert (horizon.cut_source_ts, horizon.lag_seconds) == ("2026-11-26 08:00:01", 0.0)
+    # A transaction still waiting: the lag counts from that cut's commit.
+    waiting = [ScanRow("t2", "shop.orders", "s2", 1, source_ts="2026-11-26 08:00:04")]
+    horizon = decide(["s2"], "s1", "001", waiting, previous_cut_source_ts="2026-11-26 08:00:01")
+    assert (horizon.cut_source_ts, horizon.lag_seconds, horizon.deferred) == ("2026-11-26 08:00:01", 3.0, ("t2",))
+
+
 def test_a_chunk_never_moves_the_offset_past_the_tail_start():
     pending = ["s1", "s2", "s3", "s4"]
     assert [offset_after_chunk(pending, "s2", through) for through in pending] == ["s1", "s2", "s2", "s2"]

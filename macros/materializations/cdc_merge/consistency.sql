@@ -66,6 +66,7 @@
         coalesce(cut_seq, '') as cut_seq,
         coalesce(tail_start, '') as tail_start,
         coalesce(settled, '') as settled,
+        coalesce(cast(cut_source_ts as string), '') as cut_source_ts,
         raw_snapshot,
         target_table,
         mirror_snapshot
@@ -93,7 +94,8 @@
     {% set rows = cdc_merge.transaction_scan(cfg.raw_relation, tail_start, window, group) %}
     {{ return(adapter.cdc_decide_group_horizon(invocation_id, group, window, tail_start,
         (latest[0]['cut_seq'] or none) if latest | length else none, (latest[0]['cut_ordinal'] | int) if latest | length else 0,
-        (latest[0]['settled'] or none) if latest | length else none, rows)) }}
+        (latest[0]['settled'] or none) if latest | length else none, rows,
+        (latest[0]['cut_source_ts'] or none) if latest | length else none)) }}
 {% endmacro %}
 
 

@@ -28,12 +28,13 @@ class ConsistencyMethods(metaclass=AdapterMeta):
     @available
     def cdc_decide_group_horizon(self, invocation_id: str, group: str, window: List[str], tail_start: Optional[str],
                                  cut_seq: Optional[str], cut_ordinal: int, settled: Optional[str],
-                                 rows: Sequence[Any]) -> Dict[str, Any]:
+                                 rows: Sequence[Any], cut_source_ts: Optional[str] = None) -> Dict[str, Any]:
         """The group's horizon from its transaction scan, kept for the invocation (the first one decided
-        wins). settled: the latest cut's settled transactions, as JSON."""
+        wins). settled: the latest cut's settled transactions, as JSON; cut_source_ts: the latest cut's."""
         def decide() -> Dict[str, Any]:
             horizon = consistency_horizon.decide([str(s) for s in window], tail_start, cut_seq,
-                                                 consistency_horizon.scan_rows(rows), json.loads(settled) if settled else ())
+                                                 consistency_horizon.scan_rows(rows), json.loads(settled) if settled else (),
+                                                 str(cut_source_ts) if cut_source_ts else None)
             return {**horizon.as_dict(), "ordinal": int(cut_ordinal) + 1}
 
         return GROUP_RUNS.keep_horizon(invocation_id, group, decide)
