@@ -67,7 +67,8 @@ def warn_unknown_values(table: str, added: Sequence[AddedColumn], remedy: str) -
     """The added columns whose values in existing rows the log cannot carry: said once, with what to do."""
     unknown = [column.name for column in added if not column.known]
     if unknown:
-        log.warning("columns %s added to %s with a default the server computed for each row or at the time of the "
-                    "change (random(), current_timestamp(), a generated column): the rows that existed then hold values "
-                    "no change event carries, so their mirror rows show null in these columns; %s",
+        log.warning("columns %s added to %s: the server keeps no value of theirs for the rows that existed then (a "
+                    "default computed for each row or at the time of the change, such as random(), current_timestamp() "
+                    "or a generated column, or one a later rewrite of the table made each row's), and no change event "
+                    "carries those values, so until they are read again their mirror rows show null in these columns; %s",
                     ", ".join(unknown), table, remedy)
