@@ -1,4 +1,4 @@
-"""The `cluster` target end to end, in one module of about 360 lines, and why: every test here shares
+"""The `cluster` target end to end, in one module of about 430 lines, and why: every test here shares
 one cluster, whose start takes 20 s. `cdc-cluster` starts the catalog's PostgreSQL, a Spark master,
 two workers and a Thrift server; `dbt run` lands events with a Python model spark-submitted to the
 master and applies them to two mirrors through the Thrift server; the mirrors equal the oracle's
@@ -25,7 +25,7 @@ from harness.mirror_project import make_project
 from python_jobs.cluster import cli, processes, thrift
 from python_jobs.cluster.processes import LOOPBACK, ClusterError
 from python_jobs.demo.generate import KEYS, build_waves, write_wave
-from python_jobs.demo.transaction_checks import CHECK_SQL, newest_state, violations
+from python_jobs.demo.transaction_checks import CHECK_SQL, check_at_latest_cut, newest_state, violations
 from python_jobs.demo.transaction_checks import MIRRORS as TX_MIRRORS
 from python_jobs.demo.transaction_source import KEYS as TX_KEYS
 from python_jobs.demo.transaction_source import SCHEMA_OF, SplitDelivery, TransactionTopics
@@ -234,9 +234,9 @@ class CatalogRows(threading.Thread):
                         self.states.append(seen)
                     self.stopped.wait(0.02)
 
-    def distinct_states(self, tables: list[str]) -> int:
-        """How many states the tables' rows went through together."""
-        kept = [tuple(state.get(table) for table in tables) for state in self.states]
+    def distinct_states(self, tables: list[str], since: int = 0) -> int:
+        """How many states the tables' rows went through together, from the since-th state seen on."""
+        kept = [tuple(state.get(table) for table in tables) for state in self.states[since:]]
         return len([state for number, state in enumerate(kept) if number == 0 or state != kept[number - 1]])
 
     def stop(self) -> None:
@@ -275,7 +275,9 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     together, once per run, so plain reads see whole transactions too. Mirrors outside the group
     append to the same offsets table meanwhile, which the publish makes its appends again on top of.
     A group mirror's maintenance runs before its commits start to wait: the files it deletes are
-    no longer read by the published state."""
+    no longer read by the published state. A --full-refresh of the group builds each mirror aside
+    and puts it in the mirror's place by commits the cut publishes: readers never see a mirror
+    missing, empty or ahead of the others."""
     project = make_project(None, tmp_path, "cluster")
     project.landing_config(TX_KEYS)
 
@@ -315,15 +317,33 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     # enough to show it, each more costs its maintenance (6-15 s on the cluster).
     write_models(maintained="accounts")
     run_wave(3, TX_MIRRORS, everything=True)
+    before_refresh = len(rows.states)
+    project.dbt("run", "--select", *TX_MIRRORS, "--full-refresh")
+    time.sleep(0.2)
+    refresh_states = rows.distinct_states(TX_MIRRORS, since=before_refresh - 1)
+    # One mirror rebuilt alone: no cut, its swap published at the run's end. The group read at its
+    # latest cut still finds the mirror's snapshot of that cut (a rebuild in place lost it).
+    project.dbt("run", "--select", "transfers", "--full-refresh")
     rows.stop()
     reader.stop()
+    assert newest_state(project.query, project.schema, "", OPENING) == whole
+    at_cut = check_at_latest_cut(project.query, project.schema, "bank", OPENING, on_databend=False)
+    assert at_cut is not None and violations(at_cut, topics.total) == 0, at_cut
     log = project.dbt_log()
-    print(f"catalog states in one run: group {group_states}, plain {plain_states}; plain reads of the group "
-          f"{reader.reads} ({reader.violations} violations)")
+    print(f"catalog states in one run: group {group_states}, plain {plain_states}, group's --full-refresh {refresh_states}; "
+          f"plain reads of the group {reader.reads} ({reader.violations} violations)")
     assert group_states <= 2 < plain_states
-    assert log.count("published in one catalog transaction") == 3, "each run's cut published its group"
+    assert refresh_states == 2, "the group's rebuilds took their mirrors' places together"
+    assert log.count("published in one catalog transaction") == 4, "each run's cut published its group"
+    assert log.count("'s catalog transaction is published;") == len(TX_MIRRORS) + 1
+    assert "group bank's catalog transaction published without a cut" in log
     assert f"cdc_merge {project.schema}.accounts: maintaining (" in log
     assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0
+    # The rebuilds' tables, left for the mirrors' next run: dropped there, with their files.
+    asides = f"show tables in {project.schema} like '*__cdc_rebuild*'"
+    assert len(project.query(asides)) >= len(TX_MIRRORS)
+    project.dbt("run", "--select", *TX_MIRRORS)
+    assert project.query(asides) == [] and "left by a --full-refresh that took the mirror's place" in project.dbt_log()
 
 
 def test_a_groups_unsent_toast_values_are_kept_and_filled_inside_its_catalog_transaction(cluster, tmp_path):

@@ -1,6 +1,7 @@
 """What one cdc_merge run of a mirror does, decided before it reads any event: whether the mirror is
-rebuilt (in place, or aside and then put in its place), where its events are read from, whether a
-Databend stream takes over after them, and where each chunk's offset row goes. The materialization (macros/materializations/cdc_merge/cdc_merge.sql)
+rebuilt (in place, or aside and then put in its place), when a group mirror joins its group's
+catalog transaction, where its events are read from, whether a Databend stream takes over after
+them, and where each chunk's offset row goes. The materialization (macros/materializations/cdc_merge/cdc_merge.sql)
 runs the answer; the idle check (idle_decision.py) has already let an idle mirror go.
 """
 
@@ -11,6 +12,10 @@ from typing import Any, Dict, Optional
 
 STREAM_OFFSET = "stream"
 
+# When a group mirror on a catalog with transactions joins its group's (catalog_transaction.sql).
+JOIN_AT_START = "start"
+JOIN_BEFORE_SWAP = "before_swap"
+
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -19,10 +24,15 @@ class RunPlan:
     # A rebuild of a stored table: built aside, under <mirror>__cdc_rebuild with offsets of its own,
     # and put in the mirror's place only once it has applied every event (rebuild_aside.sql). Until
     # then readers see the old mirror, and a rebuild that dies leaves it as it was. Otherwise (a
-    # view, or a consistency group's mirror in a catalog transaction, whose commits the group's cut
-    # publishes) the offset goes back to the start of the log first, then the mirror and its
-    # tombstones are dropped and it is rebuilt in place.
+    # view) the offset goes back to the start of the log first, then the view is dropped and the
+    # mirror built in its place.
     build_aside: bool
+    # A consistency group's mirror on a catalog with transactions: 'start', its commits from its
+    # start on wait for the group's cut, which publishes them all; 'before_swap', a rebuild aside,
+    # built outside the transaction (creating tables is not part of it) and put in the mirror's
+    # place by commits the cut publishes, so readers see the old mirror until the group's other
+    # mirrors move with it; None elsewhere.
+    join_transaction: Optional[str]
     # The mirror is created from the model's columns (it is missing, or rebuilt); the truncates the
     # log holds are found again from its start.
     create: bool
@@ -45,12 +55,13 @@ class RunPlan:
 
 
 def plan_run(relation_kind: Optional[str], full_refresh: bool, empty: bool, change_source: str,
-             offset_snapshot: Optional[str], in_catalog_transaction: bool = False) -> RunPlan:
+             offset_snapshot: Optional[str], catalog_transaction: bool = False) -> RunPlan:
     """relation_kind: the mirror as the catalog has it (None, 'table', 'view'); offset_snapshot: the
     newest offset row's snapshot (None at the start of the log, STREAM_OFFSET once a stream took over);
-    in_catalog_transaction: a group mirror's commits wait for the group's cut (catalog_transaction.sql)."""
+    catalog_transaction: a group mirror whose catalog has transactions (catalog_transaction.sql)."""
     rebuild = relation_kind is not None and (full_refresh or relation_kind == "view")
-    build_aside = rebuild and relation_kind == "table" and not in_catalog_transaction
+    build_aside = rebuild and relation_kind == "table"
+    join_transaction = (JOIN_BEFORE_SWAP if build_aside else JOIN_AT_START) if catalog_transaction else None
     create = relation_kind is None or rebuild
     # A missing mirror is always built from the start of the log, whatever the offsets say.
     offset = None if create else offset_snapshot
@@ -59,7 +70,7 @@ def plan_run(relation_kind: Optional[str], full_refresh: bool, empty: bool, chan
         read_from = "stream"
     else:
         read_from = "offset" if offset is not None else "start"
-    return RunPlan(rebuild=rebuild, build_aside=build_aside, create=create, read_from=read_from, apply_events=not empty,
+    return RunPlan(rebuild=rebuild, build_aside=build_aside, join_transaction=join_transaction, create=create, read_from=read_from, apply_events=not empty,
                    start_stream=streaming and read_from != "stream" and not empty,
                    restart_offset=create and offset_snapshot is not None and not build_aside)
 

@@ -104,10 +104,24 @@ def test_the_run_is_planned_from_the_mirror_the_flags_and_the_offset(relation_ki
     assert {name: plan[name] for name in expected} == expected
 
 
-def test_a_group_mirror_in_a_catalog_transaction_is_rebuilt_in_place():
-    # Its commits wait for the group's cut, which would publish the rebuild's tables too.
-    plan = plan_run("table", True, False, "changes", "41", in_catalog_transaction=True)
-    assert (plan.rebuild, plan.build_aside, plan.restart_offset) == (True, False, True)
+@pytest.mark.parametrize(
+    "relation_kind, full_refresh, join_transaction, build_aside",
+    [
+        # Its commits wait for the group's cut from its start on.
+        ("table", False, "start", False),
+        (None, False, "start", False),
+        # A rebuild is built outside the transaction, which cannot create tables, and put in the
+        # mirror's place by commits the cut publishes with the group's other mirrors.
+        ("table", True, "before_swap", True),
+        # A view is replaced by a table in place.
+        ("view", False, "start", False),
+    ],
+)
+def test_a_group_mirror_on_a_catalog_with_transactions_joins_its_groups_at_start_or_before_a_rebuilds_swap(
+        relation_kind, full_refresh, join_transaction, build_aside):
+    plan = plan_run(relation_kind, full_refresh, False, "changes", "41", catalog_transaction=True)
+    assert (plan.join_transaction, plan.build_aside, plan.restart_offset) == (join_transaction, build_aside, not build_aside and plan.create)
+    assert plan_run(relation_kind, full_refresh, False, "changes", "41").join_transaction is None
 
 
 @pytest.mark.parametrize(

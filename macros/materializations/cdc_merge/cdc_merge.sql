@@ -48,13 +48,15 @@
 
     {% do cdc_merge.ensure_bookkeeping_tables(offsets) %}
     {% set existing_relation = cdc_merge.loadable_mirror(existing_relation) %}
-    {#- On a catalog with transactions a group mirror's commits wait for the group's publish from here on (catalog_transaction.sql). -#}
-    {% set transaction = cdc_merge.join_catalog_transaction(cfg, target_relation, tombstones, offsets, existing_relation) %}
 
     {#- The run's mode, decided in python_jobs/apply/run_plan.py from the mirror, the flags and its offset. -#}
     {% set latest = idle_read.get('offset') or cdc_merge.newest_offset(offsets, target_relation) %}
     {% set run = adapter.cdc_run_plan(none if existing_relation is none else ('view' if existing_relation.is_view else 'table'),
-        should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot, transaction.joined) %}
+        should_full_refresh(), flags.EMPTY, cfg.change_source, latest.offset_snapshot,
+        cfg.consistency_group is not none and adapter.cdc_catalog_has_transactions()) %}
+    {#- On a catalog with transactions a group mirror's commits wait for the group's publish from here on, or, rebuilt
+        aside, from the rebuild's swap on (catalog_transaction.sql). -#}
+    {% set transaction = cdc_merge.join_catalog_transaction(run, cfg, target_relation, tombstones, offsets, existing_relation) %}
     {#- The offset goes back to the start of the log first: a mirror created again (rebuilt in place, or dropped by hand)
         that dies before its first offset row, or applies nothing (--empty), resumes from there. -#}
     {% if run.restart_offset %}
@@ -119,7 +121,7 @@
         {% do cdc_merge.apply_chunk(chunk, loop.index, loop.length, run_state) %}
     {% endfor %}
     {% if run.build_aside %}
-        {% do cdc_merge.put_rebuild_in_place(run_state, mirror) %}
+        {% do cdc_merge.put_rebuild_in_place(run_state, mirror, transaction if run.join_transaction else none) %}
         {% set target_relation = run_state.target_relation %}
     {% endif %}
     {#- Scratch dropped, a stream started, maintenance, the runs row, the group's cut, the summary line (finish_run.sql). -#}

@@ -16,6 +16,15 @@
     4. the rebuild's tables and bookkeeping rows dropped.
     What a rebuild that stopped left is dropped by the mirror's next run, or by the next rebuild.
 
+    A consistency group's mirror on a catalog with transactions (the cluster's) is built aside
+    outside the group's transaction and joins it before step 1 (catalog_transaction.sql): steps 1-3
+    are commits the group's cut publishes with its other mirrors, and until then readers see the
+    old mirror. Step 4 is left to the mirror's next run: dropping is not part of the transaction,
+    the cut may not publish (then they are a rebuild that stopped), and the transaction may only
+    append to the tables the mirrors share (the group's other rebuilds append to them meanwhile),
+    so the rebuild's truncates are added to the mirror's, not put in their place (the newest is the
+    mirror's watermark; the rebuild found every one of them again).
+
     A history (cdc_history) is rebuilt aside the same way (put_history_rebuild_in_place): its deletes
     table in the tombstones' place, its deletes mode in the model's checksum's.
 #}
@@ -55,41 +64,66 @@
         {{ return(none) }}
     {% endif %}
     {% set kind = 'history' if is_history else 'mirror' %}
-    {% do exceptions.warn(('cdc_history ' if is_history else 'cdc_merge ') ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh"
-        ~ " that stopped before it took the " ~ kind ~ "'s place (the " ~ kind ~ " was not changed by it)") %}
+    {% set prefix = 'cdc_history ' if is_history else 'cdc_merge ' %}
+    {#- A group's rebuild whose swap its cut published (put_rebuild_in_place) left it too: the mirror has an offset row
+        of the rebuild's invocation then. -#}
+    {% set swapped = run_query("select count(*) as swapped from " ~ offsets ~ " where target_table = '" ~ mirror
+        ~ "' and invocation_id in (select invocation_id from " ~ offsets ~ " where target_table = '" ~ aside ~ "')").rows[0]['swapped'] | int %}
+    {% if swapped %}
+        {{ log(prefix ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh that took the " ~ kind ~ "'s place", info=True) }}
+    {% else %}
+        {% do exceptions.warn(prefix ~ mirror ~ ": dropping " ~ aside ~ ", left by a --full-refresh"
+            ~ " that stopped before it took the " ~ kind ~ "'s place (the " ~ kind ~ " was not changed by it)") %}
+    {% endif %}
     {% do cdc_merge.forget_rebuild(aside, cfg, offsets, is_history) %}
 {% endmacro %}
 
 
-{% macro put_rebuild_in_place(run_state, mirror) %}
-    {#- mirror: {'relation', 'tombstones', 'changes', 'offset_ordinal'}, the mirror's as the run found them. Points
+{% macro put_rebuild_in_place(run_state, mirror, transaction=none) %}
+    {#- mirror: {'relation', 'tombstones', 'changes', 'offset_ordinal'}, the mirror's as the run found them;
+        transaction: the group's catalog transaction the swap joins (catalog_transaction.sql), else none. Points
         run_state at the mirror again, for the run's last steps (finish_run.sql). -#}
     {% set aside = run_state.target_relation %}
     {% set cfg = run_state.cfg %}
     {% set offsets = run_state.offsets %}
     {% set ordinal = run_state.ordinal %}
+    {% set unsent = cdc_merge.unsent_relation(mirror.relation) %}
+    {% set aside_unsent = cdc_merge.existing_unsent_relation(aside) %}
     {% do cdc_merge.crash_point('rebuild-before-swap') %}
+    {% if transaction is not none %}
+        {% set replaced = [(mirror.tombstones, run_state.tombstones)] if mirror.tombstones is not none else [] %}
+        {% do cdc_merge.join_catalog_transaction_for_swap(transaction, cfg, replaced + ([(unsent, aside_unsent)] if aside_unsent is not none else [])) %}
+    {% endif %}
     {% do cdc_merge.replace_table(mirror.relation, aside) %}
     {% if mirror.tombstones is not none %}
         {% do cdc_merge.replace_table(mirror.tombstones, run_state.tombstones) %}
     {% endif %}
-    {% set unsent = cdc_merge.unsent_relation(mirror.relation) %}
-    {% if cdc_merge.existing_unsent_relation(aside) is not none %}
-        {% do cdc_merge.replace_table(unsent, cdc_merge.unsent_relation(aside)) %}
+    {% if aside_unsent is not none %}
+        {% do cdc_merge.replace_table(unsent, aside_unsent) %}
         {% do adapter.cache_added(unsent) %}
-    {% else %}
+    {% elif transaction is none %}
         {% do adapter.drop_relation(unsent) %}
+    {% elif load_relation(unsent) is not none %}
+        {#- Emptied, a commit the cut publishes: dropped, the old mirror would lose its entries before the cut. -#}
+        {% do run_query('delete from ' ~ unsent) %}
     {% endif %}
     {% do cdc_merge.crash_point('rebuild-after-swap') %}
     {% do cdc_merge.remember_model_checksum(mirror.relation, compiled_code, cfg, cdc_merge.checked_model_checksum(mirror.relation, cfg),
         offsets, run_state.model_columns) %}
-    {% do cdc_merge.take_truncates(cfg, aside, mirror.relation) %}
+    {% do cdc_merge.take_truncates(cfg, aside, mirror.relation, replace_own=transaction is none) %}
     {% set ordinal.value = mirror.offset_ordinal + 1 %}
     {% do run_query(cdc_merge.append_offset_sql(offsets, mirror.relation, cfg, ordinal.value, ordinal.snapshot, run_state.totals)) %}
 
-    {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+    {% if transaction is none %}
+        {% do cdc_merge.forget_rebuild(aside, cfg, offsets) %}
+    {% endif %}
     {% do run_state.update({'target_relation': mirror.relation, 'tombstones': mirror.tombstones, 'changes': mirror.changes}) %}
-    {{ log("cdc_merge " ~ mirror.relation ~ ": the rebuild took the mirror's place", info=True) }}
+    {% if transaction is none %}
+        {{ log("cdc_merge " ~ mirror.relation ~ ": the rebuild took the mirror's place", info=True) }}
+    {% else %}
+        {{ log("cdc_merge " ~ mirror.relation ~ ": the rebuild takes the mirror's place when group " ~ cfg.consistency_group
+            ~ "'s catalog transaction is published; the mirror's next run drops " ~ aside, info=True) }}
+    {% endif %}
 {% endmacro %}
 
 
@@ -128,7 +162,7 @@
     {% set own = [cdc_merge.history_deletes_relation(aside), cdc_merge.history_scratch_relation(aside)] if is_history
         else [cdc_merge.tombstones_relation(aside), cdc_merge.unsent_relation(aside)] %}
     {% for relation in own + [aside] %}
-        {% do adapter.drop_relation(relation) %}
+        {% do cdc_merge.drop_table_and_files(relation) %}
     {% endfor %}
 {% endmacro %}
 
@@ -164,4 +198,19 @@
     {%- else %}
     create or replace table {{ relation }} as select * from {{ source }}
     {%- endif %}
+{% endmacro %}
+
+
+{% macro drop_table_and_files(relation) %}
+    {% do run_query(adapter.dispatch('drop_table_and_files_sql', 'cdc_merge')(relation)) %}
+    {% do adapter.cache_dropped(relation) %}
+{% endmacro %}
+
+{% macro spark__drop_table_and_files_sql(relation) %}
+    {#- Purged: without, a JDBC catalog (the cluster's) leaves the rebuild's files behind. -#}
+    drop table if exists {{ relation }} purge
+{% endmacro %}
+
+{% macro databend__drop_table_and_files_sql(relation) %}
+    drop table if exists {{ relation }}
 {% endmacro %}

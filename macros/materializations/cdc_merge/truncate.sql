@@ -67,17 +67,19 @@
 {% endmacro %}
 
 
-{% macro take_truncates(cfg, from_relation, to_relation) %}
-    {#- A rebuild's truncates as the mirror's (rebuild_aside.sql): copied first, the mirror's own deleted after, so that
-        its watermark is never lower in between. -#}
+{% macro take_truncates(cfg, from_relation, to_relation, replace_own=true) %}
+    {#- A rebuild's truncates as the mirror's (rebuild_aside.sql): copied first, the mirror's own deleted after
+        (replace_own), so that its watermark is never lower in between. -#}
     {% set relation = cdc_merge.truncates_relation(cfg) %}
     {% if load_relation(relation) is none %}
         {{ return(none) }}
     {% endif %}
     {% do run_query("insert into " ~ relation ~ " select '" ~ to_relation ~ "', truncate_seq, truncate_source_ts, rows_truncated,"
         ~ " committed_at, '" ~ invocation_id ~ "' from " ~ relation ~ " where target_table = '" ~ from_relation ~ "'") %}
-    {% do cdc_merge.delete_from_shared_table(relation, "delete from " ~ relation ~ " where target_table = '" ~ to_relation
-        ~ "' and invocation_id <> '" ~ invocation_id ~ "'") %}
+    {% if replace_own %}
+        {% do cdc_merge.delete_from_shared_table(relation, "delete from " ~ relation ~ " where target_table = '" ~ to_relation
+            ~ "' and invocation_id <> '" ~ invocation_id ~ "'") %}
+    {% endif %}
 {% endmacro %}
 
 

@@ -187,10 +187,10 @@ class ApplyMethods(metaclass=AdapterMeta):
 
     @available
     def cdc_run_plan(self, relation_kind: Optional[str], full_refresh: bool, empty: bool, change_source: str,
-                     offset_snapshot: Optional[str], in_catalog_transaction: bool = False) -> Dict[str, Any]:
+                     offset_snapshot: Optional[str], catalog_transaction: bool = False) -> Dict[str, Any]:
         """cdc_merge.sql: what the mirror's run does (run_plan.py)."""
         return run_plan.plan_run(relation_kind, bool(full_refresh), bool(empty), str(change_source),
-                                 None if offset_snapshot is None else str(offset_snapshot), bool(in_catalog_transaction)).as_dict()
+                                 None if offset_snapshot is None else str(offset_snapshot), bool(catalog_transaction)).as_dict()
 
     @available
     def cdc_contract_error(self, model_name: str, declared: List[List[str]], produced: List[List[str]],
