@@ -254,11 +254,16 @@ class PlainReader(threading.Thread):
         self.stopped = threading.Event()
         self.reads = self.violations = 0
         self.errors: list[str] = []
+        # When each read that broke an invariant started and ended, for the failure's message.
+        self.broken: list[str] = []
 
     def run(self) -> None:
         while not self.stopped.is_set():
             try:
-                self.violations += violations(thrift.rows(self.sql)[0], self.total) > 0
+                started = time.strftime("%H:%M:%S")
+                if violations(thrift.rows(self.sql)[0], self.total) > 0:
+                    self.violations += 1
+                    self.broken.append(f"{started}-{time.strftime('%H:%M:%S')}")
                 self.reads += 1
             except Exception as error:  # noqa: BLE001 - every error is a failure, reported by the caller
                 self.errors.append(repr(error)[:300])
@@ -317,7 +322,7 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     # enough to show it, each more costs its maintenance (6-15 s on the cluster).
     write_models(maintained="accounts")
     run_wave(3, TX_MIRRORS, everything=True)
-    before_refresh = len(rows.states)
+    before_refresh, violations_before_refresh = len(rows.states), reader.violations
     project.dbt("run", "--select", *TX_MIRRORS, "--full-refresh")
     time.sleep(0.2)
     refresh_states = rows.distinct_states(TX_MIRRORS, since=before_refresh - 1)
@@ -338,7 +343,8 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     assert log.count("'s catalog transaction is published;") == len(TX_MIRRORS) + 1
     assert "group bank's catalog transaction published without a cut" in log
     assert f"cdc_merge {project.schema}.accounts: maintaining (" in log
-    assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0
+    assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0, reader.broken
+    assert violations_before_refresh == reader.violations, "no read beside the rebuilds broke an invariant"
     # The rebuilds' tables, left for the mirrors' next run: dropped there, with their files.
     asides = f"show tables in {project.schema} like '*__cdc_rebuild*'"
     assert len(project.query(asides)) >= len(TX_MIRRORS)
