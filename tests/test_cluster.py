@@ -322,7 +322,7 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     # enough to show it, each more costs its maintenance (6-15 s on the cluster).
     write_models(maintained="accounts")
     run_wave(3, TX_MIRRORS, everything=True)
-    before_refresh, violations_before_refresh = len(rows.states), reader.violations
+    before_refresh = len(rows.states)
     project.dbt("run", "--select", *TX_MIRRORS, "--full-refresh")
     time.sleep(0.2)
     refresh_states = rows.distinct_states(TX_MIRRORS, since=before_refresh - 1)
@@ -344,7 +344,6 @@ def test_a_group_publishes_each_run_in_one_catalog_transaction(cluster, tmp_path
     assert "group bank's catalog transaction published without a cut" in log
     assert f"cdc_merge {project.schema}.accounts: maintaining (" in log
     assert reader.errors == [] and reader.reads >= 10 and reader.violations == 0, reader.broken
-    assert violations_before_refresh == reader.violations, "no read beside the rebuilds broke an invariant"
     # The rebuilds' tables, left for the mirrors' next run: dropped there, with their files.
     asides = f"show tables in {project.schema} like '*__cdc_rebuild*'"
     assert len(project.query(asides)) >= len(TX_MIRRORS)
